@@ -1,0 +1,174 @@
+//! The one error type of the HTTP layer. Every non-2xx response is built here, in the contract's shape:
+//! `{"error": {"code", "message", "field"?, "fields"?}}`. Internal errors are logged and never shown.
+
+use std::collections::BTreeMap;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// An error answered to an API caller.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    field: Option<String>,
+    fields: Option<BTreeMap<String, String>>,
+    retry_after_s: Option<u64>,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            field: None,
+            fields: None,
+            retry_after_s: None,
+        }
+    }
+
+    /// 422 `validation` on one field (dotted for nested fields).
+    pub fn validation(field: impl Into<String>, message: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::UNPROCESSABLE_ENTITY, "validation", message);
+        e.field = Some(field.into());
+        e
+    }
+
+    /// 422 `validation` for a form or field set, with a message per field.
+    pub fn invalid_fields(fields: BTreeMap<String, String>) -> Self {
+        let message = match fields.len() {
+            1 => "1 field is invalid".to_string(),
+            n => format!("{n} fields are invalid"),
+        };
+        let mut e = Self::new(StatusCode::UNPROCESSABLE_ENTITY, "validation", message);
+        if fields.len() == 1 {
+            e.field = fields.keys().next().cloned();
+        }
+        e.fields = Some(fields);
+        e
+    }
+
+    /// 422 with a code other than `validation` (e.g. `e2e_no_devices`, `template_not_approved`).
+    pub fn unprocessable(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+    }
+
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("{what} not found"),
+        )
+    }
+
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
+    pub fn idempotency_conflict() -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "idempotency_conflict",
+            "idempotency_key was already used with a different payload",
+        )
+    }
+
+    pub fn payload_too_large() -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            "request body is over the size limit",
+        )
+    }
+
+    pub fn rate_limited(retry_after_s: u64) -> Self {
+        let mut e = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "too many requests, slow down",
+        );
+        e.retry_after_s = Some(retry_after_s.max(1));
+        e
+    }
+
+    pub fn bad_gateway(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_GATEWAY, code, message)
+    }
+
+    /// A bug or an infrastructure failure: logged in full, answered as a bare `internal`.
+    pub fn internal(err: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %err, "internal error");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error",
+        )
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}): {}",
+            self.code,
+            self.status.as_u16(),
+            self.message
+        )
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(err: sqlx::Error) -> Self {
+        ApiError::internal(format_args!("database: {err}"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut error = json!({ "code": self.code, "message": self.message });
+        if let Some(field) = self.field {
+            error["field"] = json!(field);
+        }
+        if let Some(fields) = self.fields {
+            error["fields"] = json!(fields);
+        }
+        let mut response = (self.status, axum::Json(json!({ "error": error }))).into_response();
+        if let Some(secs) = self.retry_after_s {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}

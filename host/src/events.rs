@@ -1,0 +1,37 @@
+//! Payloads of the events partners receive, built in one place so every producer sends the same shape.
+
+use serde_json::{Value, json};
+
+use crate::clock::{Millis, iso_time};
+use crate::store::messages::Message;
+use crate::store::templates::Template;
+
+/// `message.status`: a delivery state change of a message. `seq` only grows per message.
+pub fn message_status(m: &Message, at: Millis) -> Value {
+    json!({
+        "event": "message.status",
+        "partner": m.partner_code,
+        "message_ref": m.reference,
+        "message_id": m.id,
+        "seq": m.seq,
+        "state": m.state,
+        "channel": m.channel.as_deref().unwrap_or("inapp"),
+        "phone": m.phone,
+        "at": iso_time(at),
+    })
+}
+
+/// `template.status`: a review decision.
+pub fn template_status(partner_code: &str, t: &Template, at: Millis) -> Value {
+    json!({
+        "event": "template.status",
+        "partner": partner_code,
+        "template_id": t.id,
+        "code": t.code,
+        "lang": t.lang,
+        "channel": t.channel,
+        "status": t.status,
+        "reason": t.rejection_reason,
+        "at": iso_time(at),
+    })
+}

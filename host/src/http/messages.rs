@@ -1,0 +1,673 @@
+//! `/messages`: send a hub message (every content type, templates, idempotency, E2E envelopes), read one
+//! with its delivery attempts, list, and mark read / unread.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use base64::Engine;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::{ApiJson, QueryMap, parse_id, parse_value};
+use crate::auth::PartnerAuth;
+use crate::clock::record_time;
+use crate::error::{ApiError, ApiResult};
+use crate::events;
+use crate::secrets::{hex, random_alnum};
+use crate::state::AppState;
+use crate::store::messages::{
+    self as store, Created, Message, MessageFilter, NewMedia, NewMessage,
+};
+use crate::store::{devices, templates};
+use crate::template::{self, RenderError};
+use crate::validate::{check_public_url, is_code, is_e164};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/messages", post(send_message).get(list_messages))
+        .route("/messages/read", post(mark_many_read))
+        .route("/messages/{id}", get(get_message))
+        .route("/messages/{id}/read", post(mark_read))
+        .route("/messages/{id}/unread", post(mark_unread))
+}
+
+pub const CONTENT_TYPES: &[&str] = &[
+    "text", "image", "document", "audio", "video", "link", "html", "system",
+];
+const MEDIA_TYPES: &[&str] = &["image", "document", "audio", "video"];
+pub const STATES: &[&str] = &["queued", "sent", "delivered", "read", "failed"];
+pub const E2E_ALG: &str = "x25519-hkdf-sha256-aes-256-gcm";
+
+/// The send-message fields of INTERFACE.md (aliases `url` and `cta` accepted).
+#[derive(Debug, Deserialize)]
+struct SendMessage {
+    phone: Option<String>,
+    body: Option<String>,
+    content_type: Option<String>,
+    template_code: Option<String>,
+    vars: Option<Map<String, Value>>,
+    lang: Option<String>,
+    priority: Option<String>,
+    idempotency_key: Option<String>,
+    media_url: Option<String>,
+    media_base64: Option<String>,
+    media_filename: Option<String>,
+    media_mimetype: Option<String>,
+    #[serde(alias = "url")]
+    link_url: Option<String>,
+    #[serde(alias = "cta")]
+    link_label: Option<String>,
+    link_title: Option<String>,
+    link_description: Option<String>,
+    link_image_url: Option<String>,
+    html: Option<String>,
+    subject: Option<String>,
+    preview: Option<String>,
+    encryption: Option<String>,
+    e2e_envelope: Option<Value>,
+}
+
+fn non_empty(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// The JSON value with object keys sorted at every level, so equal payloads hash equally.
+fn canonical(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&map[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+fn request_hash(body: &Value) -> String {
+    let mut body = body.clone();
+    if let Some(map) = body.as_object_mut() {
+        map.remove("idempotency_key");
+    }
+    hex(&Sha256::digest(canonical(&body).to_string().as_bytes()))
+}
+
+/// The base64url (padding optional) bytes of `v`, if it is that.
+pub fn base64url(v: &str) -> Option<Vec<u8>> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(v.trim_end_matches('='))
+        .ok()
+}
+
+/// Checks an E2E envelope in the order CONTRACT section 11 gives (shape first; devices after).
+fn check_envelope(envelope: Option<&Value>) -> ApiResult<&Map<String, Value>> {
+    let env = envelope.and_then(Value::as_object).ok_or_else(|| {
+        ApiError::validation(
+            "e2e_envelope",
+            "e2e_envelope is required (an object) with encryption e2e",
+        )
+    })?;
+    if env.get("v").and_then(Value::as_i64) != Some(1) {
+        return Err(ApiError::validation(
+            "e2e_envelope.v",
+            "e2e_envelope.v must be 1",
+        ));
+    }
+    if env.get("alg").and_then(Value::as_str) != Some(E2E_ALG) {
+        return Err(ApiError::validation(
+            "e2e_envelope.alg",
+            format!("e2e_envelope.alg must be {E2E_ALG}"),
+        ));
+    }
+    for part in ["ciphertext", "nonce"] {
+        let ok = env
+            .get(part)
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty() && base64url(s).is_some());
+        if !ok {
+            return Err(ApiError::validation(
+                format!("e2e_envelope.{part}"),
+                format!("e2e_envelope.{part} is required, non-empty base64url"),
+            ));
+        }
+    }
+    let wraps_ok = env
+        .get("key_wraps")
+        .and_then(Value::as_array)
+        .is_some_and(|w| !w.is_empty());
+    if !wraps_ok {
+        return Err(ApiError::validation(
+            "e2e_envelope.key_wraps",
+            "e2e_envelope.key_wraps must be a non-empty array",
+        ));
+    }
+    Ok(env)
+}
+
+/// Validates a send request into a message to store. `raw` is the request body as sent.
+async fn build_message(
+    state: &AppState,
+    partner_id: i64,
+    req: SendMessage,
+    raw: &Value,
+    header_key: Option<String>,
+) -> ApiResult<NewMessage> {
+    let phone =
+        non_empty(&req.phone).ok_or_else(|| ApiError::validation("phone", "phone is required"))?;
+    if !is_e164(phone) {
+        return Err(ApiError::validation(
+            "phone",
+            "phone must be E.164, e.g. +15551230000",
+        ));
+    }
+    let content_type = non_empty(&req.content_type).unwrap_or("text");
+    if !CONTENT_TYPES.contains(&content_type) {
+        return Err(ApiError::validation(
+            "content_type",
+            format!("content_type must be one of {}", CONTENT_TYPES.join(", ")),
+        ));
+    }
+    let priority = non_empty(&req.priority).unwrap_or("notification");
+    if !is_code(priority) {
+        return Err(ApiError::validation(
+            "priority",
+            "priority must be a short lower-case word, e.g. otp, notification, chat",
+        ));
+    }
+    let idempotency_key = non_empty(&req.idempotency_key)
+        .map(str::to_string)
+        .or(header_key);
+    if idempotency_key.as_ref().is_some_and(|k| k.len() > 255) {
+        return Err(ApiError::validation(
+            "idempotency_key",
+            "idempotency_key is at most 255 characters",
+        ));
+    }
+    let dev = state.config.dev;
+    let mut content = Map::new();
+
+    // End-to-end encrypted sends carry an envelope and never a plaintext body.
+    let encrypted = match non_empty(&req.encryption) {
+        None => false,
+        Some("e2e") => true,
+        Some(_) => {
+            return Err(ApiError::validation(
+                "encryption",
+                "encryption must be e2e when given",
+            ));
+        }
+    };
+    if encrypted {
+        let envelope = check_envelope(req.e2e_envelope.as_ref())?;
+        if req.body.is_some() {
+            return Err(ApiError::validation(
+                "body",
+                "a plaintext body is never accepted with an e2e envelope",
+            ));
+        }
+        let published = devices::published_device_uuids(&state.db, phone).await?;
+        if published.is_empty() {
+            return Err(ApiError::unprocessable(
+                "e2e_no_devices",
+                "the user has not published a device key",
+            ));
+        }
+        let wraps = envelope["key_wraps"].as_array().expect("checked above");
+        for wrap in wraps {
+            let uuid = wrap
+                .get("device_uuid")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if !published.iter().any(|d| d == uuid) {
+                return Err(ApiError::validation(
+                    "e2e_envelope.key_wraps",
+                    "every key wrap must name a published device of the user",
+                ));
+            }
+        }
+        content.insert("encryption".into(), json!("e2e"));
+        content.insert("e2e_envelope".into(), Value::Object(envelope.clone()));
+    }
+
+    // Templates render into `rendered_body`, which is also the body.
+    let mut body = if encrypted {
+        None
+    } else {
+        non_empty(&req.body).map(|_| req.body.clone().unwrap_or_default())
+    };
+    let mut rendered_body = None;
+    let mut lang = None;
+    let template_code = non_empty(&req.template_code).map(str::to_string);
+    if let Some(code) = &template_code {
+        let wanted_lang = non_empty(&req.lang).unwrap_or("en");
+        let template = templates::find_for_send(&state.db, partner_id, code, wanted_lang)
+            .await?
+            .ok_or_else(|| {
+                ApiError::validation(
+                    "template_code",
+                    format!("no template {code:?} in language {wanted_lang:?}"),
+                )
+            })?;
+        if template.status == "rejected" {
+            return Err(ApiError::unprocessable(
+                "template_not_approved",
+                "the template was rejected at review",
+            )
+            .with_field("template_code"));
+        }
+        let vars = req.vars.clone().unwrap_or_default();
+        let text = template::render(&template.body, &vars).map_err(|e| match e {
+            RenderError::Missing(name) => ApiError::validation(
+                format!("vars.{name}"),
+                format!("variable {name} is missing"),
+            ),
+            RenderError::Malformed(p) => {
+                ApiError::unprocessable("template_not_approved", p.to_string())
+                    .with_field("template_code")
+            }
+        })?;
+        if encrypted {
+            return Err(ApiError::validation(
+                "template_code",
+                "templates cannot be used with e2e encryption",
+            ));
+        }
+        rendered_body = Some(text.clone());
+        body = Some(text);
+        lang = Some(template.lang);
+    }
+
+    let mut media = None;
+    match content_type {
+        "text" | "system" if !encrypted && body.is_none() => {
+            return Err(ApiError::validation(
+                "body",
+                format!("body is required for {content_type} messages"),
+            ));
+        }
+        t if MEDIA_TYPES.contains(&t) && !encrypted => {
+            let (url, stored) = match (non_empty(&req.media_url), non_empty(&req.media_base64)) {
+                (Some(_), Some(_)) => {
+                    return Err(ApiError::validation(
+                        "media_url",
+                        "give media_url or media_base64, not both",
+                    ));
+                }
+                (None, None) => {
+                    return Err(ApiError::validation(
+                        "media_url",
+                        format!("media_url or media_base64 is required for {t}"),
+                    ));
+                }
+                (Some(url), None) => {
+                    check_public_url(url, dev).map_err(|why| {
+                        ApiError::validation("media_url", format!("media_url {why}"))
+                    })?;
+                    (url.to_string(), None)
+                }
+                (None, Some(b64)) => {
+                    let data = decode_media(b64)?;
+                    let id = format!("med_{}", random_alnum(24));
+                    let new = NewMedia {
+                        id: id.clone(),
+                        filename: non_empty(&req.media_filename).map(str::to_string),
+                        mimetype: non_empty(&req.media_mimetype).map(str::to_string),
+                        sha256: hex(&Sha256::digest(&data)),
+                        data,
+                    };
+                    (format!("/api/v1/media/{id}"), Some(new))
+                }
+            };
+            let size = stored.as_ref().map(|m| m.data.len());
+            content.insert(
+                "media".into(),
+                json!({
+                    "url": url,
+                    "filename": non_empty(&req.media_filename),
+                    "mimetype": non_empty(&req.media_mimetype),
+                    "size": size,
+                }),
+            );
+            media = stored;
+        }
+        "link" if !encrypted => {
+            let url = non_empty(&req.link_url).ok_or_else(|| {
+                ApiError::validation(
+                    "link_url",
+                    "link_url (or url) is required for link messages",
+                )
+            })?;
+            check_public_url(url, dev)
+                .map_err(|why| ApiError::validation("link_url", format!("link_url {why}")))?;
+            if let Some(image) = non_empty(&req.link_image_url) {
+                check_public_url(image, dev).map_err(|why| {
+                    ApiError::validation("link_image_url", format!("link_image_url {why}"))
+                })?;
+            }
+            content.insert(
+                "link".into(),
+                json!({
+                    "url": url,
+                    "label": non_empty(&req.link_label),
+                    "title": non_empty(&req.link_title),
+                    "description": non_empty(&req.link_description),
+                    "image_url": non_empty(&req.link_image_url),
+                }),
+            );
+        }
+        "html" if !encrypted => {
+            let html = non_empty(&req.html).ok_or_else(|| {
+                ApiError::validation("html", "html is required for html messages")
+            })?;
+            content.insert("html".into(), json!(html));
+            if let Some(subject) = non_empty(&req.subject) {
+                content.insert("subject".into(), json!(subject));
+            }
+            if let Some(preview) = non_empty(&req.preview) {
+                content.insert("preview".into(), json!(preview));
+            }
+        }
+        _ => {}
+    }
+
+    Ok(NewMessage {
+        reference: format!("msg_{}", random_alnum(24)),
+        partner_id,
+        phone: phone.to_string(),
+        content_type: content_type.to_string(),
+        body,
+        rendered_body,
+        template_code,
+        lang,
+        priority: priority.to_string(),
+        content: Value::Object(content),
+        media,
+        request_hash: idempotency_key.as_ref().map(|_| request_hash(raw)),
+        idempotency_key,
+    })
+}
+
+/// Standard base64 (URL-safe and `data:` URIs accepted), non-empty.
+fn decode_media(b64: &str) -> ApiResult<Vec<u8>> {
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+    let payload = match b64.strip_prefix("data:") {
+        Some(rest) => rest.split_once(',').map(|(_, data)| data).unwrap_or(""),
+        None => b64,
+    };
+    let compact: String = payload.chars().filter(|c| !c.is_whitespace()).collect();
+    let data = STANDARD
+        .decode(&compact)
+        .or_else(|_| URL_SAFE.decode(&compact))
+        .map_err(|_| ApiError::validation("media_base64", "media_base64 is not valid base64"))?;
+    if data.is_empty() {
+        return Err(ApiError::validation(
+            "media_base64",
+            "media_base64 is empty",
+        ));
+    }
+    Ok(data)
+}
+
+/// The message record of INTERFACE.md and CONTRACT section 3.
+pub fn message_json(m: &Message) -> Value {
+    let mut record = json!({
+        "message_id": m.id,
+        "ref": m.reference,
+        "phone": m.phone,
+        "partner": m.partner_code,
+        "direction": m.direction,
+        "content_type": m.content_type,
+        "body": m.body,
+        "state": m.state,
+        "priority": m.priority,
+        "channel": m.channel,
+        "created_at": record_time(m.created_at),
+    });
+    let obj = record.as_object_mut().expect("built as an object");
+    if m.template_code.is_some() {
+        obj.insert("template_code".into(), json!(m.template_code));
+        obj.insert("rendered_body".into(), json!(m.rendered_body));
+        obj.insert("lang".into(), json!(m.lang));
+    }
+    if let Some(content) = m.content.as_object() {
+        for (k, v) in content {
+            obj.insert(k.clone(), v.clone());
+        }
+    }
+    record
+}
+
+async fn send_message(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    headers: HeaderMap,
+    ApiJson(raw): ApiJson<Value>,
+) -> ApiResult<Response> {
+    let header_key = headers
+        .get("idempotency-key")
+        .map(|v| v.to_str().map(|s| s.trim().to_string()))
+        .transpose()
+        .map_err(|_| {
+            ApiError::validation("idempotency_key", "Idempotency-Key header must be text")
+        })?
+        .filter(|k| !k.is_empty());
+    let req: SendMessage = parse_value(raw.clone())?;
+    let new = build_message(&state, partner.id, req, &raw, header_key).await?;
+    match store::create_message(&state.db, &new, state.now()).await? {
+        Created::New(m) => {
+            tracing::info!(message_ref = %m.reference, "message accepted");
+            Ok((StatusCode::CREATED, Json(message_json(&m))).into_response())
+        }
+        Created::Replayed(m) => {
+            let mut response = (StatusCode::CREATED, Json(message_json(&m))).into_response();
+            response
+                .headers_mut()
+                .insert("idempotent-replayed", HeaderValue::from_static("true"));
+            Ok(response)
+        }
+        Created::KeyReused => Err(ApiError::idempotency_conflict()),
+    }
+}
+
+async fn get_message(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+    query: QueryMap,
+) -> ApiResult<Json<Value>> {
+    let id = parse_id(&id, "message")?;
+    let m = store::find_message(&state.db, partner.id, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("message"))?;
+    let mut record = message_json(&m);
+    let include = query.text("include").unwrap_or_default();
+    if include.split(',').any(|part| part.trim() == "attempts") {
+        let attempts = store::list_attempts(&state.db, m.id).await?;
+        record["attempts"] = attempts
+            .iter()
+            .map(|a| json!({"channel": a.channel, "state": a.state, "error": a.error, "at": record_time(a.at)}))
+            .collect();
+    }
+    Ok(Json(record))
+}
+
+async fn list_messages(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    query: QueryMap,
+) -> ApiResult<Json<Value>> {
+    let page = query.page()?;
+    let phone = query.text("phone");
+    if phone.as_deref().is_some_and(|p| !is_e164(p)) {
+        return Err(ApiError::validation("phone", "phone must be E.164"));
+    }
+    let msg_state = query.text("state");
+    if msg_state.as_deref().is_some_and(|s| !STATES.contains(&s)) {
+        return Err(ApiError::validation(
+            "state",
+            format!("state must be one of {}", STATES.join(", ")),
+        ));
+    }
+    let filter = MessageFilter {
+        phone,
+        state: msg_state,
+        q: query.text("q"),
+        before: page.before,
+        limit: page.fetch(),
+    };
+    let rows = store::list_messages(&state.db, partner.id, &filter).await?;
+    Ok(Json(page.respond(rows, |m| m.id, message_json)))
+}
+
+/// Moves one of the partner's messages; answers the resulting record (unchanged when already there).
+async fn mark(
+    state: &AppState,
+    partner_id: i64,
+    raw_id: &str,
+    from: &[&str],
+    to: &str,
+) -> ApiResult<Json<Value>> {
+    let id = parse_id(raw_id, "message")?;
+    let current = store::find_message(&state.db, partner_id, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("message"))?;
+    if current.state == "failed" {
+        return Err(ApiError::conflict(
+            "the message failed to deliver; it cannot be marked",
+        ));
+    }
+    let mut tx = state.db.writer().begin().await?;
+    let moved = store::transition_in(
+        &mut tx,
+        id,
+        from,
+        to,
+        None,
+        state.now(),
+        events::message_status,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(message_json(&moved.unwrap_or(current))))
+}
+
+async fn mark_read(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    mark(
+        &state,
+        partner.id,
+        &id,
+        &["queued", "sent", "delivered"],
+        "read",
+    )
+    .await
+}
+
+async fn mark_unread(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    mark(&state, partner.id, &id, &["read"], "delivered").await
+}
+
+#[derive(Deserialize)]
+struct BulkRead {
+    message_ids: Option<Vec<i64>>,
+    phone: Option<String>,
+}
+
+async fn mark_many_read(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    ApiJson(req): ApiJson<BulkRead>,
+) -> ApiResult<Json<Value>> {
+    let ids = match (&req.message_ids, non_empty(&req.phone)) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::validation(
+                "message_ids",
+                "give message_ids or phone, not both",
+            ));
+        }
+        (None, None) => {
+            return Err(ApiError::validation(
+                "message_ids",
+                "message_ids or phone is required",
+            ));
+        }
+        (Some(ids), None) => {
+            if ids.len() > 1000 {
+                return Err(ApiError::validation(
+                    "message_ids",
+                    "at most 1000 message_ids at once",
+                ));
+            }
+            store::partner_message_ids(&state.db, partner.id, None, ids).await?
+        }
+        (None, Some(phone)) => {
+            if !is_e164(phone) {
+                return Err(ApiError::validation("phone", "phone must be E.164"));
+            }
+            store::partner_message_ids(&state.db, partner.id, Some(phone), &[]).await?
+        }
+    };
+    let now = state.now();
+    let mut updated = 0;
+    let mut tx = state.db.writer().begin().await?;
+    for id in ids {
+        let moved = store::transition_in(
+            &mut tx,
+            id,
+            &["queued", "sent", "delivered"],
+            "read",
+            None,
+            now,
+            events::message_status,
+        )
+        .await?;
+        updated += moved.is_some() as i64;
+    }
+    tx.commit().await?;
+    Ok(Json(json!({ "updated": updated })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_hash_ignores_key_order_and_the_key_itself() {
+        let a = json!({"phone": "+15551230000", "body": "hi", "idempotency_key": "k1", "vars": {"a": 1, "b": 2}});
+        let b = json!({"vars": {"b": 2, "a": 1}, "body": "hi", "phone": "+15551230000"});
+        assert_eq!(request_hash(&a), request_hash(&b));
+        let c = json!({"phone": "+15551230000", "body": "hello"});
+        assert_ne!(request_hash(&a), request_hash(&c));
+    }
+
+    #[test]
+    fn envelope_checks_run_in_contract_order() {
+        let field = |v: Value| check_envelope(Some(&v)).err().map(|e| e.to_string());
+        assert!(field(json!("x")).unwrap().contains("validation"));
+        let base = json!({"v": 1, "alg": E2E_ALG, "ciphertext": "YWJj", "nonce": "bm9uY2U", "key_wraps": [{"device_uuid": "d"}]});
+        assert!(check_envelope(Some(&base)).is_ok());
+        let mut no_ct = base.clone();
+        no_ct.as_object_mut().unwrap().remove("ciphertext");
+        assert!(check_envelope(Some(&no_ct)).is_err());
+        let mut bad_nonce = base.clone();
+        bad_nonce["nonce"] = json!("not base64url!");
+        assert!(check_envelope(Some(&bad_nonce)).is_err());
+        let mut no_wraps = base;
+        no_wraps["key_wraps"] = json!([]);
+        assert!(check_envelope(Some(&no_wraps)).is_err());
+    }
+}

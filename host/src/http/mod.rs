@@ -1,0 +1,208 @@
+//! The HTTP API: one module per resource, each exposing `router()`, merged here under `/api/v1` with the
+//! layers every request passes through (request id, tracing, body limit) and the JSON 404 fallback.
+//! Request parsing helpers that every resource uses live here too.
+
+pub mod media;
+pub mod messages;
+pub mod openapi;
+pub mod templates;
+
+use std::collections::HashMap;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::request::Parts;
+use axum::http::{HeaderName, StatusCode};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The whole application: every route, every layer.
+pub fn app(state: AppState) -> Router {
+    let body_limit = state.config.body_limit;
+    let api = Router::new()
+        .merge(messages::router())
+        .merge(templates::router())
+        .merge(media::router())
+        .merge(openapi::router());
+    Router::new()
+        .nest("/api/v1", api)
+        .fallback(|| async { ApiError::not_found("route") })
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+            let request_id = req
+                .headers()
+                .get(&REQUEST_ID)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            tracing::info_span!(
+                "request",
+                method = %req.method(),
+                path = %req.uri().path(),
+                request_id,
+                partner = tracing::field::Empty,
+            )
+        }))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .with_state(state)
+}
+
+/// A JSON object body. Not JSON, not an object or the wrong content type → 400 `bad_request`; over the
+/// body limit → 413; a field of the wrong type → 422 `validation` naming the field.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let value = json_object(req, state).await?;
+        parse_value(value).map(ApiJson)
+    }
+}
+
+/// The request body as a JSON object (see [`ApiJson`]).
+pub async fn json_object<S: Send + Sync>(req: Request, state: &S) -> Result<Value, ApiError> {
+    let is_json = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| {
+            ct.split(';')
+                .next()
+                .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
+        });
+    if !is_json {
+        return Err(ApiError::bad_request(
+            "Content-Type must be application/json",
+        ));
+    }
+    let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::payload_too_large()
+        } else {
+            ApiError::bad_request(format!("could not read the body: {rejection}"))
+        }
+    })?;
+    let value: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::bad_request(format!("body is not valid JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(ApiError::bad_request("body must be a JSON object"));
+    }
+    Ok(value)
+}
+
+/// Deserialises a JSON value, naming the field at fault on a type mismatch.
+pub fn parse_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            "body".to_string()
+        } else {
+            path
+        };
+        ApiError::validation(field, e.into_inner().to_string())
+    })
+}
+
+/// Query parameters as plain strings (every value is validated by the handler that reads it).
+pub struct QueryMap(pub HashMap<String, String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for QueryMap {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or("");
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
+            .map_err(|_| ApiError::bad_request("malformed query string"))?;
+        Ok(QueryMap(pairs.into_iter().collect()))
+    }
+}
+
+impl QueryMap {
+    /// A non-empty string parameter.
+    pub fn text(&self, name: &str) -> Option<String> {
+        self.0
+            .get(name)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// `limit` (default 50, clamped to 1..=200) and `cursor` (an id to continue below).
+    pub fn page(&self) -> Result<Page, ApiError> {
+        let limit = match self.text("limit") {
+            None => DEFAULT_LIMIT,
+            Some(v) => v
+                .parse::<i64>()
+                .map_err(|_| ApiError::validation("limit", "limit must be a whole number"))?
+                .clamp(1, MAX_LIMIT),
+        };
+        let before = self.text("cursor").map(|c| decode_cursor(&c)).transpose()?;
+        Ok(Page { limit, before })
+    }
+}
+
+pub const DEFAULT_LIMIT: i64 = 50;
+pub const MAX_LIMIT: i64 = 200;
+
+/// A page request: how many, and the id to continue below (lists are newest first by id).
+#[derive(Debug, Clone, Copy)]
+pub struct Page {
+    pub limit: i64,
+    pub before: Option<i64>,
+}
+
+impl Page {
+    /// How many rows to fetch: one more than the page, to know whether another page follows.
+    pub fn fetch(&self) -> i64 {
+        self.limit + 1
+    }
+
+    /// The list body `{"data": [...], "next_cursor": …}` from `fetch()` rows.
+    pub fn respond<T>(
+        &self,
+        mut rows: Vec<T>,
+        id: impl Fn(&T) -> i64,
+        render: impl Fn(&T) -> Value,
+    ) -> Value {
+        let more = rows.len() as i64 > self.limit;
+        rows.truncate(self.limit as usize);
+        let next_cursor = if more {
+            rows.last().map(|r| encode_cursor(id(r)))
+        } else {
+            None
+        };
+        json!({ "data": rows.iter().map(render).collect::<Vec<_>>(), "next_cursor": next_cursor })
+    }
+}
+
+fn encode_cursor(id: i64) -> String {
+    URL_SAFE_NO_PAD.encode(format!("id:{id}"))
+}
+
+fn decode_cursor(cursor: &str) -> Result<i64, ApiError> {
+    URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|s| s.strip_prefix("id:").and_then(|n| n.parse().ok()))
+        .ok_or_else(|| ApiError::validation("cursor", "cursor is not one this API returned"))
+}
+
+/// A path id that must be a positive integer; anything else cannot name a resource (404).
+pub fn parse_id(raw: &str, what: &str) -> Result<i64, ApiError> {
+    raw.parse::<i64>()
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or_else(|| ApiError::not_found(what))
+}

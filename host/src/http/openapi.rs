@@ -1,0 +1,438 @@
+//! `GET /api/v1/openapi.json`: the OpenAPI 3.1 document of the whole API. Every route the router serves is
+//! described here, and the test suite checks both directions (every documented operation is routed, every
+//! route is documented).
+
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{Map, Value, json};
+
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/openapi.json", get(|| async { Json(document()) }))
+}
+
+fn schema_ref(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+fn list_of(name: &str) -> Value {
+    json!({
+        "type": "object",
+        "required": ["data", "next_cursor"],
+        "properties": {
+            "data": { "type": "array", "items": schema_ref(name) },
+            "next_cursor": { "type": ["string", "null"], "description": "Pass as `cursor` for the next page; null on the last." }
+        }
+    })
+}
+
+/// One operation. `auth` is a security scheme name, or "" for an open route. Error responses every
+/// authenticated route can give are added here.
+fn op(
+    summary: &str,
+    tag: &str,
+    auth: &str,
+    body: Option<Value>,
+    ok: (u16, &str, Value),
+    errors: &[u16],
+) -> Value {
+    let mut responses = Map::new();
+    responses.insert(
+        ok.0.to_string(),
+        json!({ "description": ok.1, "content": { "application/json": { "schema": ok.2 } } }),
+    );
+    let mut all_errors: Vec<u16> = errors.to_vec();
+    if !auth.is_empty() {
+        all_errors.extend([401, 403, 429]);
+    }
+    if body.is_some() {
+        all_errors.extend([400, 413, 422]);
+    }
+    all_errors.sort();
+    all_errors.dedup();
+    for code in all_errors {
+        responses.insert(
+            code.to_string(),
+            json!({ "$ref": format!("#/components/responses/E{code}") }),
+        );
+    }
+    let mut operation = json!({ "summary": summary, "tags": [tag], "responses": responses });
+    if !auth.is_empty() {
+        operation["security"] = json!([{ auth: [] }]);
+    }
+    if let Some(schema) = body {
+        operation["requestBody"] =
+            json!({ "required": true, "content": { "application/json": { "schema": schema } } });
+    }
+    operation
+}
+
+fn query_params(params: &[(&str, &str)]) -> Value {
+    params
+        .iter()
+        .map(|(name, description)| json!({ "name": name, "in": "query", "required": false, "schema": { "type": "string" }, "description": description }))
+        .collect()
+}
+
+fn with_params(mut operation: Value, params: Value) -> Value {
+    operation["parameters"] = params;
+    operation
+}
+
+const PAGE: [(&str, &str); 2] = [
+    (
+        "limit",
+        "Page size: default 50, at most 200 (larger is clamped).",
+    ),
+    ("cursor", "The `next_cursor` of the previous page."),
+];
+
+/// The document.
+pub fn document() -> Value {
+    let partner = "partnerKey";
+    let mut paths = Map::new();
+    let mut add = |path: &str, method: &str, operation: Value| {
+        let entry = paths.entry(path.to_string()).or_insert_with(|| json!({}));
+        entry[method] = operation;
+    };
+
+    // Messages
+    add(
+        "/api/v1/messages",
+        "post",
+        op(
+            "Send a hub message",
+            "messages",
+            partner,
+            Some(schema_ref("SendMessage")),
+            (
+                201,
+                "The message (also when an idempotent retry is replayed; then header `Idempotent-Replayed: true`).",
+                schema_ref("Message"),
+            ),
+            &[409],
+        ),
+    );
+    add(
+        "/api/v1/messages",
+        "get",
+        with_params(
+            op(
+                "List messages, newest first",
+                "messages",
+                partner,
+                None,
+                (200, "A page of messages", list_of("Message")),
+                &[422],
+            ),
+            query_params(&[
+                ("phone", "E.164 filter"),
+                ("state", "queued, sent, delivered, read or failed"),
+                ("q", "search in body and phone"),
+                PAGE[0],
+                PAGE[1],
+            ]),
+        ),
+    );
+    add(
+        "/api/v1/messages/{id}",
+        "get",
+        with_params(
+            op(
+                "Get a message",
+                "messages",
+                partner,
+                None,
+                (
+                    200,
+                    "The message; with `include=attempts` also `attempts`",
+                    schema_ref("Message"),
+                ),
+                &[404],
+            ),
+            query_params(&[("include", "`attempts` adds the delivery attempts")]),
+        ),
+    );
+    add(
+        "/api/v1/messages/{id}/read",
+        "post",
+        op(
+            "Mark a message read",
+            "messages",
+            partner,
+            None,
+            (200, "The message", schema_ref("Message")),
+            &[404, 409],
+        ),
+    );
+    add(
+        "/api/v1/messages/{id}/unread",
+        "post",
+        op(
+            "Mark a read message unread (back to delivered)",
+            "messages",
+            partner,
+            None,
+            (200, "The message", schema_ref("Message")),
+            &[404, 409],
+        ),
+    );
+    add(
+        "/api/v1/messages/read",
+        "post",
+        op(
+            "Mark messages read in bulk",
+            "messages",
+            partner,
+            Some(
+                json!({ "type": "object", "properties": { "message_ids": { "type": "array", "items": { "type": "integer" } }, "phone": { "type": "string" } }, "description": "Either `message_ids` or `phone`. Ids of other partners' messages are ignored." }),
+            ),
+            (
+                200,
+                "How many messages changed state",
+                json!({ "type": "object", "properties": { "updated": { "type": "integer" } } }),
+            ),
+            &[],
+        ),
+    );
+    add("/api/v1/media/{id}", "get", {
+        let mut o = op(
+            "Download media uploaded as base64",
+            "messages",
+            partner,
+            None,
+            (
+                200,
+                "The bytes",
+                json!({ "type": "string", "format": "binary" }),
+            ),
+            &[404],
+        );
+        o["responses"]["200"]["content"] = json!({ "application/octet-stream": { "schema": { "type": "string", "format": "binary" } } });
+        o
+    });
+
+    // Templates
+    add(
+        "/api/v1/templates",
+        "post",
+        op(
+            "Create a template (status draft)",
+            "templates",
+            partner,
+            Some(schema_ref("CreateTemplate")),
+            (201, "The template", schema_ref("Template")),
+            &[409],
+        ),
+    );
+    add(
+        "/api/v1/templates",
+        "get",
+        with_params(
+            op(
+                "List templates, newest first",
+                "templates",
+                partner,
+                None,
+                (200, "A page of templates", list_of("Template")),
+                &[422],
+            ),
+            query_params(&PAGE),
+        ),
+    );
+    add(
+        "/api/v1/templates/{id}",
+        "get",
+        op(
+            "Get a template",
+            "templates",
+            partner,
+            None,
+            (200, "The template", schema_ref("Template")),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/templates/{id}/submit",
+        "post",
+        op(
+            "Submit for review: with automatic review the answer is already approved or rejected, otherwise pending",
+            "templates",
+            partner,
+            None,
+            (200, "The template", schema_ref("Template")),
+            &[404, 409],
+        ),
+    );
+
+    add(
+        "/api/v1/openapi.json",
+        "get",
+        op(
+            "This document",
+            "meta",
+            "",
+            None,
+            (200, "OpenAPI 3.1", json!({ "type": "object" })),
+            &[],
+        ),
+    );
+
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Hubbub API",
+            "version": "1.0.0",
+            "description": "Partner messaging: hub messages with WhatsApp and SMS fallback, templates, accounts, conversations, broadcasts, bots and flows, end-to-end encrypted envelopes, signed webhooks.\n\nErrors always have the body `{\"error\": {\"code\", \"message\", \"field\"?, \"fields\"?}}`. Lists are `{\"data\": [...], \"next_cursor\"}`, newest first. Record times are `YYYY-MM-DD HH:MM:SS` UTC. Every response carries `x-request-id`."
+        },
+        "servers": [{ "url": "/" }],
+        "paths": paths,
+        "components": components(),
+    })
+}
+
+fn error_response(description: &str) -> Value {
+    json!({ "description": description, "content": { "application/json": { "schema": schema_ref("Error") } } })
+}
+
+fn components() -> Value {
+    json!({
+        "securitySchemes": {
+            "partnerKey": { "type": "http", "scheme": "bearer", "description": "Partner API key `sk_…`" },
+        },
+        "responses": {
+            "E400": error_response("`bad_request`: not JSON, not an object, or wrong content type"),
+            "E401": error_response("`unauthorized`: credential missing, malformed, unknown or revoked"),
+            "E403": error_response("`forbidden`: valid credential of the wrong kind"),
+            "E404": error_response("`not_found`: no such resource for this caller"),
+            "E409": error_response("`conflict` or `idempotency_conflict`"),
+            "E413": error_response("`payload_too_large`"),
+            "E422": error_response("`validation` (with `field`), or another 422 code such as `e2e_no_devices` or `template_not_approved`"),
+            "E429": {
+                "description": "`rate_limited`; see `Retry-After`",
+                "headers": { "Retry-After": { "schema": { "type": "integer" } } },
+                "content": { "application/json": { "schema": schema_ref("Error") } }
+            },
+        },
+        "schemas": {
+            "Error": {
+                "type": "object",
+                "required": ["error"],
+                "properties": { "error": {
+                    "type": "object",
+                    "required": ["code", "message"],
+                    "properties": {
+                        "code": { "type": "string" },
+                        "message": { "type": "string" },
+                        "field": { "type": "string" },
+                        "fields": { "type": "object", "additionalProperties": { "type": "string" } }
+                    }
+                } }
+            },
+            "SendMessage": {
+                "type": "object",
+                "required": ["phone"],
+                "properties": {
+                    "phone": { "type": "string", "description": "E.164" },
+                    "body": { "type": "string", "description": "Required for text and system" },
+                    "content_type": { "type": "string", "enum": crate::http::messages::CONTENT_TYPES, "default": "text" },
+                    "template_code": { "type": "string" },
+                    "vars": { "type": "object" },
+                    "lang": { "type": "string", "default": "en" },
+                    "priority": { "type": "string", "default": "notification", "description": "otp, notification, chat, …" },
+                    "idempotency_key": { "type": "string", "description": "Or header Idempotency-Key. Deduplicates for 24 h." },
+                    "media_url": { "type": "string" },
+                    "media_base64": { "type": "string" },
+                    "media_filename": { "type": "string" },
+                    "media_mimetype": { "type": "string" },
+                    "link_url": { "type": "string", "description": "Alias `url`" },
+                    "link_label": { "type": "string", "description": "Alias `cta`" },
+                    "link_title": { "type": "string" },
+                    "link_description": { "type": "string" },
+                    "link_image_url": { "type": "string" },
+                    "html": { "type": "string" },
+                    "subject": { "type": "string" },
+                    "preview": { "type": "string" },
+                    "encryption": { "type": "string", "enum": ["e2e"] },
+                    "e2e_envelope": schema_ref("E2eEnvelope")
+                }
+            },
+            "E2eEnvelope": {
+                "type": "object",
+                "required": ["v", "alg", "ciphertext", "nonce", "key_wraps"],
+                "properties": {
+                    "v": { "type": "integer", "const": 1 },
+                    "alg": { "type": "string", "const": crate::http::messages::E2E_ALG },
+                    "mode": { "type": "string" },
+                    "key_version": { "type": "integer" },
+                    "sender_device_uuid": { "type": "string" },
+                    "ciphertext": { "type": "string" },
+                    "nonce": { "type": "string" },
+                    "aad": { "type": "string" },
+                    "key_wraps": { "type": "array", "items": { "type": "object", "properties": {
+                        "device_uuid": { "type": "string" }, "wrap": { "type": "string" },
+                        "wrap_nonce": { "type": "string" }, "sender_eph_pub": { "type": "string" }
+                    } } }
+                }
+            },
+            "Message": {
+                "type": "object",
+                "required": ["message_id", "ref", "phone", "partner", "direction", "content_type", "state", "priority", "created_at"],
+                "properties": {
+                    "message_id": { "type": "integer" },
+                    "ref": { "type": "string" },
+                    "phone": { "type": "string" },
+                    "partner": { "type": "string" },
+                    "direction": { "type": "string" },
+                    "content_type": { "type": "string" },
+                    "body": { "type": ["string", "null"] },
+                    "state": { "type": "string", "enum": crate::http::messages::STATES },
+                    "priority": { "type": "string" },
+                    "channel": { "type": ["string", "null"] },
+                    "created_at": { "type": "string" },
+                    "rendered_body": { "type": "string" },
+                    "template_code": { "type": "string" },
+                    "lang": { "type": "string" },
+                    "media": { "type": "object" },
+                    "link": { "type": "object" },
+                    "html": { "type": "string" },
+                    "subject": { "type": "string" },
+                    "preview": { "type": "string" },
+                    "encryption": { "type": "string" },
+                    "e2e_envelope": schema_ref("E2eEnvelope"),
+                    "attempts": { "type": "array", "items": { "type": "object", "properties": {
+                        "channel": { "type": "string" }, "state": { "type": "string" },
+                        "error": { "type": ["string", "null"] }, "at": { "type": "string" }
+                    } } }
+                }
+            },
+            "CreateTemplate": {
+                "type": "object",
+                "required": ["code", "channel", "category", "body"],
+                "properties": {
+                    "code": { "type": "string" },
+                    "channel": { "type": "string", "enum": crate::template::CHANNELS },
+                    "lang": { "type": "string", "default": "en" },
+                    "category": { "type": "string", "enum": crate::template::CATEGORIES },
+                    "body": { "type": "string" }
+                }
+            },
+            "Template": {
+                "type": "object",
+                "properties": {
+                    "template_id": { "type": "integer" },
+                    "code": { "type": "string" },
+                    "channel": { "type": "string" },
+                    "lang": { "type": "string" },
+                    "category": { "type": "string" },
+                    "body": { "type": "string" },
+                    "status": { "type": "string", "enum": ["draft", "pending", "approved", "rejected"] },
+                    "variables": { "type": "array", "items": { "type": "string" } },
+                    "rejection_reason": { "type": ["string", "null"] },
+                    "created_at": { "type": "string" }
+                }
+            }
+        }
+    })
+}

@@ -1,0 +1,89 @@
+//! Hubbub's host: the partner messaging API, its storage, delivery, webhooks and the Wasm bot runtime.
+//!
+//! Layout (one folder or file per concern):
+//! - [`http`]: the HTTP API, one module per resource, merged in [`http::app`].
+//! - [`store`]: every SQL statement, one module per aggregate, migrations beside them.
+//! - [`auth`]: which credential is calling; [`error`]: the one error type of the API.
+//! - [`config`], [`state`], [`clock`]: settings, shared state, injected time.
+//! - [`template`], [`validate`], [`events`], [`secrets`]: pure domain logic shared by the rest.
+//!
+//! [`serve`] runs the API on a listener until a shutdown future resolves, so tests bind port 0.
+#![recursion_limit = "512"]
+
+pub mod auth;
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod events;
+pub mod http;
+pub mod secrets;
+pub mod state;
+pub mod store;
+pub mod template;
+pub mod validate;
+
+use std::future::Future;
+use std::time::Duration;
+
+use base64::Engine;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::SharedClock;
+use crate::config::Config;
+use crate::state::AppState;
+use crate::store::{Db, settings};
+
+/// Connects to the database (running migrations) and builds the shared state.
+pub async fn prepare(config: Config, clock: SharedClock) -> anyhow::Result<AppState> {
+    let db = Db::connect(&config.database_url, config.db_max_connections).await?;
+    let jwt_secret = match &config.jwt_secret {
+        Some(secret) => secret.as_bytes().to_vec(),
+        None => settings::get_or_insert(&db, "jwt_secret", || {
+            base64::engine::general_purpose::STANDARD.encode(secrets::random_bytes::<32>())
+        })
+        .await?
+        .into_bytes(),
+    };
+    Ok(AppState::new(db, config, clock, jwt_secret))
+}
+
+/// Serves the API on `listener` until `shutdown` resolves, then stops accepting, lets in-flight requests
+/// finish, and stops the background workers.
+pub async fn serve(
+    state: AppState,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let stop = CancellationToken::new();
+    let workers = spawn_workers(&state, &stop);
+    let app = http::app(state.clone());
+    tracing::info!(addr = %listener.local_addr()?, "listening");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    stop.cancel();
+    for worker in workers {
+        let _ = worker.await;
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// The background work of a running host.
+fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
+    let housekeeping = {
+        let state = state.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(60));
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    _ = tick.tick() => state.forget_idle_rate_buckets(),
+                }
+            }
+        })
+    };
+    vec![housekeeping]
+}

@@ -1,0 +1,260 @@
+//! The `hubbub` command: `serve` runs the service; the other commands are for operators.
+
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use hubbub_host::clock::{Clock, SystemClock};
+use hubbub_host::config::Config;
+use hubbub_host::store::{Db, partners, templates};
+use hubbub_host::{auth, events, secrets, validate};
+use serde_json::json;
+
+#[derive(Parser)]
+#[command(
+    name = "hubbub",
+    version,
+    about = "Hubbub: partner messaging with a WebAssembly bot runtime"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the HTTP API (and its background workers) until SIGTERM or Ctrl-C.
+    Serve {
+        #[command(flatten)]
+        config: Config,
+    },
+    /// Manage partner organisations.
+    Partner {
+        #[command(subcommand)]
+        command: PartnerCommand,
+    },
+    /// End-user helpers for tests and support.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+    /// Review submitted templates (when HUBBUB_TEMPLATE_REVIEW=manual).
+    Template {
+        #[command(subcommand)]
+        command: TemplateCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum PartnerCommand {
+    /// Create a partner and print its first API key once: {"partner","api_key"}.
+    Create {
+        /// Partner code, ^[a-z0-9][a-z0-9_-]{0,63}$.
+        #[arg(long)]
+        code: String,
+        /// Display name.
+        #[arg(long)]
+        name: String,
+        /// The platform partner (system broadcasts, developer catalog, dev sink).
+        #[arg(long)]
+        platform: bool,
+        #[command(flatten)]
+        config: Config,
+    },
+    /// Replace a partner's API key (the old one stops working) and print the new one once.
+    RotateKey {
+        #[arg(long)]
+        code: String,
+        #[command(flatten)]
+        config: Config,
+    },
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Print a user JWT for PHONE on one line. It claims nothing and creates no device.
+    Token {
+        /// E.164 phone number.
+        phone: String,
+        #[command(flatten)]
+        config: Config,
+    },
+}
+
+#[derive(Subcommand)]
+enum TemplateCommand {
+    /// List templates waiting for a decision, one JSON line each.
+    Pending {
+        #[command(flatten)]
+        config: Config,
+    },
+    /// Approve or reject a pending template; the partner receives `template.status`.
+    Review {
+        /// The template id.
+        #[arg(long)]
+        id: i64,
+        /// Approve it (otherwise give --reject).
+        #[arg(long, conflicts_with = "reject", required_unless_present = "reject")]
+        approve: bool,
+        /// Reject it, with --reason.
+        #[arg(long, requires = "reason")]
+        reject: bool,
+        /// Why it was rejected.
+        #[arg(long)]
+        reason: Option<String>,
+        #[command(flatten)]
+        config: Config,
+    },
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter =
+        EnvFilter::try_from_env("HUBBUB_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
+    let json = std::env::var("HUBBUB_LOG_FORMAT").is_ok_and(|f| f == "json");
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutdown requested; finishing in-flight requests");
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    init_tracing();
+    let clock = Arc::new(SystemClock);
+    match Cli::parse().command {
+        Command::Serve { config } => {
+            tracing::info!(?config, "starting");
+            let listener = tokio::net::TcpListener::bind(config.listen).await?;
+            let state = hubbub_host::prepare(config, clock).await?;
+            hubbub_host::serve(state, listener, shutdown_signal()).await?;
+        }
+        Command::Partner {
+            command:
+                PartnerCommand::Create {
+                    code,
+                    name,
+                    platform,
+                    config,
+                },
+        } => {
+            if !validate::is_code(&code) {
+                anyhow::bail!("--code must match ^[a-z0-9][a-z0-9_-]{{0,63}}$");
+            }
+            let db = Db::connect(&config.database_url, 2).await?;
+            let key = secrets::new_partner_key();
+            partners::insert_partner(
+                &db,
+                &code,
+                &name,
+                platform,
+                &secrets::digest(&key),
+                &secrets::display_prefix(&key, "sk_"),
+                clock.now_ms(),
+            )
+            .await?;
+            println!("{}", json!({ "partner": code, "api_key": key }));
+        }
+        Command::Partner {
+            command: PartnerCommand::RotateKey { code, config },
+        } => {
+            let db = Db::connect(&config.database_url, 2).await?;
+            let key = secrets::new_partner_key();
+            if !partners::replace_key(
+                &db,
+                &code,
+                &secrets::digest(&key),
+                &secrets::display_prefix(&key, "sk_"),
+            )
+            .await?
+            {
+                anyhow::bail!("no partner with code {code:?}");
+            }
+            println!("{}", json!({ "partner": code, "api_key": key }));
+        }
+        Command::User {
+            command: UserCommand::Token { phone, config },
+        } => {
+            if !validate::is_e164(&phone) {
+                anyhow::bail!("PHONE must be E.164, e.g. +15551230000");
+            }
+            let state = hubbub_host::prepare(config, clock).await?;
+            println!("{}", auth::issue_user_token(&state, &phone, None)?.0);
+        }
+        Command::Template {
+            command: TemplateCommand::Pending { config },
+        } => {
+            let db = Db::connect(&config.database_url, 2).await?;
+            for t in templates::list_pending(&db).await? {
+                println!(
+                    "{}",
+                    json!({"template_id": t.id, "partner_id": t.partner_id, "code": t.code, "channel": t.channel, "lang": t.lang, "body": t.body})
+                );
+            }
+        }
+        Command::Template {
+            command:
+                TemplateCommand::Review {
+                    id,
+                    approve,
+                    reason,
+                    config,
+                    ..
+                },
+        } => {
+            let db = Db::connect(&config.database_url, 2).await?;
+            let template = templates::find_any(&db, id)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no template {id}"))?;
+            if template.status != "pending" {
+                anyhow::bail!("template {id} is {}, not pending", template.status);
+            }
+            let partner = partners::find_by_id(&db, template.partner_id)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("partner missing"))?;
+            let (status, reason) = if approve {
+                ("approved", None)
+            } else {
+                ("rejected", reason)
+            };
+            let now = clock.now_ms();
+            let decided =
+                templates::set_status(&db, partner.id, id, status, reason.as_deref(), now, |t| {
+                    events::template_status(&partner.code, t, now)
+                })
+                .await?;
+            if let Some(t) = decided {
+                println!(
+                    "{}",
+                    json!({"template_id": t.id, "status": t.status, "rejection_reason": t.rejection_reason})
+                );
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,59 @@
+//! The shared state every handler and worker receives: the database, the configuration, the clock and the
+//! per-credential rate limiter. No globals.
+
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use governor::clock::{Clock as _, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+
+use crate::clock::{Millis, SharedClock};
+use crate::config::Config;
+use crate::store::Db;
+
+#[derive(Clone)]
+pub struct AppState {
+    /// Where everything durable lives.
+    pub db: Db,
+    /// Settings read at start.
+    pub config: Arc<Config>,
+    /// The only source of "now".
+    pub clock: SharedClock,
+    /// Token buckets keyed by credential (`partner:7`, …).
+    limiter: Arc<DefaultKeyedRateLimiter<String>>,
+    /// Key that signs and verifies user JWTs (HS256).
+    pub jwt_secret: Arc<Vec<u8>>,
+}
+
+impl AppState {
+    pub fn new(db: Db, config: Config, clock: SharedClock, jwt_secret: Vec<u8>) -> Self {
+        let per_s = NonZeroU32::new(config.rate_limit_per_s.max(1)).expect("max(1) is non-zero");
+        let burst = NonZeroU32::new(config.rate_limit_burst.max(1)).expect("max(1) is non-zero");
+        let limiter = RateLimiter::keyed(Quota::per_second(per_s).allow_burst(burst));
+        AppState {
+            db,
+            config: Arc::new(config),
+            clock,
+            limiter: Arc::new(limiter),
+            jwt_secret: Arc::new(jwt_secret),
+        }
+    }
+
+    pub fn now(&self) -> Millis {
+        self.clock.now_ms()
+    }
+
+    /// Takes one token from `key`'s bucket, or says how long until one is available.
+    pub fn take_rate_token(&self, key: &str) -> Result<(), Duration> {
+        // `check_key` wants an owned key only when the bucket is new; the map keeps it.
+        self.limiter
+            .check_key(&key.to_string())
+            .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
+    }
+
+    /// Drops idle buckets so the limiter's memory stays bounded.
+    pub fn forget_idle_rate_buckets(&self) {
+        self.limiter.retain_recent();
+    }
+}

@@ -1,0 +1,391 @@
+//! Hub messages: creation with idempotency, reads, lists, state changes with their history, delivery
+//! attempts, and base64 media stored once.
+
+use serde_json::Value;
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+use super::outbox::{self, Target};
+use super::{Db, like_pattern};
+use crate::clock::Millis;
+
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub id: i64,
+    pub reference: String,
+    pub partner_id: i64,
+    pub partner_code: String,
+    pub phone: String,
+    pub direction: String,
+    pub content_type: String,
+    pub body: Option<String>,
+    pub rendered_body: Option<String>,
+    pub template_code: Option<String>,
+    pub lang: Option<String>,
+    pub priority: String,
+    /// Type-specific content: `media`, `link`, `html`, `subject`, `preview`, `encryption`, `e2e_envelope`.
+    pub content: Value,
+    pub state: String,
+    pub channel: Option<String>,
+    pub seq: i64,
+    pub created_at: Millis,
+}
+
+const SELECT: &str = "SELECT m.id, m.ref, m.partner_id, p.code AS partner_code, m.phone, m.direction, \
+    m.content_type, m.body, m.rendered_body, m.template_code, m.lang, m.priority, m.content, m.state, \
+    m.channel, m.seq, m.created_at, m.request_hash FROM messages m JOIN partners p ON p.id = m.partner_id ";
+
+fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
+    let content: String = row.try_get("content")?;
+    Ok(Message {
+        id: row.try_get("id")?,
+        reference: row.try_get("ref")?,
+        partner_id: row.try_get("partner_id")?,
+        partner_code: row.try_get("partner_code")?,
+        phone: row.try_get("phone")?,
+        direction: row.try_get("direction")?,
+        content_type: row.try_get("content_type")?,
+        body: row.try_get("body")?,
+        rendered_body: row.try_get("rendered_body")?,
+        template_code: row.try_get("template_code")?,
+        lang: row.try_get("lang")?,
+        priority: row.try_get("priority")?,
+        content: serde_json::from_str(&content).unwrap_or(Value::Null),
+        state: row.try_get("state")?,
+        channel: row.try_get("channel")?,
+        seq: row.try_get("seq")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+/// Decoded base64 media to store once and reference from the message.
+#[derive(Debug)]
+pub struct NewMedia {
+    pub id: String,
+    pub filename: Option<String>,
+    pub mimetype: Option<String>,
+    pub sha256: String,
+    pub data: Vec<u8>,
+}
+
+/// A validated message, ready to store.
+#[derive(Debug)]
+pub struct NewMessage {
+    pub reference: String,
+    pub partner_id: i64,
+    pub phone: String,
+    pub content_type: String,
+    pub body: Option<String>,
+    pub rendered_body: Option<String>,
+    pub template_code: Option<String>,
+    pub lang: Option<String>,
+    pub priority: String,
+    pub content: Value,
+    pub media: Option<NewMedia>,
+    pub idempotency_key: Option<String>,
+    /// Digest of the canonical request, to tell a retry from a different payload under the same key.
+    pub request_hash: Option<String>,
+}
+
+/// What a create did.
+#[derive(Debug)]
+pub enum Created {
+    New(Message),
+    /// The idempotency key was seen within its window with the same payload: the original message.
+    Replayed(Message),
+    /// The idempotency key was seen within its window with a different payload.
+    KeyReused,
+}
+
+/// How long an idempotency key deduplicates.
+pub const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
+
+/// Creates a `queued` message, or finds the original under the same idempotency key. Safe under races:
+/// the unique `(partner_id, idempotency_key)` constraint decides which request creates.
+pub async fn create_message(db: &Db, m: &NewMessage, now: Millis) -> Result<Created, sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    let created = create_in(&mut tx, m, now).await?;
+    tx.commit().await?;
+    Ok(created)
+}
+
+/// [`create_message`] inside a caller's transaction (used by batch writers).
+pub async fn create_in(
+    tx: &mut Transaction<'_, Any>,
+    m: &NewMessage,
+    now: Millis,
+) -> Result<Created, sqlx::Error> {
+    if let Some(key) = &m.idempotency_key {
+        // A key older than the window is free again.
+        sqlx::query(
+            "UPDATE messages SET idempotency_key = NULL \
+             WHERE partner_id = $1 AND idempotency_key = $2 AND created_at < $3",
+        )
+        .bind(m.partner_id)
+        .bind(key)
+        .bind(now - IDEMPOTENCY_WINDOW_MS)
+        .execute(&mut **tx)
+        .await?;
+    }
+    let inserted: Option<i64> = sqlx::query_scalar(
+        "INSERT INTO messages (ref, partner_id, phone, direction, content_type, body, rendered_body, \
+         template_code, lang, priority, content, state, seq, idempotency_key, request_hash, created_at, updated_at) \
+         VALUES ($1, $2, $3, 'out', $4, $5, $6, $7, $8, $9, $10, 'queued', 0, $11, $12, $13, $13) \
+         ON CONFLICT (partner_id, idempotency_key) DO NOTHING RETURNING id",
+    )
+    .bind(&m.reference)
+    .bind(m.partner_id)
+    .bind(&m.phone)
+    .bind(&m.content_type)
+    .bind(&m.body)
+    .bind(&m.rendered_body)
+    .bind(&m.template_code)
+    .bind(&m.lang)
+    .bind(&m.priority)
+    .bind(m.content.to_string())
+    .bind(&m.idempotency_key)
+    .bind(&m.request_hash)
+    .bind(now)
+    .fetch_optional(&mut **tx)
+    .await?;
+
+    let Some(id) = inserted else {
+        let sql =
+            const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.idempotency_key = $2");
+        let row = sqlx::query(sql)
+            .bind(m.partner_id)
+            .bind(&m.idempotency_key)
+            .fetch_one(&mut **tx)
+            .await?;
+        let stored_hash: Option<String> = row.try_get("request_hash")?;
+        return Ok(if stored_hash == m.request_hash {
+            Created::Replayed(from_row(&row)?)
+        } else {
+            Created::KeyReused
+        });
+    };
+
+    if let Some(media) = &m.media {
+        sqlx::query(
+            "INSERT INTO media (id, partner_id, filename, mimetype, size, sha256, data, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(&media.id)
+        .bind(m.partner_id)
+        .bind(&media.filename)
+        .bind(&media.mimetype)
+        .bind(media.data.len() as i64)
+        .bind(&media.sha256)
+        .bind(&media.data)
+        .bind(now)
+        .execute(&mut **tx)
+        .await?;
+    }
+    sqlx::query("INSERT INTO message_states (message_id, seq, state, channel, at) VALUES ($1, 0, 'queued', NULL, $2)")
+        .bind(id)
+        .bind(now)
+        .execute(&mut **tx)
+        .await?;
+    let sql = const_format::concatcp!(SELECT, "WHERE m.id = $1");
+    let row = sqlx::query(sql).bind(id).fetch_one(&mut **tx).await?;
+    Ok(Created::New(from_row(&row)?))
+}
+
+/// One of the partner's messages.
+pub async fn find_message(
+    db: &Db,
+    partner_id: i64,
+    id: i64,
+) -> Result<Option<Message>, sqlx::Error> {
+    let sql = const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.id = $2");
+    let row = sqlx::query(sql)
+        .bind(partner_id)
+        .bind(id)
+        .fetch_optional(db.reader())
+        .await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// Filters of the partner's message list.
+#[derive(Debug, Default)]
+pub struct MessageFilter {
+    pub phone: Option<String>,
+    pub state: Option<String>,
+    pub q: Option<String>,
+    pub before: Option<i64>,
+    pub limit: i64,
+}
+
+/// A page of the partner's messages, newest first.
+pub async fn list_messages(
+    db: &Db,
+    partner_id: i64,
+    f: &MessageFilter,
+) -> Result<Vec<Message>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        SELECT,
+        "WHERE m.partner_id = $1 AND ($2 IS NULL OR m.phone = $2) AND ($3 IS NULL OR m.state = $3) \
+         AND ($4 IS NULL OR LOWER(COALESCE(m.body, '')) LIKE $4 ESCAPE '\\' \
+              OR LOWER(COALESCE(m.rendered_body, '')) LIKE $4 ESCAPE '\\' OR m.phone LIKE $4 ESCAPE '\\') \
+         AND ($5 IS NULL OR m.id < $5) ORDER BY m.id DESC LIMIT $6"
+    );
+    let rows = sqlx::query(sql)
+        .bind(partner_id)
+        .bind(&f.phone)
+        .bind(&f.state)
+        .bind(f.q.as_deref().map(like_pattern))
+        .bind(f.before)
+        .bind(f.limit)
+        .fetch_all(db.reader())
+        .await?;
+    rows.iter().map(from_row).collect()
+}
+
+/// One channel try of a message.
+#[derive(Debug, Clone)]
+pub struct DeliveryAttempt {
+    pub channel: String,
+    pub state: String,
+    pub error: Option<String>,
+    pub at: Millis,
+}
+
+pub async fn list_attempts(db: &Db, message_id: i64) -> Result<Vec<DeliveryAttempt>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT channel, state, error, at FROM delivery_attempts WHERE message_id = $1 ORDER BY id",
+    )
+    .bind(message_id)
+    .fetch_all(db.reader())
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(DeliveryAttempt {
+                channel: r.try_get("channel")?,
+                state: r.try_get("state")?,
+                error: r.try_get("error")?,
+                at: r.try_get("at")?,
+            })
+        })
+        .collect()
+}
+
+/// Moves a message to `state` when it is in one of `from`, recording the change in the state history and
+/// the `message.status` event (built by `event`) in the same transaction. Returns the updated message, or
+/// `None` when the message was not in one of `from` (nothing changes then).
+pub async fn transition_in(
+    tx: &mut Transaction<'_, Any>,
+    message_id: i64,
+    from: &[&str],
+    state: &str,
+    channel: Option<&str>,
+    now: Millis,
+    event: fn(&Message, Millis) -> Value,
+) -> Result<Option<Message>, sqlx::Error> {
+    let current = {
+        let sql = const_format::concatcp!(SELECT, "WHERE m.id = $1");
+        let row = sqlx::query(sql)
+            .bind(message_id)
+            .fetch_optional(&mut **tx)
+            .await?;
+        match row {
+            Some(row) => from_row(&row)?,
+            None => return Ok(None),
+        }
+    };
+    if !from.contains(&current.state.as_str()) {
+        return Ok(None);
+    }
+    let channel = channel.map(str::to_string).or(current.channel.clone());
+    let changed = sqlx::query(
+        "UPDATE messages SET state = $1, channel = $2, seq = seq + 1, updated_at = $3 WHERE id = $4 AND seq = $5",
+    )
+    .bind(state)
+    .bind(&channel)
+    .bind(now)
+    .bind(message_id)
+    .bind(current.seq)
+    .execute(&mut **tx)
+    .await?;
+    if changed.rows_affected() != 1 {
+        // Someone else moved it first; their change stands.
+        return Ok(None);
+    }
+    let updated = Message {
+        state: state.to_string(),
+        channel: channel.clone(),
+        seq: current.seq + 1,
+        ..current
+    };
+    sqlx::query("INSERT INTO message_states (message_id, seq, state, channel, at) VALUES ($1, $2, $3, $4, $5)")
+        .bind(message_id)
+        .bind(updated.seq)
+        .bind(state)
+        .bind(&channel)
+        .bind(now)
+        .execute(&mut **tx)
+        .await?;
+    let key = format!("message:{}", updated.id);
+    outbox::enqueue(
+        tx,
+        Target::Partner(updated.partner_id),
+        "message.status",
+        &event(&updated, now),
+        &key,
+        now,
+    )
+    .await?;
+    Ok(Some(updated))
+}
+
+/// The ids of the partner's messages among `ids` (others' ids are dropped), or all of a phone's.
+pub async fn partner_message_ids(
+    db: &Db,
+    partner_id: i64,
+    phone: Option<&str>,
+    ids: &[i64],
+) -> Result<Vec<i64>, sqlx::Error> {
+    if let Some(phone) = phone {
+        return sqlx::query_scalar(
+            "SELECT id FROM messages WHERE partner_id = $1 AND phone = $2 ORDER BY id",
+        )
+        .bind(partner_id)
+        .bind(phone)
+        .fetch_all(db.reader())
+        .await;
+    }
+    let mut owned = Vec::new();
+    for id in ids {
+        let found: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM messages WHERE partner_id = $1 AND id = $2")
+                .bind(partner_id)
+                .bind(id)
+                .fetch_optional(db.reader())
+                .await?;
+        owned.extend(found);
+    }
+    Ok(owned)
+}
+
+/// Stored media, for `GET /media/{id}`.
+pub struct StoredMedia {
+    pub partner_id: i64,
+    pub mimetype: Option<String>,
+    pub filename: Option<String>,
+    pub data: Vec<u8>,
+}
+
+pub async fn find_media(db: &Db, id: &str) -> Result<Option<StoredMedia>, sqlx::Error> {
+    let row = sqlx::query("SELECT partner_id, mimetype, filename, data FROM media WHERE id = $1")
+        .bind(id)
+        .fetch_optional(db.reader())
+        .await?;
+    row.map(|r| {
+        Ok(StoredMedia {
+            partner_id: r.try_get("partner_id")?,
+            mimetype: r.try_get("mimetype")?,
+            filename: r.try_get("filename")?,
+            data: r.try_get("data")?,
+        })
+    })
+    .transpose()
+}

@@ -1,0 +1,143 @@
+//! Data access: every SQL statement of the service lives under this module, in small functions named for
+//! what they do. One schema and one query per operation serve both SQLite (the embedded default) and
+//! PostgreSQL (scale-out), through sqlx's `Any` driver; where the two must differ, the difference sits in
+//! one function of this file.
+//!
+//! SQLite allows one writer at a time, so on SQLite writes go through a pool of one connection (no
+//! `SQLITE_BUSY` races between our own connections) while reads use a larger pool; on PostgreSQL both
+//! pools are the same.
+
+pub mod devices;
+pub mod messages;
+pub mod outbox;
+pub mod partners;
+pub mod settings;
+pub mod templates;
+
+use std::time::Duration;
+
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::{AnyPool, Executor};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The database: pools for reads and writes, and which backend they talk to.
+#[derive(Clone, Debug)]
+pub struct Db {
+    read: AnyPool,
+    write: AnyPool,
+    backend: Backend,
+}
+
+static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("src/store/migrations/sqlite");
+static POSTGRES_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("src/store/migrations/postgres");
+
+impl Db {
+    /// Connects to `url` (`sqlite://…` or `postgres://…`) and runs the migrations.
+    pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<Db> {
+        let max_connections = max_connections.max(1);
+        install_default_drivers();
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Backend::Postgres
+        } else {
+            anyhow::bail!("HUBBUB_DATABASE_URL must start with sqlite: or postgres:");
+        };
+        let db = match backend {
+            Backend::Sqlite => {
+                let options = || {
+                    AnyPoolOptions::new()
+                        .acquire_timeout(Duration::from_secs(30))
+                        .after_connect(|conn, _| {
+                            Box::pin(async move {
+                                conn.execute(
+                                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                                     PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;",
+                                )
+                                .await?;
+                                Ok(())
+                            })
+                        })
+                };
+                let write = options().max_connections(1).connect(url).await?;
+                // Create the file and the schema before the readers open it.
+                SQLITE_MIGRATOR.run(&write).await?;
+                let read = options()
+                    .max_connections(max_connections)
+                    .connect(url)
+                    .await?;
+                Db {
+                    read,
+                    write,
+                    backend,
+                }
+            }
+            Backend::Postgres => {
+                let pool = AnyPoolOptions::new()
+                    .max_connections(max_connections)
+                    .acquire_timeout(Duration::from_secs(30))
+                    .connect(url)
+                    .await?;
+                POSTGRES_MIGRATOR.run(&pool).await?;
+                Db {
+                    read: pool.clone(),
+                    write: pool,
+                    backend,
+                }
+            }
+        };
+        Ok(db)
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The pool for reads.
+    pub fn reader(&self) -> &AnyPool {
+        &self.read
+    }
+
+    /// The pool for writes and transactions.
+    pub fn writer(&self) -> &AnyPool {
+        &self.write
+    }
+
+    /// The row-lock clause for claiming work: `FOR UPDATE SKIP LOCKED` on PostgreSQL, nothing on SQLite
+    /// (where the single writer connection already serialises claims).
+    pub fn skip_locked(&self) -> &'static str {
+        match self.backend {
+            Backend::Sqlite => "",
+            Backend::Postgres => "FOR UPDATE SKIP LOCKED",
+        }
+    }
+
+    pub async fn close(&self) {
+        self.read.close().await;
+        self.write.close().await;
+    }
+}
+
+/// True when `err` is a unique-constraint violation (both backends).
+pub fn is_unique_violation(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+/// Escapes `%`, `_` and `\` for a `LIKE … ESCAPE '\'` pattern and wraps it in `%…%`, lower-cased.
+pub fn like_pattern(needle: &str) -> String {
+    let mut out = String::with_capacity(needle.len() + 2);
+    out.push('%');
+    for c in needle.to_lowercase().chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}

@@ -1,0 +1,115 @@
+//! Partner organisations and their API keys (stored as SHA-256 digests only).
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::{Db, is_unique_violation};
+use crate::clock::Millis;
+
+#[derive(Debug, Clone)]
+pub struct Partner {
+    pub id: i64,
+    pub code: String,
+    pub name: String,
+    pub is_platform: bool,
+    /// The configured event destination (`PUT /settings/webhook`), if any.
+    pub webhook_url: Option<String>,
+}
+
+fn from_row(row: &AnyRow) -> Result<Partner, sqlx::Error> {
+    Ok(Partner {
+        id: row.try_get("id")?,
+        code: row.try_get("code")?,
+        name: row.try_get("name")?,
+        is_platform: row.try_get::<i64, _>("is_platform")? != 0,
+        webhook_url: row.try_get("webhook_url")?,
+    })
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CreatePartnerError {
+    #[error("a partner with code {0:?} already exists")]
+    Duplicate(String),
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+/// Inserts a partner with the digest of its first API key.
+pub async fn insert_partner(
+    db: &Db,
+    code: &str,
+    name: &str,
+    is_platform: bool,
+    key_hash: &str,
+    key_prefix: &str,
+    now: Millis,
+) -> Result<Partner, CreatePartnerError> {
+    let result = sqlx::query(
+        "INSERT INTO partners (code, name, is_platform, key_hash, key_prefix, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) \
+         RETURNING id, code, name, is_platform, webhook_url",
+    )
+    .bind(code)
+    .bind(name)
+    .bind(is_platform as i64)
+    .bind(key_hash)
+    .bind(key_prefix)
+    .bind(now)
+    .fetch_one(db.writer())
+    .await;
+    match result {
+        Ok(row) => Ok(from_row(&row)?),
+        Err(e) if is_unique_violation(&e) => Err(CreatePartnerError::Duplicate(code.to_string())),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Replaces a partner's API key; the old one stops working at once. False when no such partner.
+pub async fn replace_key(
+    db: &Db,
+    code: &str,
+    key_hash: &str,
+    key_prefix: &str,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query("UPDATE partners SET key_hash = $1, key_prefix = $2 WHERE code = $3")
+        .bind(key_hash)
+        .bind(key_prefix)
+        .bind(code)
+        .execute(db.writer())
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The partner whose key has this digest, with the stored digest for a constant-time re-check.
+pub async fn find_by_key_hash(
+    db: &Db,
+    key_hash: &str,
+) -> Result<Option<(Partner, String)>, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT id, code, name, is_platform, webhook_url, key_hash FROM partners WHERE key_hash = $1",
+    )
+    .bind(key_hash)
+    .fetch_optional(db.reader())
+    .await?;
+    row.map(|r| Ok((from_row(&r)?, r.try_get("key_hash")?)))
+        .transpose()
+}
+
+pub async fn find_by_code(db: &Db, code: &str) -> Result<Option<Partner>, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT id, code, name, is_platform, webhook_url FROM partners WHERE code = $1",
+    )
+    .bind(code)
+    .fetch_optional(db.reader())
+    .await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Partner>, sqlx::Error> {
+    let row =
+        sqlx::query("SELECT id, code, name, is_platform, webhook_url FROM partners WHERE id = $1")
+            .bind(id)
+            .fetch_optional(db.reader())
+            .await?;
+    row.as_ref().map(from_row).transpose()
+}

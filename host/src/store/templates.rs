@@ -1,0 +1,208 @@
+//! Partner templates and their review status.
+
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::{Db, is_unique_violation, outbox};
+use crate::clock::Millis;
+
+#[derive(Debug, Clone)]
+pub struct Template {
+    pub id: i64,
+    pub partner_id: i64,
+    pub code: String,
+    pub channel: String,
+    pub lang: String,
+    pub category: String,
+    pub body: String,
+    pub status: String,
+    pub variables: Vec<String>,
+    pub rejection_reason: Option<String>,
+    pub created_at: Millis,
+}
+
+const COLUMNS: &str = "id, partner_id, code, channel, lang, category, body, status, variables, rejection_reason, created_at";
+
+fn from_row(row: &AnyRow) -> Result<Template, sqlx::Error> {
+    let variables: String = row.try_get("variables")?;
+    Ok(Template {
+        id: row.try_get("id")?,
+        partner_id: row.try_get("partner_id")?,
+        code: row.try_get("code")?,
+        channel: row.try_get("channel")?,
+        lang: row.try_get("lang")?,
+        category: row.try_get("category")?,
+        body: row.try_get("body")?,
+        status: row.try_get("status")?,
+        variables: serde_json::from_str(&variables).unwrap_or_default(),
+        rejection_reason: row.try_get("rejection_reason")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+pub struct NewTemplate<'a> {
+    pub code: &'a str,
+    pub channel: &'a str,
+    pub lang: &'a str,
+    pub category: &'a str,
+    pub body: &'a str,
+    pub variables: &'a [String],
+}
+
+/// Inserts a `draft` template; `None` when the partner already has this code, channel and language.
+pub async fn insert_template(
+    db: &Db,
+    partner_id: i64,
+    t: &NewTemplate<'_>,
+    now: Millis,
+) -> Result<Option<Template>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        "INSERT INTO templates (partner_id, code, channel, lang, category, body, status, variables, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, 'draft', $7, $8, $8) RETURNING ",
+        COLUMNS
+    );
+    let result = sqlx::query(sql)
+        .bind(partner_id)
+        .bind(t.code)
+        .bind(t.channel)
+        .bind(t.lang)
+        .bind(t.category)
+        .bind(t.body)
+        .bind(serde_json::to_string(t.variables).expect("strings serialise"))
+        .bind(now)
+        .fetch_one(db.writer())
+        .await;
+    match result {
+        Ok(row) => Ok(Some(from_row(&row)?)),
+        Err(e) if is_unique_violation(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// A page of the partner's templates, newest first, below `before` (a template id) when given.
+pub async fn list_templates(
+    db: &Db,
+    partner_id: i64,
+    before: Option<i64>,
+    limit: i64,
+) -> Result<Vec<Template>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        "SELECT ",
+        COLUMNS,
+        " FROM templates WHERE partner_id = $1 AND ($2 IS NULL OR id < $2) ORDER BY id DESC LIMIT $3"
+    );
+    let rows = sqlx::query(sql)
+        .bind(partner_id)
+        .bind(before)
+        .bind(limit)
+        .fetch_all(db.reader())
+        .await?;
+    rows.iter().map(from_row).collect()
+}
+
+pub async fn find_template(
+    db: &Db,
+    partner_id: i64,
+    id: i64,
+) -> Result<Option<Template>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        "SELECT ",
+        COLUMNS,
+        " FROM templates WHERE partner_id = $1 AND id = $2"
+    );
+    let row = sqlx::query(sql)
+        .bind(partner_id)
+        .bind(id)
+        .fetch_optional(db.reader())
+        .await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// The template a send with `code` and `lang` uses: the `inapp` one first, then any channel's.
+pub async fn find_for_send(
+    db: &Db,
+    partner_id: i64,
+    code: &str,
+    lang: &str,
+) -> Result<Option<Template>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        "SELECT ",
+        COLUMNS,
+        " FROM templates WHERE partner_id = $1 AND code = $2 AND lang = $3 \
+         ORDER BY CASE WHEN channel = 'inapp' THEN 0 ELSE 1 END, id LIMIT 1"
+    );
+    let row = sqlx::query(sql)
+        .bind(partner_id)
+        .bind(code)
+        .bind(lang)
+        .fetch_optional(db.reader())
+        .await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// Moves a template to `status` (with a reason when rejected) and, in the same transaction, records the
+/// `template.status` event built by `event` from the updated template. `None` when there is no such
+/// template for this partner.
+pub async fn set_status(
+    db: &Db,
+    partner_id: i64,
+    id: i64,
+    status: &str,
+    reason: Option<&str>,
+    now: Millis,
+    event: impl FnOnce(&Template) -> Value,
+) -> Result<Option<Template>, sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    let sql = const_format::concatcp!(
+        "UPDATE templates SET status = $1, rejection_reason = $2, updated_at = $3 \
+         WHERE partner_id = $4 AND id = $5 RETURNING ",
+        COLUMNS
+    );
+    let row = sqlx::query(sql)
+        .bind(status)
+        .bind(reason)
+        .bind(now)
+        .bind(partner_id)
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let Some(row) = row else { return Ok(None) };
+    let template = from_row(&row)?;
+    if status == "approved" || status == "rejected" {
+        let payload = event(&template);
+        let key = format!("template:{}", template.id);
+        outbox::enqueue(
+            &mut tx,
+            outbox::Target::Partner(partner_id),
+            "template.status",
+            &payload,
+            &key,
+            now,
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(Some(template))
+}
+
+/// Templates waiting for a manual decision (operators' `hubbub template pending`).
+pub async fn list_pending(db: &Db) -> Result<Vec<Template>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        "SELECT ",
+        COLUMNS,
+        " FROM templates WHERE status = 'pending' ORDER BY id"
+    );
+    let rows = sqlx::query(sql).fetch_all(db.reader()).await?;
+    rows.iter().map(from_row).collect()
+}
+
+/// A template by id alone (operators).
+pub async fn find_any(db: &Db, id: i64) -> Result<Option<Template>, sqlx::Error> {
+    let sql = const_format::concatcp!("SELECT ", COLUMNS, " FROM templates WHERE id = $1");
+    let row = sqlx::query(sql)
+        .bind(id)
+        .fetch_optional(db.reader())
+        .await?;
+    row.as_ref().map(from_row).transpose()
+}

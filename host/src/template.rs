@@ -1,0 +1,180 @@
+//! Template text: `{{placeholder}}` parsing, the automatic review, and rendering with variables.
+//! Pure functions, unit-tested here; storage is in `store::templates`, the API in `http::templates`.
+
+use serde_json::{Map, Value};
+
+/// Categories a template may have.
+pub const CATEGORIES: &[&str] = &["utility", "marketing", "authentication"];
+/// Channels a template may be written for.
+pub const CHANNELS: &[&str] = &["inapp", "whatsapp", "sms"];
+
+/// One piece of a template body.
+#[derive(Debug, PartialEq)]
+enum Piece<'a> {
+    Text(&'a str),
+    Var(&'a str),
+}
+
+/// Why a body cannot be approved.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum TemplateProblem {
+    #[error("unbalanced braces: '{{{{' without a matching '}}}}'")]
+    Unclosed,
+    #[error("unbalanced braces: '}}}}' without a matching '{{{{'")]
+    Unopened,
+    #[error(
+        "placeholder {0:?} is not an identifier (letters, digits and '_', not starting with a digit)"
+    )]
+    BadName(String),
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn parse(body: &str) -> Result<Vec<Piece<'_>>, TemplateProblem> {
+    let mut pieces = Vec::new();
+    let mut rest = body;
+    loop {
+        let open = rest.find("{{");
+        let close = rest.find("}}");
+        match (open, close) {
+            (None, None) => {
+                if !rest.is_empty() {
+                    pieces.push(Piece::Text(rest));
+                }
+                return Ok(pieces);
+            }
+            (None, Some(_)) => return Err(TemplateProblem::Unopened),
+            (Some(o), Some(c)) if c < o => return Err(TemplateProblem::Unopened),
+            (Some(_), None) => return Err(TemplateProblem::Unclosed),
+            (Some(o), Some(_)) => {
+                if o > 0 {
+                    pieces.push(Piece::Text(&rest[..o]));
+                }
+                let after = &rest[o + 2..];
+                let end = after.find("}}").ok_or(TemplateProblem::Unclosed)?;
+                let inner = &after[..end];
+                if inner.contains("{{") {
+                    return Err(TemplateProblem::Unclosed);
+                }
+                let name = inner.trim();
+                if !is_identifier(name) {
+                    return Err(TemplateProblem::BadName(name.to_string()));
+                }
+                pieces.push(Piece::Var(name));
+                rest = &after[end + 2..];
+            }
+        }
+    }
+}
+
+/// Checks a body the way the automatic review does.
+pub fn review(body: &str) -> Result<(), TemplateProblem> {
+    parse(body).map(|_| ())
+}
+
+/// The distinct placeholder names of a body, in order of first use. A body that does not parse yields
+/// the well-formed names it has before the fault (it will be rejected at review anyway).
+pub fn variables(body: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut rest = body;
+    while let Some(o) = rest.find("{{") {
+        let after = &rest[o + 2..];
+        let Some(end) = after.find("}}") else { break };
+        let name = after[..end].trim();
+        if is_identifier(name) && !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+        rest = &after[end + 2..];
+    }
+    names
+}
+
+/// Why a body could not be rendered.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum RenderError {
+    #[error("variable {0:?} is missing")]
+    Missing(String),
+    #[error(transparent)]
+    Malformed(#[from] TemplateProblem),
+}
+
+/// Renders a body with `vars`: strings as they are, numbers and booleans as JSON prints them.
+pub fn render(body: &str, vars: &Map<String, Value>) -> Result<String, RenderError> {
+    let mut out = String::with_capacity(body.len());
+    for piece in parse(body)? {
+        match piece {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Var(name) => match vars.get(name) {
+                Some(Value::String(s)) => out.push_str(s),
+                Some(Value::Null) | None => return Err(RenderError::Missing(name.to_string())),
+                Some(other) => out.push_str(&other.to_string()),
+            },
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vars(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn extracts_variables_in_order_without_duplicates() {
+        assert_eq!(
+            variables("Hi {{name}}, code {{ code }} for {{name}}"),
+            vec!["name", "code"]
+        );
+        assert!(variables("no placeholders").is_empty());
+    }
+
+    #[test]
+    fn renders_strings_and_numbers() {
+        let out = render(
+            "Hi {{name}}, you owe {{ amount }}.",
+            &vars(json!({"name": "Ana", "amount": 12.5})),
+        );
+        assert_eq!(out.unwrap(), "Hi Ana, you owe 12.5.");
+    }
+
+    #[test]
+    fn missing_variable_is_named() {
+        assert_eq!(
+            render("Hi {{name}}", &Map::new()),
+            Err(RenderError::Missing("name".into()))
+        );
+        assert_eq!(
+            render("Hi {{name}}", &vars(json!({"name": null}))),
+            Err(RenderError::Missing("name".into()))
+        );
+    }
+
+    #[test]
+    fn review_rejects_unbalanced_and_bad_names() {
+        assert_eq!(review("Hi {{name"), Err(TemplateProblem::Unclosed));
+        assert_eq!(review("Hi name}}"), Err(TemplateProblem::Unopened));
+        assert_eq!(review("Hi {{ {{name}}"), Err(TemplateProblem::Unclosed));
+        assert_eq!(
+            review("Hi {{first name}}"),
+            Err(TemplateProblem::BadName("first name".into()))
+        );
+        assert_eq!(
+            review("Hi {{1st}}"),
+            Err(TemplateProblem::BadName("1st".into()))
+        );
+        assert_eq!(
+            review("Hi {{}}"),
+            Err(TemplateProblem::BadName(String::new()))
+        );
+        assert!(review("Hi {{name}}, {{ code_2 }}").is_ok());
+        assert!(review("plain text with { single } braces").is_ok());
+    }
+}

@@ -1,0 +1,195 @@
+//! The `hubbub` binary's operator commands and its graceful shutdown.
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{TestApp, TestDb};
+
+/// Runs `hubbub ARGS…` against a database and waits for it.
+pub fn hubbub(database_url: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hubbub"))
+        .args(args)
+        .env("HUBBUB_DATABASE_URL", database_url)
+        .env("HUBBUB_JWT_SECRET", "test-secret")
+        .env_remove("HUBBUB_DEV")
+        .output()
+        .expect("hubbub runs")
+}
+
+#[tokio::test]
+async fn partner_create_prints_a_working_key_once_and_rotation_revokes_the_old_one() {
+    let app = TestApp::start().await;
+    let out = hubbub(
+        &app.db.url,
+        &["partner", "create", "--code", "acme", "--name", "Acme Corp"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(line["partner"], "acme");
+    let key = line["api_key"].as_str().unwrap().to_string();
+    assert!(key.starts_with("sk_"));
+    app.get(&key, "/api/v1/messages").await.ok(200);
+    // Only the digest is stored.
+    let stored: String = sqlx::query_scalar("SELECT key_hash FROM partners WHERE code = 'acme'")
+        .fetch_one(app.state.db.reader())
+        .await
+        .unwrap();
+    assert_ne!(stored, key);
+    assert!(!stored.contains(&key[3..]));
+    // Duplicate code fails cleanly.
+    let dup = hubbub(
+        &app.db.url,
+        &["partner", "create", "--code", "acme", "--name", "Again"],
+    );
+    assert!(!dup.status.success());
+    let bad = hubbub(
+        &app.db.url,
+        &["partner", "create", "--code", "Not Valid", "--name", "x"],
+    );
+    assert!(!bad.status.success());
+
+    let out = hubbub(&app.db.url, &["partner", "rotate-key", "--code", "acme"]);
+    assert!(out.status.success());
+    let new_key = serde_json::from_slice::<Value>(&out.stdout).unwrap()["api_key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(new_key, key);
+    app.get(&key, "/api/v1/messages")
+        .await
+        .error(401, "unauthorized");
+    app.get(&new_key, "/api/v1/messages").await.ok(200);
+    assert!(
+        !hubbub(&app.db.url, &["partner", "rotate-key", "--code", "nobody"])
+            .status
+            .success()
+    );
+}
+
+#[tokio::test]
+async fn user_token_prints_a_verifiable_jwt() {
+    let db = TestDb::new().await;
+    let app = TestApp::start_on(std::sync::Arc::new(db), |_| {}).await;
+    let out = hubbub(&app.db.url, &["user", "token", "+15551230000"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert_eq!(token.split('.').count(), 3);
+    let claims = hubbub_host::auth::verify_user_token(&app.state, &token)
+        .expect("valid for the same secret");
+    assert_eq!(claims.sub, "+15551230000");
+    assert!(claims.dev.is_none());
+    assert!(
+        !hubbub(&app.db.url, &["user", "token", "5551230000"])
+            .status
+            .success()
+    );
+}
+
+#[test]
+fn every_command_has_help() {
+    for args in [
+        vec!["--help"],
+        vec!["serve", "--help"],
+        vec!["partner", "create", "--help"],
+        vec!["partner", "rotate-key", "--help"],
+        vec!["user", "token", "--help"],
+        vec!["template", "review", "--help"],
+        vec!["template", "pending", "--help"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_hubbub"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains("Usage"), "{args:?}: {text}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_hubbub"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    for var in [
+        "HUBBUB_DATABASE_URL",
+        "HUBBUB_LISTEN",
+        "HUBBUB_DEV",
+        "HUBBUB_JWT_SECRET",
+        "HUBBUB_OFFLINE_AFTER_S",
+        "HUBBUB_TEMPLATE_REVIEW",
+    ] {
+        assert!(text.contains(var), "{var} missing from serve --help");
+    }
+}
+
+/// `hubbub serve` answers, and on SIGTERM finishes and exits cleanly.
+#[tokio::test]
+async fn serve_runs_and_shuts_down_gracefully_on_sigterm() {
+    let db = TestDb::new().await;
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let create = hubbub(
+        &db.url,
+        &["partner", "create", "--code", "acme", "--name", "Acme"],
+    );
+    let key = serde_json::from_slice::<Value>(&create.stdout).unwrap()["api_key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hubbub"))
+        .arg("serve")
+        .env("HUBBUB_DATABASE_URL", &db.url)
+        .env("HUBBUB_LISTEN", format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{port}/api/v1/messages");
+    let mut up = false;
+    for _ in 0..100 {
+        if let Ok(r) = client
+            .post(&url)
+            .bearer_auth(&key)
+            .json(&serde_json::json!({"phone": "+15551230000", "body": "hi"}))
+            .send()
+            .await
+        {
+            assert_eq!(r.status(), 201);
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(up, "server did not come up");
+    // SIGTERM: the process stops and exits with success.
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut exited = None;
+    for _ in 0..100 {
+        if let Some(status) = child.try_wait().unwrap() {
+            exited = Some(status);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let status = exited.expect("exits after SIGTERM");
+    assert!(status.success(), "{status:?}");
+}

@@ -1,0 +1,265 @@
+//! The test harness: a running host per test, with its own database and a manual clock.
+
+use std::sync::Arc;
+
+use clap::Parser;
+use hubbub_host::clock::{Clock, ManualClock};
+use hubbub_host::config::Config;
+use hubbub_host::state::AppState;
+use hubbub_host::store::partners;
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+#[derive(Parser)]
+struct ConfigArgs {
+    #[command(flatten)]
+    config: Config,
+}
+
+/// A database of its own for one test: a SQLite file in a temp dir, or a fresh PostgreSQL schema.
+pub struct TestDb {
+    pub url: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestDb {
+    pub async fn new() -> TestDb {
+        match std::env::var("HUBBUB_TEST_DATABASE_URL") {
+            Ok(base) if base.starts_with("postgres") => {
+                let schema = format!(
+                    "t_{}",
+                    hubbub_host::secrets::random_alnum(16).to_lowercase()
+                );
+                sqlx::any::install_default_drivers();
+                let pool = sqlx::AnyPool::connect(&base)
+                    .await
+                    .expect("PostgreSQL for tests");
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+                pool.close().await;
+                let sep = if base.contains('?') { '&' } else { '?' };
+                TestDb {
+                    url: format!("{base}{sep}options=-c%20search_path%3D{schema}"),
+                    _dir: None,
+                }
+            }
+            _ => {
+                let dir = tempfile::tempdir().unwrap();
+                let url = format!(
+                    "sqlite://{}?mode=rwc",
+                    dir.path().join("hubbub.db").display()
+                );
+                TestDb {
+                    url,
+                    _dir: Some(dir),
+                }
+            }
+        }
+    }
+}
+
+/// Settings every test starts from: dev mode, a generous rate limit.
+pub fn test_config(database_url: &str) -> Config {
+    let mut config = ConfigArgs::try_parse_from(["hubbub"])
+        .expect("defaults parse")
+        .config;
+    config.database_url = database_url.to_string();
+    config.dev = true;
+    config.jwt_secret = Some("test-secret".into());
+    config.rate_limit_per_s = 100_000;
+    config.rate_limit_burst = 100_000;
+    config.db_max_connections = 4;
+    config
+}
+
+/// A running host.
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub state: AppState,
+    pub clock: Arc<ManualClock>,
+    pub db: Arc<TestDb>,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl TestApp {
+    pub async fn start() -> TestApp {
+        Self::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> TestApp {
+        Self::start_on(Arc::new(TestDb::new().await), adjust).await
+    }
+
+    /// Another host on the same database (as a second process would be).
+    pub async fn start_on(db: Arc<TestDb>, adjust: impl FnOnce(&mut Config)) -> TestApp {
+        let mut config = test_config(&db.url);
+        adjust(&mut config);
+        let clock = Arc::new(ManualClock::new(chrono::Utc::now().timestamp_millis()));
+        let state = hubbub_host::prepare(config, clock.clone())
+            .await
+            .expect("host prepares");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = oneshot::channel::<()>();
+        let server_state = state.clone();
+        let server = tokio::spawn(async move {
+            hubbub_host::serve(server_state, listener, async {
+                let _ = rx.await;
+            })
+            .await
+            .expect("server runs");
+        });
+        TestApp {
+            base,
+            client: reqwest::Client::new(),
+            state,
+            clock,
+            db,
+            shutdown: Some(tx),
+            server: Some(server),
+        }
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server.await.unwrap();
+        }
+    }
+
+    pub fn now(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Creates a partner directly and returns its API key.
+    pub async fn partner(&self, code: &str) -> String {
+        self.partner_with(code, false).await
+    }
+
+    pub async fn partner_with(&self, code: &str, platform: bool) -> String {
+        let key = hubbub_host::secrets::new_partner_key();
+        partners::insert_partner(
+            &self.state.db,
+            code,
+            &format!("{code} Inc."),
+            platform,
+            &hubbub_host::secrets::digest(&key),
+            &hubbub_host::secrets::display_prefix(&key, "sk_"),
+            self.now(),
+        )
+        .await
+        .unwrap();
+        key
+    }
+
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+    ) -> Resp {
+        let mut req = self
+            .client
+            .request(method, format!("{}{}", self.base, path));
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        Resp::from(req.send().await.expect("request sent")).await
+    }
+
+    pub async fn get(&self, token: &str, path: &str) -> Resp {
+        self.request(Method::GET, path, Some(token), None).await
+    }
+
+    pub async fn post(&self, token: &str, path: &str, body: Value) -> Resp {
+        self.request(Method::POST, path, Some(token), Some(&body))
+            .await
+    }
+
+    pub async fn send_text(&self, token: &str, phone: &str, body: &str) -> Resp {
+        self.post(
+            token,
+            "/api/v1/messages",
+            serde_json::json!({"phone": phone, "body": body}),
+        )
+        .await
+    }
+}
+
+/// A response, read whole.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub json: Value,
+}
+
+impl Resp {
+    pub async fn from(r: reqwest::Response) -> Resp {
+        let status = r.status();
+        let headers = r.headers().clone();
+        let bytes = r.bytes().await.unwrap();
+        let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Resp {
+            status,
+            headers,
+            json,
+        }
+    }
+
+    /// Asserts the contract's error shape with this status and code; returns the `field`.
+    #[track_caller]
+    pub fn error(&self, status: u16, code: &str) -> Option<String> {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "unexpected status, body {}",
+            self.json
+        );
+        assert_eq!(
+            self.json["error"]["code"], code,
+            "unexpected error body {}",
+            self.json
+        );
+        assert!(
+            self.json["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "message missing: {}",
+            self.json
+        );
+        self.json["error"]["field"].as_str().map(str::to_string)
+    }
+
+    #[track_caller]
+    pub fn field_error(&self, field: &str) {
+        assert_eq!(
+            self.error(422, "validation").as_deref(),
+            Some(field),
+            "body {}",
+            self.json
+        );
+    }
+
+    #[track_caller]
+    pub fn ok(&self, status: u16) -> &Value {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "unexpected status, body {}",
+            self.json
+        );
+        &self.json
+    }
+}

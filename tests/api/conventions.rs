@@ -1,0 +1,383 @@
+//! CONTRACT section 2 and the issue's conventions: auth, the error shape, lists, limits, OpenAPI.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::TestApp;
+
+const PHONE: &str = "+15551230000";
+
+#[tokio::test]
+async fn missing_malformed_and_unknown_keys_are_401() {
+    let app = TestApp::start().await;
+    let r = app
+        .request(Method::GET, "/api/v1/messages", None, None)
+        .await;
+    r.error(401, "unauthorized");
+    let r = app
+        .client
+        .get(format!("{}/api/v1/messages", app.base))
+        .header("authorization", "Basic abc")
+        .send()
+        .await
+        .unwrap();
+    crate::common::Resp::from(r)
+        .await
+        .error(401, "unauthorized");
+    app.get("sk_notarealkey", "/api/v1/messages")
+        .await
+        .error(401, "unauthorized");
+    app.get("garbage", "/api/v1/messages")
+        .await
+        .error(401, "unauthorized");
+    let key = app.partner("acme").await;
+    app.get(&key, "/api/v1/messages").await.ok(200);
+    // A key with one character changed is unknown.
+    let mut bad = key.clone().into_bytes();
+    let last = bad.len() - 1;
+    bad[last] = if bad[last] == b'a' { b'b' } else { b'a' };
+    app.get(&String::from_utf8(bad).unwrap(), "/api/v1/messages")
+        .await
+        .error(401, "unauthorized");
+}
+
+#[tokio::test]
+async fn other_partners_resources_are_404_never_403() {
+    let app = TestApp::start().await;
+    let acme = app.partner("acme").await;
+    let globex = app.partner("globex").await;
+    let sent = app.send_text(&acme, PHONE, "hello").await;
+    let id = sent.ok(201)["message_id"].as_i64().unwrap();
+    app.get(&globex, &format!("/api/v1/messages/{id}"))
+        .await
+        .error(404, "not_found");
+    app.post(&globex, &format!("/api/v1/messages/{id}/read"), json!({}))
+        .await
+        .error(404, "not_found");
+    app.post(&globex, &format!("/api/v1/messages/{id}/unread"), json!({}))
+        .await
+        .error(404, "not_found");
+    // Bulk read ignores other partners' ids.
+    let r = app
+        .post(
+            &globex,
+            "/api/v1/messages/read",
+            json!({"message_ids": [id]}),
+        )
+        .await;
+    assert_eq!(r.ok(200)["updated"], 0);
+    let listed = app.get(&globex, "/api/v1/messages").await;
+    assert_eq!(listed.ok(200)["data"].as_array().unwrap().len(), 0);
+    let t = app
+        .post(
+            &acme,
+            "/api/v1/templates",
+            json!({"code": "t1", "channel": "inapp", "category": "utility", "body": "hi"}),
+        )
+        .await;
+    let tid = t.ok(201)["template_id"].as_i64().unwrap();
+    app.get(&globex, &format!("/api/v1/templates/{tid}"))
+        .await
+        .error(404, "not_found");
+    app.post(
+        &globex,
+        &format!("/api/v1/templates/{tid}/submit"),
+        json!({}),
+    )
+    .await
+    .error(404, "not_found");
+    app.get(&acme, "/api/v1/messages/abc")
+        .await
+        .error(404, "not_found");
+    app.get(&acme, "/api/v1/messages/999999")
+        .await
+        .error(404, "not_found");
+}
+
+#[tokio::test]
+async fn bad_bodies_are_400_with_the_error_shape() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let url = format!("{}/api/v1/messages", app.base);
+    let send = |body: &'static str, ct: Option<&'static str>| {
+        let mut req = app.client.post(&url).bearer_auth(&key).body(body);
+        if let Some(ct) = ct {
+            req = req.header("content-type", ct);
+        }
+        req.send()
+    };
+    for (body, ct) in [
+        ("{not json", Some("application/json")),
+        ("[1,2]", Some("application/json")),
+        ("\"text\"", Some("application/json")),
+        (
+            "{\"phone\":\"+15551230000\",\"body\":\"x\"}",
+            Some("text/plain"),
+        ),
+        ("{\"phone\":\"+15551230000\",\"body\":\"x\"}", None),
+    ] {
+        let r = crate::common::Resp::from(send(body, ct).await.unwrap()).await;
+        r.error(400, "bad_request");
+    }
+    // A field of the wrong type is a validation error naming the field.
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": 15551230000u64, "body": "x"}),
+    )
+    .await
+    .field_error("phone");
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "body": "x", "vars": "nope"}),
+    )
+    .await
+    .field_error("vars");
+    // Unknown fields are ignored.
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "body": "x", "whatever": true}),
+    )
+    .await
+    .ok(201);
+}
+
+#[tokio::test]
+async fn unknown_routes_are_json_404_and_every_response_has_a_request_id() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let r = app.get(&key, "/api/v1/nope").await;
+    r.error(404, "not_found");
+    assert!(r.headers.get("x-request-id").is_some_and(|v| !v.is_empty()));
+    let r = app.get(&key, "/api/v1/messages").await;
+    assert!(r.headers.get("x-request-id").is_some());
+    // A caller's request id is kept.
+    let r = app
+        .client
+        .get(format!("{}/api/v1/messages", app.base))
+        .bearer_auth(&key)
+        .header("x-request-id", "abc-123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["x-request-id"], "abc-123");
+}
+
+#[tokio::test]
+async fn bodies_over_the_limit_are_413() {
+    let app = TestApp::start_with(|c| c.body_limit = 4096).await;
+    let key = app.partner("acme").await;
+    let r = app
+        .post(
+            &key,
+            "/api/v1/messages",
+            json!({"phone": PHONE, "body": "x".repeat(5000)}),
+        )
+        .await;
+    r.error(413, "payload_too_large");
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "body": "x".repeat(3000)}),
+    )
+    .await
+    .ok(201);
+}
+
+#[tokio::test]
+async fn rate_limit_answers_429_with_retry_after_per_credential() {
+    let app = TestApp::start_with(|c| {
+        c.rate_limit_per_s = 1;
+        c.rate_limit_burst = 3;
+    })
+    .await;
+    let acme = app.partner("acme").await;
+    let globex = app.partner("globex").await;
+    for _ in 0..3 {
+        app.get(&acme, "/api/v1/messages").await.ok(200);
+    }
+    let r = app.get(&acme, "/api/v1/messages").await;
+    r.error(429, "rate_limited");
+    let retry: u64 = r.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=2).contains(&retry), "retry-after {retry}");
+    // Another credential has its own bucket.
+    app.get(&globex, "/api/v1/messages").await.ok(200);
+}
+
+#[tokio::test]
+async fn lists_have_data_and_next_cursor_and_clamp_limit() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(
+            app.send_text(&key, PHONE, &format!("m{i}")).await.ok(201)["message_id"]
+                .as_i64()
+                .unwrap(),
+        );
+    }
+    let page1 = app.get(&key, "/api/v1/messages?limit=2").await;
+    let p1 = page1.ok(200);
+    let got: Vec<i64> = p1["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["message_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(got, vec![ids[4], ids[3]], "newest first");
+    let cursor = p1["next_cursor"].as_str().unwrap().to_string();
+    let p2 = app
+        .get(&key, &format!("/api/v1/messages?limit=2&cursor={cursor}"))
+        .await;
+    let got: Vec<i64> = p2.json["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["message_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(got, vec![ids[2], ids[1]]);
+    let cursor = p2.json["next_cursor"].as_str().unwrap().to_string();
+    let p3 = app
+        .get(&key, &format!("/api/v1/messages?limit=2&cursor={cursor}"))
+        .await;
+    assert_eq!(p3.json["data"].as_array().unwrap().len(), 1);
+    assert_eq!(p3.json["next_cursor"], Value::Null);
+    // Clamped, not refused.
+    let big = app.get(&key, "/api/v1/messages?limit=5000").await;
+    assert_eq!(big.ok(200)["data"].as_array().unwrap().len(), 5);
+    app.get(&key, "/api/v1/messages?limit=abc")
+        .await
+        .field_error("limit");
+    app.get(&key, "/api/v1/messages?cursor=zzz")
+        .await
+        .field_error("cursor");
+}
+
+#[tokio::test]
+async fn default_page_is_50() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    for i in 0..55 {
+        app.send_text(&key, PHONE, &format!("m{i}")).await.ok(201);
+    }
+    let r = app.get(&key, "/api/v1/messages").await;
+    assert_eq!(r.ok(200)["data"].as_array().unwrap().len(), 50);
+    assert!(r.json["next_cursor"].is_string());
+}
+
+/// Every documented operation is routed (an unrouted one would hit the JSON fallback, whose message says
+/// `route not found`), and every route in the source is documented.
+#[tokio::test]
+async fn openapi_document_matches_the_router() {
+    let app = TestApp::start().await;
+    let r = app
+        .request(Method::GET, "/api/v1/openapi.json", None, None)
+        .await;
+    let doc = r.ok(200).clone();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    let paths = doc["paths"].as_object().unwrap();
+    let mut documented = Vec::new();
+    for (path, ops) in paths {
+        for method in ops.as_object().unwrap().keys() {
+            documented.push((method.to_uppercase(), path.clone()));
+            let concrete = path
+                .replace("{id}", "1")
+                .replace("{code}", "x")
+                .replace("{ref}", "x")
+                .replace("{phone}", "+15550000000");
+            let concrete = regex_lite_replace(&concrete);
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let resp = app
+                .client
+                .request(method.clone(), format!("{}{}", app.base, concrete))
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status();
+            let body: Value = resp.json().await.unwrap_or(Value::Null);
+            assert_ne!(
+                status,
+                reqwest::StatusCode::METHOD_NOT_ALLOWED,
+                "{method} {path} is documented but not routed"
+            );
+            assert_ne!(
+                body["error"]["message"], "route not found",
+                "{method} {path} is documented but not routed"
+            );
+        }
+    }
+    // Every `.route("…", method(…))` in the HTTP modules is in the document.
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/http");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let source = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for (path, methods) in routes_in(&source) {
+            for method in methods {
+                let full = if path.starts_with("/api/") {
+                    path.clone()
+                } else {
+                    format!("/api/v1{path}")
+                };
+                assert!(
+                    documented.contains(&(method.clone(), full.clone())),
+                    "{method} {full} is routed but not in the OpenAPI document"
+                );
+            }
+        }
+    }
+}
+
+/// `{anything}` path parameters replaced by `x`.
+fn regex_lite_replace(path: &str) -> String {
+    let mut out = String::new();
+    let mut in_param = false;
+    for c in path.chars() {
+        match c {
+            '{' => in_param = true,
+            '}' => {
+                in_param = false;
+                out.push('x');
+            }
+            _ if in_param => {}
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// `(path, [METHOD…])` of each `.route("path", get(..).post(..))` call in a source file.
+fn routes_in(source: &str) -> Vec<(String, Vec<String>)> {
+    let mut found = Vec::new();
+    let mut rest = source;
+    while let Some(i) = rest.find(".route(\"") {
+        rest = &rest[i + 8..];
+        let end = rest.find('"').unwrap();
+        let path = rest[..end].to_string();
+        // The method chain runs to the end of this `.route(` call: count parentheses.
+        let mut depth = 1;
+        let mut j = end;
+        let bytes = rest.as_bytes();
+        while depth > 0 && j < bytes.len() - 1 {
+            j += 1;
+            match bytes[j] {
+                b'(' => depth += 1,
+                b')' => depth -= 1,
+                _ => {}
+            }
+        }
+        let call = &rest[end..j];
+        let mut methods = Vec::new();
+        for m in ["get", "post", "put", "patch", "delete"] {
+            if call.contains(&format!(" {m}("))
+                || call.contains(&format!(".{m}("))
+                || call.contains(&format!(", {m}("))
+            {
+                methods.push(m.to_uppercase());
+            }
+        }
+        found.push((path, methods));
+        rest = &rest[j..];
+    }
+    found
+}

@@ -1,0 +1,10 @@
+//! HTTP tests of the whole API, run against a real listening server on `127.0.0.1:0` and a real database:
+//! SQLite by default, PostgreSQL when `HUBBUB_TEST_DATABASE_URL` is a `postgres://` URL (each test gets its
+//! own schema there, its own file on SQLite).
+
+mod common;
+
+mod cli;
+mod conventions;
+mod messages;
+mod templates;

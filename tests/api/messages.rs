@@ -1,0 +1,615 @@
+//! `POST /messages` rules 1–9, idempotency, reads, lists and read marks (CONTRACT section 3).
+
+use std::collections::HashSet;
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::common::TestApp;
+use hubbub_host::store::outbox::{self, Target};
+
+const PHONE: &str = "+15551230000";
+
+fn is_record_time(s: &str) -> bool {
+    chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S").is_ok()
+}
+
+#[tokio::test]
+async fn text_message_is_created_queued_with_the_interface_fields() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let r = app
+        .post(
+            &key,
+            "/api/v1/messages",
+            json!({"phone": PHONE, "body": "Hello", "priority": "otp"}),
+        )
+        .await;
+    let m = r.ok(201);
+    assert!(m["message_id"].as_i64().unwrap() > 0);
+    let reference = m["ref"].as_str().unwrap();
+    assert!(
+        reference.starts_with("msg_") && reference.len() >= 24,
+        "{reference}"
+    );
+    assert!(
+        reference[4..]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    );
+    assert_eq!(m["phone"], PHONE);
+    assert_eq!(m["partner"], "acme");
+    assert_eq!(m["direction"], "out");
+    assert_eq!(m["content_type"], "text");
+    assert_eq!(m["body"], "Hello");
+    assert_eq!(m["state"], "queued");
+    assert_eq!(m["priority"], "otp");
+    assert!(
+        is_record_time(m["created_at"].as_str().unwrap()),
+        "{}",
+        m["created_at"]
+    );
+    // The same record comes back from GET.
+    let id = m["message_id"].as_i64().unwrap();
+    let got = app.get(&key, &format!("/api/v1/messages/{id}")).await;
+    assert_eq!(got.ok(200)["ref"], m["ref"]);
+    assert!(got.json.get("attempts").is_none());
+    let with = app
+        .get(&key, &format!("/api/v1/messages/{id}?include=attempts"))
+        .await;
+    assert_eq!(with.ok(200)["attempts"], json!([]));
+}
+
+#[tokio::test]
+async fn rule_1_phone_is_required_and_e164() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    app.post(&key, "/api/v1/messages", json!({"body": "x"}))
+        .await
+        .field_error("phone");
+    for bad in ["5551230000", "+0551230000", "+1 555 123", "+12", "phone"] {
+        app.post(&key, "/api/v1/messages", json!({"phone": bad, "body": "x"}))
+            .await
+            .field_error("phone");
+    }
+}
+
+#[tokio::test]
+async fn rule_2_text_and_system_need_a_body() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE}))
+        .await
+        .field_error("body");
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "body": "  "}),
+    )
+    .await
+    .field_error("body");
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "content_type": "system"}),
+    )
+    .await
+    .field_error("body");
+    let r = app
+        .post(
+            &key,
+            "/api/v1/messages",
+            json!({"phone": PHONE, "content_type": "system", "body": "Maintenance tonight"}),
+        )
+        .await;
+    assert_eq!(r.ok(201)["content_type"], "system");
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "body": "x", "content_type": "sticker"}),
+    )
+    .await
+    .field_error("content_type");
+}
+
+#[tokio::test]
+async fn rule_3_media_types_need_a_url_or_base64() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    for t in ["image", "document", "audio", "video"] {
+        app.post(
+            &key,
+            "/api/v1/messages",
+            json!({"phone": PHONE, "content_type": t, "body": "caption"}),
+        )
+        .await
+        .field_error("media_url");
+        let r = app
+            .post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": t, "media_url": "https://cdn.example.com/f.bin", "body": "caption", "media_filename": "f.bin", "media_mimetype": "application/octet-stream"}))
+            .await;
+        let m = r.ok(201);
+        assert_eq!(m["content_type"], t);
+        assert_eq!(m["body"], "caption");
+        assert_eq!(m["media"]["url"], "https://cdn.example.com/f.bin");
+        assert_eq!(m["media"]["filename"], "f.bin");
+        assert_eq!(m["media"]["size"], Value::Null);
+    }
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "content_type": "image", "media_url": "not a url"}),
+    )
+    .await
+    .field_error("media_url");
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "content_type": "image", "media_base64": "%%%"}),
+    )
+    .await
+    .field_error("media_base64");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "image", "media_url": "https://a.example/x.png", "media_base64": "aGk="})).await.field_error("media_url");
+}
+
+#[tokio::test]
+async fn base64_media_is_stored_once_and_served_to_the_sender() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let other = app.partner("globex").await;
+    let bytes: Vec<u8> = (0u8..=255).collect();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    let r = app
+        .post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "image", "media_base64": b64, "media_mimetype": "image/png", "media_filename": "dot.png"}))
+        .await;
+    let m = r.ok(201);
+    assert_eq!(m["media"]["size"], 256);
+    let url = m["media"]["url"].as_str().unwrap();
+    assert!(url.starts_with("/api/v1/media/med_"), "{url}");
+    let got = app
+        .client
+        .get(format!("{}{url}", app.base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.status(), 200);
+    assert_eq!(got.headers()["content-type"], "image/png");
+    assert_eq!(got.bytes().await.unwrap().to_vec(), bytes);
+    app.get(&other, url).await.error(404, "not_found");
+}
+
+#[tokio::test]
+async fn media_urls_must_be_https_outside_dev_mode() {
+    let app = TestApp::start_with(|c| c.dev = false).await;
+    let key = app.partner("acme").await;
+    for url in [
+        "http://cdn.example.com/a.png",
+        "https://127.0.0.1/a.png",
+        "https://192.168.1.2/a.png",
+        "http://localhost/a.png",
+    ] {
+        app.post(
+            &key,
+            "/api/v1/messages",
+            json!({"phone": PHONE, "content_type": "image", "media_url": url}),
+        )
+        .await
+        .field_error("media_url");
+    }
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "image", "media_url": "https://cdn.example.com/a.png"})).await.ok(201);
+    let dev = TestApp::start().await;
+    let key = dev.partner("acme").await;
+    dev.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "image", "media_url": "http://localhost:9000/a.png"})).await.ok(201);
+}
+
+#[tokio::test]
+async fn rule_4_link_needs_link_url_or_its_alias() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "content_type": "link", "link_label": "Open"}),
+    )
+    .await
+    .field_error("link_url");
+    let r = app
+        .post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "link", "url": "https://example.com/offer", "cta": "See offer", "link_title": "Offer", "link_description": "Half price", "link_image_url": "https://cdn.example.com/o.png"}))
+        .await;
+    let m = r.ok(201);
+    assert_eq!(
+        m["link"],
+        json!({"url": "https://example.com/offer", "label": "See offer", "title": "Offer", "description": "Half price", "image_url": "https://cdn.example.com/o.png"})
+    );
+    let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "link", "link_url": "https://example.com/x", "link_label": "Go"})).await;
+    assert_eq!(r.ok(201)["link"]["label"], "Go");
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "content_type": "link", "link_url": "javascript:alert(1)"}),
+    )
+    .await
+    .field_error("link_url");
+}
+
+#[tokio::test]
+async fn rule_5_html_needs_html() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "content_type": "html", "subject": "News"}),
+    )
+    .await
+    .field_error("html");
+    let r = app
+        .post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "html", "html": "<h1>News</h1>", "subject": "November news", "preview": "What's new"}))
+        .await;
+    let m = r.ok(201);
+    assert_eq!(m["html"], "<h1>News</h1>");
+    assert_eq!(m["subject"], "November news");
+    assert_eq!(m["preview"], "What's new");
+}
+
+#[tokio::test]
+async fn rule_6_idempotency_key_in_body_replays_the_original() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let body = json!({"phone": PHONE, "body": "once", "idempotency_key": "order-42"});
+    let first = app.post(&key, "/api/v1/messages", body.clone()).await;
+    first.ok(201);
+    assert!(first.headers.get("idempotent-replayed").is_none());
+    let again = app.post(&key, "/api/v1/messages", body.clone()).await;
+    assert!(again.status == 200 || again.status == 201);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.json["message_id"], first.json["message_id"]);
+    assert_eq!(again.json["ref"], first.json["ref"]);
+    let different = app
+        .post(
+            &key,
+            "/api/v1/messages",
+            json!({"phone": PHONE, "body": "twice", "idempotency_key": "order-42"}),
+        )
+        .await;
+    different.error(409, "idempotency_conflict");
+    // Another partner's identical key is its own.
+    let other = app.partner("globex").await;
+    let theirs = app.post(&other, "/api/v1/messages", body).await;
+    assert_ne!(theirs.ok(201)["message_id"], first.json["message_id"]);
+    let list = app.get(&key, "/api/v1/messages").await;
+    assert_eq!(list.ok(200)["data"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn idempotency_key_header_works_and_expires_after_24h() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let send = |text: &'static str| {
+        app.client
+            .post(format!("{}/api/v1/messages", app.base))
+            .bearer_auth(&key)
+            .header("Idempotency-Key", "hdr-1")
+            .json(&json!({"phone": PHONE, "body": text}))
+            .send()
+    };
+    let first = crate::common::Resp::from(send("a").await.unwrap()).await;
+    first.ok(201);
+    let again = crate::common::Resp::from(send("a").await.unwrap()).await;
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    assert_eq!(again.json["message_id"], first.json["message_id"]);
+    crate::common::Resp::from(send("b").await.unwrap())
+        .await
+        .error(409, "idempotency_conflict");
+    app.clock.advance_ms(24 * 3600 * 1000 + 1000);
+    let fresh = crate::common::Resp::from(send("b").await.unwrap()).await;
+    assert_ne!(fresh.ok(201)["message_id"], first.json["message_id"]);
+    assert!(fresh.headers.get("idempotent-replayed").is_none());
+}
+
+#[tokio::test]
+async fn racing_identical_requests_create_one_message_even_across_hosts() {
+    let app = TestApp::start().await;
+    let second = TestApp::start_on(app.db.clone(), |_| {}).await;
+    let key = app.partner("acme").await;
+    let body = json!({"phone": PHONE, "body": "race", "idempotency_key": "race-1"});
+    let mut tasks = Vec::new();
+    for i in 0..16 {
+        let (client, base, key, body) = (
+            app.client.clone(),
+            if i % 2 == 0 {
+                app.base.clone()
+            } else {
+                second.base.clone()
+            },
+            key.clone(),
+            body.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let r = client
+                .post(format!("{base}/api/v1/messages"))
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "status {}", r.status());
+            r.json::<Value>().await.unwrap()["message_id"]
+                .as_i64()
+                .unwrap()
+        }));
+    }
+    let mut ids = HashSet::new();
+    for t in tasks {
+        ids.insert(t.await.unwrap());
+    }
+    assert_eq!(ids.len(), 1, "one message for one key: {ids:?}");
+    let list = app.get(&key, "/api/v1/messages").await;
+    assert_eq!(list.ok(200)["data"].as_array().unwrap().len(), 1);
+    second.stop().await;
+}
+
+#[tokio::test]
+async fn rule_7_templates_render_into_rendered_body() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    app.post(&key, "/api/v1/templates", json!({"code": "otp", "channel": "sms", "lang": "en", "category": "authentication", "body": "SMS {{code}}"})).await.ok(201);
+    app.post(&key, "/api/v1/templates", json!({"code": "otp", "channel": "inapp", "lang": "en", "category": "authentication", "body": "Hi {{name}}, your code is {{code}}"})).await.ok(201);
+    app.post(&key, "/api/v1/templates", json!({"code": "otp", "channel": "inapp", "lang": "es", "category": "authentication", "body": "Hola {{name}}: {{code}}"})).await.ok(201);
+    let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "template_code": "otp", "vars": {"name": "Ana", "code": 123456}})).await;
+    let m = r.ok(201);
+    assert_eq!(
+        m["rendered_body"], "Hi Ana, your code is 123456",
+        "inapp preferred, lang en by default"
+    );
+    assert_eq!(m["body"], m["rendered_body"]);
+    assert_eq!(m["template_code"], "otp");
+    assert_eq!(m["lang"], "en");
+    let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "template_code": "otp", "lang": "es", "vars": {"name": "Ana", "code": "9"}})).await;
+    assert_eq!(r.ok(201)["rendered_body"], "Hola Ana: 9");
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "template_code": "otp", "vars": {"name": "Ana"}}),
+    )
+    .await
+    .field_error("vars.code");
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "template_code": "otp"}),
+    )
+    .await
+    .field_error("vars.name");
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "template_code": "nope", "vars": {}}),
+    )
+    .await
+    .field_error("template_code");
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "template_code": "otp", "lang": "fr", "vars": {}}),
+    )
+    .await
+    .field_error("template_code");
+    // Another partner's template is unknown.
+    let other = app.partner("globex").await;
+    app.post(
+        &other,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "template_code": "otp", "vars": {"name": "A", "code": "1"}}),
+    )
+    .await
+    .field_error("template_code");
+}
+
+#[tokio::test]
+async fn rule_8_e2e_sends_are_checked_in_contract_order() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let env = json!({"v": 1, "alg": "x25519-hkdf-sha256-aes-256-gcm", "mode": "sealed", "key_version": 1, "ciphertext": "Y2lwaGVy", "nonce": "bm9uY2Vub25jZQ", "aad": "hubbub|msg|x|v1", "key_wraps": [{"device_uuid": "dev-1", "wrap": "d3JhcA", "wrap_nonce": "bm9uY2U", "sender_eph_pub": "cHVi"}]});
+    let send = |envelope: Value| {
+        app.post(
+            &key,
+            "/api/v1/messages",
+            json!({"phone": PHONE, "encryption": "e2e", "e2e_envelope": envelope}),
+        )
+    };
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "encryption": "e2e"}),
+    )
+    .await
+    .field_error("e2e_envelope");
+    let mut e = env.clone();
+    e.as_object_mut().unwrap().remove("ciphertext");
+    send(e).await.field_error("e2e_envelope.ciphertext");
+    let mut e = env.clone();
+    e["nonce"] = json!("");
+    send(e).await.field_error("e2e_envelope.nonce");
+    let mut e = env.clone();
+    e["v"] = json!(2);
+    send(e).await.field_error("e2e_envelope.v");
+    let mut e = env.clone();
+    e["key_wraps"] = json!([]);
+    send(e).await.field_error("e2e_envelope.key_wraps");
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "encryption": "e2e", "body": "secret", "e2e_envelope": env}),
+    )
+    .await
+    .field_error("body");
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "encryption": "rot13", "body": "x"}),
+    )
+    .await
+    .field_error("encryption");
+    // No published device key yet.
+    send(env.clone()).await.error(422, "e2e_no_devices");
+    // With a published device: wraps must name it.
+    sqlx::query("INSERT INTO devices (device_uuid, phone, platform, identity_key_pub, key_version, created_at) VALUES ('dev-1', $1, 'web', 'a2V5', 1, 0)")
+        .bind(PHONE)
+        .execute(app.state.db.writer())
+        .await
+        .unwrap();
+    let mut e = env.clone();
+    e["key_wraps"][0]["device_uuid"] = json!("someone-else");
+    send(e).await.field_error("e2e_envelope.key_wraps");
+    let r = send(env.clone()).await;
+    let m = r.ok(201);
+    assert_eq!(m["body"], Value::Null);
+    assert_eq!(m["encryption"], "e2e");
+    assert_eq!(m["e2e_envelope"], env);
+}
+
+#[tokio::test]
+async fn rule_9_media_messages_create_no_conversation() {
+    // Hub messages are standalone: the record has no conversation, and nothing but the message is stored.
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "video", "media_url": "https://cdn.example.com/v.mp4"})).await;
+    assert!(r.ok(201).get("conversation_id").is_none_or(Value::is_null));
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages")
+        .fetch_one(app.state.db.reader())
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[tokio::test]
+async fn list_filters_by_phone_state_and_search() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let a = app
+        .send_text(&key, "+15550000001", "Your parcel is on its way")
+        .await
+        .ok(201)["message_id"]
+        .as_i64()
+        .unwrap();
+    app.send_text(&key, "+15550000002", "Invoice 100% paid")
+        .await
+        .ok(201);
+    app.send_text(&key, "+15550000001", "Dinner at eight")
+        .await
+        .ok(201);
+    let ids = |v: &Value| {
+        v["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["message_id"].as_i64().unwrap())
+            .collect::<Vec<_>>()
+    };
+    let r = app.get(&key, "/api/v1/messages?phone=%2B15550000001").await;
+    assert_eq!(ids(r.ok(200)).len(), 2);
+    let r = app.get(&key, "/api/v1/messages?q=PARCEL").await;
+    assert_eq!(ids(r.ok(200)), vec![a]);
+    let r = app.get(&key, "/api/v1/messages?q=100%25").await;
+    assert_eq!(ids(r.ok(200)).len(), 1, "% is matched literally");
+    let r = app.get(&key, "/api/v1/messages?q=0000002").await;
+    assert_eq!(ids(r.ok(200)).len(), 1, "q searches the contact too");
+    app.post(&key, &format!("/api/v1/messages/{a}/read"), json!({}))
+        .await
+        .ok(200);
+    let r = app.get(&key, "/api/v1/messages?state=read").await;
+    assert_eq!(ids(r.ok(200)), vec![a]);
+    let r = app.get(&key, "/api/v1/messages?state=queued").await;
+    assert_eq!(ids(r.ok(200)).len(), 2);
+    app.get(&key, "/api/v1/messages?state=lost")
+        .await
+        .field_error("state");
+    app.get(&key, "/api/v1/messages?phone=123")
+        .await
+        .field_error("phone");
+}
+
+#[tokio::test]
+async fn read_unread_and_bulk_read_move_states_and_record_events() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let a = app.send_text(&key, PHONE, "a").await.ok(201)["message_id"]
+        .as_i64()
+        .unwrap();
+    let b = app.send_text(&key, PHONE, "b").await.ok(201)["message_id"]
+        .as_i64()
+        .unwrap();
+    let c = app.send_text(&key, "+15559990000", "c").await.ok(201)["message_id"]
+        .as_i64()
+        .unwrap();
+    let r = app
+        .post(&key, &format!("/api/v1/messages/{a}/read"), json!({}))
+        .await;
+    assert_eq!(r.ok(200)["state"], "read");
+    // Reading again changes nothing.
+    assert_eq!(
+        app.post(&key, &format!("/api/v1/messages/{a}/read"), json!({}))
+            .await
+            .ok(200)["state"],
+        "read"
+    );
+    let r = app
+        .post(&key, &format!("/api/v1/messages/{a}/unread"), json!({}))
+        .await;
+    assert_eq!(r.ok(200)["state"], "delivered");
+    let r = app
+        .post(
+            &key,
+            "/api/v1/messages/read",
+            json!({"message_ids": [a, b, 999999]}),
+        )
+        .await;
+    assert_eq!(r.ok(200)["updated"], 2);
+    let r = app
+        .post(
+            &key,
+            "/api/v1/messages/read",
+            json!({"phone": "+15559990000"}),
+        )
+        .await;
+    assert_eq!(r.ok(200)["updated"], 1);
+    assert_eq!(
+        app.get(&key, &format!("/api/v1/messages/{c}")).await.json["state"],
+        "read"
+    );
+    app.post(&key, "/api/v1/messages/read", json!({}))
+        .await
+        .field_error("message_ids");
+    app.post(&key, "/api/v1/messages/read", json!({"phone": "bad"}))
+        .await
+        .field_error("phone");
+    // Every change is a message.status event with a growing seq.
+    let partner = hubbub_host::store::partners::find_by_code(&app.state.db, "acme")
+        .await
+        .unwrap()
+        .unwrap();
+    let events = outbox::list_for_target(
+        &app.state.db,
+        Target::Partner(partner.id),
+        Some("message.status"),
+    )
+    .await
+    .unwrap();
+    let for_a: Vec<&Value> = events
+        .iter()
+        .rev()
+        .map(|(_, _, p)| p)
+        .filter(|p| p["message_id"] == a)
+        .collect();
+    let states: Vec<&str> = for_a.iter().map(|p| p["state"].as_str().unwrap()).collect();
+    assert_eq!(states, vec!["read", "delivered", "read"]);
+    let seqs: Vec<i64> = for_a.iter().map(|p| p["seq"].as_i64().unwrap()).collect();
+    assert_eq!(seqs, vec![1, 2, 3]);
+    let p = for_a[0];
+    assert_eq!(p["event"], "message.status");
+    assert_eq!(p["partner"], "acme");
+    assert_eq!(p["phone"], PHONE);
+    assert!(p["message_ref"].as_str().unwrap().starts_with("msg_"));
+    assert!(p["at"].as_str().unwrap().ends_with('Z'));
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs every test of the project, on a fresh machine too: installs what is missing (the wasm32-wasip2
+# target, a running PostgreSQL with database `test`), builds the sample flows, then runs the whole suite
+# on the embedded SQLite default and again on PostgreSQL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PG_URL="${HUBBUB_TEST_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
+
+log() { printf '\n== %s\n' "$*"; }
+
+ensure_postgres() {
+  if ! command -v pg_isready >/dev/null 2>&1; then
+    log "installing PostgreSQL"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  fi
+  if ! pg_isready -q -h 127.0.0.1 -p 5432; then
+    log "starting PostgreSQL"
+    for version in $(ls /etc/postgresql 2>/dev/null); do
+      pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+    done
+    for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
+  fi
+  pg_isready -h 127.0.0.1 -p 5432
+  if ! psql -h 127.0.0.1 -U postgres -d test -Atc 'SELECT 1' >/dev/null 2>&1; then
+    psql -h 127.0.0.1 -U postgres -d postgres -c 'CREATE DATABASE test' >/dev/null
+  fi
+  # Each test makes its own schema t_…; drop those of earlier runs.
+  psql -h 127.0.0.1 -U postgres -d test -Atc \
+    "SELECT format('DROP SCHEMA %I CASCADE;', nspname) FROM pg_namespace WHERE nspname LIKE 't\_%'" \
+    | psql -q -h 127.0.0.1 -U postgres -d test >/dev/null
+}
+
+if [ -x flows/build.sh ]; then
+  log "building the sample flows (wasm32-wasip2)"
+  bash flows/build.sh
+fi
+
+ensure_postgres
+
+THREADS="${HUBBUB_TEST_THREADS:-8}"
+
+log "tests on SQLite"
+HUBBUB_TEST_DATABASE_URL=sqlite cargo test -- --test-threads "$THREADS"
+
+log "tests on PostgreSQL"
+HUBBUB_TEST_DATABASE_URL="$PG_URL" cargo test -p hubbub-host --test api -- --test-threads "$THREADS"
