@@ -11,6 +11,7 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use crate::clock::{Millis, SharedClock};
 use crate::config::Config;
 use crate::store::Db;
+use crate::store::writer::MessageWriter;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -24,19 +25,24 @@ pub struct AppState {
     limiter: Arc<DefaultKeyedRateLimiter<String>>,
     /// Key that signs and verifies user JWTs (HS256).
     pub jwt_secret: Arc<Vec<u8>>,
+    /// The group-commit writer of new messages.
+    pub messages: MessageWriter,
 }
 
 impl AppState {
+    /// Builds the state; must run inside a Tokio runtime (it starts the message writer).
     pub fn new(db: Db, config: Config, clock: SharedClock, jwt_secret: Vec<u8>) -> Self {
         let per_s = NonZeroU32::new(config.rate_limit_per_s.max(1)).expect("max(1) is non-zero");
         let burst = NonZeroU32::new(config.rate_limit_burst.max(1)).expect("max(1) is non-zero");
         let limiter = RateLimiter::keyed(Quota::per_second(per_s).allow_burst(burst));
+        let messages = MessageWriter::spawn(db.clone());
         AppState {
             db,
             config: Arc::new(config),
             clock,
             limiter: Arc::new(limiter),
             jwt_secret: Arc::new(jwt_secret),
+            messages,
         }
     }
 

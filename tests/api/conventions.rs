@@ -381,3 +381,38 @@ fn routes_in(source: &str) -> Vec<(String, Vec<String>)> {
     }
     found
 }
+
+/// A request in flight when shutdown starts is still answered; the server then stops.
+#[tokio::test]
+async fn shutdown_finishes_in_flight_requests() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let body = json!({"phone": PHONE, "body": "sent while stopping"}).to_string();
+    let addr = app.base.trim_start_matches("http://").to_string();
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /api/v1/messages HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body.as_bytes()[..10]).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let db = app.state.db.clone();
+    let stopping = tokio::spawn(app.stop());
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(
+        !stopping.is_finished(),
+        "shutdown waits for the request in flight"
+    );
+    stream.write_all(&body.as_bytes()[10..]).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    assert!(response.starts_with("HTTP/1.1 201"), "{response}");
+    stopping.await.unwrap();
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages")
+        .fetch_one(db.reader())
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+}

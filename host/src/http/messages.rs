@@ -460,7 +460,7 @@ async fn send_message(
         .filter(|k| !k.is_empty());
     let req: SendMessage = parse_value(raw.clone())?;
     let new = build_message(&state, partner.id, req, &raw, header_key).await?;
-    match store::create_message(&state.db, &new, state.now()).await? {
+    match state.messages.create(new, state.now()).await? {
         Created::New(m) => {
             tracing::info!(message_ref = %m.reference, "message accepted");
             Ok((StatusCode::CREATED, Json(message_json(&m))).into_response())

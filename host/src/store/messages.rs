@@ -100,16 +100,9 @@ pub enum Created {
 /// How long an idempotency key deduplicates.
 pub const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 
-/// Creates a `queued` message, or finds the original under the same idempotency key. Safe under races:
-/// the unique `(partner_id, idempotency_key)` constraint decides which request creates.
-pub async fn create_message(db: &Db, m: &NewMessage, now: Millis) -> Result<Created, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
-    let created = create_in(&mut tx, m, now).await?;
-    tx.commit().await?;
-    Ok(created)
-}
-
-/// [`create_message`] inside a caller's transaction (used by batch writers).
+/// Creates a `queued` message in the caller's transaction, or finds the original under the same
+/// idempotency key. Safe under races: the unique `(partner_id, idempotency_key)` constraint decides which
+/// request creates.
 pub async fn create_in(
     tx: &mut Transaction<'_, Any>,
     m: &NewMessage,

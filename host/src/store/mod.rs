@@ -13,6 +13,7 @@ pub mod outbox;
 pub mod partners;
 pub mod settings;
 pub mod templates;
+pub mod writer;
 
 use std::time::Duration;
 
