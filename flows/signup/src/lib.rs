@@ -1,0 +1,85 @@
+//! Sample flow `signup`: one form screen (`details`), completed with a summary echoing every value.
+//!
+//! State: `{"submits":N}`, the number of accepted submissions, so a test can tell whether the guest was
+//! called (the host must not call it for invalid values).
+
+use hubbub_guest_sdk::{
+    Bot, Context, Entry, Field, FlowInfo, Reply, Screen, Submission, UserEvent, export_bot, log,
+};
+use serde::{Deserialize, Serialize};
+
+const FLOW: &str = "signup";
+const DETAILS: &str = "details";
+
+/// The session state kept by the host between calls.
+#[derive(Default, Serialize, Deserialize)]
+struct SignupState {
+    /// Submissions of `details` this guest has accepted.
+    submits: u32,
+}
+
+impl SignupState {
+    fn parse(state: &str) -> Result<Self, String> {
+        serde_json::from_str(state).map_err(|e| format!("bad signup state: {e}"))
+    }
+
+    fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("state serializes")
+    }
+}
+
+struct Signup;
+
+impl Bot for Signup {
+    fn flows() -> Vec<FlowInfo> {
+        vec![FlowInfo::new(FLOW, "Sign up")]
+    }
+
+    fn start(entry: Entry, ctx: Context) -> Result<Reply, String> {
+        match entry {
+            Entry::Flow(code) if code == FLOW => {
+                log::info(&format!("signup started for {}", ctx.phone));
+                Ok(Reply::new(SignupState::default().to_json()).screen(details_screen()))
+            }
+            Entry::Flow(code) => Err(format!("unknown flow {code}")),
+            Entry::Chat => Err("signup is a flow, not a chat bot".to_string()),
+        }
+    }
+
+    fn handle(state: String, event: UserEvent, _ctx: Context) -> Result<Reply, String> {
+        let mut state = SignupState::parse(&state)?;
+        match event {
+            UserEvent::Submit(Submission { screen, values }) if screen == DETAILS => {
+                state.submits += 1;
+                log::info(&format!(
+                    "signup details submitted ({} so far)",
+                    state.submits
+                ));
+                Ok(Reply::new(state.to_json()).completed(values))
+            }
+            UserEvent::Submit(submission) => Err(format!("unknown screen {}", submission.screen)),
+            other => Err(format!("signup expects a submission, got {other:?}")),
+        }
+    }
+}
+
+fn details_screen() -> Screen {
+    Screen::form(DETAILS, "Your details")
+        .field(Field::text("name", "Name").required())
+        .field(Field::email("email", "E-mail").required())
+        .field(
+            Field::phone("phone", "Phone")
+                .required()
+                .placeholder("+31612345678"),
+        )
+        .field(Field::date("birthday", "Birthday"))
+        .field(
+            Field::select("plan", "Plan")
+                .required()
+                .option("basic", "Basic")
+                .option("pro", "Pro"),
+        )
+        .field(Field::boolean("newsletter", "Send me the newsletter"))
+}
+
+export_bot!(Signup);
