@@ -15,6 +15,8 @@ use crate::store::partners::{self, Partner};
 #[derive(Debug, Clone)]
 pub enum Credential {
     Partner(Partner),
+    /// An end user, by a JWT from OTP login.
+    User(UserClaims),
 }
 
 impl Credential {
@@ -22,6 +24,7 @@ impl Credential {
     fn rate_key(&self) -> String {
         match self {
             Credential::Partner(p) => format!("partner:{}", p.id),
+            Credential::User(u) => format!("user:{}", u.sub),
         }
     }
 }
@@ -32,9 +35,7 @@ fn bearer(parts: &Parts) -> Result<&str, ApiError> {
         .headers
         .get(AUTHORIZATION)
         .ok_or_else(|| ApiError::unauthorized("missing Authorization: Bearer credential"))?;
-    let value = value
-        .to_str()
-        .map_err(|_| ApiError::unauthorized("malformed Authorization header"))?;
+    let value = value.to_str().map_err(|_| ApiError::unauthorized("malformed Authorization header"))?;
     let token = value
         .strip_prefix("Bearer ")
         .or_else(|| value.strip_prefix("bearer "))
@@ -48,6 +49,11 @@ fn bearer(parts: &Parts) -> Result<&str, ApiError> {
 
 /// Recognises and verifies any credential.
 pub async fn authenticate(state: &AppState, token: &str) -> Result<Credential, ApiError> {
+    if token.matches('.').count() == 2 {
+        return verify_user_token(state, token)
+            .map(Credential::User)
+            .ok_or_else(|| ApiError::unauthorized("invalid or expired user token"));
+    }
     if token.starts_with("sk_") && !token.starts_with("sk_dev_") {
         let hash = digest(token);
         if let Some((partner, stored)) = partners::find_by_key_hash(&state.db, &hash).await?
@@ -64,10 +70,9 @@ async fn credential(parts: &Parts, state: &AppState) -> Result<Credential, ApiEr
     if let Err(wait) = state.take_rate_token(&credential.rate_key()) {
         return Err(ApiError::rate_limited(wait.as_secs_f64().ceil() as u64));
     }
-    let span = tracing::Span::current();
-    match &credential {
-        Credential::Partner(p) => span.record("partner", p.code.as_str()),
-    };
+    if let Credential::Partner(p) = &credential {
+        tracing::Span::current().record("partner", p.code.as_str());
+    }
     Ok(credential)
 }
 
@@ -78,18 +83,49 @@ pub struct PartnerAuth(pub Partner);
 impl FromRequestParts<AppState> for PartnerAuth {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         match credential(parts, state).await? {
             Credential::Partner(p) => Ok(PartnerAuth(p)),
+            Credential::User(_) => Err(ApiError::forbidden("a user token cannot call partner routes")),
         }
     }
 }
 
+/// The calling end user, on `/me` routes. Every such call counts as device activity (presence).
+#[derive(Debug, Clone)]
+pub struct UserAuth {
+    pub phone: String,
+    pub device: Option<String>,
+}
+
+impl FromRequestParts<AppState> for UserAuth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        match credential(parts, state).await? {
+            Credential::User(claims) => {
+                crate::store::devices::touch_presence(&state.db, &claims.sub, state.now()).await?;
+                Ok(UserAuth { phone: claims.sub, device: claims.dev })
+            }
+            Credential::Partner(_) => Err(ApiError::forbidden("partner keys cannot call /me routes")),
+        }
+    }
+}
+
+/// Any verified credential, for routes open to several kinds (e.g. media: sender or recipient).
+#[derive(Debug, Clone)]
+pub struct AnyAuth(pub Credential);
+
+impl FromRequestParts<AppState> for AnyAuth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        credential(parts, state).await.map(AnyAuth)
+    }
+}
+
 /// Claims of a user JWT (HS256): `sub` = phone, `dev` = device uuid, `exp`.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct UserClaims {
     pub sub: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,25 +135,12 @@ pub struct UserClaims {
 }
 
 /// Signs a user JWT for `phone` (and a device); returns it with its expiry (epoch ms).
-pub fn issue_user_token(
-    state: &AppState,
-    phone: &str,
-    device: Option<&str>,
-) -> anyhow::Result<(String, i64)> {
+pub fn issue_user_token(state: &AppState, phone: &str, device: Option<&str>) -> anyhow::Result<(String, i64)> {
     let now_s = state.now() / 1000;
     let exp = now_s + state.config.user_token_ttl_s as i64;
-    let claims = UserClaims {
-        sub: phone.to_string(),
-        dev: device.map(str::to_string),
-        iat: now_s,
-        exp,
-    };
+    let claims = UserClaims { sub: phone.to_string(), dev: device.map(str::to_string), iat: now_s, exp };
     let key = jsonwebtoken::EncodingKey::from_secret(&state.jwt_secret);
-    let token = jsonwebtoken::encode(
-        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
-        &claims,
-        &key,
-    )?;
+    let token = jsonwebtoken::encode(&jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256), &claims, &key)?;
     Ok((token, exp * 1000))
 }
 

@@ -13,14 +13,26 @@ pub enum TemplateReview {
     Manual,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SmsProviderKind {
+    /// Record what would be sent (`GET /api/v1/dev-sink/messages`).
+    DevSink,
+    /// The Twilio Messages API.
+    Twilio,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WhatsAppProviderKind {
+    /// Record what would be sent (`GET /api/v1/dev-sink/messages`).
+    DevSink,
+    /// The WhatsApp Cloud API.
+    Cloud,
+}
+
 #[derive(Clone, Args)]
 pub struct Config {
     /// Database URL: `sqlite://FILE?mode=rwc` (embedded, the default) or `postgres://…` (scale-out).
-    #[arg(
-        long,
-        env = "HUBBUB_DATABASE_URL",
-        default_value = "sqlite://hubbub.db?mode=rwc"
-    )]
+    #[arg(long, env = "HUBBUB_DATABASE_URL", default_value = "sqlite://hubbub.db?mode=rwc")]
     pub database_url: String,
 
     /// Most database connections this process opens (PostgreSQL; SQLite uses one writer and up to this
@@ -47,12 +59,7 @@ pub struct Config {
     pub offline_after_s: u64,
 
     /// How submitted templates are decided (dev mode always reviews automatically).
-    #[arg(
-        long,
-        env = "HUBBUB_TEMPLATE_REVIEW",
-        value_enum,
-        default_value = "auto"
-    )]
+    #[arg(long, env = "HUBBUB_TEMPLATE_REVIEW", value_enum, default_value = "auto")]
     pub template_review: TemplateReview,
 
     /// Sustained requests per second allowed per credential.
@@ -66,6 +73,60 @@ pub struct Config {
     /// Lifetime of user JWTs, in seconds (default 30 days).
     #[arg(long, env = "HUBBUB_USER_TOKEN_TTL_S", default_value_t = 30 * 24 * 3600)]
     pub user_token_ttl_s: u64,
+
+    /// Public base URL of this service, used in links sent by SMS and WhatsApp.
+    #[arg(long, env = "HUBBUB_PUBLIC_URL", default_value = "http://127.0.0.1:8080")]
+    pub public_url: String,
+
+    /// SMS provider. Default: the dev sink in dev mode, Twilio when an account SID is set, else none
+    /// (SMS attempts fail).
+    #[arg(long, env = "HUBBUB_SMS_PROVIDER", value_enum)]
+    pub sms_provider: Option<SmsProviderKind>,
+
+    /// Base URL of the Twilio API (point it at a fake server in tests).
+    #[arg(long, env = "HUBBUB_TWILIO_BASE_URL", default_value = "https://api.twilio.com")]
+    pub twilio_base_url: String,
+
+    /// Twilio account SID.
+    #[arg(long, env = "HUBBUB_TWILIO_ACCOUNT_SID")]
+    pub twilio_account_sid: Option<String>,
+
+    /// Twilio auth token.
+    #[arg(long, env = "HUBBUB_TWILIO_AUTH_TOKEN", hide_env_values = true)]
+    pub twilio_auth_token: Option<String>,
+
+    /// Sender number (or messaging service) for SMS.
+    #[arg(long, env = "HUBBUB_TWILIO_FROM")]
+    pub twilio_from: Option<String>,
+
+    /// WhatsApp provider. Default: the dev sink in dev mode, the Cloud API when a token is set, else
+    /// none (WhatsApp attempts fail).
+    #[arg(long, env = "HUBBUB_WHATSAPP_PROVIDER", value_enum)]
+    pub whatsapp_provider: Option<WhatsAppProviderKind>,
+
+    /// Base URL of the WhatsApp Cloud API, version included.
+    #[arg(long, env = "HUBBUB_WHATSAPP_BASE_URL", default_value = "https://graph.facebook.com/v21.0")]
+    pub whatsapp_base_url: String,
+
+    /// WhatsApp Cloud API access token.
+    #[arg(long, env = "HUBBUB_WHATSAPP_TOKEN", hide_env_values = true)]
+    pub whatsapp_token: Option<String>,
+
+    /// WhatsApp business phone number id.
+    #[arg(long, env = "HUBBUB_WHATSAPP_PHONE_NUMBER_ID")]
+    pub whatsapp_phone_number_id: Option<String>,
+
+    /// Timeout of one provider request, in milliseconds.
+    #[arg(long, env = "HUBBUB_PROVIDER_TIMEOUT_MS", default_value_t = 10_000)]
+    pub provider_timeout_ms: u64,
+
+    /// How often the delivery worker looks for due work when nothing wakes it, in milliseconds.
+    #[arg(long, env = "HUBBUB_DELIVERY_POLL_MS", default_value_t = 500)]
+    pub delivery_poll_ms: u64,
+
+    /// How long a claimed delivery stays with its worker before another process may take it over.
+    #[arg(long, env = "HUBBUB_DELIVERY_LEASE_S", default_value_t = 60)]
+    pub delivery_lease_s: u64,
 
     /// Largest accepted request body, in bytes (component uploads have their own limit).
     #[arg(long, env = "HUBBUB_BODY_LIMIT", default_value_t = 10 * 1024 * 1024)]
@@ -86,15 +147,25 @@ impl std::fmt::Debug for Config {
             .field("db_max_connections", &self.db_max_connections)
             .field("listen", &self.listen)
             .field("dev", &self.dev)
-            .field(
-                "jwt_secret",
-                &self.jwt_secret.as_ref().map(|_| "[redacted]"),
-            )
+            .field("jwt_secret", &self.jwt_secret.as_ref().map(|_| "[redacted]"))
             .field("offline_after_s", &self.offline_after_s)
             .field("template_review", &self.template_review)
             .field("rate_limit_per_s", &self.rate_limit_per_s)
             .field("rate_limit_burst", &self.rate_limit_burst)
             .field("user_token_ttl_s", &self.user_token_ttl_s)
+            .field("public_url", &self.public_url)
+            .field("sms_provider", &self.sms_provider)
+            .field("twilio_base_url", &self.twilio_base_url)
+            .field("twilio_account_sid", &self.twilio_account_sid)
+            .field("twilio_auth_token", &self.twilio_auth_token.as_ref().map(|_| "[redacted]"))
+            .field("twilio_from", &self.twilio_from)
+            .field("whatsapp_provider", &self.whatsapp_provider)
+            .field("whatsapp_base_url", &self.whatsapp_base_url)
+            .field("whatsapp_token", &self.whatsapp_token.as_ref().map(|_| "[redacted]"))
+            .field("whatsapp_phone_number_id", &self.whatsapp_phone_number_id)
+            .field("provider_timeout_ms", &self.provider_timeout_ms)
+            .field("delivery_poll_ms", &self.delivery_poll_ms)
+            .field("delivery_lease_s", &self.delivery_lease_s)
             .field("body_limit", &self.body_limit)
             .finish()
     }
@@ -106,12 +177,7 @@ fn redact_url(url: &str) -> String {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &url[scheme + 3..at];
             match userinfo.find(':') {
-                Some(colon) => format!(
-                    "{}{}:[redacted]{}",
-                    &url[..scheme + 3],
-                    &userinfo[..colon],
-                    &url[at..]
-                ),
+                Some(colon) => format!("{}{}:[redacted]{}", &url[..scheme + 3], &userinfo[..colon], &url[at..]),
                 None => url.to_string(),
             }
         }
@@ -123,10 +189,7 @@ fn redact_url(url: &str) -> String {
 mod tests {
     #[test]
     fn redacts_passwords() {
-        assert_eq!(
-            super::redact_url("postgres://u:pw@h/db"),
-            "postgres://u:[redacted]@h/db"
-        );
+        assert_eq!(super::redact_url("postgres://u:pw@h/db"), "postgres://u:[redacted]@h/db");
         assert_eq!(super::redact_url("postgres://u@h/db"), "postgres://u@h/db");
         assert_eq!(super::redact_url("sqlite://x.db"), "sqlite://x.db");
     }

@@ -22,14 +22,7 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError {
-            status,
-            code,
-            message: message.into(),
-            field: None,
-            fields: None,
-            retry_after_s: None,
-        }
+        ApiError { status, code, message: message.into(), field: None, fields: None, retry_after_s: None }
     }
 
     /// 422 `validation` on one field (dotted for nested fields).
@@ -76,11 +69,7 @@ impl ApiError {
     }
 
     pub fn not_found(what: &str) -> Self {
-        Self::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            format!("{what} not found"),
-        )
+        Self::new(StatusCode::NOT_FOUND, "not_found", format!("{what} not found"))
     }
 
     pub fn conflict(message: impl Into<String>) -> Self {
@@ -96,19 +85,11 @@ impl ApiError {
     }
 
     pub fn payload_too_large() -> Self {
-        Self::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
-            "request body is over the size limit",
-        )
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "request body is over the size limit")
     }
 
     pub fn rate_limited(retry_after_s: u64) -> Self {
-        let mut e = Self::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limited",
-            "too many requests, slow down",
-        );
+        let mut e = Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", "too many requests, slow down");
         e.retry_after_s = Some(retry_after_s.max(1));
         e
     }
@@ -120,11 +101,7 @@ impl ApiError {
     /// A bug or an infrastructure failure: logged in full, answered as a bare `internal`.
     pub fn internal(err: impl std::fmt::Display) -> Self {
         tracing::error!(error = %err, "internal error");
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "internal error",
-        )
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error")
     }
 
     pub fn status(&self) -> StatusCode {
@@ -138,13 +115,7 @@ impl ApiError {
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} ({}): {}",
-            self.code,
-            self.status.as_u16(),
-            self.message
-        )
+        write!(f, "{} ({}): {}", self.code, self.status.as_u16(), self.message)
     }
 }
 
@@ -165,9 +136,7 @@ impl IntoResponse for ApiError {
         }
         let mut response = (self.status, axum::Json(json!({ "error": error }))).into_response();
         if let Some(secs) = self.retry_after_s {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
     }

@@ -35,3 +35,8 @@ pub fn template_status(partner_code: &str, t: &Template, at: Millis) -> Value {
         "at": iso_time(at),
     })
 }
+
+/// `account.claimed`: the user verified the phone of an account linked to the partner.
+pub fn account_claimed(partner_code: &str, phone: &str, at: Millis) -> Value {
+    json!({ "event": "account.claimed", "partner": partner_code, "phone": phone, "at": iso_time(at) })
+}

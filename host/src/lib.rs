@@ -13,9 +13,12 @@
 pub mod auth;
 pub mod clock;
 pub mod config;
+pub mod delivery;
 pub mod error;
 pub mod events;
+pub mod forms;
 pub mod http;
+pub mod otp;
 pub mod secrets;
 pub mod state;
 pub mod store;
@@ -59,9 +62,7 @@ pub async fn serve(
     let workers = spawn_workers(&state, &stop);
     let app = http::app(state.clone());
     tracing::info!(addr = %listener.local_addr()?, "listening");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
     stop.cancel();
     for worker in workers {
         let _ = worker.await;
@@ -85,5 +86,6 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<tokio::task:
             }
         })
     };
-    vec![housekeeping]
+    let delivery = tokio::spawn(delivery::run_worker(state.clone(), stop.clone()));
+    vec![housekeeping, delivery]
 }

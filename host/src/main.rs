@@ -10,11 +10,7 @@ use hubbub_host::{auth, events, secrets, validate};
 use serde_json::json;
 
 #[derive(Parser)]
-#[command(
-    name = "hubbub",
-    version,
-    about = "Hubbub: partner messaging with a WebAssembly bot runtime"
-)]
+#[command(name = "hubbub", version, about = "Hubbub: partner messaging with a WebAssembly bot runtime")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -108,12 +104,9 @@ enum TemplateCommand {
 
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
-    let filter =
-        EnvFilter::try_from_env("HUBBUB_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
+    let filter = EnvFilter::try_from_env("HUBBUB_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
     let json = std::env::var("HUBBUB_LOG_FORMAT").is_ok_and(|f| f == "json");
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if json {
         builder.json().init();
     } else {
@@ -154,15 +147,7 @@ async fn main() -> anyhow::Result<()> {
             let state = hubbub_host::prepare(config, clock).await?;
             hubbub_host::serve(state, listener, shutdown_signal()).await?;
         }
-        Command::Partner {
-            command:
-                PartnerCommand::Create {
-                    code,
-                    name,
-                    platform,
-                    config,
-                },
-        } => {
+        Command::Partner { command: PartnerCommand::Create { code, name, platform, config } } => {
             if !validate::is_code(&code) {
                 anyhow::bail!("--code must match ^[a-z0-9][a-z0-9_-]{{0,63}}$");
             }
@@ -180,35 +165,23 @@ async fn main() -> anyhow::Result<()> {
             .await?;
             println!("{}", json!({ "partner": code, "api_key": key }));
         }
-        Command::Partner {
-            command: PartnerCommand::RotateKey { code, config },
-        } => {
+        Command::Partner { command: PartnerCommand::RotateKey { code, config } } => {
             let db = Db::connect(&config.database_url, 2).await?;
             let key = secrets::new_partner_key();
-            if !partners::replace_key(
-                &db,
-                &code,
-                &secrets::digest(&key),
-                &secrets::display_prefix(&key, "sk_"),
-            )
-            .await?
+            if !partners::replace_key(&db, &code, &secrets::digest(&key), &secrets::display_prefix(&key, "sk_")).await?
             {
                 anyhow::bail!("no partner with code {code:?}");
             }
             println!("{}", json!({ "partner": code, "api_key": key }));
         }
-        Command::User {
-            command: UserCommand::Token { phone, config },
-        } => {
+        Command::User { command: UserCommand::Token { phone, config } } => {
             if !validate::is_e164(&phone) {
                 anyhow::bail!("PHONE must be E.164, e.g. +15551230000");
             }
             let state = hubbub_host::prepare(config, clock).await?;
             println!("{}", auth::issue_user_token(&state, &phone, None)?.0);
         }
-        Command::Template {
-            command: TemplateCommand::Pending { config },
-        } => {
+        Command::Template { command: TemplateCommand::Pending { config } } => {
             let db = Db::connect(&config.database_url, 2).await?;
             for t in templates::list_pending(&db).await? {
                 println!(
@@ -217,37 +190,21 @@ async fn main() -> anyhow::Result<()> {
                 );
             }
         }
-        Command::Template {
-            command:
-                TemplateCommand::Review {
-                    id,
-                    approve,
-                    reason,
-                    config,
-                    ..
-                },
-        } => {
+        Command::Template { command: TemplateCommand::Review { id, approve, reason, config, .. } } => {
             let db = Db::connect(&config.database_url, 2).await?;
-            let template = templates::find_any(&db, id)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("no template {id}"))?;
+            let template = templates::find_any(&db, id).await?.ok_or_else(|| anyhow::anyhow!("no template {id}"))?;
             if template.status != "pending" {
                 anyhow::bail!("template {id} is {}, not pending", template.status);
             }
             let partner = partners::find_by_id(&db, template.partner_id)
                 .await?
                 .ok_or_else(|| anyhow::anyhow!("partner missing"))?;
-            let (status, reason) = if approve {
-                ("approved", None)
-            } else {
-                ("rejected", reason)
-            };
+            let (status, reason) = if approve { ("approved", None) } else { ("rejected", reason) };
             let now = clock.now_ms();
-            let decided =
-                templates::set_status(&db, partner.id, id, status, reason.as_deref(), now, |t| {
-                    events::template_status(&partner.code, t, now)
-                })
-                .await?;
+            let decided = templates::set_status(&db, partner.id, id, status, reason.as_deref(), now, |t| {
+                events::template_status(&partner.code, t, now)
+            })
+            .await?;
             if let Some(t) = decided {
                 println!(
                     "{}",

@@ -8,11 +8,7 @@ use subtle::ConstantTimeEq;
 
 /// `n` random characters from `[A-Za-z0-9]` (no `_`, so prefixes like `sk_dev_` stay unambiguous).
 pub fn random_alnum(n: usize) -> String {
-    rand::rng()
-        .sample_iter(&Alphanumeric)
-        .take(n)
-        .map(char::from)
-        .collect()
+    rand::rng().sample_iter(&Alphanumeric).take(n).map(char::from).collect()
 }
 
 /// Random bytes from the OS-seeded generator.
@@ -69,10 +65,7 @@ mod tests {
 
     #[test]
     fn digest_is_sha256_hex() {
-        assert_eq!(
-            digest("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        assert_eq!(digest("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         assert!(constant_time_eq("x", "x"));
         assert!(!constant_time_eq("x", "y"));
     }

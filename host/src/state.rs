@@ -10,6 +10,7 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use crate::clock::{Millis, SharedClock};
 use crate::config::Config;
+use crate::delivery::{Delivery, providers};
 use crate::store::Db;
 use crate::store::writer::MessageWriter;
 
@@ -27,6 +28,10 @@ pub struct AppState {
     pub jwt_secret: Arc<Vec<u8>>,
     /// The group-commit writer of new messages.
     pub messages: MessageWriter,
+    /// Channel providers and the delivery worker's wake-up.
+    pub delivery: Arc<Delivery>,
+    /// The outbound HTTP client (providers, webhooks).
+    pub http: reqwest::Client,
 }
 
 impl AppState {
@@ -36,6 +41,12 @@ impl AppState {
         let burst = NonZeroU32::new(config.rate_limit_burst.max(1)).expect("max(1) is non-zero");
         let limiter = RateLimiter::keyed(Quota::per_second(per_s).allow_burst(burst));
         let messages = MessageWriter::spawn(db.clone());
+        let http = providers::http_client(&config);
+        let delivery = Arc::new(Delivery {
+            sms: providers::sms(&config, &db, &clock, &http),
+            whatsapp: providers::whatsapp(&config, &db, &clock, &http),
+            wake: tokio::sync::Notify::new(),
+        });
         AppState {
             db,
             config: Arc::new(config),
@@ -43,6 +54,8 @@ impl AppState {
             limiter: Arc::new(limiter),
             jwt_secret: Arc::new(jwt_secret),
             messages,
+            delivery,
+            http,
         }
     }
 

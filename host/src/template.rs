@@ -22,9 +22,7 @@ pub enum TemplateProblem {
     Unclosed,
     #[error("unbalanced braces: '}}}}' without a matching '{{{{'")]
     Unopened,
-    #[error(
-        "placeholder {0:?} is not an identifier (letters, digits and '_', not starting with a digit)"
-    )]
+    #[error("placeholder {0:?} is not an identifier (letters, digits and '_', not starting with a digit)")]
     BadName(String),
 }
 
@@ -129,32 +127,20 @@ mod tests {
 
     #[test]
     fn extracts_variables_in_order_without_duplicates() {
-        assert_eq!(
-            variables("Hi {{name}}, code {{ code }} for {{name}}"),
-            vec!["name", "code"]
-        );
+        assert_eq!(variables("Hi {{name}}, code {{ code }} for {{name}}"), vec!["name", "code"]);
         assert!(variables("no placeholders").is_empty());
     }
 
     #[test]
     fn renders_strings_and_numbers() {
-        let out = render(
-            "Hi {{name}}, you owe {{ amount }}.",
-            &vars(json!({"name": "Ana", "amount": 12.5})),
-        );
+        let out = render("Hi {{name}}, you owe {{ amount }}.", &vars(json!({"name": "Ana", "amount": 12.5})));
         assert_eq!(out.unwrap(), "Hi Ana, you owe 12.5.");
     }
 
     #[test]
     fn missing_variable_is_named() {
-        assert_eq!(
-            render("Hi {{name}}", &Map::new()),
-            Err(RenderError::Missing("name".into()))
-        );
-        assert_eq!(
-            render("Hi {{name}}", &vars(json!({"name": null}))),
-            Err(RenderError::Missing("name".into()))
-        );
+        assert_eq!(render("Hi {{name}}", &Map::new()), Err(RenderError::Missing("name".into())));
+        assert_eq!(render("Hi {{name}}", &vars(json!({"name": null}))), Err(RenderError::Missing("name".into())));
     }
 
     #[test]
@@ -162,18 +148,9 @@ mod tests {
         assert_eq!(review("Hi {{name"), Err(TemplateProblem::Unclosed));
         assert_eq!(review("Hi name}}"), Err(TemplateProblem::Unopened));
         assert_eq!(review("Hi {{ {{name}}"), Err(TemplateProblem::Unclosed));
-        assert_eq!(
-            review("Hi {{first name}}"),
-            Err(TemplateProblem::BadName("first name".into()))
-        );
-        assert_eq!(
-            review("Hi {{1st}}"),
-            Err(TemplateProblem::BadName("1st".into()))
-        );
-        assert_eq!(
-            review("Hi {{}}"),
-            Err(TemplateProblem::BadName(String::new()))
-        );
+        assert_eq!(review("Hi {{first name}}"), Err(TemplateProblem::BadName("first name".into())));
+        assert_eq!(review("Hi {{1st}}"), Err(TemplateProblem::BadName("1st".into())));
+        assert_eq!(review("Hi {{}}"), Err(TemplateProblem::BadName(String::new())));
         assert!(review("Hi {{name}}, {{ code_2 }}").is_ok());
         assert!(review("plain text with { single } braces").is_ok());
     }

@@ -6,9 +6,7 @@ pub fn is_e164(s: &str) -> bool {
     let Some(digits) = s.strip_prefix('+') else {
         return false;
     };
-    (7..=15).contains(&digits.len())
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && !digits.starts_with('0')
+    (7..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) && !digits.starts_with('0')
 }
 
 /// Resource codes: `^[a-z0-9][a-z0-9_-]{0,63}$`.
@@ -17,9 +15,7 @@ pub fn is_code(s: &str) -> bool {
     !bytes.is_empty()
         && bytes.len() <= 64
         && (bytes[0].is_ascii_lowercase() || bytes[0].is_ascii_digit())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
+        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
 }
 
 /// A pragmatic e-mail check: one `@`, a non-empty local part, a dotted domain of sane labels, no spaces.
@@ -27,11 +23,7 @@ pub fn is_email(s: &str) -> bool {
     let Some((local, domain)) = s.split_once('@') else {
         return false;
     };
-    if local.is_empty()
-        || local.len() > 64
-        || domain.len() > 253
-        || s.chars().any(char::is_whitespace)
-    {
+    if local.is_empty() || local.len() > 64 || domain.len() > 253 || s.chars().any(char::is_whitespace) {
         return false;
     }
     if domain.contains('@') || !domain.contains('.') {
@@ -54,10 +46,7 @@ pub fn is_date(s: &str) -> bool {
 /// An absolute `http(s)` URL with a host.
 pub fn is_http_url(s: &str) -> bool {
     match reqwest::Url::parse(s) {
-        Ok(url) => {
-            matches!(url.scheme(), "http" | "https")
-                && url.host_str().is_some_and(|h| !h.is_empty())
-        }
+        Ok(url) => matches!(url.scheme(), "http" | "https") && url.host_str().is_some_and(|h| !h.is_empty()),
         Err(_) => false,
     }
 }
@@ -68,23 +57,10 @@ mod tests {
 
     #[test]
     fn e164() {
-        for ok in [
-            "+15551230000",
-            "+4930123456",
-            "+1234567",
-            "+123456789012345",
-        ] {
+        for ok in ["+15551230000", "+4930123456", "+1234567", "+123456789012345"] {
             assert!(is_e164(ok), "{ok}");
         }
-        for bad in [
-            "15551230000",
-            "+0551230000",
-            "+123456",
-            "+1234567890123456",
-            "+1555abc0000",
-            "",
-            "+",
-        ] {
+        for bad in ["15551230000", "+0551230000", "+123456", "+1234567890123456", "+1555abc0000", "", "+"] {
             assert!(!is_e164(bad), "{bad}");
         }
     }
@@ -92,27 +68,14 @@ mod tests {
     #[test]
     fn codes() {
         assert!(is_code("acme") && is_code("a") && is_code("0-a_b"));
-        assert!(
-            !is_code("")
-                && !is_code("Acme")
-                && !is_code("-a")
-                && !is_code("a b")
-                && !is_code(&"a".repeat(65))
-        );
+        assert!(!is_code("") && !is_code("Acme") && !is_code("-a") && !is_code("a b") && !is_code(&"a".repeat(65)));
     }
 
     #[test]
     fn emails() {
         assert!(is_email("ana@example.com") && is_email("a.b+c@mail.example.co"));
-        for bad in [
-            "ana",
-            "ana@",
-            "@example.com",
-            "ana@example",
-            "a na@example.com",
-            "ana@@example.com",
-            "ana@-x.com",
-        ] {
+        for bad in ["ana", "ana@", "@example.com", "ana@example", "a na@example.com", "ana@@example.com", "ana@-x.com"]
+        {
             assert!(!is_email(bad), "{bad}");
         }
     }
@@ -120,24 +83,13 @@ mod tests {
     #[test]
     fn dates() {
         assert!(is_date("2024-02-29"));
-        assert!(
-            !is_date("2023-02-29")
-                && !is_date("2024-13-01")
-                && !is_date("2024-1-01")
-                && !is_date("tomorrow")
-        );
+        assert!(!is_date("2023-02-29") && !is_date("2024-13-01") && !is_date("2024-1-01") && !is_date("tomorrow"));
     }
 
     #[test]
     fn urls() {
-        assert!(
-            is_http_url("https://cdn.example.com/a.png") && is_http_url("http://localhost:8080/x")
-        );
-        assert!(
-            !is_http_url("ftp://example.com/a")
-                && !is_http_url("not a url")
-                && !is_http_url("https://")
-        );
+        assert!(is_http_url("https://cdn.example.com/a.png") && is_http_url("http://localhost:8080/x"));
+        assert!(!is_http_url("ftp://example.com/a") && !is_http_url("not a url") && !is_http_url("https://"));
     }
 }
 
@@ -169,9 +121,7 @@ pub fn check_public_url(raw: &str, dev: bool) -> Result<reqwest::Url, &'static s
     let url = reqwest::Url::parse(raw).map_err(|_| "must be an absolute URL")?;
     let host = url.host().ok_or("must have a host")?;
     let local = match &host {
-        url::Host::Domain(d) => {
-            d.eq_ignore_ascii_case("localhost") || d.to_ascii_lowercase().ends_with(".localhost")
-        }
+        url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost") || d.to_ascii_lowercase().ends_with(".localhost"),
         url::Host::Ipv4(ip) => is_non_public_ip((*ip).into()),
         url::Host::Ipv6(ip) => is_non_public_ip((*ip).into()),
     };

@@ -21,15 +21,8 @@ pub fn hubbub(database_url: &str, args: &[&str]) -> Output {
 #[tokio::test]
 async fn partner_create_prints_a_working_key_once_and_rotation_revokes_the_old_one() {
     let app = TestApp::start().await;
-    let out = hubbub(
-        &app.db.url,
-        &["partner", "create", "--code", "acme", "--name", "Acme Corp"],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = hubbub(&app.db.url, &["partner", "create", "--code", "acme", "--name", "Acme Corp"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let line: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(line["partner"], "acme");
     let key = line["api_key"].as_str().unwrap().to_string();
@@ -43,33 +36,18 @@ async fn partner_create_prints_a_working_key_once_and_rotation_revokes_the_old_o
     assert_ne!(stored, key);
     assert!(!stored.contains(&key[3..]));
     // Duplicate code fails cleanly.
-    let dup = hubbub(
-        &app.db.url,
-        &["partner", "create", "--code", "acme", "--name", "Again"],
-    );
+    let dup = hubbub(&app.db.url, &["partner", "create", "--code", "acme", "--name", "Again"]);
     assert!(!dup.status.success());
-    let bad = hubbub(
-        &app.db.url,
-        &["partner", "create", "--code", "Not Valid", "--name", "x"],
-    );
+    let bad = hubbub(&app.db.url, &["partner", "create", "--code", "Not Valid", "--name", "x"]);
     assert!(!bad.status.success());
 
     let out = hubbub(&app.db.url, &["partner", "rotate-key", "--code", "acme"]);
     assert!(out.status.success());
-    let new_key = serde_json::from_slice::<Value>(&out.stdout).unwrap()["api_key"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let new_key = serde_json::from_slice::<Value>(&out.stdout).unwrap()["api_key"].as_str().unwrap().to_string();
     assert_ne!(new_key, key);
-    app.get(&key, "/api/v1/messages")
-        .await
-        .error(401, "unauthorized");
+    app.get(&key, "/api/v1/messages").await.error(401, "unauthorized");
     app.get(&new_key, "/api/v1/messages").await.ok(200);
-    assert!(
-        !hubbub(&app.db.url, &["partner", "rotate-key", "--code", "nobody"])
-            .status
-            .success()
-    );
+    assert!(!hubbub(&app.db.url, &["partner", "rotate-key", "--code", "nobody"]).status.success());
 }
 
 #[tokio::test]
@@ -77,22 +55,13 @@ async fn user_token_prints_a_verifiable_jwt() {
     let db = TestDb::new().await;
     let app = TestApp::start_on(std::sync::Arc::new(db), |_| {}).await;
     let out = hubbub(&app.db.url, &["user", "token", "+15551230000"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
     assert_eq!(token.split('.').count(), 3);
-    let claims = hubbub_host::auth::verify_user_token(&app.state, &token)
-        .expect("valid for the same secret");
+    let claims = hubbub_host::auth::verify_user_token(&app.state, &token).expect("valid for the same secret");
     assert_eq!(claims.sub, "+15551230000");
     assert!(claims.dev.is_none());
-    assert!(
-        !hubbub(&app.db.url, &["user", "token", "5551230000"])
-            .status
-            .success()
-    );
+    assert!(!hubbub(&app.db.url, &["user", "token", "5551230000"]).status.success());
 }
 
 #[test]
@@ -106,18 +75,12 @@ fn every_command_has_help() {
         vec!["template", "review", "--help"],
         vec!["template", "pending", "--help"],
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_hubbub"))
-            .args(&args)
-            .output()
-            .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_hubbub")).args(&args).output().unwrap();
         assert!(out.status.success(), "{args:?}");
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(text.contains("Usage"), "{args:?}: {text}");
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_hubbub"))
-        .args(["serve", "--help"])
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hubbub")).args(["serve", "--help"]).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     for var in [
         "HUBBUB_DATABASE_URL",
@@ -139,14 +102,8 @@ async fn serve_runs_and_shuts_down_gracefully_on_sigterm() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let create = hubbub(
-        &db.url,
-        &["partner", "create", "--code", "acme", "--name", "Acme"],
-    );
-    let key = serde_json::from_slice::<Value>(&create.stdout).unwrap()["api_key"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let create = hubbub(&db.url, &["partner", "create", "--code", "acme", "--name", "Acme"]);
+    let key = serde_json::from_slice::<Value>(&create.stdout).unwrap()["api_key"].as_str().unwrap().to_string();
     let mut child = Command::new(env!("CARGO_BIN_EXE_hubbub"))
         .arg("serve")
         .env("HUBBUB_DATABASE_URL", &db.url)
@@ -175,13 +132,7 @@ async fn serve_runs_and_shuts_down_gracefully_on_sigterm() {
     assert!(up, "server did not come up");
     // SIGTERM: the process stops and exits with success.
     let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
     let mut exited = None;
     for _ in 0..100 {
         if let Some(status) = child.try_wait().unwrap() {

@@ -27,35 +27,18 @@ impl TestDb {
     pub async fn new() -> TestDb {
         match std::env::var("HUBBUB_TEST_DATABASE_URL") {
             Ok(base) if base.starts_with("postgres") => {
-                let schema = format!(
-                    "t_{}",
-                    hubbub_host::secrets::random_alnum(16).to_lowercase()
-                );
+                let schema = format!("t_{}", hubbub_host::secrets::random_alnum(16).to_lowercase());
                 sqlx::any::install_default_drivers();
-                let pool = sqlx::AnyPool::connect(&base)
-                    .await
-                    .expect("PostgreSQL for tests");
-                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-                    .execute(&pool)
-                    .await
-                    .unwrap();
+                let pool = sqlx::AnyPool::connect(&base).await.expect("PostgreSQL for tests");
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}"))).execute(&pool).await.unwrap();
                 pool.close().await;
                 let sep = if base.contains('?') { '&' } else { '?' };
-                TestDb {
-                    url: format!("{base}{sep}options=-c%20search_path%3D{schema}"),
-                    _dir: None,
-                }
+                TestDb { url: format!("{base}{sep}options=-c%20search_path%3D{schema}"), _dir: None }
             }
             _ => {
                 let dir = tempfile::tempdir().unwrap();
-                let url = format!(
-                    "sqlite://{}?mode=rwc",
-                    dir.path().join("hubbub.db").display()
-                );
-                TestDb {
-                    url,
-                    _dir: Some(dir),
-                }
+                let url = format!("sqlite://{}?mode=rwc", dir.path().join("hubbub.db").display());
+                TestDb { url, _dir: Some(dir) }
             }
         }
     }
@@ -63,15 +46,14 @@ impl TestDb {
 
 /// Settings every test starts from: dev mode, a generous rate limit.
 pub fn test_config(database_url: &str) -> Config {
-    let mut config = ConfigArgs::try_parse_from(["hubbub"])
-        .expect("defaults parse")
-        .config;
+    let mut config = ConfigArgs::try_parse_from(["hubbub"]).expect("defaults parse").config;
     config.database_url = database_url.to_string();
     config.dev = true;
     config.jwt_secret = Some("test-secret".into());
     config.rate_limit_per_s = 100_000;
     config.rate_limit_burst = 100_000;
     config.db_max_connections = 4;
+    config.delivery_poll_ms = 50;
     config
 }
 
@@ -100,9 +82,7 @@ impl TestApp {
         let mut config = test_config(&db.url);
         adjust(&mut config);
         let clock = Arc::new(ManualClock::new(chrono::Utc::now().timestamp_millis()));
-        let state = hubbub_host::prepare(config, clock.clone())
-            .await
-            .expect("host prepares");
+        let state = hubbub_host::prepare(config, clock.clone()).await.expect("host prepares");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = oneshot::channel::<()>();
@@ -114,15 +94,7 @@ impl TestApp {
             .await
             .expect("server runs");
         });
-        TestApp {
-            base,
-            client: reqwest::Client::new(),
-            state,
-            clock,
-            db,
-            shutdown: Some(tx),
-            server: Some(server),
-        }
+        TestApp { base, client: reqwest::Client::new(), state, clock, db, shutdown: Some(tx), server: Some(server) }
     }
 
     pub async fn stop(mut self) {
@@ -159,16 +131,8 @@ impl TestApp {
         key
     }
 
-    pub async fn request(
-        &self,
-        method: Method,
-        path: &str,
-        token: Option<&str>,
-        body: Option<&Value>,
-    ) -> Resp {
-        let mut req = self
-            .client
-            .request(method, format!("{}{}", self.base, path));
+    pub async fn request(&self, method: Method, path: &str, token: Option<&str>, body: Option<&Value>) -> Resp {
+        let mut req = self.client.request(method, format!("{}{}", self.base, path));
         if let Some(token) = token {
             req = req.bearer_auth(token);
         }
@@ -183,17 +147,11 @@ impl TestApp {
     }
 
     pub async fn post(&self, token: &str, path: &str, body: Value) -> Resp {
-        self.request(Method::POST, path, Some(token), Some(&body))
-            .await
+        self.request(Method::POST, path, Some(token), Some(&body)).await
     }
 
     pub async fn send_text(&self, token: &str, phone: &str, body: &str) -> Resp {
-        self.post(
-            token,
-            "/api/v1/messages",
-            serde_json::json!({"phone": phone, "body": body}),
-        )
-        .await
+        self.post(token, "/api/v1/messages", serde_json::json!({"phone": phone, "body": body})).await
     }
 }
 
@@ -211,31 +169,16 @@ impl Resp {
         let headers = r.headers().clone();
         let bytes = r.bytes().await.unwrap();
         let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Resp {
-            status,
-            headers,
-            json,
-        }
+        Resp { status, headers, json }
     }
 
     /// Asserts the contract's error shape with this status and code; returns the `field`.
     #[track_caller]
     pub fn error(&self, status: u16, code: &str) -> Option<String> {
-        assert_eq!(
-            self.status.as_u16(),
-            status,
-            "unexpected status, body {}",
-            self.json
-        );
-        assert_eq!(
-            self.json["error"]["code"], code,
-            "unexpected error body {}",
-            self.json
-        );
+        assert_eq!(self.status.as_u16(), status, "unexpected status, body {}", self.json);
+        assert_eq!(self.json["error"]["code"], code, "unexpected error body {}", self.json);
         assert!(
-            self.json["error"]["message"]
-                .as_str()
-                .is_some_and(|m| !m.is_empty()),
+            self.json["error"]["message"].as_str().is_some_and(|m| !m.is_empty()),
             "message missing: {}",
             self.json
         );
@@ -244,22 +187,137 @@ impl Resp {
 
     #[track_caller]
     pub fn field_error(&self, field: &str) {
-        assert_eq!(
-            self.error(422, "validation").as_deref(),
-            Some(field),
-            "body {}",
-            self.json
-        );
+        assert_eq!(self.error(422, "validation").as_deref(), Some(field), "body {}", self.json);
     }
 
     #[track_caller]
     pub fn ok(&self, status: u16) -> &Value {
-        assert_eq!(
-            self.status.as_u16(),
-            status,
-            "unexpected status, body {}",
-            self.json
-        );
+        assert_eq!(self.status.as_u16(), status, "unexpected status, body {}", self.json);
         &self.json
+    }
+}
+
+impl TestApp {
+    /// Logs `phone` in through OTP (reading the code from the dev sink) and returns the user JWT.
+    pub async fn login(&self, phone: &str) -> String {
+        self.login_device(phone, None).await.0
+    }
+
+    /// As [`login`], with a device uuid; returns the token and the verify response.
+    pub async fn login_device(&self, phone: &str, device: Option<&str>) -> (String, Value) {
+        let r = self
+            .request(Method::POST, "/api/v1/auth/otp/start", None, Some(&serde_json::json!({"phone": phone})))
+            .await;
+        r.ok(202);
+        let code = self.last_code(phone).await;
+        let mut body = serde_json::json!({"phone": phone, "code": code});
+        if let Some(d) = device {
+            body["device_uuid"] = Value::from(d);
+        }
+        let r = self.request(Method::POST, "/api/v1/auth/otp/verify", None, Some(&body)).await;
+        let json = r.ok(200).clone();
+        (json["token"].as_str().unwrap().to_string(), json)
+    }
+
+    /// The 6-digit code of the newest SMS the dev sink holds for `phone`.
+    pub async fn last_code(&self, phone: &str) -> String {
+        let sms = hubbub_host::store::dev_sink::list(&self.state.db, Some(phone), Some("sms"), None, 1).await.unwrap();
+        let text = &sms.first().expect("an SMS was sent").text;
+        text.split(|c: char| !c.is_ascii_digit()).find(|w| w.len() == 6).expect("a 6-digit code").to_string()
+    }
+
+    /// Texts the dev sink holds for a phone and channel, oldest first.
+    pub async fn sink(&self, phone: &str, channel: &str) -> Vec<String> {
+        let rows =
+            hubbub_host::store::dev_sink::list(&self.state.db, Some(phone), Some(channel), None, 1000).await.unwrap();
+        rows.into_iter().rev().map(|r| r.text).collect()
+    }
+
+    /// The message as its partner sees it, with attempts.
+    pub async fn message(&self, key: &str, id: i64) -> Value {
+        self.get(key, &format!("/api/v1/messages/{id}?include=attempts")).await.ok(200).clone()
+    }
+
+    /// Waits until the message leaves `queued` (delivery is asynchronous); returns it with attempts.
+    pub async fn delivered(&self, key: &str, id: i64) -> Value {
+        let mut last = Value::Null;
+        for _ in 0..300 {
+            last = self.message(key, id).await;
+            if last["state"] != "queued" {
+                return last;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("message {id} still queued: {last}");
+    }
+}
+
+/// Polls `check` until it is true (up to ~10 s).
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..500 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+/// A local HTTP server standing in for a provider or a webhook receiver: answers with a configurable
+/// status after a configurable delay, and records every request.
+#[derive(Clone)]
+pub struct FakeServer {
+    pub url: String,
+    pub behaviour: Arc<std::sync::Mutex<(u16, u64)>>,
+    pub requests: Arc<std::sync::Mutex<Vec<Recorded>>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub path: String,
+    pub headers: axum::http::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Recorded {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+impl FakeServer {
+    /// Starts it answering `status` with a JSON body after `delay_ms`.
+    pub async fn start(status: u16, delay_ms: u64) -> FakeServer {
+        let behaviour = Arc::new(std::sync::Mutex::new((status, delay_ms)));
+        let requests = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (b, r) = (behaviour.clone(), requests.clone());
+        let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
+            let (b, r) = (b.clone(), r.clone());
+            async move {
+                let (parts, body) = req.into_parts();
+                let body = axum::body::to_bytes(body, 16 * 1024 * 1024).await.unwrap().to_vec();
+                r.lock().unwrap().push(Recorded { path: parts.uri.path().to_string(), headers: parts.headers, body });
+                let (status, delay) = *b.lock().unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+                let payload = serde_json::json!({"sid": "SM123", "messages": [{"id": "wamid.1"}], "message": "fake says no", "error": {"message": "fake says no"}});
+                (axum::http::StatusCode::from_u16(status).unwrap(), axum::Json(payload))
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        FakeServer { url, behaviour, requests }
+    }
+
+    pub fn set(&self, status: u16, delay_ms: u64) {
+        *self.behaviour.lock().unwrap() = (status, delay_ms);
+    }
+
+    pub fn received(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
     }
 }

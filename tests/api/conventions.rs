@@ -10,9 +10,7 @@ const PHONE: &str = "+15551230000";
 #[tokio::test]
 async fn missing_malformed_and_unknown_keys_are_401() {
     let app = TestApp::start().await;
-    let r = app
-        .request(Method::GET, "/api/v1/messages", None, None)
-        .await;
+    let r = app.request(Method::GET, "/api/v1/messages", None, None).await;
     r.error(401, "unauthorized");
     let r = app
         .client
@@ -21,24 +19,16 @@ async fn missing_malformed_and_unknown_keys_are_401() {
         .send()
         .await
         .unwrap();
-    crate::common::Resp::from(r)
-        .await
-        .error(401, "unauthorized");
-    app.get("sk_notarealkey", "/api/v1/messages")
-        .await
-        .error(401, "unauthorized");
-    app.get("garbage", "/api/v1/messages")
-        .await
-        .error(401, "unauthorized");
+    crate::common::Resp::from(r).await.error(401, "unauthorized");
+    app.get("sk_notarealkey", "/api/v1/messages").await.error(401, "unauthorized");
+    app.get("garbage", "/api/v1/messages").await.error(401, "unauthorized");
     let key = app.partner("acme").await;
     app.get(&key, "/api/v1/messages").await.ok(200);
     // A key with one character changed is unknown.
     let mut bad = key.clone().into_bytes();
     let last = bad.len() - 1;
     bad[last] = if bad[last] == b'a' { b'b' } else { b'a' };
-    app.get(&String::from_utf8(bad).unwrap(), "/api/v1/messages")
-        .await
-        .error(401, "unauthorized");
+    app.get(&String::from_utf8(bad).unwrap(), "/api/v1/messages").await.error(401, "unauthorized");
 }
 
 #[tokio::test]
@@ -48,23 +38,11 @@ async fn other_partners_resources_are_404_never_403() {
     let globex = app.partner("globex").await;
     let sent = app.send_text(&acme, PHONE, "hello").await;
     let id = sent.ok(201)["message_id"].as_i64().unwrap();
-    app.get(&globex, &format!("/api/v1/messages/{id}"))
-        .await
-        .error(404, "not_found");
-    app.post(&globex, &format!("/api/v1/messages/{id}/read"), json!({}))
-        .await
-        .error(404, "not_found");
-    app.post(&globex, &format!("/api/v1/messages/{id}/unread"), json!({}))
-        .await
-        .error(404, "not_found");
+    app.get(&globex, &format!("/api/v1/messages/{id}")).await.error(404, "not_found");
+    app.post(&globex, &format!("/api/v1/messages/{id}/read"), json!({})).await.error(404, "not_found");
+    app.post(&globex, &format!("/api/v1/messages/{id}/unread"), json!({})).await.error(404, "not_found");
     // Bulk read ignores other partners' ids.
-    let r = app
-        .post(
-            &globex,
-            "/api/v1/messages/read",
-            json!({"message_ids": [id]}),
-        )
-        .await;
+    let r = app.post(&globex, "/api/v1/messages/read", json!({"message_ids": [id]})).await;
     assert_eq!(r.ok(200)["updated"], 0);
     let listed = app.get(&globex, "/api/v1/messages").await;
     assert_eq!(listed.ok(200)["data"].as_array().unwrap().len(), 0);
@@ -76,22 +54,10 @@ async fn other_partners_resources_are_404_never_403() {
         )
         .await;
     let tid = t.ok(201)["template_id"].as_i64().unwrap();
-    app.get(&globex, &format!("/api/v1/templates/{tid}"))
-        .await
-        .error(404, "not_found");
-    app.post(
-        &globex,
-        &format!("/api/v1/templates/{tid}/submit"),
-        json!({}),
-    )
-    .await
-    .error(404, "not_found");
-    app.get(&acme, "/api/v1/messages/abc")
-        .await
-        .error(404, "not_found");
-    app.get(&acme, "/api/v1/messages/999999")
-        .await
-        .error(404, "not_found");
+    app.get(&globex, &format!("/api/v1/templates/{tid}")).await.error(404, "not_found");
+    app.post(&globex, &format!("/api/v1/templates/{tid}/submit"), json!({})).await.error(404, "not_found");
+    app.get(&acme, "/api/v1/messages/abc").await.error(404, "not_found");
+    app.get(&acme, "/api/v1/messages/999999").await.error(404, "not_found");
 }
 
 #[tokio::test]
@@ -110,38 +76,17 @@ async fn bad_bodies_are_400_with_the_error_shape() {
         ("{not json", Some("application/json")),
         ("[1,2]", Some("application/json")),
         ("\"text\"", Some("application/json")),
-        (
-            "{\"phone\":\"+15551230000\",\"body\":\"x\"}",
-            Some("text/plain"),
-        ),
+        ("{\"phone\":\"+15551230000\",\"body\":\"x\"}", Some("text/plain")),
         ("{\"phone\":\"+15551230000\",\"body\":\"x\"}", None),
     ] {
         let r = crate::common::Resp::from(send(body, ct).await.unwrap()).await;
         r.error(400, "bad_request");
     }
     // A field of the wrong type is a validation error naming the field.
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": 15551230000u64, "body": "x"}),
-    )
-    .await
-    .field_error("phone");
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "body": "x", "vars": "nope"}),
-    )
-    .await
-    .field_error("vars");
+    app.post(&key, "/api/v1/messages", json!({"phone": 15551230000u64, "body": "x"})).await.field_error("phone");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "x", "vars": "nope"})).await.field_error("vars");
     // Unknown fields are ignored.
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "body": "x", "whatever": true}),
-    )
-    .await
-    .ok(201);
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "x", "whatever": true})).await.ok(201);
 }
 
 #[tokio::test]
@@ -169,21 +114,9 @@ async fn unknown_routes_are_json_404_and_every_response_has_a_request_id() {
 async fn bodies_over_the_limit_are_413() {
     let app = TestApp::start_with(|c| c.body_limit = 4096).await;
     let key = app.partner("acme").await;
-    let r = app
-        .post(
-            &key,
-            "/api/v1/messages",
-            json!({"phone": PHONE, "body": "x".repeat(5000)}),
-        )
-        .await;
+    let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "x".repeat(5000)})).await;
     r.error(413, "payload_too_large");
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "body": "x".repeat(3000)}),
-    )
-    .await
-    .ok(201);
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "x".repeat(3000)})).await.ok(201);
 }
 
 #[tokio::test]
@@ -212,47 +145,25 @@ async fn lists_have_data_and_next_cursor_and_clamp_limit() {
     let key = app.partner("acme").await;
     let mut ids = Vec::new();
     for i in 0..5 {
-        ids.push(
-            app.send_text(&key, PHONE, &format!("m{i}")).await.ok(201)["message_id"]
-                .as_i64()
-                .unwrap(),
-        );
+        ids.push(app.send_text(&key, PHONE, &format!("m{i}")).await.ok(201)["message_id"].as_i64().unwrap());
     }
     let page1 = app.get(&key, "/api/v1/messages?limit=2").await;
     let p1 = page1.ok(200);
-    let got: Vec<i64> = p1["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["message_id"].as_i64().unwrap())
-        .collect();
+    let got: Vec<i64> = p1["data"].as_array().unwrap().iter().map(|m| m["message_id"].as_i64().unwrap()).collect();
     assert_eq!(got, vec![ids[4], ids[3]], "newest first");
     let cursor = p1["next_cursor"].as_str().unwrap().to_string();
-    let p2 = app
-        .get(&key, &format!("/api/v1/messages?limit=2&cursor={cursor}"))
-        .await;
-    let got: Vec<i64> = p2.json["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["message_id"].as_i64().unwrap())
-        .collect();
+    let p2 = app.get(&key, &format!("/api/v1/messages?limit=2&cursor={cursor}")).await;
+    let got: Vec<i64> = p2.json["data"].as_array().unwrap().iter().map(|m| m["message_id"].as_i64().unwrap()).collect();
     assert_eq!(got, vec![ids[2], ids[1]]);
     let cursor = p2.json["next_cursor"].as_str().unwrap().to_string();
-    let p3 = app
-        .get(&key, &format!("/api/v1/messages?limit=2&cursor={cursor}"))
-        .await;
+    let p3 = app.get(&key, &format!("/api/v1/messages?limit=2&cursor={cursor}")).await;
     assert_eq!(p3.json["data"].as_array().unwrap().len(), 1);
     assert_eq!(p3.json["next_cursor"], Value::Null);
     // Clamped, not refused.
     let big = app.get(&key, "/api/v1/messages?limit=5000").await;
     assert_eq!(big.ok(200)["data"].as_array().unwrap().len(), 5);
-    app.get(&key, "/api/v1/messages?limit=abc")
-        .await
-        .field_error("limit");
-    app.get(&key, "/api/v1/messages?cursor=zzz")
-        .await
-        .field_error("cursor");
+    app.get(&key, "/api/v1/messages?limit=abc").await.field_error("limit");
+    app.get(&key, "/api/v1/messages?cursor=zzz").await.field_error("cursor");
 }
 
 #[tokio::test]
@@ -272,9 +183,7 @@ async fn default_page_is_50() {
 #[tokio::test]
 async fn openapi_document_matches_the_router() {
     let app = TestApp::start().await;
-    let r = app
-        .request(Method::GET, "/api/v1/openapi.json", None, None)
-        .await;
+    let r = app.request(Method::GET, "/api/v1/openapi.json", None, None).await;
     let doc = r.ok(200).clone();
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
     let paths = doc["paths"].as_object().unwrap();
@@ -289,23 +198,11 @@ async fn openapi_document_matches_the_router() {
                 .replace("{phone}", "+15550000000");
             let concrete = regex_lite_replace(&concrete);
             let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
-            let resp = app
-                .client
-                .request(method.clone(), format!("{}{}", app.base, concrete))
-                .send()
-                .await
-                .unwrap();
+            let resp = app.client.request(method.clone(), format!("{}{}", app.base, concrete)).send().await.unwrap();
             let status = resp.status();
             let body: Value = resp.json().await.unwrap_or(Value::Null);
-            assert_ne!(
-                status,
-                reqwest::StatusCode::METHOD_NOT_ALLOWED,
-                "{method} {path} is documented but not routed"
-            );
-            assert_ne!(
-                body["error"]["message"], "route not found",
-                "{method} {path} is documented but not routed"
-            );
+            assert_ne!(status, reqwest::StatusCode::METHOD_NOT_ALLOWED, "{method} {path} is documented but not routed");
+            assert_ne!(body["error"]["message"], "route not found", "{method} {path} is documented but not routed");
         }
     }
     // Every `.route("…", method(…))` in the HTTP modules is in the document.
@@ -314,11 +211,7 @@ async fn openapi_document_matches_the_router() {
         let source = std::fs::read_to_string(entry.unwrap().path()).unwrap();
         for (path, methods) in routes_in(&source) {
             for method in methods {
-                let full = if path.starts_with("/api/") {
-                    path.clone()
-                } else {
-                    format!("/api/v1{path}")
-                };
+                let full = if path.starts_with("/api/") { path.clone() } else { format!("/api/v1{path}") };
                 assert!(
                     documented.contains(&(method.clone(), full.clone())),
                     "{method} {full} is routed but not in the OpenAPI document"
@@ -369,9 +262,7 @@ fn routes_in(source: &str) -> Vec<(String, Vec<String>)> {
         let call = &rest[end..j];
         let mut methods = Vec::new();
         for m in ["get", "post", "put", "patch", "delete"] {
-            if call.contains(&format!(" {m}("))
-                || call.contains(&format!(".{m}("))
-                || call.contains(&format!(", {m}("))
+            if call.contains(&format!(" {m}(")) || call.contains(&format!(".{m}(")) || call.contains(&format!(", {m}("))
             {
                 methods.push(m.to_uppercase());
             }
@@ -401,18 +292,12 @@ async fn shutdown_finishes_in_flight_requests() {
     let db = app.state.db.clone();
     let stopping = tokio::spawn(app.stop());
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    assert!(
-        !stopping.is_finished(),
-        "shutdown waits for the request in flight"
-    );
+    assert!(!stopping.is_finished(), "shutdown waits for the request in flight");
     stream.write_all(&body.as_bytes()[10..]).await.unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).await.unwrap();
     assert!(response.starts_with("HTTP/1.1 201"), "{response}");
     stopping.await.unwrap();
-    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages")
-        .fetch_one(db.reader())
-        .await
-        .unwrap();
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages").fetch_one(db.reader()).await.unwrap();
     assert_eq!(n, 1);
 }

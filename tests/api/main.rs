@@ -4,7 +4,10 @@
 
 mod common;
 
+mod accounts;
 mod cli;
 mod conventions;
+mod delivery;
 mod messages;
 mod templates;
+mod users;

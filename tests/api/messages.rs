@@ -18,25 +18,12 @@ fn is_record_time(s: &str) -> bool {
 async fn text_message_is_created_queued_with_the_interface_fields() {
     let app = TestApp::start().await;
     let key = app.partner("acme").await;
-    let r = app
-        .post(
-            &key,
-            "/api/v1/messages",
-            json!({"phone": PHONE, "body": "Hello", "priority": "otp"}),
-        )
-        .await;
+    let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "Hello", "priority": "otp"})).await;
     let m = r.ok(201);
     assert!(m["message_id"].as_i64().unwrap() > 0);
     let reference = m["ref"].as_str().unwrap();
-    assert!(
-        reference.starts_with("msg_") && reference.len() >= 24,
-        "{reference}"
-    );
-    assert!(
-        reference[4..]
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    );
+    assert!(reference.starts_with("msg_") && reference.len() >= 24, "{reference}");
+    assert!(reference[4..].chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
     assert_eq!(m["phone"], PHONE);
     assert_eq!(m["partner"], "acme");
     assert_eq!(m["direction"], "out");
@@ -44,33 +31,26 @@ async fn text_message_is_created_queued_with_the_interface_fields() {
     assert_eq!(m["body"], "Hello");
     assert_eq!(m["state"], "queued");
     assert_eq!(m["priority"], "otp");
-    assert!(
-        is_record_time(m["created_at"].as_str().unwrap()),
-        "{}",
-        m["created_at"]
-    );
+    assert!(is_record_time(m["created_at"].as_str().unwrap()), "{}", m["created_at"]);
     // The same record comes back from GET.
     let id = m["message_id"].as_i64().unwrap();
     let got = app.get(&key, &format!("/api/v1/messages/{id}")).await;
     assert_eq!(got.ok(200)["ref"], m["ref"]);
     assert!(got.json.get("attempts").is_none());
-    let with = app
-        .get(&key, &format!("/api/v1/messages/{id}?include=attempts"))
-        .await;
-    assert_eq!(with.ok(200)["attempts"], json!([]));
+    let with = app.delivered(&key, id).await;
+    assert_eq!(with["attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(with["attempts"][0]["channel"], "sms", "an OTP to a user who is not online goes by SMS");
+    assert_eq!(with["attempts"][0]["state"], "sent");
+    assert!(is_record_time(with["attempts"][0]["at"].as_str().unwrap()));
 }
 
 #[tokio::test]
 async fn rule_1_phone_is_required_and_e164() {
     let app = TestApp::start().await;
     let key = app.partner("acme").await;
-    app.post(&key, "/api/v1/messages", json!({"body": "x"}))
-        .await
-        .field_error("phone");
+    app.post(&key, "/api/v1/messages", json!({"body": "x"})).await.field_error("phone");
     for bad in ["5551230000", "+0551230000", "+1 555 123", "+12", "phone"] {
-        app.post(&key, "/api/v1/messages", json!({"phone": bad, "body": "x"}))
-            .await
-            .field_error("phone");
+        app.post(&key, "/api/v1/messages", json!({"phone": bad, "body": "x"})).await.field_error("phone");
     }
 }
 
@@ -78,23 +58,9 @@ async fn rule_1_phone_is_required_and_e164() {
 async fn rule_2_text_and_system_need_a_body() {
     let app = TestApp::start().await;
     let key = app.partner("acme").await;
-    app.post(&key, "/api/v1/messages", json!({"phone": PHONE}))
-        .await
-        .field_error("body");
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "body": "  "}),
-    )
-    .await
-    .field_error("body");
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "content_type": "system"}),
-    )
-    .await
-    .field_error("body");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE})).await.field_error("body");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "  "})).await.field_error("body");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "system"})).await.field_error("body");
     let r = app
         .post(
             &key,
@@ -103,13 +69,9 @@ async fn rule_2_text_and_system_need_a_body() {
         )
         .await;
     assert_eq!(r.ok(201)["content_type"], "system");
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "body": "x", "content_type": "sticker"}),
-    )
-    .await
-    .field_error("content_type");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "x", "content_type": "sticker"}))
+        .await
+        .field_error("content_type");
 }
 
 #[tokio::test]
@@ -117,13 +79,9 @@ async fn rule_3_media_types_need_a_url_or_base64() {
     let app = TestApp::start().await;
     let key = app.partner("acme").await;
     for t in ["image", "document", "audio", "video"] {
-        app.post(
-            &key,
-            "/api/v1/messages",
-            json!({"phone": PHONE, "content_type": t, "body": "caption"}),
-        )
-        .await
-        .field_error("media_url");
+        app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": t, "body": "caption"}))
+            .await
+            .field_error("media_url");
         let r = app
             .post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": t, "media_url": "https://cdn.example.com/f.bin", "body": "caption", "media_filename": "f.bin", "media_mimetype": "application/octet-stream"}))
             .await;
@@ -134,20 +92,12 @@ async fn rule_3_media_types_need_a_url_or_base64() {
         assert_eq!(m["media"]["filename"], "f.bin");
         assert_eq!(m["media"]["size"], Value::Null);
     }
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "content_type": "image", "media_url": "not a url"}),
-    )
-    .await
-    .field_error("media_url");
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "content_type": "image", "media_base64": "%%%"}),
-    )
-    .await
-    .field_error("media_base64");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "image", "media_url": "not a url"}))
+        .await
+        .field_error("media_url");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "image", "media_base64": "%%%"}))
+        .await
+        .field_error("media_base64");
     app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "image", "media_url": "https://a.example/x.png", "media_base64": "aGk="})).await.field_error("media_url");
 }
 
@@ -165,13 +115,7 @@ async fn base64_media_is_stored_once_and_served_to_the_sender() {
     assert_eq!(m["media"]["size"], 256);
     let url = m["media"]["url"].as_str().unwrap();
     assert!(url.starts_with("/api/v1/media/med_"), "{url}");
-    let got = app
-        .client
-        .get(format!("{}{url}", app.base))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
+    let got = app.client.get(format!("{}{url}", app.base)).bearer_auth(&key).send().await.unwrap();
     assert_eq!(got.status(), 200);
     assert_eq!(got.headers()["content-type"], "image/png");
     assert_eq!(got.bytes().await.unwrap().to_vec(), bytes);
@@ -188,31 +132,35 @@ async fn media_urls_must_be_https_outside_dev_mode() {
         "https://192.168.1.2/a.png",
         "http://localhost/a.png",
     ] {
-        app.post(
-            &key,
-            "/api/v1/messages",
-            json!({"phone": PHONE, "content_type": "image", "media_url": url}),
-        )
-        .await
-        .field_error("media_url");
+        app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "image", "media_url": url}))
+            .await
+            .field_error("media_url");
     }
-    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "image", "media_url": "https://cdn.example.com/a.png"})).await.ok(201);
+    app.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "content_type": "image", "media_url": "https://cdn.example.com/a.png"}),
+    )
+    .await
+    .ok(201);
     let dev = TestApp::start().await;
     let key = dev.partner("acme").await;
-    dev.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "image", "media_url": "http://localhost:9000/a.png"})).await.ok(201);
+    dev.post(
+        &key,
+        "/api/v1/messages",
+        json!({"phone": PHONE, "content_type": "image", "media_url": "http://localhost:9000/a.png"}),
+    )
+    .await
+    .ok(201);
 }
 
 #[tokio::test]
 async fn rule_4_link_needs_link_url_or_its_alias() {
     let app = TestApp::start().await;
     let key = app.partner("acme").await;
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "content_type": "link", "link_label": "Open"}),
-    )
-    .await
-    .field_error("link_url");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "link", "link_label": "Open"}))
+        .await
+        .field_error("link_url");
     let r = app
         .post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "link", "url": "https://example.com/offer", "cta": "See offer", "link_title": "Offer", "link_description": "Half price", "link_image_url": "https://cdn.example.com/o.png"}))
         .await;
@@ -221,7 +169,13 @@ async fn rule_4_link_needs_link_url_or_its_alias() {
         m["link"],
         json!({"url": "https://example.com/offer", "label": "See offer", "title": "Offer", "description": "Half price", "image_url": "https://cdn.example.com/o.png"})
     );
-    let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "link", "link_url": "https://example.com/x", "link_label": "Go"})).await;
+    let r = app
+        .post(
+            &key,
+            "/api/v1/messages",
+            json!({"phone": PHONE, "content_type": "link", "link_url": "https://example.com/x", "link_label": "Go"}),
+        )
+        .await;
     assert_eq!(r.ok(201)["link"]["label"], "Go");
     app.post(
         &key,
@@ -236,13 +190,9 @@ async fn rule_4_link_needs_link_url_or_its_alias() {
 async fn rule_5_html_needs_html() {
     let app = TestApp::start().await;
     let key = app.partner("acme").await;
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "content_type": "html", "subject": "News"}),
-    )
-    .await
-    .field_error("html");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "html", "subject": "News"}))
+        .await
+        .field_error("html");
     let r = app
         .post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "html", "html": "<h1>News</h1>", "subject": "November news", "preview": "What's new"}))
         .await;
@@ -266,11 +216,7 @@ async fn rule_6_idempotency_key_in_body_replays_the_original() {
     assert_eq!(again.json["message_id"], first.json["message_id"]);
     assert_eq!(again.json["ref"], first.json["ref"]);
     let different = app
-        .post(
-            &key,
-            "/api/v1/messages",
-            json!({"phone": PHONE, "body": "twice", "idempotency_key": "order-42"}),
-        )
+        .post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "twice", "idempotency_key": "order-42"}))
         .await;
     different.error(409, "idempotency_conflict");
     // Another partner's identical key is its own.
@@ -298,9 +244,7 @@ async fn idempotency_key_header_works_and_expires_after_24h() {
     let again = crate::common::Resp::from(send("a").await.unwrap()).await;
     assert_eq!(again.headers["idempotent-replayed"], "true");
     assert_eq!(again.json["message_id"], first.json["message_id"]);
-    crate::common::Resp::from(send("b").await.unwrap())
-        .await
-        .error(409, "idempotency_conflict");
+    crate::common::Resp::from(send("b").await.unwrap()).await.error(409, "idempotency_conflict");
     app.clock.advance_ms(24 * 3600 * 1000 + 1000);
     let fresh = crate::common::Resp::from(send("b").await.unwrap()).await;
     assert_ne!(fresh.ok(201)["message_id"], first.json["message_id"]);
@@ -317,26 +261,14 @@ async fn racing_identical_requests_create_one_message_even_across_hosts() {
     for i in 0..16 {
         let (client, base, key, body) = (
             app.client.clone(),
-            if i % 2 == 0 {
-                app.base.clone()
-            } else {
-                second.base.clone()
-            },
+            if i % 2 == 0 { app.base.clone() } else { second.base.clone() },
             key.clone(),
             body.clone(),
         );
         tasks.push(tokio::spawn(async move {
-            let r = client
-                .post(format!("{base}/api/v1/messages"))
-                .bearer_auth(key)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
+            let r = client.post(format!("{base}/api/v1/messages")).bearer_auth(key).json(&body).send().await.unwrap();
             assert!(r.status().is_success(), "status {}", r.status());
-            r.json::<Value>().await.unwrap()["message_id"]
-                .as_i64()
-                .unwrap()
+            r.json::<Value>().await.unwrap()["message_id"].as_i64().unwrap()
         }));
     }
     let mut ids = HashSet::new();
@@ -353,48 +285,45 @@ async fn racing_identical_requests_create_one_message_even_across_hosts() {
 async fn rule_7_templates_render_into_rendered_body() {
     let app = TestApp::start().await;
     let key = app.partner("acme").await;
-    app.post(&key, "/api/v1/templates", json!({"code": "otp", "channel": "sms", "lang": "en", "category": "authentication", "body": "SMS {{code}}"})).await.ok(201);
+    app.post(
+        &key,
+        "/api/v1/templates",
+        json!({"code": "otp", "channel": "sms", "lang": "en", "category": "authentication", "body": "SMS {{code}}"}),
+    )
+    .await
+    .ok(201);
     app.post(&key, "/api/v1/templates", json!({"code": "otp", "channel": "inapp", "lang": "en", "category": "authentication", "body": "Hi {{name}}, your code is {{code}}"})).await.ok(201);
     app.post(&key, "/api/v1/templates", json!({"code": "otp", "channel": "inapp", "lang": "es", "category": "authentication", "body": "Hola {{name}}: {{code}}"})).await.ok(201);
-    let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "template_code": "otp", "vars": {"name": "Ana", "code": 123456}})).await;
+    let r = app
+        .post(
+            &key,
+            "/api/v1/messages",
+            json!({"phone": PHONE, "template_code": "otp", "vars": {"name": "Ana", "code": 123456}}),
+        )
+        .await;
     let m = r.ok(201);
-    assert_eq!(
-        m["rendered_body"], "Hi Ana, your code is 123456",
-        "inapp preferred, lang en by default"
-    );
+    assert_eq!(m["rendered_body"], "Hi Ana, your code is 123456", "inapp preferred, lang en by default");
     assert_eq!(m["body"], m["rendered_body"]);
     assert_eq!(m["template_code"], "otp");
     assert_eq!(m["lang"], "en");
-    let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "template_code": "otp", "lang": "es", "vars": {"name": "Ana", "code": "9"}})).await;
+    let r = app
+        .post(
+            &key,
+            "/api/v1/messages",
+            json!({"phone": PHONE, "template_code": "otp", "lang": "es", "vars": {"name": "Ana", "code": "9"}}),
+        )
+        .await;
     assert_eq!(r.ok(201)["rendered_body"], "Hola Ana: 9");
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "template_code": "otp", "vars": {"name": "Ana"}}),
-    )
-    .await
-    .field_error("vars.code");
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "template_code": "otp"}),
-    )
-    .await
-    .field_error("vars.name");
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "template_code": "nope", "vars": {}}),
-    )
-    .await
-    .field_error("template_code");
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "template_code": "otp", "lang": "fr", "vars": {}}),
-    )
-    .await
-    .field_error("template_code");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "template_code": "otp", "vars": {"name": "Ana"}}))
+        .await
+        .field_error("vars.code");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "template_code": "otp"})).await.field_error("vars.name");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "template_code": "nope", "vars": {}}))
+        .await
+        .field_error("template_code");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "template_code": "otp", "lang": "fr", "vars": {}}))
+        .await
+        .field_error("template_code");
     // Another partner's template is unknown.
     let other = app.partner("globex").await;
     app.post(
@@ -412,19 +341,9 @@ async fn rule_8_e2e_sends_are_checked_in_contract_order() {
     let key = app.partner("acme").await;
     let env = json!({"v": 1, "alg": "x25519-hkdf-sha256-aes-256-gcm", "mode": "sealed", "key_version": 1, "ciphertext": "Y2lwaGVy", "nonce": "bm9uY2Vub25jZQ", "aad": "hubbub|msg|x|v1", "key_wraps": [{"device_uuid": "dev-1", "wrap": "d3JhcA", "wrap_nonce": "bm9uY2U", "sender_eph_pub": "cHVi"}]});
     let send = |envelope: Value| {
-        app.post(
-            &key,
-            "/api/v1/messages",
-            json!({"phone": PHONE, "encryption": "e2e", "e2e_envelope": envelope}),
-        )
+        app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "encryption": "e2e", "e2e_envelope": envelope}))
     };
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "encryption": "e2e"}),
-    )
-    .await
-    .field_error("e2e_envelope");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "encryption": "e2e"})).await.field_error("e2e_envelope");
     let mut e = env.clone();
     e.as_object_mut().unwrap().remove("ciphertext");
     send(e).await.field_error("e2e_envelope.ciphertext");
@@ -444,13 +363,9 @@ async fn rule_8_e2e_sends_are_checked_in_contract_order() {
     )
     .await
     .field_error("body");
-    app.post(
-        &key,
-        "/api/v1/messages",
-        json!({"phone": PHONE, "encryption": "rot13", "body": "x"}),
-    )
-    .await
-    .field_error("encryption");
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "encryption": "rot13", "body": "x"}))
+        .await
+        .field_error("encryption");
     // No published device key yet.
     send(env.clone()).await.error(422, "e2e_no_devices");
     // With a published device: wraps must name it.
@@ -474,12 +389,15 @@ async fn rule_9_media_messages_create_no_conversation() {
     // Hub messages are standalone: the record has no conversation, and nothing but the message is stored.
     let app = TestApp::start().await;
     let key = app.partner("acme").await;
-    let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "video", "media_url": "https://cdn.example.com/v.mp4"})).await;
+    let r = app
+        .post(
+            &key,
+            "/api/v1/messages",
+            json!({"phone": PHONE, "content_type": "video", "media_url": "https://cdn.example.com/v.mp4"}),
+        )
+        .await;
     assert!(r.ok(201).get("conversation_id").is_none_or(Value::is_null));
-    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages")
-        .fetch_one(app.state.db.reader())
-        .await
-        .unwrap();
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages").fetch_one(app.state.db.reader()).await.unwrap();
     assert_eq!(n, 1);
 }
 
@@ -487,26 +405,12 @@ async fn rule_9_media_messages_create_no_conversation() {
 async fn list_filters_by_phone_state_and_search() {
     let app = TestApp::start().await;
     let key = app.partner("acme").await;
-    let a = app
-        .send_text(&key, "+15550000001", "Your parcel is on its way")
-        .await
-        .ok(201)["message_id"]
-        .as_i64()
-        .unwrap();
-    app.send_text(&key, "+15550000002", "Invoice 100% paid")
-        .await
-        .ok(201);
-    app.send_text(&key, "+15550000001", "Dinner at eight")
-        .await
-        .ok(201);
-    let ids = |v: &Value| {
-        v["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["message_id"].as_i64().unwrap())
-            .collect::<Vec<_>>()
-    };
+    let a =
+        app.send_text(&key, "+15550000001", "Your parcel is on its way").await.ok(201)["message_id"].as_i64().unwrap();
+    app.send_text(&key, "+15550000002", "Invoice 100% paid").await.ok(201);
+    app.send_text(&key, "+15550000001", "Dinner at eight").await.ok(201);
+    let ids =
+        |v: &Value| v["data"].as_array().unwrap().iter().map(|m| m["message_id"].as_i64().unwrap()).collect::<Vec<_>>();
     let r = app.get(&key, "/api/v1/messages?phone=%2B15550000001").await;
     assert_eq!(ids(r.ok(200)).len(), 2);
     let r = app.get(&key, "/api/v1/messages?q=PARCEL").await;
@@ -515,98 +419,52 @@ async fn list_filters_by_phone_state_and_search() {
     assert_eq!(ids(r.ok(200)).len(), 1, "% is matched literally");
     let r = app.get(&key, "/api/v1/messages?q=0000002").await;
     assert_eq!(ids(r.ok(200)).len(), 1, "q searches the contact too");
-    app.post(&key, &format!("/api/v1/messages/{a}/read"), json!({}))
-        .await
-        .ok(200);
+    app.post(&key, &format!("/api/v1/messages/{a}/read"), json!({})).await.ok(200);
     let r = app.get(&key, "/api/v1/messages?state=read").await;
     assert_eq!(ids(r.ok(200)), vec![a]);
-    let r = app.get(&key, "/api/v1/messages?state=queued").await;
-    assert_eq!(ids(r.ok(200)).len(), 2);
-    app.get(&key, "/api/v1/messages?state=lost")
-        .await
-        .field_error("state");
-    app.get(&key, "/api/v1/messages?phone=123")
-        .await
-        .field_error("phone");
+    for m in app.get(&key, "/api/v1/messages").await.json["data"].as_array().unwrap() {
+        app.delivered(&key, m["message_id"].as_i64().unwrap()).await;
+    }
+    let r = app.get(&key, "/api/v1/messages?state=sent").await;
+    assert_eq!(ids(r.ok(200)).len(), 2, "the two others went out by WhatsApp");
+    app.get(&key, "/api/v1/messages?state=lost").await.field_error("state");
+    app.get(&key, "/api/v1/messages?phone=123").await.field_error("phone");
 }
 
 #[tokio::test]
 async fn read_unread_and_bulk_read_move_states_and_record_events() {
     let app = TestApp::start().await;
     let key = app.partner("acme").await;
-    let a = app.send_text(&key, PHONE, "a").await.ok(201)["message_id"]
-        .as_i64()
-        .unwrap();
-    let b = app.send_text(&key, PHONE, "b").await.ok(201)["message_id"]
-        .as_i64()
-        .unwrap();
-    let c = app.send_text(&key, "+15559990000", "c").await.ok(201)["message_id"]
-        .as_i64()
-        .unwrap();
-    let r = app
-        .post(&key, &format!("/api/v1/messages/{a}/read"), json!({}))
-        .await;
+    let a = app.send_text(&key, PHONE, "a").await.ok(201)["message_id"].as_i64().unwrap();
+    let b = app.send_text(&key, PHONE, "b").await.ok(201)["message_id"].as_i64().unwrap();
+    let c = app.send_text(&key, "+15559990000", "c").await.ok(201)["message_id"].as_i64().unwrap();
+    // Let delivery run first so the order of events is fixed.
+    for id in [a, b, c] {
+        app.delivered(&key, id).await;
+    }
+    let r = app.post(&key, &format!("/api/v1/messages/{a}/read"), json!({})).await;
     assert_eq!(r.ok(200)["state"], "read");
     // Reading again changes nothing.
-    assert_eq!(
-        app.post(&key, &format!("/api/v1/messages/{a}/read"), json!({}))
-            .await
-            .ok(200)["state"],
-        "read"
-    );
-    let r = app
-        .post(&key, &format!("/api/v1/messages/{a}/unread"), json!({}))
-        .await;
+    assert_eq!(app.post(&key, &format!("/api/v1/messages/{a}/read"), json!({})).await.ok(200)["state"], "read");
+    let r = app.post(&key, &format!("/api/v1/messages/{a}/unread"), json!({})).await;
     assert_eq!(r.ok(200)["state"], "delivered");
-    let r = app
-        .post(
-            &key,
-            "/api/v1/messages/read",
-            json!({"message_ids": [a, b, 999999]}),
-        )
-        .await;
+    let r = app.post(&key, "/api/v1/messages/read", json!({"message_ids": [a, b, 999999]})).await;
     assert_eq!(r.ok(200)["updated"], 2);
-    let r = app
-        .post(
-            &key,
-            "/api/v1/messages/read",
-            json!({"phone": "+15559990000"}),
-        )
-        .await;
+    let r = app.post(&key, "/api/v1/messages/read", json!({"phone": "+15559990000"})).await;
     assert_eq!(r.ok(200)["updated"], 1);
-    assert_eq!(
-        app.get(&key, &format!("/api/v1/messages/{c}")).await.json["state"],
-        "read"
-    );
-    app.post(&key, "/api/v1/messages/read", json!({}))
-        .await
-        .field_error("message_ids");
-    app.post(&key, "/api/v1/messages/read", json!({"phone": "bad"}))
-        .await
-        .field_error("phone");
+    assert_eq!(app.get(&key, &format!("/api/v1/messages/{c}")).await.json["state"], "read");
+    app.post(&key, "/api/v1/messages/read", json!({})).await.field_error("message_ids");
+    app.post(&key, "/api/v1/messages/read", json!({"phone": "bad"})).await.field_error("phone");
     // Every change is a message.status event with a growing seq.
-    let partner = hubbub_host::store::partners::find_by_code(&app.state.db, "acme")
-        .await
-        .unwrap()
-        .unwrap();
-    let events = outbox::list_for_target(
-        &app.state.db,
-        Target::Partner(partner.id),
-        Some("message.status"),
-    )
-    .await
-    .unwrap();
-    let for_a: Vec<&Value> = events
-        .iter()
-        .rev()
-        .map(|(_, _, p)| p)
-        .filter(|p| p["message_id"] == a)
-        .collect();
+    let partner = hubbub_host::store::partners::find_by_code(&app.state.db, "acme").await.unwrap().unwrap();
+    let events =
+        outbox::list_for_target(&app.state.db, Target::Partner(partner.id), Some("message.status")).await.unwrap();
+    let for_a: Vec<&Value> = events.iter().rev().map(|(_, _, p)| p).filter(|p| p["message_id"] == a).collect();
     let states: Vec<&str> = for_a.iter().map(|p| p["state"].as_str().unwrap()).collect();
-    assert_eq!(states, vec!["read", "delivered", "read"]);
+    assert_eq!(states, vec!["sent", "read", "delivered", "read"]);
     let seqs: Vec<i64> = for_a.iter().map(|p| p["seq"].as_i64().unwrap()).collect();
-    assert_eq!(seqs, vec![1, 2, 3]);
-    let p = for_a[0];
+    assert_eq!(seqs, vec![1, 2, 3, 4]);
+    let p = for_a[1];
     assert_eq!(p["event"], "message.status");
     assert_eq!(p["partner"], "acme");
     assert_eq!(p["phone"], PHONE);

@@ -1,5 +1,6 @@
-//! `/media/{id}`: base64 media that was uploaded with a message, stored once, served to the partner
-//! that sent it.
+//! `/media/{id}`: base64 media uploaded with a message, stored once, served to the partner that sent
+//! it and to its recipients. `/content/{ref}`: the link SMS and WhatsApp texts carry for media and
+//! newsletters; the unguessable message ref is the capability.
 
 use axum::Router;
 use axum::extract::{Path, State};
@@ -8,42 +9,89 @@ use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::auth::PartnerAuth;
+use axum::http::StatusCode;
+use axum::http::header::{CONTENT_SECURITY_POLICY, LOCATION};
+
+use crate::auth::{AnyAuth, Credential};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::store::messages::find_media;
+use crate::store::messages::{find_by_ref, find_media, media_sent_to};
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/media/{id}", get(get_media))
+    Router::new().route("/media/{id}", get(get_media)).route("/content/{ref}", get(get_content))
 }
 
 async fn get_media(
     State(state): State<AppState>,
-    PartnerAuth(partner): PartnerAuth,
+    AnyAuth(caller): AnyAuth,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    let media = find_media(&state.db, &id)
-        .await?
-        .filter(|m| m.partner_id == partner.id);
-    let media = media.ok_or_else(|| ApiError::not_found("media"))?;
+    let media = find_media(&state.db, &id).await?.ok_or_else(|| ApiError::not_found("media"))?;
+    let allowed = match &caller {
+        Credential::Partner(p) => media.partner_id == p.id,
+        Credential::User(u) => media_sent_to(&state.db, &id, &u.sub).await?,
+    };
+    if !allowed {
+        return Err(ApiError::not_found("media"));
+    }
+    serve_media(media)
+}
+
+fn serve_media(media: crate::store::messages::StoredMedia) -> ApiResult<Response> {
     let mut response = media.data.into_response();
-    let mime = media
-        .mimetype
-        .as_deref()
-        .unwrap_or("application/octet-stream");
+    let mime = media.mimetype.as_deref().unwrap_or("application/octet-stream");
     let headers = response.headers_mut();
     headers.insert(
         CONTENT_TYPE,
         HeaderValue::from_str(mime).unwrap_or(HeaderValue::from_static("application/octet-stream")),
     );
     if let Some(name) = media.filename {
-        let safe: String = name
-            .chars()
-            .filter(|c| c.is_ascii_graphic() && *c != '"' && *c != '\\')
-            .collect();
+        let safe: String = name.chars().filter(|c| c.is_ascii_graphic() && *c != '"' && *c != '\\').collect();
         if let Ok(v) = HeaderValue::from_str(&format!("inline; filename=\"{safe}\"")) {
             headers.insert(CONTENT_DISPOSITION, v);
         }
     }
     Ok(response)
+}
+
+async fn get_content(State(state): State<AppState>, Path(reference): Path<String>) -> ApiResult<Response> {
+    let m = find_by_ref(&state.db, &reference).await?.ok_or_else(|| ApiError::not_found("content"))?;
+    if m.content.get("encryption").is_some() {
+        return Err(ApiError::not_found("content"));
+    }
+    let redirect = |url: &str| -> ApiResult<Response> {
+        let location = HeaderValue::from_str(url).map_err(|_| ApiError::not_found("content"))?;
+        Ok((StatusCode::FOUND, [(LOCATION, location)]).into_response())
+    };
+    match m.content_type.as_str() {
+        "html" => {
+            let html = m.content["html"].as_str().unwrap_or("").to_string();
+            // Partner HTML is shown as a document without scripts or forms.
+            Ok((
+                [
+                    (CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8")),
+                    (
+                        CONTENT_SECURITY_POLICY,
+                        HeaderValue::from_static(
+                            "sandbox; default-src 'none'; img-src https: data:; style-src 'unsafe-inline'",
+                        ),
+                    ),
+                ],
+                html,
+            )
+                .into_response())
+        }
+        "link" => redirect(m.content["link"]["url"].as_str().unwrap_or("")),
+        "image" | "document" | "audio" | "video" => {
+            let url = m.content["media"]["url"].as_str().unwrap_or("");
+            match url.strip_prefix("/api/v1/media/") {
+                Some(id) => {
+                    serve_media(find_media(&state.db, id).await?.ok_or_else(|| ApiError::not_found("content"))?)
+                }
+                None => redirect(url),
+            }
+        }
+        _ => Ok(([(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"))], m.body.unwrap_or_default())
+            .into_response()),
+    }
 }

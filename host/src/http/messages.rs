@@ -18,9 +18,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::events;
 use crate::secrets::{hex, random_alnum};
 use crate::state::AppState;
-use crate::store::messages::{
-    self as store, Created, Message, MessageFilter, NewMedia, NewMessage,
-};
+use crate::store::messages::{self as store, Created, Message, MessageFilter, NewMedia, NewMessage};
 use crate::store::{devices, templates};
 use crate::template::{self, RenderError};
 use crate::validate::{check_public_url, is_code, is_e164};
@@ -34,9 +32,7 @@ pub fn router() -> Router<AppState> {
         .route("/messages/{id}/unread", post(mark_unread))
 }
 
-pub const CONTENT_TYPES: &[&str] = &[
-    "text", "image", "document", "audio", "video", "link", "html", "system",
-];
+pub const CONTENT_TYPES: &[&str] = &["text", "image", "document", "audio", "video", "link", "html", "system"];
 const MEDIA_TYPES: &[&str] = &["image", "document", "audio", "video"];
 pub const STATES: &[&str] = &["queued", "sent", "delivered", "read", "failed"];
 pub const E2E_ALG: &str = "x25519-hkdf-sha256-aes-256-gcm";
@@ -80,11 +76,7 @@ fn canonical(value: &Value) -> Value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            Value::Object(
-                keys.into_iter()
-                    .map(|k| (k.clone(), canonical(&map[k])))
-                    .collect(),
-            )
+            Value::Object(keys.into_iter().map(|k| (k.clone(), canonical(&map[k]))).collect())
         }
         Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
         other => other.clone(),
@@ -101,36 +93,22 @@ fn request_hash(body: &Value) -> String {
 
 /// The base64url (padding optional) bytes of `v`, if it is that.
 pub fn base64url(v: &str) -> Option<Vec<u8>> {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(v.trim_end_matches('='))
-        .ok()
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(v.trim_end_matches('=')).ok()
 }
 
 /// Checks an E2E envelope in the order CONTRACT section 11 gives (shape first; devices after).
 fn check_envelope(envelope: Option<&Value>) -> ApiResult<&Map<String, Value>> {
     let env = envelope.and_then(Value::as_object).ok_or_else(|| {
-        ApiError::validation(
-            "e2e_envelope",
-            "e2e_envelope is required (an object) with encryption e2e",
-        )
+        ApiError::validation("e2e_envelope", "e2e_envelope is required (an object) with encryption e2e")
     })?;
     if env.get("v").and_then(Value::as_i64) != Some(1) {
-        return Err(ApiError::validation(
-            "e2e_envelope.v",
-            "e2e_envelope.v must be 1",
-        ));
+        return Err(ApiError::validation("e2e_envelope.v", "e2e_envelope.v must be 1"));
     }
     if env.get("alg").and_then(Value::as_str) != Some(E2E_ALG) {
-        return Err(ApiError::validation(
-            "e2e_envelope.alg",
-            format!("e2e_envelope.alg must be {E2E_ALG}"),
-        ));
+        return Err(ApiError::validation("e2e_envelope.alg", format!("e2e_envelope.alg must be {E2E_ALG}")));
     }
     for part in ["ciphertext", "nonce"] {
-        let ok = env
-            .get(part)
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.is_empty() && base64url(s).is_some());
+        let ok = env.get(part).and_then(Value::as_str).is_some_and(|s| !s.is_empty() && base64url(s).is_some());
         if !ok {
             return Err(ApiError::validation(
                 format!("e2e_envelope.{part}"),
@@ -138,15 +116,9 @@ fn check_envelope(envelope: Option<&Value>) -> ApiResult<&Map<String, Value>> {
             ));
         }
     }
-    let wraps_ok = env
-        .get("key_wraps")
-        .and_then(Value::as_array)
-        .is_some_and(|w| !w.is_empty());
+    let wraps_ok = env.get("key_wraps").and_then(Value::as_array).is_some_and(|w| !w.is_empty());
     if !wraps_ok {
-        return Err(ApiError::validation(
-            "e2e_envelope.key_wraps",
-            "e2e_envelope.key_wraps must be a non-empty array",
-        ));
+        return Err(ApiError::validation("e2e_envelope.key_wraps", "e2e_envelope.key_wraps must be a non-empty array"));
     }
     Ok(env)
 }
@@ -159,13 +131,9 @@ async fn build_message(
     raw: &Value,
     header_key: Option<String>,
 ) -> ApiResult<NewMessage> {
-    let phone =
-        non_empty(&req.phone).ok_or_else(|| ApiError::validation("phone", "phone is required"))?;
+    let phone = non_empty(&req.phone).ok_or_else(|| ApiError::validation("phone", "phone is required"))?;
     if !is_e164(phone) {
-        return Err(ApiError::validation(
-            "phone",
-            "phone must be E.164, e.g. +15551230000",
-        ));
+        return Err(ApiError::validation("phone", "phone must be E.164, e.g. +15551230000"));
     }
     let content_type = non_empty(&req.content_type).unwrap_or("text");
     if !CONTENT_TYPES.contains(&content_type) {
@@ -181,14 +149,9 @@ async fn build_message(
             "priority must be a short lower-case word, e.g. otp, notification, chat",
         ));
     }
-    let idempotency_key = non_empty(&req.idempotency_key)
-        .map(str::to_string)
-        .or(header_key);
+    let idempotency_key = non_empty(&req.idempotency_key).map(str::to_string).or(header_key);
     if idempotency_key.as_ref().is_some_and(|k| k.len() > 255) {
-        return Err(ApiError::validation(
-            "idempotency_key",
-            "idempotency_key is at most 255 characters",
-        ));
+        return Err(ApiError::validation("idempotency_key", "idempotency_key is at most 255 characters"));
     }
     let dev = state.config.dev;
     let mut content = Map::new();
@@ -198,33 +161,21 @@ async fn build_message(
         None => false,
         Some("e2e") => true,
         Some(_) => {
-            return Err(ApiError::validation(
-                "encryption",
-                "encryption must be e2e when given",
-            ));
+            return Err(ApiError::validation("encryption", "encryption must be e2e when given"));
         }
     };
     if encrypted {
         let envelope = check_envelope(req.e2e_envelope.as_ref())?;
         if req.body.is_some() {
-            return Err(ApiError::validation(
-                "body",
-                "a plaintext body is never accepted with an e2e envelope",
-            ));
+            return Err(ApiError::validation("body", "a plaintext body is never accepted with an e2e envelope"));
         }
         let published = devices::published_device_uuids(&state.db, phone).await?;
         if published.is_empty() {
-            return Err(ApiError::unprocessable(
-                "e2e_no_devices",
-                "the user has not published a device key",
-            ));
+            return Err(ApiError::unprocessable("e2e_no_devices", "the user has not published a device key"));
         }
         let wraps = envelope["key_wraps"].as_array().expect("checked above");
         for wrap in wraps {
-            let uuid = wrap
-                .get("device_uuid")
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let uuid = wrap.get("device_uuid").and_then(Value::as_str).unwrap_or("");
             if !published.iter().any(|d| d == uuid) {
                 return Err(ApiError::validation(
                     "e2e_envelope.key_wraps",
@@ -237,47 +188,30 @@ async fn build_message(
     }
 
     // Templates render into `rendered_body`, which is also the body.
-    let mut body = if encrypted {
-        None
-    } else {
-        non_empty(&req.body).map(|_| req.body.clone().unwrap_or_default())
-    };
+    let mut body = if encrypted { None } else { non_empty(&req.body).map(|_| req.body.clone().unwrap_or_default()) };
     let mut rendered_body = None;
     let mut lang = None;
     let template_code = non_empty(&req.template_code).map(str::to_string);
     if let Some(code) = &template_code {
         let wanted_lang = non_empty(&req.lang).unwrap_or("en");
-        let template = templates::find_for_send(&state.db, partner_id, code, wanted_lang)
-            .await?
-            .ok_or_else(|| {
-                ApiError::validation(
-                    "template_code",
-                    format!("no template {code:?} in language {wanted_lang:?}"),
-                )
-            })?;
+        let template = templates::find_for_send(&state.db, partner_id, code, wanted_lang).await?.ok_or_else(|| {
+            ApiError::validation("template_code", format!("no template {code:?} in language {wanted_lang:?}"))
+        })?;
         if template.status == "rejected" {
-            return Err(ApiError::unprocessable(
-                "template_not_approved",
-                "the template was rejected at review",
-            )
-            .with_field("template_code"));
+            return Err(ApiError::unprocessable("template_not_approved", "the template was rejected at review")
+                .with_field("template_code"));
         }
         let vars = req.vars.clone().unwrap_or_default();
         let text = template::render(&template.body, &vars).map_err(|e| match e {
-            RenderError::Missing(name) => ApiError::validation(
-                format!("vars.{name}"),
-                format!("variable {name} is missing"),
-            ),
+            RenderError::Missing(name) => {
+                ApiError::validation(format!("vars.{name}"), format!("variable {name} is missing"))
+            }
             RenderError::Malformed(p) => {
-                ApiError::unprocessable("template_not_approved", p.to_string())
-                    .with_field("template_code")
+                ApiError::unprocessable("template_not_approved", p.to_string()).with_field("template_code")
             }
         })?;
         if encrypted {
-            return Err(ApiError::validation(
-                "template_code",
-                "templates cannot be used with e2e encryption",
-            ));
+            return Err(ApiError::validation("template_code", "templates cannot be used with e2e encryption"));
         }
         rendered_body = Some(text.clone());
         body = Some(text);
@@ -287,18 +221,12 @@ async fn build_message(
     let mut media = None;
     match content_type {
         "text" | "system" if !encrypted && body.is_none() => {
-            return Err(ApiError::validation(
-                "body",
-                format!("body is required for {content_type} messages"),
-            ));
+            return Err(ApiError::validation("body", format!("body is required for {content_type} messages")));
         }
         t if MEDIA_TYPES.contains(&t) && !encrypted => {
             let (url, stored) = match (non_empty(&req.media_url), non_empty(&req.media_base64)) {
                 (Some(_), Some(_)) => {
-                    return Err(ApiError::validation(
-                        "media_url",
-                        "give media_url or media_base64, not both",
-                    ));
+                    return Err(ApiError::validation("media_url", "give media_url or media_base64, not both"));
                 }
                 (None, None) => {
                     return Err(ApiError::validation(
@@ -307,9 +235,8 @@ async fn build_message(
                     ));
                 }
                 (Some(url), None) => {
-                    check_public_url(url, dev).map_err(|why| {
-                        ApiError::validation("media_url", format!("media_url {why}"))
-                    })?;
+                    check_public_url(url, dev)
+                        .map_err(|why| ApiError::validation("media_url", format!("media_url {why}")))?;
                     (url.to_string(), None)
                 }
                 (None, Some(b64)) => {
@@ -338,18 +265,12 @@ async fn build_message(
             media = stored;
         }
         "link" if !encrypted => {
-            let url = non_empty(&req.link_url).ok_or_else(|| {
-                ApiError::validation(
-                    "link_url",
-                    "link_url (or url) is required for link messages",
-                )
-            })?;
-            check_public_url(url, dev)
-                .map_err(|why| ApiError::validation("link_url", format!("link_url {why}")))?;
+            let url = non_empty(&req.link_url)
+                .ok_or_else(|| ApiError::validation("link_url", "link_url (or url) is required for link messages"))?;
+            check_public_url(url, dev).map_err(|why| ApiError::validation("link_url", format!("link_url {why}")))?;
             if let Some(image) = non_empty(&req.link_image_url) {
-                check_public_url(image, dev).map_err(|why| {
-                    ApiError::validation("link_image_url", format!("link_image_url {why}"))
-                })?;
+                check_public_url(image, dev)
+                    .map_err(|why| ApiError::validation("link_image_url", format!("link_image_url {why}")))?;
             }
             content.insert(
                 "link".into(),
@@ -363,9 +284,8 @@ async fn build_message(
             );
         }
         "html" if !encrypted => {
-            let html = non_empty(&req.html).ok_or_else(|| {
-                ApiError::validation("html", "html is required for html messages")
-            })?;
+            let html = non_empty(&req.html)
+                .ok_or_else(|| ApiError::validation("html", "html is required for html messages"))?;
             content.insert("html".into(), json!(html));
             if let Some(subject) = non_empty(&req.subject) {
                 content.insert("subject".into(), json!(subject));
@@ -407,10 +327,7 @@ fn decode_media(b64: &str) -> ApiResult<Vec<u8>> {
         .or_else(|_| URL_SAFE.decode(&compact))
         .map_err(|_| ApiError::validation("media_base64", "media_base64 is not valid base64"))?;
     if data.is_empty() {
-        return Err(ApiError::validation(
-            "media_base64",
-            "media_base64 is empty",
-        ));
+        return Err(ApiError::validation("media_base64", "media_base64 is empty"));
     }
     Ok(data)
 }
@@ -454,22 +371,19 @@ async fn send_message(
         .get("idempotency-key")
         .map(|v| v.to_str().map(|s| s.trim().to_string()))
         .transpose()
-        .map_err(|_| {
-            ApiError::validation("idempotency_key", "Idempotency-Key header must be text")
-        })?
+        .map_err(|_| ApiError::validation("idempotency_key", "Idempotency-Key header must be text"))?
         .filter(|k| !k.is_empty());
     let req: SendMessage = parse_value(raw.clone())?;
     let new = build_message(&state, partner.id, req, &raw, header_key).await?;
     match state.messages.create(new, state.now()).await? {
         Created::New(m) => {
             tracing::info!(message_ref = %m.reference, "message accepted");
+            state.delivery.wake.notify_one();
             Ok((StatusCode::CREATED, Json(message_json(&m))).into_response())
         }
         Created::Replayed(m) => {
             let mut response = (StatusCode::CREATED, Json(message_json(&m))).into_response();
-            response
-                .headers_mut()
-                .insert("idempotent-replayed", HeaderValue::from_static("true"));
+            response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
             Ok(response)
         }
         Created::KeyReused => Err(ApiError::idempotency_conflict()),
@@ -483,9 +397,7 @@ async fn get_message(
     query: QueryMap,
 ) -> ApiResult<Json<Value>> {
     let id = parse_id(&id, "message")?;
-    let m = store::find_message(&state.db, partner.id, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("message"))?;
+    let m = store::find_message(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("message"))?;
     let mut record = message_json(&m);
     let include = query.text("include").unwrap_or_default();
     if include.split(',').any(|part| part.trim() == "attempts") {
@@ -510,52 +422,30 @@ async fn list_messages(
     }
     let msg_state = query.text("state");
     if msg_state.as_deref().is_some_and(|s| !STATES.contains(&s)) {
-        return Err(ApiError::validation(
-            "state",
-            format!("state must be one of {}", STATES.join(", ")),
-        ));
+        return Err(ApiError::validation("state", format!("state must be one of {}", STATES.join(", "))));
     }
-    let filter = MessageFilter {
-        phone,
-        state: msg_state,
-        q: query.text("q"),
-        before: page.before,
-        limit: page.fetch(),
-    };
+    let filter =
+        MessageFilter { phone, state: msg_state, q: query.text("q"), before: page.before, limit: page.fetch() };
     let rows = store::list_messages(&state.db, partner.id, &filter).await?;
     Ok(Json(page.respond(rows, |m| m.id, message_json)))
 }
 
 /// Moves one of the partner's messages; answers the resulting record (unchanged when already there).
-async fn mark(
-    state: &AppState,
-    partner_id: i64,
-    raw_id: &str,
-    from: &[&str],
-    to: &str,
-) -> ApiResult<Json<Value>> {
+async fn mark(state: &AppState, partner_id: i64, raw_id: &str, from: &[&str], to: &str) -> ApiResult<Json<Value>> {
     let id = parse_id(raw_id, "message")?;
-    let current = store::find_message(&state.db, partner_id, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("message"))?;
+    let current =
+        store::find_message(&state.db, partner_id, id).await?.ok_or_else(|| ApiError::not_found("message"))?;
     if current.state == "failed" {
-        return Err(ApiError::conflict(
-            "the message failed to deliver; it cannot be marked",
-        ));
+        return Err(ApiError::conflict("the message failed to deliver; it cannot be marked"));
     }
     let mut tx = state.db.writer().begin().await?;
-    let moved = store::transition_in(
-        &mut tx,
-        id,
-        from,
-        to,
-        None,
-        state.now(),
-        events::message_status,
-    )
-    .await?;
+    let moved = store::transition_in(&mut tx, id, from, to, None, state.now(), events::message_status).await?;
     tx.commit().await?;
-    Ok(Json(message_json(&moved.unwrap_or(current))))
+    let record = match moved {
+        Some(m) => m,
+        None => store::find_message(&state.db, partner_id, id).await?.unwrap_or(current),
+    };
+    Ok(Json(message_json(&record)))
 }
 
 async fn mark_read(
@@ -563,14 +453,7 @@ async fn mark_read(
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    mark(
-        &state,
-        partner.id,
-        &id,
-        &["queued", "sent", "delivered"],
-        "read",
-    )
-    .await
+    mark(&state, partner.id, &id, &["queued", "sent", "delivered"], "read").await
 }
 
 async fn mark_unread(
@@ -594,23 +477,14 @@ async fn mark_many_read(
 ) -> ApiResult<Json<Value>> {
     let ids = match (&req.message_ids, non_empty(&req.phone)) {
         (Some(_), Some(_)) => {
-            return Err(ApiError::validation(
-                "message_ids",
-                "give message_ids or phone, not both",
-            ));
+            return Err(ApiError::validation("message_ids", "give message_ids or phone, not both"));
         }
         (None, None) => {
-            return Err(ApiError::validation(
-                "message_ids",
-                "message_ids or phone is required",
-            ));
+            return Err(ApiError::validation("message_ids", "message_ids or phone is required"));
         }
         (Some(ids), None) => {
             if ids.len() > 1000 {
-                return Err(ApiError::validation(
-                    "message_ids",
-                    "at most 1000 message_ids at once",
-                ));
+                return Err(ApiError::validation("message_ids", "at most 1000 message_ids at once"));
             }
             store::partner_message_ids(&state.db, partner.id, None, ids).await?
         }

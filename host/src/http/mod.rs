@@ -2,6 +2,10 @@
 //! layers every request passes through (request id, tracing, body limit) and the JSON 404 fallback.
 //! Request parsing helpers that every resource uses live here too.
 
+pub mod accounts;
+pub mod dev_sink;
+pub mod login;
+pub mod me;
 pub mod media;
 pub mod messages;
 pub mod openapi;
@@ -34,6 +38,10 @@ pub fn app(state: AppState) -> Router {
         .merge(messages::router())
         .merge(templates::router())
         .merge(media::router())
+        .merge(accounts::router())
+        .merge(login::router())
+        .merge(me::router())
+        .merge(dev_sink::router())
         .merge(openapi::router());
     Router::new()
         .nest("/api/v1", api)
@@ -41,11 +49,7 @@ pub fn app(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
-            let request_id = req
-                .headers()
-                .get(&REQUEST_ID)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
+            let request_id = req.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
             tracing::info_span!(
                 "request",
                 method = %req.method(),
@@ -73,19 +77,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
 
 /// The request body as a JSON object (see [`ApiJson`]).
 pub async fn json_object<S: Send + Sync>(req: Request, state: &S) -> Result<Value, ApiError> {
-    let is_json = req
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| {
-            ct.split(';')
-                .next()
-                .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
-        });
+    let is_json = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|ct| {
+        ct.split(';').next().is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
+    });
     if !is_json {
-        return Err(ApiError::bad_request(
-            "Content-Type must be application/json",
-        ));
+        return Err(ApiError::bad_request("Content-Type must be application/json"));
     }
     let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -94,8 +90,8 @@ pub async fn json_object<S: Send + Sync>(req: Request, state: &S) -> Result<Valu
             ApiError::bad_request(format!("could not read the body: {rejection}"))
         }
     })?;
-    let value: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| ApiError::bad_request(format!("body is not valid JSON: {e}")))?;
+    let value: Value =
+        serde_json::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("body is not valid JSON: {e}")))?;
     if !value.is_object() {
         return Err(ApiError::bad_request("body must be a JSON object"));
     }
@@ -106,11 +102,7 @@ pub async fn json_object<S: Send + Sync>(req: Request, state: &S) -> Result<Valu
 pub fn parse_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." {
-            "body".to_string()
-        } else {
-            path
-        };
+        let field = if path == "." { "body".to_string() } else { path };
         ApiError::validation(field, e.into_inner().to_string())
     })
 }
@@ -123,8 +115,8 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryMap {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or("");
-        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
-            .map_err(|_| ApiError::bad_request("malformed query string"))?;
+        let pairs: Vec<(String, String)> =
+            serde_urlencoded::from_str(query).map_err(|_| ApiError::bad_request("malformed query string"))?;
         Ok(QueryMap(pairs.into_iter().collect()))
     }
 }
@@ -132,10 +124,7 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryMap {
 impl QueryMap {
     /// A non-empty string parameter.
     pub fn text(&self, name: &str) -> Option<String> {
-        self.0
-            .get(name)
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
+        self.0.get(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
     }
 
     /// `limit` (default 50, clamped to 1..=200) and `cursor` (an id to continue below).
@@ -169,19 +158,10 @@ impl Page {
     }
 
     /// The list body `{"data": [...], "next_cursor": …}` from `fetch()` rows.
-    pub fn respond<T>(
-        &self,
-        mut rows: Vec<T>,
-        id: impl Fn(&T) -> i64,
-        render: impl Fn(&T) -> Value,
-    ) -> Value {
+    pub fn respond<T>(&self, mut rows: Vec<T>, id: impl Fn(&T) -> i64, render: impl Fn(&T) -> Value) -> Value {
         let more = rows.len() as i64 > self.limit;
         rows.truncate(self.limit as usize);
-        let next_cursor = if more {
-            rows.last().map(|r| encode_cursor(id(r)))
-        } else {
-            None
-        };
+        let next_cursor = if more { rows.last().map(|r| encode_cursor(id(r))) } else { None };
         json!({ "data": rows.iter().map(render).collect::<Vec<_>>(), "next_cursor": next_cursor })
     }
 }
@@ -201,8 +181,5 @@ fn decode_cursor(cursor: &str) -> Result<i64, ApiError> {
 
 /// A path id that must be a positive integer; anything else cannot name a resource (404).
 pub fn parse_id(raw: &str, what: &str) -> Result<i64, ApiError> {
-    raw.parse::<i64>()
-        .ok()
-        .filter(|id| *id > 0)
-        .ok_or_else(|| ApiError::not_found(what))
+    raw.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(|| ApiError::not_found(what))
 }

@@ -29,14 +29,7 @@ fn list_of(name: &str) -> Value {
 
 /// One operation. `auth` is a security scheme name, or "" for an open route. Error responses every
 /// authenticated route can give are added here.
-fn op(
-    summary: &str,
-    tag: &str,
-    auth: &str,
-    body: Option<Value>,
-    ok: (u16, &str, Value),
-    errors: &[u16],
-) -> Value {
+fn op(summary: &str, tag: &str, auth: &str, body: Option<Value>, ok: (u16, &str, Value), errors: &[u16]) -> Value {
     let mut responses = Map::new();
     responses.insert(
         ok.0.to_string(),
@@ -52,18 +45,14 @@ fn op(
     all_errors.sort();
     all_errors.dedup();
     for code in all_errors {
-        responses.insert(
-            code.to_string(),
-            json!({ "$ref": format!("#/components/responses/E{code}") }),
-        );
+        responses.insert(code.to_string(), json!({ "$ref": format!("#/components/responses/E{code}") }));
     }
     let mut operation = json!({ "summary": summary, "tags": [tag], "responses": responses });
     if !auth.is_empty() {
         operation["security"] = json!([{ auth: [] }]);
     }
     if let Some(schema) = body {
-        operation["requestBody"] =
-            json!({ "required": true, "content": { "application/json": { "schema": schema } } });
+        operation["requestBody"] = json!({ "required": true, "content": { "application/json": { "schema": schema } } });
     }
     operation
 }
@@ -81,10 +70,7 @@ fn with_params(mut operation: Value, params: Value) -> Value {
 }
 
 const PAGE: [(&str, &str); 2] = [
-    (
-        "limit",
-        "Page size: default 50, at most 200 (larger is clamped).",
-    ),
+    ("limit", "Page size: default 50, at most 200 (larger is clamped)."),
     ("cursor", "The `next_cursor` of the previous page."),
 ];
 
@@ -144,11 +130,7 @@ pub fn document() -> Value {
                 "messages",
                 partner,
                 None,
-                (
-                    200,
-                    "The message; with `include=attempts` also `attempts`",
-                    schema_ref("Message"),
-                ),
+                (200, "The message; with `include=attempts` also `attempts`", schema_ref("Message")),
                 &[404],
             ),
             query_params(&[("include", "`attempts` adds the delivery attempts")]),
@@ -157,14 +139,7 @@ pub fn document() -> Value {
     add(
         "/api/v1/messages/{id}/read",
         "post",
-        op(
-            "Mark a message read",
-            "messages",
-            partner,
-            None,
-            (200, "The message", schema_ref("Message")),
-            &[404, 409],
-        ),
+        op("Mark a message read", "messages", partner, None, (200, "The message", schema_ref("Message")), &[404, 409]),
     );
     add(
         "/api/v1/messages/{id}/unread",
@@ -198,18 +173,15 @@ pub fn document() -> Value {
     );
     add("/api/v1/media/{id}", "get", {
         let mut o = op(
-            "Download media uploaded as base64",
+            "Download media uploaded as base64 (the sending partner, or a recipient with a user JWT)",
             "messages",
             partner,
             None,
-            (
-                200,
-                "The bytes",
-                json!({ "type": "string", "format": "binary" }),
-            ),
+            (200, "The bytes", json!({ "type": "string", "format": "binary" })),
             &[404],
         );
-        o["responses"]["200"]["content"] = json!({ "application/octet-stream": { "schema": { "type": "string", "format": "binary" } } });
+        o["responses"]["200"]["content"] =
+            json!({ "application/octet-stream": { "schema": { "type": "string", "format": "binary" } } });
         o
     });
 
@@ -244,14 +216,7 @@ pub fn document() -> Value {
     add(
         "/api/v1/templates/{id}",
         "get",
-        op(
-            "Get a template",
-            "templates",
-            partner,
-            None,
-            (200, "The template", schema_ref("Template")),
-            &[404],
-        ),
+        op("Get a template", "templates", partner, None, (200, "The template", schema_ref("Template")), &[404]),
     );
     add(
         "/api/v1/templates/{id}/submit",
@@ -266,17 +231,223 @@ pub fn document() -> Value {
         ),
     );
 
+    // End users
+    let user = "userJwt";
+    add(
+        "/api/v1/auth/otp/start",
+        "post",
+        op(
+            "Send a 6-digit login code by SMS (5 per phone per 15 minutes; 429 beyond)",
+            "users",
+            "",
+            Some(json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string" } } })),
+            (
+                202,
+                "Code sent",
+                json!({ "type": "object", "properties": { "phone": { "type": "string" }, "expires_at": { "type": "string" } } }),
+            ),
+            &[429, 502],
+        ),
+    );
+    add(
+        "/api/v1/auth/otp/verify",
+        "post",
+        op(
+            "Verify the code: claims the account, records the device, returns a user JWT",
+            "users",
+            "",
+            Some(json!({ "type": "object", "required": ["phone", "code"], "properties": {
+            "phone": { "type": "string" }, "code": { "type": "string" },
+            "device_uuid": { "type": "string" }, "platform": { "type": "string" } } })),
+            (
+                200,
+                "Logged in",
+                json!({ "type": "object", "properties": {
+            "token": { "type": "string" }, "expires_at": { "type": "string" },
+            "device_uuid": { "type": "string" }, "account": schema_ref("Account") } }),
+            ),
+            &[401, 409],
+        ),
+    );
+    add(
+        "/api/v1/me/messages",
+        "get",
+        with_params(
+            op(
+                "The hub inbox, newest first; returned messages become delivered",
+                "users",
+                user,
+                None,
+                (200, "A page of messages", list_of("Message")),
+                &[422],
+            ),
+            query_params(&PAGE),
+        ),
+    );
+    add(
+        "/api/v1/me/messages/{ref}/read",
+        "post",
+        op("Mark one of my messages read", "users", user, None, (200, "The message", schema_ref("Message")), &[404]),
+    );
+    add(
+        "/api/v1/me/account",
+        "get",
+        op(
+            "My account with every linked partner",
+            "users",
+            user,
+            None,
+            (200, "The account", schema_ref("Account")),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/me/conversations",
+        "get",
+        with_params(
+            op(
+                "My support threads (never bot sessions)",
+                "users",
+                user,
+                None,
+                (200, "A page of conversations", list_of("Conversation")),
+                &[422],
+            ),
+            query_params(&PAGE),
+        ),
+    );
+    add(
+        "/api/v1/me/bots",
+        "get",
+        op(
+            "Bots of the partners I am linked to",
+            "users",
+            user,
+            None,
+            (200, "Bots {code, name, partner}", json!({ "type": "object" })),
+            &[],
+        ),
+    );
+    add(
+        "/api/v1/me/forms",
+        "get",
+        op(
+            "My open flow invitations",
+            "users",
+            user,
+            None,
+            (200, "Forms: items {ref, bot, flow, title, state, invited_at}", json!({ "type": "object" })),
+            &[],
+        ),
+    );
+
+    // Accounts
+    add(
+        "/api/v1/accounts/link",
+        "post",
+        op(
+            "Create or fetch an account, link it, store custom field values, optionally invite by SMS",
+            "accounts",
+            partner,
+            Some(json!({ "type": "object", "required": ["phone"], "properties": {
+            "phone": { "type": "string" }, "invite": { "type": "boolean" },
+            "display_name": { "type": "string" }, "fields": { "type": "object" } } })),
+            (
+                200,
+                "Linked",
+                json!({ "type": "object", "properties": {
+            "account": schema_ref("Account"), "linked": { "type": "boolean" }, "invited": { "type": "boolean" } } }),
+            ),
+            &[],
+        ),
+    );
+    add(
+        "/api/v1/accounts/{phone}",
+        "get",
+        op(
+            "An account linked to the caller",
+            "accounts",
+            partner,
+            None,
+            (200, "The account", schema_ref("Account")),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/settings/account-fields",
+        "get",
+        op(
+            "Account field definitions",
+            "accounts",
+            partner,
+            None,
+            (200, "All definitions", list_of("AccountField")),
+            &[],
+        ),
+    );
+    add(
+        "/api/v1/settings/account-fields",
+        "post",
+        op(
+            "Define an account field",
+            "accounts",
+            partner,
+            Some(schema_ref("AccountField")),
+            (201, "The definition", schema_ref("AccountField")),
+            &[409],
+        ),
+    );
+    add(
+        "/api/v1/settings/account-fields/{id}",
+        "patch",
+        op(
+            "Change an account field",
+            "accounts",
+            partner,
+            Some(schema_ref("AccountField")),
+            (200, "The definition", schema_ref("AccountField")),
+            &[404, 409],
+        ),
+    );
+    add("/api/v1/settings/account-fields/{id}", "delete", {
+        let mut o = op("Delete an account field", "accounts", partner, None, (204, "Deleted", json!({})), &[404]);
+        o["responses"]["204"] = json!({ "description": "Deleted" });
+        o
+    });
+
+    // Delivery helpers
+    add(
+        "/api/v1/dev-sink/messages",
+        "get",
+        with_params(
+            op(
+                "Dev mode only, platform partner only: what SMS and WhatsApp would have sent",
+                "delivery",
+                partner,
+                None,
+                (200, "Records {channel, phone, text, at}, newest first", json!({ "type": "object" })),
+                &[404, 422],
+            ),
+            query_params(&[("phone", "E.164"), ("channel", "sms or whatsapp"), PAGE[0], PAGE[1]]),
+        ),
+    );
+    add("/api/v1/content/{ref}", "get", {
+        let mut o = op(
+            "The content an SMS or WhatsApp text links to (newsletter HTML, media); the ref is the capability",
+            "delivery",
+            "",
+            None,
+            (200, "HTML, bytes or text; links and URL media redirect (302)", json!({ "type": "string" })),
+            &[404],
+        );
+        o["responses"]["200"]["content"] = json!({ "text/html": { "schema": { "type": "string" } }, "application/octet-stream": { "schema": { "type": "string", "format": "binary" } } });
+        o
+    });
+
     add(
         "/api/v1/openapi.json",
         "get",
-        op(
-            "This document",
-            "meta",
-            "",
-            None,
-            (200, "OpenAPI 3.1", json!({ "type": "object" })),
-            &[],
-        ),
+        op("This document", "meta", "", None, (200, "OpenAPI 3.1", json!({ "type": "object" })), &[]),
     );
 
     json!({
@@ -300,6 +471,7 @@ fn components() -> Value {
     json!({
         "securitySchemes": {
             "partnerKey": { "type": "http", "scheme": "bearer", "description": "Partner API key `sk_…`" },
+            "userJwt": { "type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "User JWT from OTP login" },
         },
         "responses": {
             "E400": error_response("`bad_request`: not JSON, not an object, or wrong content type"),
@@ -405,6 +577,40 @@ fn components() -> Value {
                         "channel": { "type": "string" }, "state": { "type": "string" },
                         "error": { "type": ["string", "null"] }, "at": { "type": "string" }
                     } } }
+                }
+            },
+            "Account": {
+                "type": "object",
+                "properties": {
+                    "phone": { "type": "string" },
+                    "state": { "type": "string", "enum": ["unclaimed", "claimed"] },
+                    "display_name": { "type": ["string", "null"] },
+                    "partners": { "type": "array", "items": { "type": "object", "properties": { "code": { "type": "string" }, "name": { "type": "string" } } } },
+                    "fields": { "type": "object", "description": "The calling partner's custom values (partner view only)" }
+                }
+            },
+            "AccountField": {
+                "type": "object",
+                "properties": {
+                    "id": { "type": "integer", "readOnly": true },
+                    "key": { "type": "string" },
+                    "label": { "type": "string" },
+                    "type": { "type": "string", "enum": crate::forms::ACCOUNT_FIELD_TYPES },
+                    "required": { "type": "boolean" },
+                    "options": { "type": "array", "items": { "type": "object", "properties": { "id": { "type": "string" }, "label": { "type": "string" } } } }
+                }
+            },
+            "Conversation": {
+                "type": "object",
+                "properties": {
+                    "conversation_id": { "type": "integer" },
+                    "ref": { "type": "string" },
+                    "phone": { "type": "string" },
+                    "partner": { "type": "string" },
+                    "subject": { "type": ["string", "null"] },
+                    "state": { "type": "string", "enum": ["open", "pending", "closed"] },
+                    "last_message_at": { "type": "string" },
+                    "created_at": { "type": "string" }
                 }
             },
             "CreateTemplate": {

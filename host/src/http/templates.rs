@@ -65,57 +65,29 @@ async fn create_template(
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let code = req.code.as_deref().unwrap_or("").trim();
     if !is_code(code) {
-        return Err(ApiError::validation(
-            "code",
-            "code must match ^[a-z0-9][a-z0-9_-]{0,63}$",
-        ));
+        return Err(ApiError::validation("code", "code must match ^[a-z0-9][a-z0-9_-]{0,63}$"));
     }
     let channel = req.channel.as_deref().unwrap_or("").trim();
     if !CHANNELS.contains(&channel) {
-        return Err(ApiError::validation(
-            "channel",
-            format!("channel must be one of {}", CHANNELS.join(", ")),
-        ));
+        return Err(ApiError::validation("channel", format!("channel must be one of {}", CHANNELS.join(", "))));
     }
-    let lang = req
-        .lang
-        .as_deref()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .unwrap_or("en");
+    let lang = req.lang.as_deref().map(str::trim).filter(|l| !l.is_empty()).unwrap_or("en");
     if !is_lang(lang) {
-        return Err(ApiError::validation(
-            "lang",
-            "lang must be a language code such as en or pt-BR",
-        ));
+        return Err(ApiError::validation("lang", "lang must be a language code such as en or pt-BR"));
     }
     let category = req.category.as_deref().unwrap_or("").trim();
     if !CATEGORIES.contains(&category) {
-        return Err(ApiError::validation(
-            "category",
-            format!("category must be one of {}", CATEGORIES.join(", ")),
-        ));
+        return Err(ApiError::validation("category", format!("category must be one of {}", CATEGORIES.join(", "))));
     }
     let body = req.body.as_deref().unwrap_or("");
     if body.trim().is_empty() {
         return Err(ApiError::validation("body", "body is required"));
     }
     let variables = template::variables(body);
-    let new = NewTemplate {
-        code,
-        channel,
-        lang,
-        category,
-        body,
-        variables: &variables,
-    };
+    let new = NewTemplate { code, channel, lang, category, body, variables: &variables };
     let created = store::insert_template(&state.db, partner.id, &new, state.now())
         .await?
-        .ok_or_else(|| {
-            ApiError::conflict(format!(
-                "template {code:?} already exists for {channel} in {lang}"
-            ))
-        })?;
+        .ok_or_else(|| ApiError::conflict(format!("template {code:?} already exists for {channel} in {lang}")))?;
     Ok((StatusCode::CREATED, Json(template_json(&created))))
 }
 
@@ -135,9 +107,7 @@ async fn get_template(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let id = parse_id(&id, "template")?;
-    let t = store::find_template(&state.db, partner.id, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("template"))?;
+    let t = store::find_template(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("template"))?;
     Ok(Json(template_json(&t)))
 }
 
@@ -155,30 +125,15 @@ async fn submit_template(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let id = parse_id(&id, "template")?;
-    let t = store::find_template(&state.db, partner.id, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("template"))?;
+    let t = store::find_template(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("template"))?;
     if t.status != "draft" && t.status != "rejected" {
-        return Err(ApiError::conflict(format!(
-            "the template is already {}",
-            t.status
-        )));
+        return Err(ApiError::conflict(format!("the template is already {}", t.status)));
     }
-    let (status, reason) = if state.config.auto_review() {
-        auto_decision(&t.body)
-    } else {
-        ("pending", None)
-    };
+    let (status, reason) = if state.config.auto_review() { auto_decision(&t.body) } else { ("pending", None) };
     let now = state.now();
-    let decided = store::set_status(
-        &state.db,
-        partner.id,
-        id,
-        status,
-        reason.as_deref(),
-        now,
-        |t| events::template_status(&partner.code, t, now),
-    )
+    let decided = store::set_status(&state.db, partner.id, id, status, reason.as_deref(), now, |t| {
+        events::template_status(&partner.code, t, now)
+    })
     .await?
     .ok_or_else(|| ApiError::not_found("template"))?;
     Ok(Json(template_json(&decided)))
@@ -189,11 +144,6 @@ mod tests {
     #[test]
     fn languages() {
         assert!(super::is_lang("en") && super::is_lang("pt-BR") && super::is_lang("es_419"));
-        assert!(
-            !super::is_lang("EN")
-                && !super::is_lang("e")
-                && !super::is_lang("en-")
-                && !super::is_lang("")
-        );
+        assert!(!super::is_lang("EN") && !super::is_lang("e") && !super::is_lang("en-") && !super::is_lang(""));
     }
 }

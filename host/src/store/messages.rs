@@ -103,11 +103,7 @@ pub const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 /// Creates a `queued` message in the caller's transaction, or finds the original under the same
 /// idempotency key. Safe under races: the unique `(partner_id, idempotency_key)` constraint decides which
 /// request creates.
-pub async fn create_in(
-    tx: &mut Transaction<'_, Any>,
-    m: &NewMessage,
-    now: Millis,
-) -> Result<Created, sqlx::Error> {
+pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Millis) -> Result<Created, sqlx::Error> {
     if let Some(key) = &m.idempotency_key {
         // A key older than the window is free again.
         sqlx::query(
@@ -122,8 +118,8 @@ pub async fn create_in(
     }
     let inserted: Option<i64> = sqlx::query_scalar(
         "INSERT INTO messages (ref, partner_id, phone, direction, content_type, body, rendered_body, \
-         template_code, lang, priority, content, state, seq, idempotency_key, request_hash, created_at, updated_at) \
-         VALUES ($1, $2, $3, 'out', $4, $5, $6, $7, $8, $9, $10, 'queued', 0, $11, $12, $13, $13) \
+         template_code, lang, priority, content, state, seq, idempotency_key, request_hash, media_id, created_at, updated_at) \
+         VALUES ($1, $2, $3, 'out', $4, $5, $6, $7, $8, $9, $10, 'queued', 0, $11, $12, $14, $13, $13) \
          ON CONFLICT (partner_id, idempotency_key) DO NOTHING RETURNING id",
     )
     .bind(&m.reference)
@@ -139,23 +135,15 @@ pub async fn create_in(
     .bind(&m.idempotency_key)
     .bind(&m.request_hash)
     .bind(now)
+    .bind(m.media.as_ref().map(|media| media.id.as_str()))
     .fetch_optional(&mut **tx)
     .await?;
 
     let Some(id) = inserted else {
-        let sql =
-            const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.idempotency_key = $2");
-        let row = sqlx::query(sql)
-            .bind(m.partner_id)
-            .bind(&m.idempotency_key)
-            .fetch_one(&mut **tx)
-            .await?;
+        let sql = const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.idempotency_key = $2");
+        let row = sqlx::query(sql).bind(m.partner_id).bind(&m.idempotency_key).fetch_one(&mut **tx).await?;
         let stored_hash: Option<String> = row.try_get("request_hash")?;
-        return Ok(if stored_hash == m.request_hash {
-            Created::Replayed(from_row(&row)?)
-        } else {
-            Created::KeyReused
-        });
+        return Ok(if stored_hash == m.request_hash { Created::Replayed(from_row(&row)?) } else { Created::KeyReused });
     };
 
     if let Some(media) = &m.media {
@@ -179,23 +167,16 @@ pub async fn create_in(
         .bind(now)
         .execute(&mut **tx)
         .await?;
+    super::deliveries::enqueue_in(tx, id, now).await?;
     let sql = const_format::concatcp!(SELECT, "WHERE m.id = $1");
     let row = sqlx::query(sql).bind(id).fetch_one(&mut **tx).await?;
     Ok(Created::New(from_row(&row)?))
 }
 
 /// One of the partner's messages.
-pub async fn find_message(
-    db: &Db,
-    partner_id: i64,
-    id: i64,
-) -> Result<Option<Message>, sqlx::Error> {
+pub async fn find_message(db: &Db, partner_id: i64, id: i64) -> Result<Option<Message>, sqlx::Error> {
     let sql = const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.id = $2");
-    let row = sqlx::query(sql)
-        .bind(partner_id)
-        .bind(id)
-        .fetch_optional(db.reader())
-        .await?;
+    let row = sqlx::query(sql).bind(partner_id).bind(id).fetch_optional(db.reader()).await?;
     row.as_ref().map(from_row).transpose()
 }
 
@@ -210,11 +191,7 @@ pub struct MessageFilter {
 }
 
 /// A page of the partner's messages, newest first.
-pub async fn list_messages(
-    db: &Db,
-    partner_id: i64,
-    f: &MessageFilter,
-) -> Result<Vec<Message>, sqlx::Error> {
+pub async fn list_messages(db: &Db, partner_id: i64, f: &MessageFilter) -> Result<Vec<Message>, sqlx::Error> {
     let sql = const_format::concatcp!(
         SELECT,
         "WHERE m.partner_id = $1 AND ($2 IS NULL OR m.phone = $2) AND ($3 IS NULL OR m.state = $3) \
@@ -244,12 +221,10 @@ pub struct DeliveryAttempt {
 }
 
 pub async fn list_attempts(db: &Db, message_id: i64) -> Result<Vec<DeliveryAttempt>, sqlx::Error> {
-    let rows = sqlx::query(
-        "SELECT channel, state, error, at FROM delivery_attempts WHERE message_id = $1 ORDER BY id",
-    )
-    .bind(message_id)
-    .fetch_all(db.reader())
-    .await?;
+    let rows = sqlx::query("SELECT channel, state, error, at FROM delivery_attempts WHERE message_id = $1 ORDER BY id")
+        .bind(message_id)
+        .fetch_all(db.reader())
+        .await?;
     rows.iter()
         .map(|r| {
             Ok(DeliveryAttempt {
@@ -274,41 +249,33 @@ pub async fn transition_in(
     now: Millis,
     event: fn(&Message, Millis) -> Value,
 ) -> Result<Option<Message>, sqlx::Error> {
-    let current = {
+    // Optimistic: the update applies only to the version read. When another process moved the message
+    // in between (PostgreSQL, read committed), read it again and decide again.
+    let (current, channel) = loop {
         let sql = const_format::concatcp!(SELECT, "WHERE m.id = $1");
-        let row = sqlx::query(sql)
-            .bind(message_id)
-            .fetch_optional(&mut **tx)
-            .await?;
-        match row {
+        let current = match sqlx::query(sql).bind(message_id).fetch_optional(&mut **tx).await? {
             Some(row) => from_row(&row)?,
             None => return Ok(None),
+        };
+        if !from.contains(&current.state.as_str()) {
+            return Ok(None);
+        }
+        let channel = channel.map(str::to_string).or(current.channel.clone());
+        let changed = sqlx::query(
+            "UPDATE messages SET state = $1, channel = $2, seq = seq + 1, updated_at = $3 WHERE id = $4 AND seq = $5",
+        )
+        .bind(state)
+        .bind(&channel)
+        .bind(now)
+        .bind(message_id)
+        .bind(current.seq)
+        .execute(&mut **tx)
+        .await?;
+        if changed.rows_affected() == 1 {
+            break (current, channel);
         }
     };
-    if !from.contains(&current.state.as_str()) {
-        return Ok(None);
-    }
-    let channel = channel.map(str::to_string).or(current.channel.clone());
-    let changed = sqlx::query(
-        "UPDATE messages SET state = $1, channel = $2, seq = seq + 1, updated_at = $3 WHERE id = $4 AND seq = $5",
-    )
-    .bind(state)
-    .bind(&channel)
-    .bind(now)
-    .bind(message_id)
-    .bind(current.seq)
-    .execute(&mut **tx)
-    .await?;
-    if changed.rows_affected() != 1 {
-        // Someone else moved it first; their change stands.
-        return Ok(None);
-    }
-    let updated = Message {
-        state: state.to_string(),
-        channel: channel.clone(),
-        seq: current.seq + 1,
-        ..current
-    };
+    let updated = Message { state: state.to_string(), channel: channel.clone(), seq: current.seq + 1, ..current };
     sqlx::query("INSERT INTO message_states (message_id, seq, state, channel, at) VALUES ($1, $2, $3, $4, $5)")
         .bind(message_id)
         .bind(updated.seq)
@@ -318,15 +285,8 @@ pub async fn transition_in(
         .execute(&mut **tx)
         .await?;
     let key = format!("message:{}", updated.id);
-    outbox::enqueue(
-        tx,
-        Target::Partner(updated.partner_id),
-        "message.status",
-        &event(&updated, now),
-        &key,
-        now,
-    )
-    .await?;
+    outbox::enqueue(tx, Target::Partner(updated.partner_id), "message.status", &event(&updated, now), &key, now)
+        .await?;
     Ok(Some(updated))
 }
 
@@ -338,22 +298,19 @@ pub async fn partner_message_ids(
     ids: &[i64],
 ) -> Result<Vec<i64>, sqlx::Error> {
     if let Some(phone) = phone {
-        return sqlx::query_scalar(
-            "SELECT id FROM messages WHERE partner_id = $1 AND phone = $2 ORDER BY id",
-        )
-        .bind(partner_id)
-        .bind(phone)
-        .fetch_all(db.reader())
-        .await;
+        return sqlx::query_scalar("SELECT id FROM messages WHERE partner_id = $1 AND phone = $2 ORDER BY id")
+            .bind(partner_id)
+            .bind(phone)
+            .fetch_all(db.reader())
+            .await;
     }
     let mut owned = Vec::new();
     for id in ids {
-        let found: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM messages WHERE partner_id = $1 AND id = $2")
-                .bind(partner_id)
-                .bind(id)
-                .fetch_optional(db.reader())
-                .await?;
+        let found: Option<i64> = sqlx::query_scalar("SELECT id FROM messages WHERE partner_id = $1 AND id = $2")
+            .bind(partner_id)
+            .bind(id)
+            .fetch_optional(db.reader())
+            .await?;
         owned.extend(found);
     }
     Ok(owned)
@@ -381,4 +338,38 @@ pub async fn find_media(db: &Db, id: &str) -> Result<Option<StoredMedia>, sqlx::
         })
     })
     .transpose()
+}
+
+/// A message by id, whoever sent it (delivery workers).
+pub async fn find_any(db: &Db, id: i64) -> Result<Option<Message>, sqlx::Error> {
+    let sql = const_format::concatcp!(SELECT, "WHERE m.id = $1");
+    let row = sqlx::query(sql).bind(id).fetch_optional(db.reader()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// A message by its ref, whoever sent it.
+pub async fn find_by_ref(db: &Db, reference: &str) -> Result<Option<Message>, sqlx::Error> {
+    let sql = const_format::concatcp!(SELECT, "WHERE m.ref = $1");
+    let row = sqlx::query(sql).bind(reference).fetch_optional(db.reader()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// A page of the hub inbox of `phone` (messages outside support conversations), newest first.
+pub async fn list_hub(db: &Db, phone: &str, before: Option<i64>, limit: i64) -> Result<Vec<Message>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        SELECT,
+        "WHERE m.phone = $1 AND m.conversation_id IS NULL AND ($2 IS NULL OR m.id < $2) ORDER BY m.id DESC LIMIT $3"
+    );
+    let rows = sqlx::query(sql).bind(phone).bind(before).bind(limit).fetch_all(db.reader()).await?;
+    rows.iter().map(from_row).collect()
+}
+
+/// Whether `phone` received a message carrying the media `media_id`.
+pub async fn media_sent_to(db: &Db, media_id: &str, phone: &str) -> Result<bool, sqlx::Error> {
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE media_id = $1 AND phone = $2")
+        .bind(media_id)
+        .bind(phone)
+        .fetch_one(db.reader())
+        .await?;
+    Ok(n > 0)
 }

@@ -7,8 +7,15 @@
 //! `SQLITE_BUSY` races between our own connections) while reads use a larger pool; on PostgreSQL both
 //! pools are the same.
 
+pub mod accounts;
+pub mod bots;
+pub mod conversations;
+pub mod deliveries;
+pub mod dev_sink;
 pub mod devices;
+pub mod flows;
 pub mod messages;
+pub mod otp;
 pub mod outbox;
 pub mod partners;
 pub mod settings;
@@ -52,31 +59,22 @@ impl Db {
         let db = match backend {
             Backend::Sqlite => {
                 let options = || {
-                    AnyPoolOptions::new()
-                        .acquire_timeout(Duration::from_secs(30))
-                        .after_connect(|conn, _| {
-                            Box::pin(async move {
-                                conn.execute(
-                                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                    AnyPoolOptions::new().acquire_timeout(Duration::from_secs(30)).after_connect(|conn, _| {
+                        Box::pin(async move {
+                            conn.execute(
+                                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
                                      PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;",
-                                )
-                                .await?;
-                                Ok(())
-                            })
+                            )
+                            .await?;
+                            Ok(())
                         })
+                    })
                 };
                 let write = options().max_connections(1).connect(url).await?;
                 // Create the file and the schema before the readers open it.
                 SQLITE_MIGRATOR.run(&write).await?;
-                let read = options()
-                    .max_connections(max_connections)
-                    .connect(url)
-                    .await?;
-                Db {
-                    read,
-                    write,
-                    backend,
-                }
+                let read = options().max_connections(max_connections).connect(url).await?;
+                Db { read, write, backend }
             }
             Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
@@ -85,11 +83,7 @@ impl Db {
                     .connect(url)
                     .await?;
                 POSTGRES_MIGRATOR.run(&pool).await?;
-                Db {
-                    read: pool.clone(),
-                    write: pool,
-                    backend,
-                }
+                Db { read: pool.clone(), write: pool, backend }
             }
         };
         Ok(db)

@@ -77,11 +77,7 @@ pub async fn list_for_target(
     rows.iter()
         .map(|r| {
             let payload: String = r.try_get("payload")?;
-            Ok((
-                r.try_get("delivery_id")?,
-                r.try_get("event")?,
-                serde_json::from_str(&payload).unwrap_or(Value::Null),
-            ))
+            Ok((r.try_get("delivery_id")?, r.try_get("event")?, serde_json::from_str(&payload).unwrap_or(Value::Null)))
         })
         .collect()
 }

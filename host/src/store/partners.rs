@@ -65,12 +65,7 @@ pub async fn insert_partner(
 }
 
 /// Replaces a partner's API key; the old one stops working at once. False when no such partner.
-pub async fn replace_key(
-    db: &Db,
-    code: &str,
-    key_hash: &str,
-    key_prefix: &str,
-) -> Result<bool, sqlx::Error> {
+pub async fn replace_key(db: &Db, code: &str, key_hash: &str, key_prefix: &str) -> Result<bool, sqlx::Error> {
     let done = sqlx::query("UPDATE partners SET key_hash = $1, key_prefix = $2 WHERE code = $3")
         .bind(key_hash)
         .bind(key_prefix)
@@ -81,35 +76,27 @@ pub async fn replace_key(
 }
 
 /// The partner whose key has this digest, with the stored digest for a constant-time re-check.
-pub async fn find_by_key_hash(
-    db: &Db,
-    key_hash: &str,
-) -> Result<Option<(Partner, String)>, sqlx::Error> {
-    let row = sqlx::query(
-        "SELECT id, code, name, is_platform, webhook_url, key_hash FROM partners WHERE key_hash = $1",
-    )
-    .bind(key_hash)
-    .fetch_optional(db.reader())
-    .await?;
-    row.map(|r| Ok((from_row(&r)?, r.try_get("key_hash")?)))
-        .transpose()
+pub async fn find_by_key_hash(db: &Db, key_hash: &str) -> Result<Option<(Partner, String)>, sqlx::Error> {
+    let row =
+        sqlx::query("SELECT id, code, name, is_platform, webhook_url, key_hash FROM partners WHERE key_hash = $1")
+            .bind(key_hash)
+            .fetch_optional(db.reader())
+            .await?;
+    row.map(|r| Ok((from_row(&r)?, r.try_get("key_hash")?))).transpose()
 }
 
 pub async fn find_by_code(db: &Db, code: &str) -> Result<Option<Partner>, sqlx::Error> {
-    let row = sqlx::query(
-        "SELECT id, code, name, is_platform, webhook_url FROM partners WHERE code = $1",
-    )
-    .bind(code)
-    .fetch_optional(db.reader())
-    .await?;
+    let row = sqlx::query("SELECT id, code, name, is_platform, webhook_url FROM partners WHERE code = $1")
+        .bind(code)
+        .fetch_optional(db.reader())
+        .await?;
     row.as_ref().map(from_row).transpose()
 }
 
 pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Partner>, sqlx::Error> {
-    let row =
-        sqlx::query("SELECT id, code, name, is_platform, webhook_url FROM partners WHERE id = $1")
-            .bind(id)
-            .fetch_optional(db.reader())
-            .await?;
+    let row = sqlx::query("SELECT id, code, name, is_platform, webhook_url FROM partners WHERE id = $1")
+        .bind(id)
+        .fetch_optional(db.reader())
+        .await?;
     row.as_ref().map(from_row).transpose()
 }

@@ -22,7 +22,8 @@ pub struct Template {
     pub created_at: Millis,
 }
 
-const COLUMNS: &str = "id, partner_id, code, channel, lang, category, body, status, variables, rejection_reason, created_at";
+const COLUMNS: &str =
+    "id, partner_id, code, channel, lang, category, body, status, variables, rejection_reason, created_at";
 
 fn from_row(row: &AnyRow) -> Result<Template, sqlx::Error> {
     let variables: String = row.try_get("variables")?;
@@ -92,52 +93,25 @@ pub async fn list_templates(
         COLUMNS,
         " FROM templates WHERE partner_id = $1 AND ($2 IS NULL OR id < $2) ORDER BY id DESC LIMIT $3"
     );
-    let rows = sqlx::query(sql)
-        .bind(partner_id)
-        .bind(before)
-        .bind(limit)
-        .fetch_all(db.reader())
-        .await?;
+    let rows = sqlx::query(sql).bind(partner_id).bind(before).bind(limit).fetch_all(db.reader()).await?;
     rows.iter().map(from_row).collect()
 }
 
-pub async fn find_template(
-    db: &Db,
-    partner_id: i64,
-    id: i64,
-) -> Result<Option<Template>, sqlx::Error> {
-    let sql = const_format::concatcp!(
-        "SELECT ",
-        COLUMNS,
-        " FROM templates WHERE partner_id = $1 AND id = $2"
-    );
-    let row = sqlx::query(sql)
-        .bind(partner_id)
-        .bind(id)
-        .fetch_optional(db.reader())
-        .await?;
+pub async fn find_template(db: &Db, partner_id: i64, id: i64) -> Result<Option<Template>, sqlx::Error> {
+    let sql = const_format::concatcp!("SELECT ", COLUMNS, " FROM templates WHERE partner_id = $1 AND id = $2");
+    let row = sqlx::query(sql).bind(partner_id).bind(id).fetch_optional(db.reader()).await?;
     row.as_ref().map(from_row).transpose()
 }
 
 /// The template a send with `code` and `lang` uses: the `inapp` one first, then any channel's.
-pub async fn find_for_send(
-    db: &Db,
-    partner_id: i64,
-    code: &str,
-    lang: &str,
-) -> Result<Option<Template>, sqlx::Error> {
+pub async fn find_for_send(db: &Db, partner_id: i64, code: &str, lang: &str) -> Result<Option<Template>, sqlx::Error> {
     let sql = const_format::concatcp!(
         "SELECT ",
         COLUMNS,
         " FROM templates WHERE partner_id = $1 AND code = $2 AND lang = $3 \
          ORDER BY CASE WHEN channel = 'inapp' THEN 0 ELSE 1 END, id LIMIT 1"
     );
-    let row = sqlx::query(sql)
-        .bind(partner_id)
-        .bind(code)
-        .bind(lang)
-        .fetch_optional(db.reader())
-        .await?;
+    let row = sqlx::query(sql).bind(partner_id).bind(code).bind(lang).fetch_optional(db.reader()).await?;
     row.as_ref().map(from_row).transpose()
 }
 
@@ -159,28 +133,14 @@ pub async fn set_status(
          WHERE partner_id = $4 AND id = $5 RETURNING ",
         COLUMNS
     );
-    let row = sqlx::query(sql)
-        .bind(status)
-        .bind(reason)
-        .bind(now)
-        .bind(partner_id)
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let row =
+        sqlx::query(sql).bind(status).bind(reason).bind(now).bind(partner_id).bind(id).fetch_optional(&mut *tx).await?;
     let Some(row) = row else { return Ok(None) };
     let template = from_row(&row)?;
     if status == "approved" || status == "rejected" {
         let payload = event(&template);
         let key = format!("template:{}", template.id);
-        outbox::enqueue(
-            &mut tx,
-            outbox::Target::Partner(partner_id),
-            "template.status",
-            &payload,
-            &key,
-            now,
-        )
-        .await?;
+        outbox::enqueue(&mut tx, outbox::Target::Partner(partner_id), "template.status", &payload, &key, now).await?;
     }
     tx.commit().await?;
     Ok(Some(template))
@@ -188,11 +148,7 @@ pub async fn set_status(
 
 /// Templates waiting for a manual decision (operators' `hubbub template pending`).
 pub async fn list_pending(db: &Db) -> Result<Vec<Template>, sqlx::Error> {
-    let sql = const_format::concatcp!(
-        "SELECT ",
-        COLUMNS,
-        " FROM templates WHERE status = 'pending' ORDER BY id"
-    );
+    let sql = const_format::concatcp!("SELECT ", COLUMNS, " FROM templates WHERE status = 'pending' ORDER BY id");
     let rows = sqlx::query(sql).fetch_all(db.reader()).await?;
     rows.iter().map(from_row).collect()
 }
@@ -200,9 +156,6 @@ pub async fn list_pending(db: &Db) -> Result<Vec<Template>, sqlx::Error> {
 /// A template by id alone (operators).
 pub async fn find_any(db: &Db, id: i64) -> Result<Option<Template>, sqlx::Error> {
     let sql = const_format::concatcp!("SELECT ", COLUMNS, " FROM templates WHERE id = $1");
-    let row = sqlx::query(sql)
-        .bind(id)
-        .fetch_optional(db.reader())
-        .await?;
+    let row = sqlx::query(sql).bind(id).fetch_optional(db.reader()).await?;
     row.as_ref().map(from_row).transpose()
 }

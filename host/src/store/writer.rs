@@ -39,14 +39,7 @@ impl MessageWriter {
     /// Creates a message (see [`create_in`]) as part of the next batch.
     pub async fn create(&self, message: NewMessage, now: Millis) -> Result<Created, sqlx::Error> {
         let (reply, answer) = oneshot::channel();
-        self.jobs
-            .send(Job {
-                message,
-                now,
-                reply,
-            })
-            .await
-            .map_err(|_| sqlx::Error::PoolClosed)?;
+        self.jobs.send(Job { message, now, reply }).await.map_err(|_| sqlx::Error::PoolClosed)?;
         answer.await.map_err(|_| sqlx::Error::PoolClosed)?
     }
 }
@@ -80,9 +73,7 @@ async fn write_batch(db: &Db, jobs: Vec<Job>) {
         Err(e) => {
             tracing::error!(error = %e, size = jobs.len(), "message batch failed");
             for job in jobs {
-                let _ = job.reply.send(Err(sqlx::Error::Protocol(format!(
-                    "batch write failed: {e}"
-                ))));
+                let _ = job.reply.send(Err(sqlx::Error::Protocol(format!("batch write failed: {e}"))));
             }
         }
     }

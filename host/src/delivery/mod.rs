@@ -1,0 +1,248 @@
+//! Delivery: how an accepted message reaches its user. Channels are `inapp` (the hub), `whatsapp` and
+//! `sms`; routing picks them (a claimed account with a device is reached in the hub, otherwise WhatsApp
+//! then SMS; OTPs go straight to SMS when the user is not online); a worker claims queued messages from
+//! the database, tries each channel in turn, and records every try as an attempt and every state change
+//! as a `message.status` event, in one transaction per message.
+
+pub mod providers;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use self::providers::Provider;
+use crate::events;
+use crate::state::AppState;
+use crate::store::messages::{self, Message};
+use crate::store::{accounts, deliveries, devices, partners};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    Inapp,
+    Whatsapp,
+    Sms,
+}
+
+impl Channel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Inapp => "inapp",
+            Channel::Whatsapp => "whatsapp",
+            Channel::Sms => "sms",
+        }
+    }
+}
+
+/// What routing knows about the recipient.
+#[derive(Debug, Clone, Copy)]
+pub struct Recipient {
+    pub claimed: bool,
+    pub has_device: bool,
+    pub online: bool,
+}
+
+/// The channels to try, in order (CONTRACT section 3).
+pub fn plan(priority: &str, r: Recipient) -> Vec<Channel> {
+    let in_app = r.claimed && r.has_device;
+    if priority == "otp" {
+        if in_app && r.online { vec![Channel::Inapp] } else { vec![Channel::Sms] }
+    } else if in_app {
+        vec![Channel::Inapp]
+    } else {
+        vec![Channel::Whatsapp, Channel::Sms]
+    }
+}
+
+/// The text sent by SMS or WhatsApp: the body (or rendered template), with a link for links, media and
+/// newsletters. An encrypted message is never described: the text only says one is waiting.
+pub fn fallback_text(m: &Message, partner_name: &str, public_url: &str) -> String {
+    let content_link = format!("{}/api/v1/content/{}", public_url.trim_end_matches('/'), m.reference);
+    if m.content.get("encryption").and_then(Value::as_str) == Some("e2e") {
+        return format!(
+            "{partner_name} sent you a new message. It is waiting in your Hubbub inbox: open the app to read it."
+        );
+    }
+    let body = m.body.as_deref().unwrap_or("").trim();
+    let text = match m.content_type.as_str() {
+        "link" => {
+            let link = &m.content["link"];
+            let lead = [Some(body), link["title"].as_str()].into_iter().flatten().find(|s| !s.is_empty()).unwrap_or("");
+            format!("{lead} {}", link["url"].as_str().unwrap_or(&content_link))
+        }
+        "image" | "document" | "audio" | "video" => {
+            let url = m.content["media"]["url"].as_str().unwrap_or("");
+            let url =
+                if url.starts_with("https://") || url.starts_with("http://") { url.to_string() } else { content_link };
+            format!("{body} {url}")
+        }
+        "html" => {
+            let title = [m.content["subject"].as_str(), m.content["preview"].as_str()]
+                .into_iter()
+                .flatten()
+                .find(|s| !s.is_empty())
+                .unwrap_or("A new newsletter");
+            format!("{title} {content_link}")
+        }
+        _ => body.to_string(),
+    };
+    format!("{partner_name}: {}", text.trim())
+}
+
+/// The channels' providers and the worker's wake-up signal.
+pub struct Delivery {
+    pub sms: Arc<dyn Provider>,
+    pub whatsapp: Arc<dyn Provider>,
+    /// Woken when a message is accepted, so delivery starts without waiting for the next poll.
+    pub wake: Notify,
+}
+
+impl Delivery {
+    fn provider(&self, channel: Channel) -> Option<&Arc<dyn Provider>> {
+        match channel {
+            Channel::Inapp => None,
+            Channel::Whatsapp => Some(&self.whatsapp),
+            Channel::Sms => Some(&self.sms),
+        }
+    }
+}
+
+/// Messages handled at once by one worker.
+const CLAIM_BATCH: i64 = 32;
+
+/// Claims and delivers due messages until `stop`.
+pub async fn run_worker(state: AppState, stop: CancellationToken) {
+    let poll = Duration::from_millis(state.config.delivery_poll_ms.max(10));
+    let lease_ms = state.config.delivery_lease_s as i64 * 1000;
+    loop {
+        let claimed = match deliveries::claim_due(&state.db, state.now(), lease_ms, CLAIM_BATCH).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::warn!(error = %e, "claiming deliveries failed");
+                Vec::new()
+            }
+        };
+        let full = claimed.len() as i64 == CLAIM_BATCH;
+        let mut running = tokio::task::JoinSet::new();
+        for id in claimed {
+            let state = state.clone();
+            running.spawn(async move {
+                if let Err(e) = deliver(&state, id).await {
+                    // The lease runs out and another pass retries it.
+                    tracing::warn!(message_id = id, error = %e, "delivery failed; will retry");
+                }
+            });
+        }
+        while running.join_next().await.is_some() {}
+        if full {
+            continue;
+        }
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = state.delivery.wake.notified() => {}
+            _ = tokio::time::sleep(poll) => {}
+        }
+    }
+}
+
+/// Delivers one claimed message: routes it, tries its channels, records the outcome.
+async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
+    let db = &state.db;
+    let Some(message) = messages::find_any(db, message_id).await? else {
+        return Ok(());
+    };
+    if message.state != "queued" {
+        // Already moved on (e.g. the user's app fetched it first).
+        let mut tx = db.writer().begin().await?;
+        deliveries::finish_in(&mut tx, message_id).await?;
+        return tx.commit().await;
+    }
+    let account = accounts::find_account(db, &message.phone).await?;
+    let last_seen = devices::last_seen(db, &message.phone).await?;
+    let recipient = Recipient {
+        claimed: account.as_ref().is_some_and(|a| a.state == "claimed"),
+        has_device: devices::has_device(db, &message.phone).await?,
+        online: last_seen.is_some_and(|t| state.now() - t < state.config.offline_after_s as i64 * 1000),
+    };
+    let channels = plan(&message.priority, recipient);
+    let partner_name = partners::find_by_id(db, message.partner_id).await?.map(|p| p.name).unwrap_or_default();
+
+    let mut attempts: Vec<(Channel, Result<String, String>)> = Vec::new();
+    for channel in channels {
+        let outcome = match state.delivery.provider(channel) {
+            None => Ok(String::new()),
+            Some(provider) => {
+                let text = fallback_text(&message, &partner_name, &state.config.public_url);
+                provider.send(&message.phone, &text).await
+            }
+        };
+        let ok = outcome.is_ok();
+        attempts.push((channel, outcome));
+        if ok {
+            break;
+        }
+    }
+
+    let now = state.now();
+    let mut tx = db.writer().begin().await?;
+    for (channel, outcome) in &attempts {
+        let (attempt_state, error) = match outcome {
+            Ok(_) => ("sent", None),
+            Err(reason) => ("failed", Some(reason.as_str())),
+        };
+        deliveries::record_attempt_in(&mut tx, message_id, channel.as_str(), attempt_state, error, now).await?;
+    }
+    let last = attempts.last().map(|(c, _)| *c);
+    match attempts.last() {
+        Some((channel, Ok(_))) => {
+            messages::transition_in(
+                &mut tx,
+                message_id,
+                &["queued"],
+                "sent",
+                Some(channel.as_str()),
+                now,
+                events::message_status,
+            )
+            .await?;
+        }
+        _ => {
+            messages::transition_in(
+                &mut tx,
+                message_id,
+                &["queued"],
+                "failed",
+                last.map(Channel::as_str),
+                now,
+                events::message_status,
+            )
+            .await?;
+        }
+    }
+    deliveries::finish_in(&mut tx, message_id).await?;
+    tx.commit().await?;
+    tracing::info!(message_ref = %message.reference, channels = attempts.len(), "delivery finished");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const fn r(claimed: bool, has_device: bool, online: bool) -> Recipient {
+        Recipient { claimed, has_device, online }
+    }
+
+    #[test]
+    fn routing_follows_the_contract() {
+        use Channel::*;
+        assert_eq!(plan("notification", r(true, true, false)), vec![Inapp]);
+        assert_eq!(plan("notification", r(true, false, false)), vec![Whatsapp, Sms]);
+        assert_eq!(plan("notification", r(false, true, true)), vec![Whatsapp, Sms]);
+        assert_eq!(plan("otp", r(true, true, true)), vec![Inapp]);
+        assert_eq!(plan("otp", r(true, true, false)), vec![Sms]);
+        assert_eq!(plan("otp", r(false, false, false)), vec![Sms]);
+    }
+}

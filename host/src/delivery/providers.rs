@@ -1,0 +1,191 @@
+//! SMS and WhatsApp providers behind one trait: the dev sink, Twilio's Messages API and the WhatsApp
+//! Cloud API. A provider error or timeout is a failed attempt with a reason, never a crash.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::Channel;
+use crate::clock::SharedClock;
+use crate::config::{Config, SmsProviderKind, WhatsAppProviderKind};
+use crate::store::{Db, dev_sink};
+
+pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
+
+/// Sends a text to a phone on one channel; `Ok` carries the provider's message id, `Err` the reason.
+pub trait Provider: Send + Sync {
+    fn send<'a>(&'a self, phone: &'a str, text: &'a str) -> SendFuture<'a>;
+}
+
+/// Records what would be sent; `GET /api/v1/dev-sink/messages` lists it.
+pub struct DevSink {
+    pub db: Db,
+    pub clock: SharedClock,
+    pub channel: Channel,
+}
+
+impl Provider for DevSink {
+    fn send<'a>(&'a self, phone: &'a str, text: &'a str) -> SendFuture<'a> {
+        Box::pin(async move {
+            let id = dev_sink::record(&self.db, self.channel.as_str(), phone, text, self.clock.now_ms())
+                .await
+                .map_err(|e| format!("dev sink: {e}"))?;
+            Ok(format!("sink_{id}"))
+        })
+    }
+}
+
+/// No provider configured: every attempt fails with that reason.
+pub struct Unconfigured(pub &'static str);
+
+impl Provider for Unconfigured {
+    fn send<'a>(&'a self, _: &'a str, _: &'a str) -> SendFuture<'a> {
+        Box::pin(async move { Err(format!("no {} provider is configured", self.0)) })
+    }
+}
+
+/// Twilio's `POST /2010-04-01/Accounts/{sid}/Messages.json` (form-encoded `To`, `From`, `Body`).
+pub struct TwilioSms {
+    pub http: reqwest::Client,
+    pub base_url: String,
+    pub account_sid: String,
+    pub auth_token: String,
+    pub from: String,
+}
+
+impl Provider for TwilioSms {
+    fn send<'a>(&'a self, phone: &'a str, text: &'a str) -> SendFuture<'a> {
+        Box::pin(async move {
+            let url = format!(
+                "{}/2010-04-01/Accounts/{}/Messages.json",
+                self.base_url.trim_end_matches('/'),
+                self.account_sid
+            );
+            let form = serde_urlencoded::to_string([("To", phone), ("From", self.from.as_str()), ("Body", text)])
+                .map_err(|e| format!("twilio: {e}"))?;
+            let response = self
+                .http
+                .post(url)
+                .basic_auth(&self.account_sid, Some(&self.auth_token))
+                .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .body(form)
+                .send()
+                .await
+                .map_err(|e| describe("twilio", &e))?;
+            let status = response.status();
+            let body: Value = response.json().await.unwrap_or(Value::Null);
+            if !status.is_success() {
+                let detail = body["message"].as_str().unwrap_or("");
+                return Err(format!("twilio: HTTP {} {detail}", status.as_u16()).trim_end().to_string());
+            }
+            Ok(body["sid"].as_str().unwrap_or("").to_string())
+        })
+    }
+}
+
+/// The WhatsApp Cloud API's `POST /{phone_number_id}/messages` with a text message.
+pub struct WhatsAppCloud {
+    pub http: reqwest::Client,
+    pub base_url: String,
+    pub token: String,
+    pub phone_number_id: String,
+}
+
+impl Provider for WhatsAppCloud {
+    fn send<'a>(&'a self, phone: &'a str, text: &'a str) -> SendFuture<'a> {
+        Box::pin(async move {
+            let url = format!("{}/{}/messages", self.base_url.trim_end_matches('/'), self.phone_number_id);
+            let payload = json!({
+                "messaging_product": "whatsapp",
+                "recipient_type": "individual",
+                "to": phone.trim_start_matches('+'),
+                "type": "text",
+                "text": { "preview_url": true, "body": text },
+            });
+            let response = self
+                .http
+                .post(url)
+                .bearer_auth(&self.token)
+                .json(&payload)
+                .send()
+                .await
+                .map_err(|e| describe("whatsapp", &e))?;
+            let status = response.status();
+            let body: Value = response.json().await.unwrap_or(Value::Null);
+            if !status.is_success() {
+                let detail = body["error"]["message"].as_str().unwrap_or("");
+                return Err(format!("whatsapp: HTTP {} {detail}", status.as_u16()).trim_end().to_string());
+            }
+            Ok(body["messages"][0]["id"].as_str().unwrap_or("").to_string())
+        })
+    }
+}
+
+fn describe(provider: &str, e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        format!("{provider}: timed out")
+    } else if e.is_connect() {
+        format!("{provider}: could not connect")
+    } else {
+        format!("{provider}: {e}")
+    }
+}
+
+/// The HTTP client providers share (timeouts from the configuration).
+pub fn http_client(config: &Config) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_millis(config.provider_timeout_ms))
+        .connect_timeout(Duration::from_millis(config.provider_timeout_ms.min(5_000)))
+        .build()
+        .expect("HTTP client builds")
+}
+
+/// The SMS provider the configuration selects.
+pub fn sms(config: &Config, db: &Db, clock: &SharedClock, http: &reqwest::Client) -> Arc<dyn Provider> {
+    let kind = config.sms_provider.or(if config.dev {
+        Some(SmsProviderKind::DevSink)
+    } else if config.twilio_account_sid.is_some() {
+        Some(SmsProviderKind::Twilio)
+    } else {
+        None
+    });
+    match kind {
+        Some(SmsProviderKind::DevSink) => {
+            Arc::new(DevSink { db: db.clone(), clock: clock.clone(), channel: Channel::Sms })
+        }
+        Some(SmsProviderKind::Twilio) => Arc::new(TwilioSms {
+            http: http.clone(),
+            base_url: config.twilio_base_url.clone(),
+            account_sid: config.twilio_account_sid.clone().unwrap_or_default(),
+            auth_token: config.twilio_auth_token.clone().unwrap_or_default(),
+            from: config.twilio_from.clone().unwrap_or_default(),
+        }),
+        None => Arc::new(Unconfigured("SMS")),
+    }
+}
+
+/// The WhatsApp provider the configuration selects.
+pub fn whatsapp(config: &Config, db: &Db, clock: &SharedClock, http: &reqwest::Client) -> Arc<dyn Provider> {
+    let kind = config.whatsapp_provider.or(if config.dev {
+        Some(WhatsAppProviderKind::DevSink)
+    } else if config.whatsapp_token.is_some() {
+        Some(WhatsAppProviderKind::Cloud)
+    } else {
+        None
+    });
+    match kind {
+        Some(WhatsAppProviderKind::DevSink) => {
+            Arc::new(DevSink { db: db.clone(), clock: clock.clone(), channel: Channel::Whatsapp })
+        }
+        Some(WhatsAppProviderKind::Cloud) => Arc::new(WhatsAppCloud {
+            http: http.clone(),
+            base_url: config.whatsapp_base_url.clone(),
+            token: config.whatsapp_token.clone().unwrap_or_default(),
+            phone_number_id: config.whatsapp_phone_number_id.clone().unwrap_or_default(),
+        }),
+        None => Arc::new(Unconfigured("WhatsApp")),
+    }
+}

@@ -1,0 +1,94 @@
+//! `/auth/otp`: end-user login by a one-time SMS code. A successful login claims the user's account
+//! (each linked partner receives `account.claimed`), records the device and returns a user JWT.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::ApiJson;
+use super::accounts::user_account_json;
+use crate::auth::issue_user_token;
+use crate::clock::record_time;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use crate::store::{accounts, devices};
+use crate::validate::is_e164;
+use crate::{events, otp};
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/auth/otp/start", post(start)).route("/auth/otp/verify", post(verify))
+}
+
+#[derive(Deserialize)]
+struct Start {
+    phone: Option<String>,
+}
+
+fn phone_of(phone: Option<&str>) -> ApiResult<String> {
+    let phone = phone
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| ApiError::validation("phone", "phone is required"))?;
+    if !is_e164(phone) {
+        return Err(ApiError::validation("phone", "phone must be E.164, e.g. +15551230000"));
+    }
+    Ok(phone.to_string())
+}
+
+async fn start(State(state): State<AppState>, ApiJson(req): ApiJson<Start>) -> ApiResult<(StatusCode, Json<Value>)> {
+    let phone = phone_of(req.phone.as_deref())?;
+    let expires_at = otp::start(&state, &phone, "login", |code| {
+        format!("Your Hubbub code is {code}. It expires in 10 minutes. Never share it.")
+    })
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ "phone": phone, "expires_at": record_time(expires_at) }))))
+}
+
+#[derive(Deserialize)]
+struct Verify {
+    phone: Option<String>,
+    code: Option<String>,
+    device_uuid: Option<String>,
+    platform: Option<String>,
+}
+
+async fn verify(State(state): State<AppState>, ApiJson(req): ApiJson<Verify>) -> ApiResult<Json<Value>> {
+    let phone = phone_of(req.phone.as_deref())?;
+    let code = req
+        .code
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| ApiError::validation("code", "code is required"))?;
+    let device_uuid = match req.device_uuid.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
+        Some(d) if d.len() > 128 => {
+            return Err(ApiError::validation("device_uuid", "device_uuid is at most 128 characters"));
+        }
+        Some(d) => d.to_string(),
+        None => uuid::Uuid::new_v4().to_string(),
+    };
+    let platform = req.platform.as_deref().map(str::trim).filter(|p| !p.is_empty());
+    otp::verify(&state, &phone, "login", code).await?;
+
+    let now = state.now();
+    let mut tx = state.db.writer().begin().await?;
+    accounts::claim_in(&mut tx, &phone, now, |partner, at| events::account_claimed(partner, &phone, at)).await?;
+    if !devices::ensure_device_in(&mut tx, &device_uuid, &phone, platform, now).await? {
+        return Err(ApiError::conflict("device_uuid belongs to another account's device"));
+    }
+    tx.commit().await?;
+
+    let (token, expires_at) = issue_user_token(&state, &phone, Some(&device_uuid)).map_err(ApiError::internal)?;
+    let account = accounts::find_account(&state.db, &phone)
+        .await?
+        .ok_or_else(|| ApiError::internal("claimed account missing"))?;
+    Ok(Json(json!({
+        "token": token,
+        "expires_at": record_time(expires_at),
+        "device_uuid": device_uuid,
+        "account": user_account_json(&state, &account).await?,
+    })))
+}

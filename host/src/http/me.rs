@@ -1,0 +1,112 @@
+//! `/me`: the app's side, for an end user with a JWT. The hub inbox (fetching marks messages
+//! `delivered`), read marks, the account, support threads, bots and open forms. Every call counts as
+//! device activity (see `auth::UserAuth`).
+
+use axum::extract::{Path, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{Value, json};
+
+use super::QueryMap;
+use super::accounts::user_account_json;
+use super::messages::message_json;
+use crate::auth::UserAuth;
+use crate::clock::record_time;
+use crate::error::{ApiError, ApiResult};
+use crate::events;
+use crate::state::AppState;
+use crate::store::{accounts, bots, conversations, flows, messages};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/me/messages", get(inbox))
+        .route("/me/messages/{ref}/read", post(read))
+        .route("/me/account", get(account))
+        .route("/me/conversations", get(my_conversations))
+        .route("/me/bots", get(my_bots))
+        .route("/me/forms", get(my_forms))
+}
+
+/// States a message is in before the user's app has it.
+const UNDELIVERED: &[&str] = &["queued", "sent"];
+
+async fn inbox(State(state): State<AppState>, user: UserAuth, query: QueryMap) -> ApiResult<Json<Value>> {
+    let page = query.page()?;
+    let mut rows = messages::list_hub(&state.db, &user.phone, page.before, page.fetch()).await?;
+    // The app now has these messages: they are delivered, in the hub.
+    let now = state.now();
+    let mut tx = state.db.writer().begin().await?;
+    for m in rows.iter_mut().take(page.limit as usize).filter(|m| UNDELIVERED.contains(&m.state.as_str())) {
+        if let Some(moved) =
+            messages::transition_in(&mut tx, m.id, UNDELIVERED, "delivered", Some("inapp"), now, events::message_status)
+                .await?
+        {
+            *m = moved;
+        }
+    }
+    tx.commit().await?;
+    Ok(Json(page.respond(rows, |m| m.id, message_json)))
+}
+
+async fn read(State(state): State<AppState>, user: UserAuth, Path(reference): Path<String>) -> ApiResult<Json<Value>> {
+    let m = messages::find_by_ref(&state.db, &reference)
+        .await?
+        .filter(|m| m.phone == user.phone)
+        .ok_or_else(|| ApiError::not_found("message"))?;
+    let mut tx = state.db.writer().begin().await?;
+    let moved = messages::transition_in(
+        &mut tx,
+        m.id,
+        &["queued", "sent", "delivered"],
+        "read",
+        Some("inapp"),
+        state.now(),
+        events::message_status,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(message_json(&moved.unwrap_or(m))))
+}
+
+async fn account(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<Value>> {
+    let account =
+        accounts::find_account(&state.db, &user.phone).await?.ok_or_else(|| ApiError::not_found("account"))?;
+    Ok(Json(user_account_json(&state, &account).await?))
+}
+
+pub fn conversation_json(c: &conversations::Conversation) -> Value {
+    json!({
+        "conversation_id": c.id,
+        "ref": c.reference,
+        "phone": c.phone,
+        "partner": c.partner_code,
+        "subject": c.subject,
+        "state": c.state,
+        "last_message_at": record_time(c.last_message_at),
+        "created_at": record_time(c.created_at),
+    })
+}
+
+async fn my_conversations(State(state): State<AppState>, user: UserAuth, query: QueryMap) -> ApiResult<Json<Value>> {
+    let page = query.page()?;
+    let rows = conversations::list_for_phone(&state.db, &user.phone, page.before, page.fetch()).await?;
+    Ok(Json(page.respond(rows, |c| c.id, conversation_json)))
+}
+
+async fn my_bots(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<Value>> {
+    let rows = bots::list_for_user(&state.db, &user.phone).await?;
+    let data: Vec<Value> = rows
+        .iter()
+        .map(|b| json!({"code": b.code, "name": b.name, "partner": {"code": b.partner_code, "name": b.partner_name}}))
+        .collect();
+    Ok(Json(json!({ "data": data, "next_cursor": null })))
+}
+
+async fn my_forms(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<Value>> {
+    let rows = flows::open_forms(&state.db, &user.phone).await?;
+    let data: Vec<Value> = rows
+        .iter()
+        .map(|f| json!({"ref": f.reference, "bot": f.bot, "flow": f.flow, "title": f.title, "state": f.state, "invited_at": record_time(f.invited_at)}))
+        .collect();
+    Ok(Json(json!({ "data": data, "next_cursor": null })))
+}

@@ -1,0 +1,306 @@
+//! End-user accounts (keyed by phone), their links to partners with the partners' custom field values,
+//! the partners' account field definitions, and claiming.
+
+use serde_json::{Map, Value};
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+use super::outbox::{self, Target};
+use super::{Db, is_unique_violation};
+use crate::clock::Millis;
+use crate::forms::FieldDef;
+
+#[derive(Debug, Clone)]
+pub struct Account {
+    pub id: i64,
+    pub phone: String,
+    pub state: String,
+    pub display_name: Option<String>,
+}
+
+fn account_from_row(row: &AnyRow) -> Result<Account, sqlx::Error> {
+    Ok(Account {
+        id: row.try_get("id")?,
+        phone: row.try_get("phone")?,
+        state: row.try_get("state")?,
+        display_name: row.try_get("display_name")?,
+    })
+}
+
+pub async fn find_account(db: &Db, phone: &str) -> Result<Option<Account>, sqlx::Error> {
+    let row = sqlx::query("SELECT id, phone, state, display_name FROM accounts WHERE phone = $1")
+        .bind(phone)
+        .fetch_optional(db.reader())
+        .await?;
+    row.as_ref().map(account_from_row).transpose()
+}
+
+/// The partners an account is linked to: `(code, name)`, in link order.
+pub async fn linked_partners(db: &Db, account_id: i64) -> Result<Vec<(String, String)>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT p.code, p.name FROM account_links l JOIN partners p ON p.id = l.partner_id \
+         WHERE l.account_id = $1 ORDER BY l.linked_at, p.id",
+    )
+    .bind(account_id)
+    .fetch_all(db.reader())
+    .await?;
+    rows.iter().map(|r| Ok((r.try_get("code")?, r.try_get("name")?))).collect()
+}
+
+/// The account of `phone` as one partner sees it: only when linked, with that partner's field values.
+pub async fn find_linked(
+    db: &Db,
+    partner_id: i64,
+    phone: &str,
+) -> Result<Option<(Account, Map<String, Value>)>, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT a.id, a.phone, a.state, a.display_name, l.fields FROM accounts a \
+         JOIN account_links l ON l.account_id = a.id WHERE a.phone = $1 AND l.partner_id = $2",
+    )
+    .bind(phone)
+    .bind(partner_id)
+    .fetch_optional(db.reader())
+    .await?;
+    row.map(|r| {
+        let fields: String = r.try_get("fields")?;
+        Ok((account_from_row(&r)?, serde_json::from_str(&fields).unwrap_or_default()))
+    })
+    .transpose()
+}
+
+/// Creates the account if needed (`unclaimed`), links it to the partner and stores the partner's field
+/// values (merged over earlier ones). Returns the account and the partner's field values.
+pub async fn link_account(
+    db: &Db,
+    partner_id: i64,
+    phone: &str,
+    display_name: Option<&str>,
+    fields: &Map<String, Value>,
+    now: Millis,
+) -> Result<(Account, Map<String, Value>), sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    sqlx::query(
+        "INSERT INTO accounts (phone, state, display_name, created_at) VALUES ($1, 'unclaimed', $2, $3) \
+         ON CONFLICT (phone) DO NOTHING",
+    )
+    .bind(phone)
+    .bind(display_name)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    if let Some(name) = display_name {
+        sqlx::query("UPDATE accounts SET display_name = $1 WHERE phone = $2 AND display_name IS NULL")
+            .bind(name)
+            .bind(phone)
+            .execute(&mut *tx)
+            .await?;
+    }
+    let row = sqlx::query("SELECT id, phone, state, display_name FROM accounts WHERE phone = $1")
+        .bind(phone)
+        .fetch_one(&mut *tx)
+        .await?;
+    let account = account_from_row(&row)?;
+    let existing: Option<String> =
+        sqlx::query_scalar("SELECT fields FROM account_links WHERE account_id = $1 AND partner_id = $2")
+            .bind(account.id)
+            .bind(partner_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let mut merged: Map<String, Value> =
+        existing.as_deref().and_then(|f| serde_json::from_str(f).ok()).unwrap_or_default();
+    for (k, v) in fields {
+        merged.insert(k.clone(), v.clone());
+    }
+    let merged_text = Value::Object(merged.clone()).to_string();
+    if existing.is_some() {
+        sqlx::query("UPDATE account_links SET fields = $1 WHERE account_id = $2 AND partner_id = $3")
+            .bind(&merged_text)
+            .bind(account.id)
+            .bind(partner_id)
+            .execute(&mut *tx)
+            .await?;
+    } else {
+        sqlx::query(
+            "INSERT INTO account_links (account_id, partner_id, fields, linked_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (account_id, partner_id) DO UPDATE SET fields = excluded.fields",
+        )
+        .bind(account.id)
+        .bind(partner_id)
+        .bind(&merged_text)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok((account, merged))
+}
+
+/// Claims the account of `phone` (creating it claimed if there was none). When it was unclaimed, every
+/// linked partner gets an `account.claimed` event (built by `event`) in the same transaction.
+pub async fn claim_in(
+    tx: &mut Transaction<'_, Any>,
+    phone: &str,
+    now: Millis,
+    event: impl Fn(&str, Millis) -> Value,
+) -> Result<Account, sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO accounts (phone, state, claimed_at, created_at) VALUES ($1, 'claimed', $2, $2) \
+         ON CONFLICT (phone) DO NOTHING",
+    )
+    .bind(phone)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    let claimed: Option<i64> = sqlx::query_scalar(
+        "UPDATE accounts SET state = 'claimed', claimed_at = $1 WHERE phone = $2 AND state = 'unclaimed' RETURNING id",
+    )
+    .bind(now)
+    .bind(phone)
+    .fetch_optional(&mut **tx)
+    .await?;
+    if let Some(account_id) = claimed {
+        let partners = sqlx::query(
+            "SELECT p.id, p.code FROM account_links l JOIN partners p ON p.id = l.partner_id WHERE l.account_id = $1",
+        )
+        .bind(account_id)
+        .fetch_all(&mut **tx)
+        .await?;
+        for p in partners {
+            let (id, code): (i64, String) = (p.try_get("id")?, p.try_get("code")?);
+            let key = format!("account:{account_id}");
+            outbox::enqueue(tx, Target::Partner(id), "account.claimed", &event(&code, now), &key, now).await?;
+        }
+    }
+    let row = sqlx::query("SELECT id, phone, state, display_name FROM accounts WHERE phone = $1")
+        .bind(phone)
+        .fetch_one(&mut **tx)
+        .await?;
+    account_from_row(&row)
+}
+
+/// Phones linked to a partner and claimed, in account order, after `after_account_id` (broadcasts).
+pub async fn linked_claimed_page(
+    db: &Db,
+    partner_id: i64,
+    after_account_id: i64,
+    limit: i64,
+) -> Result<Vec<(i64, String)>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT a.id, a.phone FROM account_links l JOIN accounts a ON a.id = l.account_id \
+         WHERE l.partner_id = $1 AND a.state = 'claimed' AND a.id > $2 ORDER BY a.id LIMIT $3",
+    )
+    .bind(partner_id)
+    .bind(after_account_id)
+    .bind(limit)
+    .fetch_all(db.reader())
+    .await?;
+    rows.iter().map(|r| Ok((r.try_get("id")?, r.try_get("phone")?))).collect()
+}
+
+// ---- account field definitions ----
+
+/// A partner's account field definition, with its id.
+#[derive(Debug, Clone)]
+pub struct AccountField {
+    pub id: i64,
+    /// The account-field type name as partners write it (`char`, `selection`, …).
+    pub type_name: String,
+    pub def: FieldDef,
+}
+
+fn field_from_row(row: &AnyRow) -> Result<AccountField, sqlx::Error> {
+    let type_name: String = row.try_get("type")?;
+    let options: String = row.try_get("options")?;
+    let def = FieldDef {
+        key: row.try_get("key")?,
+        kind: crate::forms::account_field_kind(&type_name).unwrap_or(crate::forms::FieldType::Text),
+        label: row.try_get("label")?,
+        required: row.try_get::<i64, _>("required")? != 0,
+        placeholder: None,
+        options: serde_json::from_str(&options).unwrap_or_default(),
+    };
+    Ok(AccountField { id: row.try_get("id")?, type_name, def })
+}
+
+pub async fn list_fields(db: &Db, partner_id: i64) -> Result<Vec<AccountField>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT id, key, label, type, required, options FROM account_fields WHERE partner_id = $1 ORDER BY id",
+    )
+    .bind(partner_id)
+    .fetch_all(db.reader())
+    .await?;
+    rows.iter().map(field_from_row).collect()
+}
+
+pub async fn find_field(db: &Db, partner_id: i64, id: i64) -> Result<Option<AccountField>, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT id, key, label, type, required, options FROM account_fields WHERE partner_id = $1 AND id = $2",
+    )
+    .bind(partner_id)
+    .bind(id)
+    .fetch_optional(db.reader())
+    .await?;
+    row.as_ref().map(field_from_row).transpose()
+}
+
+/// Inserts a definition; `None` when the key is taken.
+pub async fn insert_field(
+    db: &Db,
+    partner_id: i64,
+    type_name: &str,
+    def: &FieldDef,
+    now: Millis,
+) -> Result<Option<AccountField>, sqlx::Error> {
+    let result = sqlx::query(
+        "INSERT INTO account_fields (partner_id, key, label, type, required, options, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, key, label, type, required, options",
+    )
+    .bind(partner_id)
+    .bind(&def.key)
+    .bind(&def.label)
+    .bind(type_name)
+    .bind(def.required as i64)
+    .bind(serde_json::to_string(&def.options).expect("options serialise"))
+    .bind(now)
+    .fetch_one(db.writer())
+    .await;
+    match result {
+        Ok(row) => Ok(Some(field_from_row(&row)?)),
+        Err(e) if is_unique_violation(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Replaces a definition; `Ok(None)` when there is no such field, `Err` unique violation when the new
+/// key is taken (the caller maps it to 409).
+pub async fn update_field(
+    db: &Db,
+    partner_id: i64,
+    id: i64,
+    type_name: &str,
+    def: &FieldDef,
+) -> Result<Option<AccountField>, sqlx::Error> {
+    let row = sqlx::query(
+        "UPDATE account_fields SET key = $1, label = $2, type = $3, required = $4, options = $5 \
+         WHERE partner_id = $6 AND id = $7 RETURNING id, key, label, type, required, options",
+    )
+    .bind(&def.key)
+    .bind(&def.label)
+    .bind(type_name)
+    .bind(def.required as i64)
+    .bind(serde_json::to_string(&def.options).expect("options serialise"))
+    .bind(partner_id)
+    .bind(id)
+    .fetch_optional(db.writer())
+    .await?;
+    row.as_ref().map(field_from_row).transpose()
+}
+
+pub async fn delete_field(db: &Db, partner_id: i64, id: i64) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query("DELETE FROM account_fields WHERE partner_id = $1 AND id = $2")
+        .bind(partner_id)
+        .bind(id)
+        .execute(db.writer())
+        .await?;
+    Ok(done.rows_affected() == 1)
+}

@@ -1,0 +1,293 @@
+//! Routing and fallback (CONTRACT section 3): the hub for claimed users with a device, otherwise WhatsApp
+//! then SMS; OTPs by SMS when offline; providers that fail or time out; durability across restarts and
+//! several hosts.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::common::{FakeServer, TestApp, eventually};
+use hubbub_host::config::{SmsProviderKind, WhatsAppProviderKind};
+use hubbub_host::store::outbox::{self, Target};
+
+const PHONE: &str = "+15551230000";
+
+fn channels(m: &Value) -> Vec<(String, String)> {
+    m["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["channel"].as_str().unwrap().to_string(), a["state"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+fn pair(c: &str, s: &str) -> (String, String) {
+    (c.to_string(), s.to_string())
+}
+
+/// A host whose WhatsApp and SMS providers are fake servers.
+async fn with_fake_providers(wa: &FakeServer, sms: &FakeServer) -> TestApp {
+    let (wa, sms) = (wa.url.clone(), sms.url.clone());
+    TestApp::start_with(move |c| {
+        c.whatsapp_provider = Some(WhatsAppProviderKind::Cloud);
+        c.whatsapp_base_url = wa;
+        c.whatsapp_token = Some("wa-token".into());
+        c.whatsapp_phone_number_id = Some("12345".into());
+        c.sms_provider = Some(SmsProviderKind::Twilio);
+        c.twilio_base_url = sms;
+        c.twilio_account_sid = Some("AC1".into());
+        c.twilio_auth_token = Some("tw-token".into());
+        c.twilio_from = Some("+15550001111".into());
+        c.provider_timeout_ms = 500;
+    })
+    .await
+}
+
+#[tokio::test]
+async fn claimed_user_with_a_device_is_reached_in_the_hub() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let token = app.login(PHONE).await;
+    let id = app.send_text(&key, PHONE, "hello hub").await.ok(201)["message_id"].as_i64().unwrap();
+    let m = app.delivered(&key, id).await;
+    assert_eq!(m["state"], "sent");
+    assert_eq!(m["channel"], "inapp");
+    assert_eq!(channels(&m), vec![pair("inapp", "sent")]);
+    assert!(app.sink(PHONE, "whatsapp").await.is_empty());
+    // The user's app fetches it: delivered, then read.
+    app.get(&token, "/api/v1/me/messages").await.ok(200);
+    assert_eq!(app.message(&key, id).await["state"], "delivered");
+    let reference = m["ref"].as_str().unwrap();
+    app.post(&token, &format!("/api/v1/me/messages/{reference}/read"), json!({})).await.ok(200);
+    assert_eq!(app.message(&key, id).await["state"], "read");
+    // Every change was a message.status event, in order, with growing seq.
+    let pid = hubbub_host::store::partners::find_by_code(&app.state.db, "acme").await.unwrap().unwrap().id;
+    let events = outbox::list_for_target(&app.state.db, Target::Partner(pid), Some("message.status")).await.unwrap();
+    let mine: Vec<&Value> = events.iter().rev().map(|(_, _, p)| p).filter(|p| p["message_id"] == id).collect();
+    let states: Vec<(&str, i64, &str)> = mine
+        .iter()
+        .map(|p| (p["state"].as_str().unwrap(), p["seq"].as_i64().unwrap(), p["channel"].as_str().unwrap()))
+        .collect();
+    assert_eq!(states, vec![("sent", 1, "inapp"), ("delivered", 2, "inapp"), ("read", 3, "inapp")]);
+}
+
+#[tokio::test]
+async fn unclaimed_users_get_whatsapp_with_the_text_and_links() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let text = app.send_text(&key, PHONE, "Your parcel ships today").await.ok(201)["message_id"].as_i64().unwrap();
+    let m = app.delivered(&key, text).await;
+    assert_eq!((m["state"].as_str(), m["channel"].as_str()), (Some("sent"), Some("whatsapp")));
+    assert_eq!(channels(&m), vec![pair("whatsapp", "sent")]);
+    let link = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "link", "link_url": "https://example.com/offer", "body": "Half price"})).await;
+    app.delivered(&key, link.ok(201)["message_id"].as_i64().unwrap()).await;
+    let html = app
+        .post(
+            &key,
+            "/api/v1/messages",
+            json!({"phone": PHONE, "content_type": "html", "html": "<p>News</p>", "subject": "November news"}),
+        )
+        .await;
+    let html_ref = html.ok(201)["ref"].as_str().unwrap().to_string();
+    app.delivered(&key, html.json["message_id"].as_i64().unwrap()).await;
+    let image = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "image", "media_base64": "aGVsbG8=", "media_mimetype": "image/png", "body": "Look"})).await;
+    let image_ref = image.ok(201)["ref"].as_str().unwrap().to_string();
+    app.delivered(&key, image.json["message_id"].as_i64().unwrap()).await;
+    let wa = app.sink(PHONE, "whatsapp").await;
+    assert_eq!(wa.len(), 4);
+    assert!(wa[0].contains("Your parcel ships today") && wa[0].starts_with("acme Inc."), "{}", wa[0]);
+    assert!(wa[1].contains("Half price") && wa[1].contains("https://example.com/offer"), "{}", wa[1]);
+    assert!(wa[2].contains("November news") && wa[2].contains(&format!("/api/v1/content/{html_ref}")), "{}", wa[2]);
+    assert!(wa[3].contains("Look") && wa[3].contains(&format!("/api/v1/content/{image_ref}")), "{}", wa[3]);
+    // The content links work without credentials.
+    let page = app.client.get(format!("{}/api/v1/content/{html_ref}", app.base)).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.headers()["content-security-policy"].to_str().unwrap().contains("sandbox"));
+    assert_eq!(page.text().await.unwrap(), "<p>News</p>");
+    let img = app.client.get(format!("{}/api/v1/content/{image_ref}", app.base)).send().await.unwrap();
+    assert_eq!(img.bytes().await.unwrap().as_ref(), b"hello");
+    assert_eq!(app.client.get(format!("{}/api/v1/content/msg_nope", app.base)).send().await.unwrap().status(), 404);
+}
+
+#[tokio::test]
+async fn otp_priority_goes_straight_to_sms_when_offline() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "Code 1234", "priority": "otp"})).await;
+    let m = app.delivered(&key, r.ok(201)["message_id"].as_i64().unwrap()).await;
+    assert_eq!(channels(&m), vec![pair("sms", "sent")]);
+    assert!(app.sink(PHONE, "whatsapp").await.is_empty());
+    // A claimed user who is online gets it in the hub; offline, by SMS.
+    let token = app.login(PHONE).await;
+    app.get(&token, "/api/v1/me/forms").await.ok(200);
+    let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "Code 5678", "priority": "otp"})).await;
+    assert_eq!(
+        channels(&app.delivered(&key, r.ok(201)["message_id"].as_i64().unwrap()).await),
+        vec![pair("inapp", "sent")]
+    );
+    app.clock.advance_ms(301_000);
+    let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "Code 9999", "priority": "otp"})).await;
+    assert_eq!(
+        channels(&app.delivered(&key, r.ok(201)["message_id"].as_i64().unwrap()).await),
+        vec![pair("sms", "sent")]
+    );
+}
+
+#[tokio::test]
+async fn real_providers_are_called_with_their_api_shapes() {
+    let wa = FakeServer::start(200, 0).await;
+    let sms = FakeServer::start(201, 0).await;
+    let app = with_fake_providers(&wa, &sms).await;
+    let key = app.partner("acme").await;
+    let id = app.send_text(&key, PHONE, "via whatsapp").await.ok(201)["message_id"].as_i64().unwrap();
+    assert_eq!(channels(&app.delivered(&key, id).await), vec![pair("whatsapp", "sent")]);
+    let got = wa.received();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].path, "/12345/messages");
+    assert_eq!(got[0].headers["authorization"], "Bearer wa-token");
+    let body = got[0].json();
+    assert_eq!(body["messaging_product"], "whatsapp");
+    assert_eq!(body["to"], "15551230000");
+    assert_eq!(body["type"], "text");
+    assert!(body["text"]["body"].as_str().unwrap().contains("via whatsapp"));
+    let otp = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "code 42", "priority": "otp"})).await;
+    assert_eq!(
+        channels(&app.delivered(&key, otp.ok(201)["message_id"].as_i64().unwrap()).await),
+        vec![pair("sms", "sent")]
+    );
+    let got = sms.received();
+    assert_eq!(got[0].path, "/2010-04-01/Accounts/AC1/Messages.json");
+    assert!(got[0].headers["authorization"].to_str().unwrap().starts_with("Basic "));
+    let form: HashMap<String, String> = serde_urlencoded::from_bytes(&got[0].body).unwrap();
+    assert_eq!(form["To"], PHONE);
+    assert_eq!(form["From"], "+15550001111");
+    assert!(form["Body"].contains("code 42"));
+}
+
+#[tokio::test]
+async fn whatsapp_failure_or_timeout_falls_back_to_sms_and_both_failing_is_failed() {
+    let wa = FakeServer::start(500, 0).await;
+    let sms = FakeServer::start(201, 0).await;
+    let app = with_fake_providers(&wa, &sms).await;
+    let key = app.partner("acme").await;
+    let id = app.send_text(&key, PHONE, "try wa").await.ok(201)["message_id"].as_i64().unwrap();
+    let m = app.delivered(&key, id).await;
+    assert_eq!(channels(&m), vec![pair("whatsapp", "failed"), pair("sms", "sent")]);
+    assert_eq!((m["state"].as_str(), m["channel"].as_str()), (Some("sent"), Some("sms")));
+    assert!(m["attempts"][0]["error"].as_str().unwrap().contains("500"));
+    // A timeout is a failed attempt too.
+    wa.set(200, 2_000);
+    let id = app.send_text(&key, PHONE, "slow wa").await.ok(201)["message_id"].as_i64().unwrap();
+    let m = app.delivered(&key, id).await;
+    assert_eq!(channels(&m), vec![pair("whatsapp", "failed"), pair("sms", "sent")]);
+    assert!(m["attempts"][0]["error"].as_str().unwrap().contains("timed out"), "{}", m["attempts"][0]);
+    // Both failing: failed, with a message.status for it.
+    wa.set(500, 0);
+    sms.set(400, 0);
+    let id = app.send_text(&key, PHONE, "nobody home").await.ok(201)["message_id"].as_i64().unwrap();
+    let m = app.delivered(&key, id).await;
+    assert_eq!(m["state"], "failed");
+    assert_eq!(channels(&m), vec![pair("whatsapp", "failed"), pair("sms", "failed")]);
+    let pid = hubbub_host::store::partners::find_by_code(&app.state.db, "acme").await.unwrap().unwrap().id;
+    let events = outbox::list_for_target(&app.state.db, Target::Partner(pid), Some("message.status")).await.unwrap();
+    assert!(events.iter().any(|(_, _, p)| p["message_id"] == id && p["state"] == "failed"));
+}
+
+#[tokio::test]
+async fn unconfigured_providers_fail_attempts_instead_of_crashing() {
+    let app = TestApp::start_with(|c| c.dev = false).await;
+    let key = app.partner("acme").await;
+    let id = app.send_text(&key, PHONE, "no providers").await.ok(201)["message_id"].as_i64().unwrap();
+    let m = app.delivered(&key, id).await;
+    assert_eq!(m["state"], "failed");
+    assert!(m["attempts"][0]["error"].as_str().unwrap().contains("no WhatsApp provider"));
+}
+
+#[tokio::test]
+async fn several_hosts_on_one_database_deliver_each_message_once() {
+    let a = TestApp::start().await;
+    let b = TestApp::start_on(a.db.clone(), |_| {}).await;
+    let key = a.partner("acme").await;
+    let mut ids = Vec::new();
+    for i in 0..40 {
+        let host = if i % 2 == 0 { &a } else { &b };
+        ids.push(
+            host.send_text(&key, &format!("+1555000{:04}", i), &format!("m{i}")).await.ok(201)["message_id"]
+                .as_i64()
+                .unwrap(),
+        );
+    }
+    for id in &ids {
+        let m = a.delivered(&key, *id).await;
+        assert_eq!(channels(&m), vec![pair("whatsapp", "sent")], "message {id}");
+    }
+    let sent: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM dev_sink WHERE channel = 'whatsapp'")
+        .fetch_one(a.state.db.reader())
+        .await
+        .unwrap();
+    assert_eq!(sent, 40, "one WhatsApp text per message");
+    b.stop().await;
+}
+
+/// A message accepted with 201 is delivered even when the process dies right after answering.
+#[tokio::test]
+async fn killed_host_loses_no_accepted_message() {
+    use std::process::{Command, Stdio};
+    let slow = FakeServer::start(200, 3_000).await;
+    let db = Arc::new(crate::common::TestDb::new().await);
+    let create = crate::cli::hubbub(&db.url, &["partner", "create", "--code", "acme", "--name", "Acme"]);
+    let key = serde_json::from_slice::<Value>(&create.stdout).unwrap()["api_key"].as_str().unwrap().to_string();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hubbub"))
+        .arg("serve")
+        .env("HUBBUB_DATABASE_URL", &db.url)
+        .env("HUBBUB_LISTEN", format!("127.0.0.1:{port}"))
+        .env("HUBBUB_DEV", "1")
+        .env("HUBBUB_WHATSAPP_PROVIDER", "cloud")
+        .env("HUBBUB_WHATSAPP_BASE_URL", &slow.url)
+        .env("HUBBUB_WHATSAPP_TOKEN", "t")
+        .env("HUBBUB_WHATSAPP_PHONE_NUMBER_ID", "1")
+        .env("HUBBUB_DELIVERY_LEASE_S", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{port}/api/v1/messages");
+    let mut ids = Vec::new();
+    for attempt in 0..200 {
+        match client
+            .post(&url)
+            .bearer_auth(&key)
+            .json(&json!({"phone": PHONE, "body": format!("m{}", ids.len())}))
+            .send()
+            .await
+        {
+            Ok(r) => {
+                assert_eq!(r.status(), 201);
+                ids.push(r.json::<Value>().await.unwrap()["message_id"].as_i64().unwrap());
+                if ids.len() == 10 {
+                    break;
+                }
+            }
+            Err(_) if ids.is_empty() && attempt < 199 => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    // Killed while the (slow) provider calls are in flight: nothing was recorded as delivered.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // A new host on the same database takes the work over once the dead host's lease runs out.
+    let app = TestApp::start_on(db, |c| c.delivery_lease_s = 1).await;
+    app.clock.advance_ms(2_000);
+    for id in ids {
+        let m = app.delivered(&key, id).await;
+        assert_eq!(m["state"], "sent", "message {id}: {m}");
+        assert_eq!(m["channel"], "whatsapp");
+    }
+    eventually("no job left", || async {
+        hubbub_host::store::deliveries::pending_count(&app.state.db).await.unwrap() == 0
+    })
+    .await;
+}
