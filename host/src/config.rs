@@ -128,6 +128,28 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_DELIVERY_LEASE_S", default_value_t = 60)]
     pub delivery_lease_s: u64,
 
+    /// Seconds between webhook attempts, comma-separated: N gaps mean N+1 attempts, then `dead`
+    /// (±20 % jitter). The default spans about 27 hours.
+    #[arg(
+        long,
+        env = "HUBBUB_WEBHOOK_BACKOFF_S",
+        value_delimiter = ',',
+        default_value = "5,30,120,600,1800,3600,7200,14400,28800,43200"
+    )]
+    pub webhook_backoff_s: Vec<u64>,
+
+    /// Timeout of one webhook request, in milliseconds.
+    #[arg(long, env = "HUBBUB_WEBHOOK_TIMEOUT_MS", default_value_t = 10_000)]
+    pub webhook_timeout_ms: u64,
+
+    /// Most webhook requests in flight to one endpoint (a slow endpoint never holds up others).
+    #[arg(long, env = "HUBBUB_WEBHOOK_CONCURRENCY", default_value_t = 8)]
+    pub webhook_concurrency: usize,
+
+    /// How often the webhook dispatcher looks for due events, in milliseconds.
+    #[arg(long, env = "HUBBUB_WEBHOOK_POLL_MS", default_value_t = 200)]
+    pub webhook_poll_ms: u64,
+
     /// Largest accepted request body, in bytes (component uploads have their own limit).
     #[arg(long, env = "HUBBUB_BODY_LIMIT", default_value_t = 10 * 1024 * 1024)]
     pub body_limit: usize,
@@ -166,6 +188,10 @@ impl std::fmt::Debug for Config {
             .field("provider_timeout_ms", &self.provider_timeout_ms)
             .field("delivery_poll_ms", &self.delivery_poll_ms)
             .field("delivery_lease_s", &self.delivery_lease_s)
+            .field("webhook_backoff_s", &self.webhook_backoff_s)
+            .field("webhook_timeout_ms", &self.webhook_timeout_ms)
+            .field("webhook_concurrency", &self.webhook_concurrency)
+            .field("webhook_poll_ms", &self.webhook_poll_ms)
             .field("body_limit", &self.body_limit)
             .finish()
     }

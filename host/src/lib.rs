@@ -24,6 +24,7 @@ pub mod state;
 pub mod store;
 pub mod template;
 pub mod validate;
+pub mod webhooks;
 
 use std::future::Future;
 use std::time::Duration;
@@ -87,5 +88,6 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<tokio::task:
         })
     };
     let delivery = tokio::spawn(delivery::run_worker(state.clone(), stop.clone()));
-    vec![housekeeping, delivery]
+    let webhooks = tokio::spawn(webhooks::run_dispatcher(state.clone(), stop.clone()));
+    vec![housekeeping, delivery, webhooks]
 }

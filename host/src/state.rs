@@ -30,8 +30,10 @@ pub struct AppState {
     pub messages: MessageWriter,
     /// Channel providers and the delivery worker's wake-up.
     pub delivery: Arc<Delivery>,
-    /// The outbound HTTP client (providers, webhooks).
+    /// The outbound HTTP client of channel providers.
     pub http: reqwest::Client,
+    /// The outbound HTTP client of webhooks (no redirects; public addresses only outside dev mode).
+    pub webhook_http: reqwest::Client,
 }
 
 impl AppState {
@@ -41,6 +43,7 @@ impl AppState {
         let burst = NonZeroU32::new(config.rate_limit_burst.max(1)).expect("max(1) is non-zero");
         let limiter = RateLimiter::keyed(Quota::per_second(per_s).allow_burst(burst));
         let messages = MessageWriter::spawn(db.clone());
+        let webhook_http = crate::webhooks::http_client(&config);
         let http = providers::http_client(&config);
         let delivery = Arc::new(Delivery {
             sms: providers::sms(&config, &db, &clock, &http),
@@ -55,6 +58,7 @@ impl AppState {
             jwt_secret: Arc::new(jwt_secret),
             messages,
             delivery,
+            webhook_http,
             http,
         }
     }

@@ -11,3 +11,4 @@ mod delivery;
 mod messages;
 mod templates;
 mod users;
+mod webhooks;

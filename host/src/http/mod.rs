@@ -10,6 +10,7 @@ pub mod media;
 pub mod messages;
 pub mod openapi;
 pub mod templates;
+pub mod webhooks;
 
 use std::collections::HashMap;
 
@@ -42,6 +43,7 @@ pub fn app(state: AppState) -> Router {
         .merge(login::router())
         .merge(me::router())
         .merge(dev_sink::router())
+        .merge(webhooks::router())
         .merge(openapi::router());
     Router::new()
         .nest("/api/v1", api)

@@ -444,6 +444,77 @@ pub fn document() -> Value {
         o
     });
 
+    // Webhooks
+    add(
+        "/api/v1/settings/webhook",
+        "put",
+        op(
+            "Set where events go; the secret (whsec_…) is shown only when created or rotated",
+            "webhooks",
+            partner,
+            Some(
+                json!({ "type": "object", "properties": { "webhook_url": { "type": ["string", "null"] }, "rotate_secret": { "type": "boolean" } } }),
+            ),
+            (
+                200,
+                "The settings",
+                json!({ "type": "object", "properties": {
+            "webhook_url": { "type": ["string", "null"] }, "webhook_secret_prefix": { "type": "string" },
+            "webhook_secret": { "type": "string", "description": "Only when created or rotated" } } }),
+            ),
+            &[],
+        ),
+    );
+    add(
+        "/api/v1/webhooks/test",
+        "post",
+        op(
+            "Send one signed sample message.status event now",
+            "webhooks",
+            partner,
+            None,
+            (
+                200,
+                "What happened",
+                json!({ "type": "object", "properties": {
+            "ok": { "type": "boolean" }, "status": { "type": ["integer", "null"] }, "error": { "type": ["string", "null"] } } }),
+            ),
+            &[],
+        ),
+    );
+    add(
+        "/api/v1/webhooks/deliveries",
+        "get",
+        with_params(
+            op(
+                "Event deliveries, newest first",
+                "webhooks",
+                partner,
+                None,
+                (200, "A page of deliveries", list_of("WebhookDelivery")),
+                &[422],
+            ),
+            query_params(&[
+                ("state", "pending, succeeded, failed (retrying after a failure) or dead"),
+                ("event", "event name"),
+                PAGE[0],
+                PAGE[1],
+            ]),
+        ),
+    );
+    add(
+        "/api/v1/webhooks/deliveries/{id}/retry",
+        "post",
+        op(
+            "Send a delivery again now (same delivery id)",
+            "webhooks",
+            partner,
+            None,
+            (200, "The delivery", schema_ref("WebhookDelivery")),
+            &[404],
+        ),
+    );
+
     add(
         "/api/v1/openapi.json",
         "get",
@@ -459,7 +530,33 @@ pub fn document() -> Value {
         },
         "servers": [{ "url": "/" }],
         "paths": paths,
+        "webhooks": webhooks(),
         "components": components(),
+    })
+}
+
+/// The events partners receive (OpenAPI 3.1 `webhooks`). Signing: see docs/webhooks.md.
+fn webhooks() -> Value {
+    let event = |name: &str, properties: Value| {
+        json!({ "post": {
+            "summary": name,
+            "parameters": [
+                { "name": "X-Service-Event", "in": "header", "schema": { "type": "string" } },
+                { "name": "X-Service-Signature", "in": "header", "schema": { "type": "string" }, "description": "hex HMAC-SHA256 of the raw body keyed with the whole secret" },
+                { "name": "X-Service-Delivery", "in": "header", "schema": { "type": "string" }, "description": "the same on every retry" },
+                { "name": "webhook-id", "in": "header", "schema": { "type": "string" } },
+                { "name": "webhook-timestamp", "in": "header", "schema": { "type": "string" } },
+                { "name": "webhook-signature", "in": "header", "schema": { "type": "string" }, "description": "Standard Webhooks v1" }
+            ],
+            "requestBody": { "content": { "application/json": { "schema": { "type": "object", "properties": properties } } } },
+            "responses": { "2XX": { "description": "Received; anything else is retried" } }
+        } })
+    };
+    let s = || json!({ "type": "string" });
+    json!({
+        "message.status": event("message.status", json!({ "event": s(), "partner": s(), "message_ref": s(), "message_id": { "type": "integer" }, "seq": { "type": "integer" }, "state": s(), "channel": s(), "phone": s(), "at": s() })),
+        "template.status": event("template.status", json!({ "event": s(), "partner": s(), "template_id": { "type": "integer" }, "code": s(), "lang": s(), "channel": s(), "status": s(), "reason": { "type": ["string", "null"] }, "at": s() })),
+        "account.claimed": event("account.claimed", json!({ "event": s(), "partner": s(), "phone": s(), "at": s() })),
     })
 }
 
@@ -610,6 +707,19 @@ fn components() -> Value {
                     "subject": { "type": ["string", "null"] },
                     "state": { "type": "string", "enum": ["open", "pending", "closed"] },
                     "last_message_at": { "type": "string" },
+                    "created_at": { "type": "string" }
+                }
+            },
+            "WebhookDelivery": {
+                "type": "object",
+                "properties": {
+                    "delivery_id": { "type": "string", "description": "Equals the X-Service-Delivery header" },
+                    "event": { "type": "string" },
+                    "state": { "type": "string", "enum": ["pending", "succeeded", "dead"] },
+                    "attempts": { "type": "integer" },
+                    "last_status": { "type": ["integer", "null"] },
+                    "last_error": { "type": ["string", "null"] },
+                    "next_attempt_at": { "type": ["string", "null"] },
                     "created_at": { "type": "string" }
                 }
             },

@@ -34,3 +34,15 @@ pub async fn list_for_user(db: &Db, phone: &str) -> Result<Vec<BotListing>, sqlx
         })
         .collect()
 }
+
+/// A bot's webhook URL, secret and code, when it has a URL.
+pub async fn webhook_endpoint(db: &Db, bot_id: i64) -> Result<Option<(String, String, String)>, sqlx::Error> {
+    let row = sqlx::query("SELECT webhook_url, webhook_secret, code FROM bots WHERE id = $1")
+        .bind(bot_id)
+        .fetch_optional(db.reader())
+        .await?;
+    Ok(row.and_then(|r| {
+        let url: Option<String> = r.try_get("webhook_url").ok()?;
+        Some((url?, r.try_get("webhook_secret").ok()?, r.try_get("code").ok()?))
+    }))
+}

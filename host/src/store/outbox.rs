@@ -8,7 +8,7 @@ use crate::clock::Millis;
 use crate::secrets::random_alnum;
 
 /// Who receives an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Target {
     Partner(i64),
     Developer(i64),
@@ -80,4 +80,184 @@ pub async fn list_for_target(
             Ok((r.try_get("delivery_id")?, r.try_get("event")?, serde_json::from_str(&payload).unwrap_or(Value::Null)))
         })
         .collect()
+}
+
+/// An event claimed for delivery.
+#[derive(Debug, Clone)]
+pub struct OutboxEvent {
+    pub id: i64,
+    pub delivery_id: String,
+    pub target: Target,
+    pub event: String,
+    pub payload: String,
+    pub attempts: i64,
+}
+
+fn target_of(kind: &str, id: i64) -> Target {
+    match kind {
+        "developer" => Target::Developer(id),
+        "bot" => Target::Bot(id),
+        _ => Target::Partner(id),
+    }
+}
+
+/// Claims up to `limit` due events for `lease_ms`. An event is due when it is pending, its time has
+/// come, nobody holds it, and no earlier event with the same ordering key is still pending (so a
+/// message's `read` never overtakes its `delivered`, even across processes).
+pub async fn claim_due(
+    db: &super::Db,
+    now: Millis,
+    lease_ms: i64,
+    limit: i64,
+) -> Result<Vec<OutboxEvent>, sqlx::Error> {
+    use sqlx::Row;
+    let sql = match db.backend() {
+        super::Backend::Postgres => {
+            "UPDATE outbox_events SET lease_until = $1 WHERE id IN (SELECT e.id FROM outbox_events e \
+             WHERE e.state = 'pending' AND e.next_attempt_at <= $2 AND (e.lease_until IS NULL OR e.lease_until <= $2) \
+             AND NOT EXISTS (SELECT 1 FROM outbox_events p WHERE p.target = e.target AND p.target_id = e.target_id \
+             AND p.ordering_key = e.ordering_key AND p.id < e.id AND p.state = 'pending') \
+             ORDER BY e.id LIMIT $3 FOR UPDATE SKIP LOCKED) \
+             RETURNING id, delivery_id, target, target_id, event, payload, attempts"
+        }
+        super::Backend::Sqlite => {
+            "UPDATE outbox_events SET lease_until = $1 WHERE id IN (SELECT e.id FROM outbox_events e \
+             WHERE e.state = 'pending' AND e.next_attempt_at <= $2 AND (e.lease_until IS NULL OR e.lease_until <= $2) \
+             AND NOT EXISTS (SELECT 1 FROM outbox_events p WHERE p.target = e.target AND p.target_id = e.target_id \
+             AND p.ordering_key = e.ordering_key AND p.id < e.id AND p.state = 'pending') \
+             ORDER BY e.id LIMIT $3) \
+             RETURNING id, delivery_id, target, target_id, event, payload, attempts"
+        }
+    };
+    let rows = sqlx::query(sql).bind(now + lease_ms).bind(now).bind(limit).fetch_all(db.writer()).await?;
+    let mut events: Vec<OutboxEvent> = rows
+        .iter()
+        .map(|r| {
+            let kind: String = r.try_get("target")?;
+            Ok(OutboxEvent {
+                id: r.try_get("id")?,
+                delivery_id: r.try_get("delivery_id")?,
+                target: target_of(&kind, r.try_get("target_id")?),
+                event: r.try_get("event")?,
+                payload: r.try_get("payload")?,
+                attempts: r.try_get("attempts")?,
+            })
+        })
+        .collect::<Result<_, sqlx::Error>>()?;
+    events.sort_by_key(|e| e.id);
+    Ok(events)
+}
+
+/// Gives a claimed event back without an attempt (its endpoint is busy).
+pub async fn release(db: &super::Db, id: i64) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE outbox_events SET lease_until = NULL WHERE id = $1").bind(id).execute(db.writer()).await?;
+    Ok(())
+}
+
+/// Records the outcome of one attempt: `state` is `succeeded`, `pending` (retry at `next_attempt_at`) or
+/// `dead`.
+pub async fn record_attempt(
+    db: &super::Db,
+    id: i64,
+    state: &str,
+    status: Option<u16>,
+    error: Option<&str>,
+    next_attempt_at: Millis,
+    now: Millis,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE outbox_events SET state = $1, attempts = attempts + 1, last_status = $2, last_error = $3, \
+         next_attempt_at = $4, lease_until = NULL, updated_at = $5 WHERE id = $6",
+    )
+    .bind(state)
+    .bind(status.map(i64::from))
+    .bind(error)
+    .bind(next_attempt_at)
+    .bind(now)
+    .bind(id)
+    .execute(db.writer())
+    .await?;
+    Ok(())
+}
+
+/// A delivery as the deliveries list shows it.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub id: i64,
+    pub delivery_id: String,
+    pub event: String,
+    pub state: String,
+    pub attempts: i64,
+    pub last_status: Option<i64>,
+    pub last_error: Option<String>,
+    pub next_attempt_at: Millis,
+    pub created_at: Millis,
+}
+
+const DELIVERY_COLUMNS: &str =
+    "id, delivery_id, event, state, attempts, last_status, last_error, next_attempt_at, created_at";
+
+fn delivery_from_row(r: &sqlx::any::AnyRow) -> Result<Delivery, sqlx::Error> {
+    use sqlx::Row;
+    Ok(Delivery {
+        id: r.try_get("id")?,
+        delivery_id: r.try_get("delivery_id")?,
+        event: r.try_get("event")?,
+        state: r.try_get("state")?,
+        attempts: r.try_get("attempts")?,
+        last_status: r.try_get("last_status")?,
+        last_error: r.try_get("last_error")?,
+        next_attempt_at: r.try_get("next_attempt_at")?,
+        created_at: r.try_get("created_at")?,
+    })
+}
+
+/// A target's deliveries, newest first, filtered by state and event.
+pub async fn list_deliveries(
+    db: &super::Db,
+    target: Target,
+    state: Option<&str>,
+    event: Option<&str>,
+    before: Option<i64>,
+    limit: i64,
+) -> Result<Vec<Delivery>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        "SELECT ",
+        DELIVERY_COLUMNS,
+        " FROM outbox_events WHERE target = $1 AND target_id = $2 AND ($3 IS NULL OR state = $3) \
+         AND ($4 IS NULL OR event = $4) AND ($5 IS NULL OR id < $5) ORDER BY id DESC LIMIT $6"
+    );
+    let rows = sqlx::query(sql)
+        .bind(target.kind())
+        .bind(target.id())
+        .bind(state)
+        .bind(event)
+        .bind(before)
+        .bind(limit)
+        .fetch_all(db.reader())
+        .await?;
+    rows.iter().map(delivery_from_row).collect()
+}
+
+/// Makes one of a target's deliveries due now, whatever its state (same delivery id: a receiver that
+/// already has it de-duplicates). `None` when it is not theirs.
+pub async fn retry_now(
+    db: &super::Db,
+    target: Target,
+    delivery_id: &str,
+    now: Millis,
+) -> Result<Option<Delivery>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        "UPDATE outbox_events SET state = 'pending', next_attempt_at = $1, lease_until = NULL, updated_at = $1 \
+         WHERE target = $2 AND target_id = $3 AND delivery_id = $4 RETURNING ",
+        DELIVERY_COLUMNS
+    );
+    let row = sqlx::query(sql)
+        .bind(now)
+        .bind(target.kind())
+        .bind(target.id())
+        .bind(delivery_id)
+        .fetch_optional(db.writer())
+        .await?;
+    row.as_ref().map(delivery_from_row).transpose()
 }

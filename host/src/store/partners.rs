@@ -100,3 +100,27 @@ pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Partner>, sqlx::Error
         .await?;
     row.as_ref().map(from_row).transpose()
 }
+
+/// The partner's webhook secret (needed in the clear to sign).
+pub async fn webhook_secret(db: &Db, partner_id: i64) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT webhook_secret FROM partners WHERE id = $1")
+        .bind(partner_id)
+        .fetch_one(db.reader())
+        .await
+}
+
+/// Sets (or clears) the webhook URL; replaces the secret when `new_secret` is given.
+pub async fn set_webhook(
+    db: &Db,
+    partner_id: i64,
+    url: Option<&str>,
+    new_secret: Option<&str>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE partners SET webhook_url = $1, webhook_secret = COALESCE($2, webhook_secret) WHERE id = $3")
+        .bind(url)
+        .bind(new_secret)
+        .bind(partner_id)
+        .execute(db.writer())
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,285 @@
+//! Outbound webhooks: the dispatcher that delivers the transactional outbox (at least once, in order per
+//! ordering key, retried with backoff and jitter, then `dead`), the signed request every event and test
+//! ping goes out as, and the rule for where requests may go (HTTPS to public addresses; `localhost` in
+//! dev mode).
+
+pub mod signing;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::Rng;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::state::AppState;
+use crate::store::outbox::{self, OutboxEvent, Target};
+use crate::validate::{check_public_url, is_non_public_ip};
+
+/// Where a target's events go.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub url: String,
+    pub secret: String,
+    /// Set for bot events: adds `X-Service-Bot` and `X-Service-Bot-Secret`, and the `sha256=` form.
+    pub bot_code: Option<String>,
+}
+
+/// What one request achieved.
+#[derive(Debug, Clone)]
+pub struct SendOutcome {
+    pub status: Option<u16>,
+    pub error: Option<String>,
+}
+
+impl SendOutcome {
+    pub fn ok(&self) -> bool {
+        self.error.is_none()
+    }
+}
+
+/// A DNS resolver that refuses names resolving to private, loopback or link-local addresses, so a
+/// webhook URL cannot reach inside the network even when its DNS changes after it was configured.
+struct PublicOnly;
+
+impl Resolve for PublicOnly {
+    fn resolve(&self, name: Name) -> Resolving {
+        Box::pin(async move {
+            let host = name.as_str().to_string();
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public: Vec<SocketAddr> = addrs.into_iter().filter(|a| !is_non_public_ip(a.ip())).collect();
+            if public.is_empty() {
+                return Err(format!("{host} resolves to no public address").into());
+            }
+            Ok(Box::new(public.into_iter()) as Addrs)
+        })
+    }
+}
+
+/// The client webhooks go out with: no redirects, the configured timeout, and outside dev mode only
+/// public addresses.
+pub fn http_client(config: &Config) -> reqwest::Client {
+    let mut builder = reqwest::Client::builder()
+        .timeout(Duration::from_millis(config.webhook_timeout_ms))
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent("Hubbub-Webhooks/1");
+    if !config.dev {
+        builder = builder.dns_resolver(Arc::new(PublicOnly));
+    }
+    builder.build().expect("webhook client builds")
+}
+
+/// Checks a webhook URL when it is configured: HTTPS (localhost in dev mode), and outside dev mode a
+/// host that resolves only to public addresses.
+pub async fn check_url(raw: &str, dev: bool) -> Result<(), String> {
+    let url = check_public_url(raw, dev).map_err(str::to_string)?;
+    if dev {
+        return Ok(());
+    }
+    if let Some(url::Host::Domain(host)) = url.host() {
+        let port = url.port_or_known_default().unwrap_or(443);
+        let addrs: Vec<SocketAddr> =
+            tokio::net::lookup_host((host, port)).await.map_err(|_| format!("host {host} does not resolve"))?.collect();
+        if addrs.is_empty() || addrs.iter().any(|a| is_non_public_ip(a.ip())) {
+            return Err("must not resolve to a private or loopback address".into());
+        }
+    }
+    Ok(())
+}
+
+/// The endpoint of a target, if it has configured one.
+pub async fn endpoint(state: &AppState, target: Target) -> Result<Option<Endpoint>, sqlx::Error> {
+    Ok(match target {
+        Target::Partner(id) => {
+            let partner = crate::store::partners::find_by_id(&state.db, id).await?;
+            let secret = crate::store::partners::webhook_secret(&state.db, id).await?;
+            match (partner.and_then(|p| p.webhook_url), secret) {
+                (Some(url), Some(secret)) => Some(Endpoint { url, secret, bot_code: None }),
+                _ => None,
+            }
+        }
+        Target::Bot(id) => crate::store::bots::webhook_endpoint(&state.db, id)
+            .await?
+            .map(|(url, secret, code)| Endpoint { url, secret, bot_code: Some(code) }),
+        Target::Developer(_) => None,
+    })
+}
+
+/// Sends one signed event. Any non-2xx status, a timeout or a refused address is a failure.
+pub async fn send_signed(
+    state: &AppState,
+    endpoint: &Endpoint,
+    delivery_id: &str,
+    event: &str,
+    body: &str,
+) -> SendOutcome {
+    if let Err(why) = check_public_url(&endpoint.url, state.config.dev) {
+        return SendOutcome { status: None, error: Some(format!("webhook_url {why}")) };
+    }
+    let timestamp = state.now() / 1000;
+    let signature = signing::service_signature(&endpoint.secret, body.as_bytes());
+    let mut request = state
+        .webhook_http
+        .post(&endpoint.url)
+        .header("content-type", "application/json")
+        .header("x-service-event", event)
+        .header("x-service-delivery", delivery_id)
+        .header("webhook-id", delivery_id)
+        .header("webhook-timestamp", timestamp.to_string())
+        .header(
+            "webhook-signature",
+            signing::standard_signature(&endpoint.secret, delivery_id, timestamp, body.as_bytes()),
+        );
+    request = match &endpoint.bot_code {
+        Some(code) => request
+            .header("x-service-signature", format!("sha256={signature}"))
+            .header("x-service-bot", code.as_str())
+            .header("x-service-bot-secret", endpoint.secret.as_str()),
+        None => request.header("x-service-signature", signature),
+    };
+    match request.body(body.to_string()).send().await {
+        Ok(response) if response.status().is_success() => {
+            SendOutcome { status: Some(response.status().as_u16()), error: None }
+        }
+        Ok(response) => {
+            let status = response.status().as_u16();
+            SendOutcome { status: Some(status), error: Some(format!("HTTP {status}")) }
+        }
+        Err(e) if e.is_timeout() => SendOutcome { status: None, error: Some("timed out".into()) },
+        Err(e) if e.is_connect() => {
+            SendOutcome { status: None, error: Some(format!("could not connect: {}", root_cause(&e))) }
+        }
+        Err(e) => SendOutcome { status: None, error: Some(root_cause(&e)) },
+    }
+}
+
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = e;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    current.to_string()
+}
+
+/// When attempt number `attempts` (1-based, just made) failed: the next try, or `None` for dead.
+fn next_try(backoff_s: &[u64], attempts: i64, now: i64) -> Option<i64> {
+    let gap = *backoff_s.get(usize::try_from(attempts - 1).ok()?)?;
+    let jitter = rand::rng().random_range(0.8..=1.2);
+    Some(now + (gap as f64 * 1000.0 * jitter) as i64)
+}
+
+/// Per-endpoint limits on requests in flight.
+#[derive(Default)]
+struct Limits(Mutex<HashMap<Target, Arc<Semaphore>>>);
+
+impl Limits {
+    fn permit(&self, target: Target, per_endpoint: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let semaphore = self
+            .0
+            .lock()
+            .expect("not poisoned")
+            .entry(target)
+            .or_insert_with(|| Arc::new(Semaphore::new(per_endpoint)))
+            .clone();
+        semaphore.try_acquire_owned().ok()
+    }
+}
+
+const CLAIM_BATCH: i64 = 64;
+const MAX_IN_FLIGHT: usize = 512;
+
+/// Delivers due outbox events until `stop`; then waits for the requests in flight.
+pub async fn run_dispatcher(state: AppState, stop: CancellationToken) {
+    let poll = Duration::from_millis(state.config.webhook_poll_ms.max(5));
+    let lease_ms = state.config.webhook_timeout_ms as i64 + 30_000;
+    let limits = Limits::default();
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let mut running = tokio::task::JoinSet::new();
+    loop {
+        while running.try_join_next().is_some() {}
+        let claimed = match outbox::claim_due(&state.db, state.now(), lease_ms, CLAIM_BATCH).await {
+            Ok(events) => events,
+            Err(e) => {
+                tracing::warn!(error = %e, "claiming webhook events failed");
+                Vec::new()
+            }
+        };
+        let full = claimed.len() as i64 == CLAIM_BATCH;
+        for event in claimed {
+            let Some(endpoint_permit) = limits.permit(event.target, state.config.webhook_concurrency.max(1)) else {
+                // That endpoint is busy; another pass takes this event.
+                if let Err(e) = outbox::release(&state.db, event.id).await {
+                    tracing::warn!(error = %e, "releasing a webhook event failed");
+                }
+                continue;
+            };
+            let Ok(slot) = in_flight.clone().acquire_owned().await else { break };
+            let state = state.clone();
+            running.spawn(async move {
+                deliver(&state, event).await;
+                drop((endpoint_permit, slot));
+            });
+        }
+        if full {
+            tokio::task::yield_now().await;
+            continue;
+        }
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = tokio::time::sleep(poll) => {}
+        }
+    }
+    while running.join_next().await.is_some() {}
+}
+
+async fn deliver(state: &AppState, event: OutboxEvent) {
+    let outcome = match endpoint(state, event.target).await {
+        Ok(Some(endpoint)) => send_signed(state, &endpoint, &event.delivery_id, &event.event, &event.payload).await,
+        Ok(None) => SendOutcome { status: None, error: Some("no webhook_url configured".into()) },
+        Err(e) => {
+            tracing::warn!(error = %e, "webhook endpoint lookup failed; the lease will run out and it is retried");
+            return;
+        }
+    };
+    let now = state.now();
+    let attempts = event.attempts + 1;
+    let (next_state, next_at) = if outcome.ok() {
+        ("succeeded", now)
+    } else if outcome.error.as_deref() == Some("no webhook_url configured") {
+        ("dead", now)
+    } else {
+        match next_try(&state.config.webhook_backoff_s, attempts, now) {
+            Some(at) => ("pending", at),
+            None => ("dead", now),
+        }
+    };
+    tracing::info!(delivery_id = %event.delivery_id, event = %event.event, state = next_state, status = ?outcome.status, error = ?outcome.error, attempts, "webhook attempt");
+    if let Err(e) =
+        outbox::record_attempt(&state.db, event.id, next_state, outcome.status, outcome.error.as_deref(), next_at, now)
+            .await
+    {
+        tracing::warn!(error = %e, "recording a webhook attempt failed; it will be sent again");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_try;
+
+    #[test]
+    fn backoff_has_n_gaps_then_dead_with_jitter() {
+        let schedule = [5, 30];
+        for _ in 0..100 {
+            let first = next_try(&schedule, 1, 0).unwrap();
+            assert!((4_000..=6_000).contains(&first), "{first}");
+            let second = next_try(&schedule, 2, 0).unwrap();
+            assert!((24_000..=36_000).contains(&second), "{second}");
+        }
+        assert_eq!(next_try(&schedule, 3, 0), None);
+        assert_eq!(next_try(&[], 1, 0), None);
+    }
+}

@@ -1,0 +1,84 @@
+//! How every outbound event is signed (CONTRACT section 9), in two ways a receiver may choose from:
+//!
+//! - `X-Service-Signature`: hex HMAC-SHA256 of the raw body, keyed with the whole secret string
+//!   (`whsec_…`, as UTF-8 bytes). Bare hex for partner and developer events, `sha256=<hex>` for bot events.
+//! - Standard Webhooks: `webhook-id`, `webhook-timestamp` and `webhook-signature: v1,<base64>`, the
+//!   HMAC-SHA256 of `{id}.{timestamp}.{body}` keyed with the base64-decoded part after `whsec_`.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+
+use crate::secrets::{constant_time_eq, hex, random_bytes};
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// A new webhook secret: `whsec_` + standard base64 of 32 random bytes.
+pub fn new_secret() -> String {
+    format!("whsec_{}", STANDARD.encode(random_bytes::<32>()))
+}
+
+/// The displayable prefix of a secret.
+pub fn secret_prefix(secret: &str) -> String {
+    crate::secrets::display_prefix(secret, "whsec_")
+}
+
+fn hmac(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
+    let mut mac = <HmacSha256 as KeyInit>::new_from_slice(key).expect("HMAC takes any key length");
+    for part in parts {
+        mac.update(part);
+    }
+    mac.finalize().into_bytes().to_vec()
+}
+
+/// The hex HMAC of `body` keyed with the whole secret string.
+pub fn service_signature(secret: &str, body: &[u8]) -> String {
+    hex(&hmac(secret.as_bytes(), &[body]))
+}
+
+/// The Standard Webhooks signature header value (`v1,<base64>`).
+pub fn standard_signature(secret: &str, id: &str, timestamp: i64, body: &[u8]) -> String {
+    let key =
+        STANDARD.decode(secret.strip_prefix("whsec_").unwrap_or(secret)).unwrap_or_else(|_| secret.as_bytes().to_vec());
+    let ts = timestamp.to_string();
+    let mac = hmac(&key, &[id.as_bytes(), b".", ts.as_bytes(), b".", body]);
+    format!("v1,{}", STANDARD.encode(mac))
+}
+
+/// Verifies an `X-Service-Signature` value (either form) in constant time; for inbound bot webhooks.
+pub fn verify_service_signature(secret: &str, body: &[u8], header: &str) -> bool {
+    let given = header.trim().strip_prefix("sha256=").unwrap_or(header.trim());
+    constant_time_eq(&service_signature(secret, body), &given.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The vectors published in docs/webhooks.md.
+    pub const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    pub const BODY: &str = r#"{"event":"message.status","partner":"acme","message_ref":"msg_3fQ2x9LkVb7TnR1sWc8YpZ0d","message_id":42,"seq":2,"state":"delivered","channel":"inapp","phone":"+15551230000","at":"2026-11-22T10:00:00Z"}"#;
+
+    #[test]
+    fn published_vectors() {
+        assert_eq!(
+            service_signature(SECRET, BODY.as_bytes()),
+            "355e40e5390ef92218437c8b704af042d230f73193e8ddedf02d39c5c7abf53f"
+        );
+        assert_eq!(
+            standard_signature(SECRET, "dlv_X1b2C3d4E5f6G7h8I9j0K1l2", 1795860000, BODY.as_bytes()),
+            "v1,4F4A4SPIN/TfvH9gEt2eqS7pGzS0tBLZjZuLMs70bHY="
+        );
+    }
+
+    #[test]
+    fn verification_accepts_both_forms_and_rejects_tampering() {
+        let sig = service_signature(SECRET, b"{}");
+        assert!(verify_service_signature(SECRET, b"{}", &sig));
+        assert!(verify_service_signature(SECRET, b"{}", &format!("sha256={sig}")));
+        assert!(!verify_service_signature(SECRET, b"{ }", &sig));
+        assert!(!verify_service_signature("whsec_other", b"{}", &sig));
+        assert!(new_secret().starts_with("whsec_") && STANDARD.decode(&new_secret()[6..]).unwrap().len() == 32);
+    }
+}

@@ -1,0 +1,336 @@
+//! Durable, signed webhooks (CONTRACT section 9): a real receiver checks every signature in constant
+//! time and sees each event kind, retries, `dead`, ordering, isolation between partners, restarts and
+//! several dispatchers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use base64::Engine;
+use hmac::{Hmac, KeyInit, Mac};
+use reqwest::Method;
+use serde_json::{Value, json};
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
+
+use crate::common::{FakeServer, Recorded, TestApp, eventually};
+
+const PHONE: &str = "+15551230000";
+
+/// What a partner's receiver does: recompute both signatures and compare in constant time.
+fn verify(r: &Recorded, secret: &str, bot: bool) {
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(&r.body);
+    let expected = hex(&mac.finalize().into_bytes());
+    let header = r.headers["x-service-signature"].to_str().unwrap();
+    let given = if bot { header.strip_prefix("sha256=").expect("bot events use sha256=") } else { header };
+    assert!(bool::from(expected.as_bytes().ct_eq(given.as_bytes())), "X-Service-Signature does not verify");
+    let id = r.headers["webhook-id"].to_str().unwrap();
+    let ts = r.headers["webhook-timestamp"].to_str().unwrap();
+    let key = base64::engine::general_purpose::STANDARD.decode(&secret["whsec_".len()..]).unwrap();
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&key).unwrap();
+    mac.update(format!("{id}.{ts}.").as_bytes());
+    mac.update(&r.body);
+    let expected = format!("v1,{}", base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes()));
+    let given = r.headers["webhook-signature"].to_str().unwrap();
+    assert!(bool::from(expected.as_bytes().ct_eq(given.as_bytes())), "webhook-signature does not verify");
+    assert_eq!(r.headers["x-service-delivery"], r.headers["webhook-id"]);
+    assert_eq!(r.headers["content-type"], "application/json");
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Configures the partner's webhook to `url`; returns the secret.
+async fn configure(app: &TestApp, key: &str, url: &str) -> String {
+    let r = app.request(Method::PUT, "/api/v1/settings/webhook", Some(key), Some(&json!({"webhook_url": url}))).await;
+    r.ok(200)["webhook_secret"].as_str().expect("secret shown when created").to_string()
+}
+
+fn events_of<'a>(recv: &'a [Recorded], event: &str) -> Vec<&'a Recorded> {
+    recv.iter().filter(|r| r.headers["x-service-event"] == event).collect()
+}
+
+#[tokio::test]
+async fn settings_show_the_secret_once_and_rotate_it() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let r = app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&json!({"webhook_url": "http://127.0.0.1:9/hook"}))).await;
+    let first = r.ok(200)["webhook_secret"].as_str().unwrap().to_string();
+    assert!(first.starts_with("whsec_"));
+    assert_eq!(base64::engine::general_purpose::STANDARD.decode(&first[6..]).unwrap().len(), 32);
+    assert!(first.starts_with(r.json["webhook_secret_prefix"].as_str().unwrap()));
+    let again = app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&json!({"webhook_url": "http://localhost:9/other"}))).await;
+    assert!(again.ok(200).get("webhook_secret").is_none(), "not shown again");
+    assert_eq!(again.json["webhook_secret_prefix"], r.json["webhook_secret_prefix"]);
+    assert_eq!(again.json["webhook_url"], "http://localhost:9/other");
+    let rotated = app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&json!({"webhook_url": "http://localhost:9/other", "rotate_secret": true}))).await;
+    let second = rotated.ok(200)["webhook_secret"].as_str().unwrap();
+    assert_ne!(second, first);
+    app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&json!({"webhook_url": "ftp://x"}))).await.field_error("webhook_url");
+}
+
+#[tokio::test]
+async fn outside_dev_mode_only_public_https_urls_are_accepted() {
+    let app = TestApp::start_with(|c| c.dev = false).await;
+    let key = app.partner("acme").await;
+    for url in ["http://example.com/hook", "https://127.0.0.1/hook", "https://10.0.0.8/hook", "https://localhost/hook", "https://[::1]/hook", "https://169.254.169.254/latest", "https://nonexistent.invalid/hook"] {
+        let r = app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&json!({"webhook_url": url}))).await;
+        r.field_error("webhook_url");
+    }
+}
+
+#[tokio::test]
+async fn every_partner_event_kind_arrives_signed_with_its_payload() {
+    let recv = FakeServer::start(200, 0).await;
+    let app = TestApp::start_with(|c| c.webhook_poll_ms = 20).await;
+    let key = app.partner("acme").await;
+    let secret = configure(&app, &key, &format!("{}/hooks", recv.url)).await;
+    // template.status
+    let t = app.post(&key, "/api/v1/templates", json!({"code": "hi", "channel": "inapp", "category": "utility", "body": "Hi {{name}}"})).await;
+    let tid = t.ok(201)["template_id"].as_i64().unwrap();
+    app.post(&key, &format!("/api/v1/templates/{tid}/submit"), json!({})).await.ok(200);
+    // account.claimed
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    app.login(PHONE).await;
+    // message.status (sent, in the hub)
+    let m = app.send_text(&key, PHONE, "hello").await.ok(201).clone();
+    eventually("three event kinds", || async {
+        let got = recv.received();
+        ["template.status", "account.claimed", "message.status"].iter().all(|e| !events_of(&got, e).is_empty())
+    })
+    .await;
+    let got = recv.received();
+    for r in &got {
+        verify(r, &secret, false);
+        assert_eq!(r.path, "/hooks");
+        assert!(r.headers.get("x-service-bot").is_none());
+    }
+    let t = events_of(&got, "template.status")[0].json();
+    assert_eq!(t, json!({"event": "template.status", "partner": "acme", "template_id": tid, "code": "hi", "lang": "en", "channel": "inapp", "status": "approved", "reason": null, "at": t["at"]}));
+    let a = events_of(&got, "account.claimed")[0].json();
+    assert_eq!(a, json!({"event": "account.claimed", "partner": "acme", "phone": PHONE, "at": a["at"]}));
+    let s = events_of(&got, "message.status")[0].json();
+    assert_eq!(s["event"], "message.status");
+    assert_eq!(s["partner"], "acme");
+    assert_eq!(s["message_ref"], m["ref"]);
+    assert_eq!(s["message_id"], m["message_id"]);
+    assert_eq!(s["state"], "sent");
+    assert_eq!(s["channel"], "inapp");
+    assert_eq!(s["phone"], PHONE);
+    assert_eq!(s["seq"], 1);
+    assert!(chrono::DateTime::parse_from_rfc3339(s["at"].as_str().unwrap()).is_ok());
+    // Standard Webhooks timestamps are current (receivers reject replays older than 5 minutes).
+    let ts: i64 = got[0].headers["webhook-timestamp"].to_str().unwrap().parse().unwrap();
+    assert!((ts - app.now() / 1000).abs() < 300);
+}
+
+#[tokio::test]
+async fn statuses_of_a_message_arrive_in_order_with_growing_seq() {
+    let recv = FakeServer::start(200, 0).await;
+    let app = TestApp::start_with(|c| c.webhook_poll_ms = 20).await;
+    let key = app.partner("acme").await;
+    let token = app.login(PHONE).await;
+    configure(&app, &key, &recv.url).await;
+    let m = app.send_text(&key, PHONE, "hello").await.ok(201).clone();
+    app.delivered(&key, m["message_id"].as_i64().unwrap()).await;
+    app.get(&token, "/api/v1/me/messages").await.ok(200);
+    app.post(&token, &format!("/api/v1/me/messages/{}/read", m["ref"].as_str().unwrap()), json!({})).await.ok(200);
+    eventually("three statuses", || async { events_of(&recv.received(), "message.status").len() == 3 }).await;
+    let got = recv.received();
+    let seen: Vec<(String, i64)> = events_of(&got, "message.status").iter().map(|r| {
+        let p = r.json();
+        (p["state"].as_str().unwrap().to_string(), p["seq"].as_i64().unwrap())
+    }).collect();
+    assert_eq!(seen, vec![("sent".into(), 1), ("delivered".into(), 2), ("read".into(), 3)]);
+}
+
+async fn first_delivery(app: &TestApp, key: &str) -> Value {
+    app.get(key, "/api/v1/webhooks/deliveries").await.json["data"][0].clone()
+}
+
+#[tokio::test]
+async fn failures_are_retried_with_the_same_delivery_id_then_dead() {
+    let recv = FakeServer::start(500, 0).await;
+    let app = TestApp::start_with(|c| {
+        c.webhook_poll_ms = 20;
+        c.webhook_backoff_s = vec![10, 60];
+        c.webhook_timeout_ms = 300;
+    })
+    .await;
+    let key = app.partner("acme").await;
+    configure(&app, &key, &recv.url).await;
+    let t = app.post(&key, "/api/v1/templates", json!({"code": "a", "channel": "sms", "category": "utility", "body": "x"})).await;
+    app.post(&key, &format!("/api/v1/templates/{}/submit", t.ok(201)["template_id"]), json!({})).await.ok(200);
+    eventually("first attempt", || async { recv.received().len() == 1 }).await;
+    eventually("recorded as failed", || async { first_delivery(&app, &key).await["attempts"] == 1 }).await;
+    let d = first_delivery(&app, &key).await;
+    assert_eq!(d["state"], "pending");
+    assert_eq!(d["last_status"], 500);
+    assert!(d["next_attempt_at"].is_string());
+    let failed = app.get(&key, "/api/v1/webhooks/deliveries?state=failed").await;
+    assert_eq!(failed.ok(200)["data"].as_array().unwrap().len(), 1);
+    // Not before its time (10 s ± 20 %).
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(recv.received().len(), 1);
+    // Second attempt: a timeout.
+    recv.set(200, 1_000);
+    app.clock.advance_ms(12_001);
+    eventually("second attempt", || async { first_delivery(&app, &key).await["attempts"] == 2 }).await;
+    assert!(first_delivery(&app, &key).await["last_error"].as_str().unwrap().contains("timed out"));
+    // Third and last attempt fails: dead.
+    recv.set(503, 0);
+    app.clock.advance_ms(72_001);
+    eventually("dead", || async { first_delivery(&app, &key).await["state"] == "dead" }).await;
+    let got = recv.received();
+    assert_eq!(got.len(), 3, "1 + 2 gaps = 3 attempts");
+    let ids: Vec<&str> = got.iter().map(|r| r.headers["x-service-delivery"].to_str().unwrap()).collect();
+    assert!(ids.iter().all(|id| *id == ids[0]), "same delivery id on every retry");
+    assert_eq!(first_delivery(&app, &key).await["delivery_id"], ids[0]);
+    // A manual retry sends the same delivery again.
+    recv.set(200, 0);
+    let r = app.post(&key, &format!("/api/v1/webhooks/deliveries/{}/retry", ids[0]), json!({})).await;
+    assert_eq!(r.ok(200)["state"], "pending");
+    eventually("retried", || async { first_delivery(&app, &key).await["state"] == "succeeded" }).await;
+    assert_eq!(recv.received().last().unwrap().headers["x-service-delivery"], ids[0]);
+    let other = app.partner("globex").await;
+    app.post(&other, &format!("/api/v1/webhooks/deliveries/{}/retry", ids[0]), json!({})).await.error(404, "not_found");
+    app.get(&key, "/api/v1/webhooks/deliveries?state=bogus").await.field_error("state");
+}
+
+#[tokio::test]
+async fn a_slow_partner_endpoint_never_delays_another_partner() {
+    let slow = FakeServer::start(200, 8_000).await;
+    let fast = FakeServer::start(200, 0).await;
+    let app = TestApp::start_with(|c| {
+        c.webhook_poll_ms = 20;
+        c.webhook_timeout_ms = 20_000;
+        c.webhook_concurrency = 2;
+    })
+    .await;
+    let acme = app.partner("acme").await;
+    let globex = app.partner("globex").await;
+    configure(&app, &acme, &slow.url).await;
+    configure(&app, &globex, &fast.url).await;
+    for i in 0..20 {
+        let t = app.post(&acme, "/api/v1/templates", json!({"code": format!("t{i}"), "channel": "sms", "category": "utility", "body": "x"})).await;
+        app.post(&acme, &format!("/api/v1/templates/{}/submit", t.ok(201)["template_id"]), json!({})).await.ok(200);
+    }
+    eventually("slow endpoint busy", || async { slow.received().len() == 2 }).await;
+    let t = app.post(&globex, "/api/v1/templates", json!({"code": "g", "channel": "sms", "category": "utility", "body": "x"})).await;
+    app.post(&globex, &format!("/api/v1/templates/{}/submit", t.ok(201)["template_id"]), json!({})).await.ok(200);
+    eventually("the other partner's event", || async { fast.received().len() == 1 }).await;
+    // The slow endpoint never has more than its limit in flight, and none of its requests finished yet.
+    assert_eq!(slow.received().len(), 2);
+    let acme_done = app.get(&acme, "/api/v1/webhooks/deliveries?state=succeeded").await;
+    assert_eq!(acme_done.ok(200)["data"].as_array().unwrap().len(), 0);
+}
+
+#[tokio::test]
+async fn webhook_test_sends_one_signed_sample() {
+    let recv = FakeServer::start(200, 0).await;
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let r = app.post(&key, "/api/v1/webhooks/test", json!({})).await;
+    assert_eq!(r.ok(200)["ok"], false);
+    let secret = configure(&app, &key, &recv.url).await;
+    let r = app.post(&key, "/api/v1/webhooks/test", json!({})).await;
+    assert_eq!(r.ok(200).clone(), json!({"ok": true, "status": 200, "error": null}));
+    let got = recv.received();
+    assert_eq!(got.len(), 1);
+    verify(&got[0], &secret, false);
+    assert_eq!(got[0].headers["x-service-event"], "message.status");
+    assert_eq!(got[0].json()["partner"], "acme");
+    recv.set(500, 0);
+    let r = app.post(&key, "/api/v1/webhooks/test", json!({})).await;
+    assert_eq!(r.ok(200)["ok"], false);
+    assert_eq!(r.json["status"], 500);
+}
+
+#[tokio::test]
+async fn events_without_a_configured_url_are_dead_and_can_be_retried_later() {
+    let recv = FakeServer::start(200, 0).await;
+    let app = TestApp::start_with(|c| c.webhook_poll_ms = 20).await;
+    let key = app.partner("acme").await;
+    let t = app.post(&key, "/api/v1/templates", json!({"code": "a", "channel": "sms", "category": "utility", "body": "x"})).await;
+    app.post(&key, &format!("/api/v1/templates/{}/submit", t.ok(201)["template_id"]), json!({})).await.ok(200);
+    eventually("dead for lack of a URL", || async {
+        app.get(&key, "/api/v1/webhooks/deliveries?state=dead").await.json["data"].as_array().is_some_and(|d| d.len() == 1)
+    })
+    .await;
+    let d = app.get(&key, "/api/v1/webhooks/deliveries").await.json["data"][0].clone();
+    assert_eq!(d["last_error"], "no webhook_url configured");
+    configure(&app, &key, &recv.url).await;
+    app.post(&key, &format!("/api/v1/webhooks/deliveries/{}/retry", d["delivery_id"].as_str().unwrap()), json!({})).await.ok(200);
+    eventually("delivered after retry", || async { recv.received().len() == 1 }).await;
+}
+
+#[tokio::test]
+async fn two_dispatchers_on_one_database_deliver_each_event_once() {
+    let recv = FakeServer::start(200, 5).await;
+    let a = TestApp::start_with(|c| c.webhook_poll_ms = 10).await;
+    let b = TestApp::start_on(a.db.clone(), |c| c.webhook_poll_ms = 10).await;
+    let key = a.partner("acme").await;
+    configure(&a, &key, &recv.url).await;
+    for i in 0..30 {
+        let host = if i % 2 == 0 { &a } else { &b };
+        let t = host.post(&key, "/api/v1/templates", json!({"code": format!("t{i}"), "channel": "sms", "category": "utility", "body": "x"})).await;
+        host.post(&key, &format!("/api/v1/templates/{}/submit", t.ok(201)["template_id"]), json!({})).await.ok(200);
+    }
+    eventually("30 events", || async { recv.received().len() >= 30 }).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for r in recv.received() {
+        *count.entry(r.headers["x-service-delivery"].to_str().unwrap().to_string()).or_default() += 1;
+    }
+    assert_eq!(count.len(), 30);
+    assert!(count.values().all(|n| *n == 1), "{count:?}");
+    b.stop().await;
+}
+
+/// A host killed while an event waits for its retry: a new host sends it, same delivery id.
+#[tokio::test]
+async fn a_killed_host_loses_no_event() {
+    use std::process::{Command, Stdio};
+    let recv = FakeServer::start(500, 0).await;
+    let db = Arc::new(crate::common::TestDb::new().await);
+    let create = crate::cli::hubbub(&db.url, &["partner", "create", "--code", "acme", "--name", "Acme"]);
+    let key = serde_json::from_slice::<Value>(&create.stdout).unwrap()["api_key"].as_str().unwrap().to_string();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hubbub"))
+        .arg("serve")
+        .env("HUBBUB_DATABASE_URL", &db.url)
+        .env("HUBBUB_LISTEN", format!("127.0.0.1:{port}"))
+        .env("HUBBUB_DEV", "1")
+        .env("HUBBUB_WEBHOOK_BACKOFF_S", "2")
+        .env("HUBBUB_WEBHOOK_POLL_MS", "20")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}/api/v1");
+    let mut up = false;
+    for _ in 0..100 {
+        if client.get(format!("{base}/openapi.json")).send().await.is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(up);
+    let put = client.put(format!("{base}/settings/webhook")).bearer_auth(&key).json(&json!({"webhook_url": recv.url})).send().await.unwrap();
+    assert_eq!(put.status(), 200);
+    let t: Value = client.post(format!("{base}/templates")).bearer_auth(&key).json(&json!({"code": "a", "channel": "sms", "category": "utility", "body": "x"})).send().await.unwrap().json().await.unwrap();
+    client.post(format!("{base}/templates/{}/submit", t["template_id"])).bearer_auth(&key).send().await.unwrap();
+    eventually("first (failed) attempt", || async { !recv.received().is_empty() }).await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let first_id = recv.received()[0].headers["x-service-delivery"].clone();
+    recv.set(200, 0);
+    let app = TestApp::start_on(db, |c| c.webhook_poll_ms = 20).await;
+    app.clock.advance_ms(60_000);
+    eventually("delivered by the new host", || async { recv.received().iter().any(|r| r.headers["x-service-delivery"] == first_id && r.body.len() > 2) && recv.received().len() >= 2 }).await;
+    let list = app.get(&key, "/api/v1/webhooks/deliveries").await;
+    assert_eq!(list.ok(200)["data"][0]["state"], "succeeded");
+}
