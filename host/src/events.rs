@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::clock::{Millis, iso_time};
+use crate::store::conversations::Conversation;
 use crate::store::messages::Message;
 use crate::store::templates::Template;
 
@@ -39,4 +40,22 @@ pub fn template_status(partner_code: &str, t: &Template, at: Millis) -> Value {
 /// `account.claimed`: the user verified the phone of an account linked to the partner.
 pub fn account_claimed(partner_code: &str, phone: &str, at: Millis) -> Value {
     json!({ "event": "account.claimed", "partner": partner_code, "phone": phone, "at": iso_time(at) })
+}
+
+/// `conversation.message`: a new message in a support conversation (no body when encrypted).
+pub fn conversation_message(c: &Conversation, m: &Message, at: Millis) -> Value {
+    let mut payload = json!({
+        "event": "conversation.message",
+        "partner": c.partner_code,
+        "conversation_id": c.id,
+        "ref": c.reference,
+        "message_ref": m.reference,
+        "direction": m.direction,
+        "phone": c.phone,
+        "at": iso_time(at),
+    });
+    if m.content.get("encryption").is_none() {
+        payload["body"] = json!(m.body);
+    }
+    payload
 }

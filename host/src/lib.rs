@@ -11,6 +11,7 @@
 #![recursion_limit = "512"]
 
 pub mod auth;
+pub mod broadcasts;
 pub mod clock;
 pub mod config;
 pub mod delivery;
@@ -89,5 +90,6 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<tokio::task:
     };
     let delivery = tokio::spawn(delivery::run_worker(state.clone(), stop.clone()));
     let webhooks = tokio::spawn(webhooks::run_dispatcher(state.clone(), stop.clone()));
-    vec![housekeeping, delivery, webhooks]
+    let broadcasts = tokio::spawn(broadcasts::run_worker(state.clone(), stop.clone()));
+    vec![housekeeping, delivery, webhooks, broadcasts]
 }

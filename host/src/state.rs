@@ -30,6 +30,8 @@ pub struct AppState {
     pub messages: MessageWriter,
     /// Channel providers and the delivery worker's wake-up.
     pub delivery: Arc<Delivery>,
+    /// Woken when a broadcast is accepted.
+    pub broadcast_wake: Arc<tokio::sync::Notify>,
     /// The outbound HTTP client of channel providers.
     pub http: reqwest::Client,
     /// The outbound HTTP client of webhooks (no redirects; public addresses only outside dev mode).
@@ -59,6 +61,7 @@ impl AppState {
             messages,
             delivery,
             webhook_http,
+            broadcast_wake: Arc::new(tokio::sync::Notify::new()),
             http,
         }
     }

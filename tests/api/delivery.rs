@@ -291,3 +291,28 @@ async fn killed_host_loses_no_accepted_message() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn dev_sink_is_for_the_platform_partner_in_dev_mode() {
+    let app = TestApp::start().await;
+    let platform = app.partner_with("hubbub", true).await;
+    let acme = app.partner("acme").await;
+    app.request(reqwest::Method::POST, "/api/v1/auth/otp/start", None, Some(&json!({"phone": PHONE}))).await.ok(202);
+    app.send_text(&acme, "+15559990000", "hello there").await.ok(201);
+    eventually("whatsapp text", || async { !app.sink("+15559990000", "whatsapp").await.is_empty() }).await;
+    let r = app.get(&platform, &format!("/api/v1/dev-sink/messages?phone=%2B{}&channel=sms", &PHONE[1..])).await;
+    let data = r.ok(200)["data"].as_array().unwrap().clone();
+    assert_eq!(data.len(), 1);
+    assert_eq!(data[0]["channel"], "sms");
+    assert_eq!(data[0]["phone"], PHONE);
+    assert!(data[0]["text"].as_str().unwrap().contains("code"));
+    assert_eq!(data[0]["at"].as_str().unwrap().len(), 19);
+    let all = app.get(&platform, "/api/v1/dev-sink/messages").await;
+    assert_eq!(all.ok(200)["data"].as_array().unwrap().len(), 2);
+    assert_eq!(all.json["data"][0]["channel"], "whatsapp", "newest first");
+    app.get(&acme, "/api/v1/dev-sink/messages").await.error(403, "forbidden");
+    app.get(&platform, "/api/v1/dev-sink/messages?channel=fax").await.field_error("channel");
+    let prod = TestApp::start_with(|c| c.dev = false).await;
+    let platform = prod.partner_with("hubbub", true).await;
+    prod.get(&platform, "/api/v1/dev-sink/messages").await.error(404, "not_found");
+}

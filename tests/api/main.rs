@@ -5,8 +5,10 @@
 mod common;
 
 mod accounts;
+mod broadcasts;
 mod cli;
 mod conventions;
+mod conversations;
 mod delivery;
 mod messages;
 mod templates;

@@ -55,27 +55,59 @@ fn events_of<'a>(recv: &'a [Recorded], event: &str) -> Vec<&'a Recorded> {
 async fn settings_show_the_secret_once_and_rotate_it() {
     let app = TestApp::start().await;
     let key = app.partner("acme").await;
-    let r = app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&json!({"webhook_url": "http://127.0.0.1:9/hook"}))).await;
+    let r = app
+        .request(
+            Method::PUT,
+            "/api/v1/settings/webhook",
+            Some(&key),
+            Some(&json!({"webhook_url": "http://127.0.0.1:9/hook"})),
+        )
+        .await;
     let first = r.ok(200)["webhook_secret"].as_str().unwrap().to_string();
     assert!(first.starts_with("whsec_"));
     assert_eq!(base64::engine::general_purpose::STANDARD.decode(&first[6..]).unwrap().len(), 32);
     assert!(first.starts_with(r.json["webhook_secret_prefix"].as_str().unwrap()));
-    let again = app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&json!({"webhook_url": "http://localhost:9/other"}))).await;
+    let again = app
+        .request(
+            Method::PUT,
+            "/api/v1/settings/webhook",
+            Some(&key),
+            Some(&json!({"webhook_url": "http://localhost:9/other"})),
+        )
+        .await;
     assert!(again.ok(200).get("webhook_secret").is_none(), "not shown again");
     assert_eq!(again.json["webhook_secret_prefix"], r.json["webhook_secret_prefix"]);
     assert_eq!(again.json["webhook_url"], "http://localhost:9/other");
-    let rotated = app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&json!({"webhook_url": "http://localhost:9/other", "rotate_secret": true}))).await;
+    let rotated = app
+        .request(
+            Method::PUT,
+            "/api/v1/settings/webhook",
+            Some(&key),
+            Some(&json!({"webhook_url": "http://localhost:9/other", "rotate_secret": true})),
+        )
+        .await;
     let second = rotated.ok(200)["webhook_secret"].as_str().unwrap();
     assert_ne!(second, first);
-    app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&json!({"webhook_url": "ftp://x"}))).await.field_error("webhook_url");
+    app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&json!({"webhook_url": "ftp://x"})))
+        .await
+        .field_error("webhook_url");
 }
 
 #[tokio::test]
 async fn outside_dev_mode_only_public_https_urls_are_accepted() {
     let app = TestApp::start_with(|c| c.dev = false).await;
     let key = app.partner("acme").await;
-    for url in ["http://example.com/hook", "https://127.0.0.1/hook", "https://10.0.0.8/hook", "https://localhost/hook", "https://[::1]/hook", "https://169.254.169.254/latest", "https://nonexistent.invalid/hook"] {
-        let r = app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&json!({"webhook_url": url}))).await;
+    for url in [
+        "http://example.com/hook",
+        "https://127.0.0.1/hook",
+        "https://10.0.0.8/hook",
+        "https://localhost/hook",
+        "https://[::1]/hook",
+        "https://169.254.169.254/latest",
+        "https://nonexistent.invalid/hook",
+    ] {
+        let r =
+            app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&json!({"webhook_url": url}))).await;
         r.field_error("webhook_url");
     }
 }
@@ -87,7 +119,13 @@ async fn every_partner_event_kind_arrives_signed_with_its_payload() {
     let key = app.partner("acme").await;
     let secret = configure(&app, &key, &format!("{}/hooks", recv.url)).await;
     // template.status
-    let t = app.post(&key, "/api/v1/templates", json!({"code": "hi", "channel": "inapp", "category": "utility", "body": "Hi {{name}}"})).await;
+    let t = app
+        .post(
+            &key,
+            "/api/v1/templates",
+            json!({"code": "hi", "channel": "inapp", "category": "utility", "body": "Hi {{name}}"}),
+        )
+        .await;
     let tid = t.ok(201)["template_id"].as_i64().unwrap();
     app.post(&key, &format!("/api/v1/templates/{tid}/submit"), json!({})).await.ok(200);
     // account.claimed
@@ -107,7 +145,10 @@ async fn every_partner_event_kind_arrives_signed_with_its_payload() {
         assert!(r.headers.get("x-service-bot").is_none());
     }
     let t = events_of(&got, "template.status")[0].json();
-    assert_eq!(t, json!({"event": "template.status", "partner": "acme", "template_id": tid, "code": "hi", "lang": "en", "channel": "inapp", "status": "approved", "reason": null, "at": t["at"]}));
+    assert_eq!(
+        t,
+        json!({"event": "template.status", "partner": "acme", "template_id": tid, "code": "hi", "lang": "en", "channel": "inapp", "status": "approved", "reason": null, "at": t["at"]})
+    );
     let a = events_of(&got, "account.claimed")[0].json();
     assert_eq!(a, json!({"event": "account.claimed", "partner": "acme", "phone": PHONE, "at": a["at"]}));
     let s = events_of(&got, "message.status")[0].json();
@@ -138,10 +179,13 @@ async fn statuses_of_a_message_arrive_in_order_with_growing_seq() {
     app.post(&token, &format!("/api/v1/me/messages/{}/read", m["ref"].as_str().unwrap()), json!({})).await.ok(200);
     eventually("three statuses", || async { events_of(&recv.received(), "message.status").len() == 3 }).await;
     let got = recv.received();
-    let seen: Vec<(String, i64)> = events_of(&got, "message.status").iter().map(|r| {
-        let p = r.json();
-        (p["state"].as_str().unwrap().to_string(), p["seq"].as_i64().unwrap())
-    }).collect();
+    let seen: Vec<(String, i64)> = events_of(&got, "message.status")
+        .iter()
+        .map(|r| {
+            let p = r.json();
+            (p["state"].as_str().unwrap().to_string(), p["seq"].as_i64().unwrap())
+        })
+        .collect();
     assert_eq!(seen, vec![("sent".into(), 1), ("delivered".into(), 2), ("read".into(), 3)]);
 }
 
@@ -160,7 +204,9 @@ async fn failures_are_retried_with_the_same_delivery_id_then_dead() {
     .await;
     let key = app.partner("acme").await;
     configure(&app, &key, &recv.url).await;
-    let t = app.post(&key, "/api/v1/templates", json!({"code": "a", "channel": "sms", "category": "utility", "body": "x"})).await;
+    let t = app
+        .post(&key, "/api/v1/templates", json!({"code": "a", "channel": "sms", "category": "utility", "body": "x"}))
+        .await;
     app.post(&key, &format!("/api/v1/templates/{}/submit", t.ok(201)["template_id"]), json!({})).await.ok(200);
     eventually("first attempt", || async { recv.received().len() == 1 }).await;
     eventually("recorded as failed", || async { first_delivery(&app, &key).await["attempts"] == 1 }).await;
@@ -213,11 +259,19 @@ async fn a_slow_partner_endpoint_never_delays_another_partner() {
     configure(&app, &acme, &slow.url).await;
     configure(&app, &globex, &fast.url).await;
     for i in 0..20 {
-        let t = app.post(&acme, "/api/v1/templates", json!({"code": format!("t{i}"), "channel": "sms", "category": "utility", "body": "x"})).await;
+        let t = app
+            .post(
+                &acme,
+                "/api/v1/templates",
+                json!({"code": format!("t{i}"), "channel": "sms", "category": "utility", "body": "x"}),
+            )
+            .await;
         app.post(&acme, &format!("/api/v1/templates/{}/submit", t.ok(201)["template_id"]), json!({})).await.ok(200);
     }
     eventually("slow endpoint busy", || async { slow.received().len() == 2 }).await;
-    let t = app.post(&globex, "/api/v1/templates", json!({"code": "g", "channel": "sms", "category": "utility", "body": "x"})).await;
+    let t = app
+        .post(&globex, "/api/v1/templates", json!({"code": "g", "channel": "sms", "category": "utility", "body": "x"}))
+        .await;
     app.post(&globex, &format!("/api/v1/templates/{}/submit", t.ok(201)["template_id"]), json!({})).await.ok(200);
     eventually("the other partner's event", || async { fast.received().len() == 1 }).await;
     // The slow endpoint never has more than its limit in flight, and none of its requests finished yet.
@@ -252,16 +306,22 @@ async fn events_without_a_configured_url_are_dead_and_can_be_retried_later() {
     let recv = FakeServer::start(200, 0).await;
     let app = TestApp::start_with(|c| c.webhook_poll_ms = 20).await;
     let key = app.partner("acme").await;
-    let t = app.post(&key, "/api/v1/templates", json!({"code": "a", "channel": "sms", "category": "utility", "body": "x"})).await;
+    let t = app
+        .post(&key, "/api/v1/templates", json!({"code": "a", "channel": "sms", "category": "utility", "body": "x"}))
+        .await;
     app.post(&key, &format!("/api/v1/templates/{}/submit", t.ok(201)["template_id"]), json!({})).await.ok(200);
     eventually("dead for lack of a URL", || async {
-        app.get(&key, "/api/v1/webhooks/deliveries?state=dead").await.json["data"].as_array().is_some_and(|d| d.len() == 1)
+        app.get(&key, "/api/v1/webhooks/deliveries?state=dead").await.json["data"]
+            .as_array()
+            .is_some_and(|d| d.len() == 1)
     })
     .await;
     let d = app.get(&key, "/api/v1/webhooks/deliveries").await.json["data"][0].clone();
     assert_eq!(d["last_error"], "no webhook_url configured");
     configure(&app, &key, &recv.url).await;
-    app.post(&key, &format!("/api/v1/webhooks/deliveries/{}/retry", d["delivery_id"].as_str().unwrap()), json!({})).await.ok(200);
+    app.post(&key, &format!("/api/v1/webhooks/deliveries/{}/retry", d["delivery_id"].as_str().unwrap()), json!({}))
+        .await
+        .ok(200);
     eventually("delivered after retry", || async { recv.received().len() == 1 }).await;
 }
 
@@ -274,7 +334,13 @@ async fn two_dispatchers_on_one_database_deliver_each_event_once() {
     configure(&a, &key, &recv.url).await;
     for i in 0..30 {
         let host = if i % 2 == 0 { &a } else { &b };
-        let t = host.post(&key, "/api/v1/templates", json!({"code": format!("t{i}"), "channel": "sms", "category": "utility", "body": "x"})).await;
+        let t = host
+            .post(
+                &key,
+                "/api/v1/templates",
+                json!({"code": format!("t{i}"), "channel": "sms", "category": "utility", "body": "x"}),
+            )
+            .await;
         host.post(&key, &format!("/api/v1/templates/{}/submit", t.ok(201)["template_id"]), json!({})).await.ok(200);
     }
     eventually("30 events", || async { recv.received().len() >= 30 }).await;
@@ -319,9 +385,24 @@ async fn a_killed_host_loses_no_event() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert!(up);
-    let put = client.put(format!("{base}/settings/webhook")).bearer_auth(&key).json(&json!({"webhook_url": recv.url})).send().await.unwrap();
+    let put = client
+        .put(format!("{base}/settings/webhook"))
+        .bearer_auth(&key)
+        .json(&json!({"webhook_url": recv.url}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(put.status(), 200);
-    let t: Value = client.post(format!("{base}/templates")).bearer_auth(&key).json(&json!({"code": "a", "channel": "sms", "category": "utility", "body": "x"})).send().await.unwrap().json().await.unwrap();
+    let t: Value = client
+        .post(format!("{base}/templates"))
+        .bearer_auth(&key)
+        .json(&json!({"code": "a", "channel": "sms", "category": "utility", "body": "x"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     client.post(format!("{base}/templates/{}/submit", t["template_id"])).bearer_auth(&key).send().await.unwrap();
     eventually("first (failed) attempt", || async { !recv.received().is_empty() }).await;
     child.kill().unwrap();
@@ -330,7 +411,11 @@ async fn a_killed_host_loses_no_event() {
     recv.set(200, 0);
     let app = TestApp::start_on(db, |c| c.webhook_poll_ms = 20).await;
     app.clock.advance_ms(60_000);
-    eventually("delivered by the new host", || async { recv.received().iter().any(|r| r.headers["x-service-delivery"] == first_id && r.body.len() > 2) && recv.received().len() >= 2 }).await;
+    eventually("delivered by the new host", || async {
+        recv.received().iter().any(|r| r.headers["x-service-delivery"] == first_id && r.body.len() > 2)
+            && recv.received().len() >= 2
+    })
+    .await;
     let list = app.get(&key, "/api/v1/webhooks/deliveries").await;
     assert_eq!(list.ok(200)["data"][0]["state"], "succeeded");
 }

@@ -1,5 +1,5 @@
 //! `/me`: the app's side, for an end user with a JWT. The hub inbox (fetching marks messages
-//! `delivered`), read marks, the account, support threads, bots and open forms. Every call counts as
+//! `delivered`), read marks, the account, bots and open forms (support threads: `http::conversations`). Every call counts as
 //! device activity (see `auth::UserAuth`).
 
 use axum::extract::{Path, State};
@@ -15,14 +15,13 @@ use crate::clock::record_time;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
 use crate::state::AppState;
-use crate::store::{accounts, bots, conversations, flows, messages};
+use crate::store::{accounts, bots, flows, messages};
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/me/messages", get(inbox))
         .route("/me/messages/{ref}/read", post(read))
         .route("/me/account", get(account))
-        .route("/me/conversations", get(my_conversations))
         .route("/me/bots", get(my_bots))
         .route("/me/forms", get(my_forms))
 }
@@ -72,25 +71,6 @@ async fn account(State(state): State<AppState>, user: UserAuth) -> ApiResult<Jso
     let account =
         accounts::find_account(&state.db, &user.phone).await?.ok_or_else(|| ApiError::not_found("account"))?;
     Ok(Json(user_account_json(&state, &account).await?))
-}
-
-pub fn conversation_json(c: &conversations::Conversation) -> Value {
-    json!({
-        "conversation_id": c.id,
-        "ref": c.reference,
-        "phone": c.phone,
-        "partner": c.partner_code,
-        "subject": c.subject,
-        "state": c.state,
-        "last_message_at": record_time(c.last_message_at),
-        "created_at": record_time(c.created_at),
-    })
-}
-
-async fn my_conversations(State(state): State<AppState>, user: UserAuth, query: QueryMap) -> ApiResult<Json<Value>> {
-    let page = query.page()?;
-    let rows = conversations::list_for_phone(&state.db, &user.phone, page.before, page.fetch()).await?;
-    Ok(Json(page.respond(rows, |c| c.id, conversation_json)))
 }
 
 async fn my_bots(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<Value>> {

@@ -38,32 +38,32 @@ pub const STATES: &[&str] = &["queued", "sent", "delivered", "read", "failed"];
 pub const E2E_ALG: &str = "x25519-hkdf-sha256-aes-256-gcm";
 
 /// The send-message fields of INTERFACE.md (aliases `url` and `cta` accepted).
-#[derive(Debug, Deserialize)]
-struct SendMessage {
-    phone: Option<String>,
-    body: Option<String>,
-    content_type: Option<String>,
-    template_code: Option<String>,
-    vars: Option<Map<String, Value>>,
-    lang: Option<String>,
-    priority: Option<String>,
-    idempotency_key: Option<String>,
-    media_url: Option<String>,
-    media_base64: Option<String>,
-    media_filename: Option<String>,
-    media_mimetype: Option<String>,
+#[derive(Debug, Default, Deserialize)]
+pub struct SendMessage {
+    pub(crate) phone: Option<String>,
+    pub(crate) body: Option<String>,
+    pub(crate) content_type: Option<String>,
+    pub(crate) template_code: Option<String>,
+    pub(crate) vars: Option<Map<String, Value>>,
+    pub(crate) lang: Option<String>,
+    pub(crate) priority: Option<String>,
+    pub(crate) idempotency_key: Option<String>,
+    pub(crate) media_url: Option<String>,
+    pub(crate) media_base64: Option<String>,
+    pub(crate) media_filename: Option<String>,
+    pub(crate) media_mimetype: Option<String>,
     #[serde(alias = "url")]
-    link_url: Option<String>,
+    pub(crate) link_url: Option<String>,
     #[serde(alias = "cta")]
-    link_label: Option<String>,
-    link_title: Option<String>,
-    link_description: Option<String>,
-    link_image_url: Option<String>,
-    html: Option<String>,
-    subject: Option<String>,
-    preview: Option<String>,
-    encryption: Option<String>,
-    e2e_envelope: Option<Value>,
+    pub(crate) link_label: Option<String>,
+    pub(crate) link_title: Option<String>,
+    pub(crate) link_description: Option<String>,
+    pub(crate) link_image_url: Option<String>,
+    pub(crate) html: Option<String>,
+    pub(crate) subject: Option<String>,
+    pub(crate) preview: Option<String>,
+    pub(crate) encryption: Option<String>,
+    pub(crate) e2e_envelope: Option<Value>,
 }
 
 fn non_empty(v: &Option<String>) -> Option<&str> {
@@ -124,6 +124,59 @@ fn check_envelope(envelope: Option<&Value>) -> ApiResult<&Map<String, Value>> {
 }
 
 /// Validates a send request into a message to store. `raw` is the request body as sent.
+/// Validated message content: everything but the recipient and idempotency. Shared by single sends,
+/// agent sends, conversation replies and broadcasts.
+pub struct Content {
+    pub content_type: String,
+    pub body: Option<String>,
+    pub rendered_body: Option<String>,
+    pub template_code: Option<String>,
+    pub lang: Option<String>,
+    pub priority: String,
+    /// Type-specific fields (`media`, `link`, `html`, …, `e2e_envelope`).
+    pub content: Value,
+    pub media: Option<NewMedia>,
+}
+
+impl Content {
+    /// The message to store for one recipient.
+    pub fn into_message(
+        self,
+        partner_id: i64,
+        phone: &str,
+        direction: &'static str,
+        conversation_id: Option<i64>,
+    ) -> NewMessage {
+        NewMessage {
+            reference: format!("msg_{}", random_alnum(24)),
+            partner_id,
+            direction,
+            conversation_id,
+            phone: phone.to_string(),
+            content_type: self.content_type,
+            body: self.body,
+            rendered_body: self.rendered_body,
+            template_code: self.template_code,
+            lang: self.lang,
+            priority: self.priority,
+            content: self.content,
+            media: self.media,
+            idempotency_key: None,
+            request_hash: None,
+        }
+    }
+}
+
+/// A phone number field that must be present and E.164.
+pub fn required_phone(phone: &Option<String>) -> ApiResult<&str> {
+    let phone = non_empty(phone).ok_or_else(|| ApiError::validation("phone", "phone is required"))?;
+    if !is_e164(phone) {
+        return Err(ApiError::validation("phone", "phone must be E.164, e.g. +15551230000"));
+    }
+    Ok(phone)
+}
+
+/// Validates a send request into a message to store. `raw` is the request body as sent.
 async fn build_message(
     state: &AppState,
     partner_id: i64,
@@ -131,10 +184,26 @@ async fn build_message(
     raw: &Value,
     header_key: Option<String>,
 ) -> ApiResult<NewMessage> {
-    let phone = non_empty(&req.phone).ok_or_else(|| ApiError::validation("phone", "phone is required"))?;
-    if !is_e164(phone) {
-        return Err(ApiError::validation("phone", "phone must be E.164, e.g. +15551230000"));
+    let phone = required_phone(&req.phone)?;
+    let idempotency_key = non_empty(&req.idempotency_key).map(str::to_string).or(header_key);
+    if idempotency_key.as_ref().is_some_and(|k| k.len() > 255) {
+        return Err(ApiError::validation("idempotency_key", "idempotency_key is at most 255 characters"));
     }
+    let content = validate_content(state, partner_id, &req, Some(phone)).await?;
+    let mut message = content.into_message(partner_id, phone, "out", None);
+    message.request_hash = idempotency_key.as_ref().map(|_| request_hash(raw));
+    message.idempotency_key = idempotency_key;
+    Ok(message)
+}
+
+/// Validates the content fields of a send request. `phone` is the recipient, needed to check the keys of
+/// an end-to-end encrypted send; without one (broadcasts) encryption is refused.
+pub async fn validate_content(
+    state: &AppState,
+    partner_id: i64,
+    req: &SendMessage,
+    phone: Option<&str>,
+) -> ApiResult<Content> {
     let content_type = non_empty(&req.content_type).unwrap_or("text");
     if !CONTENT_TYPES.contains(&content_type) {
         return Err(ApiError::validation(
@@ -149,10 +218,6 @@ async fn build_message(
             "priority must be a short lower-case word, e.g. otp, notification, chat",
         ));
     }
-    let idempotency_key = non_empty(&req.idempotency_key).map(str::to_string).or(header_key);
-    if idempotency_key.as_ref().is_some_and(|k| k.len() > 255) {
-        return Err(ApiError::validation("idempotency_key", "idempotency_key is at most 255 characters"));
-    }
     let dev = state.config.dev;
     let mut content = Map::new();
 
@@ -165,6 +230,8 @@ async fn build_message(
         }
     };
     if encrypted {
+        let phone =
+            phone.ok_or_else(|| ApiError::validation("encryption", "end-to-end encryption needs one recipient"))?;
         let envelope = check_envelope(req.e2e_envelope.as_ref())?;
         if req.body.is_some() {
             return Err(ApiError::validation("body", "a plaintext body is never accepted with an e2e envelope"));
@@ -297,10 +364,7 @@ async fn build_message(
         _ => {}
     }
 
-    Ok(NewMessage {
-        reference: format!("msg_{}", random_alnum(24)),
-        partner_id,
-        phone: phone.to_string(),
+    Ok(Content {
         content_type: content_type.to_string(),
         body,
         rendered_body,
@@ -309,8 +373,6 @@ async fn build_message(
         priority: priority.to_string(),
         content: Value::Object(content),
         media,
-        request_hash: idempotency_key.as_ref().map(|_| request_hash(raw)),
-        idempotency_key,
     })
 }
 
@@ -345,6 +407,7 @@ pub fn message_json(m: &Message) -> Value {
         "state": m.state,
         "priority": m.priority,
         "channel": m.channel,
+        "conversation_id": m.conversation_id,
         "created_at": record_time(m.created_at),
     });
     let obj = record.as_object_mut().expect("built as an object");

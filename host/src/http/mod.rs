@@ -3,6 +3,8 @@
 //! Request parsing helpers that every resource uses live here too.
 
 pub mod accounts;
+pub mod broadcasts;
+pub mod conversations;
 pub mod dev_sink;
 pub mod login;
 pub mod me;
@@ -44,6 +46,8 @@ pub fn app(state: AppState) -> Router {
         .merge(me::router())
         .merge(dev_sink::router())
         .merge(webhooks::router())
+        .merge(conversations::router())
+        .merge(broadcasts::router())
         .merge(openapi::router());
     Router::new()
         .nest("/api/v1", api)

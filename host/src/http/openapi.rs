@@ -515,6 +515,175 @@ pub fn document() -> Value {
         ),
     );
 
+    // Conversations
+    let thread = json!({ "allOf": [schema_ref("Conversation"), { "type": "object", "properties": {
+        "messages": { "type": "array", "items": schema_ref("Message"), "description": "The latest 200, oldest first" } } }] });
+    add(
+        "/api/v1/me/conversations",
+        "post",
+        op(
+            "Open support with a linked partner, with the first message (send-message content fields)",
+            "conversations",
+            user,
+            Some(
+                json!({ "allOf": [schema_ref("SendMessage"), { "type": "object", "required": ["partner"], "properties": {
+            "partner": { "type": "string" }, "subject": { "type": "string" } } }] }),
+            ),
+            (201, "The conversation (open) with its first message", thread.clone()),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/me/conversations/{ref}",
+        "get",
+        op(
+            "One of my conversations with its messages",
+            "conversations",
+            user,
+            None,
+            (200, "The conversation", thread.clone()),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/me/conversations/{ref}/messages",
+        "post",
+        op(
+            "Write in my conversation (reopens it: open)",
+            "conversations",
+            user,
+            Some(schema_ref("SendMessage")),
+            (201, "The message (direction in)", schema_ref("Message")),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/conversations",
+        "get",
+        with_params(
+            op(
+                "The partner's conversations, newest first",
+                "conversations",
+                partner,
+                None,
+                (200, "A page of conversations", list_of("Conversation")),
+                &[422],
+            ),
+            query_params(&[
+                ("state", "open, pending or closed"),
+                ("q", "search in subject, contact and message bodies"),
+                PAGE[0],
+                PAGE[1],
+            ]),
+        ),
+    );
+    add(
+        "/api/v1/conversations/{id}",
+        "get",
+        op(
+            "A conversation with its messages",
+            "conversations",
+            partner,
+            None,
+            (200, "The conversation", thread),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/conversations/{id}",
+        "patch",
+        op(
+            "Close a conversation (a user message reopens it)",
+            "conversations",
+            partner,
+            Some(
+                json!({ "type": "object", "required": ["state"], "properties": { "state": { "type": "string", "enum": ["closed"] } } }),
+            ),
+            (200, "The conversation", schema_ref("Conversation")),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/conversations/{id}/messages",
+        "post",
+        op(
+            "An agent's reply (the conversation becomes pending); delivered like any outgoing message",
+            "conversations",
+            partner,
+            Some(schema_ref("SendMessage")),
+            (201, "The message (direction out)", schema_ref("Message")),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/agent/messages",
+        "post",
+        op(
+            "Agent send: into the latest open or pending conversation of the phone, else a hub message (conversation_id null)",
+            "conversations",
+            partner,
+            Some(schema_ref("SendMessage")),
+            (201, "The message", schema_ref("Message")),
+            &[],
+        ),
+    );
+
+    // Broadcasts
+    let broadcast_body = json!({ "allOf": [schema_ref("SendMessage"), { "type": "object", "properties": {
+        "audience": { "type": "string", "enum": ["linked"], "default": "linked" } },
+        "description": "Content fields as for a message; no phone, no encryption" }] });
+    add(
+        "/api/v1/broadcasts",
+        "post",
+        op(
+            "Send the same content to every linked and claimed user; fans out in the background",
+            "broadcasts",
+            partner,
+            Some(broadcast_body.clone()),
+            (202, "Accepted (state queued, total null)", schema_ref("Broadcast")),
+            &[],
+        ),
+    );
+    add(
+        "/api/v1/broadcasts",
+        "get",
+        with_params(
+            op(
+                "Broadcasts, newest first",
+                "broadcasts",
+                partner,
+                None,
+                (200, "A page of broadcasts", list_of("Broadcast")),
+                &[422],
+            ),
+            query_params(&PAGE),
+        ),
+    );
+    add(
+        "/api/v1/broadcasts/{id}",
+        "get",
+        op(
+            "A broadcast and its progress",
+            "broadcasts",
+            partner,
+            None,
+            (200, "The broadcast", schema_ref("Broadcast")),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/system/broadcasts",
+        "post",
+        op(
+            "Platform partner only: an announcement to every claimed account",
+            "broadcasts",
+            partner,
+            Some(broadcast_body),
+            (202, "Accepted", schema_ref("Broadcast")),
+            &[],
+        ),
+    );
+
     add(
         "/api/v1/openapi.json",
         "get",
@@ -721,6 +890,22 @@ fn components() -> Value {
                     "last_error": { "type": ["string", "null"] },
                     "next_attempt_at": { "type": ["string", "null"] },
                     "created_at": { "type": "string" }
+                }
+            },
+            "Broadcast": {
+                "type": "object",
+                "properties": {
+                    "broadcast_id": { "type": "integer" },
+                    "state": { "type": "string", "enum": ["queued", "sending", "completed", "failed"] },
+                    "audience": { "type": "string", "description": "linked, or all for system broadcasts" },
+                    "content_type": { "type": "string" },
+                    "body": { "type": ["string", "null"] },
+                    "priority": { "type": "string" },
+                    "total": { "type": ["integer", "null"], "description": "Recipients, counted when the fan-out starts" },
+                    "sent": { "type": "integer", "description": "Messages written and handed to delivery" },
+                    "failed": { "type": "integer" },
+                    "created_at": { "type": "string" },
+                    "completed_at": { "type": ["string", "null"] }
                 }
             },
             "CreateTemplate": {

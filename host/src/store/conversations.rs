@@ -1,9 +1,14 @@
-//! Support conversations between a user and a partner's agents.
+//! Support conversations between a user and a partner's agents, and the messages in them. Every new
+//! message moves the conversation's state and records a `conversation.message` event in the same
+//! transaction.
 
+use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::Db;
+use super::messages::{Created, Message, NewMessage, create_in};
+use super::outbox::{self, Target};
+use super::{Db, like_pattern};
 use crate::clock::Millis;
 
 #[derive(Debug, Clone)]
@@ -36,6 +41,9 @@ fn from_row(row: &AnyRow) -> Result<Conversation, sqlx::Error> {
     })
 }
 
+/// Builds the `conversation.message` payload of a new message.
+pub type EventFn = fn(&Conversation, &Message, Millis) -> Value;
+
 /// A user's support threads, newest first.
 pub async fn list_for_phone(
     db: &Db,
@@ -47,4 +55,137 @@ pub async fn list_for_phone(
         const_format::concatcp!(SELECT, "WHERE c.phone = $1 AND ($2 IS NULL OR c.id < $2) ORDER BY c.id DESC LIMIT $3");
     let rows = sqlx::query(sql).bind(phone).bind(before).bind(limit).fetch_all(db.reader()).await?;
     rows.iter().map(from_row).collect()
+}
+
+/// A partner's conversations, newest first, by state and a search over subject, contact and bodies.
+pub async fn list_for_partner(
+    db: &Db,
+    partner_id: i64,
+    state: Option<&str>,
+    q: Option<&str>,
+    before: Option<i64>,
+    limit: i64,
+) -> Result<Vec<Conversation>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        SELECT,
+        "WHERE c.partner_id = $1 AND ($2 IS NULL OR c.state = $2) AND ($3 IS NULL \
+         OR LOWER(COALESCE(c.subject, '')) LIKE $3 ESCAPE '\\' OR c.phone LIKE $3 ESCAPE '\\' \
+         OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND LOWER(COALESCE(m.body, '')) LIKE $3 ESCAPE '\\')) \
+         AND ($4 IS NULL OR c.id < $4) ORDER BY c.id DESC LIMIT $5"
+    );
+    let rows = sqlx::query(sql)
+        .bind(partner_id)
+        .bind(state)
+        .bind(q.map(like_pattern))
+        .bind(before)
+        .bind(limit)
+        .fetch_all(db.reader())
+        .await?;
+    rows.iter().map(from_row).collect()
+}
+
+pub async fn find_for_partner(db: &Db, partner_id: i64, id: i64) -> Result<Option<Conversation>, sqlx::Error> {
+    let sql = const_format::concatcp!(SELECT, "WHERE c.partner_id = $1 AND c.id = $2");
+    let row = sqlx::query(sql).bind(partner_id).bind(id).fetch_optional(db.reader()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+pub async fn find_for_user(db: &Db, phone: &str, reference: &str) -> Result<Option<Conversation>, sqlx::Error> {
+    let sql = const_format::concatcp!(SELECT, "WHERE c.phone = $1 AND c.ref = $2");
+    let row = sqlx::query(sql).bind(phone).bind(reference).fetch_optional(db.reader()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// The latest open or pending conversation of a phone with a partner (agent sends attach to it).
+pub async fn latest_active(db: &Db, partner_id: i64, phone: &str) -> Result<Option<Conversation>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        SELECT,
+        "WHERE c.partner_id = $1 AND c.phone = $2 AND c.state IN ('open', 'pending') ORDER BY c.id DESC LIMIT 1"
+    );
+    let row = sqlx::query(sql).bind(partner_id).bind(phone).fetch_optional(db.reader()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// Opens a conversation with its first (user) message.
+pub async fn open(
+    db: &Db,
+    reference: &str,
+    subject: Option<&str>,
+    mut first: NewMessage,
+    now: Millis,
+    event: EventFn,
+) -> Result<(Conversation, Message), sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO conversations (ref, partner_id, phone, subject, state, last_message_at, created_at) \
+         VALUES ($1, $2, $3, $4, 'open', $5, $5) RETURNING id",
+    )
+    .bind(reference)
+    .bind(first.partner_id)
+    .bind(&first.phone)
+    .bind(subject)
+    .bind(now)
+    .fetch_one(&mut *tx)
+    .await?;
+    first.conversation_id = Some(id);
+    let result = append_in(&mut tx, id, first, "open", now, event).await?;
+    tx.commit().await?;
+    Ok(result)
+}
+
+/// Adds a message to a conversation and moves it to `state`.
+pub async fn append(
+    db: &Db,
+    conversation_id: i64,
+    mut message: NewMessage,
+    state: &str,
+    now: Millis,
+    event: EventFn,
+) -> Result<(Conversation, Message), sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    message.conversation_id = Some(conversation_id);
+    let result = append_in(&mut tx, conversation_id, message, state, now, event).await?;
+    tx.commit().await?;
+    Ok(result)
+}
+
+async fn append_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    conversation_id: i64,
+    message: NewMessage,
+    state: &str,
+    now: Millis,
+    event: EventFn,
+) -> Result<(Conversation, Message), sqlx::Error> {
+    let Created::New(message) = create_in(tx, &message, now).await? else {
+        return Err(sqlx::Error::Protocol("conversation messages carry no idempotency key".into()));
+    };
+    sqlx::query("UPDATE conversations SET state = $1, last_message_at = $2 WHERE id = $3")
+        .bind(state)
+        .bind(now)
+        .bind(conversation_id)
+        .execute(&mut **tx)
+        .await?;
+    let sql = const_format::concatcp!(SELECT, "WHERE c.id = $1");
+    let conversation = from_row(&sqlx::query(sql).bind(conversation_id).fetch_one(&mut **tx).await?)?;
+    let key = format!("conversation:{conversation_id}");
+    let payload = event(&conversation, &message, now);
+    outbox::enqueue(tx, Target::Partner(conversation.partner_id), "conversation.message", &payload, &key, now).await?;
+    Ok((conversation, message))
+}
+
+/// Sets a partner's conversation state; `None` when it is not theirs.
+pub async fn set_state(db: &Db, partner_id: i64, id: i64, state: &str) -> Result<Option<Conversation>, sqlx::Error> {
+    let done = sqlx::query("UPDATE conversations SET state = $1 WHERE partner_id = $2 AND id = $3")
+        .bind(state)
+        .bind(partner_id)
+        .bind(id)
+        .execute(db.writer())
+        .await?;
+    if done.rows_affected() == 0 {
+        return Ok(None);
+    }
+    let sql = const_format::concatcp!(SELECT, "WHERE c.id = $1");
+    let row = sqlx::query(sql).bind(id).fetch_one(db.writer()).await?;
+    Ok(Some(from_row(&row)?))
 }

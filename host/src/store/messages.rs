@@ -28,12 +28,14 @@ pub struct Message {
     pub state: String,
     pub channel: Option<String>,
     pub seq: i64,
+    /// The support conversation it belongs to (`None` for hub messages).
+    pub conversation_id: Option<i64>,
     pub created_at: Millis,
 }
 
 const SELECT: &str = "SELECT m.id, m.ref, m.partner_id, p.code AS partner_code, m.phone, m.direction, \
     m.content_type, m.body, m.rendered_body, m.template_code, m.lang, m.priority, m.content, m.state, \
-    m.channel, m.seq, m.created_at, m.request_hash FROM messages m JOIN partners p ON p.id = m.partner_id ";
+    m.channel, m.seq, m.conversation_id, m.created_at, m.request_hash FROM messages m JOIN partners p ON p.id = m.partner_id ";
 
 fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
     let content: String = row.try_get("content")?;
@@ -54,6 +56,7 @@ fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
         state: row.try_get("state")?,
         channel: row.try_get("channel")?,
         seq: row.try_get("seq")?,
+        conversation_id: row.try_get("conversation_id")?,
         created_at: row.try_get("created_at")?,
     })
 }
@@ -73,6 +76,9 @@ pub struct NewMedia {
 pub struct NewMessage {
     pub reference: String,
     pub partner_id: i64,
+    /// `out` (partner to user, delivered through the channels) or `in` (user to partner).
+    pub direction: &'static str,
+    pub conversation_id: Option<i64>,
     pub phone: String,
     pub content_type: String,
     pub body: Option<String>,
@@ -97,6 +103,11 @@ pub enum Created {
     KeyReused,
 }
 
+/// Outgoing messages start `queued` for delivery; a user's own message has reached the partner.
+fn initial_state(direction: &str) -> &'static str {
+    if direction == "out" { "queued" } else { "delivered" }
+}
+
 /// How long an idempotency key deduplicates.
 pub const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 
@@ -117,9 +128,10 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
         .await?;
     }
     let inserted: Option<i64> = sqlx::query_scalar(
-        "INSERT INTO messages (ref, partner_id, phone, direction, content_type, body, rendered_body, \
-         template_code, lang, priority, content, state, seq, idempotency_key, request_hash, media_id, created_at, updated_at) \
-         VALUES ($1, $2, $3, 'out', $4, $5, $6, $7, $8, $9, $10, 'queued', 0, $11, $12, $14, $13, $13) \
+        "INSERT INTO messages (ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, \
+         priority, content, state, seq, idempotency_key, request_hash, media_id, direction, conversation_id, \
+         created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $14, $15, $16, $17, $17) \
          ON CONFLICT (partner_id, idempotency_key) DO NOTHING RETURNING id",
     )
     .bind(&m.reference)
@@ -132,10 +144,13 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     .bind(&m.lang)
     .bind(&m.priority)
     .bind(m.content.to_string())
+    .bind(initial_state(m.direction))
     .bind(&m.idempotency_key)
     .bind(&m.request_hash)
-    .bind(now)
     .bind(m.media.as_ref().map(|media| media.id.as_str()))
+    .bind(m.direction)
+    .bind(m.conversation_id)
+    .bind(now)
     .fetch_optional(&mut **tx)
     .await?;
 
@@ -162,12 +177,15 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
         .execute(&mut **tx)
         .await?;
     }
-    sqlx::query("INSERT INTO message_states (message_id, seq, state, channel, at) VALUES ($1, 0, 'queued', NULL, $2)")
+    sqlx::query("INSERT INTO message_states (message_id, seq, state, channel, at) VALUES ($1, 0, $2, NULL, $3)")
         .bind(id)
+        .bind(initial_state(m.direction))
         .bind(now)
         .execute(&mut **tx)
         .await?;
-    super::deliveries::enqueue_in(tx, id, now).await?;
+    if m.direction == "out" {
+        super::deliveries::enqueue_in(tx, id, now).await?;
+    }
     let sql = const_format::concatcp!(SELECT, "WHERE m.id = $1");
     let row = sqlx::query(sql).bind(id).fetch_one(&mut **tx).await?;
     Ok(Created::New(from_row(&row)?))
@@ -372,4 +390,13 @@ pub async fn media_sent_to(db: &Db, media_id: &str, phone: &str) -> Result<bool,
         .fetch_one(db.reader())
         .await?;
     Ok(n > 0)
+}
+
+/// The messages of a conversation, oldest first (the last `limit`).
+pub async fn list_conversation(db: &Db, conversation_id: i64, limit: i64) -> Result<Vec<Message>, sqlx::Error> {
+    let sql = const_format::concatcp!(SELECT, "WHERE m.conversation_id = $1 ORDER BY m.id DESC LIMIT $2");
+    let rows = sqlx::query(sql).bind(conversation_id).bind(limit).fetch_all(db.reader()).await?;
+    let mut messages: Vec<Message> = rows.iter().map(from_row).collect::<Result<_, _>>()?;
+    messages.reverse();
+    Ok(messages)
 }

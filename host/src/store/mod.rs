@@ -9,6 +9,7 @@
 
 pub mod accounts;
 pub mod bots;
+pub mod broadcasts;
 pub mod conversations;
 pub mod deliveries;
 pub mod dev_sink;

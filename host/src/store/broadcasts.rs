@@ -1,0 +1,271 @@
+//! Broadcasts and their fan-out: one message per recipient, written in batches that each advance a cursor
+//! over the audience in the same transaction, so a fan-out resumes where it stopped and never writes a
+//! recipient twice (unique `(broadcast_id, phone)` as the last guard).
+
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::messages::NewMedia;
+use super::{Backend, Db};
+use crate::clock::Millis;
+use crate::secrets::random_alnum;
+
+#[derive(Debug, Clone)]
+pub struct Broadcast {
+    pub id: i64,
+    pub partner_id: i64,
+    pub audience: String,
+    pub content_type: String,
+    pub body: Option<String>,
+    pub rendered_body: Option<String>,
+    pub template_code: Option<String>,
+    pub lang: Option<String>,
+    pub priority: String,
+    pub content: Value,
+    pub media_id: Option<String>,
+    pub state: String,
+    pub total: Option<i64>,
+    pub sent: i64,
+    pub failed: i64,
+    pub cursor: i64,
+    pub created_at: Millis,
+    pub completed_at: Option<Millis>,
+}
+
+const COLUMNS: &str = "id, partner_id, audience, content_type, body, rendered_body, template_code, lang, priority, \
+    content, media_id, state, total, sent, failed, cursor, created_at, completed_at";
+
+fn from_row(r: &AnyRow) -> Result<Broadcast, sqlx::Error> {
+    let content: String = r.try_get("content")?;
+    Ok(Broadcast {
+        id: r.try_get("id")?,
+        partner_id: r.try_get("partner_id")?,
+        audience: r.try_get("audience")?,
+        content_type: r.try_get("content_type")?,
+        body: r.try_get("body")?,
+        rendered_body: r.try_get("rendered_body")?,
+        template_code: r.try_get("template_code")?,
+        lang: r.try_get("lang")?,
+        priority: r.try_get("priority")?,
+        content: serde_json::from_str(&content).unwrap_or(Value::Null),
+        media_id: r.try_get("media_id")?,
+        state: r.try_get("state")?,
+        total: r.try_get("total")?,
+        sent: r.try_get("sent")?,
+        failed: r.try_get("failed")?,
+        cursor: r.try_get("cursor")?,
+        created_at: r.try_get("created_at")?,
+        completed_at: r.try_get("completed_at")?,
+    })
+}
+
+/// What a new broadcast sends.
+pub struct NewBroadcast {
+    pub partner_id: i64,
+    pub audience: &'static str,
+    pub content_type: String,
+    pub body: Option<String>,
+    pub rendered_body: Option<String>,
+    pub template_code: Option<String>,
+    pub lang: Option<String>,
+    pub priority: String,
+    pub content: Value,
+    /// Base64 media, stored once and referenced by every message.
+    pub media: Option<NewMedia>,
+}
+
+/// Stores a `queued` broadcast (and its media, once).
+pub async fn insert(db: &Db, b: &NewBroadcast, now: Millis) -> Result<Broadcast, sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    if let Some(media) = &b.media {
+        sqlx::query(
+            "INSERT INTO media (id, partner_id, filename, mimetype, size, sha256, data, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(&media.id)
+        .bind(b.partner_id)
+        .bind(&media.filename)
+        .bind(&media.mimetype)
+        .bind(media.data.len() as i64)
+        .bind(&media.sha256)
+        .bind(&media.data)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    }
+    let sql = const_format::concatcp!(
+        "INSERT INTO broadcasts (partner_id, audience, content_type, body, rendered_body, template_code, lang, \
+         priority, content, media_id, state, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'queued', $11) \
+         RETURNING ",
+        COLUMNS
+    );
+    let row = sqlx::query(sql)
+        .bind(b.partner_id)
+        .bind(b.audience)
+        .bind(&b.content_type)
+        .bind(&b.body)
+        .bind(&b.rendered_body)
+        .bind(&b.template_code)
+        .bind(&b.lang)
+        .bind(&b.priority)
+        .bind(b.content.to_string())
+        .bind(b.media.as_ref().map(|m| m.id.as_str()))
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    from_row(&row)
+}
+
+pub async fn find(db: &Db, partner_id: i64, id: i64) -> Result<Option<Broadcast>, sqlx::Error> {
+    let sql = const_format::concatcp!("SELECT ", COLUMNS, " FROM broadcasts WHERE partner_id = $1 AND id = $2");
+    let row = sqlx::query(sql).bind(partner_id).bind(id).fetch_optional(db.reader()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+pub async fn list(db: &Db, partner_id: i64, before: Option<i64>, limit: i64) -> Result<Vec<Broadcast>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        "SELECT ",
+        COLUMNS,
+        " FROM broadcasts WHERE partner_id = $1 AND ($2 IS NULL OR id < $2) ORDER BY id DESC LIMIT $3"
+    );
+    let rows = sqlx::query(sql).bind(partner_id).bind(before).bind(limit).fetch_all(db.reader()).await?;
+    rows.iter().map(from_row).collect()
+}
+
+/// Takes one unfinished broadcast for `lease_ms` (one whose earlier worker died is taken again).
+pub async fn claim(db: &Db, now: Millis, lease_ms: i64) -> Result<Option<Broadcast>, sqlx::Error> {
+    let sql = match db.backend() {
+        Backend::Postgres => const_format::concatcp!(
+            "UPDATE broadcasts SET lease_until = $1, state = 'sending' WHERE id = (SELECT id FROM broadcasts \
+             WHERE state IN ('queued', 'sending') AND (lease_until IS NULL OR lease_until <= $2) ORDER BY id LIMIT 1 \
+             FOR UPDATE SKIP LOCKED) RETURNING ",
+            COLUMNS
+        ),
+        Backend::Sqlite => const_format::concatcp!(
+            "UPDATE broadcasts SET lease_until = $1, state = 'sending' WHERE id = (SELECT id FROM broadcasts \
+             WHERE state IN ('queued', 'sending') AND (lease_until IS NULL OR lease_until <= $2) ORDER BY id LIMIT 1) \
+             RETURNING ",
+            COLUMNS
+        ),
+    };
+    let row = sqlx::query(sql).bind(now + lease_ms).bind(now).fetch_optional(db.writer()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// Counts the audience (once, when the fan-out starts).
+pub async fn set_total(db: &Db, b: &Broadcast) -> Result<i64, sqlx::Error> {
+    let total: i64 = match b.audience.as_str() {
+        "all_claimed" => {
+            sqlx::query_scalar("SELECT COUNT(*) FROM accounts WHERE state = 'claimed'").fetch_one(db.reader()).await?
+        }
+        _ => {
+            sqlx::query_scalar(
+                "SELECT COUNT(*) FROM account_links l JOIN accounts a ON a.id = l.account_id \
+                 WHERE l.partner_id = $1 AND a.state = 'claimed'",
+            )
+            .bind(b.partner_id)
+            .fetch_one(db.reader())
+            .await?
+        }
+    };
+    sqlx::query("UPDATE broadcasts SET total = $1 WHERE id = $2 AND total IS NULL")
+        .bind(total)
+        .bind(b.id)
+        .execute(db.writer())
+        .await?;
+    Ok(total)
+}
+
+/// The next page of the audience after the cursor: `(account id, phone)`.
+async fn audience_page(db: &Db, b: &Broadcast, limit: i64) -> Result<Vec<(i64, String)>, sqlx::Error> {
+    let rows = match b.audience.as_str() {
+        "all_claimed" => {
+            sqlx::query("SELECT id, phone FROM accounts WHERE state = 'claimed' AND id > $1 ORDER BY id LIMIT $2")
+                .bind(b.cursor)
+                .bind(limit)
+                .fetch_all(db.reader())
+                .await?
+        }
+        _ => {
+            sqlx::query(
+                "SELECT a.id, a.phone FROM account_links l JOIN accounts a ON a.id = l.account_id \
+                 WHERE l.partner_id = $1 AND a.state = 'claimed' AND a.id > $2 ORDER BY a.id LIMIT $3",
+            )
+            .bind(b.partner_id)
+            .bind(b.cursor)
+            .bind(limit)
+            .fetch_all(db.reader())
+            .await?
+        }
+    };
+    rows.iter().map(|r| Ok((r.try_get("id")?, r.try_get("phone")?))).collect()
+}
+
+/// Writes the next batch of a broadcast's messages (with their delivery jobs) and advances its cursor, in
+/// one transaction. Returns the broadcast as it now is; `state` is `completed` after the last batch.
+pub async fn fan_out_batch(
+    db: &Db,
+    b: &Broadcast,
+    batch: i64,
+    lease_ms: i64,
+    now: Millis,
+) -> Result<Broadcast, sqlx::Error> {
+    let page = audience_page(db, b, batch).await?;
+    let mut tx = db.writer().begin().await?;
+    let mut written = 0i64;
+    let content = b.content.to_string();
+    for (_, phone) in &page {
+        let reference = format!("msg_{}", random_alnum(24));
+        let id: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO messages (ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, \
+             priority, content, state, seq, media_id, direction, broadcast_id, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'queued', 0, $11, 'out', $12, $13, $13) \
+             ON CONFLICT (broadcast_id, phone) DO NOTHING RETURNING id",
+        )
+        .bind(&reference)
+        .bind(b.partner_id)
+        .bind(phone)
+        .bind(&b.content_type)
+        .bind(&b.body)
+        .bind(&b.rendered_body)
+        .bind(&b.template_code)
+        .bind(&b.lang)
+        .bind(&b.priority)
+        .bind(&content)
+        .bind(&b.media_id)
+        .bind(b.id)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(id) = id else { continue };
+        sqlx::query(
+            "INSERT INTO message_states (message_id, seq, state, channel, at) VALUES ($1, 0, 'queued', NULL, $2)",
+        )
+        .bind(id)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        super::deliveries::enqueue_in(&mut tx, id, now).await?;
+        written += 1;
+    }
+    let sql = const_format::concatcp!(
+        "UPDATE broadcasts SET cursor = $1, sent = sent + $2, lease_until = $3, \
+         state = CASE WHEN $4 = 1 THEN 'completed' ELSE 'sending' END, \
+         completed_at = CASE WHEN $4 = 1 THEN $5 ELSE NULL END WHERE id = $6 RETURNING ",
+        COLUMNS
+    );
+    let done = (page.len() as i64) < batch;
+    let row = sqlx::query(sql)
+        .bind(page.last().map(|(id, _)| *id).unwrap_or(b.cursor))
+        .bind(written)
+        .bind(now + lease_ms)
+        .bind(done as i64)
+        .bind(now)
+        .bind(b.id)
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    from_row(&row)
+}
