@@ -9,6 +9,7 @@ use axum::http::request::Parts;
 use crate::error::ApiError;
 use crate::secrets::{constant_time_eq, digest};
 use crate::state::AppState;
+use crate::store::developers::{self, Developer};
 use crate::store::partners::{self, Partner};
 
 /// A verified credential.
@@ -17,6 +18,8 @@ pub enum Credential {
     Partner(Partner),
     /// An end user, by a JWT from OTP login.
     User(UserClaims),
+    /// A developer, by an `sk_dev_` key.
+    Developer(Developer),
 }
 
 impl Credential {
@@ -25,6 +28,7 @@ impl Credential {
         match self {
             Credential::Partner(p) => format!("partner:{}", p.id),
             Credential::User(u) => format!("user:{}", u.sub),
+            Credential::Developer(d) => format!("developer:{}", d.id),
         }
     }
 }
@@ -54,7 +58,14 @@ pub async fn authenticate(state: &AppState, token: &str) -> Result<Credential, A
             .map(Credential::User)
             .ok_or_else(|| ApiError::unauthorized("invalid or expired user token"));
     }
-    if token.starts_with("sk_") && !token.starts_with("sk_dev_") {
+    if token.starts_with("sk_dev_") {
+        let hash = digest(token);
+        if let Some((developer, stored)) = developers::find_by_key_hash(&state.db, &hash, state.now()).await?
+            && constant_time_eq(&stored, &hash)
+        {
+            return Ok(Credential::Developer(developer));
+        }
+    } else if token.starts_with("sk_") {
         let hash = digest(token);
         if let Some((partner, stored)) = partners::find_by_key_hash(&state.db, &hash).await?
             && constant_time_eq(&stored, &hash)
@@ -67,7 +78,8 @@ pub async fn authenticate(state: &AppState, token: &str) -> Result<Credential, A
 
 async fn credential(parts: &Parts, state: &AppState) -> Result<Credential, ApiError> {
     let credential = authenticate(state, bearer(parts)?).await?;
-    if let Err(wait) = state.take_rate_token(&credential.rate_key()) {
+    let developer = matches!(credential, Credential::Developer(_));
+    if let Err(wait) = state.take_rate_token(&credential.rate_key(), developer) {
         return Err(ApiError::rate_limited(wait.as_secs_f64().ceil() as u64));
     }
     if let Credential::Partner(p) = &credential {
@@ -87,6 +99,9 @@ impl FromRequestParts<AppState> for PartnerAuth {
         match credential(parts, state).await? {
             Credential::Partner(p) => Ok(PartnerAuth(p)),
             Credential::User(_) => Err(ApiError::forbidden("a user token cannot call partner routes")),
+            Credential::Developer(_) => {
+                Err(ApiError::forbidden("developer keys may only call /dev routes: partner routes need a partner key"))
+            }
         }
     }
 }
@@ -107,7 +122,9 @@ impl FromRequestParts<AppState> for UserAuth {
                 crate::store::devices::touch_presence(&state.db, &claims.sub, state.now()).await?;
                 Ok(UserAuth { phone: claims.sub, device: claims.dev })
             }
-            Credential::Partner(_) => Err(ApiError::forbidden("partner keys cannot call /me routes")),
+            Credential::Partner(_) | Credential::Developer(_) => {
+                Err(ApiError::forbidden("/me routes take a user token"))
+            }
         }
     }
 }
@@ -153,4 +170,20 @@ pub fn verify_user_token(state: &AppState, token: &str) -> Option<UserClaims> {
     let key = jsonwebtoken::DecodingKey::from_secret(&state.jwt_secret);
     let data = jsonwebtoken::decode::<UserClaims>(token, &key, &validation).ok()?;
     (data.claims.exp * 1000 > state.now()).then_some(data.claims)
+}
+
+/// The calling developer, on `/dev` routes.
+#[derive(Debug, Clone)]
+pub struct DeveloperAuth(pub Developer);
+
+impl FromRequestParts<AppState> for DeveloperAuth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        match credential(parts, state).await? {
+            Credential::Developer(d) => Ok(DeveloperAuth(d)),
+            Credential::Partner(_) => Err(ApiError::forbidden("/dev routes take a developer key (sk_dev_…)")),
+            Credential::User(_) => Err(ApiError::forbidden("/dev routes take a developer key (sk_dev_…)")),
+        }
+    }
 }

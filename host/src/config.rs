@@ -70,6 +70,18 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_RATE_LIMIT_BURST", default_value_t = 200)]
     pub rate_limit_burst: u32,
 
+    /// Sustained requests per second allowed per developer key (stricter than partners').
+    #[arg(long, env = "HUBBUB_DEVELOPER_RATE_LIMIT_PER_S", default_value_t = 5)]
+    pub developer_rate_limit_per_s: u32,
+
+    /// Burst size of the per-developer rate limit.
+    #[arg(long, env = "HUBBUB_DEVELOPER_RATE_LIMIT_BURST", default_value_t = 20)]
+    pub developer_rate_limit_burst: u32,
+
+    /// Messages a developer may send per day (UTC).
+    #[arg(long, env = "HUBBUB_DEVELOPER_DAILY_QUOTA", default_value_t = 500)]
+    pub developer_daily_quota: i64,
+
     /// Lifetime of user JWTs, in seconds (default 30 days).
     #[arg(long, env = "HUBBUB_USER_TOKEN_TTL_S", default_value_t = 30 * 24 * 3600)]
     pub user_token_ttl_s: u64,
@@ -174,6 +186,9 @@ impl std::fmt::Debug for Config {
             .field("template_review", &self.template_review)
             .field("rate_limit_per_s", &self.rate_limit_per_s)
             .field("rate_limit_burst", &self.rate_limit_burst)
+            .field("developer_rate_limit_per_s", &self.developer_rate_limit_per_s)
+            .field("developer_rate_limit_burst", &self.developer_rate_limit_burst)
+            .field("developer_daily_quota", &self.developer_daily_quota)
             .field("user_token_ttl_s", &self.user_token_ttl_s)
             .field("public_url", &self.public_url)
             .field("sms_provider", &self.sms_provider)

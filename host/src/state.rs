@@ -24,6 +24,8 @@ pub struct AppState {
     pub clock: SharedClock,
     /// Token buckets keyed by credential (`partner:7`, …).
     limiter: Arc<DefaultKeyedRateLimiter<String>>,
+    /// The stricter buckets of developer keys.
+    developer_limiter: Arc<DefaultKeyedRateLimiter<String>>,
     /// Key that signs and verifies user JWTs (HS256).
     pub jwt_secret: Arc<Vec<u8>>,
     /// The group-commit writer of new messages.
@@ -44,6 +46,9 @@ impl AppState {
         let per_s = NonZeroU32::new(config.rate_limit_per_s.max(1)).expect("max(1) is non-zero");
         let burst = NonZeroU32::new(config.rate_limit_burst.max(1)).expect("max(1) is non-zero");
         let limiter = RateLimiter::keyed(Quota::per_second(per_s).allow_burst(burst));
+        let dev_per_s = NonZeroU32::new(config.developer_rate_limit_per_s.max(1)).expect("max(1) is non-zero");
+        let dev_burst = NonZeroU32::new(config.developer_rate_limit_burst.max(1)).expect("max(1) is non-zero");
+        let developer_limiter = RateLimiter::keyed(Quota::per_second(dev_per_s).allow_burst(dev_burst));
         let messages = MessageWriter::spawn(db.clone());
         let webhook_http = crate::webhooks::http_client(&config);
         let http = providers::http_client(&config);
@@ -57,6 +62,7 @@ impl AppState {
             config: Arc::new(config),
             clock,
             limiter: Arc::new(limiter),
+            developer_limiter: Arc::new(developer_limiter),
             jwt_secret: Arc::new(jwt_secret),
             messages,
             delivery,
@@ -70,16 +76,16 @@ impl AppState {
         self.clock.now_ms()
     }
 
-    /// Takes one token from `key`'s bucket, or says how long until one is available.
-    pub fn take_rate_token(&self, key: &str) -> Result<(), Duration> {
-        // `check_key` wants an owned key only when the bucket is new; the map keeps it.
-        self.limiter
-            .check_key(&key.to_string())
-            .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
+    /// Takes one token from `key`'s bucket (developers' buckets are stricter), or says how long until
+    /// one is available.
+    pub fn take_rate_token(&self, key: &str, developer: bool) -> Result<(), Duration> {
+        let limiter = if developer { &self.developer_limiter } else { &self.limiter };
+        limiter.check_key(&key.to_string()).map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
     }
 
     /// Drops idle buckets so the limiter's memory stays bounded.
     pub fn forget_idle_rate_buckets(&self) {
         self.limiter.retain_recent();
+        self.developer_limiter.retain_recent();
     }
 }

@@ -10,6 +10,7 @@ mod cli;
 mod conventions;
 mod conversations;
 mod delivery;
+mod developers;
 mod messages;
 mod templates;
 mod users;

@@ -152,6 +152,7 @@ impl Content {
             partner_id,
             direction,
             conversation_id,
+            developer_id: None,
             phone: phone.to_string(),
             content_type: self.content_type,
             body: self.body,

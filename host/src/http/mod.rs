@@ -6,6 +6,7 @@ pub mod accounts;
 pub mod broadcasts;
 pub mod conversations;
 pub mod dev_sink;
+pub mod developers;
 pub mod login;
 pub mod me;
 pub mod media;
@@ -48,6 +49,7 @@ pub fn app(state: AppState) -> Router {
         .merge(webhooks::router())
         .merge(conversations::router())
         .merge(broadcasts::router())
+        .merge(developers::router())
         .merge(openapi::router());
     Router::new()
         .nest("/api/v1", api)

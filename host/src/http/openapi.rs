@@ -684,6 +684,119 @@ pub fn document() -> Value {
         ),
     );
 
+    // Developers
+    let developer = "developerKey";
+    let code_login = json!({ "type": "object", "required": ["phone", "code"], "properties": { "phone": { "type": "string" }, "code": { "type": "string" } } });
+    let developer_schema = json!({ "type": "object", "properties": {
+        "developer_id": { "type": "integer" }, "phone": { "type": "string" }, "email": { "type": ["string", "null"] }, "created_at": { "type": "string" } } });
+    add(
+        "/api/v1/dev/signup",
+        "post",
+        op(
+            "Sign up (or start a sign-in): sends a code by SMS",
+            "developers",
+            "",
+            Some(
+                json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string" }, "email": { "type": "string" } } }),
+            ),
+            (
+                202,
+                "Code sent",
+                json!({ "type": "object", "properties": { "phone": { "type": "string" }, "expires_at": { "type": "string" } } }),
+            ),
+            &[429, 502],
+        ),
+    );
+    add(
+        "/api/v1/dev/verify",
+        "post",
+        op(
+            "Verify the sign-up: the developer and an sk_dev_ API key, shown once",
+            "developers",
+            "",
+            Some(code_login.clone()),
+            (
+                200,
+                "Verified",
+                json!({ "type": "object", "properties": { "developer": developer_schema.clone(), "api_key": { "type": "string" } } }),
+            ),
+            &[401, 409],
+        ),
+    );
+    add(
+        "/api/v1/dev/session",
+        "post",
+        op(
+            "Sign in with a new code: a 12-hour session key (sk_dev_…), shown once",
+            "developers",
+            "",
+            Some(code_login),
+            (
+                200,
+                "Signed in",
+                json!({ "type": "object", "properties": { "developer": developer_schema, "api_key": { "type": "string" }, "expires_at": { "type": "string" } } }),
+            ),
+            &[401],
+        ),
+    );
+    add(
+        "/api/v1/dev/keys",
+        "get",
+        op(
+            "My keys, by prefix (never the keys)",
+            "developers",
+            developer,
+            None,
+            (200, "Keys {prefix, kind, active, created_at, expires_at, revoked_at}", json!({ "type": "object" })),
+            &[],
+        ),
+    );
+    add("/api/v1/dev/keys/{prefix}", "delete", {
+        let mut o = op("Revoke one of my keys", "developers", developer, None, (204, "Revoked", json!({})), &[404]);
+        o["responses"]["204"] = json!({ "description": "Revoked" });
+        o
+    });
+    add(
+        "/api/v1/dev/templates",
+        "get",
+        op(
+            "The approved template catalog (the platform's approved templates)",
+            "developers",
+            developer,
+            None,
+            (200, "Templates {code, lang, channel, category, body, variables}", json!({ "type": "object" })),
+            &[],
+        ),
+    );
+    add(
+        "/api/v1/dev/messages",
+        "post",
+        op(
+            "Send an approved template; no body, no partner; daily quota (429)",
+            "developers",
+            developer,
+            Some(json!({ "type": "object", "required": ["phone", "template_code"], "properties": {
+            "phone": { "type": "string" }, "template_code": { "type": "string" }, "vars": { "type": "object" },
+            "lang": { "type": "string" }, "idempotency_key": { "type": "string" } } })),
+            (201, "The message", schema_ref("Message")),
+            &[409],
+        ),
+    );
+    add(
+        "/api/v1/dev/settings",
+        "put",
+        op(
+            "My webhook (message.status of my messages), as PUT /settings/webhook",
+            "developers",
+            developer,
+            Some(
+                json!({ "type": "object", "properties": { "webhook_url": { "type": ["string", "null"] }, "rotate_secret": { "type": "boolean" } } }),
+            ),
+            (200, "The settings; webhook_secret only when created or rotated", json!({ "type": "object" })),
+            &[],
+        ),
+    );
+
     add(
         "/api/v1/openapi.json",
         "get",
@@ -737,6 +850,7 @@ fn components() -> Value {
     json!({
         "securitySchemes": {
             "partnerKey": { "type": "http", "scheme": "bearer", "description": "Partner API key `sk_…`" },
+            "developerKey": { "type": "http", "scheme": "bearer", "description": "Developer key `sk_dev_…`" },
             "userJwt": { "type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "User JWT from OTP login" },
         },
         "responses": {

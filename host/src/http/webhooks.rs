@@ -13,7 +13,7 @@ use crate::clock::{iso_time, record_time};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::store::outbox::{self, Delivery, Target};
-use crate::store::partners;
+use crate::store::{developers, partners};
 use crate::webhooks::{self, Endpoint, signing};
 
 pub fn router() -> Router<AppState> {
@@ -25,10 +25,36 @@ pub fn router() -> Router<AppState> {
 }
 
 #[derive(Deserialize)]
-struct SetWebhook {
+pub struct SetWebhook {
     webhook_url: Option<String>,
     #[serde(default)]
     rotate_secret: bool,
+}
+
+/// Applies webhook settings for a partner or a developer: checks the URL, creates the secret on first
+/// use or rotation, and answers the settings with the secret only when it is new.
+pub async fn apply_settings(state: &AppState, target: Target, req: SetWebhook) -> ApiResult<Value> {
+    let url = req.webhook_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
+    if let Some(url) = url {
+        webhooks::check_url(url, state.config.dev)
+            .await
+            .map_err(|why| ApiError::validation("webhook_url", format!("webhook_url {why}")))?;
+    }
+    let current = match target {
+        Target::Developer(id) => developers::webhook_secret(&state.db, id).await?,
+        _ => partners::webhook_secret(&state.db, target.id()).await?,
+    };
+    let new_secret = (current.is_none() || req.rotate_secret).then(signing::new_secret);
+    match target {
+        Target::Developer(id) => developers::set_webhook(&state.db, id, url, new_secret.as_deref()).await?,
+        _ => partners::set_webhook(&state.db, target.id(), url, new_secret.as_deref()).await?,
+    }
+    let secret = new_secret.clone().or(current).unwrap_or_default();
+    let mut body = json!({ "webhook_url": url, "webhook_secret_prefix": signing::secret_prefix(&secret) });
+    if let Some(shown_once) = new_secret {
+        body["webhook_secret"] = json!(shown_once);
+    }
+    Ok(body)
 }
 
 async fn set_webhook(
@@ -36,21 +62,7 @@ async fn set_webhook(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<SetWebhook>,
 ) -> ApiResult<Json<Value>> {
-    let url = req.webhook_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
-    if let Some(url) = url {
-        webhooks::check_url(url, state.config.dev)
-            .await
-            .map_err(|why| ApiError::validation("webhook_url", format!("webhook_url {why}")))?;
-    }
-    let current = partners::webhook_secret(&state.db, partner.id).await?;
-    let new_secret = (current.is_none() || req.rotate_secret).then(signing::new_secret);
-    partners::set_webhook(&state.db, partner.id, url, new_secret.as_deref()).await?;
-    let secret = new_secret.clone().or(current).unwrap_or_default();
-    let mut body = json!({ "webhook_url": url, "webhook_secret_prefix": signing::secret_prefix(&secret) });
-    if let Some(shown_once) = new_secret {
-        body["webhook_secret"] = json!(shown_once);
-    }
-    Ok(Json(body))
+    Ok(Json(apply_settings(&state, Target::Partner(partner.id), req).await?))
 }
 
 /// Sends one signed sample `message.status` event to the configured URL and reports what happened.

@@ -30,12 +30,14 @@ pub struct Message {
     pub seq: i64,
     /// The support conversation it belongs to (`None` for hub messages).
     pub conversation_id: Option<i64>,
+    /// The developer who sent it (developer sends; their events go to the developer).
+    pub developer_id: Option<i64>,
     pub created_at: Millis,
 }
 
 const SELECT: &str = "SELECT m.id, m.ref, m.partner_id, p.code AS partner_code, m.phone, m.direction, \
     m.content_type, m.body, m.rendered_body, m.template_code, m.lang, m.priority, m.content, m.state, \
-    m.channel, m.seq, m.conversation_id, m.created_at, m.request_hash FROM messages m JOIN partners p ON p.id = m.partner_id ";
+    m.channel, m.seq, m.conversation_id, m.developer_id, m.created_at, m.request_hash FROM messages m JOIN partners p ON p.id = m.partner_id ";
 
 fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
     let content: String = row.try_get("content")?;
@@ -57,6 +59,7 @@ fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
         channel: row.try_get("channel")?,
         seq: row.try_get("seq")?,
         conversation_id: row.try_get("conversation_id")?,
+        developer_id: row.try_get("developer_id")?,
         created_at: row.try_get("created_at")?,
     })
 }
@@ -79,6 +82,7 @@ pub struct NewMessage {
     /// `out` (partner to user, delivered through the channels) or `in` (user to partner).
     pub direction: &'static str,
     pub conversation_id: Option<i64>,
+    pub developer_id: Option<i64>,
     pub phone: String,
     pub content_type: String,
     pub body: Option<String>,
@@ -130,8 +134,8 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     let inserted: Option<i64> = sqlx::query_scalar(
         "INSERT INTO messages (ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, \
          priority, content, state, seq, idempotency_key, request_hash, media_id, direction, conversation_id, \
-         created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $14, $15, $16, $17, $17) \
+         developer_id, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $14, $15, $16, $18, $17, $17) \
          ON CONFLICT (partner_id, idempotency_key) DO NOTHING RETURNING id",
     )
     .bind(&m.reference)
@@ -151,6 +155,7 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     .bind(m.direction)
     .bind(m.conversation_id)
     .bind(now)
+    .bind(m.developer_id)
     .fetch_optional(&mut **tx)
     .await?;
 
@@ -303,7 +308,8 @@ pub async fn transition_in(
         .execute(&mut **tx)
         .await?;
     let key = format!("message:{}", updated.id);
-    outbox::enqueue(tx, Target::Partner(updated.partner_id), "message.status", &event(&updated, now), &key, now)
+    let target = updated.developer_id.map(Target::Developer).unwrap_or(Target::Partner(updated.partner_id));
+    outbox::enqueue(tx, target, "message.status", &event(&updated, now), &key, now)
         .await?;
     Ok(Some(updated))
 }

@@ -13,6 +13,7 @@ pub mod broadcasts;
 pub mod conversations;
 pub mod deliveries;
 pub mod dev_sink;
+pub mod developers;
 pub mod devices;
 pub mod flows;
 pub mod messages;

@@ -124,3 +124,11 @@ pub async fn set_webhook(
         .await?;
     Ok(())
 }
+
+/// The platform partner (the first one created with `--platform`).
+pub async fn find_platform(db: &Db) -> Result<Option<Partner>, sqlx::Error> {
+    let row = sqlx::query("SELECT id, code, name, is_platform, webhook_url FROM partners WHERE is_platform = 1 ORDER BY id LIMIT 1")
+        .fetch_optional(db.reader())
+        .await?;
+    row.as_ref().map(from_row).transpose()
+}

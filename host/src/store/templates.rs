@@ -159,3 +159,14 @@ pub async fn find_any(db: &Db, id: i64) -> Result<Option<Template>, sqlx::Error>
     let row = sqlx::query(sql).bind(id).fetch_optional(db.reader()).await?;
     row.as_ref().map(from_row).transpose()
 }
+
+/// The approved templates of a partner (the developer catalog is the platform partner's).
+pub async fn list_approved(db: &Db, partner_id: i64) -> Result<Vec<Template>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        "SELECT ",
+        COLUMNS,
+        " FROM templates WHERE partner_id = $1 AND status = 'approved' ORDER BY code, lang, channel"
+    );
+    let rows = sqlx::query(sql).bind(partner_id).fetch_all(db.reader()).await?;
+    rows.iter().map(from_row).collect()
+}

@@ -105,7 +105,14 @@ pub async fn endpoint(state: &AppState, target: Target) -> Result<Option<Endpoin
         Target::Bot(id) => crate::store::bots::webhook_endpoint(&state.db, id)
             .await?
             .map(|(url, secret, code)| Endpoint { url, secret, bot_code: Some(code) }),
-        Target::Developer(_) => None,
+        Target::Developer(id) => {
+            let developer = crate::store::developers::find_by_id(&state.db, id).await?;
+            let secret = crate::store::developers::webhook_secret(&state.db, id).await?;
+            match (developer.and_then(|d| d.webhook_url), secret) {
+                (Some(url), Some(secret)) => Some(Endpoint { url, secret, bot_code: None }),
+                _ => None,
+            }
+        }
     })
 }
 
