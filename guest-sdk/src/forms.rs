@@ -80,14 +80,7 @@ impl Field {
     /// let field = Field::new(FieldType::Number, "age", "Age");
     /// ```
     pub fn new(type_: FieldType, key: impl Into<String>, label: impl Into<String>) -> Self {
-        Field {
-            key: key.into(),
-            type_,
-            label: label.into(),
-            required: false,
-            placeholder: None,
-            options: Vec::new(),
-        }
+        Field { key: key.into(), type_, label: label.into(), required: false, placeholder: None, options: Vec::new() }
     }
 
     /// A free-text field.
@@ -189,10 +182,7 @@ impl Field {
     /// let size = Field::select("size", "Size").option("small", "Small").option("large", "Large");
     /// ```
     pub fn option(mut self, id: impl Into<String>, label: impl Into<String>) -> Self {
-        self.options.push(Choice {
-            id: id.into(),
-            label: label.into(),
-        });
+        self.options.push(Choice { id: id.into(), label: label.into() });
         self
     }
 }
@@ -205,10 +195,7 @@ impl FieldValue {
     /// let paid = FieldValue::new("amount", Value::Number(4.5));
     /// ```
     pub fn new(key: impl Into<String>, value: Value) -> Self {
-        FieldValue {
-            key: key.into(),
-            value,
-        }
+        FieldValue { key: key.into(), value }
     }
 }
 
@@ -220,12 +207,7 @@ impl Screen {
     /// let screen = Screen::new("details", "Your details", ScreenKind::Form).field(Field::text("name", "Name"));
     /// ```
     pub fn new(id: impl Into<String>, title: impl Into<String>, kind: ScreenKind) -> Self {
-        Screen {
-            id: id.into(),
-            title: title.into(),
-            kind,
-            fields: Vec::new(),
-        }
+        Screen { id: id.into(), title: title.into(), kind, fields: Vec::new() }
     }
 
     /// A multi-field form; add fields with [`field`](Screen::field).

@@ -53,11 +53,7 @@ impl Menu {
     }
 
     fn new(text: impl Into<String>, style: MenuStyle) -> Self {
-        Menu {
-            text: text.into(),
-            style,
-            sections: Vec::new(),
-        }
+        Menu { text: text.into(), style, sections: Vec::new() }
     }
 
     /// Appends an item to the last section, starting an untitled one if there is none.
@@ -106,10 +102,7 @@ impl MenuSection {
     /// let extras = MenuSection::titled("Extras").item("milk", "Milk");
     /// ```
     pub fn titled(title: impl Into<String>) -> Self {
-        MenuSection {
-            title: Some(title.into()),
-            items: Vec::new(),
-        }
+        MenuSection { title: Some(title.into()), items: Vec::new() }
     }
 
     /// A section without a heading.
@@ -119,10 +112,7 @@ impl MenuSection {
     /// let section = MenuSection::untitled().item("yes", "Yes").item("no", "No");
     /// ```
     pub fn untitled() -> Self {
-        MenuSection {
-            title: None,
-            items: Vec::new(),
-        }
+        MenuSection { title: None, items: Vec::new() }
     }
 
     /// Appends an item.
@@ -155,11 +145,7 @@ impl MenuItem {
     /// let item = MenuItem::new("tea", "Tea");
     /// ```
     pub fn new(id: impl Into<String>, label: impl Into<String>) -> Self {
-        MenuItem {
-            id: id.into(),
-            label: label.into(),
-            description: None,
-        }
+        MenuItem { id: id.into(), label: label.into(), description: None }
     }
 
     /// Sets the secondary text shown under the label.

@@ -39,12 +39,7 @@ impl PaymentRequest {
         currency: impl Into<String>,
         description: impl Into<String>,
     ) -> Self {
-        PaymentRequest {
-            id: id.into(),
-            amount_minor,
-            currency: currency.into(),
-            description: description.into(),
-        }
+        PaymentRequest { id: id.into(), amount_minor, currency: currency.into(), description: description.into() }
     }
 }
 

@@ -61,10 +61,7 @@ impl FlowInfo {
     /// let flow = FlowInfo::new("signup", "Sign up");
     /// ```
     pub fn new(code: impl Into<String>, title: impl Into<String>) -> Self {
-        FlowInfo {
-            code: code.into(),
-            title: title.into(),
-        }
+        FlowInfo { code: code.into(), title: title.into() }
     }
 }
 
@@ -76,10 +73,7 @@ impl Reply {
     /// let reply = Reply::new(r#"{"submits":0}"#).message("Hi");
     /// ```
     pub fn new(state: impl Into<String>) -> Self {
-        Reply {
-            steps: Vec::new(),
-            state: state.into(),
-        }
+        Reply { steps: Vec::new(), state: state.into() }
     }
 
     /// Appends a step.

@@ -9,6 +9,7 @@ use axum::http::request::Parts;
 use crate::error::ApiError;
 use crate::secrets::{constant_time_eq, digest};
 use crate::state::AppState;
+use crate::store::bots::{self, Bot};
 use crate::store::developers::{self, Developer};
 use crate::store::partners::{self, Partner};
 
@@ -20,6 +21,8 @@ pub enum Credential {
     User(UserClaims),
     /// A developer, by an `sk_dev_` key.
     Developer(Developer),
+    /// A bot, by its `bot_<prefix>.<secret>` token: scoped to that bot.
+    Bot(Bot),
 }
 
 impl Credential {
@@ -29,6 +32,7 @@ impl Credential {
             Credential::Partner(p) => format!("partner:{}", p.id),
             Credential::User(u) => format!("user:{}", u.sub),
             Credential::Developer(d) => format!("developer:{}", d.id),
+            Credential::Bot(b) => format!("bot:{}", b.id),
         }
     }
 }
@@ -58,7 +62,14 @@ pub async fn authenticate(state: &AppState, token: &str) -> Result<Credential, A
             .map(Credential::User)
             .ok_or_else(|| ApiError::unauthorized("invalid or expired user token"));
     }
-    if token.starts_with("sk_dev_") {
+    if token.starts_with("bot_") {
+        let hash = digest(token);
+        if let Some((bot, stored)) = bots::find_by_token_hash(&state.db, &hash).await?
+            && constant_time_eq(&stored, &hash)
+        {
+            return Ok(Credential::Bot(bot));
+        }
+    } else if token.starts_with("sk_dev_") {
         let hash = digest(token);
         if let Some((developer, stored)) = developers::find_by_key_hash(&state.db, &hash, state.now()).await?
             && constant_time_eq(&stored, &hash)
@@ -102,6 +113,7 @@ impl FromRequestParts<AppState> for PartnerAuth {
             Credential::Developer(_) => {
                 Err(ApiError::forbidden("developer keys may only call /dev routes: partner routes need a partner key"))
             }
+            Credential::Bot(_) => Err(ApiError::forbidden("this route needs the partner key, not a bot token")),
         }
     }
 }
@@ -122,7 +134,7 @@ impl FromRequestParts<AppState> for UserAuth {
                 crate::store::devices::touch_presence(&state.db, &claims.sub, state.now()).await?;
                 Ok(UserAuth { phone: claims.sub, device: claims.dev })
             }
-            Credential::Partner(_) | Credential::Developer(_) => {
+            Credential::Partner(_) | Credential::Developer(_) | Credential::Bot(_) => {
                 Err(ApiError::forbidden("/me routes take a user token"))
             }
         }
@@ -183,7 +195,40 @@ impl FromRequestParts<AppState> for DeveloperAuth {
         match credential(parts, state).await? {
             Credential::Developer(d) => Ok(DeveloperAuth(d)),
             Credential::Partner(_) => Err(ApiError::forbidden("/dev routes take a developer key (sk_dev_…)")),
-            Credential::User(_) => Err(ApiError::forbidden("/dev routes take a developer key (sk_dev_…)")),
+            Credential::User(_) | Credential::Bot(_) => {
+                Err(ApiError::forbidden("/dev routes take a developer key (sk_dev_…)"))
+            }
         }
     }
+}
+
+/// A partner key or a bot token, on the bot routes open to both (`GET /bots/{code}`, credentials). The
+/// handler checks that a bot token names its own bot.
+#[derive(Debug, Clone)]
+pub enum PartnerOrBot {
+    Partner(Partner),
+    Bot(Bot),
+}
+
+impl FromRequestParts<AppState> for PartnerOrBot {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        match credential(parts, state).await? {
+            Credential::Partner(p) => Ok(PartnerOrBot::Partner(p)),
+            Credential::Bot(b) => {
+                let peer = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
+                check_allowed_ips(b.allowed_ips.as_deref(), peer)?;
+                Ok(PartnerOrBot::Bot(b))
+            }
+            _ => Err(ApiError::forbidden("this route takes a partner key or the bot's token")),
+        }
+    }
+}
+
+/// Checks a caller's address against a bot's `allowed_ips` (comma-separated IPs or CIDRs; empty: any).
+pub fn check_allowed_ips(allowed: Option<&str>, peer: Option<std::net::IpAddr>) -> Result<(), ApiError> {
+    let Some(list) = allowed.map(str::trim).filter(|l| !l.is_empty()) else { return Ok(()) };
+    let ok = peer.is_some_and(|ip| list.split(',').any(|entry| crate::validate::ip_matches(entry.trim(), ip)));
+    if ok { Ok(()) } else { Err(ApiError::forbidden("the caller's address is not in the bot's allowed_ips")) }
 }

@@ -162,6 +162,27 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_WEBHOOK_POLL_MS", default_value_t = 200)]
     pub webhook_poll_ms: u64,
 
+    /// CPU time one bot call may use, in milliseconds.
+    #[arg(long, env = "HUBBUB_BOT_CPU_MS", default_value_t = 50)]
+    pub bot_cpu_ms: u64,
+
+    /// Linear memory one bot instance may use, in MiB.
+    #[arg(long, env = "HUBBUB_BOT_MEMORY_MB", default_value_t = 32)]
+    pub bot_memory_mb: usize,
+
+    /// Largest reply (steps and state) a bot call may return, in KiB.
+    #[arg(long, env = "HUBBUB_BOT_MAX_OUTPUT_KB", default_value_t = 256)]
+    pub bot_max_output_kb: usize,
+
+    /// Where precompiled bot components are kept (so a restart does not recompile). Trusted: its files
+    /// are loaded as native code.
+    #[arg(long, env = "HUBBUB_COMPONENT_CACHE_DIR", default_value = ".hubbub/components")]
+    pub component_cache_dir: std::path::PathBuf,
+
+    /// Largest accepted component upload, in bytes.
+    #[arg(long, env = "HUBBUB_COMPONENT_LIMIT", default_value_t = 64 * 1024 * 1024)]
+    pub component_limit: usize,
+
     /// Largest accepted request body, in bytes (component uploads have their own limit).
     #[arg(long, env = "HUBBUB_BODY_LIMIT", default_value_t = 10 * 1024 * 1024)]
     pub body_limit: usize,
@@ -207,6 +228,11 @@ impl std::fmt::Debug for Config {
             .field("webhook_timeout_ms", &self.webhook_timeout_ms)
             .field("webhook_concurrency", &self.webhook_concurrency)
             .field("webhook_poll_ms", &self.webhook_poll_ms)
+            .field("bot_cpu_ms", &self.bot_cpu_ms)
+            .field("bot_memory_mb", &self.bot_memory_mb)
+            .field("bot_max_output_kb", &self.bot_max_output_kb)
+            .field("component_cache_dir", &self.component_cache_dir)
+            .field("component_limit", &self.component_limit)
             .field("body_limit", &self.body_limit)
             .finish()
     }

@@ -59,3 +59,13 @@ pub fn conversation_message(c: &Conversation, m: &Message, at: Millis) -> Value 
     }
     payload
 }
+
+/// A bot event (`bot.webhook.test`, and the user events of `webhook`-mode bots):
+/// `{event, bot: {ref, code, partner_code}, payload}`.
+pub fn bot_event(bot: &crate::store::bots::Bot, event: &str, payload: Value) -> Value {
+    json!({
+        "event": event,
+        "bot": { "ref": bot.reference, "code": bot.code, "partner_code": bot.partner_code },
+        "payload": payload,
+    })
+}

@@ -20,6 +20,7 @@ pub mod events;
 pub mod forms;
 pub mod http;
 pub mod otp;
+pub mod runtime;
 pub mod secrets;
 pub mod state;
 pub mod store;
@@ -50,7 +51,7 @@ pub async fn prepare(config: Config, clock: SharedClock) -> anyhow::Result<AppSt
         .await?
         .into_bytes(),
     };
-    Ok(AppState::new(db, config, clock, jwt_secret))
+    AppState::new(db, config, clock, jwt_secret)
 }
 
 /// Serves the API on `listener` until `shutdown` resolves, then stops accepting, lets in-flight requests
@@ -64,7 +65,9 @@ pub async fn serve(
     let workers = spawn_workers(&state, &stop);
     let app = http::app(state.clone());
     tracing::info!(addr = %listener.local_addr()?, "listening");
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
+        .with_graceful_shutdown(shutdown)
+        .await?;
     stop.cancel();
     for worker in workers {
         let _ = worker.await;

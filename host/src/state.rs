@@ -32,6 +32,8 @@ pub struct AppState {
     pub messages: MessageWriter,
     /// Channel providers and the delivery worker's wake-up.
     pub delivery: Arc<Delivery>,
+    /// The sandboxed Wasm runtime of `local` bots.
+    pub runtime: crate::runtime::Runtime,
     /// Woken when a broadcast is accepted.
     pub broadcast_wake: Arc<tokio::sync::Notify>,
     /// The outbound HTTP client of channel providers.
@@ -42,7 +44,7 @@ pub struct AppState {
 
 impl AppState {
     /// Builds the state; must run inside a Tokio runtime (it starts the message writer).
-    pub fn new(db: Db, config: Config, clock: SharedClock, jwt_secret: Vec<u8>) -> Self {
+    pub fn new(db: Db, config: Config, clock: SharedClock, jwt_secret: Vec<u8>) -> anyhow::Result<Self> {
         let per_s = NonZeroU32::new(config.rate_limit_per_s.max(1)).expect("max(1) is non-zero");
         let burst = NonZeroU32::new(config.rate_limit_burst.max(1)).expect("max(1) is non-zero");
         let limiter = RateLimiter::keyed(Quota::per_second(per_s).allow_burst(burst));
@@ -51,13 +53,19 @@ impl AppState {
         let developer_limiter = RateLimiter::keyed(Quota::per_second(dev_per_s).allow_burst(dev_burst));
         let messages = MessageWriter::spawn(db.clone());
         let webhook_http = crate::webhooks::http_client(&config);
+        let limits = crate::runtime::RuntimeLimits {
+            cpu_ms: config.bot_cpu_ms.max(1),
+            memory_bytes: config.bot_memory_mb.max(1) << 20,
+            max_output_bytes: config.bot_max_output_kb.max(1) << 10,
+        };
+        let runtime = crate::runtime::Runtime::new(limits, config.component_cache_dir.clone())?;
         let http = providers::http_client(&config);
         let delivery = Arc::new(Delivery {
             sms: providers::sms(&config, &db, &clock, &http),
             whatsapp: providers::whatsapp(&config, &db, &clock, &http),
             wake: tokio::sync::Notify::new(),
         });
-        AppState {
+        Ok(AppState {
             db,
             config: Arc::new(config),
             clock,
@@ -69,7 +77,8 @@ impl AppState {
             webhook_http,
             broadcast_wake: Arc::new(tokio::sync::Notify::new()),
             http,
-        }
+            runtime,
+        })
     }
 
     pub fn now(&self) -> Millis {

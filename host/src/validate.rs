@@ -93,6 +93,47 @@ mod tests {
     }
 }
 
+/// Whether `ip` is `entry`: an address or a CIDR block (`10.0.0.0/8`, `2001:db8::/32`).
+pub fn ip_matches(entry: &str, ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    let (addr, bits) = match entry.split_once('/') {
+        Some((a, b)) => match b.parse::<u32>() {
+            Ok(bits) => (a, Some(bits)),
+            Err(_) => return false,
+        },
+        None => (entry, None),
+    };
+    let Ok(net) = addr.parse::<IpAddr>() else { return false };
+    let ip = match (net, ip) {
+        (IpAddr::V4(_), IpAddr::V6(v6)) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
+        _ => ip,
+    };
+    match (net, ip) {
+        (IpAddr::V4(n), IpAddr::V4(i)) => {
+            let bits = bits.unwrap_or(32).min(32);
+            let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
+            u32::from(n) & mask == u32::from(i) & mask
+        }
+        (IpAddr::V6(n), IpAddr::V6(i)) => {
+            let bits = bits.unwrap_or(128).min(128);
+            let mask = if bits == 0 { 0 } else { u128::MAX << (128 - bits) };
+            u128::from(n) & mask == u128::from(i) & mask
+        }
+        _ => false,
+    }
+}
+
+/// A valid `allowed_ips` list: comma-separated addresses or CIDR blocks.
+pub fn is_ip_list(list: &str) -> bool {
+    list.split(',').map(str::trim).filter(|e| !e.is_empty()).all(|entry| {
+        let (addr, bits) = entry.split_once('/').map(|(a, b)| (a, Some(b))).unwrap_or((entry, None));
+        match addr.parse::<std::net::IpAddr>() {
+            Ok(ip) => bits.is_none_or(|b| b.parse::<u32>().is_ok_and(|b| b <= if ip.is_ipv4() { 32 } else { 128 })),
+            Err(_) => false,
+        }
+    })
+}
+
 /// Whether a literal IP is one a public URL must not point at (loopback, private, link-local, …).
 pub fn is_non_public_ip(ip: std::net::IpAddr) -> bool {
     match ip {
@@ -134,6 +175,26 @@ pub fn check_public_url(raw: &str, dev: bool) -> Result<reqwest::Url, &'static s
         "https" => Err("must not point at a private or loopback address"),
         "http" => Err("must use https"),
         _ => Err("must be an https URL"),
+    }
+}
+
+#[cfg(test)]
+mod ip_tests {
+    use super::*;
+
+    #[test]
+    fn allowed_ip_matching() {
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        assert!(ip_matches("127.0.0.1", ip("127.0.0.1")));
+        assert!(!ip_matches("127.0.0.1", ip("127.0.0.2")));
+        assert!(ip_matches("10.0.0.0/8", ip("10.9.8.7")));
+        assert!(!ip_matches("10.0.0.0/8", ip("11.0.0.1")));
+        assert!(ip_matches("0.0.0.0/0", ip("1.2.3.4")));
+        assert!(ip_matches("2001:db8::/32", ip("2001:db8::1")));
+        assert!(ip_matches("127.0.0.1", ip("::ffff:127.0.0.1")));
+        assert!(!ip_matches("nonsense", ip("127.0.0.1")));
+        assert!(is_ip_list("127.0.0.1, 10.0.0.0/8,2001:db8::/32"));
+        assert!(!is_ip_list("127.0.0.1/33") && !is_ip_list("host.example"));
     }
 }
 

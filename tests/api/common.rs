@@ -54,6 +54,7 @@ pub fn test_config(database_url: &str) -> Config {
     config.rate_limit_burst = 100_000;
     config.db_max_connections = 4;
     config.delivery_poll_ms = 50;
+    config.component_cache_dir = std::env::temp_dir().join("hubbub-test-components");
     config
 }
 

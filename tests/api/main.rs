@@ -5,6 +5,7 @@
 mod common;
 
 mod accounts;
+mod bots;
 mod broadcasts;
 mod cli;
 mod conventions;

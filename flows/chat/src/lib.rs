@@ -4,8 +4,7 @@
 //! It offers no flows and keeps no session state (the state is always `chat`).
 
 use hubbub_guest_sdk::{
-    Bot, Context, Entry, Field, FlowInfo, Menu, Reply, Screen, Submission, UserEvent, export_bot,
-    log,
+    Bot, Context, Entry, Field, FlowInfo, Menu, Reply, Screen, Submission, UserEvent, export_bot, log,
 };
 
 const STATE: &str = "chat";
@@ -23,9 +22,7 @@ impl Bot for Chat {
         match entry {
             Entry::Chat => {
                 log::info(&format!("chat started with {}", ctx.phone));
-                Ok(Reply::new(STATE)
-                    .message("Hi! I'm the Hubbub assistant.")
-                    .menu(main_menu()))
+                Ok(Reply::new(STATE).message("Hi! I'm the Hubbub assistant.").menu(main_menu()))
             }
             Entry::Flow(code) => Err(format!("chat offers no flows (asked for {code})")),
         }
@@ -34,9 +31,7 @@ impl Bot for Chat {
     fn handle(_state: String, event: UserEvent, _ctx: Context) -> Result<Reply, String> {
         let reply = Reply::new(STATE);
         match event {
-            UserEvent::Text(text) => {
-                Ok(reply.message(format!("You said: {text}")).menu(main_menu()))
-            }
+            UserEvent::Text(text) => Ok(reply.message(format!("You said: {text}")).menu(main_menu())),
             UserEvent::Select(id) => answer(reply, &id),
             UserEvent::Submit(submission) => submitted(reply, &submission),
             UserEvent::Payment(result) => Err(format!("chat requests no payments ({})", result.id)),
@@ -48,26 +43,17 @@ impl Bot for Chat {
 fn answer(reply: Reply, id: &str) -> Result<Reply, String> {
     log::debug(&format!("menu pick {id}"));
     match id {
-        "help" => Ok(reply
-            .message("Sure, what do you need help with?")
-            .screen(Screen::select(
-                TOPIC,
-                "Help topic",
-                Field::select(TOPIC, "Topic")
-                    .required()
-                    .option("orders", "Orders")
-                    .option("payments", "Payments"),
-            ))),
-        "hours" => Ok(reply
-            .message("We're open Monday to Friday, 9:00 to 17:00.")
-            .menu(main_menu())),
-        "agent" => Ok(reply
-            .message("An agent will get back to you.")
-            .screen(Screen::input(
-                QUESTION,
-                "Your question",
-                Field::text(QUESTION, "What is it about?").required(),
-            ))),
+        "help" => Ok(reply.message("Sure, what do you need help with?").screen(Screen::select(
+            TOPIC,
+            "Help topic",
+            Field::select(TOPIC, "Topic").required().option("orders", "Orders").option("payments", "Payments"),
+        ))),
+        "hours" => Ok(reply.message("We're open Monday to Friday, 9:00 to 17:00.").menu(main_menu())),
+        "agent" => Ok(reply.message("An agent will get back to you.").screen(Screen::input(
+            QUESTION,
+            "Your question",
+            Field::text(QUESTION, "What is it about?").required(),
+        ))),
         _ => Err(format!("unknown menu item {id}")),
     }
 }
@@ -76,12 +62,8 @@ fn answer(reply: Reply, id: &str) -> Result<Reply, String> {
 fn submitted(reply: Reply, submission: &Submission) -> Result<Reply, String> {
     let message = match submission.screen.as_str() {
         TOPIC => match submission.choice(TOPIC) {
-            Some("orders") => {
-                "Orders: open the shop flow to order, or ask an agent about an existing one."
-            }
-            Some("payments") => {
-                "Payments: we accept cards; a declined payment can be retried right away."
-            }
+            Some("orders") => "Orders: open the shop flow to order, or ask an agent about an existing one.",
+            Some("payments") => "Payments: we accept cards; a declined payment can be retried right away.",
             _ => return Err("topic missing".to_string()),
         }
         .to_string(),

@@ -4,8 +4,8 @@
 //! The state is JSON of [`Order`]; `stage` says which answer the flow waits for.
 
 use hubbub_guest_sdk::{
-    Bot, Context, Entry, Field, FieldValue, FlowInfo, Menu, MenuSection, PaymentRequest,
-    PaymentResult, PaymentStatus, Reply, Screen, Submission, UserEvent, Value, export_bot, log,
+    Bot, Context, Entry, Field, FieldValue, FlowInfo, Menu, MenuSection, PaymentRequest, PaymentResult, PaymentStatus,
+    Reply, Screen, Submission, UserEvent, Value, export_bot, log,
 };
 use serde::{Deserialize, Serialize};
 
@@ -91,13 +91,7 @@ impl Order {
 
     /// e.g. `order-coffee-large-milk-1`: unique per attempt within the session.
     fn payment_id(&self) -> String {
-        format!(
-            "order-{}-{}-{}-{}",
-            self.item(),
-            self.size(),
-            self.extra(),
-            self.attempts
-        )
+        format!("order-{}-{}-{}-{}", self.item(), self.size(), self.extra(), self.attempts)
     }
 
     fn description(&self) -> String {
@@ -111,18 +105,12 @@ impl Order {
     fn payment_request(&mut self) -> PaymentRequest {
         self.attempts += 1;
         self.stage = Stage::Payment;
-        PaymentRequest::new(
-            self.payment_id(),
-            self.amount_minor(),
-            CURRENCY,
-            self.description(),
-        )
+        PaymentRequest::new(self.payment_id(), self.amount_minor(), CURRENCY, self.description())
     }
 
     fn summary(&self, reference: &str) -> Vec<FieldValue> {
         let text = |key: &str, value: &str| FieldValue::new(key, Value::Text(value.to_string()));
-        let choice =
-            |key: &str, value: &str| FieldValue::new(key, Value::Choice(value.to_string()));
+        let choice = |key: &str, value: &str| FieldValue::new(key, Value::Choice(value.to_string()));
         let mut summary = vec![
             choice("item", self.item()),
             choice("size", self.size()),
@@ -190,11 +178,7 @@ fn pick_size_or_extra(mut order: Order, id: String) -> Result<Reply, String> {
         }
         "milk" | "none" => {
             order.extra = Some(id);
-            let text = if order.extra() == "milk" {
-                "Milk it is."
-            } else {
-                "No extras."
-            };
+            let text = if order.extra() == "milk" { "Milk it is." } else { "No extras." };
             Ok(order.reply().message(text).menu(size_menu(false)))
         }
         _ => Err(format!("unknown size or extra {id}")),
@@ -211,10 +195,7 @@ fn submit_delivery(mut order: Order, submission: Submission) -> Result<Reply, St
     order.when = Some(when.to_string());
     order.notes = submission.text("notes").map(str::to_string);
     let request = order.payment_request();
-    log::info(&format!(
-        "payment {} requested: {} {CURRENCY} minor units",
-        request.id, request.amount_minor
-    ));
+    log::info(&format!("payment {} requested: {} {CURRENCY} minor units", request.id, request.amount_minor));
     Ok(order.reply().payment(request))
 }
 
@@ -248,23 +229,15 @@ fn payment_done(mut order: Order, result: PaymentResult) -> Result<Reply, String
 }
 
 fn item_menu() -> Menu {
-    Menu::buttons("What would you like?")
-        .item("coffee", "Coffee")
-        .item("tea", "Tea")
+    Menu::buttons("What would you like?").item("coffee", "Coffee").item("tea", "Tea")
 }
 
 fn size_menu(with_extras: bool) -> Menu {
-    let sizes = MenuSection::titled("Size")
-        .item("small", "Small")
-        .item("large", "Large");
+    let sizes = MenuSection::titled("Size").item("small", "Small").item("large", "Large");
     if with_extras {
         Menu::list("Which size? You can pick an extra first.")
             .section(sizes)
-            .section(
-                MenuSection::titled("Extras")
-                    .item("milk", "Milk")
-                    .item("none", "No extras"),
-            )
+            .section(MenuSection::titled("Extras").item("milk", "Milk").item("none", "No extras"))
     } else {
         Menu::list("Which size?").section(sizes)
     }

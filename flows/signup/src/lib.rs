@@ -3,9 +3,7 @@
 //! State: `{"submits":N}`, the number of accepted submissions, so a test can tell whether the guest was
 //! called (the host must not call it for invalid values).
 
-use hubbub_guest_sdk::{
-    Bot, Context, Entry, Field, FlowInfo, Reply, Screen, Submission, UserEvent, export_bot, log,
-};
+use hubbub_guest_sdk::{Bot, Context, Entry, Field, FlowInfo, Reply, Screen, Submission, UserEvent, export_bot, log};
 use serde::{Deserialize, Serialize};
 
 const FLOW: &str = "signup";
@@ -51,10 +49,7 @@ impl Bot for Signup {
         match event {
             UserEvent::Submit(Submission { screen, values }) if screen == DETAILS => {
                 state.submits += 1;
-                log::info(&format!(
-                    "signup details submitted ({} so far)",
-                    state.submits
-                ));
+                log::info(&format!("signup details submitted ({} so far)", state.submits));
                 Ok(Reply::new(state.to_json()).completed(values))
             }
             UserEvent::Submit(submission) => Err(format!("unknown screen {}", submission.screen)),
@@ -67,18 +62,9 @@ fn details_screen() -> Screen {
     Screen::form(DETAILS, "Your details")
         .field(Field::text("name", "Name").required())
         .field(Field::email("email", "E-mail").required())
-        .field(
-            Field::phone("phone", "Phone")
-                .required()
-                .placeholder("+31612345678"),
-        )
+        .field(Field::phone("phone", "Phone").required().placeholder("+31612345678"))
         .field(Field::date("birthday", "Birthday"))
-        .field(
-            Field::select("plan", "Plan")
-                .required()
-                .option("basic", "Basic")
-                .option("pro", "Pro"),
-        )
+        .field(Field::select("plan", "Plan").required().option("basic", "Basic").option("pro", "Pro"))
         .field(Field::boolean("newsletter", "Send me the newsletter"))
 }
 

@@ -30,7 +30,7 @@ async fn get_media(
     let allowed = match &caller {
         Credential::Partner(p) => media.partner_id == p.id,
         Credential::User(u) => media_sent_to(&state.db, &id, &u.sub).await?,
-        Credential::Developer(_) => false,
+        Credential::Developer(_) | Credential::Bot(_) => false,
     };
     if !allowed {
         return Err(ApiError::not_found("media"));

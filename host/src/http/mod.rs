@@ -3,10 +3,12 @@
 //! Request parsing helpers that every resource uses live here too.
 
 pub mod accounts;
+pub mod bots;
 pub mod broadcasts;
 pub mod conversations;
 pub mod dev_sink;
 pub mod developers;
+pub mod flows;
 pub mod login;
 pub mod me;
 pub mod media;
@@ -50,6 +52,8 @@ pub fn app(state: AppState) -> Router {
         .merge(conversations::router())
         .merge(broadcasts::router())
         .merge(developers::router())
+        .merge(bots::router(state.config.component_limit))
+        .merge(flows::router())
         .merge(openapi::router());
     Router::new()
         .nest("/api/v1", api)

@@ -797,6 +797,234 @@ pub fn document() -> Value {
         ),
     );
 
+    // Bots and flows
+    let bot_or_partner = |mut o: Value| {
+        o["security"] = json!([{ "partnerKey": [] }, { "botToken": [] }]);
+        o
+    };
+    let bot_record = json!({ "type": "object", "properties": { "bot": schema_ref("Bot") } });
+    add(
+        "/api/v1/bots",
+        "post",
+        op(
+            "Create a bot; its token and webhook secret are returned once",
+            "bots",
+            partner,
+            Some(json!({ "type": "object", "required": ["code", "name"], "properties": {
+            "code": { "type": "string" }, "name": { "type": "string" },
+            "runtime_mode": { "type": "string", "enum": ["local", "webhook"], "default": "local" },
+            "webhook_url": { "type": "string", "description": "Required in webhook mode" } } })),
+            (
+                201,
+                "The bot with its credentials",
+                json!({ "type": "object", "properties": {
+            "bot": { "type": "object" }, "bot_token": { "type": "string" }, "webhook_secret": { "type": "string" }, "warning": { "type": "string" } } }),
+            ),
+            &[409],
+        ),
+    );
+    add(
+        "/api/v1/bots/{code}",
+        "get",
+        bot_or_partner(op(
+            "A bot (partner key, or that bot's own token)",
+            "bots",
+            partner,
+            None,
+            (200, "The bot", bot_record.clone()),
+            &[404],
+        )),
+    );
+    add(
+        "/api/v1/bots/{code}",
+        "patch",
+        op(
+            "Update name, runtime_mode, webhook_url, channels, allowed_ips (empty clears)",
+            "bots",
+            partner,
+            Some(json!({ "type": "object", "properties": {
+            "name": { "type": "string" }, "runtime_mode": { "type": "string" }, "webhook_url": { "type": ["string", "null"] },
+            "channels": { "type": "array", "items": { "type": "string", "enum": ["inapp", "whatsapp", "sms"] } },
+            "allowed_ips": { "type": ["string", "null"] } } })),
+            (200, "The bot", bot_record.clone()),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/bots/{code}/credentials",
+        "get",
+        bot_or_partner(op(
+            "Credential prefixes (never the token or secret)",
+            "bots",
+            partner,
+            None,
+            (200, "Credentials", json!({ "type": "object", "properties": { "credentials": { "type": "object" } } })),
+            &[404],
+        )),
+    );
+    add(
+        "/api/v1/bots/{code}/token/rotate",
+        "post",
+        op(
+            "A new bot token, shown once; the old one stops working",
+            "bots",
+            partner,
+            None,
+            (200, "{bot_token}", json!({ "type": "object" })),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/bots/{code}/webhook",
+        "put",
+        op(
+            "Set the bot's webhook URL (and optionally rotate its secret, set allowed_ips)",
+            "bots",
+            partner,
+            Some(json!({ "type": "object", "required": ["webhook_url"], "properties": {
+            "webhook_url": { "type": "string" }, "rotate_secret": { "type": "boolean" }, "allowed_ips": { "type": "string" } } })),
+            (200, "{bot, webhook_secret?}", bot_record),
+            &[404],
+        ),
+    );
+    add("/api/v1/bots/{code}/webhook", "post", {
+        let mut o = op(
+            "Inbound events from the bot: {event: reply|ping, data}. Auth: the bot token, X-Service-Bot-Secret, or X-Service-Signature (sha256=<hex HMAC of the body>); allowed_ips applies",
+            "bots",
+            "",
+            Some(
+                json!({ "type": "object", "required": ["event"], "properties": { "event": { "type": "string", "enum": ["reply", "ping"] },
+                "data": { "type": "object", "description": "reply: {session, steps}" } } }),
+            ),
+            (200, "{ok: true}", json!({ "type": "object" })),
+            &[401, 403, 404],
+        );
+        o["security"] = json!([{ "botToken": [] }]);
+        o
+    });
+    add(
+        "/api/v1/bots/{code}/webhook/secret/rotate",
+        "post",
+        op(
+            "A new webhook secret, shown once",
+            "bots",
+            partner,
+            None,
+            (200, "{webhook_secret}", json!({ "type": "object" })),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/bots/{code}/webhook/test",
+        "post",
+        op(
+            "Send a signed bot.webhook.test event now",
+            "bots",
+            partner,
+            None,
+            (200, "{ok, status, error}", json!({ "type": "object" })),
+            &[404],
+        ),
+    );
+    add("/api/v1/bots/{code}/component", "put", {
+        let mut o = op(
+            "Upload the bot's Wasm component (raw bytes, Content-Type application/wasm, up to 64 MiB); 422 invalid_component otherwise",
+            "bots",
+            partner,
+            None,
+            (200, "{component: {digest, size, flows, uploaded_at}}", json!({ "type": "object" })),
+            &[400, 404, 413, 422],
+        );
+        o["requestBody"] = json!({ "required": true, "content": { "application/wasm": { "schema": { "type": "string", "format": "binary" } } } });
+        o
+    });
+    add(
+        "/api/v1/bots/{code}/flows/{flow}/invite",
+        "post",
+        op(
+            "Invite a user to a flow: a flow card in the hub and an entry in /me/forms",
+            "bots",
+            partner,
+            Some(json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string" } } })),
+            (201, "{flow_session: {ref, bot, flow, phone, state, message_id}}", json!({ "type": "object" })),
+            &[404],
+        ),
+    );
+    let steps = json!({ "type": "object", "properties": { "ref": { "type": "string" }, "state": { "type": "string", "enum": ["in_progress", "completed"] },
+        "summary": { "type": "object" }, "steps": { "type": "array", "items": schema_ref("Step") } } });
+    let event_body = json!({ "type": "object", "required": ["type"], "properties": {
+        "type": { "type": "string", "enum": ["text", "select", "submit", "payment"] }, "text": { "type": "string" },
+        "id": { "type": "string", "description": "select: the item id; payment: the payment id" },
+        "screen": { "type": "string" }, "values": { "type": "object" },
+        "status": { "type": "string", "enum": ["confirmed", "declined", "cancelled"] }, "reference": { "type": "string" } } });
+    add(
+        "/api/v1/me/flows/{ref}/start",
+        "post",
+        op("Start an invited flow", "flows", user, None, (200, "The first steps", steps.clone()), &[404, 409, 502]),
+    );
+    add(
+        "/api/v1/me/flows/{ref}/submit",
+        "post",
+        op(
+            "Submit a screen: values are validated against its fields (422 with fields, the bot is not called)",
+            "flows",
+            user,
+            Some(
+                json!({ "type": "object", "required": ["screen", "values"], "properties": { "screen": { "type": "string" }, "values": { "type": "object" } } }),
+            ),
+            (200, "The next steps, or completed with the summary", steps.clone()),
+            &[404, 409, 502],
+        ),
+    );
+    add(
+        "/api/v1/me/flows/{ref}/events",
+        "post",
+        op(
+            "Another event in a flow (menu choice, text, payment result)",
+            "flows",
+            user,
+            Some(event_body.clone()),
+            (200, "The next steps", steps.clone()),
+            &[404, 409, 502],
+        ),
+    );
+    add(
+        "/api/v1/me/bots/{code}/sessions",
+        "post",
+        op(
+            "Open an in-app chat session with a bot of a linked partner",
+            "flows",
+            user,
+            None,
+            (201, "{session, steps}", json!({ "type": "object" })),
+            &[404, 502],
+        ),
+    );
+    add(
+        "/api/v1/me/bots/{code}/sessions/{session}",
+        "get",
+        op(
+            "Steps a webhook-mode bot answered since the last call (each shown once)",
+            "flows",
+            user,
+            None,
+            (200, "{session, steps}", json!({ "type": "object" })),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/me/bots/{code}/sessions/{session}/events",
+        "post",
+        op(
+            "A user event in a chat session",
+            "flows",
+            user,
+            Some(event_body),
+            (200, "{session, steps}", json!({ "type": "object" })),
+            &[404, 502],
+        ),
+    );
+
     add(
         "/api/v1/openapi.json",
         "get",
@@ -851,6 +1079,7 @@ fn components() -> Value {
         "securitySchemes": {
             "partnerKey": { "type": "http", "scheme": "bearer", "description": "Partner API key `sk_…`" },
             "developerKey": { "type": "http", "scheme": "bearer", "description": "Developer key `sk_dev_…`" },
+            "botToken": { "type": "http", "scheme": "bearer", "description": "Bot token `bot_<prefix>.<secret>`, scoped to its bot" },
             "userJwt": { "type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "User JWT from OTP login" },
         },
         "responses": {
@@ -1021,6 +1250,29 @@ fn components() -> Value {
                     "created_at": { "type": "string" },
                     "completed_at": { "type": ["string", "null"] }
                 }
+            },
+            "Bot": {
+                "type": "object",
+                "properties": {
+                    "ref": { "type": "string" }, "code": { "type": "string" }, "name": { "type": "string" },
+                    "partner": { "type": "string" },
+                    "runtime_mode": { "type": "string", "enum": ["local", "webhook"] },
+                    "webhook_url": { "type": ["string", "null"] },
+                    "channels": { "type": "array", "items": { "type": "string" } },
+                    "allowed_ips": { "type": ["string", "null"] },
+                    "credentials": { "type": "object", "properties": {
+                        "token_prefix": { "type": "string" }, "token_configured": { "type": "boolean" },
+                        "webhook_url": { "type": ["string", "null"] }, "webhook_secret_prefix": { "type": "string" },
+                        "inbound_webhook_path": { "type": "string" } } },
+                    "component": { "type": ["object", "null"] },
+                    "created_at": { "type": "string" }
+                }
+            },
+            "Step": {
+                "type": "object",
+                "required": ["type"],
+                "description": "message {text}; menu {style: button|list, text, sections: [{title, items: [{id, label, description}]}]}; flow_screen {screen: {id, title, kind: form|input|select, fields: [form field]}}; payment {payment: {id, amount_minor, currency, description}}; flow_completed {summary}",
+                "properties": { "type": { "type": "string", "enum": ["message", "menu", "flow_screen", "payment", "flow_completed"] } }
             },
             "CreateTemplate": {
                 "type": "object",

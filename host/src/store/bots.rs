@@ -1,8 +1,226 @@
-//! Partners' bots.
+//! Partners' bots: credentials (token digest, webhook secret), settings, the uploaded component, and
+//! the component bytes themselves (kept in the database so every host can load them).
 
+use serde_json::Value;
 use sqlx::Row;
+use sqlx::any::AnyRow;
 
-use super::Db;
+use super::{Db, is_unique_violation};
+use crate::clock::Millis;
+
+#[derive(Debug, Clone)]
+pub struct Bot {
+    pub id: i64,
+    pub reference: String,
+    pub partner_id: i64,
+    pub partner_code: String,
+    pub code: String,
+    pub name: String,
+    pub runtime_mode: String,
+    pub webhook_url: Option<String>,
+    /// Needed in the clear to sign the bot's events and to check inbound ones.
+    pub webhook_secret: String,
+    pub channels: Vec<String>,
+    pub allowed_ips: Option<String>,
+    pub token_prefix: String,
+    pub component_digest: Option<String>,
+    pub component_uploaded_at: Option<Millis>,
+    pub created_at: Millis,
+}
+
+const SELECT: &str = "SELECT b.id, b.ref, b.partner_id, p.code AS partner_code, b.code, b.name, b.runtime_mode, \
+    b.webhook_url, b.webhook_secret, b.channels, b.allowed_ips, b.token_prefix, b.component_digest, \
+    b.component_uploaded_at, b.created_at, b.token_hash FROM bots b JOIN partners p ON p.id = b.partner_id ";
+
+fn from_row(r: &AnyRow) -> Result<Bot, sqlx::Error> {
+    let channels: String = r.try_get("channels")?;
+    Ok(Bot {
+        id: r.try_get("id")?,
+        reference: r.try_get("ref")?,
+        partner_id: r.try_get("partner_id")?,
+        partner_code: r.try_get("partner_code")?,
+        code: r.try_get("code")?,
+        name: r.try_get("name")?,
+        runtime_mode: r.try_get("runtime_mode")?,
+        webhook_url: r.try_get("webhook_url")?,
+        webhook_secret: r.try_get("webhook_secret")?,
+        channels: serde_json::from_str(&channels).unwrap_or_default(),
+        allowed_ips: r.try_get("allowed_ips")?,
+        token_prefix: r.try_get("token_prefix")?,
+        component_digest: r.try_get("component_digest")?,
+        component_uploaded_at: r.try_get("component_uploaded_at")?,
+        created_at: r.try_get("created_at")?,
+    })
+}
+
+/// A new bot's fields.
+pub struct NewBot<'a> {
+    pub reference: &'a str,
+    pub code: &'a str,
+    pub name: &'a str,
+    pub runtime_mode: &'a str,
+    pub webhook_url: Option<&'a str>,
+    pub webhook_secret: &'a str,
+    pub token_hash: &'a str,
+    pub token_prefix: &'a str,
+}
+
+/// Inserts a bot; `None` when the partner already has this code.
+pub async fn insert(db: &Db, partner_id: i64, b: &NewBot<'_>, now: Millis) -> Result<Option<Bot>, sqlx::Error> {
+    let result = sqlx::query(
+        "INSERT INTO bots (ref, partner_id, code, name, runtime_mode, webhook_url, webhook_secret, channels, \
+         token_hash, token_prefix, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, '[\"inapp\"]', $8, $9, $10, $10)",
+    )
+    .bind(b.reference)
+    .bind(partner_id)
+    .bind(b.code)
+    .bind(b.name)
+    .bind(b.runtime_mode)
+    .bind(b.webhook_url)
+    .bind(b.webhook_secret)
+    .bind(b.token_hash)
+    .bind(b.token_prefix)
+    .bind(now)
+    .execute(db.writer())
+    .await;
+    match result {
+        Ok(_) => find(db, partner_id, b.code).await,
+        Err(e) if is_unique_violation(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// One of a partner's bots by code.
+pub async fn find(db: &Db, partner_id: i64, code: &str) -> Result<Option<Bot>, sqlx::Error> {
+    let sql = const_format::concatcp!(SELECT, "WHERE b.partner_id = $1 AND b.code = $2");
+    let row = sqlx::query(sql).bind(partner_id).bind(code).fetch_optional(db.reader()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Bot>, sqlx::Error> {
+    let sql = const_format::concatcp!(SELECT, "WHERE b.id = $1");
+    let row = sqlx::query(sql).bind(id).fetch_optional(db.reader()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// The bot whose token has this digest, with the stored digest for a constant-time re-check.
+pub async fn find_by_token_hash(db: &Db, token_hash: &str) -> Result<Option<(Bot, String)>, sqlx::Error> {
+    let sql = const_format::concatcp!(SELECT, "WHERE b.token_hash = $1");
+    let row = sqlx::query(sql).bind(token_hash).fetch_optional(db.reader()).await?;
+    row.map(|r| Ok((from_row(&r)?, r.try_get("token_hash")?))).transpose()
+}
+
+/// Bots a user may talk to in the app: those of partners the phone is linked to, by code.
+pub async fn find_for_user(db: &Db, phone: &str, code: &str) -> Result<Option<Bot>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        SELECT,
+        "JOIN account_links l ON l.partner_id = b.partner_id JOIN accounts a ON a.id = l.account_id \
+         WHERE a.phone = $1 AND b.code = $2 ORDER BY b.id LIMIT 1"
+    );
+    let row = sqlx::query(sql).bind(phone).bind(code).fetch_optional(db.reader()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// Saves the settable fields of a bot.
+pub async fn update(db: &Db, bot: &Bot, now: Millis) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE bots SET name = $1, runtime_mode = $2, webhook_url = $3, channels = $4, allowed_ips = $5, \
+         updated_at = $6 WHERE id = $7",
+    )
+    .bind(&bot.name)
+    .bind(&bot.runtime_mode)
+    .bind(&bot.webhook_url)
+    .bind(serde_json::to_string(&bot.channels).expect("strings serialise"))
+    .bind(&bot.allowed_ips)
+    .bind(now)
+    .bind(bot.id)
+    .execute(db.writer())
+    .await?;
+    Ok(())
+}
+
+pub async fn set_token(
+    db: &Db,
+    bot_id: i64,
+    token_hash: &str,
+    token_prefix: &str,
+    now: Millis,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE bots SET token_hash = $1, token_prefix = $2, updated_at = $3 WHERE id = $4")
+        .bind(token_hash)
+        .bind(token_prefix)
+        .bind(now)
+        .bind(bot_id)
+        .execute(db.writer())
+        .await?;
+    Ok(())
+}
+
+pub async fn set_webhook_secret(db: &Db, bot_id: i64, secret: &str, now: Millis) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE bots SET webhook_secret = $1, updated_at = $2 WHERE id = $3")
+        .bind(secret)
+        .bind(now)
+        .bind(bot_id)
+        .execute(db.writer())
+        .await?;
+    Ok(())
+}
+
+/// Stores a component's bytes (once per digest) and makes it the bot's.
+pub async fn set_component(
+    db: &Db,
+    bot_id: i64,
+    digest: &str,
+    bytes: &[u8],
+    flows: &Value,
+    now: Millis,
+) -> Result<(), sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    sqlx::query(
+        "INSERT INTO components (digest, bytes, size, flows, uploaded_at) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (digest) DO NOTHING",
+    )
+    .bind(digest)
+    .bind(bytes)
+    .bind(bytes.len() as i64)
+    .bind(flows.to_string())
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("UPDATE bots SET component_digest = $1, component_uploaded_at = $2, updated_at = $2 WHERE id = $3")
+        .bind(digest)
+        .bind(now)
+        .bind(bot_id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await
+}
+
+/// A stored component: its bytes, size and flows.
+pub async fn component(db: &Db, digest: &str) -> Result<Option<(Vec<u8>, i64, Value)>, sqlx::Error> {
+    let row = sqlx::query("SELECT bytes, size, flows FROM components WHERE digest = $1")
+        .bind(digest)
+        .fetch_optional(db.reader())
+        .await?;
+    row.map(|r| {
+        let flows: String = r.try_get("flows")?;
+        Ok((r.try_get("bytes")?, r.try_get("size")?, serde_json::from_str(&flows).unwrap_or(Value::Null)))
+    })
+    .transpose()
+}
+
+/// A stored component's size and flows, without its bytes.
+pub async fn component_info(db: &Db, digest: &str) -> Result<Option<(i64, Value)>, sqlx::Error> {
+    let row = sqlx::query("SELECT size, flows FROM components WHERE digest = $1")
+        .bind(digest)
+        .fetch_optional(db.reader())
+        .await?;
+    row.map(|r| {
+        let flows: String = r.try_get("flows")?;
+        Ok((r.try_get("size")?, serde_json::from_str(&flows).unwrap_or(Value::Null)))
+    })
+    .transpose()
+}
 
 /// A bot as the app lists it.
 #[derive(Debug, Clone)]
@@ -37,12 +255,12 @@ pub async fn list_for_user(db: &Db, phone: &str) -> Result<Vec<BotListing>, sqlx
 
 /// A bot's webhook URL, secret and code, when it has a URL.
 pub async fn webhook_endpoint(db: &Db, bot_id: i64) -> Result<Option<(String, String, String)>, sqlx::Error> {
-    let row = sqlx::query("SELECT webhook_url, webhook_secret, code FROM bots WHERE id = $1")
-        .bind(bot_id)
-        .fetch_optional(db.reader())
-        .await?;
-    Ok(row.and_then(|r| {
-        let url: Option<String> = r.try_get("webhook_url").ok()?;
-        Some((url?, r.try_get("webhook_secret").ok()?, r.try_get("code").ok()?))
-    }))
+    Ok(find_by_id(db, bot_id).await?.and_then(|b| b.webhook_url.map(|url| (url, b.webhook_secret, b.code))))
+}
+
+/// Every partner's bot with this code (the inbound webhook tells them apart by secret).
+pub async fn find_all_by_code(db: &Db, code: &str) -> Result<Vec<Bot>, sqlx::Error> {
+    let sql = const_format::concatcp!(SELECT, "WHERE b.code = $1 ORDER BY b.id");
+    let rows = sqlx::query(sql).bind(code).fetch_all(db.reader()).await?;
+    rows.iter().map(from_row).collect()
 }

@@ -1,9 +1,214 @@
-//! Flow sessions: invitations to a bot's flow, their progress and the guest's state between steps.
+//! Flow sessions: invitations to a bot's flow (with their card in the hub) and in-app chat sessions,
+//! the guest's state between steps, the screen the user is on, and completion into a read-only card.
 
+use serde_json::Value;
 use sqlx::Row;
+use sqlx::any::AnyRow;
 
 use super::Db;
+use super::messages::{Created, NewMessage, create_in};
 use crate::clock::Millis;
+
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub id: i64,
+    pub reference: String,
+    pub bot_id: i64,
+    /// The flow code (`None` for chat sessions).
+    pub flow: Option<String>,
+    /// `flow` or `chat`.
+    pub kind: String,
+    pub phone: String,
+    /// `invited`, `in_progress` or `completed`.
+    pub state: String,
+    pub title: Option<String>,
+    pub message_id: Option<i64>,
+    /// The guest's opaque state from its last reply.
+    pub guest_state: Option<String>,
+    /// The last screen the guest showed (`{id, title, kind, fields}`): submissions are validated
+    /// against it.
+    pub screen: Option<Value>,
+    pub summary: Option<Value>,
+    /// Steps a `webhook`-mode bot answered that the app has not fetched yet.
+    pub pending_steps: Option<Value>,
+    pub invited_at: Millis,
+}
+
+const COLUMNS: &str = "id, ref, bot_id, flow, kind, phone, state, title, message_id, guest_state, screen, summary, \
+    pending_steps, invited_at";
+
+fn json_column(r: &AnyRow, name: &str) -> Result<Option<Value>, sqlx::Error> {
+    let text: Option<String> = r.try_get(name)?;
+    Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+}
+
+fn from_row(r: &AnyRow) -> Result<Session, sqlx::Error> {
+    Ok(Session {
+        id: r.try_get("id")?,
+        reference: r.try_get("ref")?,
+        bot_id: r.try_get("bot_id")?,
+        flow: r.try_get("flow")?,
+        kind: r.try_get("kind")?,
+        phone: r.try_get("phone")?,
+        state: r.try_get("state")?,
+        title: r.try_get("title")?,
+        message_id: r.try_get("message_id")?,
+        guest_state: r.try_get("guest_state")?,
+        screen: json_column(r, "screen")?,
+        summary: json_column(r, "summary")?,
+        pending_steps: json_column(r, "pending_steps")?,
+        invited_at: r.try_get("invited_at")?,
+    })
+}
+
+/// Invites `card.phone` to a flow: the flow card in the hub and the session, in one transaction.
+pub async fn invite(
+    db: &Db,
+    reference: &str,
+    bot_id: i64,
+    flow: &str,
+    title: &str,
+    card: &NewMessage,
+    now: Millis,
+) -> Result<(Session, i64), sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    let Created::New(message) = create_in(&mut tx, card, now).await? else {
+        return Err(sqlx::Error::Protocol("flow cards carry no idempotency key".into()));
+    };
+    let sql = const_format::concatcp!(
+        "INSERT INTO flow_sessions (ref, bot_id, flow, kind, phone, state, title, message_id, invited_at) \
+         VALUES ($1, $2, $3, 'flow', $4, 'invited', $5, $6, $7) RETURNING ",
+        COLUMNS
+    );
+    let row = sqlx::query(sql)
+        .bind(reference)
+        .bind(bot_id)
+        .bind(flow)
+        .bind(&card.phone)
+        .bind(title)
+        .bind(message.id)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok((from_row(&row)?, message.id))
+}
+
+/// Opens an in-app chat session with a bot.
+pub async fn open_chat(
+    db: &Db,
+    reference: &str,
+    bot_id: i64,
+    phone: &str,
+    now: Millis,
+) -> Result<Session, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        "INSERT INTO flow_sessions (ref, bot_id, kind, phone, state, invited_at) VALUES ($1, $2, 'chat', $3, 'in_progress', $4) \
+         RETURNING ",
+        COLUMNS
+    );
+    let row = sqlx::query(sql).bind(reference).bind(bot_id).bind(phone).bind(now).fetch_one(db.writer()).await?;
+    from_row(&row)
+}
+
+pub async fn find_for_user(db: &Db, phone: &str, reference: &str) -> Result<Option<Session>, sqlx::Error> {
+    let sql = const_format::concatcp!("SELECT ", COLUMNS, " FROM flow_sessions WHERE phone = $1 AND ref = $2");
+    let row = sqlx::query(sql).bind(phone).bind(reference).fetch_optional(db.reader()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// A session of one bot by ref (inbound webhook replies).
+pub async fn find_for_bot(db: &Db, bot_id: i64, reference: &str) -> Result<Option<Session>, sqlx::Error> {
+    let sql = const_format::concatcp!("SELECT ", COLUMNS, " FROM flow_sessions WHERE bot_id = $1 AND ref = $2");
+    let row = sqlx::query(sql).bind(bot_id).bind(reference).fetch_optional(db.reader()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// Records a step of the conversation with the guest: its new state and, when it showed one, the screen.
+pub async fn save_progress(db: &Db, id: i64, guest_state: &str, screen: Option<&Value>) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE flow_sessions SET state = 'in_progress', guest_state = $1, screen = COALESCE($2, screen) \
+         WHERE id = $3 AND state <> 'completed'",
+    )
+    .bind(guest_state)
+    .bind(screen.map(Value::to_string))
+    .bind(id)
+    .execute(db.writer())
+    .await?;
+    Ok(())
+}
+
+/// Completes a flow: the session and its card (read-only, with the summary). False when it was already
+/// completed (a concurrent submit won).
+pub async fn complete(
+    db: &Db,
+    session: &Session,
+    guest_state: &str,
+    summary: &Value,
+    now: Millis,
+) -> Result<bool, sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    let done = sqlx::query(
+        "UPDATE flow_sessions SET state = 'completed', guest_state = $1, summary = $2, completed_at = $3 \
+         WHERE id = $4 AND state <> 'completed'",
+    )
+    .bind(guest_state)
+    .bind(summary.to_string())
+    .bind(now)
+    .bind(session.id)
+    .execute(&mut *tx)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Ok(false);
+    }
+    if let Some(message_id) = session.message_id {
+        let content: Option<String> = sqlx::query_scalar("SELECT content FROM messages WHERE id = $1")
+            .bind(message_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let mut content: Value =
+            content.and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_else(|| serde_json::json!({}));
+        content["flow"]["state"] = Value::from("completed");
+        content["flow"]["summary"] = summary.clone();
+        sqlx::query("UPDATE messages SET content = $1, updated_at = $2 WHERE id = $3")
+            .bind(content.to_string())
+            .bind(now)
+            .bind(message_id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// Adds steps a webhook-mode bot answered for the app to fetch.
+pub async fn push_pending(db: &Db, id: i64, steps: &[Value]) -> Result<(), sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    let current: Option<String> = sqlx::query_scalar("SELECT pending_steps FROM flow_sessions WHERE id = $1")
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+    let mut all: Vec<Value> = current.and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default();
+    all.extend(steps.iter().cloned());
+    sqlx::query("UPDATE flow_sessions SET pending_steps = $1 WHERE id = $2")
+        .bind(Value::from(all).to_string())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await
+}
+
+/// Takes the pending steps of a session (they are shown once).
+pub async fn take_pending(db: &Db, id: i64) -> Result<Vec<Value>, sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    let current: Option<String> = sqlx::query_scalar("SELECT pending_steps FROM flow_sessions WHERE id = $1")
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+    sqlx::query("UPDATE flow_sessions SET pending_steps = NULL WHERE id = $1").bind(id).execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(current.and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default())
+}
 
 /// An open flow invitation, as `GET /me/forms` lists it.
 #[derive(Debug, Clone)]

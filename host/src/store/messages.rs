@@ -309,8 +309,7 @@ pub async fn transition_in(
         .await?;
     let key = format!("message:{}", updated.id);
     let target = updated.developer_id.map(Target::Developer).unwrap_or(Target::Partner(updated.partner_id));
-    outbox::enqueue(tx, target, "message.status", &event(&updated, now), &key, now)
-        .await?;
+    outbox::enqueue(tx, target, "message.status", &event(&updated, now), &key, now).await?;
     Ok(Some(updated))
 }
 

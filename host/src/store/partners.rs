@@ -127,8 +127,10 @@ pub async fn set_webhook(
 
 /// The platform partner (the first one created with `--platform`).
 pub async fn find_platform(db: &Db) -> Result<Option<Partner>, sqlx::Error> {
-    let row = sqlx::query("SELECT id, code, name, is_platform, webhook_url FROM partners WHERE is_platform = 1 ORDER BY id LIMIT 1")
-        .fetch_optional(db.reader())
-        .await?;
+    let row = sqlx::query(
+        "SELECT id, code, name, is_platform, webhook_url FROM partners WHERE is_platform = 1 ORDER BY id LIMIT 1",
+    )
+    .fetch_optional(db.reader())
+    .await?;
     row.as_ref().map(from_row).transpose()
 }

@@ -1,0 +1,501 @@
+//! `/bots`: a partner's bots. Create (token and webhook secret shown once), read (partner key or the
+//! bot's own token), update, credentials (prefixes only), token and secret rotation, webhook settings and
+//! a signed test, the component upload of `local` bots, flow invitations, and the inbound webhook a bot
+//! answers through (bot token, secret header or body signature; `allowed_ips`).
+
+use std::net::SocketAddr;
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, StatusCode, header::CONTENT_TYPE};
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ApiJson, parse_value};
+use crate::auth::{PartnerAuth, PartnerOrBot, check_allowed_ips};
+use crate::clock::record_time;
+use crate::error::{ApiError, ApiResult};
+use crate::events;
+use crate::runtime::RuntimeError;
+use crate::secrets::{constant_time_eq, digest, random_alnum};
+use crate::state::AppState;
+use crate::store::bots::{self as store, Bot, NewBot};
+use crate::store::flows;
+use crate::store::messages::NewMessage;
+use crate::store::partners::Partner;
+use crate::validate::{is_code, is_e164, is_ip_list};
+use crate::webhooks::{self, Endpoint, signing};
+
+pub fn router(component_limit: usize) -> Router<AppState> {
+    Router::new()
+        .route("/bots", post(create))
+        .route("/bots/{code}", get(get_bot).patch(update_bot))
+        .route("/bots/{code}/credentials", get(credentials))
+        .route("/bots/{code}/token/rotate", post(rotate_token))
+        .route("/bots/{code}/webhook", put(set_webhook).post(inbound))
+        .route("/bots/{code}/webhook/secret/rotate", post(rotate_secret))
+        .route("/bots/{code}/webhook/test", post(test_webhook))
+        .route("/bots/{code}/component", put(upload_component).layer(DefaultBodyLimit::max(component_limit)))
+        .route("/bots/{code}/flows/{flow}/invite", post(invite))
+}
+
+const MODES: &[&str] = &["local", "webhook"];
+const CHANNELS: &[&str] = &["inapp", "whatsapp", "sms"];
+
+/// A new bot token: `bot_<prefix>.<secret>`; returns it with its displayable prefix.
+fn new_token() -> (String, String) {
+    let prefix = format!("bot_{}", random_alnum(8));
+    (format!("{prefix}.{}", random_alnum(40)), prefix)
+}
+
+fn credentials_json(b: &Bot) -> Value {
+    json!({
+        "token_prefix": b.token_prefix,
+        "token_configured": true,
+        "webhook_url": b.webhook_url,
+        "webhook_secret_prefix": signing::secret_prefix(&b.webhook_secret),
+        "inbound_webhook_path": format!("/api/v1/bots/{}/webhook", b.code),
+    })
+}
+
+async fn bot_json(state: &AppState, b: &Bot) -> ApiResult<Value> {
+    let component = match &b.component_digest {
+        Some(digest) => {
+            let (size, flows) = store::component_info(&state.db, digest).await?.unwrap_or((0, json!([])));
+            json!({"digest": digest, "size": size, "flows": flows, "uploaded_at": b.component_uploaded_at.map(record_time)})
+        }
+        None => Value::Null,
+    };
+    Ok(json!({
+        "ref": b.reference,
+        "code": b.code,
+        "name": b.name,
+        "partner": b.partner_code,
+        "runtime_mode": b.runtime_mode,
+        "webhook_url": b.webhook_url,
+        "channels": b.channels,
+        "allowed_ips": b.allowed_ips,
+        "credentials": credentials_json(b),
+        "component": component,
+        "created_at": record_time(b.created_at),
+    }))
+}
+
+async fn owned(state: &AppState, partner: &Partner, code: &str) -> ApiResult<Bot> {
+    store::find(&state.db, partner.id, code).await?.ok_or_else(|| ApiError::not_found("bot"))
+}
+
+/// The bot a partner key or bot token may read: a bot token only reaches its own bot.
+async fn readable(state: &AppState, caller: PartnerOrBot, code: &str) -> ApiResult<Bot> {
+    match caller {
+        PartnerOrBot::Partner(p) => owned(state, &p, code).await,
+        PartnerOrBot::Bot(b) if b.code == code => Ok(b),
+        PartnerOrBot::Bot(_) => Err(ApiError::forbidden("a bot token is scoped to its own bot")),
+    }
+}
+
+async fn check_webhook_url(state: &AppState, url: Option<&str>) -> ApiResult<()> {
+    if let Some(url) = url {
+        webhooks::check_url(url, state.config.dev)
+            .await
+            .map_err(|why| ApiError::validation("webhook_url", format!("webhook_url {why}")))?;
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct CreateBot {
+    code: Option<String>,
+    name: Option<String>,
+    runtime_mode: Option<String>,
+    webhook_url: Option<String>,
+}
+
+async fn create(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    ApiJson(req): ApiJson<CreateBot>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let code = req.code.as_deref().unwrap_or("").trim();
+    if !is_code(code) {
+        return Err(ApiError::validation("code", "code must match ^[a-z0-9][a-z0-9_-]{0,63}$"));
+    }
+    let name = req
+        .name
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| ApiError::validation("name", "name is required"))?;
+    let mode = req.runtime_mode.as_deref().map(str::trim).filter(|m| !m.is_empty()).unwrap_or("local");
+    if !MODES.contains(&mode) {
+        return Err(ApiError::validation("runtime_mode", "runtime_mode must be local or webhook"));
+    }
+    let url = req.webhook_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
+    if mode == "webhook" && url.is_none() {
+        return Err(ApiError::validation("webhook_url", "webhook_url is required in webhook runtime mode"));
+    }
+    check_webhook_url(&state, url).await?;
+    let (token, prefix) = new_token();
+    let secret = signing::new_secret();
+    let reference = format!("bot_ref_{}", random_alnum(20));
+    let new = NewBot {
+        reference: &reference,
+        code,
+        name,
+        runtime_mode: mode,
+        webhook_url: url,
+        webhook_secret: &secret,
+        token_hash: &digest(&token),
+        token_prefix: &prefix,
+    };
+    let bot = store::insert(&state.db, partner.id, &new, state.now())
+        .await?
+        .ok_or_else(|| ApiError::conflict(format!("a bot with code {code:?} already exists")))?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({
+            "bot": { "code": bot.code, "credentials": credentials_json(&bot) },
+            "bot_token": token,
+            "webhook_secret": secret,
+            "warning": "Store the bot token and webhook secret now: they are shown only once and can only be replaced by rotation.",
+        })),
+    ))
+}
+
+async fn get_bot(
+    State(state): State<AppState>,
+    caller: PartnerOrBot,
+    Path(code): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let bot = readable(&state, caller, &code).await?;
+    Ok(Json(json!({ "bot": bot_json(&state, &bot).await? })))
+}
+
+async fn credentials(
+    State(state): State<AppState>,
+    caller: PartnerOrBot,
+    Path(code): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let bot = readable(&state, caller, &code).await?;
+    Ok(Json(json!({ "credentials": credentials_json(&bot) })))
+}
+
+#[derive(Deserialize)]
+struct UpdateBot {
+    name: Option<String>,
+    runtime_mode: Option<String>,
+    webhook_url: Option<Option<String>>,
+    channels: Option<Vec<String>>,
+    allowed_ips: Option<Option<String>>,
+}
+
+/// Applies `allowed_ips` (empty clears it).
+fn set_allowed_ips(bot: &mut Bot, value: Option<&str>) -> ApiResult<()> {
+    let list = value.map(str::trim).filter(|l| !l.is_empty());
+    if list.is_some_and(|l| !is_ip_list(l)) {
+        return Err(ApiError::validation(
+            "allowed_ips",
+            "allowed_ips must be comma-separated IP addresses or CIDR blocks",
+        ));
+    }
+    bot.allowed_ips = list.map(str::to_string);
+    Ok(())
+}
+
+async fn update_bot(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(code): Path<String>,
+    ApiJson(req): ApiJson<UpdateBot>,
+) -> ApiResult<Json<Value>> {
+    let mut bot = owned(&state, &partner, &code).await?;
+    if let Some(name) = req.name {
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(ApiError::validation("name", "name cannot be empty"));
+        }
+        bot.name = name.to_string();
+    }
+    if let Some(mode) = req.runtime_mode {
+        if !MODES.contains(&mode.as_str()) {
+            return Err(ApiError::validation("runtime_mode", "runtime_mode must be local or webhook"));
+        }
+        bot.runtime_mode = mode;
+    }
+    if let Some(url) = req.webhook_url {
+        let url = url.as_deref().map(str::trim).filter(|u| !u.is_empty());
+        check_webhook_url(&state, url).await?;
+        bot.webhook_url = url.map(str::to_string);
+    }
+    if bot.runtime_mode == "webhook" && bot.webhook_url.is_none() {
+        return Err(ApiError::validation("webhook_url", "webhook_url is required in webhook runtime mode"));
+    }
+    if let Some(channels) = req.channels {
+        if channels.is_empty() || channels.iter().any(|c| !CHANNELS.contains(&c.as_str())) {
+            return Err(ApiError::validation("channels", "channels must be a non-empty list of inapp, whatsapp, sms"));
+        }
+        bot.channels = channels;
+    }
+    if let Some(ips) = req.allowed_ips {
+        set_allowed_ips(&mut bot, ips.as_deref())?;
+    }
+    store::update(&state.db, &bot, state.now()).await?;
+    Ok(Json(json!({ "bot": bot_json(&state, &bot).await? })))
+}
+
+async fn rotate_token(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(code): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let bot = owned(&state, &partner, &code).await?;
+    let (token, prefix) = new_token();
+    store::set_token(&state.db, bot.id, &digest(&token), &prefix, state.now()).await?;
+    Ok(Json(json!({ "bot_token": token })))
+}
+
+async fn rotate_secret(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(code): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let bot = owned(&state, &partner, &code).await?;
+    let secret = signing::new_secret();
+    store::set_webhook_secret(&state.db, bot.id, &secret, state.now()).await?;
+    Ok(Json(json!({ "webhook_secret": secret })))
+}
+
+#[derive(Deserialize)]
+struct SetWebhook {
+    webhook_url: Option<String>,
+    #[serde(default)]
+    rotate_secret: bool,
+    allowed_ips: Option<String>,
+}
+
+async fn set_webhook(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(code): Path<String>,
+    ApiJson(req): ApiJson<SetWebhook>,
+) -> ApiResult<Json<Value>> {
+    let mut bot = owned(&state, &partner, &code).await?;
+    let url = req.webhook_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
+    let url = url.ok_or_else(|| ApiError::validation("webhook_url", "webhook_url is required"))?;
+    check_webhook_url(&state, Some(url)).await?;
+    bot.webhook_url = Some(url.to_string());
+    if let Some(ips) = req.allowed_ips.as_deref() {
+        set_allowed_ips(&mut bot, Some(ips))?;
+    }
+    store::update(&state.db, &bot, state.now()).await?;
+    let mut body = json!({});
+    if req.rotate_secret {
+        let secret = signing::new_secret();
+        store::set_webhook_secret(&state.db, bot.id, &secret, state.now()).await?;
+        bot.webhook_secret = secret.clone();
+        body["webhook_secret"] = json!(secret);
+    }
+    body["bot"] = bot_json(&state, &bot).await?;
+    Ok(Json(body))
+}
+
+/// Sends one signed `bot.webhook.test` event to the bot's URL now.
+async fn test_webhook(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(code): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let bot = owned(&state, &partner, &code).await?;
+    let Some(url) = bot.webhook_url.clone() else {
+        return Ok(Json(json!({ "ok": false, "status": null, "error": "no webhook_url configured" })));
+    };
+    let endpoint = Endpoint { url, secret: bot.webhook_secret.clone(), bot_code: Some(bot.code.clone()) };
+    let body = events::bot_event(&bot, "bot.webhook.test", json!({}));
+    let delivery_id = format!("dlv_test_{}", random_alnum(20));
+    let outcome = webhooks::send_signed(&state, &endpoint, &delivery_id, "bot.webhook.test", &body.to_string()).await;
+    Ok(Json(json!({ "ok": outcome.ok(), "status": outcome.status, "error": outcome.error })))
+}
+
+async fn upload_component(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(code): Path<String>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> ApiResult<Json<Value>> {
+    let bot = owned(&state, &partner, &code).await?;
+    let bytes = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::payload_too_large()
+        } else {
+            ApiError::bad_request(format!("could not read the body: {rejection}"))
+        }
+    })?;
+    let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !content_type.starts_with("application/wasm") && !content_type.starts_with("application/octet-stream") {
+        return Err(ApiError::bad_request("Content-Type must be application/wasm"));
+    }
+    let loaded = state.runtime.load(&bytes).await.map_err(|e| match e {
+        RuntimeError::InvalidComponent(why) => {
+            ApiError::unprocessable("invalid_component", format!("not a hubbub:bot component: {why}"))
+        }
+        other => ApiError::unprocessable(
+            "invalid_component",
+            format!("the component failed when asked for its flows: {other}"),
+        ),
+    })?;
+    let flows = serde_json::to_value(&loaded.flows).map_err(ApiError::internal)?;
+    let now = state.now();
+    store::set_component(&state.db, bot.id, &loaded.digest, &bytes, &flows, now).await?;
+    tracing::info!(bot = %bot.code, digest = %loaded.digest, size = loaded.size, "component uploaded");
+    Ok(Json(
+        json!({ "component": { "digest": loaded.digest, "size": loaded.size, "flows": flows, "uploaded_at": record_time(now) } }),
+    ))
+}
+
+#[derive(Deserialize)]
+struct Invite {
+    phone: Option<String>,
+}
+
+async fn invite(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path((code, flow)): Path<(String, String)>,
+    ApiJson(req): ApiJson<Invite>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let bot = owned(&state, &partner, &code).await?;
+    let phone = req
+        .phone
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| ApiError::validation("phone", "phone is required"))?;
+    if !is_e164(phone) {
+        return Err(ApiError::validation("phone", "phone must be E.164, e.g. +15551230000"));
+    }
+    // A local bot's flows are the ones its component offers.
+    let title = if bot.runtime_mode == "local" {
+        let digest = bot.component_digest.as_deref().ok_or_else(|| ApiError::not_found("flow"))?;
+        let (_, flows) = store::component_info(&state.db, digest).await?.ok_or_else(|| ApiError::not_found("flow"))?;
+        let offered = flows.as_array().and_then(|f| f.iter().find(|f| f["code"] == flow.as_str()).cloned());
+        offered.and_then(|f| f["title"].as_str().map(str::to_string)).ok_or_else(|| ApiError::not_found("flow"))?
+    } else if is_code(&flow) {
+        flow.clone()
+    } else {
+        return Err(ApiError::not_found("flow"));
+    };
+    let reference = format!("flow_{}", random_alnum(24));
+    let card = NewMessage {
+        reference: format!("msg_{}", random_alnum(24)),
+        partner_id: partner.id,
+        direction: "out",
+        conversation_id: None,
+        developer_id: None,
+        phone: phone.to_string(),
+        content_type: "text".into(),
+        body: Some(format!("{} invites you to fill in: {title}", partner.name)),
+        rendered_body: None,
+        template_code: None,
+        lang: None,
+        priority: "notification".into(),
+        content: json!({ "flow": { "ref": reference, "bot": bot.code, "flow": flow, "title": title, "state": "invited" } }),
+        media: None,
+        idempotency_key: None,
+        request_hash: None,
+    };
+    let (session, message_id) = flows::invite(&state.db, &reference, bot.id, &flow, &title, &card, state.now()).await?;
+    state.delivery.wake.notify_one();
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "flow_session": {
+            "ref": session.reference, "bot": bot.code, "flow": flow, "phone": phone, "state": "invited", "message_id": message_id,
+        } })),
+    ))
+}
+
+/// The inbound webhook: a bot answers users (`reply`) or checks the line (`ping`). Authenticated by the
+/// bot's token, its webhook secret in `X-Service-Bot-Secret`, or `X-Service-Signature` over the body.
+async fn inbound(
+    State(state): State<AppState>,
+    Path(code): Path<String>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let bot = authenticate_inbound(&state, &code, &headers, &body).await?;
+    check_allowed_ips(bot.allowed_ips.as_deref(), Some(peer.ip()))?;
+    let value: Value =
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("body is not valid JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(ApiError::bad_request("body must be a JSON object"));
+    }
+    #[derive(Deserialize)]
+    struct Inbound {
+        event: Option<String>,
+        #[serde(default)]
+        data: Value,
+    }
+    let req: Inbound = parse_value(value)?;
+    match req.event.as_deref() {
+        Some("ping") => Ok(Json(json!({ "ok": true }))),
+        Some("reply") => {
+            #[derive(Deserialize)]
+            struct Reply {
+                session: String,
+                steps: Vec<Value>,
+            }
+            let reply: Reply = parse_value(req.data).map_err(|e| e.with_field("data"))?;
+            let session = flows::find_for_bot(&state.db, bot.id, &reply.session)
+                .await?
+                .ok_or_else(|| ApiError::not_found("session"))?;
+            let steps =
+                super::flows::check_steps(reply.steps).map_err(|why| ApiError::validation("data.steps", why))?;
+            flows::push_pending(&state.db, session.id, &steps).await?;
+            Ok(Json(json!({ "ok": true })))
+        }
+        Some(other) => Err(ApiError::validation("event", format!("unknown event {other:?}: expected reply or ping"))),
+        None => Err(ApiError::validation("event", "event is required")),
+    }
+}
+
+async fn authenticate_inbound(state: &AppState, code: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult<Bot> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty());
+    if let Some(auth) = header("authorization") {
+        let token = auth.strip_prefix("Bearer ").or_else(|| auth.strip_prefix("bearer ")).unwrap_or("").trim();
+        let hash = digest(token);
+        let found = store::find_by_token_hash(&state.db, &hash).await?;
+        return match found {
+            Some((bot, stored)) if constant_time_eq(&stored, &hash) => {
+                if bot.code == code {
+                    Ok(bot)
+                } else {
+                    Err(ApiError::forbidden("a bot token is scoped to its own bot"))
+                }
+            }
+            _ => Err(ApiError::unauthorized("unknown or revoked bot token")),
+        };
+    }
+    // The secret header and the signature name the bot by its code (codes are unique per partner; the
+    // secret decides which bot it is).
+    let candidates = bots_by_code(state, code).await?;
+    if let Some(secret) = header("x-service-bot-secret") {
+        return candidates
+            .into_iter()
+            .find(|b| constant_time_eq(&b.webhook_secret, secret))
+            .ok_or_else(|| ApiError::unauthorized("wrong webhook secret"));
+    }
+    if let Some(signature) = header("x-service-signature") {
+        return candidates
+            .into_iter()
+            .find(|b| signing::verify_service_signature(&b.webhook_secret, body, signature))
+            .ok_or_else(|| ApiError::unauthorized("the signature does not verify"));
+    }
+    Err(ApiError::unauthorized("authenticate with the bot token, X-Service-Bot-Secret or X-Service-Signature"))
+}
+
+async fn bots_by_code(state: &AppState, code: &str) -> ApiResult<Vec<Bot>> {
+    Ok(store::find_all_by_code(&state.db, code).await?)
+}

@@ -1,0 +1,318 @@
+//! The app's side of bots: flow invitations (`/me/flows/{ref}/start|submit|events`) and in-app chat
+//! sessions (`/me/bots/{code}/sessions…`). Every submitted form is validated against the fields of the
+//! screen the bot showed before the bot sees it; invalid values are a 422 and the bot is not called.
+//! `local` bots run in the Wasm runtime; `webhook` bots get the user's events as signed bot events and
+//! answer through their inbound webhook, and the app fetches those steps.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{ApiJson, parse_value};
+use crate::auth::UserAuth;
+use crate::error::{ApiError, ApiResult};
+use crate::events;
+use crate::forms::{self, FieldDef};
+use crate::runtime::{Entry, GuestContext, GuestEvent, GuestReply, RuntimeError};
+use crate::secrets::random_alnum;
+use crate::state::AppState;
+use crate::store::bots::{self, Bot};
+use crate::store::flows::{self as store, Session};
+use crate::store::outbox::{self, Target};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/me/flows/{ref}/start", post(start_flow))
+        .route("/me/flows/{ref}/submit", post(submit_flow))
+        .route("/me/flows/{ref}/events", post(flow_event))
+        .route("/me/bots/{code}/sessions", post(open_session))
+        .route("/me/bots/{code}/sessions/{session}", get(session_steps))
+        .route("/me/bots/{code}/sessions/{session}/events", post(session_event))
+}
+
+const STEP_TYPES: &[&str] = &["message", "menu", "flow_screen", "payment", "flow_completed"];
+
+/// Checks steps a `webhook`-mode bot sent through its inbound webhook (local bots are checked by the
+/// runtime): known types, and screens whose fields are well-formed.
+pub fn check_steps(steps: Vec<Value>) -> Result<Vec<Value>, String> {
+    if steps.len() > 50 {
+        return Err("at most 50 steps".into());
+    }
+    for (i, step) in steps.iter().enumerate() {
+        let kind = step.get("type").and_then(Value::as_str).unwrap_or("");
+        if !STEP_TYPES.contains(&kind) {
+            return Err(format!("step {i}: type must be one of {}", STEP_TYPES.join(", ")));
+        }
+        if kind == "flow_screen" {
+            let screen = step.get("screen").ok_or(format!("step {i}: a flow_screen needs a screen"))?;
+            if screen.get("id").and_then(Value::as_str).is_none_or(str::is_empty) {
+                return Err(format!("step {i}: the screen needs an id"));
+            }
+            let fields: Vec<FieldDef> = serde_json::from_value(screen.get("fields").cloned().unwrap_or(Value::Null))
+                .map_err(|e| format!("step {i}: fields: {e}"))?;
+            if fields.is_empty() {
+                return Err(format!("step {i}: the screen needs fields"));
+            }
+            forms::check_definitions(&fields).map_err(|e| format!("step {i}: {e}"))?;
+        }
+    }
+    Ok(steps)
+}
+
+/// What a runtime failure is to the user: 502 `bot_error`, logged with the bot.
+fn bot_error(bot: &Bot, e: RuntimeError) -> ApiError {
+    tracing::warn!(bot = %bot.code, error = %e, "bot call failed");
+    ApiError::bad_gateway("bot_error", format!("the bot could not answer: {e}"))
+}
+
+/// The digest of a local bot's component, loaded into the runtime (from the database after a restart).
+async fn ready_component(state: &AppState, bot: &Bot) -> ApiResult<String> {
+    let digest = bot
+        .component_digest
+        .clone()
+        .ok_or_else(|| ApiError::bad_gateway("bot_error", "the bot has no component uploaded"))?;
+    if !state.runtime.is_loaded(&digest) {
+        let (bytes, _, _) =
+            bots::component(&state.db, &digest).await?.ok_or_else(|| ApiError::internal("component bytes missing"))?;
+        state.runtime.load(&bytes).await.map_err(|e| bot_error(bot, e))?;
+    }
+    Ok(digest)
+}
+
+/// What the app sends as a user event.
+#[derive(Deserialize)]
+struct EventBody {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    text: Option<String>,
+    #[serde(alias = "choice", alias = "item")]
+    id: Option<String>,
+    screen: Option<String>,
+    values: Option<Map<String, Value>>,
+    status: Option<String>,
+    reference: Option<String>,
+    payment: Option<Value>,
+}
+
+/// Turns an event body into a guest event; a submission is validated against the session's screen here.
+fn guest_event(session: &Session, body: EventBody) -> ApiResult<GuestEvent> {
+    match body.kind.as_deref() {
+        Some("text") => {
+            let text = body
+                .text
+                .filter(|t| !t.trim().is_empty())
+                .ok_or_else(|| ApiError::validation("text", "text is required"))?;
+            if text.chars().count() > 4096 {
+                return Err(ApiError::validation("text", "text is at most 4096 characters"));
+            }
+            Ok(GuestEvent::Text(text))
+        }
+        Some("select") => Ok(GuestEvent::Select(
+            body.id
+                .filter(|i| !i.is_empty())
+                .ok_or_else(|| ApiError::validation("id", "id (the chosen item) is required"))?,
+        )),
+        Some("submit") => submission(session, body.screen.as_deref(), body.values.unwrap_or_default()),
+        Some("payment") => {
+            let payment = body.payment.unwrap_or(Value::Null);
+            let pick = |field: &str, flat: Option<String>| {
+                flat.or_else(|| payment.get(field).and_then(Value::as_str).map(str::to_string))
+            };
+            let id =
+                pick("id", body.id).ok_or_else(|| ApiError::validation("id", "id (the payment id) is required"))?;
+            let status = pick("status", body.status).unwrap_or_default();
+            if !["confirmed", "declined", "cancelled"].contains(&status.as_str()) {
+                return Err(ApiError::validation("status", "status must be confirmed, declined or cancelled"));
+            }
+            Ok(GuestEvent::Payment { id, status, reference: pick("reference", body.reference) })
+        }
+        _ => Err(ApiError::validation("type", "type must be text, select, submit or payment")),
+    }
+}
+
+/// Validates submitted values against the screen the bot showed: the bot is called only with clean values.
+fn submission(session: &Session, screen_id: Option<&str>, values: Map<String, Value>) -> ApiResult<GuestEvent> {
+    let screen = session
+        .screen
+        .as_ref()
+        .ok_or_else(|| ApiError::validation("screen", "no screen is waiting for a submission"))?;
+    let expected = screen["id"].as_str().unwrap_or("");
+    if screen_id != Some(expected) {
+        return Err(ApiError::validation("screen", format!("the screen waiting for a submission is {expected:?}")));
+    }
+    let fields: Vec<FieldDef> = serde_json::from_value(screen["fields"].clone()).map_err(ApiError::internal)?;
+    let clean = forms::validate(&fields, &values).map_err(ApiError::invalid_fields)?;
+    Ok(GuestEvent::Submit { screen: expected.to_string(), values: clean, fields })
+}
+
+/// Stores what the bot answered and builds the response: `completed` with the summary when the reply
+/// completes a flow.
+async fn apply(state: &AppState, session: &Session, reply: GuestReply) -> ApiResult<Value> {
+    let screen = reply.steps.iter().rev().find(|s| s["type"] == "flow_screen").map(|s| s["screen"].clone());
+    if let Some(done) = reply.steps.iter().find(|s| s["type"] == "flow_completed") {
+        let summary = done.get("summary").cloned().unwrap_or_else(|| json!({}));
+        if session.kind == "flow" {
+            if !store::complete(&state.db, session, &reply.state, &summary, state.now()).await? {
+                return Err(ApiError::conflict("the flow is already completed"));
+            }
+            return Ok(
+                json!({ "ref": session.reference, "state": "completed", "summary": summary, "steps": reply.steps }),
+            );
+        }
+    }
+    store::save_progress(&state.db, session.id, &reply.state, screen.as_ref()).await?;
+    Ok(json!({ "ref": session.reference, "state": "in_progress", "steps": reply.steps }))
+}
+
+/// Sends a user event of a `webhook`-mode bot's session to the bot; answers with the steps it already
+/// sent back (the rest arrive through the inbound webhook).
+async fn forward(state: &AppState, bot: &Bot, session: &Session, event: &str, payload: Value) -> ApiResult<Value> {
+    let mut tx = state.db.writer().begin().await?;
+    let body = events::bot_event(bot, event, payload);
+    outbox::enqueue(&mut tx, Target::Bot(bot.id), event, &body, &format!("session:{}", session.id), state.now())
+        .await?;
+    tx.commit().await?;
+    let steps = store::take_pending(&state.db, session.id).await?;
+    Ok(json!({ "ref": session.reference, "state": "in_progress", "steps": steps }))
+}
+
+fn event_payload(session: &Session, event: &GuestEvent) -> Value {
+    let event = match event {
+        GuestEvent::Text(text) => json!({"type": "text", "text": text}),
+        GuestEvent::Select(id) => json!({"type": "select", "id": id}),
+        GuestEvent::Submit { screen, values, .. } => json!({"type": "submit", "screen": screen, "values": values}),
+        GuestEvent::Payment { id, status, reference } => {
+            json!({"type": "payment", "id": id, "status": status, "reference": reference})
+        }
+    };
+    json!({ "session": session.reference, "phone": session.phone, "flow": session.flow, "event": event })
+}
+
+/// Runs one user event of a session (flow or chat) through its bot.
+async fn handle_event(state: &AppState, session: &Session, event: GuestEvent) -> ApiResult<Value> {
+    let bot = bots::find_by_id(&state.db, session.bot_id).await?.ok_or_else(|| ApiError::not_found("bot"))?;
+    if bot.runtime_mode == "webhook" {
+        let payload = event_payload(session, &event);
+        return forward(state, &bot, session, "session.event", payload).await;
+    }
+    let digest = ready_component(state, &bot).await?;
+    let ctx = GuestContext { bot: bot.code.clone(), phone: session.phone.clone() };
+    let guest_state = session.guest_state.clone().unwrap_or_default();
+    let reply =
+        state.runtime.handle(&digest, &bot.code, guest_state, event, ctx).await.map_err(|e| bot_error(&bot, e))?;
+    apply(state, session, reply).await
+}
+
+async fn my_flow(state: &AppState, user: &UserAuth, reference: &str) -> ApiResult<Session> {
+    let session = store::find_for_user(&state.db, &user.phone, reference)
+        .await?
+        .filter(|s| s.kind == "flow")
+        .ok_or_else(|| ApiError::not_found("flow"))?;
+    if session.state == "completed" {
+        return Err(ApiError::conflict("the flow is completed; its card is read-only"));
+    }
+    Ok(session)
+}
+
+async fn start_flow(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(reference): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let session = my_flow(&state, &user, &reference).await?;
+    let bot = bots::find_by_id(&state.db, session.bot_id).await?.ok_or_else(|| ApiError::not_found("bot"))?;
+    let flow = session.flow.clone().unwrap_or_default();
+    if bot.runtime_mode == "webhook" {
+        store::save_progress(&state.db, session.id, session.guest_state.as_deref().unwrap_or(""), None).await?;
+        let payload =
+            json!({ "session": session.reference, "phone": session.phone, "flow": flow, "event": {"type": "start"} });
+        return Ok(Json(forward(&state, &bot, &session, "flow.start", payload).await?));
+    }
+    let digest = ready_component(&state, &bot).await?;
+    let ctx = GuestContext { bot: bot.code.clone(), phone: session.phone.clone() };
+    let reply =
+        state.runtime.start(&digest, &bot.code, Entry::Flow(flow), ctx).await.map_err(|e| bot_error(&bot, e))?;
+    Ok(Json(apply(&state, &session, reply).await?))
+}
+
+#[derive(Deserialize)]
+struct Submit {
+    screen: Option<String>,
+    values: Option<Map<String, Value>>,
+}
+
+async fn submit_flow(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(reference): Path<String>,
+    ApiJson(req): ApiJson<Submit>,
+) -> ApiResult<Json<Value>> {
+    let session = my_flow(&state, &user, &reference).await?;
+    let event = submission(&session, req.screen.as_deref(), req.values.unwrap_or_default())?;
+    Ok(Json(handle_event(&state, &session, event).await?))
+}
+
+async fn flow_event(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(reference): Path<String>,
+    ApiJson(raw): ApiJson<Value>,
+) -> ApiResult<Json<Value>> {
+    let session = my_flow(&state, &user, &reference).await?;
+    let event = guest_event(&session, parse_value(raw)?)?;
+    Ok(Json(handle_event(&state, &session, event).await?))
+}
+
+async fn open_session(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(code): Path<String>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let bot = bots::find_for_user(&state.db, &user.phone, &code).await?.ok_or_else(|| ApiError::not_found("bot"))?;
+    let reference = format!("sess_{}", random_alnum(24));
+    let session = store::open_chat(&state.db, &reference, bot.id, &user.phone, state.now()).await?;
+    let steps = if bot.runtime_mode == "webhook" {
+        let payload = json!({ "session": session.reference, "phone": session.phone, "event": {"type": "start"} });
+        forward(&state, &bot, &session, "session.start", payload).await?["steps"].take()
+    } else {
+        let digest = ready_component(&state, &bot).await?;
+        let ctx = GuestContext { bot: bot.code.clone(), phone: user.phone.clone() };
+        let reply = state.runtime.start(&digest, &bot.code, Entry::Chat, ctx).await.map_err(|e| bot_error(&bot, e))?;
+        apply(&state, &session, reply).await?["steps"].take()
+    };
+    Ok((StatusCode::CREATED, Json(json!({ "session": session.reference, "steps": steps }))))
+}
+
+async fn my_session(state: &AppState, user: &UserAuth, code: &str, reference: &str) -> ApiResult<Session> {
+    let bot = bots::find_for_user(&state.db, &user.phone, code).await?.ok_or_else(|| ApiError::not_found("bot"))?;
+    store::find_for_user(&state.db, &user.phone, reference)
+        .await?
+        .filter(|s| s.kind == "chat" && s.bot_id == bot.id)
+        .ok_or_else(|| ApiError::not_found("session"))
+}
+
+async fn session_event(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path((code, reference)): Path<(String, String)>,
+    ApiJson(raw): ApiJson<Value>,
+) -> ApiResult<Json<Value>> {
+    let session = my_session(&state, &user, &code, &reference).await?;
+    let event = guest_event(&session, parse_value(raw)?)?;
+    let mut out = handle_event(&state, &session, event).await?;
+    Ok(Json(json!({ "session": session.reference, "steps": out["steps"].take() })))
+}
+
+/// Steps a `webhook`-mode bot sent since the app last asked (each is returned once).
+async fn session_steps(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path((code, reference)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let session = my_session(&state, &user, &code, &reference).await?;
+    let steps = store::take_pending(&state.db, session.id).await?;
+    Ok(Json(json!({ "session": session.reference, "steps": steps })))
+}

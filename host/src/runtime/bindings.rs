@@ -1,0 +1,28 @@
+//! Host bindings of the WIT package `hubbub:bot@0.1.0` (`wit/v0.1.0`, frozen). The interfaces that only
+//! hold types still need (empty) `Host` impls to be linked; the `log` import is implemented in
+//! [`super::sandbox`], where the per-call log budget lives.
+
+wasmtime::component::bindgen!({
+    path: "../wit/v0.1.0",
+    world: "bot",
+    additional_derives: [PartialEq],
+});
+
+pub(super) use hubbub::bot::forms::{Screen, ScreenKind, Submission};
+pub(super) use hubbub::bot::log::Level;
+pub(super) use hubbub::bot::menus::{Menu, MenuStyle};
+#[cfg(test)]
+pub(super) use hubbub::bot::menus::{MenuItem, MenuSection};
+pub(super) use hubbub::bot::payments::{PaymentRequest, PaymentResult, PaymentStatus};
+pub(super) use hubbub::bot::replies::{Entry, FlowInfo, Reply, Step, UserEvent};
+#[cfg(test)]
+pub(super) use hubbub::bot::types::Choice;
+pub(super) use hubbub::bot::types::{Context, Field, FieldType, FieldValue, Value};
+
+use super::sandbox::GuestState;
+
+impl hubbub::bot::types::Host for GuestState {}
+impl hubbub::bot::menus::Host for GuestState {}
+impl hubbub::bot::forms::Host for GuestState {}
+impl hubbub::bot::payments::Host for GuestState {}
+impl hubbub::bot::replies::Host for GuestState {}

@@ -1,0 +1,411 @@
+//! The sandboxed WebAssembly runtime that runs bots: components of the WIT world `hubbub:bot@0.1.0`
+//! (`wit/v0.1.0`).
+//!
+//! Layout:
+//! - this file: the API ([`Runtime`], its inputs and outputs) and the component cache: each component
+//!   is compiled once, its precompiled artifact kept as `<cache_dir>/<hex digest>.cwasm` (so a restart
+//!   loads it instead of recompiling) and its `InstancePre` kept in memory by digest;
+//! - `engine`: the wasmtime engine (pooling allocator with an on-demand fallback, epoch ticker);
+//! - `sandbox`: one call in a fresh `Store` with its limits, WASI denied everything, the `log` import;
+//! - `convert`: API types to WIT types and back, with the checks on what a guest answers;
+//! - `bindings`: the WIT bindings.
+//!
+//! Every call runs on tokio's blocking pool (`spawn_blocking`): a guest is CPU-bound and short, so the
+//! async workers never run guest code, and a looping guest holds one blocking thread until its time
+//! budget stops it. At most `engine::MAX_CONCURRENT_CALLS` calls run at once
+//! (one pooled instance each); more wait asynchronously.
+
+mod bindings;
+mod convert;
+mod engine;
+mod sandbox;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use tokio::sync::{Mutex, Semaphore};
+use wasmtime::component::Component;
+
+use self::bindings::BotPre;
+use self::sandbox::{GuestState, Sandbox};
+use crate::forms::FieldDef;
+
+/// What one guest call may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeLimits {
+    /// CPU time one call may use, in milliseconds (measured on the thread running it, checked every
+    /// 10 ms epoch tick); the call may also take at most ten times that in wall-clock time.
+    pub cpu_ms: u64,
+    /// Largest size of a linear memory of the guest, in bytes.
+    pub memory_bytes: usize,
+    /// Largest reply: its steps as JSON plus its state, in bytes.
+    pub max_output_bytes: usize,
+}
+
+impl Default for RuntimeLimits {
+    fn default() -> Self {
+        RuntimeLimits { cpu_ms: 50, memory_bytes: 32 << 20, max_output_bytes: 256 << 10 }
+    }
+}
+
+/// How a session starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    /// The flow with this code.
+    Flow(String),
+    /// An in-app chat session.
+    Chat,
+}
+
+/// Who a call is for, passed to the guest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestContext {
+    /// The bot's code.
+    pub bot: String,
+    /// The end user's E.164 phone number.
+    pub phone: String,
+}
+
+/// Something the user did in a session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GuestEvent {
+    /// Typed text.
+    Text(String),
+    /// A picked menu item's id.
+    Select(String),
+    /// A submitted screen: `values` already validated and normalised against `fields` (the screen's
+    /// fields, which type the values for the guest).
+    Submit { screen: String, values: serde_json::Map<String, serde_json::Value>, fields: Vec<FieldDef> },
+    /// A payment outcome; `status` is `confirmed`, `declined` or `cancelled`.
+    Payment { id: String, status: String, reference: Option<String> },
+}
+
+/// A guest's answer: steps as the contract's JSON, and the session state to pass back next time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GuestReply {
+    /// `{"type": "message"|"menu"|"flow_screen"|"payment"|"flow_completed", …}`, in order.
+    pub steps: Vec<serde_json::Value>,
+    /// The guest's opaque session state.
+    pub state: String,
+}
+
+/// A flow a component offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FlowInfo {
+    /// A resource code (`^[a-z0-9][a-z0-9_-]{0,63}$`), unique within the component.
+    pub code: String,
+    /// Shown to users.
+    pub title: String,
+}
+
+/// A component ready to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedComponent {
+    /// `sha256:` and the hex SHA-256 of the bytes.
+    pub digest: String,
+    /// Size of the bytes.
+    pub size: usize,
+    /// What its `flows()` answered.
+    pub flows: Vec<FlowInfo>,
+    /// True when nothing was compiled: the component was in memory, or its precompiled artifact was
+    /// in the cache directory.
+    pub from_cache: bool,
+}
+
+/// Why a component could not be loaded or a call gave no reply. Messages are short and never carry
+/// more than a bounded excerpt of what the guest produced.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("not a hubbub:bot@0.1.0 component: {0}")]
+    InvalidComponent(String),
+    #[error("the component is not loaded")]
+    NotLoaded,
+    #[error("the bot answered an error: {0}")]
+    Guest(String),
+    #[error("the bot trapped: {0}")]
+    Trap(String),
+    #[error("the bot ran out of time")]
+    Timeout,
+    #[error("the bot ran out of memory")]
+    OutOfMemory,
+    #[error("the bot's reply is too large")]
+    OutputTooLarge,
+    #[error("the bot answered malformed steps: {0}")]
+    Malformed(String),
+}
+
+/// The bot runtime. Cheap to clone; clones share the engine and the loaded components.
+#[derive(Clone)]
+pub struct Runtime {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// Engine, linker and limits; runs one call at a time per blocking thread.
+    sandbox: Sandbox,
+    /// Where precompiled artifacts are kept (trusted: they are loaded as native code).
+    cache_dir: PathBuf,
+    /// Components ready to instantiate, by digest (`sha256:<hex>`).
+    components: RwLock<HashMap<String, Arc<ReadyComponent>>>,
+    /// One permit per pooled instance: bounds the calls running at once.
+    calls: Semaphore,
+    /// Held while compiling, so concurrent uploads do not compile side by side (or the same twice).
+    compiling: Mutex<()>,
+    /// Whether the pooling allocator could be set up.
+    pooling: bool,
+}
+
+struct ReadyComponent {
+    pre: BotPre<GuestState>,
+    size: usize,
+    flows: Vec<FlowInfo>,
+}
+
+impl Runtime {
+    /// Sets up the engine (and its epoch ticker thread) and the artifact directory.
+    pub fn new(limits: RuntimeLimits, cache_dir: PathBuf) -> anyhow::Result<Runtime> {
+        std::fs::create_dir_all(&cache_dir)?;
+        let (engine, pooling) = engine::build()?;
+        engine::spawn_epoch_ticker(engine.weak())?;
+        let sandbox = Sandbox::new(engine, limits)?;
+        Ok(Runtime {
+            shared: Arc::new(Shared {
+                sandbox,
+                cache_dir,
+                components: RwLock::new(HashMap::new()),
+                calls: Semaphore::new(engine::MAX_CONCURRENT_CALLS as usize),
+                compiling: Mutex::new(()),
+                pooling,
+            }),
+        })
+    }
+
+    /// Whether instances come from the pooling allocator (false: it could not be set up, on-demand
+    /// allocation is used).
+    pub fn uses_pooling_allocator(&self) -> bool {
+        self.shared.pooling
+    }
+
+    /// Validates and compiles a component (on a blocking thread), keeps its precompiled artifact in the
+    /// cache directory (reused instead of compiling when present), and asks it for its flows.
+    pub async fn load(&self, wasm: &[u8]) -> Result<LoadedComponent, RuntimeError> {
+        let hex = crate::secrets::hex(&Sha256::digest(wasm));
+        let digest = format!("sha256:{hex}");
+        if let Some(ready) = self.ready(&digest) {
+            return Ok(ready.describe(digest, true));
+        }
+        let _compiling = self.shared.compiling.lock().await;
+        if let Some(ready) = self.ready(&digest) {
+            return Ok(ready.describe(digest, true));
+        }
+        let span = tracing::info_span!("guest_load", digest = %short(&digest), size = wasm.len());
+        let shared = self.shared.clone();
+        let bytes = wasm.to_vec();
+        let task_span = span.clone();
+        let (pre, from_cache) =
+            tokio::task::spawn_blocking(move || task_span.in_scope(|| shared.prepare(&hex, &bytes)))
+                .await
+                .map_err(|_| RuntimeError::InvalidComponent("compilation failed".into()))??;
+        let flows = self
+            .call(span, {
+                let pre = pre.clone();
+                let label = short(&digest).to_string();
+                move |sandbox| {
+                    let flows = sandbox.run(&pre, &label, |bot, store| bot.hubbub_bot_handler().call_flows(store));
+                    flows.map_err(|e| RuntimeError::InvalidComponent(format!("flows() failed: {e}")))
+                }
+            })
+            .await?;
+        let flows = convert::flows(flows).map_err(RuntimeError::InvalidComponent)?;
+        let ready = Arc::new(ReadyComponent { pre, size: wasm.len(), flows });
+        self.shared.components.write().expect("component map poisoned").insert(digest.clone(), ready.clone());
+        Ok(ready.describe(digest, from_cache))
+    }
+
+    /// Whether the component with this digest is ready in memory. If not, pass its bytes to
+    /// [`load`](Runtime::load) again (after a restart that uses the artifact, not the compiler).
+    pub fn is_loaded(&self, digest: &str) -> bool {
+        self.ready(digest).is_some()
+    }
+
+    /// Starts a flow or a chat session.
+    pub async fn start(
+        &self,
+        digest: &str,
+        bot: &str,
+        entry: Entry,
+        ctx: GuestContext,
+    ) -> Result<GuestReply, RuntimeError> {
+        let ready = self.ready(digest).ok_or(RuntimeError::NotLoaded)?;
+        let span = match &entry {
+            Entry::Flow(code) => tracing::info_span!("guest_call", bot, flow = %code, event = "start"),
+            Entry::Chat => tracing::info_span!("guest_call", bot, event = "start_chat"),
+        };
+        let (entry, ctx) = (convert::entry(entry), convert::context(ctx));
+        let bot = bot.to_string();
+        self.call(span, move |sandbox| {
+            let reply = sandbox.run(&ready.pre, &bot, |instance, store| {
+                instance.hubbub_bot_handler().call_start(store, &entry, &ctx)
+            })?;
+            finish(reply, sandbox.limits().max_output_bytes)
+        })
+        .await
+    }
+
+    /// Passes a user event of a session to the guest, with the state of its previous reply.
+    pub async fn handle(
+        &self,
+        digest: &str,
+        bot: &str,
+        state: String,
+        event: GuestEvent,
+        ctx: GuestContext,
+    ) -> Result<GuestReply, RuntimeError> {
+        let ready = self.ready(digest).ok_or(RuntimeError::NotLoaded)?;
+        let kind = match &event {
+            GuestEvent::Text(_) => "text",
+            GuestEvent::Select(_) => "select",
+            GuestEvent::Submit { .. } => "submit",
+            GuestEvent::Payment { .. } => "payment",
+        };
+        let span = tracing::info_span!("guest_call", bot, event = kind);
+        let (event, ctx) = (convert::event(event)?, convert::context(ctx));
+        let bot = bot.to_string();
+        self.call(span, move |sandbox| {
+            let reply = sandbox.run(&ready.pre, &bot, |instance, store| {
+                instance.hubbub_bot_handler().call_handle(store, &state, &event, &ctx)
+            })?;
+            finish(reply, sandbox.limits().max_output_bytes)
+        })
+        .await
+    }
+
+    fn ready(&self, digest: &str) -> Option<Arc<ReadyComponent>> {
+        let components = self.shared.components.read().expect("component map poisoned");
+        components.get(digest).cloned()
+    }
+
+    /// Runs `work` on the blocking pool once a call slot is free; logs a failure in `span`.
+    async fn call<T: Send + 'static>(
+        &self,
+        span: tracing::Span,
+        work: impl FnOnce(&Sandbox) -> Result<T, RuntimeError> + Send + 'static,
+    ) -> Result<T, RuntimeError> {
+        let _slot = self.shared.calls.acquire().await.expect("call slots are never closed");
+        let shared = self.shared.clone();
+        let task_span = span.clone();
+        let result = tokio::task::spawn_blocking(move || task_span.in_scope(|| work(&shared.sandbox)))
+            .await
+            .unwrap_or_else(|_| Err(RuntimeError::Trap("the host failed running the call".into())));
+        if let Err(error) = &result {
+            span.in_scope(|| tracing::warn!(%error, "guest call failed"));
+        }
+        result
+    }
+}
+
+impl Shared {
+    /// The component's `InstancePre`, from the artifact when there is a usable one, else compiled (and
+    /// its artifact written). Blocking.
+    fn prepare(&self, hex: &str, wasm: &[u8]) -> Result<(BotPre<GuestState>, bool), RuntimeError> {
+        let engine = &self.sandbox.engine;
+        let artifact = self.cache_dir.join(format!("{hex}.cwasm"));
+        let cached = artifact.is_file().then(|| {
+            // SAFETY: artifacts are written only by `store_artifact` below into the runtime's own cache
+            // directory, which is trusted; wasmtime still checks that it fits this engine.
+            unsafe { Component::deserialize_file(engine, &artifact) }
+        });
+        let (component, from_cache) = match cached {
+            Some(Ok(component)) => (component, true),
+            other => {
+                if let Some(Err(error)) = other {
+                    tracing::warn!(%error, path = %artifact.display(), "unusable artifact, recompiling");
+                }
+                let component = Component::from_binary(engine, wasm)
+                    .map_err(|e| RuntimeError::InvalidComponent(truncate(&format!("{e:#}"), 300)))?;
+                (component, false)
+            }
+        };
+        let pre = self
+            .sandbox
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| RuntimeError::InvalidComponent(truncate(&format!("unsupported imports: {e:#}"), 300)))?;
+        let pre = BotPre::new(pre).map_err(|e| {
+            RuntimeError::InvalidComponent(truncate(&format!("no hubbub:bot/handler@0.1.0 export: {e:#}"), 300))
+        })?;
+        if !from_cache && let Err(error) = store_artifact(&component, &artifact) {
+            tracing::warn!(%error, path = %artifact.display(), "could not keep the compiled artifact");
+        }
+        Ok((pre, from_cache))
+    }
+}
+
+/// Writes the artifact under a temporary name and renames it, so a reader never sees half a file.
+fn store_artifact(component: &Component, path: &Path) -> anyhow::Result<()> {
+    let bytes = component.serialize()?;
+    let temporary = path.with_extension(format!("{}.tmp", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&temporary, bytes)?;
+    std::fs::rename(&temporary, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temporary);
+    })?;
+    Ok(())
+}
+
+impl ReadyComponent {
+    fn describe(&self, digest: String, from_cache: bool) -> LoadedComponent {
+        LoadedComponent { digest, size: self.size, flows: self.flows.clone(), from_cache }
+    }
+}
+
+/// A guest's `result<reply, string>` as the API's.
+fn finish(reply: Result<bindings::Reply, String>, max_output_bytes: usize) -> Result<GuestReply, RuntimeError> {
+    match reply {
+        Ok(reply) => convert::reply(reply, max_output_bytes),
+        Err(message) => Err(RuntimeError::Guest(truncate(&message, 500))),
+    }
+}
+
+/// `digest` shortened for logs: `sha256:` and 12 hex digits.
+fn short(digest: &str) -> &str {
+    &digest[..digest.len().min(19)]
+}
+
+/// At most `max` bytes of `s`, cut at a character boundary, with `…` when cut.
+pub(crate) fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_is_shareable() {
+        fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
+        assert_send_sync::<Runtime>();
+    }
+
+    #[test]
+    fn truncate_cuts_at_char_boundaries() {
+        assert_eq!(truncate("abc", 3), "abc");
+        assert_eq!(truncate("abcd", 3), "abc…");
+        assert_eq!(truncate("aé", 2), "a…");
+    }
+
+    #[test]
+    fn limits_default_to_the_contract() {
+        let limits = RuntimeLimits::default();
+        assert_eq!((limits.cpu_ms, limits.memory_bytes, limits.max_output_bytes), (50, 32 * 1024 * 1024, 256 * 1024));
+    }
+}
