@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Load benchmark of POST /api/v1/messages (run on demand, not in CI): starts a release `hubbub serve` on a
 # fresh database, creates a partner, and drives it with wrk from this machine. Prints wrk's throughput
-# and latency distribution (p50/p99) for SQLite and, when reachable, PostgreSQL.
+# and latency distribution (p50/p99) for SQLite and, when reachable, PostgreSQL: once with the background
+# workers in the same process (delivery of every accepted message competes for the database), once as an
+# API-only process (HUBBUB_WORKERS=false).
 #
 #   bash bench/messages.sh            # 64 connections, 20 s per backend
 #   CONNECTIONS=128 DURATION=30s bash bench/messages.sh
@@ -32,25 +34,28 @@ end
 LUA
 
 run() {
-  local name="$1" url="$2"
+  local name="$1" url="$2" workers="${3:-true}"
   local port=$((20000 + RANDOM % 20000))
   export HUBBUB_DATABASE_URL="$url" HUBBUB_LISTEN="127.0.0.1:$port" HUBBUB_DEV=1 HUBBUB_LOG=warn \
-    HUBBUB_RATE_LIMIT_PER_S=1000000 HUBBUB_RATE_LIMIT_BURST=1000000
+    HUBBUB_RATE_LIMIT_PER_S=1000000 HUBBUB_RATE_LIMIT_BURST=1000000 HUBBUB_WORKERS="$workers"
   HUBBUB_KEY="$($BIN partner create --code "bench$RANDOM" --name Bench | sed -n 's/.*"api_key":"\([^"]*\)".*/\1/p')"
   export HUBBUB_KEY
   "$BIN" serve &
   local pid=$!
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/api/v1/openapi.json" >/dev/null && break; sleep 0.1; done
   echo
-  echo "== $name: POST /api/v1/messages, $CONNECTIONS connections, $DURATION"
+  echo "== $name (workers: $workers): POST /api/v1/messages, $CONNECTIONS connections, $DURATION"
   wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s "$WORK/post.lua" "http://127.0.0.1:$port"
   kill "$pid"; wait "$pid" 2>/dev/null || true
 }
 
-run "SQLite" "sqlite://$WORK/bench.db?mode=rwc"
+# The whole system in one process (API + delivery + webhooks), then the API role alone.
+run "SQLite" "sqlite://$WORK/bench.db?mode=rwc" true
+run "SQLite" "sqlite://$WORK/bench-api.db?mode=rwc" false
 if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   schema="bench_$RANDOM"
   psql -q -h 127.0.0.1 -U postgres -d test -c "CREATE SCHEMA $schema" >/dev/null
-  run "PostgreSQL" "$PG_URL?options=-c%20search_path%3D$schema"
-  psql -q -h 127.0.0.1 -U postgres -d test -c "DROP SCHEMA $schema CASCADE" >/dev/null
+  run "PostgreSQL" "$PG_URL?options=-c%20search_path%3D$schema" true
+  run "PostgreSQL" "$PG_URL?options=-c%20search_path%3D$schema" false
+  psql -q -h 127.0.0.1 -U postgres -d test -c "SET client_min_messages = warning; DROP SCHEMA $schema CASCADE" >/dev/null
 fi

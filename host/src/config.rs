@@ -49,6 +49,11 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_DEV", value_parser = clap::builder::FalseyValueParser::new(), default_value = "false")]
     pub dev: bool,
 
+    /// Run the background workers (delivery, webhooks, broadcast fan-out) in this process. Turn it off
+    /// for API-only processes when other processes on the same PostgreSQL database do the work.
+    #[arg(long, env = "HUBBUB_WORKERS", value_parser = clap::builder::FalseyValueParser::new(), default_value = "true")]
+    pub workers: bool,
+
     /// Secret that signs user JWTs (HS256), as UTF-8 bytes. When unset, one is generated once and kept in
     /// the database.
     #[arg(long, env = "HUBBUB_JWT_SECRET", hide_env_values = true)]
@@ -202,6 +207,7 @@ impl std::fmt::Debug for Config {
             .field("db_max_connections", &self.db_max_connections)
             .field("listen", &self.listen)
             .field("dev", &self.dev)
+            .field("workers", &self.workers)
             .field("jwt_secret", &self.jwt_secret.as_ref().map(|_| "[redacted]"))
             .field("offline_after_s", &self.offline_after_s)
             .field("template_review", &self.template_review)

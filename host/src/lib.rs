@@ -91,6 +91,9 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<tokio::task:
             }
         })
     };
+    if !state.config.workers {
+        return vec![housekeeping];
+    }
     let delivery = tokio::spawn(delivery::run_worker(state.clone(), stop.clone()));
     let webhooks = tokio::spawn(webhooks::run_dispatcher(state.clone(), stop.clone()));
     let broadcasts = tokio::spawn(broadcasts::run_worker(state.clone(), stop.clone()));

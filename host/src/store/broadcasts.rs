@@ -9,7 +9,6 @@ use sqlx::any::AnyRow;
 use super::messages::NewMedia;
 use super::{Backend, Db};
 use crate::clock::Millis;
-use crate::secrets::random_alnum;
 
 #[derive(Debug, Clone)]
 pub struct Broadcast {
@@ -178,29 +177,73 @@ pub async fn set_total(db: &Db, b: &Broadcast) -> Result<i64, sqlx::Error> {
     Ok(total)
 }
 
-/// The next page of the audience after the cursor: `(account id, phone)`.
-async fn audience_page(db: &Db, b: &Broadcast, limit: i64) -> Result<Vec<(i64, String)>, sqlx::Error> {
-    let rows = match b.audience.as_str() {
+/// The last account id of the next page of the audience (at most `limit` accounts after the cursor),
+/// and how many accounts the page has.
+async fn next_page(db: &Db, b: &Broadcast, limit: i64) -> Result<(i64, i64), sqlx::Error> {
+    let row = match b.audience.as_str() {
         "all_claimed" => {
-            sqlx::query("SELECT id, phone FROM accounts WHERE state = 'claimed' AND id > $1 ORDER BY id LIMIT $2")
-                .bind(b.cursor)
-                .bind(limit)
-                .fetch_all(db.reader())
-                .await?
+            sqlx::query(
+                "SELECT COUNT(*) AS n, MAX(id) AS last FROM (SELECT id FROM accounts WHERE state = 'claimed' AND id > $1 \
+                 ORDER BY id LIMIT $2) page",
+            )
+            .bind(b.cursor)
+            .bind(limit)
+            .fetch_one(db.reader())
+            .await?
         }
         _ => {
             sqlx::query(
-                "SELECT a.id, a.phone FROM account_links l JOIN accounts a ON a.id = l.account_id \
-                 WHERE l.partner_id = $1 AND a.state = 'claimed' AND a.id > $2 ORDER BY a.id LIMIT $3",
+                "SELECT COUNT(*) AS n, MAX(id) AS last FROM (SELECT a.id FROM account_links l JOIN accounts a ON a.id = l.account_id \
+                 WHERE l.partner_id = $1 AND a.state = 'claimed' AND a.id > $2 ORDER BY a.id LIMIT $3) page",
             )
             .bind(b.partner_id)
             .bind(b.cursor)
             .bind(limit)
-            .fetch_all(db.reader())
+            .fetch_one(db.reader())
             .await?
         }
     };
-    rows.iter().map(|r| Ok((r.try_get("id")?, r.try_get("phone")?))).collect()
+    Ok((row.try_get("n")?, row.try_get::<Option<i64>, _>("last")?.unwrap_or(b.cursor)))
+}
+
+/// The set-based insert of one page of a broadcast's messages. The only part that differs between
+/// backends is how a random ref is made in SQL (both from the OS-seeded generator of the database).
+fn page_insert_sql(backend: Backend, audience: &str) -> &'static str {
+    macro_rules! insert {
+        ($reference:literal, $source:literal) => {
+            concat!(
+                "INSERT INTO messages (ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, \
+                 priority, content, state, seq, media_id, direction, broadcast_id, created_at, updated_at) \
+                 SELECT ",
+                $reference,
+                ", $1, a.phone, $2, $3, $4, $5, $6, $7, $8, 'queued', 0, $9, 'out', $10, $11, $11 ",
+                $source,
+                " ORDER BY a.id ON CONFLICT (broadcast_id, phone) DO NOTHING RETURNING id"
+            )
+        };
+    }
+    // Every variant takes the same 14 parameters; the all-accounts audience has no partner filter, so it
+    // only compares $14 with itself.
+    match (backend, audience) {
+        (Backend::Sqlite, "all_claimed") => insert!(
+            "'msg_' || lower(hex(randomblob(12)))",
+            "FROM accounts a WHERE a.state = 'claimed' AND a.id > $12 AND a.id <= $13 AND $14 = $14"
+        ),
+        (Backend::Sqlite, _) => insert!(
+            "'msg_' || lower(hex(randomblob(12)))",
+            "FROM account_links l JOIN accounts a ON a.id = l.account_id \
+             WHERE l.partner_id = $14 AND a.state = 'claimed' AND a.id > $12 AND a.id <= $13"
+        ),
+        (Backend::Postgres, "all_claimed") => insert!(
+            "'msg_' || replace(gen_random_uuid()::text, '-', '')",
+            "FROM accounts a WHERE a.state = 'claimed' AND a.id > $12 AND a.id <= $13 AND $14 = $14"
+        ),
+        (Backend::Postgres, _) => insert!(
+            "'msg_' || replace(gen_random_uuid()::text, '-', '')",
+            "FROM account_links l JOIN accounts a ON a.id = l.account_id \
+             WHERE l.partner_id = $14 AND a.state = 'claimed' AND a.id > $12 AND a.id <= $13"
+        ),
+    }
 }
 
 /// Writes the next batch of a broadcast's messages (with their delivery jobs) and advances its cursor, in
@@ -212,43 +255,47 @@ pub async fn fan_out_batch(
     lease_ms: i64,
     now: Millis,
 ) -> Result<Broadcast, sqlx::Error> {
-    let page = audience_page(db, b, batch).await?;
+    let (count, last) = next_page(db, b, batch).await?;
     let mut tx = db.writer().begin().await?;
-    let mut written = 0i64;
-    let content = b.content.to_string();
-    for (_, phone) in &page {
-        let reference = format!("msg_{}", random_alnum(24));
-        let id: Option<i64> = sqlx::query_scalar(
-            "INSERT INTO messages (ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, \
-             priority, content, state, seq, media_id, direction, broadcast_id, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'queued', 0, $11, 'out', $12, $13, $13) \
-             ON CONFLICT (broadcast_id, phone) DO NOTHING RETURNING id",
-        )
-        .bind(&reference)
+    let ids: Vec<i64> = sqlx::query_scalar(page_insert_sql(db.backend(), &b.audience))
         .bind(b.partner_id)
-        .bind(phone)
         .bind(&b.content_type)
         .bind(&b.body)
         .bind(&b.rendered_body)
         .bind(&b.template_code)
         .bind(&b.lang)
         .bind(&b.priority)
-        .bind(&content)
+        .bind(b.content.to_string())
         .bind(&b.media_id)
         .bind(b.id)
         .bind(now)
-        .fetch_optional(&mut *tx)
+        .bind(b.cursor)
+        .bind(last)
+        .bind(b.partner_id)
+        .fetch_all(&mut *tx)
         .await?;
-        let Some(id) = id else { continue };
+    let written = ids.len() as i64;
+    if let (Some(first), Some(last_id)) = (ids.iter().min(), ids.iter().max()) {
         sqlx::query(
-            "INSERT INTO message_states (message_id, seq, state, channel, at) VALUES ($1, 0, 'queued', NULL, $2)",
+            "INSERT INTO message_states (message_id, seq, state, channel, at) SELECT id, 0, 'queued', NULL, $1 FROM messages \
+             WHERE broadcast_id = $2 AND id >= $3 AND id <= $4 ON CONFLICT (message_id, seq) DO NOTHING",
         )
-        .bind(id)
         .bind(now)
+        .bind(b.id)
+        .bind(first)
+        .bind(last_id)
         .execute(&mut *tx)
         .await?;
-        super::deliveries::enqueue_in(&mut tx, id, now).await?;
-        written += 1;
+        sqlx::query(
+            "INSERT INTO delivery_jobs (message_id, next_attempt_at) SELECT id, $1 FROM messages \
+             WHERE broadcast_id = $2 AND id >= $3 AND id <= $4 ON CONFLICT (message_id) DO NOTHING",
+        )
+        .bind(now)
+        .bind(b.id)
+        .bind(first)
+        .bind(last_id)
+        .execute(&mut *tx)
+        .await?;
     }
     let sql = const_format::concatcp!(
         "UPDATE broadcasts SET cursor = $1, sent = sent + $2, lease_until = $3, \
@@ -256,9 +303,9 @@ pub async fn fan_out_batch(
          completed_at = CASE WHEN $4 = 1 THEN $5 ELSE NULL END WHERE id = $6 RETURNING ",
         COLUMNS
     );
-    let done = (page.len() as i64) < batch;
+    let done = count < batch;
     let row = sqlx::query(sql)
-        .bind(page.last().map(|(id, _)| *id).unwrap_or(b.cursor))
+        .bind(last)
         .bind(written)
         .bind(now + lease_ms)
         .bind(done as i64)

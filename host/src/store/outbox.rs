@@ -148,10 +148,13 @@ pub async fn claim_due(
     Ok(events)
 }
 
-/// Gives a claimed event back without an attempt (its endpoint is busy).
-pub async fn release(db: &super::Db, id: i64) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE outbox_events SET lease_until = NULL WHERE id = $1").bind(id).execute(db.writer()).await?;
-    Ok(())
+/// Gives claimed events back without an attempt (their endpoint is busy), in one transaction.
+pub async fn release(db: &super::Db, ids: &[i64]) -> Result<(), sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    for id in ids {
+        sqlx::query("UPDATE outbox_events SET lease_until = NULL WHERE id = $1").bind(id).execute(&mut *tx).await?;
+    }
+    tx.commit().await
 }
 
 /// Records the outcome of one attempt: `state` is `succeeded`, `pending` (retry at `next_attempt_at`) or

@@ -208,43 +208,68 @@ pub async fn run_dispatcher(state: AppState, stop: CancellationToken) {
     let mut running = tokio::task::JoinSet::new();
     loop {
         while running.try_join_next().is_some() {}
-        let claimed = match outbox::claim_due(&state.db, state.now(), lease_ms, CLAIM_BATCH).await {
+        // Claim only what can be sent now: never more than the free slots.
+        let capacity = (in_flight.available_permits() as i64).min(CLAIM_BATCH);
+        if capacity == 0 {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = running.join_next() => continue,
+            }
+        }
+        let claimed = match outbox::claim_due(&state.db, state.now(), lease_ms, capacity).await {
             Ok(events) => events,
             Err(e) => {
                 tracing::warn!(error = %e, "claiming webhook events failed");
                 Vec::new()
             }
         };
-        let full = claimed.len() as i64 == CLAIM_BATCH;
+        let full = claimed.len() as i64 == capacity;
+        // Each target's endpoint is looked up once per batch.
+        let mut endpoints: HashMap<Target, Result<Option<Endpoint>, String>> = HashMap::new();
+        for event in &claimed {
+            if !endpoints.contains_key(&event.target) {
+                let found = endpoint(&state, event.target).await.map_err(|e| e.to_string());
+                endpoints.insert(event.target, found);
+            }
+        }
+        let mut busy = Vec::new();
+        let mut started = 0;
         for event in claimed {
             let Some(endpoint_permit) = limits.permit(event.target, state.config.webhook_concurrency.max(1)) else {
-                // That endpoint is busy; another pass takes this event.
-                if let Err(e) = outbox::release(&state.db, event.id).await {
-                    tracing::warn!(error = %e, "releasing a webhook event failed");
-                }
+                // That endpoint has its limit in flight; a later pass takes this event.
+                busy.push(event.id);
                 continue;
             };
             let Ok(slot) = in_flight.clone().acquire_owned().await else { break };
             let state = state.clone();
+            let target = endpoints.get(&event.target).cloned().unwrap_or(Ok(None));
+            started += 1;
             running.spawn(async move {
-                deliver(&state, event).await;
+                deliver(&state, event, target).await;
                 drop((endpoint_permit, slot));
             });
         }
-        if full {
+        if !busy.is_empty()
+            && let Err(e) = outbox::release(&state.db, &busy).await
+        {
+            tracing::warn!(error = %e, "releasing webhook events failed; their lease runs out instead");
+        }
+        if full && started > 0 {
             tokio::task::yield_now().await;
             continue;
         }
+        // Nothing more to start now: wait for a request to finish, new events, or stop.
         tokio::select! {
             _ = stop.cancelled() => break,
+            Some(_) = running.join_next(), if started == 0 && !running.is_empty() => {}
             _ = tokio::time::sleep(poll) => {}
         }
     }
     while running.join_next().await.is_some() {}
 }
 
-async fn deliver(state: &AppState, event: OutboxEvent) {
-    let outcome = match endpoint(state, event.target).await {
+async fn deliver(state: &AppState, event: OutboxEvent, target: Result<Option<Endpoint>, String>) {
+    let outcome = match target {
         Ok(Some(endpoint)) => send_signed(state, &endpoint, &event.delivery_id, &event.event, &event.payload).await,
         Ok(None) => SendOutcome { status: None, error: Some("no webhook_url configured".into()) },
         Err(e) => {
