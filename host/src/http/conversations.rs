@@ -11,7 +11,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::messages::{SendMessage, message_json, required_phone, validate_content};
+use super::messages::{SendMessage, message_json, validate_content};
+use super::required_phone;
 use super::{ApiJson, QueryMap, parse_id};
 use crate::auth::{PartnerAuth, UserAuth};
 use crate::clock::record_time;
@@ -226,7 +227,7 @@ async fn agent_message(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<SendMessage>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let phone = required_phone(&req.phone)?.to_string();
+    let phone = required_phone(req.phone.as_deref())?.to_string();
     if let Some(c) = store::latest_active(&state.db, partner.id, &phone).await? {
         return Ok((StatusCode::CREATED, Json(reply(&state, partner.id, &c, &req).await?)));
     }

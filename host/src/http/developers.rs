@@ -24,7 +24,7 @@ use crate::store::messages::{Created, NewMessage};
 use crate::store::outbox::Target;
 use crate::store::{is_unique_violation, partners, templates};
 use crate::template::{self, RenderError};
-use crate::validate::{is_e164, is_email};
+use crate::validate::is_email;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -46,14 +46,7 @@ fn developer_json(d: &Developer) -> Value {
 }
 
 fn phone_field(phone: Option<&str>) -> ApiResult<String> {
-    let phone = phone
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .ok_or_else(|| ApiError::validation("phone", "phone is required"))?;
-    if !is_e164(phone) {
-        return Err(ApiError::validation("phone", "phone must be E.164, e.g. +15551230000"));
-    }
-    Ok(phone.to_string())
+    super::required_phone(phone).map(str::to_string)
 }
 
 #[derive(Deserialize)]

@@ -15,7 +15,6 @@ use crate::clock::record_time;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::store::{accounts, devices};
-use crate::validate::is_e164;
 use crate::{events, otp};
 
 pub fn router() -> Router<AppState> {
@@ -28,14 +27,7 @@ struct Start {
 }
 
 fn phone_of(phone: Option<&str>) -> ApiResult<String> {
-    let phone = phone
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .ok_or_else(|| ApiError::validation("phone", "phone is required"))?;
-    if !is_e164(phone) {
-        return Err(ApiError::validation("phone", "phone must be E.164, e.g. +15551230000"));
-    }
-    Ok(phone.to_string())
+    super::required_phone(phone).map(str::to_string)
 }
 
 async fn start(State(state): State<AppState>, ApiJson(req): ApiJson<Start>) -> ApiResult<(StatusCode, Json<Value>)> {

@@ -168,15 +168,6 @@ impl Content {
     }
 }
 
-/// A phone number field that must be present and E.164.
-pub fn required_phone(phone: &Option<String>) -> ApiResult<&str> {
-    let phone = non_empty(phone).ok_or_else(|| ApiError::validation("phone", "phone is required"))?;
-    if !is_e164(phone) {
-        return Err(ApiError::validation("phone", "phone must be E.164, e.g. +15551230000"));
-    }
-    Ok(phone)
-}
-
 /// Validates a send request into a message to store. `raw` is the request body as sent.
 async fn build_message(
     state: &AppState,
@@ -185,7 +176,7 @@ async fn build_message(
     raw: &Value,
     header_key: Option<String>,
 ) -> ApiResult<NewMessage> {
-    let phone = required_phone(&req.phone)?;
+    let phone = super::required_phone(req.phone.as_deref())?;
     let idempotency_key = non_empty(&req.idempotency_key).map(str::to_string).or(header_key);
     if idempotency_key.as_ref().is_some_and(|k| k.len() > 255) {
         return Err(ApiError::validation("idempotency_key", "idempotency_key is at most 255 characters"));

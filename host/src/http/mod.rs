@@ -195,3 +195,15 @@ fn decode_cursor(cursor: &str) -> Result<i64, ApiError> {
 pub fn parse_id(raw: &str, what: &str) -> Result<i64, ApiError> {
     raw.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(|| ApiError::not_found(what))
 }
+
+/// A phone field that must be present and E.164.
+pub fn required_phone(phone: Option<&str>) -> Result<&str, ApiError> {
+    let phone = phone
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| ApiError::validation("phone", "phone is required"))?;
+    if !crate::validate::is_e164(phone) {
+        return Err(ApiError::validation("phone", "phone must be E.164, e.g. +15551230000"));
+    }
+    Ok(phone)
+}

@@ -78,20 +78,7 @@ pub struct NewBroadcast {
 pub async fn insert(db: &Db, b: &NewBroadcast, now: Millis) -> Result<Broadcast, sqlx::Error> {
     let mut tx = db.writer().begin().await?;
     if let Some(media) = &b.media {
-        sqlx::query(
-            "INSERT INTO media (id, partner_id, filename, mimetype, size, sha256, data, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(&media.id)
-        .bind(b.partner_id)
-        .bind(&media.filename)
-        .bind(&media.mimetype)
-        .bind(media.data.len() as i64)
-        .bind(&media.sha256)
-        .bind(&media.data)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
+        super::messages::insert_media_in(&mut tx, b.partner_id, media, now).await?;
     }
     let sql = const_format::concatcp!(
         "INSERT INTO broadcasts (partner_id, audience, content_type, body, rendered_body, template_code, lang, \

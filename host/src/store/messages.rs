@@ -167,20 +167,7 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     };
 
     if let Some(media) = &m.media {
-        sqlx::query(
-            "INSERT INTO media (id, partner_id, filename, mimetype, size, sha256, data, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(&media.id)
-        .bind(m.partner_id)
-        .bind(&media.filename)
-        .bind(&media.mimetype)
-        .bind(media.data.len() as i64)
-        .bind(&media.sha256)
-        .bind(&media.data)
-        .bind(now)
-        .execute(&mut **tx)
-        .await?;
+        insert_media_in(tx, m.partner_id, media, now).await?;
     }
     sqlx::query("INSERT INTO message_states (message_id, seq, state, channel, at) VALUES ($1, 0, $2, NULL, $3)")
         .bind(id)
@@ -404,4 +391,28 @@ pub async fn list_conversation(db: &Db, conversation_id: i64, limit: i64) -> Res
     let mut messages: Vec<Message> = rows.iter().map(from_row).collect::<Result<_, _>>()?;
     messages.reverse();
     Ok(messages)
+}
+
+/// Stores decoded base64 media once (messages and broadcasts reference it by id).
+pub async fn insert_media_in(
+    tx: &mut Transaction<'_, Any>,
+    partner_id: i64,
+    media: &NewMedia,
+    now: Millis,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO media (id, partner_id, filename, mimetype, size, sha256, data, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(&media.id)
+    .bind(partner_id)
+    .bind(&media.filename)
+    .bind(&media.mimetype)
+    .bind(media.data.len() as i64)
+    .bind(&media.sha256)
+    .bind(&media.data)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
