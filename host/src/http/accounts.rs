@@ -17,7 +17,6 @@ use crate::forms::{self, ACCOUNT_FIELD_TYPES, Choice, FieldDef, account_field_ki
 use crate::state::AppState;
 use crate::store::accounts::{self as store, Account, AccountField};
 use crate::store::is_unique_violation;
-use crate::validate::is_e164;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -67,15 +66,7 @@ async fn link(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<Link>,
 ) -> ApiResult<Json<Value>> {
-    let phone = req
-        .phone
-        .as_deref()
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .ok_or_else(|| ApiError::validation("phone", "phone is required"))?;
-    if !is_e164(phone) {
-        return Err(ApiError::validation("phone", "phone must be E.164, e.g. +15551230000"));
-    }
+    let phone = super::required_phone(req.phone.as_deref())?;
     let display_name = req.display_name.as_deref().map(str::trim).filter(|n| !n.is_empty());
     if display_name.is_some_and(|n| n.chars().count() > 200) {
         return Err(ApiError::validation("display_name", "display_name is at most 200 characters"));

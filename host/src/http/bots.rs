@@ -25,7 +25,7 @@ use crate::store::bots::{self as store, Bot, NewBot};
 use crate::store::flows;
 use crate::store::messages::NewMessage;
 use crate::store::partners::Partner;
-use crate::validate::{is_code, is_e164, is_ip_list};
+use crate::validate::{is_code, is_ip_list};
 use crate::webhooks::{self, Endpoint, signing};
 
 pub fn router(component_limit: usize) -> Router<AppState> {
@@ -367,15 +367,7 @@ async fn invite(
     ApiJson(req): ApiJson<Invite>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let bot = owned(&state, &partner, &code).await?;
-    let phone = req
-        .phone
-        .as_deref()
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .ok_or_else(|| ApiError::validation("phone", "phone is required"))?;
-    if !is_e164(phone) {
-        return Err(ApiError::validation("phone", "phone must be E.164, e.g. +15551230000"));
-    }
+    let phone = super::required_phone(req.phone.as_deref())?;
     // A local bot's flows are the ones its component offers.
     let title = if bot.runtime_mode == "local" {
         let digest = bot.component_digest.as_deref().ok_or_else(|| ApiError::not_found("flow"))?;
