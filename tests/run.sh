@@ -40,6 +40,13 @@ ensure_postgres
 
 THREADS="${HUBBUB_TEST_THREADS:-8}"
 
+log "E2E test vector against an independent implementation (Python cryptography)"
+if python3 -c 'import cryptography' 2>/dev/null || python3 -m pip install -q cryptography 2>/dev/null; then
+  python3 tests/e2e/check_vectors.py
+else
+  echo "python3 with the cryptography package is not available: skipped (the Rust unit tests check the vector too)"
+fi
+
 log "tests on SQLite"
 HUBBUB_TEST_DATABASE_URL=sqlite cargo test -- --test-threads "$THREADS"
 

@@ -51,6 +51,11 @@ impl ApiError {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
     }
 
+    /// The request field at fault, if one is.
+    pub fn field(&self) -> Option<&str> {
+        self.field.as_deref()
+    }
+
     pub fn with_field(mut self, field: impl Into<String>) -> Self {
         self.field = Some(field.into());
         self

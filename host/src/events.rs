@@ -56,6 +56,8 @@ pub fn conversation_message(c: &Conversation, m: &Message, at: Millis) -> Value 
     });
     if m.content.get("encryption").is_none() {
         payload["body"] = json!(m.body);
+    } else {
+        payload["encrypted"] = json!(true);
     }
     payload
 }

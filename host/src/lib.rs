@@ -15,6 +15,7 @@ pub mod broadcasts;
 pub mod clock;
 pub mod config;
 pub mod delivery;
+pub mod e2e;
 pub mod error;
 pub mod events;
 pub mod forms;

@@ -9,6 +9,8 @@ use hubbub_host::store::{Db, partners, templates};
 use hubbub_host::{auth, events, secrets, validate};
 use serde_json::json;
 
+mod e2e_cli;
+
 #[derive(Parser)]
 #[command(name = "hubbub", version, about = "Hubbub: partner messaging with a WebAssembly bot runtime")]
 struct Cli {
@@ -37,6 +39,11 @@ enum Command {
     Template {
         #[command(subcommand)]
         command: TemplateCommand,
+    },
+    /// End-to-end encryption reference client (docs/e2e.md): keygen, seal, open.
+    E2e {
+        #[command(subcommand)]
+        command: e2e_cli::E2eCommand,
     },
 }
 
@@ -141,6 +148,7 @@ async fn main() -> anyhow::Result<()> {
     init_tracing();
     let clock = Arc::new(SystemClock);
     match Cli::parse().command {
+        Command::E2e { command } => e2e_cli::run(command).await?,
         Command::Serve { config } => {
             tracing::info!(?config, "starting");
             let listener = tokio::net::TcpListener::bind(config.listen).await?;

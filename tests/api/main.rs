@@ -12,6 +12,7 @@ mod conventions;
 mod conversations;
 mod delivery;
 mod developers;
+mod e2e;
 mod messages;
 mod templates;
 mod users;

@@ -60,10 +60,8 @@ pub fn plan(priority: &str, r: Recipient) -> Vec<Channel> {
 /// newsletters. An encrypted message is never described: the text only says one is waiting.
 pub fn fallback_text(m: &Message, partner_name: &str, public_url: &str) -> String {
     let content_link = format!("{}/api/v1/content/{}", public_url.trim_end_matches('/'), m.reference);
-    if m.content.get("encryption").and_then(Value::as_str) == Some("e2e") {
-        return format!(
-            "{partner_name} sent you a new message. It is waiting in your Hubbub inbox: open the app to read it."
-        );
+    if is_encrypted(m) {
+        return alert_text(partner_name);
     }
     let body = m.body.as_deref().unwrap_or("").trim();
     let text = match m.content_type.as_str() {
@@ -89,6 +87,16 @@ pub fn fallback_text(m: &Message, partner_name: &str, public_url: &str) -> Strin
         _ => body.to_string(),
     };
     format!("{partner_name}: {}", text.trim())
+}
+
+/// Whether the message is end-to-end encrypted (its content is an envelope the server cannot read).
+pub fn is_encrypted(m: &Message) -> bool {
+    m.content.get("encryption").and_then(Value::as_str) == Some("e2e")
+}
+
+/// The opaque alert about an encrypted message: who sent it and where to read it, never what it says.
+pub fn alert_text(partner_name: &str) -> String {
+    format!("{partner_name} sent you a new message. It is waiting in your Hubbub inbox: open the app to read it.")
 }
 
 /// The channels' providers and the worker's wake-up signal.
@@ -185,14 +193,36 @@ async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
         }
     }
 
+    // An encrypted message now waiting in the hub of an offline user: the opaque alert, by WhatsApp then
+    // SMS, once per partner and user per offline period (the slot is taken before sending).
+    let mut alerts: Vec<(Channel, Result<String, String>)> = Vec::new();
+    let in_hub = matches!(attempts.last(), Some((Channel::Inapp, Ok(_))));
+    if in_hub && is_encrypted(&message) && !recipient.online {
+        let now = state.now();
+        let last_seen = last_seen.unwrap_or(0);
+        if devices::claim_alert(db, message.partner_id, &message.phone, message_id, last_seen, now).await? {
+            let text = alert_text(&partner_name);
+            for channel in [Channel::Whatsapp, Channel::Sms] {
+                let provider = state.delivery.provider(channel).expect("fallback channels have providers");
+                let outcome = provider.send(&message.phone, &text).await;
+                let ok = outcome.is_ok();
+                alerts.push((channel, outcome));
+                if ok {
+                    break;
+                }
+            }
+        }
+    }
+
     let now = state.now();
     let mut tx = db.writer().begin().await?;
-    for (channel, outcome) in &attempts {
+    let tries = attempts.iter().map(|a| ("delivery", a)).chain(alerts.iter().map(|a| ("alert", a)));
+    for (kind, (channel, outcome)) in tries {
         let (attempt_state, error) = match outcome {
             Ok(_) => ("sent", None),
             Err(reason) => ("failed", Some(reason.as_str())),
         };
-        deliveries::record_attempt_in(&mut tx, message_id, channel.as_str(), attempt_state, error, now).await?;
+        deliveries::record_attempt_in(&mut tx, message_id, kind, channel.as_str(), attempt_state, error, now).await?;
     }
     let last = attempts.last().map(|(c, _)| *c);
     match attempts.last() {

@@ -3,6 +3,11 @@
 //! `POST /agent/messages` answers in the latest open thread of a phone or, without one, sends a hub
 //! message. States: `open` (waiting for an agent) → agent reply → `pending` (waiting for the user) → user
 //! reply → `open`; closed by the partner; a user message reopens.
+//!
+//! End-to-end encrypted threads: either side shares a content key by uploading its wraps to every peer
+//! device (`…/keys`, one row per device and key version), then posts messages encrypted with it
+//! (`encrypted: true, e2e_mode: "conversation", e2e_key_version, e2e_envelope`). Each side reads the wraps
+//! addressed to its own devices and the peer directory (`…/devices`). The server stores ciphertext only.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -11,27 +16,35 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::messages::{SendMessage, message_json, validate_content};
+use super::keys::{agent_device_json, device_json};
+use super::messages::{Content, SendMessage, client_ref, message_json, ref_taken, validate_content};
 use super::required_phone;
 use super::{ApiJson, QueryMap, parse_id};
 use crate::auth::{PartnerAuth, UserAuth};
 use crate::clock::record_time;
+use crate::e2e;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
 use crate::secrets::random_alnum;
 use crate::state::AppState;
 use crate::store::conversations::{self as store, Conversation};
+use crate::store::keys::{self, ConversationKey};
 use crate::store::messages::{self, Created};
-use crate::store::{accounts, partners};
+use crate::store::{accounts, devices, partners};
+use crate::validate::is_code;
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/me/conversations", get(my_conversations).post(open_conversation))
         .route("/me/conversations/{ref}", get(my_conversation))
         .route("/me/conversations/{ref}/messages", post(user_message))
+        .route("/me/conversations/{ref}/keys", post(user_upload_keys).get(user_keys))
+        .route("/me/conversations/{ref}/devices", get(user_peer_devices))
         .route("/conversations", get(list_conversations))
         .route("/conversations/{id}", get(get_conversation).patch(update_conversation))
         .route("/conversations/{id}/messages", post(agent_reply))
+        .route("/conversations/{id}/keys", post(agent_upload_keys).get(agent_keys))
+        .route("/conversations/{id}/devices", get(agent_peer_devices))
         .route("/agent/messages", post(agent_message))
 }
 
@@ -96,7 +109,13 @@ async fn open_conversation(
     if !linked {
         return Err(ApiError::not_found("partner"));
     }
-    let content = user_content(&state, partner.id, &req.message, &user.phone).await?;
+    if req.message.wants_e2e() {
+        return Err(ApiError::validation(
+            "encrypted",
+            "a conversation opens with a plaintext message; share a content key (POST …/keys), then send encrypted ones",
+        ));
+    }
+    let content = validate_content(&state, partner.id, &req.message, Some(&user.phone)).await?;
     let first = content.into_message(partner.id, &user.phone, "in", None);
     let reference = format!("conv_{}", random_alnum(24));
     let (conversation, message) =
@@ -106,14 +125,62 @@ async fn open_conversation(
     Ok((StatusCode::CREATED, Json(record)))
 }
 
-/// A user's message: text (or other content) they write; the body is required unless encrypted.
-async fn user_content(
-    state: &AppState,
-    partner_id: i64,
-    req: &SendMessage,
-    phone: &str,
-) -> ApiResult<super::messages::Content> {
-    validate_content(state, partner_id, req, Some(phone)).await
+/// A message in a conversation: plaintext content as any message, or an encrypted one
+/// (`encrypted: true, e2e_mode: "conversation", e2e_key_version, e2e_envelope`, optionally the sender's `ref`)
+/// under a content key already shared in the thread.
+async fn conversation_content(state: &AppState, c: &Conversation, req: &SendMessage) -> ApiResult<Content> {
+    if !req.wants_e2e() {
+        return validate_content(state, c.partner_id, req, Some(&c.phone)).await;
+    }
+    if req.encryption.as_deref().is_some_and(|e| e != "e2e") {
+        return Err(ApiError::validation("encryption", "encryption must be e2e when given"));
+    }
+    if req.encrypted != Some(true) {
+        return Err(ApiError::validation("encrypted", "encrypted must be true for an encrypted conversation message"));
+    }
+    if req.e2e_mode.as_deref() != Some(e2e::MODE_CONVERSATION) {
+        return Err(ApiError::validation("e2e_mode", "e2e_mode must be conversation"));
+    }
+    let version = req
+        .e2e_key_version
+        .filter(|v| *v >= 1)
+        .ok_or_else(|| ApiError::validation("e2e_key_version", "e2e_key_version must be a positive integer"))?;
+    let envelope = e2e::check_envelope(req.e2e_envelope.as_ref(), false)?;
+    if envelope.get("key_version").is_some_and(|v| v.as_i64() != Some(version)) {
+        return Err(ApiError::validation(
+            "e2e_envelope.key_version",
+            "e2e_envelope.key_version must be e2e_key_version",
+        ));
+    }
+    if req.body.is_some() {
+        return Err(ApiError::validation("body", "a plaintext body is never accepted with an e2e envelope"));
+    }
+    if req.content_type.as_deref().is_some_and(|t| t != "text") || req.template_code.is_some() {
+        return Err(ApiError::validation("content_type", "encrypted conversation messages are text (in the envelope)"));
+    }
+    if !keys::has_key_version(&state.db, c.id, version).await? {
+        return Err(ApiError::validation(
+            "e2e_key_version",
+            format!("no content key of version {version} was shared in this conversation (POST …/keys first)"),
+        ));
+    }
+    let priority = req.priority.as_deref().filter(|p| is_code(p)).unwrap_or("notification");
+    Ok(Content {
+        content_type: "text".into(),
+        body: None,
+        rendered_body: None,
+        template_code: None,
+        lang: None,
+        priority: priority.into(),
+        content: json!({
+            "encryption": "e2e",
+            "e2e_mode": e2e::MODE_CONVERSATION,
+            "e2e_key_version": version,
+            "e2e_envelope": envelope,
+        }),
+        media: None,
+        reference: client_ref(req, true)?,
+    })
 }
 
 async fn my_conversation(
@@ -136,10 +203,12 @@ async fn user_message(
     let c = store::find_for_user(&state.db, &user.phone, &reference)
         .await?
         .ok_or_else(|| ApiError::not_found("conversation"))?;
-    let content = user_content(&state, c.partner_id, &req, &user.phone).await?;
+    let content = conversation_content(&state, &c, &req).await?;
     let message = content.into_message(c.partner_id, &user.phone, "in", Some(c.id));
     // A user message puts the thread back in the agents' queue, reopening a closed one.
-    let (_, m) = store::append(&state.db, c.id, message, "open", state.now(), events::conversation_message).await?;
+    let (_, m) = store::append(&state.db, c.id, message, "open", state.now(), events::conversation_message)
+        .await
+        .map_err(|e| ref_taken(e, req.client_ref.is_some()))?;
     Ok((StatusCode::CREATED, Json(message_json(&m))))
 }
 
@@ -201,9 +270,11 @@ async fn update_conversation(
 
 /// An agent's reply in a conversation: the thread now waits for the user.
 async fn reply(state: &AppState, partner_id: i64, c: &Conversation, req: &SendMessage) -> ApiResult<Value> {
-    let content = validate_content(state, partner_id, req, Some(&c.phone)).await?;
+    let content = conversation_content(state, c, req).await?;
     let message = content.into_message(partner_id, &c.phone, "out", Some(c.id));
-    let (_, m) = store::append(&state.db, c.id, message, "pending", state.now(), events::conversation_message).await?;
+    let (_, m) = store::append(&state.db, c.id, message, "pending", state.now(), events::conversation_message)
+        .await
+        .map_err(|e| ref_taken(e, req.client_ref.is_some()))?;
     state.delivery.wake.notify_one();
     Ok(message_json(&m))
 }
@@ -221,23 +292,215 @@ async fn agent_reply(
 }
 
 /// `POST /agent/messages`: into the latest open or pending thread of the phone; otherwise a hub message
-/// (never a new conversation: only users open them).
+/// (never a new conversation: only users open them). A sealed E2E message (`encryption: "e2e"` with key
+/// wraps) is always a hub message, its `aad` names the hub; an encrypted conversation message needs a thread.
 async fn agent_message(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<SendMessage>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let phone = required_phone(req.phone.as_deref())?.to_string();
-    if let Some(c) = store::latest_active(&state.db, partner.id, &phone).await? {
+    let sealed = req.encryption.is_some() && req.encrypted.is_none() && req.e2e_mode.is_none();
+    if !sealed && let Some(c) = store::latest_active(&state.db, partner.id, &phone).await? {
         return Ok((StatusCode::CREATED, Json(reply(&state, partner.id, &c, &req).await?)));
+    }
+    if req.encrypted.is_some() || req.e2e_mode.is_some() {
+        return Err(ApiError::validation(
+            "e2e_mode",
+            "no open conversation with this phone for a conversation message",
+        ));
     }
     let content = validate_content(&state, partner.id, &req, Some(&phone)).await?;
     let message = content.into_message(partner.id, &phone, "out", None);
-    match state.messages.create(message, state.now()).await? {
+    match state.messages.create(message, state.now()).await.map_err(|e| ref_taken(e, req.client_ref.is_some()))? {
         Created::New(m) | Created::Replayed(m) => {
             state.delivery.wake.notify_one();
             Ok((StatusCode::CREATED, Json(message_json(&m))))
         }
         Created::KeyReused => Err(ApiError::idempotency_conflict()),
     }
+}
+
+// ---- end-to-end encryption: content-key wraps and the peer directory, from both sides ----
+
+#[derive(Deserialize)]
+struct UploadKeys {
+    key_version: Option<i64>,
+    wraps: Option<Vec<Value>>,
+}
+
+/// Wraps in one upload, at most.
+const MAX_WRAPS: usize = 256;
+
+/// Stores the wraps of one content key version; each names a device of the thread's user (`user`) or an
+/// agent device of its partner (`agent`).
+async fn upload_keys(state: &AppState, c: &Conversation, req: UploadKeys, uploaded_by: &str) -> ApiResult<Value> {
+    let key_version = req
+        .key_version
+        .filter(|v| *v >= 1)
+        .ok_or_else(|| ApiError::validation("key_version", "key_version must be a positive integer"))?;
+    let wraps = req.wraps.filter(|w| !w.is_empty() && w.len() <= MAX_WRAPS).ok_or_else(|| {
+        ApiError::validation("wraps", format!("wraps must be an array of 1 to {MAX_WRAPS} key wraps"))
+    })?;
+    let user_devices = devices::published_device_uuids(&state.db, &c.phone).await?;
+    let agent_devices: Vec<String> =
+        keys::agent_devices(&state.db, c.partner_id).await?.into_iter().map(|d| d.device_uuid).collect();
+    let now = state.now();
+    let mut rows: Vec<ConversationKey> = Vec::with_capacity(wraps.len());
+    for w in &wraps {
+        let obj = e2e::check_wrap(w, "wraps", true)?;
+        let text = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        let (kind, uuid) = (text("device_kind"), text("device_uuid"));
+        let known = if kind == "user" { &user_devices } else { &agent_devices };
+        if !known.contains(&uuid) {
+            return Err(ApiError::validation(
+                "wraps.device_uuid",
+                format!("{uuid:?} is not a published {kind} device of this conversation"),
+            ));
+        }
+        if rows.iter().any(|r| r.device_kind == kind && r.device_uuid == uuid) {
+            return Err(ApiError::validation("wraps.device_uuid", format!("two wraps for device {uuid:?}")));
+        }
+        rows.push(ConversationKey {
+            key_version,
+            device_kind: kind,
+            device_uuid: uuid,
+            wrap: text("wrap"),
+            wrap_nonce: text("wrap_nonce"),
+            sender_eph_pub: text("sender_eph_pub"),
+            uploaded_by: uploaded_by.to_string(),
+            created_at: now,
+        });
+    }
+    keys::put_conversation_keys(&state.db, c.id, &rows).await?;
+    Ok(json!({
+        "conversation_id": c.id,
+        "ref": c.reference,
+        "key_version": key_version,
+        "wraps": rows.iter().map(key_json).collect::<Vec<_>>(),
+    }))
+}
+
+fn key_json(k: &ConversationKey) -> Value {
+    json!({
+        "key_version": k.key_version,
+        "device_kind": k.device_kind,
+        "device_uuid": k.device_uuid,
+        "wrap": k.wrap,
+        "wrap_nonce": k.wrap_nonce,
+        "sender_eph_pub": k.sender_eph_pub,
+        "uploaded_by": k.uploaded_by,
+        "created_at": record_time(k.created_at),
+    })
+}
+
+/// The wraps addressed to one device, every key version.
+async fn keys_for(state: &AppState, c: &Conversation, kind: &str, device_uuid: &str) -> ApiResult<Value> {
+    let rows = keys::conversation_keys_for(&state.db, c.id, kind, device_uuid).await?;
+    Ok(json!({
+        "conversation_id": c.id,
+        "ref": c.reference,
+        "device_uuid": device_uuid,
+        "key_version": keys::latest_key_version(&state.db, c.id).await?,
+        "wraps": rows.iter().map(key_json).collect::<Vec<_>>(),
+    }))
+}
+
+/// The peer directory of a thread: the user's devices and the partner's agent devices.
+async fn peer_devices(state: &AppState, c: &Conversation) -> ApiResult<Value> {
+    let users = devices::list_for_phone(&state.db, &c.phone).await?;
+    let agents = keys::agent_devices(&state.db, c.partner_id).await?;
+    Ok(json!({
+        "conversation_id": c.id,
+        "ref": c.reference,
+        "phone": c.phone,
+        "partner": c.partner_code,
+        "key_version": keys::latest_key_version(&state.db, c.id).await?,
+        "devices": users.iter().map(device_json).collect::<Vec<_>>(),
+        "agent_devices": agents.iter().map(agent_device_json).collect::<Vec<_>>(),
+    }))
+}
+
+async fn user_thread(state: &AppState, user: &UserAuth, reference: &str) -> ApiResult<Conversation> {
+    store::find_for_user(&state.db, &user.phone, reference).await?.ok_or_else(|| ApiError::not_found("conversation"))
+}
+
+async fn agent_thread(state: &AppState, partner_id: i64, id: &str) -> ApiResult<Conversation> {
+    let id = parse_id(id, "conversation")?;
+    store::find_for_partner(&state.db, partner_id, id).await?.ok_or_else(|| ApiError::not_found("conversation"))
+}
+
+async fn user_upload_keys(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(reference): Path<String>,
+    ApiJson(req): ApiJson<UploadKeys>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let c = user_thread(&state, &user, &reference).await?;
+    Ok((StatusCode::CREATED, Json(upload_keys(&state, &c, req, "user").await?)))
+}
+
+/// `GET /me/conversations/{ref}/keys[?device_uuid=]`: the wraps for the caller's device (the token's
+/// device unless one of the user's other devices is named).
+async fn user_keys(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(reference): Path<String>,
+    query: QueryMap,
+) -> ApiResult<Json<Value>> {
+    let c = user_thread(&state, &user, &reference).await?;
+    let device = query
+        .text("device_uuid")
+        .or(user.device.clone())
+        .ok_or_else(|| ApiError::validation("device_uuid", "device_uuid is required when the token names no device"))?;
+    let own = devices::list_for_phone(&state.db, &user.phone).await?;
+    if !own.iter().any(|d| d.device_uuid == device) {
+        return Err(ApiError::validation("device_uuid", "device_uuid is not one of your devices"));
+    }
+    Ok(Json(keys_for(&state, &c, "user", &device).await?))
+}
+
+async fn user_peer_devices(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(reference): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let c = user_thread(&state, &user, &reference).await?;
+    Ok(Json(peer_devices(&state, &c).await?))
+}
+
+async fn agent_upload_keys(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<UploadKeys>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let c = agent_thread(&state, partner.id, &id).await?;
+    Ok((StatusCode::CREATED, Json(upload_keys(&state, &c, req, "agent").await?)))
+}
+
+/// `GET /conversations/{id}/keys?device_uuid=`: the wraps for one of the partner's agent devices.
+async fn agent_keys(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+    query: QueryMap,
+) -> ApiResult<Json<Value>> {
+    let c = agent_thread(&state, partner.id, &id).await?;
+    let device =
+        query.text("device_uuid").ok_or_else(|| ApiError::validation("device_uuid", "device_uuid is required"))?;
+    let agents = keys::agent_devices(&state.db, partner.id).await?;
+    if !agents.iter().any(|d| d.device_uuid == device) {
+        return Err(ApiError::validation("device_uuid", "device_uuid is not one of your agent devices"));
+    }
+    Ok(Json(keys_for(&state, &c, "agent", &device).await?))
+}
+
+async fn agent_peer_devices(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let c = agent_thread(&state, partner.id, &id).await?;
+    Ok(Json(peer_devices(&state, &c).await?))
 }

@@ -12,6 +12,7 @@ use super::accounts::user_account_json;
 use super::messages::message_json;
 use crate::auth::UserAuth;
 use crate::clock::record_time;
+use crate::e2e;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
 use crate::state::AppState;
@@ -44,7 +45,16 @@ async fn inbox(State(state): State<AppState>, user: UserAuth, query: QueryMap) -
         }
     }
     tx.commit().await?;
-    Ok(Json(page.respond(rows, |m| m.id, message_json)))
+    // Each device sees its own key wrap of a sealed message (`?device_uuid=` when the token names none).
+    let device = query.text("device_uuid").or(user.device);
+    Ok(Json(page.respond(rows, |m| m.id, |m| device_view(m, device.as_deref()))))
+}
+
+/// A message as one of the user's devices sees it: the key wraps of other devices left out.
+fn device_view(m: &messages::Message, device: Option<&str>) -> Value {
+    let mut record = message_json(m);
+    e2e::envelope_for_device(&mut record, device);
+    record
 }
 
 async fn read(State(state): State<AppState>, user: UserAuth, Path(reference): Path<String>) -> ApiResult<Json<Value>> {
@@ -64,7 +74,7 @@ async fn read(State(state): State<AppState>, user: UserAuth, Path(reference): Pa
     )
     .await?;
     tx.commit().await?;
-    Ok(Json(message_json(&moved.unwrap_or(m))))
+    Ok(Json(device_view(&moved.unwrap_or(m), user.device.as_deref())))
 }
 
 async fn account(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<Value>> {

@@ -14,12 +14,13 @@ use sha2::{Digest, Sha256};
 use super::{ApiJson, QueryMap, parse_id, parse_value};
 use crate::auth::PartnerAuth;
 use crate::clock::record_time;
+use crate::e2e;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
 use crate::secrets::{hex, random_alnum};
 use crate::state::AppState;
 use crate::store::messages::{self as store, Created, Message, MessageFilter, NewMedia, NewMessage};
-use crate::store::{devices, templates};
+use crate::store::{devices, is_unique_violation, templates};
 use crate::template::{self, RenderError};
 use crate::validate::{check_public_url, is_code, is_e164};
 
@@ -35,7 +36,6 @@ pub fn router() -> Router<AppState> {
 pub const CONTENT_TYPES: &[&str] = &["text", "image", "document", "audio", "video", "link", "html", "system"];
 const MEDIA_TYPES: &[&str] = &["image", "document", "audio", "video"];
 pub const STATES: &[&str] = &["queued", "sent", "delivered", "read", "failed"];
-pub const E2E_ALG: &str = "x25519-hkdf-sha256-aes-256-gcm";
 
 /// The send-message fields of INTERFACE.md (aliases `url` and `cta` accepted).
 #[derive(Debug, Default, Deserialize)]
@@ -64,6 +64,20 @@ pub struct SendMessage {
     pub(crate) preview: Option<String>,
     pub(crate) encryption: Option<String>,
     pub(crate) e2e_envelope: Option<Value>,
+    /// Conversation messages: `encrypted: true` with `e2e_mode: "conversation"` and `e2e_key_version`.
+    pub(crate) encrypted: Option<bool>,
+    pub(crate) e2e_mode: Option<String>,
+    pub(crate) e2e_key_version: Option<i64>,
+    /// A ref chosen by the sender of an E2E message (to bind `aad` to it).
+    #[serde(rename = "ref")]
+    pub(crate) client_ref: Option<String>,
+}
+
+impl SendMessage {
+    /// Whether the request asks for end-to-end encryption in any of its forms.
+    pub fn wants_e2e(&self) -> bool {
+        self.encryption.is_some() || self.encrypted.is_some() || self.e2e_envelope.is_some() || self.e2e_mode.is_some()
+    }
 }
 
 fn non_empty(v: &Option<String>) -> Option<&str> {
@@ -91,38 +105,6 @@ fn request_hash(body: &Value) -> String {
     hex(&Sha256::digest(canonical(&body).to_string().as_bytes()))
 }
 
-/// The base64url (padding optional) bytes of `v`, if it is that.
-pub fn base64url(v: &str) -> Option<Vec<u8>> {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(v.trim_end_matches('=')).ok()
-}
-
-/// Checks an E2E envelope in the order CONTRACT section 11 gives (shape first; devices after).
-fn check_envelope(envelope: Option<&Value>) -> ApiResult<&Map<String, Value>> {
-    let env = envelope.and_then(Value::as_object).ok_or_else(|| {
-        ApiError::validation("e2e_envelope", "e2e_envelope is required (an object) with encryption e2e")
-    })?;
-    if env.get("v").and_then(Value::as_i64) != Some(1) {
-        return Err(ApiError::validation("e2e_envelope.v", "e2e_envelope.v must be 1"));
-    }
-    if env.get("alg").and_then(Value::as_str) != Some(E2E_ALG) {
-        return Err(ApiError::validation("e2e_envelope.alg", format!("e2e_envelope.alg must be {E2E_ALG}")));
-    }
-    for part in ["ciphertext", "nonce"] {
-        let ok = env.get(part).and_then(Value::as_str).is_some_and(|s| !s.is_empty() && base64url(s).is_some());
-        if !ok {
-            return Err(ApiError::validation(
-                format!("e2e_envelope.{part}"),
-                format!("e2e_envelope.{part} is required, non-empty base64url"),
-            ));
-        }
-    }
-    let wraps_ok = env.get("key_wraps").and_then(Value::as_array).is_some_and(|w| !w.is_empty());
-    if !wraps_ok {
-        return Err(ApiError::validation("e2e_envelope.key_wraps", "e2e_envelope.key_wraps must be a non-empty array"));
-    }
-    Ok(env)
-}
-
 /// Validates a send request into a message to store. `raw` is the request body as sent.
 /// Validated message content: everything but the recipient and idempotency. Shared by single sends,
 /// agent sends, conversation replies and broadcasts.
@@ -136,6 +118,8 @@ pub struct Content {
     /// Type-specific fields (`media`, `link`, `html`, …, `e2e_envelope`).
     pub content: Value,
     pub media: Option<NewMedia>,
+    /// The ref the sender chose (E2E sends only); otherwise the server makes one.
+    pub reference: Option<String>,
 }
 
 impl Content {
@@ -148,7 +132,7 @@ impl Content {
         conversation_id: Option<i64>,
     ) -> NewMessage {
         NewMessage {
-            reference: format!("msg_{}", random_alnum(24)),
+            reference: self.reference.unwrap_or_else(|| format!("msg_{}", random_alnum(24))),
             partner_id,
             direction,
             conversation_id,
@@ -213,7 +197,7 @@ pub async fn validate_content(
     let dev = state.config.dev;
     let mut content = Map::new();
 
-    // End-to-end encrypted sends carry an envelope and never a plaintext body.
+    // End-to-end encrypted sends carry an envelope and never a plaintext body (CONTRACT section 11).
     let encrypted = match non_empty(&req.encryption) {
         None => false,
         Some("e2e") => true,
@@ -221,10 +205,19 @@ pub async fn validate_content(
             return Err(ApiError::validation("encryption", "encryption must be e2e when given"));
         }
     };
+    if req.encrypted.is_some() || req.e2e_mode.is_some() || req.e2e_key_version.is_some() {
+        return Err(ApiError::validation(
+            "e2e_mode",
+            "e2e_mode conversation is for conversation messages; hub messages use encryption e2e",
+        ));
+    }
+    if !encrypted && req.e2e_envelope.is_some() {
+        return Err(ApiError::validation("encryption", "an e2e_envelope needs encryption e2e"));
+    }
     if encrypted {
         let phone =
             phone.ok_or_else(|| ApiError::validation("encryption", "end-to-end encryption needs one recipient"))?;
-        let envelope = check_envelope(req.e2e_envelope.as_ref())?;
+        let envelope = e2e::check_envelope(req.e2e_envelope.as_ref(), true)?;
         if req.body.is_some() {
             return Err(ApiError::validation("body", "a plaintext body is never accepted with an e2e envelope"));
         }
@@ -245,6 +238,7 @@ pub async fn validate_content(
         content.insert("encryption".into(), json!("e2e"));
         content.insert("e2e_envelope".into(), Value::Object(envelope.clone()));
     }
+    let reference = client_ref(req, encrypted)?;
 
     // Templates render into `rendered_body`, which is also the body.
     let mut body = if encrypted { None } else { non_empty(&req.body).map(|_| req.body.clone().unwrap_or_default()) };
@@ -365,7 +359,19 @@ pub async fn validate_content(
         priority: priority.to_string(),
         content: Value::Object(content),
         media,
+        reference,
     })
+}
+
+/// The sender's own `ref`, accepted on end-to-end encrypted messages only (it is what their `aad` binds).
+pub fn client_ref(req: &SendMessage, encrypted: bool) -> ApiResult<Option<String>> {
+    match req.client_ref.as_deref() {
+        None => Ok(None),
+        Some(_) if !encrypted => {
+            Err(ApiError::validation("ref", "a ref can only be chosen for e2e encrypted messages"))
+        }
+        Some(r) => e2e::client_ref(r).map(Some),
+    }
 }
 
 /// Standard base64 (URL-safe and `data:` URIs accepted), non-empty.
@@ -429,8 +435,9 @@ async fn send_message(
         .map_err(|_| ApiError::validation("idempotency_key", "Idempotency-Key header must be text"))?
         .filter(|k| !k.is_empty());
     let req: SendMessage = parse_value(raw.clone())?;
+    let chosen_ref = req.client_ref.is_some();
     let new = build_message(&state, partner.id, req, &raw, header_key).await?;
-    match state.messages.create(new, state.now()).await? {
+    match state.messages.create(new, state.now()).await.map_err(|e| ref_taken(e, chosen_ref))? {
         Created::New(m) => {
             tracing::info!(message_ref = %m.reference, "message accepted");
             state.delivery.wake.notify_one();
@@ -442,6 +449,15 @@ async fn send_message(
             Ok(response)
         }
         Created::KeyReused => Err(ApiError::idempotency_conflict()),
+    }
+}
+
+/// A sender-chosen ref that is already taken (refs are unique across the service) is a 409.
+pub fn ref_taken(e: sqlx::Error, chosen_ref: bool) -> ApiError {
+    if chosen_ref && is_unique_violation(&e) {
+        ApiError::conflict("ref is already used by another message")
+    } else {
+        e.into()
     }
 }
 
@@ -459,7 +475,7 @@ async fn get_message(
         let attempts = store::list_attempts(&state.db, m.id).await?;
         record["attempts"] = attempts
             .iter()
-            .map(|a| json!({"channel": a.channel, "state": a.state, "error": a.error, "at": record_time(a.at)}))
+            .map(|a| json!({"kind": a.kind, "channel": a.channel, "state": a.state, "error": a.error, "at": record_time(a.at)}))
             .collect();
     }
     Ok(Json(record))
@@ -581,22 +597,5 @@ mod tests {
         assert_eq!(request_hash(&a), request_hash(&b));
         let c = json!({"phone": "+15551230000", "body": "hello"});
         assert_ne!(request_hash(&a), request_hash(&c));
-    }
-
-    #[test]
-    fn envelope_checks_run_in_contract_order() {
-        let field = |v: Value| check_envelope(Some(&v)).err().map(|e| e.to_string());
-        assert!(field(json!("x")).unwrap().contains("validation"));
-        let base = json!({"v": 1, "alg": E2E_ALG, "ciphertext": "YWJj", "nonce": "bm9uY2U", "key_wraps": [{"device_uuid": "d"}]});
-        assert!(check_envelope(Some(&base)).is_ok());
-        let mut no_ct = base.clone();
-        no_ct.as_object_mut().unwrap().remove("ciphertext");
-        assert!(check_envelope(Some(&no_ct)).is_err());
-        let mut bad_nonce = base.clone();
-        bad_nonce["nonce"] = json!("not base64url!");
-        assert!(check_envelope(Some(&bad_nonce)).is_err());
-        let mut no_wraps = base;
-        no_wraps["key_wraps"] = json!([]);
-        assert!(check_envelope(Some(&no_wraps)).is_err());
     }
 }

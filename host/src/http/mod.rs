@@ -9,6 +9,7 @@ pub mod conversations;
 pub mod dev_sink;
 pub mod developers;
 pub mod flows;
+pub mod keys;
 pub mod login;
 pub mod me;
 pub mod media;
@@ -54,6 +55,7 @@ pub fn app(state: AppState) -> Router {
         .merge(developers::router())
         .merge(bots::router(state.config.component_limit))
         .merge(flows::router())
+        .merge(keys::router())
         .merge(openapi::router());
     Router::new()
         .nest("/api/v1", api)

@@ -557,6 +557,121 @@ pub fn document() -> Value {
             &[404],
         ),
     );
+    let keys_body = Some(schema_ref("UploadKeys"));
+    add(
+        "/api/v1/me/conversations/{ref}/keys",
+        "post",
+        op(
+            "Share a conversation content key: its wraps to the peer devices",
+            "e2e",
+            user,
+            keys_body.clone(),
+            (201, "The stored wraps", schema_ref("ConversationKeys")),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/me/conversations/{ref}/keys",
+        "get",
+        with_params(
+            op(
+                "The content-key wraps addressed to my device",
+                "e2e",
+                user,
+                None,
+                (200, "Wraps, every key version", schema_ref("ConversationKeys")),
+                &[404, 422],
+            ),
+            query_params(&[("device_uuid", "One of my devices; defaults to the token's device")]),
+        ),
+    );
+    add(
+        "/api/v1/me/conversations/{ref}/devices",
+        "get",
+        op(
+            "The peer device directory of my conversation",
+            "e2e",
+            user,
+            None,
+            (200, "User and agent devices", schema_ref("PeerDirectory")),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/conversations/{id}/keys",
+        "post",
+        op(
+            "Share a conversation content key (agent side)",
+            "e2e",
+            partner,
+            keys_body,
+            (201, "The stored wraps", schema_ref("ConversationKeys")),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/conversations/{id}/keys",
+        "get",
+        with_params(
+            op(
+                "The content-key wraps addressed to one of my agent devices",
+                "e2e",
+                partner,
+                None,
+                (200, "Wraps, every key version", schema_ref("ConversationKeys")),
+                &[404, 422],
+            ),
+            query_params(&[("device_uuid", "Required: one of the partner's agent devices")]),
+        ),
+    );
+    add(
+        "/api/v1/conversations/{id}/devices",
+        "get",
+        op(
+            "The peer device directory of a conversation",
+            "e2e",
+            partner,
+            None,
+            (200, "User and agent devices", schema_ref("PeerDirectory")),
+            &[404],
+        ),
+    );
+    add(
+        "/api/v1/me/devices/keys",
+        "post",
+        op(
+            "Publish my device's identity key (a different key replaces it and bumps key_version)",
+            "e2e",
+            user,
+            Some(schema_ref("PublishKey")),
+            (201, "The device", schema_ref("DeviceKey")),
+            &[409],
+        ),
+    );
+    add(
+        "/api/v1/agent/devices/keys",
+        "post",
+        op(
+            "Publish an agent device's identity key",
+            "e2e",
+            partner,
+            Some(schema_ref("PublishKey")),
+            (201, "The agent device", schema_ref("DeviceKey")),
+            &[],
+        ),
+    );
+    add(
+        "/api/v1/keys/{phone}",
+        "get",
+        op(
+            "The device key record of a user: their devices and your agent devices (empty lists for an unknown phone)",
+            "e2e",
+            partner,
+            None,
+            (200, "The key directory", schema_ref("KeyDirectory")),
+            &[422],
+        ),
+    );
     add(
         "/api/v1/conversations",
         "get",
@@ -1067,6 +1182,7 @@ fn webhooks() -> Value {
         "message.status": event("message.status", json!({ "event": s(), "partner": s(), "message_ref": s(), "message_id": { "type": "integer" }, "seq": { "type": "integer" }, "state": s(), "channel": s(), "phone": s(), "at": s() })),
         "template.status": event("template.status", json!({ "event": s(), "partner": s(), "template_id": { "type": "integer" }, "code": s(), "lang": s(), "channel": s(), "status": s(), "reason": { "type": ["string", "null"] }, "at": s() })),
         "account.claimed": event("account.claimed", json!({ "event": s(), "partner": s(), "phone": s(), "at": s() })),
+        "conversation.message": event("conversation.message", json!({ "event": s(), "partner": s(), "conversation_id": { "type": "integer" }, "ref": s(), "message_ref": s(), "direction": s(), "phone": s(), "at": s(), "body": { "type": ["string", "null"], "description": "Absent for end-to-end encrypted messages" }, "encrypted": { "type": "boolean", "description": "true (and no body) for end-to-end encrypted messages" } })),
     })
 }
 
@@ -1135,16 +1251,87 @@ fn components() -> Value {
                     "html": { "type": "string" },
                     "subject": { "type": "string" },
                     "preview": { "type": "string" },
-                    "encryption": { "type": "string", "enum": ["e2e"] },
-                    "e2e_envelope": schema_ref("E2eEnvelope")
+                    "encryption": { "type": "string", "enum": ["e2e"], "description": "Sealed hub message (mode sealed): no body, an e2e_envelope with a key wrap per published device (docs/e2e.md)" },
+                    "e2e_envelope": schema_ref("E2eEnvelope"),
+                    "ref": { "type": "string", "pattern": "^msg_[A-Za-z0-9_-]{20,64}$", "description": "E2E messages only: the sender's own ref, which its aad binds. Unique across the service: reuse is 409 conflict." },
+                    "encrypted": { "type": "boolean", "description": "Conversation messages: true for an encrypted one (with e2e_mode, e2e_key_version, e2e_envelope)" },
+                    "e2e_mode": { "type": "string", "enum": ["conversation"], "description": "Conversation messages only" },
+                    "e2e_key_version": { "type": "integer", "minimum": 1, "description": "The conversation content key version; its wraps must have been uploaded (…/keys)" }
+                }
+            },
+            "DeviceKey": {
+                "type": "object",
+                "properties": {
+                    "device_uuid": { "type": "string" },
+                    "identity_key_pub": { "type": ["string", "null"], "description": "base64url X25519 public key" },
+                    "platform": { "type": ["string", "null"] },
+                    "has_keys": { "type": "boolean" },
+                    "key_version": { "type": "integer", "description": "Grows each time the device publishes a different key" }
+                }
+            },
+            "PublishKey": {
+                "type": "object",
+                "required": ["identity_key_pub"],
+                "properties": {
+                    "identity_key_pub": { "type": "string", "description": "base64url (padding optional) of a 32-byte X25519 public key" },
+                    "device_uuid": { "type": "string", "description": "1-128 of A-Z a-z 0-9 . _ : -. Users: defaults to the token's device, else a new one. Agents: required." },
+                    "platform": { "type": "string" }
+                }
+            },
+            "KeyDirectory": {
+                "type": "object",
+                "properties": {
+                    "phone": { "type": "string" },
+                    "devices": { "type": "array", "items": schema_ref("DeviceKey") },
+                    "agent_devices": { "type": "array", "items": schema_ref("DeviceKey"), "description": "The caller's own agent devices only" }
+                }
+            },
+            "ConversationKeyWrap": {
+                "type": "object",
+                "required": ["device_uuid", "device_kind", "wrap", "wrap_nonce", "sender_eph_pub"],
+                "properties": {
+                    "device_uuid": { "type": "string" },
+                    "device_kind": { "type": "string", "enum": ["user", "agent"] },
+                    "wrap": { "type": "string" }, "wrap_nonce": { "type": "string" }, "sender_eph_pub": { "type": "string" },
+                    "key_version": { "type": "integer", "readOnly": true },
+                    "uploaded_by": { "type": "string", "enum": ["user", "agent"], "readOnly": true },
+                    "created_at": { "type": "string", "readOnly": true }
+                }
+            },
+            "UploadKeys": {
+                "type": "object",
+                "required": ["key_version", "wraps"],
+                "properties": {
+                    "key_version": { "type": "integer", "minimum": 1 },
+                    "wraps": { "type": "array", "minItems": 1, "maxItems": 256, "items": schema_ref("ConversationKeyWrap"), "description": "Each to a published device of the thread's user (user) or an agent device of its partner (agent); a wrap for a device that has one at this version replaces it" }
+                }
+            },
+            "ConversationKeys": {
+                "type": "object",
+                "properties": {
+                    "conversation_id": { "type": "integer" }, "ref": { "type": "string" },
+                    "device_uuid": { "type": "string" },
+                    "key_version": { "type": ["integer", "null"], "description": "The newest version shared in the thread" },
+                    "wraps": { "type": "array", "items": schema_ref("ConversationKeyWrap") }
+                }
+            },
+            "PeerDirectory": {
+                "type": "object",
+                "properties": {
+                    "conversation_id": { "type": "integer" }, "ref": { "type": "string" },
+                    "phone": { "type": "string" }, "partner": { "type": "string" },
+                    "key_version": { "type": ["integer", "null"] },
+                    "devices": { "type": "array", "items": schema_ref("DeviceKey") },
+                    "agent_devices": { "type": "array", "items": schema_ref("DeviceKey") }
                 }
             },
             "E2eEnvelope": {
                 "type": "object",
-                "required": ["v", "alg", "ciphertext", "nonce", "key_wraps"],
+                "required": ["v", "alg", "ciphertext", "nonce"],
+                "description": "Ciphertext only; the server never decrypts. key_wraps: one per recipient device for sealed hub messages (required there), none for conversation messages. GET /me/messages shows each device only its own wrap.",
                 "properties": {
                     "v": { "type": "integer", "const": 1 },
-                    "alg": { "type": "string", "const": crate::http::messages::E2E_ALG },
+                    "alg": { "type": "string", "const": crate::e2e::ALG },
                     "mode": { "type": "string" },
                     "key_version": { "type": "integer" },
                     "sender_device_uuid": { "type": "string" },
@@ -1182,7 +1369,10 @@ fn components() -> Value {
                     "preview": { "type": "string" },
                     "encryption": { "type": "string" },
                     "e2e_envelope": schema_ref("E2eEnvelope"),
+                    "e2e_mode": { "type": "string", "description": "conversation, for encrypted conversation messages" },
+                    "e2e_key_version": { "type": "integer" },
                     "attempts": { "type": "array", "items": { "type": "object", "properties": {
+                        "kind": { "type": "string", "enum": ["delivery", "alert"], "description": "alert: the opaque WhatsApp/SMS alert about an encrypted message for an offline user" },
                         "channel": { "type": "string" }, "state": { "type": "string" },
                         "error": { "type": ["string", "null"] }, "at": { "type": "string" }
                     } } }

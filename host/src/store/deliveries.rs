@@ -42,23 +42,28 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, message_id: i64) -> Result
     Ok(())
 }
 
-/// Records one channel try of a message.
+/// Records one channel try of a message; `kind` is `delivery` or `alert` (the opaque alert about an
+/// encrypted message).
 pub async fn record_attempt_in(
     tx: &mut Transaction<'_, Any>,
     message_id: i64,
+    kind: &str,
     channel: &str,
     state: &str,
     error: Option<&str>,
     at: Millis,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("INSERT INTO delivery_attempts (message_id, channel, state, error, at) VALUES ($1, $2, $3, $4, $5)")
-        .bind(message_id)
-        .bind(channel)
-        .bind(state)
-        .bind(error)
-        .bind(at)
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query(
+        "INSERT INTO delivery_attempts (message_id, kind, channel, state, error, at) VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(message_id)
+    .bind(kind)
+    .bind(channel)
+    .bind(state)
+    .bind(error)
+    .bind(at)
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
 

@@ -65,3 +65,83 @@ pub async fn last_seen(db: &Db, phone: &str) -> Result<Option<Millis>, sqlx::Err
         .fetch_optional(db.reader())
         .await
 }
+
+/// An end-user device as the key directory shows it.
+#[derive(Debug, Clone)]
+pub struct Device {
+    pub device_uuid: String,
+    pub platform: Option<String>,
+    pub identity_key_pub: Option<String>,
+    /// Grows each time the device publishes a different key (0: none yet).
+    pub key_version: i64,
+}
+
+const DEVICE_COLUMNS: &str = "device_uuid, platform, identity_key_pub, key_version";
+
+fn device_from_row(row: &sqlx::any::AnyRow) -> Result<Device, sqlx::Error> {
+    use sqlx::Row;
+    Ok(Device {
+        device_uuid: row.try_get("device_uuid")?,
+        platform: row.try_get("platform")?,
+        identity_key_pub: row.try_get("identity_key_pub")?,
+        key_version: row.try_get("key_version")?,
+    })
+}
+
+/// The devices of `phone`, oldest first.
+pub async fn list_for_phone(db: &Db, phone: &str) -> Result<Vec<Device>, sqlx::Error> {
+    let sql = const_format::concatcp!("SELECT ", DEVICE_COLUMNS, " FROM devices WHERE phone = $1 ORDER BY id");
+    let rows = sqlx::query(sql).bind(phone).fetch_all(db.reader()).await?;
+    rows.iter().map(device_from_row).collect()
+}
+
+/// Publishes the identity key of a device of `phone`, creating the device if new. A different key replaces
+/// the old one and bumps `key_version`. `Ok(None)` when the uuid is another phone's device.
+pub async fn publish_key(
+    db: &Db,
+    phone: &str,
+    device_uuid: &str,
+    platform: Option<&str>,
+    identity_key_pub: &str,
+    now: Millis,
+) -> Result<Option<Device>, sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    if !ensure_device_in(&mut tx, device_uuid, phone, platform, now).await? {
+        return Ok(None);
+    }
+    let sql = const_format::concatcp!(
+        "UPDATE devices SET key_version = CASE WHEN identity_key_pub = $1 THEN key_version ELSE key_version + 1 END, \
+         identity_key_pub = $1, platform = COALESCE($2, platform), last_seen_at = $3 WHERE device_uuid = $4 RETURNING ",
+        DEVICE_COLUMNS
+    );
+    let row =
+        sqlx::query(sql).bind(identity_key_pub).bind(platform).bind(now).bind(device_uuid).fetch_one(&mut *tx).await?;
+    tx.commit().await?;
+    device_from_row(&row).map(Some)
+}
+
+/// Takes the one opaque alert of the current offline period of `phone` for a partner: true when this
+/// caller may send it (no alert yet, or the user has been active since the last one: `last_seen`).
+/// Taken before sending, so several hosts never alert twice.
+pub async fn claim_alert(
+    db: &Db,
+    partner_id: i64,
+    phone: &str,
+    message_id: i64,
+    last_seen: Millis,
+    now: Millis,
+) -> Result<bool, sqlx::Error> {
+    let taken: Option<i64> = sqlx::query_scalar(
+        "INSERT INTO e2e_alerts (partner_id, phone, message_id, sent_at) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (partner_id, phone) DO UPDATE SET message_id = excluded.message_id, sent_at = excluded.sent_at \
+         WHERE e2e_alerts.sent_at <= $5 RETURNING message_id",
+    )
+    .bind(partner_id)
+    .bind(phone)
+    .bind(message_id)
+    .bind(now)
+    .bind(last_seen)
+    .fetch_optional(db.writer())
+    .await?;
+    Ok(taken.is_some())
+}

@@ -130,6 +130,11 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
         .bind(now - IDEMPOTENCY_WINDOW_MS)
         .execute(&mut **tx)
         .await?;
+        // A retry is answered before inserting, so a sender-chosen ref of the original is not a conflict.
+        let sql = const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.idempotency_key = $2");
+        if let Some(row) = sqlx::query(sql).bind(m.partner_id).bind(key).fetch_optional(&mut **tx).await? {
+            return replay_or_reused(&row, m);
+        }
     }
     let inserted: Option<i64> = sqlx::query_scalar(
         "INSERT INTO messages (ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, \
@@ -162,8 +167,7 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     let Some(id) = inserted else {
         let sql = const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.idempotency_key = $2");
         let row = sqlx::query(sql).bind(m.partner_id).bind(&m.idempotency_key).fetch_one(&mut **tx).await?;
-        let stored_hash: Option<String> = row.try_get("request_hash")?;
-        return Ok(if stored_hash == m.request_hash { Created::Replayed(from_row(&row)?) } else { Created::KeyReused });
+        return replay_or_reused(&row, m);
     };
 
     if let Some(media) = &m.media {
@@ -181,6 +185,12 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     let sql = const_format::concatcp!(SELECT, "WHERE m.id = $1");
     let row = sqlx::query(sql).bind(id).fetch_one(&mut **tx).await?;
     Ok(Created::New(from_row(&row)?))
+}
+
+/// The original of a retried request: the same payload is a replay, another payload a reused key.
+fn replay_or_reused(row: &AnyRow, m: &NewMessage) -> Result<Created, sqlx::Error> {
+    let stored_hash: Option<String> = row.try_get("request_hash")?;
+    Ok(if stored_hash == m.request_hash { Created::Replayed(from_row(row)?) } else { Created::KeyReused })
 }
 
 /// One of the partner's messages.
@@ -224,6 +234,8 @@ pub async fn list_messages(db: &Db, partner_id: i64, f: &MessageFilter) -> Resul
 /// One channel try of a message.
 #[derive(Debug, Clone)]
 pub struct DeliveryAttempt {
+    /// `delivery` or `alert`.
+    pub kind: String,
     pub channel: String,
     pub state: String,
     pub error: Option<String>,
@@ -231,13 +243,15 @@ pub struct DeliveryAttempt {
 }
 
 pub async fn list_attempts(db: &Db, message_id: i64) -> Result<Vec<DeliveryAttempt>, sqlx::Error> {
-    let rows = sqlx::query("SELECT channel, state, error, at FROM delivery_attempts WHERE message_id = $1 ORDER BY id")
-        .bind(message_id)
-        .fetch_all(db.reader())
-        .await?;
+    let rows =
+        sqlx::query("SELECT kind, channel, state, error, at FROM delivery_attempts WHERE message_id = $1 ORDER BY id")
+            .bind(message_id)
+            .fetch_all(db.reader())
+            .await?;
     rows.iter()
         .map(|r| {
             Ok(DeliveryAttempt {
+                kind: r.try_get("kind")?,
                 channel: r.try_get("channel")?,
                 state: r.try_get("state")?,
                 error: r.try_get("error")?,

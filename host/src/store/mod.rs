@@ -16,6 +16,7 @@ pub mod dev_sink;
 pub mod developers;
 pub mod devices;
 pub mod flows;
+pub mod keys;
 pub mod messages;
 pub mod otp;
 pub mod outbox;

@@ -1,0 +1,183 @@
+//! End-to-end encryption, the server's side: the checks on what clients send (envelopes, key wraps, identity
+//! keys, client-chosen refs). The server stores ciphertext and metadata only and never decrypts; the protocol
+//! itself is in the `hubbub-e2e` crate and `docs/e2e.md`.
+
+use serde_json::{Map, Value};
+
+use crate::error::{ApiError, ApiResult};
+
+pub use hubbub_e2e::{ALG, MODE_CONVERSATION, MODE_SEALED, VERSION};
+
+/// The bytes of a base64url string (padding optional), if it is one and non-empty.
+pub fn base64url(v: &str) -> Option<Vec<u8>> {
+    hubbub_e2e::decode("value", v).ok().filter(|b| !b.is_empty())
+}
+
+/// A base64url field of `obj` that must decode to `len` bytes (any non-empty length with `None`).
+fn b64_field(obj: &Map<String, Value>, key: &str, field: &str, len: Option<usize>) -> ApiResult<()> {
+    let bytes = obj.get(key).and_then(Value::as_str).and_then(base64url);
+    match (bytes, len) {
+        (Some(b), Some(n)) if b.len() == n => Ok(()),
+        (Some(_), None) => Ok(()),
+        (_, Some(n)) => Err(ApiError::validation(field, format!("{field} must be base64url of {n} bytes"))),
+        (None, None) => Err(ApiError::validation(field, format!("{field} is required, non-empty base64url"))),
+    }
+}
+
+/// An X25519 public key: base64url (padding optional) of exactly 32 bytes. Answers it without padding.
+pub fn identity_key(raw: Option<&str>) -> ApiResult<String> {
+    match raw.map(str::trim).and_then(base64url) {
+        Some(bytes) if bytes.len() == 32 => Ok(hubbub_e2e::encode(&bytes)),
+        _ => Err(ApiError::validation(
+            "identity_key_pub",
+            "identity_key_pub must be a base64url X25519 public key (32 bytes)",
+        )),
+    }
+}
+
+/// A device uuid chosen by a client: 1–128 characters of `A-Z a-z 0-9 . _ : -`.
+pub fn device_uuid(raw: Option<&str>, field: &str) -> ApiResult<String> {
+    let v = raw.map(str::trim).unwrap_or("");
+    let ok = !v.is_empty()
+        && v.len() <= 128
+        && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'));
+    if ok {
+        Ok(v.to_string())
+    } else {
+        Err(ApiError::validation(field, format!("{field} must be 1-128 letters, digits or . _ : -")))
+    }
+}
+
+/// A message ref chosen by the sender of an E2E message so it can bind `aad` to it: the server's format,
+/// `msg_` and 20 to 64 URL-safe characters.
+pub fn client_ref(raw: &str) -> ApiResult<String> {
+    let rest = raw.strip_prefix("msg_").unwrap_or("");
+    let ok = (20..=64).contains(&rest.len()) && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Ok(raw.to_string())
+    } else {
+        Err(ApiError::validation("ref", "ref must be msg_ followed by 20-64 URL-safe characters"))
+    }
+}
+
+/// The shape checks of an envelope, in the order CONTRACT section 11 gives: an object, `v` 1, `alg`, then
+/// `ciphertext` and `nonce`. `wraps_required` for sealed hub messages (one wrap per recipient device).
+pub fn check_envelope(envelope: Option<&Value>, wraps_required: bool) -> ApiResult<&Map<String, Value>> {
+    let env = envelope.and_then(Value::as_object).ok_or_else(|| {
+        ApiError::validation("e2e_envelope", "e2e_envelope is required (an object) with encryption e2e")
+    })?;
+    if env.get("v").and_then(Value::as_i64) != Some(VERSION as i64) {
+        return Err(ApiError::validation("e2e_envelope.v", "e2e_envelope.v must be 1"));
+    }
+    if env.get("alg").and_then(Value::as_str) != Some(ALG) {
+        return Err(ApiError::validation("e2e_envelope.alg", format!("e2e_envelope.alg must be {ALG}")));
+    }
+    b64_field(env, "ciphertext", "e2e_envelope.ciphertext", None)?;
+    b64_field(env, "nonce", "e2e_envelope.nonce", None)?;
+    if env.get("aad").is_some_and(|a| !a.is_string()) {
+        return Err(ApiError::validation("e2e_envelope.aad", "e2e_envelope.aad must be a string"));
+    }
+    let wraps = env.get("key_wraps");
+    if wraps_required {
+        let wraps = wraps.and_then(Value::as_array).filter(|w| !w.is_empty()).ok_or_else(|| {
+            ApiError::validation("e2e_envelope.key_wraps", "e2e_envelope.key_wraps must be a non-empty array")
+        })?;
+        // Each names its device; which devices are valid is the caller's check (the recipient's published ones).
+        if !wraps.iter().all(|w| w.get("device_uuid").and_then(Value::as_str).is_some_and(|d| !d.is_empty())) {
+            return Err(ApiError::validation("e2e_envelope.key_wraps", "every key wrap needs its device_uuid"));
+        }
+    } else if wraps.is_some_and(|w| !w.as_array().is_some_and(|a| a.is_empty())) {
+        return Err(ApiError::validation(
+            "e2e_envelope.key_wraps",
+            "conversation messages carry no key wraps: share the content key with POST …/keys",
+        ));
+    }
+    Ok(env)
+}
+
+/// One key wrap entry: `device_uuid`, and `wrap`, `wrap_nonce`, `sender_eph_pub` as non-empty base64url
+/// (their sizes are the protocol's business: the server never opens them), and `device_kind` (`user` or
+/// `agent`) in conversation key uploads.
+pub fn check_wrap<'a>(w: &'a Value, field: &str, with_kind: bool) -> ApiResult<&'a Map<String, Value>> {
+    let obj = w.as_object().ok_or_else(|| ApiError::validation(field, format!("{field} entries must be objects")))?;
+    device_uuid(obj.get("device_uuid").and_then(Value::as_str), &format!("{field}.device_uuid"))?;
+    for part in ["wrap", "wrap_nonce", "sender_eph_pub"] {
+        b64_field(obj, part, &format!("{field}.{part}"), None)?;
+    }
+    if with_kind && !matches!(obj.get("device_kind").and_then(Value::as_str), Some("user" | "agent")) {
+        return Err(ApiError::validation(
+            format!("{field}.device_kind"),
+            format!("{field}.device_kind must be user or agent"),
+        ));
+    }
+    Ok(obj)
+}
+
+/// The wraps of a sealed envelope left for one reader: a device sees only its own.
+pub fn envelope_for_device(record: &mut Value, device: Option<&str>) {
+    if let Some(wraps) = record.pointer_mut("/e2e_envelope/key_wraps").and_then(Value::as_array_mut) {
+        wraps.retain(|w| device.is_some() && w.get("device_uuid").and_then(Value::as_str) == device);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn wrap() -> Value {
+        json!({"device_uuid": "d1", "wrap": "A".repeat(64), "wrap_nonce": "A".repeat(16), "sender_eph_pub": "A".repeat(43)})
+    }
+
+    #[test]
+    fn envelope_checks_run_in_contract_order() {
+        let field =
+            |v: Value, wraps: bool| check_envelope(Some(&v), wraps).err().map(|e| e.field().unwrap_or("").to_string());
+        let base =
+            json!({"v": 1, "alg": ALG, "ciphertext": "YWJj", "nonce": "AAAAAAAAAAAAAAAA", "key_wraps": [wrap()]});
+        assert_eq!(field(base.clone(), true), None);
+        assert_eq!(field(json!("x"), true).as_deref(), Some("e2e_envelope"));
+        let mut v2 = base.clone();
+        v2["v"] = json!(2);
+        v2["ciphertext"] = json!("");
+        assert_eq!(field(v2, true).as_deref(), Some("e2e_envelope.v"));
+        let mut no_ct = base.clone();
+        no_ct.as_object_mut().unwrap().remove("ciphertext");
+        no_ct["nonce"] = json!("");
+        assert_eq!(field(no_ct, true).as_deref(), Some("e2e_envelope.ciphertext"));
+        let mut bad_nonce = base.clone();
+        bad_nonce["nonce"] = json!("not base64!");
+        assert_eq!(field(bad_nonce, true).as_deref(), Some("e2e_envelope.nonce"));
+        let mut no_wraps = base.clone();
+        no_wraps["key_wraps"] = json!([]);
+        assert_eq!(field(no_wraps.clone(), true).as_deref(), Some("e2e_envelope.key_wraps"));
+        assert_eq!(field(no_wraps, false), None, "conversation messages need no wraps");
+        assert_eq!(field(base, false).as_deref(), Some("e2e_envelope.key_wraps"), "and carry none");
+    }
+
+    #[test]
+    fn wraps_keys_and_refs_are_checked_for_length_and_alphabet() {
+        assert!(check_wrap(&wrap(), "wraps", false).is_ok());
+        assert!(check_wrap(&wrap(), "wraps", true).is_err(), "device_kind is required in key uploads");
+        let mut bad = wrap();
+        bad["wrap"] = json!("");
+        assert_eq!(check_wrap(&bad, "wraps", false).unwrap_err().field(), Some("wraps.wrap"));
+        assert_eq!(identity_key(Some(&format!("{}=", "A".repeat(43)))).unwrap(), "A".repeat(43));
+        assert!(identity_key(Some("AAAA")).is_err());
+        assert!(identity_key(Some(&"+".repeat(43))).is_err(), "base64url, not standard base64");
+        assert!(client_ref("msg_abcdefghijklmnopqrst").is_ok());
+        assert!(client_ref("msg_short").is_err());
+        assert!(client_ref("abc_abcdefghijklmnopqrst").is_err());
+        assert!(client_ref("msg_abcdefghijklmnopqrs/").is_err());
+        assert!(device_uuid(Some("dev 1"), "device_uuid").is_err());
+    }
+
+    #[test]
+    fn a_device_sees_only_its_own_wrap() {
+        let mut record = json!({"e2e_envelope": {"key_wraps": [{"device_uuid": "a"}, {"device_uuid": "b"}]}});
+        envelope_for_device(&mut record, Some("b"));
+        assert_eq!(record["e2e_envelope"]["key_wraps"], json!([{"device_uuid": "b"}]));
+        envelope_for_device(&mut record, None);
+        assert_eq!(record["e2e_envelope"]["key_wraps"], json!([]));
+    }
+}
