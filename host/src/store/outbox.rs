@@ -157,28 +157,75 @@ pub async fn release(db: &super::Db, ids: &[i64]) -> Result<(), sqlx::Error> {
     tx.commit().await
 }
 
-/// Records the outcome of one attempt: `state` is `succeeded`, `pending` (retry at `next_attempt_at`) or
-/// `dead`.
-pub async fn record_attempt(
-    db: &super::Db,
-    id: i64,
-    state: &str,
-    status: Option<u16>,
-    error: Option<&str>,
-    next_attempt_at: Millis,
-    now: Millis,
-) -> Result<(), sqlx::Error> {
+/// The outcome of one webhook attempt, to record.
+#[derive(Debug)]
+pub struct Attempt {
+    pub id: i64,
+    /// `succeeded`, `pending` (retried at `next_attempt_at`) or `dead`.
+    pub state: &'static str,
+    pub status: Option<u16>,
+    pub error: Option<String>,
+    pub next_attempt_at: Millis,
+    pub now: Millis,
+}
+
+/// Most attempts recorded in one transaction.
+const MAX_ATTEMPT_BATCH: usize = 256;
+
+/// Group commit for attempt outcomes: concurrent deliveries' results are written by one task, many per
+/// transaction (on SQLite, one writer, this is what bounds dispatch throughput). A caller waits for its
+/// own write, so an event is never released before its outcome is stored.
+#[derive(Clone, Debug)]
+pub struct AttemptRecorder {
+    jobs: tokio::sync::mpsc::Sender<(Attempt, tokio::sync::oneshot::Sender<Result<(), String>>)>,
+}
+
+impl AttemptRecorder {
+    /// Starts the recorder task; it ends when every handle is dropped.
+    pub fn spawn(db: super::Db) -> AttemptRecorder {
+        let (jobs, mut rx) = tokio::sync::mpsc::channel(4 * MAX_ATTEMPT_BATCH);
+        tokio::spawn(async move {
+            let mut batch: Vec<(Attempt, tokio::sync::oneshot::Sender<Result<(), String>>)> = Vec::new();
+            while rx.recv_many(&mut batch, MAX_ATTEMPT_BATCH).await > 0 {
+                let (attempts, replies): (Vec<_>, Vec<_>) = std::mem::take(&mut batch).into_iter().unzip();
+                let result = record_attempts(&db, &attempts).await.map_err(|e| e.to_string());
+                for reply in replies {
+                    let _ = reply.send(result.clone());
+                }
+            }
+        });
+        AttemptRecorder { jobs }
+    }
+
+    /// Records one attempt as part of the next batch.
+    pub async fn record(&self, attempt: Attempt) -> Result<(), String> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.jobs.send((attempt, reply)).await.map_err(|_| "the recorder stopped".to_string())?;
+        answer.await.map_err(|_| "the recorder stopped".to_string())?
+    }
+}
+
+/// Records attempts in one transaction (see [`record_attempt`]).
+pub async fn record_attempts(db: &super::Db, attempts: &[Attempt]) -> Result<(), sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    for a in attempts {
+        record_attempt_in(&mut tx, a).await?;
+    }
+    tx.commit().await
+}
+
+async fn record_attempt_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, a: &Attempt) -> Result<(), sqlx::Error> {
     sqlx::query(
         "UPDATE outbox_events SET state = $1, attempts = attempts + 1, last_status = $2, last_error = $3, \
          next_attempt_at = $4, lease_until = NULL, updated_at = $5 WHERE id = $6",
     )
-    .bind(state)
-    .bind(status.map(i64::from))
-    .bind(error)
-    .bind(next_attempt_at)
-    .bind(now)
-    .bind(id)
-    .execute(db.writer())
+    .bind(a.state)
+    .bind(a.status.map(i64::from))
+    .bind(a.error.as_deref())
+    .bind(a.next_attempt_at)
+    .bind(a.now)
+    .bind(a.id)
+    .execute(&mut **tx)
     .await?;
     Ok(())
 }

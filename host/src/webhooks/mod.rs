@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::state::AppState;
-use crate::store::outbox::{self, OutboxEvent, Target};
+use crate::store::outbox::{self, Attempt, AttemptRecorder, OutboxEvent, Target};
 use crate::validate::{check_public_url, is_non_public_ip};
 
 /// Where a target's events go.
@@ -205,6 +205,7 @@ pub async fn run_dispatcher(state: AppState, stop: CancellationToken) {
     let lease_ms = state.config.webhook_timeout_ms as i64 + 30_000;
     let limits = Limits::default();
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let recorder = AttemptRecorder::spawn(state.db.clone());
     let mut running = tokio::task::JoinSet::new();
     loop {
         while running.try_join_next().is_some() {}
@@ -227,9 +228,8 @@ pub async fn run_dispatcher(state: AppState, stop: CancellationToken) {
         // Each target's endpoint is looked up once per batch.
         let mut endpoints: HashMap<Target, Result<Option<Endpoint>, String>> = HashMap::new();
         for event in &claimed {
-            if !endpoints.contains_key(&event.target) {
-                let found = endpoint(&state, event.target).await.map_err(|e| e.to_string());
-                endpoints.insert(event.target, found);
+            if let std::collections::hash_map::Entry::Vacant(slot) = endpoints.entry(event.target) {
+                slot.insert(endpoint(&state, event.target).await.map_err(|e| e.to_string()));
             }
         }
         let mut busy = Vec::new();
@@ -241,11 +241,11 @@ pub async fn run_dispatcher(state: AppState, stop: CancellationToken) {
                 continue;
             };
             let Ok(slot) = in_flight.clone().acquire_owned().await else { break };
-            let state = state.clone();
+            let (state, recorder) = (state.clone(), recorder.clone());
             let target = endpoints.get(&event.target).cloned().unwrap_or(Ok(None));
             started += 1;
             running.spawn(async move {
-                deliver(&state, event, target).await;
+                deliver(&state, &recorder, event, target).await;
                 drop((endpoint_permit, slot));
             });
         }
@@ -268,7 +268,12 @@ pub async fn run_dispatcher(state: AppState, stop: CancellationToken) {
     while running.join_next().await.is_some() {}
 }
 
-async fn deliver(state: &AppState, event: OutboxEvent, target: Result<Option<Endpoint>, String>) {
+async fn deliver(
+    state: &AppState,
+    recorder: &AttemptRecorder,
+    event: OutboxEvent,
+    target: Result<Option<Endpoint>, String>,
+) {
     let outcome = match target {
         Ok(Some(endpoint)) => send_signed(state, &endpoint, &event.delivery_id, &event.event, &event.payload).await,
         Ok(None) => SendOutcome { status: None, error: Some("no webhook_url configured".into()) },
@@ -290,10 +295,15 @@ async fn deliver(state: &AppState, event: OutboxEvent, target: Result<Option<End
         }
     };
     tracing::info!(delivery_id = %event.delivery_id, event = %event.event, state = next_state, status = ?outcome.status, error = ?outcome.error, attempts, "webhook attempt");
-    if let Err(e) =
-        outbox::record_attempt(&state.db, event.id, next_state, outcome.status, outcome.error.as_deref(), next_at, now)
-            .await
-    {
+    let attempt = Attempt {
+        id: event.id,
+        state: next_state,
+        status: outcome.status,
+        error: outcome.error,
+        next_attempt_at: next_at,
+        now,
+    };
+    if let Err(e) = recorder.record(attempt).await {
         tracing::warn!(error = %e, "recording a webhook attempt failed; it will be sent again");
     }
 }
