@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::common::{TestApp, eventually};
+use crate::common::{TestApp, eventually, spawn_server};
 
 /// Links `n` users to the partner (claimed unless `claimed` is false), directly in the database.
 async fn audience(app: &TestApp, partner: &str, n: usize, start: usize, claimed: bool) -> Vec<String> {
@@ -132,22 +132,12 @@ async fn system_broadcasts_are_for_the_platform_partner_to_every_claimed_account
 /// A host killed mid fan-out: a new host resumes it, with no duplicate and no gap.
 #[tokio::test]
 async fn a_killed_fan_out_resumes_without_duplicates_or_gaps() {
-    use std::process::{Command, Stdio};
     let db = Arc::new(crate::common::TestDb::new().await);
     let setup = TestApp::start_on(db.clone(), |_| {}).await;
     let key = setup.partner("acme").await;
     audience(&setup, "acme", 5_000, 0, true).await;
     setup.stop().await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hubbub"))
-        .arg("serve")
-        .env("HUBBUB_DATABASE_URL", &db.url)
-        .env("HUBBUB_LISTEN", format!("127.0.0.1:{port}"))
-        .env("HUBBUB_DEV", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut child, port) = spawn_server(&db.url, &[("HUBBUB_DEV", "1")]).await;
     let client = reqwest::Client::new();
     let url = format!("http://127.0.0.1:{port}/api/v1/broadcasts");
     let mut id = None;

@@ -1,11 +1,11 @@
 //! The `hubbub` binary's operator commands and its graceful shutdown.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{TestApp, TestDb};
+use crate::common::{TestApp, TestDb, spawn_server};
 
 /// Runs `hubbub ARGS…` against a database and waits for it.
 pub fn hubbub(database_url: &str, args: &[&str]) -> Output {
@@ -98,20 +98,9 @@ fn every_command_has_help() {
 #[tokio::test]
 async fn serve_runs_and_shuts_down_gracefully_on_sigterm() {
     let db = TestDb::new().await;
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
     let create = hubbub(&db.url, &["partner", "create", "--code", "acme", "--name", "Acme"]);
     let key = serde_json::from_slice::<Value>(&create.stdout).unwrap()["api_key"].as_str().unwrap().to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hubbub"))
-        .arg("serve")
-        .env("HUBBUB_DATABASE_URL", &db.url)
-        .env("HUBBUB_LISTEN", format!("127.0.0.1:{port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut child, port) = spawn_server(&db.url, &[]).await;
     let client = reqwest::Client::new();
     let url = format!("http://127.0.0.1:{port}/api/v1/messages");
     let mut up = false;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use hubbub_host::clock::{Clock, ManualClock};
-use hubbub_host::config::Config;
+use hubbub_host::config::{Config, SmsProviderKind, WhatsAppProviderKind};
 use hubbub_host::state::AppState;
 use hubbub_host::store::partners;
 use reqwest::{Method, StatusCode};
@@ -96,6 +96,24 @@ impl TestApp {
             .expect("server runs");
         });
         TestApp { base, client: reqwest::Client::new(), state, clock, db, shutdown: Some(tx), server: Some(server) }
+    }
+
+    /// A host whose WhatsApp (Cloud API) and SMS (Twilio) providers are fake servers.
+    pub async fn with_fake_providers(wa: &FakeServer, sms: &FakeServer) -> TestApp {
+        let (wa, sms) = (wa.url.clone(), sms.url.clone());
+        Self::start_with(move |c| {
+            c.whatsapp_provider = Some(WhatsAppProviderKind::Cloud);
+            c.whatsapp_base_url = wa;
+            c.whatsapp_token = Some("wa-token".into());
+            c.whatsapp_phone_number_id = Some("12345".into());
+            c.sms_provider = Some(SmsProviderKind::Twilio);
+            c.twilio_base_url = sms;
+            c.twilio_account_sid = Some("AC1".into());
+            c.twilio_auth_token = Some("tw-token".into());
+            c.twilio_from = Some("+15550001111".into());
+            c.provider_timeout_ms = 500;
+        })
+        .await
     }
 
     pub async fn stop(mut self) {
@@ -251,6 +269,29 @@ impl TestApp {
         }
         panic!("message {id} still queued: {last}");
     }
+}
+
+/// `hubbub serve` as a child process on `database_url` with the extra `env`, answered once it serves
+/// (or panics after ~10 s). Tests kill it to check what survives a crash.
+pub async fn spawn_server(database_url: &str, env: &[(&str, &str)]) -> (std::process::Child, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_hubbub"))
+        .arg("serve")
+        .env("HUBBUB_DATABASE_URL", database_url)
+        .env("HUBBUB_LISTEN", format!("127.0.0.1:{port}"))
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let probe = format!("http://127.0.0.1:{port}/api/v1/openapi.json");
+    for _ in 0..200 {
+        if reqwest::get(&probe).await.is_ok() {
+            return (child, port);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("hubbub serve did not start");
 }
 
 /// Polls `check` until it is true (up to ~10 s).

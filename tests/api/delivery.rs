@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::common::{FakeServer, TestApp, eventually};
-use hubbub_host::config::{SmsProviderKind, WhatsAppProviderKind};
+use crate::common::{FakeServer, TestApp, eventually, spawn_server};
 use hubbub_host::store::outbox::{self, Target};
 
 const PHONE: &str = "+15551230000";
@@ -24,24 +23,6 @@ fn channels(m: &Value) -> Vec<(String, String)> {
 
 fn pair(c: &str, s: &str) -> (String, String) {
     (c.to_string(), s.to_string())
-}
-
-/// A host whose WhatsApp and SMS providers are fake servers.
-async fn with_fake_providers(wa: &FakeServer, sms: &FakeServer) -> TestApp {
-    let (wa, sms) = (wa.url.clone(), sms.url.clone());
-    TestApp::start_with(move |c| {
-        c.whatsapp_provider = Some(WhatsAppProviderKind::Cloud);
-        c.whatsapp_base_url = wa;
-        c.whatsapp_token = Some("wa-token".into());
-        c.whatsapp_phone_number_id = Some("12345".into());
-        c.sms_provider = Some(SmsProviderKind::Twilio);
-        c.twilio_base_url = sms;
-        c.twilio_account_sid = Some("AC1".into());
-        c.twilio_auth_token = Some("tw-token".into());
-        c.twilio_from = Some("+15550001111".into());
-        c.provider_timeout_ms = 500;
-    })
-    .await
 }
 
 #[tokio::test]
@@ -138,7 +119,7 @@ async fn otp_priority_goes_straight_to_sms_when_offline() {
 async fn real_providers_are_called_with_their_api_shapes() {
     let wa = FakeServer::start(200, 0).await;
     let sms = FakeServer::start(201, 0).await;
-    let app = with_fake_providers(&wa, &sms).await;
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
     let key = app.partner("acme").await;
     let id = app.send_text(&key, PHONE, "via whatsapp").await.ok(201)["message_id"].as_i64().unwrap();
     assert_eq!(channels(&app.delivered(&key, id).await), vec![pair("whatsapp", "sent")]);
@@ -169,7 +150,7 @@ async fn real_providers_are_called_with_their_api_shapes() {
 async fn whatsapp_failure_or_timeout_falls_back_to_sms_and_both_failing_is_failed() {
     let wa = FakeServer::start(500, 0).await;
     let sms = FakeServer::start(201, 0).await;
-    let app = with_fake_providers(&wa, &sms).await;
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
     let key = app.partner("acme").await;
     let id = app.send_text(&key, PHONE, "try wa").await.ok(201)["message_id"].as_i64().unwrap();
     let m = app.delivered(&key, id).await;
@@ -233,26 +214,22 @@ async fn several_hosts_on_one_database_deliver_each_message_once() {
 /// A message accepted with 201 is delivered even when the process dies right after answering.
 #[tokio::test]
 async fn killed_host_loses_no_accepted_message() {
-    use std::process::{Command, Stdio};
     let slow = FakeServer::start(200, 3_000).await;
     let db = Arc::new(crate::common::TestDb::new().await);
     let create = crate::cli::hubbub(&db.url, &["partner", "create", "--code", "acme", "--name", "Acme"]);
     let key = serde_json::from_slice::<Value>(&create.stdout).unwrap()["api_key"].as_str().unwrap().to_string();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hubbub"))
-        .arg("serve")
-        .env("HUBBUB_DATABASE_URL", &db.url)
-        .env("HUBBUB_LISTEN", format!("127.0.0.1:{port}"))
-        .env("HUBBUB_DEV", "1")
-        .env("HUBBUB_WHATSAPP_PROVIDER", "cloud")
-        .env("HUBBUB_WHATSAPP_BASE_URL", &slow.url)
-        .env("HUBBUB_WHATSAPP_TOKEN", "t")
-        .env("HUBBUB_WHATSAPP_PHONE_NUMBER_ID", "1")
-        .env("HUBBUB_DELIVERY_LEASE_S", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut child, port) = spawn_server(
+        &db.url,
+        &[
+            ("HUBBUB_DEV", "1"),
+            ("HUBBUB_WHATSAPP_PROVIDER", "cloud"),
+            ("HUBBUB_WHATSAPP_BASE_URL", slow.url.as_str()),
+            ("HUBBUB_WHATSAPP_TOKEN", "t"),
+            ("HUBBUB_WHATSAPP_PHONE_NUMBER_ID", "1"),
+            ("HUBBUB_DELIVERY_LEASE_S", "1"),
+        ],
+    )
+    .await;
     let client = reqwest::Client::new();
     let url = format!("http://127.0.0.1:{port}/api/v1/messages");
     let mut ids = Vec::new();

@@ -4,7 +4,6 @@
 //! and an app would.
 
 use hubbub_e2e::{self as e2e, Envelope, KeyPair, KeyWrap, Recipient};
-use hubbub_host::config::{SmsProviderKind, WhatsAppProviderKind};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -437,24 +436,6 @@ async fn no_plaintext_reaches_the_database_webhooks_or_fallback_texts() {
     assert!(raw.windows(5).any(|w| w == b"hello"), "the scan sees stored text");
 }
 
-async fn with_fake_providers(wa: &FakeServer, sms: &FakeServer) -> TestApp {
-    let (wa, sms) = (wa.url.clone(), sms.url.clone());
-    TestApp::start_with(move |c| {
-        c.whatsapp_provider = Some(WhatsAppProviderKind::Cloud);
-        c.whatsapp_base_url = wa;
-        c.whatsapp_token = Some("wa-token".into());
-        c.whatsapp_phone_number_id = Some("12345".into());
-        c.sms_provider = Some(SmsProviderKind::Twilio);
-        c.twilio_base_url = sms;
-        c.twilio_account_sid = Some("AC1".into());
-        c.twilio_auth_token = Some("tw-token".into());
-        c.twilio_from = Some("+15550001111".into());
-        c.provider_timeout_ms = 500;
-        c.offline_after_s = 300;
-    })
-    .await
-}
-
 fn tries(m: &Value) -> Vec<(String, String, String)> {
     m["attempts"]
         .as_array()
@@ -479,7 +460,7 @@ async fn offline_users_get_one_opaque_alert_by_whatsapp_then_sms() {
     const SECRET: &str = "alert-canary-Lp09";
     let wa = FakeServer::start(200, 0).await;
     let sms = FakeServer::start(200, 0).await;
-    let app = with_fake_providers(&wa, &sms).await;
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
     let key = app.partner("acme").await;
     app.post(&key, "/api/v1/accounts/link", json!({"phone": PHONE})).await;
     // Log in with the code the (fake) SMS provider received.

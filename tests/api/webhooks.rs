@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
-use crate::common::{FakeServer, Recorded, TestApp, eventually};
+use crate::common::{FakeServer, Recorded, TestApp, eventually, spawn_server};
 
 const PHONE: &str = "+15551230000";
 
@@ -357,34 +357,17 @@ async fn two_dispatchers_on_one_database_deliver_each_event_once() {
 /// A host killed while an event waits for its retry: a new host sends it, same delivery id.
 #[tokio::test]
 async fn a_killed_host_loses_no_event() {
-    use std::process::{Command, Stdio};
     let recv = FakeServer::start(500, 0).await;
     let db = Arc::new(crate::common::TestDb::new().await);
     let create = crate::cli::hubbub(&db.url, &["partner", "create", "--code", "acme", "--name", "Acme"]);
     let key = serde_json::from_slice::<Value>(&create.stdout).unwrap()["api_key"].as_str().unwrap().to_string();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hubbub"))
-        .arg("serve")
-        .env("HUBBUB_DATABASE_URL", &db.url)
-        .env("HUBBUB_LISTEN", format!("127.0.0.1:{port}"))
-        .env("HUBBUB_DEV", "1")
-        .env("HUBBUB_WEBHOOK_BACKOFF_S", "2")
-        .env("HUBBUB_WEBHOOK_POLL_MS", "20")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut child, port) = spawn_server(
+        &db.url,
+        &[("HUBBUB_DEV", "1"), ("HUBBUB_WEBHOOK_BACKOFF_S", "2"), ("HUBBUB_WEBHOOK_POLL_MS", "20")],
+    )
+    .await;
     let client = reqwest::Client::new();
     let base = format!("http://127.0.0.1:{port}/api/v1");
-    let mut up = false;
-    for _ in 0..100 {
-        if client.get(format!("{base}/openapi.json")).send().await.is_ok() {
-            up = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert!(up);
     let put = client
         .put(format!("{base}/settings/webhook"))
         .bearer_auth(&key)
