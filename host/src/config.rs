@@ -133,6 +133,15 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_WHATSAPP_PHONE_NUMBER_ID")]
     pub whatsapp_phone_number_id: Option<String>,
 
+    /// Meta app secret: verifies `X-Hub-Signature-256` on WhatsApp status webhooks
+    /// (`POST /api/v1/providers/whatsapp/webhook`). Without it, WhatsApp receipts are refused.
+    #[arg(long, env = "HUBBUB_WHATSAPP_APP_SECRET", hide_env_values = true)]
+    pub whatsapp_app_secret: Option<String>,
+
+    /// The token Meta sends when the webhook is subscribed (`GET …/providers/whatsapp/webhook`).
+    #[arg(long, env = "HUBBUB_WHATSAPP_VERIFY_TOKEN", hide_env_values = true)]
+    pub whatsapp_verify_token: Option<String>,
+
     /// Timeout of one provider request, in milliseconds.
     #[arg(long, env = "HUBBUB_PROVIDER_TIMEOUT_MS", default_value_t = 10_000)]
     pub provider_timeout_ms: u64,
@@ -227,6 +236,8 @@ impl std::fmt::Debug for Config {
             .field("whatsapp_base_url", &self.whatsapp_base_url)
             .field("whatsapp_token", &self.whatsapp_token.as_ref().map(|_| "[redacted]"))
             .field("whatsapp_phone_number_id", &self.whatsapp_phone_number_id)
+            .field("whatsapp_app_secret", &self.whatsapp_app_secret.as_ref().map(|_| "[redacted]"))
+            .field("whatsapp_verify_token", &self.whatsapp_verify_token.as_ref().map(|_| "[redacted]"))
             .field("provider_timeout_ms", &self.provider_timeout_ms)
             .field("delivery_poll_ms", &self.delivery_poll_ms)
             .field("delivery_lease_s", &self.delivery_lease_s)

@@ -112,6 +112,10 @@ impl TestApp {
             c.twilio_auth_token = Some("tw-token".into());
             c.twilio_from = Some("+15550001111".into());
             c.provider_timeout_ms = 500;
+            // What provider receipts are signed and checked with.
+            c.public_url = "https://hubbub.example.com".into();
+            c.whatsapp_app_secret = Some("app-secret".into());
+            c.whatsapp_verify_token = Some("verify-me".into());
         })
         .await
     }
@@ -342,10 +346,15 @@ impl FakeServer {
             async move {
                 let (parts, body) = req.into_parts();
                 let body = axum::body::to_bytes(body, 16 * 1024 * 1024).await.unwrap().to_vec();
-                r.lock().unwrap().push(Recorded { path: parts.uri.path().to_string(), headers: parts.headers, body });
+                let n = {
+                    let mut seen = r.lock().unwrap();
+                    seen.push(Recorded { path: parts.uri.path().to_string(), headers: parts.headers, body });
+                    seen.len()
+                };
                 let (status, delay) = *b.lock().unwrap();
                 tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
-                let payload = serde_json::json!({"sid": "SM123", "messages": [{"id": "wamid.1"}], "message": "fake says no", "error": {"message": "fake says no"}});
+                // Provider-shaped answers with an id per request (`SM<n>`, `wamid.<n>`, n counting from 1).
+                let payload = serde_json::json!({"sid": format!("SM{n}"), "messages": [{"id": format!("wamid.{n}")}], "message": "fake says no", "error": {"message": "fake says no"}});
                 (axum::http::StatusCode::from_u16(status).unwrap(), axum::Json(payload))
             }
         });

@@ -293,3 +293,104 @@ async fn dev_sink_is_for_the_platform_partner_in_dev_mode() {
     let platform = prod.partner_with("hubbub", true).await;
     prod.get(&platform, "/api/v1/dev-sink/messages").await.error(404, "not_found");
 }
+
+/// Posts a signed WhatsApp Cloud API webhook with these statuses.
+async fn whatsapp_webhook(app: &TestApp, statuses: Value, signature: Option<&str>) -> crate::common::Resp {
+    let body = json!({"object": "whatsapp_business_account", "entry": [{"id": "1", "changes": [{"field": "messages", "value": {"statuses": statuses}}]}]}).to_string();
+    let signature = signature
+        .map(str::to_string)
+        .unwrap_or_else(|| hubbub_host::delivery::receipts::meta_signature("app-secret", body.as_bytes()));
+    let r = app
+        .client
+        .post(format!("{}/api/v1/providers/whatsapp/webhook", app.base))
+        .header("content-type", "application/json")
+        .header("x-hub-signature-256", signature)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    crate::common::Resp::from(r).await
+}
+
+/// Posts a Twilio status callback, signed as Twilio signs it unless `signature` is given.
+async fn twilio_callback(app: &TestApp, params: &[(&str, &str)], signature: Option<&str>) -> crate::common::Resp {
+    let owned: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let url = "https://hubbub.example.com/api/v1/providers/twilio/status";
+    let signature = signature
+        .map(str::to_string)
+        .unwrap_or_else(|| hubbub_host::delivery::receipts::twilio_signature("tw-token", url, &owned));
+    let r = app
+        .client
+        .post(format!("{}/api/v1/providers/twilio/status", app.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("x-twilio-signature", signature)
+        .body(serde_urlencoded::to_string(&owned).unwrap())
+        .send()
+        .await
+        .unwrap();
+    crate::common::Resp::from(r).await
+}
+
+#[tokio::test]
+async fn provider_receipts_are_verified_and_move_messages() {
+    let wa = FakeServer::start(200, 0).await;
+    let sms = FakeServer::start(201, 0).await;
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
+    let key = app.partner("acme").await;
+
+    // WhatsApp: the attempt keeps the provider's id; receipts move the message to delivered, then read.
+    let id = app.send_text(&key, PHONE, "your parcel").await.ok(201)["message_id"].as_i64().unwrap();
+    let m = app.delivered(&key, id).await;
+    assert_eq!(m["attempts"][0]["provider_ref"], "wamid.1");
+    let delivered = json!([{"id": "wamid.1", "status": "delivered", "recipient_id": "15551230000"}]);
+    whatsapp_webhook(&app, delivered.clone(), Some("sha256=00")).await.error(403, "forbidden");
+    let forged = hubbub_host::delivery::receipts::meta_signature("not-the-secret", b"{}");
+    whatsapp_webhook(&app, delivered.clone(), Some(&forged)).await.error(403, "forbidden");
+    assert_eq!(app.message(&key, id).await["state"], "sent", "unsigned receipts change nothing");
+    assert_eq!(whatsapp_webhook(&app, delivered, None).await.ok(200)["applied"], 1);
+    let m = app.message(&key, id).await;
+    assert_eq!((m["state"].as_str(), m["channel"].as_str()), (Some("delivered"), Some("whatsapp")));
+    let read = json!([{"id": "wamid.1", "status": "read"}, {"id": "wamid.999", "status": "read"}]);
+    assert_eq!(whatsapp_webhook(&app, read, None).await.ok(200)["applied"], 1, "unknown ids are ignored");
+    assert_eq!(app.message(&key, id).await["state"], "read");
+    let history: Vec<String> =
+        sqlx::query_scalar("SELECT state FROM message_states WHERE message_id = $1 ORDER BY seq")
+            .bind(id)
+            .fetch_all(app.state.db.reader())
+            .await
+            .unwrap();
+    assert_eq!(history, vec!["queued", "sent", "delivered", "read"]);
+
+    // Twilio: the callback URL goes with every SMS; an undelivered receipt fails the message.
+    let otp = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "code 42", "priority": "otp"})).await;
+    let otp = otp.ok(201)["message_id"].as_i64().unwrap();
+    assert_eq!(app.delivered(&key, otp).await["state"], "sent");
+    let form: HashMap<String, String> = serde_urlencoded::from_bytes(&sms.received()[0].body).unwrap();
+    assert_eq!(form["StatusCallback"], "https://hubbub.example.com/api/v1/providers/twilio/status");
+    let failed =
+        [("MessageSid", "SM1"), ("MessageStatus", "undelivered"), ("ErrorCode", "30003"), ("AccountSid", "AC1")];
+    twilio_callback(&app, &failed, Some("bm90IGl0")).await.error(403, "forbidden");
+    twilio_callback(&app, &[("MessageStatus", "delivered")], None).await.field_error("MessageSid");
+    assert_eq!(
+        twilio_callback(&app, &[("MessageSid", "SM1"), ("MessageStatus", "sent")], None).await.ok(200)["applied"],
+        false
+    );
+    assert_eq!(twilio_callback(&app, &failed, None).await.ok(200)["applied"], true);
+    let m = app.message(&key, otp).await;
+    assert_eq!((m["state"].as_str(), m["channel"].as_str()), (Some("failed"), Some("sms")));
+    assert_eq!(m["attempts"][0]["state"], "failed");
+    assert!(m["attempts"][0]["error"].as_str().unwrap().contains("30003"), "{m}");
+
+    // Meta's subscription handshake.
+    let get = |q: &str| app.client.get(format!("{}/api/v1/providers/whatsapp/webhook?{q}", app.base)).send();
+    let ok = get("hub.mode=subscribe&hub.verify_token=verify-me&hub.challenge=1158201444").await.unwrap();
+    assert_eq!(ok.status(), 200);
+    assert_eq!(ok.text().await.unwrap(), "1158201444");
+    let bad = get("hub.mode=subscribe&hub.verify_token=nope&hub.challenge=1").await.unwrap();
+    assert_eq!(bad.status(), 403);
+
+    // A host without those providers configured has no receipt routes.
+    let plain = TestApp::start().await;
+    whatsapp_webhook(&plain, json!([]), None).await.error(404, "not_found");
+    twilio_callback(&plain, &failed, None).await.error(404, "not_found");
+}

@@ -5,6 +5,7 @@
 //! as a `message.status` event, in one transaction per message.
 
 pub mod providers;
+pub mod receipts;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use self::providers::Provider;
 use crate::events;
 use crate::state::AppState;
+use crate::store::deliveries::NewAttempt;
 use crate::store::messages::{self, Message};
 use crate::store::{accounts, deliveries, devices, partners};
 
@@ -218,11 +220,12 @@ async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
     let mut tx = db.writer().begin().await?;
     let tries = attempts.iter().map(|a| ("delivery", a)).chain(alerts.iter().map(|a| ("alert", a)));
     for (kind, (channel, outcome)) in tries {
-        let (attempt_state, error) = match outcome {
-            Ok(_) => ("sent", None),
-            Err(reason) => ("failed", Some(reason.as_str())),
+        let (state, error, provider_ref) = match outcome {
+            Ok(id) => ("sent", None, Some(id.as_str()).filter(|id| !id.is_empty())),
+            Err(reason) => ("failed", Some(reason.as_str()), None),
         };
-        deliveries::record_attempt_in(&mut tx, message_id, kind, channel.as_str(), attempt_state, error, now).await?;
+        let attempt = NewAttempt { message_id, kind, channel: channel.as_str(), state, error, provider_ref, at: now };
+        deliveries::record_attempt_in(&mut tx, &attempt).await?;
     }
     let last = attempts.last().map(|(c, _)| *c);
     match attempts.last() {

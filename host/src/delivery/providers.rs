@@ -47,13 +47,15 @@ impl Provider for Unconfigured {
     }
 }
 
-/// Twilio's `POST /2010-04-01/Accounts/{sid}/Messages.json` (form-encoded `To`, `From`, `Body`).
+/// Twilio's `POST /2010-04-01/Accounts/{sid}/Messages.json` (form-encoded `To`, `From`, `Body`, and
+/// `StatusCallback` for delivery receipts).
 pub struct TwilioSms {
     pub http: reqwest::Client,
     pub base_url: String,
     pub account_sid: String,
     pub auth_token: String,
     pub from: String,
+    pub status_callback: String,
 }
 
 impl Provider for TwilioSms {
@@ -64,8 +66,13 @@ impl Provider for TwilioSms {
                 self.base_url.trim_end_matches('/'),
                 self.account_sid
             );
-            let form = serde_urlencoded::to_string([("To", phone), ("From", self.from.as_str()), ("Body", text)])
-                .map_err(|e| format!("twilio: {e}"))?;
+            let form = serde_urlencoded::to_string([
+                ("To", phone),
+                ("From", self.from.as_str()),
+                ("Body", text),
+                ("StatusCallback", self.status_callback.as_str()),
+            ])
+            .map_err(|e| format!("twilio: {e}"))?;
             let response = self
                 .http
                 .post(url)
@@ -162,6 +169,7 @@ pub fn sms(config: &Config, db: &Db, clock: &SharedClock, http: &reqwest::Client
             account_sid: config.twilio_account_sid.clone().unwrap_or_default(),
             auth_token: config.twilio_auth_token.clone().unwrap_or_default(),
             from: config.twilio_from.clone().unwrap_or_default(),
+            status_callback: super::receipts::twilio_status_url(config),
         }),
         None => Arc::new(Unconfigured("SMS")),
     }

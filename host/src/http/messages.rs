@@ -475,7 +475,16 @@ async fn get_message(
         let attempts = store::list_attempts(&state.db, m.id).await?;
         record["attempts"] = attempts
             .iter()
-            .map(|a| json!({"kind": a.kind, "channel": a.channel, "state": a.state, "error": a.error, "at": record_time(a.at)}))
+            .map(|a| {
+                json!({
+                    "kind": a.kind,
+                    "channel": a.channel,
+                    "state": a.state,
+                    "error": a.error,
+                    "provider_ref": a.provider_ref,
+                    "at": record_time(a.at),
+                })
+            })
             .collect();
     }
     Ok(Json(record))

@@ -15,6 +15,7 @@ pub mod me;
 pub mod media;
 pub mod messages;
 pub mod openapi;
+pub mod receipts;
 pub mod templates;
 pub mod webhooks;
 
@@ -56,6 +57,7 @@ pub fn app(state: AppState) -> Router {
         .merge(bots::router(state.config.component_limit))
         .merge(flows::router())
         .merge(keys::router())
+        .merge(receipts::router())
         .merge(openapi::router());
     Router::new()
         .nest("/api/v1", api)

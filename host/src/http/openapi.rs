@@ -69,6 +69,12 @@ fn with_params(mut operation: Value, params: Value) -> Value {
     operation
 }
 
+/// An operation whose request body is not JSON (or is signed raw bytes).
+fn with_body(mut operation: Value, content_type: &str, schema: Value) -> Value {
+    operation["requestBody"] = json!({ "required": true, "content": { content_type: { "schema": schema } } });
+    operation
+}
+
 const PAGE: [(&str, &str); 2] = [
     ("limit", "Page size: default 50, at most 200 (larger is clamped)."),
     ("cursor", "The `next_cursor` of the previous page."),
@@ -670,6 +676,66 @@ pub fn document() -> Value {
             None,
             (200, "The key directory", schema_ref("KeyDirectory")),
             &[422],
+        ),
+    );
+    // Provider receipts (signed by the provider, no API key)
+    add(
+        "/api/v1/providers/twilio/status",
+        "post",
+        with_body(
+            op(
+                "Twilio status callback (StatusCallback of every SMS): delivered/read move the message, undelivered/failed fail it",
+                "providers",
+                "",
+                None,
+                (
+                    200,
+                    "Whether it matched one of our messages",
+                    json!({ "type": "object", "properties": { "applied": { "type": "boolean" } } }),
+                ),
+                &[400, 403, 404, 422],
+            ),
+            "application/x-www-form-urlencoded",
+            json!({ "type": "object", "required": ["MessageSid", "MessageStatus"], "description": "Signed: X-Twilio-Signature (HMAC-SHA1 with the auth token over the URL and sorted parameters)", "properties": { "MessageSid": { "type": "string" }, "MessageStatus": { "type": "string" }, "ErrorCode": { "type": "string" } } }),
+        ),
+    );
+    add(
+        "/api/v1/providers/whatsapp/webhook",
+        "post",
+        with_body(
+            op(
+                "WhatsApp Cloud API webhook: message statuses (delivered, read, failed)",
+                "providers",
+                "",
+                None,
+                (
+                    200,
+                    "How many statuses matched our messages",
+                    json!({ "type": "object", "properties": { "applied": { "type": "integer" } } }),
+                ),
+                &[400, 403, 404],
+            ),
+            "application/json",
+            json!({ "type": "object", "description": "Signed: X-Hub-Signature-256 = sha256=<hex HMAC-SHA256 of the body with HUBBUB_WHATSAPP_APP_SECRET>. entry[].changes[].value.statuses[] are read." }),
+        ),
+    );
+    add(
+        "/api/v1/providers/whatsapp/webhook",
+        "get",
+        with_params(
+            op(
+                "Meta's subscription handshake: answers hub.challenge (text) when hub.verify_token is HUBBUB_WHATSAPP_VERIFY_TOKEN",
+                "providers",
+                "",
+                None,
+                (200, "The challenge", json!({ "type": "string" })),
+                &[403, 404, 422],
+            ),
+            query_params(&[
+                ("hub.mode", "subscribe"),
+                ("hub.verify_token", "the configured token"),
+                ("hub.challenge", "echoed back"),
+            ]),
         ),
     );
     add(
@@ -1374,6 +1440,7 @@ fn components() -> Value {
                     "attempts": { "type": "array", "items": { "type": "object", "properties": {
                         "kind": { "type": "string", "enum": ["delivery", "alert"], "description": "alert: the opaque WhatsApp/SMS alert about an encrypted message for an offline user" },
                         "channel": { "type": "string" }, "state": { "type": "string" },
+                        "provider_ref": { "type": ["string", "null"], "description": "The provider's message id (Twilio MessageSid, WhatsApp message id); receipts are matched by it" },
                         "error": { "type": ["string", "null"] }, "at": { "type": "string" }
                     } } }
                 }

@@ -42,28 +42,78 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, message_id: i64) -> Result
     Ok(())
 }
 
-/// Records one channel try of a message; `kind` is `delivery` or `alert` (the opaque alert about an
-/// encrypted message).
-pub async fn record_attempt_in(
-    tx: &mut Transaction<'_, Any>,
-    message_id: i64,
-    kind: &str,
-    channel: &str,
-    state: &str,
-    error: Option<&str>,
-    at: Millis,
-) -> Result<(), sqlx::Error> {
+/// One channel try of a message, to record.
+#[derive(Debug)]
+pub struct NewAttempt<'a> {
+    pub message_id: i64,
+    /// `delivery`, or `alert` (the opaque alert about an encrypted message).
+    pub kind: &'a str,
+    pub channel: &'a str,
+    /// `sent` or `failed`.
+    pub state: &'a str,
+    pub error: Option<&'a str>,
+    /// The provider's id of what it accepted (for its delivery receipts).
+    pub provider_ref: Option<&'a str>,
+    pub at: Millis,
+}
+
+/// Records one channel try of a message.
+pub async fn record_attempt_in(tx: &mut Transaction<'_, Any>, a: &NewAttempt<'_>) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO delivery_attempts (message_id, kind, channel, state, error, at) VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO delivery_attempts (message_id, kind, channel, state, error, provider_ref, at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
-    .bind(message_id)
-    .bind(kind)
-    .bind(channel)
-    .bind(state)
-    .bind(error)
-    .bind(at)
+    .bind(a.message_id)
+    .bind(a.kind)
+    .bind(a.channel)
+    .bind(a.state)
+    .bind(a.error)
+    .bind(a.provider_ref)
+    .bind(a.at)
     .execute(&mut **tx)
     .await?;
+    Ok(())
+}
+
+/// The attempt a provider receipt is about: found by the provider's id on that channel.
+#[derive(Debug, Clone)]
+pub struct ReceiptTarget {
+    pub attempt_id: i64,
+    pub message_id: i64,
+    pub kind: String,
+}
+
+pub async fn find_by_provider_ref(
+    db: &Db,
+    channel: &str,
+    provider_ref: &str,
+) -> Result<Option<ReceiptTarget>, sqlx::Error> {
+    use sqlx::Row;
+    let row = sqlx::query(
+        "SELECT id, message_id, kind FROM delivery_attempts WHERE channel = $1 AND provider_ref = $2 \
+         ORDER BY id DESC LIMIT 1",
+    )
+    .bind(channel)
+    .bind(provider_ref)
+    .fetch_optional(db.reader())
+    .await?;
+    row.map(|r| {
+        Ok(ReceiptTarget {
+            attempt_id: r.try_get("id")?,
+            message_id: r.try_get("message_id")?,
+            kind: r.try_get("kind")?,
+        })
+    })
+    .transpose()
+}
+
+/// Marks an attempt failed after the fact (a provider receipt said it was not delivered).
+pub async fn fail_attempt_in(tx: &mut Transaction<'_, Any>, attempt_id: i64, error: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE delivery_attempts SET state = 'failed', error = $1 WHERE id = $2")
+        .bind(error)
+        .bind(attempt_id)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 

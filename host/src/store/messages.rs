@@ -237,22 +237,26 @@ pub struct DeliveryAttempt {
     /// `delivery` or `alert`.
     pub kind: String,
     pub channel: String,
+    /// The provider's id of what it accepted (SMS and WhatsApp).
+    pub provider_ref: Option<String>,
     pub state: String,
     pub error: Option<String>,
     pub at: Millis,
 }
 
 pub async fn list_attempts(db: &Db, message_id: i64) -> Result<Vec<DeliveryAttempt>, sqlx::Error> {
-    let rows =
-        sqlx::query("SELECT kind, channel, state, error, at FROM delivery_attempts WHERE message_id = $1 ORDER BY id")
-            .bind(message_id)
-            .fetch_all(db.reader())
-            .await?;
+    let rows = sqlx::query(
+        "SELECT kind, channel, state, error, provider_ref, at FROM delivery_attempts WHERE message_id = $1 ORDER BY id",
+    )
+    .bind(message_id)
+    .fetch_all(db.reader())
+    .await?;
     rows.iter()
         .map(|r| {
             Ok(DeliveryAttempt {
                 kind: r.try_get("kind")?,
                 channel: r.try_get("channel")?,
+                provider_ref: r.try_get("provider_ref")?,
                 state: r.try_get("state")?,
                 error: r.try_get("error")?,
                 at: r.try_get("at")?,
