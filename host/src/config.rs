@@ -188,6 +188,11 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_BOT_MAX_OUTPUT_KB", default_value_t = 256)]
     pub bot_max_output_kb: usize,
 
+    /// Bot components kept ready in memory; the least recently used past this are dropped and loaded again
+    /// from their precompiled artifacts when needed (about 1 ms).
+    #[arg(long, env = "HUBBUB_BOT_MAX_LOADED", default_value_t = 128)]
+    pub bot_max_loaded: usize,
+
     /// Where precompiled bot components are kept (so a restart does not recompile). Trusted: its files
     /// are loaded as native code.
     #[arg(long, env = "HUBBUB_COMPONENT_CACHE_DIR", default_value = ".hubbub/components")]
@@ -248,6 +253,7 @@ impl std::fmt::Debug for Config {
             .field("bot_cpu_ms", &self.bot_cpu_ms)
             .field("bot_memory_mb", &self.bot_memory_mb)
             .field("bot_max_output_kb", &self.bot_max_output_kb)
+            .field("bot_max_loaded", &self.bot_max_loaded)
             .field("component_cache_dir", &self.component_cache_dir)
             .field("component_limit", &self.component_limit)
             .field("body_limit", &self.body_limit)

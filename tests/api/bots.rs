@@ -512,3 +512,23 @@ async fn webhook_mode_bots_get_signed_events_and_answer_through_the_inbound_webh
         "shown once"
     );
 }
+
+#[tokio::test]
+async fn bots_keep_answering_when_their_components_take_turns_in_memory() {
+    // One component in memory at a time: each call past the first finds its bot's component dropped and
+    // loads it again (from the database and the precompiled artifact).
+    let app = TestApp::start_with(|c| c.bot_max_loaded = 1).await;
+    let key = app.partner("acme").await;
+    local_bot(&app, &key, "shop", "shop").await;
+    local_bot(&app, &key, "chat", "chat").await;
+    let token = user(&app, &key, PHONE).await;
+    for _ in 0..3 {
+        let r = app.post(&token, "/api/v1/me/bots/chat/sessions", json!({})).await;
+        assert!(r.ok(201)["steps"].as_array().unwrap().iter().any(|s| s["type"] == "menu"));
+        let invite = app.post(&key, "/api/v1/bots/shop/flows/order/invite", json!({"phone": PHONE})).await;
+        let reference = invite.ok(201)["flow_session"]["ref"].as_str().unwrap().to_string();
+        let r = app.post(&token, &format!("/api/v1/me/flows/{reference}/start"), json!({})).await;
+        assert_eq!(r.ok(200)["steps"][0]["type"], "menu");
+        assert_eq!(app.state.runtime.loaded_count(), 1);
+    }
+}

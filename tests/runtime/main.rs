@@ -492,3 +492,24 @@ async fn tighter_limits_apply() {
     let result = runtime.start(&signup.digest, "demo", flow("signup"), ctx()).await;
     assert_eq!(result, Err(RuntimeError::OutputTooLarge));
 }
+
+#[tokio::test]
+async fn the_least_recently_used_component_is_dropped_past_the_limit_and_reloads() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("runtime-artifacts");
+    let limits = RuntimeLimits { max_loaded_components: 2, ..RuntimeLimits::default() };
+    let runtime = Runtime::new(limits, dir).unwrap();
+    let signup = runtime.load(&component("signup")).await.unwrap();
+    let shop = runtime.load(&component("shop")).await.unwrap();
+    // signup is used after shop was loaded, so shop is now the least recently used.
+    runtime.start(&signup.digest, "demo", flow("signup"), ctx()).await.unwrap();
+    let chat = runtime.load(&component("chat")).await.unwrap();
+    assert_eq!(runtime.loaded_count(), 2);
+    assert!(runtime.is_loaded(&signup.digest) && runtime.is_loaded(&chat.digest));
+    assert!(!runtime.is_loaded(&shop.digest), "the least recently used was dropped");
+    assert_eq!(runtime.start(&shop.digest, "demo", flow("order"), ctx()).await, Err(RuntimeError::NotLoaded));
+    // Loading it again uses its artifact (no compile) and it answers.
+    let again = runtime.load(&component("shop")).await.unwrap();
+    assert!(again.from_cache);
+    assert!(runtime.start(&again.digest, "demo", flow("order"), ctx()).await.is_ok());
+    assert_eq!(runtime.loaded_count(), 2);
+}

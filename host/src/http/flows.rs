@@ -82,6 +82,33 @@ async fn ready_component(state: &AppState, bot: &Bot) -> ApiResult<String> {
     Ok(digest)
 }
 
+/// A call into a bot's guest.
+#[derive(Clone)]
+enum GuestCall {
+    Start(Entry),
+    /// A user event, with the state of the previous reply.
+    Handle(String, GuestEvent),
+}
+
+/// Calls the bot's guest, loading its component first when it is not in memory — and once more if it
+/// was dropped from memory (least recently used) between the load and the call.
+async fn call_guest(state: &AppState, bot: &Bot, call: GuestCall, ctx: GuestContext) -> ApiResult<GuestReply> {
+    let mut reloaded = false;
+    loop {
+        let digest = ready_component(state, bot).await?;
+        let result = match call.clone() {
+            GuestCall::Start(entry) => state.runtime.start(&digest, &bot.code, entry, ctx.clone()).await,
+            GuestCall::Handle(guest_state, event) => {
+                state.runtime.handle(&digest, &bot.code, guest_state, event, ctx.clone()).await
+            }
+        };
+        match result {
+            Err(RuntimeError::NotLoaded) if !reloaded => reloaded = true,
+            other => return other.map_err(|e| bot_error(bot, e)),
+        }
+    }
+}
+
 /// What the app sends as a user event.
 #[derive(Deserialize)]
 struct EventBody {
@@ -198,11 +225,9 @@ async fn handle_event(state: &AppState, session: &Session, event: GuestEvent) ->
         let payload = event_payload(session, &event);
         return forward(state, &bot, session, "session.event", payload).await;
     }
-    let digest = ready_component(state, &bot).await?;
     let ctx = GuestContext { bot: bot.code.clone(), phone: session.phone.clone() };
     let guest_state = session.guest_state.clone().unwrap_or_default();
-    let reply =
-        state.runtime.handle(&digest, &bot.code, guest_state, event, ctx).await.map_err(|e| bot_error(&bot, e))?;
+    let reply = call_guest(state, &bot, GuestCall::Handle(guest_state, event), ctx).await?;
     apply(state, session, reply).await
 }
 
@@ -231,10 +256,8 @@ async fn start_flow(
             json!({ "session": session.reference, "phone": session.phone, "flow": flow, "event": {"type": "start"} });
         return Ok(Json(forward(&state, &bot, &session, "flow.start", payload).await?));
     }
-    let digest = ready_component(&state, &bot).await?;
     let ctx = GuestContext { bot: bot.code.clone(), phone: session.phone.clone() };
-    let reply =
-        state.runtime.start(&digest, &bot.code, Entry::Flow(flow), ctx).await.map_err(|e| bot_error(&bot, e))?;
+    let reply = call_guest(&state, &bot, GuestCall::Start(Entry::Flow(flow)), ctx).await?;
     Ok(Json(apply(&state, &session, reply).await?))
 }
 
@@ -278,9 +301,8 @@ async fn open_session(
         let payload = json!({ "session": session.reference, "phone": session.phone, "event": {"type": "start"} });
         forward(&state, &bot, &session, "session.start", payload).await?["steps"].take()
     } else {
-        let digest = ready_component(&state, &bot).await?;
         let ctx = GuestContext { bot: bot.code.clone(), phone: user.phone.clone() };
-        let reply = state.runtime.start(&digest, &bot.code, Entry::Chat, ctx).await.map_err(|e| bot_error(&bot, e))?;
+        let reply = call_guest(&state, &bot, GuestCall::Start(Entry::Chat), ctx).await?;
         apply(&state, &session, reply).await?["steps"].take()
     };
     Ok((StatusCode::CREATED, Json(json!({ "session": session.reference, "steps": steps }))))

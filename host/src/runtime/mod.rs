@@ -22,6 +22,7 @@ mod sandbox;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
@@ -43,11 +44,14 @@ pub struct RuntimeLimits {
     pub memory_bytes: usize,
     /// Largest reply: its steps as JSON plus its state, in bytes.
     pub max_output_bytes: usize,
+    /// Components kept ready in memory; past it the least recently used is dropped (and loaded again
+    /// from its precompiled artifact when next needed).
+    pub max_loaded_components: usize,
 }
 
 impl Default for RuntimeLimits {
     fn default() -> Self {
-        RuntimeLimits { cpu_ms: 50, memory_bytes: 32 << 20, max_output_bytes: 256 << 10 }
+        RuntimeLimits { cpu_ms: 50, memory_bytes: 32 << 20, max_output_bytes: 256 << 10, max_loaded_components: 128 }
     }
 }
 
@@ -148,14 +152,21 @@ struct Shared {
     sandbox: Sandbox,
     /// Where precompiled artifacts are kept (trusted: they are loaded as native code).
     cache_dir: PathBuf,
-    /// Components ready to instantiate, by digest (`sha256:<hex>`).
-    components: RwLock<HashMap<String, Arc<ReadyComponent>>>,
+    /// Components ready to instantiate, by digest (`sha256:<hex>`), each with when it was last used.
+    components: RwLock<HashMap<String, Loaded>>,
+    /// A counter that orders uses (for least-recently-used eviction).
+    uses: AtomicU64,
     /// One permit per pooled instance: bounds the calls running at once.
     calls: Semaphore,
     /// Held while compiling, so concurrent uploads do not compile side by side (or the same twice).
     compiling: Mutex<()>,
     /// Whether the pooling allocator could be set up.
     pooling: bool,
+}
+
+struct Loaded {
+    ready: Arc<ReadyComponent>,
+    last_used: AtomicU64,
 }
 
 struct ReadyComponent {
@@ -176,6 +187,7 @@ impl Runtime {
                 sandbox,
                 cache_dir,
                 components: RwLock::new(HashMap::new()),
+                uses: AtomicU64::new(0),
                 calls: Semaphore::new(engine::MAX_CONCURRENT_CALLS as usize),
                 compiling: Mutex::new(()),
                 pooling,
@@ -221,7 +233,7 @@ impl Runtime {
             .await?;
         let flows = convert::flows(flows).map_err(RuntimeError::InvalidComponent)?;
         let ready = Arc::new(ReadyComponent { pre, size: wasm.len(), flows });
-        self.shared.components.write().expect("component map poisoned").insert(digest.clone(), ready.clone());
+        self.keep(&digest, ready.clone());
         Ok(ready.describe(digest, from_cache))
     }
 
@@ -285,7 +297,32 @@ impl Runtime {
 
     fn ready(&self, digest: &str) -> Option<Arc<ReadyComponent>> {
         let components = self.shared.components.read().expect("component map poisoned");
-        components.get(digest).cloned()
+        let loaded = components.get(digest)?;
+        loaded.last_used.store(self.shared.uses.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+        Some(loaded.ready.clone())
+    }
+
+    /// Keeps a component ready, dropping the least recently used ones past the limit. A call already
+    /// running holds its own reference, so dropping never breaks it.
+    fn keep(&self, digest: &str, ready: Arc<ReadyComponent>) {
+        let max = self.shared.sandbox.limits().max_loaded_components.max(1);
+        let mut components = self.shared.components.write().expect("component map poisoned");
+        let last_used = AtomicU64::new(self.shared.uses.fetch_add(1, Ordering::Relaxed));
+        components.insert(digest.to_string(), Loaded { ready, last_used });
+        while components.len() > max {
+            let oldest = components
+                .iter()
+                .min_by_key(|(_, l)| l.last_used.load(Ordering::Relaxed))
+                .map(|(d, _)| d.clone())
+                .expect("not empty");
+            components.remove(&oldest);
+            tracing::info!(digest = %short(&oldest), "component dropped from memory (least recently used)");
+        }
+    }
+
+    /// How many components are ready in memory.
+    pub fn loaded_count(&self) -> usize {
+        self.shared.components.read().expect("component map poisoned").len()
     }
 
     /// Runs `work` on the blocking pool once a call slot is free; logs a failure in `span`.
