@@ -130,6 +130,14 @@ impl std::fmt::Debug for KeyPair {
     }
 }
 
+/// Whether a 32-byte X25519 public key is a low-order point (all-zero shared secret with any key): such
+/// a key can never receive a wrap, so directories refuse it.
+pub fn is_weak_public_key(bytes: &[u8]) -> bool {
+    let Ok(bytes) = <[u8; 32]>::try_from(bytes) else { return false };
+    // Any fixed non-zero scalar tells: X25519 with a low-order point is all zeros for every scalar.
+    !StaticSecret::from([0x5a; 32]).diffie_hellman(&PublicKey::from(bytes)).was_contributory()
+}
+
 /// The `aad` of a sealed hub message from partner `partner_code`.
 pub fn hub_aad(partner_code: &str, message_ref: &str) -> String {
     format!("hubbub.hub.{partner_code}|msg|{message_ref}|v1")

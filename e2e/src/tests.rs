@@ -141,6 +141,8 @@ fn keys_and_encodings_are_checked() {
     assert!(matches!(decode("x", "not base64!"), Err(Error::Encoding(_))));
     assert_eq!(decode("x", "YWI=").unwrap(), b"ab", "padding is accepted");
     // A low-order public key (all zeros) gives no shared secret: refused, not a predictable key.
+    assert!(is_weak_public_key(&[0u8; 32]));
+    assert!(!is_weak_public_key(&decode("k", &pair.public_b64()).unwrap()));
     let weak = Recipient { device_uuid: "w".into(), identity_key_pub: encode(&[0u8; 32]) };
     assert!(matches!(wrap_key(&[1u8; 32], &weak, "a"), Err(Error::WeakKey)));
     let mut env = seal(b"x", "a", &[device("d").1], None).unwrap();

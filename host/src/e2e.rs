@@ -27,6 +27,9 @@ fn b64_field(obj: &Map<String, Value>, key: &str, field: &str, len: Option<usize
 /// An X25519 public key: base64url (padding optional) of exactly 32 bytes. Answers it without padding.
 pub fn identity_key(raw: Option<&str>) -> ApiResult<String> {
     match raw.map(str::trim).and_then(base64url) {
+        Some(bytes) if bytes.len() == 32 && hubbub_e2e::is_weak_public_key(&bytes) => {
+            Err(ApiError::validation("identity_key_pub", "identity_key_pub is a low-order point, not a usable key"))
+        }
         Some(bytes) if bytes.len() == 32 => Ok(hubbub_e2e::encode(&bytes)),
         _ => Err(ApiError::validation(
             "identity_key_pub",
@@ -60,6 +63,16 @@ pub fn client_ref(raw: &str) -> ApiResult<String> {
     }
 }
 
+/// The message ref an `aad` of the documented shape (`<context_prefix>|msg|<ref>|v1`) names, if it is a
+/// well-formed ref.
+pub fn ref_in_aad(aad: &str) -> Option<String> {
+    let parts: Vec<&str> = aad.rsplitn(4, '|').collect();
+    match parts.as_slice() {
+        ["v1", reference, "msg", _prefix] => client_ref(reference).ok(),
+        _ => None,
+    }
+}
+
 /// The shape checks of an envelope, in the order CONTRACT section 11 gives: an object, `v` 1, `alg`, then
 /// `ciphertext` and `nonce`. `wraps_required` for sealed hub messages (one wrap per recipient device).
 pub fn check_envelope(envelope: Option<&Value>, wraps_required: bool) -> ApiResult<&Map<String, Value>> {
@@ -77,14 +90,29 @@ pub fn check_envelope(envelope: Option<&Value>, wraps_required: bool) -> ApiResu
     if env.get("aad").is_some_and(|a| !a.is_string()) {
         return Err(ApiError::validation("e2e_envelope.aad", "e2e_envelope.aad must be a string"));
     }
+    if env.get("key_version").is_some_and(|v| !v.is_i64()) {
+        return Err(ApiError::validation("e2e_envelope.key_version", "e2e_envelope.key_version must be an integer"));
+    }
+    if env.get("sender_device_uuid").is_some_and(|v| !v.is_string() && !v.is_null()) {
+        return Err(ApiError::validation("e2e_envelope.sender_device_uuid", "sender_device_uuid must be a string"));
+    }
     let wraps = env.get("key_wraps");
     if wraps_required {
+        if env.get("mode").is_some_and(|m| m.as_str() != Some(MODE_SEALED)) {
+            return Err(ApiError::validation("e2e_envelope.mode", "e2e_envelope.mode must be sealed for hub messages"));
+        }
         let wraps = wraps.and_then(Value::as_array).filter(|w| !w.is_empty()).ok_or_else(|| {
             ApiError::validation("e2e_envelope.key_wraps", "e2e_envelope.key_wraps must be a non-empty array")
         })?;
-        // Each names its device; which devices are valid is the caller's check (the recipient's published ones).
-        if !wraps.iter().all(|w| w.get("device_uuid").and_then(Value::as_str).is_some_and(|d| !d.is_empty())) {
-            return Err(ApiError::validation("e2e_envelope.key_wraps", "every key wrap needs its device_uuid"));
+        // Each is a whole wrap to one device, once; which devices are valid is the caller's check (the
+        // recipient's published ones).
+        let mut seen = std::collections::HashSet::new();
+        for w in wraps {
+            let wrap = check_wrap(w, "e2e_envelope.key_wraps", false)
+                .map_err(|e| ApiError::validation("e2e_envelope.key_wraps", e.message().to_string()))?;
+            if !seen.insert(wrap["device_uuid"].as_str().unwrap_or_default()) {
+                return Err(ApiError::validation("e2e_envelope.key_wraps", "two key wraps for one device"));
+            }
         }
     } else if wraps.is_some_and(|w| !w.as_array().is_some_and(|a| a.is_empty())) {
         return Err(ApiError::validation(
@@ -148,6 +176,18 @@ mod tests {
         let mut bad_nonce = base.clone();
         bad_nonce["nonce"] = json!("not base64!");
         assert_eq!(field(bad_nonce, true).as_deref(), Some("e2e_envelope.nonce"));
+        let mut dup = base.clone();
+        dup["key_wraps"] = json!([wrap(), wrap()]);
+        assert_eq!(field(dup, true).as_deref(), Some("e2e_envelope.key_wraps"));
+        let mut bare = base.clone();
+        bare["key_wraps"] = json!([{"device_uuid": "d1"}]);
+        assert_eq!(field(bare, true).as_deref(), Some("e2e_envelope.key_wraps"), "a wrap needs its bytes");
+        let mut mode = base.clone();
+        mode["mode"] = json!("conversation");
+        assert_eq!(field(mode, true).as_deref(), Some("e2e_envelope.mode"));
+        let mut version = base.clone();
+        version["key_version"] = json!("1");
+        assert_eq!(field(version, true).as_deref(), Some("e2e_envelope.key_version"));
         let mut no_wraps = base.clone();
         no_wraps["key_wraps"] = json!([]);
         assert_eq!(field(no_wraps.clone(), true).as_deref(), Some("e2e_envelope.key_wraps"));
@@ -162,14 +202,26 @@ mod tests {
         let mut bad = wrap();
         bad["wrap"] = json!("");
         assert_eq!(check_wrap(&bad, "wraps", false).unwrap_err().field(), Some("wraps.wrap"));
-        assert_eq!(identity_key(Some(&format!("{}=", "A".repeat(43)))).unwrap(), "A".repeat(43));
+        let key = hubbub_e2e::KeyPair::generate().unwrap().public_b64();
+        assert_eq!(identity_key(Some(&format!("{key}="))).unwrap(), key);
         assert!(identity_key(Some("AAAA")).is_err());
+        assert!(identity_key(Some(&"A".repeat(43))).is_err(), "all zeros is a low-order point");
         assert!(identity_key(Some(&"+".repeat(43))).is_err(), "base64url, not standard base64");
         assert!(client_ref("msg_abcdefghijklmnopqrst").is_ok());
         assert!(client_ref("msg_short").is_err());
         assert!(client_ref("abc_abcdefghijklmnopqrst").is_err());
         assert!(client_ref("msg_abcdefghijklmnopqrs/").is_err());
         assert!(device_uuid(Some("dev 1"), "device_uuid").is_err());
+    }
+
+    #[test]
+    fn a_ref_is_read_from_an_aad_of_the_documented_shape() {
+        let r = "msg_abcdefghijklmnopqrstuv";
+        assert_eq!(ref_in_aad(&format!("hubbub.hub.acme|msg|{r}|v1")).as_deref(), Some(r));
+        assert_eq!(ref_in_aad(&format!("a|b|msg|{r}|v1")).as_deref(), Some(r));
+        assert_eq!(ref_in_aad("hubbub|msg|x|v1"), None, "not a ref");
+        assert_eq!(ref_in_aad(r), None);
+        assert_eq!(ref_in_aad(&format!("p|key|{r}|v1")), None);
     }
 
     #[test]

@@ -51,6 +51,11 @@ impl ApiError {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
     }
 
+    /// The message shown to the caller.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     /// The request field at fault, if one is.
     pub fn field(&self) -> Option<&str> {
         self.field.as_deref()

@@ -361,6 +361,16 @@ async fn provider_receipts_are_verified_and_move_messages() {
             .unwrap();
     assert_eq!(history, vec!["queued", "sent", "delivered", "read"]);
 
+    // A WhatsApp failure after acceptance marks the attempt; the message is not failed (SMS was not tried).
+    let later = app.send_text(&key, PHONE, "second").await.ok(201)["message_id"].as_i64().unwrap();
+    let wamid = app.delivered(&key, later).await["attempts"][0]["provider_ref"].as_str().unwrap().to_string();
+    let failed =
+        json!([{"id": wamid, "status": "failed", "errors": [{"code": 131026, "title": "Message undeliverable"}]}]);
+    assert_eq!(whatsapp_webhook(&app, failed, None).await.ok(200)["applied"], 1);
+    let m = app.message(&key, later).await;
+    assert_eq!((m["state"].as_str(), m["attempts"][0]["state"].as_str()), (Some("sent"), Some("failed")));
+    assert!(m["attempts"][0]["error"].as_str().unwrap().contains("131026"));
+
     // Twilio: the callback URL goes with every SMS; an undelivered receipt fails the message.
     let otp = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "code 42", "priority": "otp"})).await;
     let otp = otp.ok(201)["message_id"].as_i64().unwrap();

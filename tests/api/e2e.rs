@@ -173,6 +173,15 @@ async fn a_sealed_hub_message_reaches_each_device_with_its_own_wrap() {
     app.post(&key, "/api/v1/messages", sealed_send(&reference, &env)).await.error(409, "conflict");
     let globex = app.partner("globex").await;
     app.post(&globex, "/api/v1/messages", sealed_send(&reference, &env)).await.error(409, "conflict");
+    // Without `ref`, an aad of the documented shape names it (so the message can be opened).
+    let named = new_ref();
+    let env2 = seal_for_user(&app, &key, "acme", &named, "second").await;
+    let r =
+        app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "encryption": "e2e", "e2e_envelope": env2})).await;
+    assert_eq!(r.ok(201)["ref"], named.as_str());
+    // `encrypted: false` is simply a plaintext message.
+    let plain = json!({"phone": PHONE, "body": "plain", "encrypted": false});
+    assert_eq!(app.post(&key, "/api/v1/messages", plain).await.ok(201)["body"], "plain");
     // A chosen ref must look like ours, and only E2E messages choose one.
     app.post(&key, "/api/v1/messages", sealed_send("msg_short", &env)).await.field_error("ref");
     app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "hi", "ref": new_ref()}))
@@ -187,7 +196,7 @@ async fn a_sealed_hub_message_reaches_each_device_with_its_own_wrap() {
     // Each device sees only its own wrap, and opens the message with it.
     for (token, device, pair) in [(&phone_token, "phone-1", &phone_key), (&web_token, "web-1", &web_key)] {
         let inbox = app.get(token, "/api/v1/me/messages").await.ok(200).clone();
-        let record = &inbox["data"][0];
+        let record = inbox["data"].as_array().unwrap().iter().find(|m| m["ref"] == reference.as_str()).unwrap();
         let wraps = record["e2e_envelope"]["key_wraps"].as_array().unwrap();
         assert_eq!(wraps.len(), 1, "{device} sees one wrap");
         assert_eq!(wraps[0]["device_uuid"], device);
@@ -528,6 +537,22 @@ async fn offline_users_get_one_opaque_alert_by_whatsapp_then_sms() {
         sms.received()[sms_before..].iter().map(|r| String::from_utf8_lossy(&r.body).to_string()).collect();
     assert_eq!(sms_alerts.len(), 1);
     assert!(sms_alerts[0].contains("inbox") && !sms_alerts[0].contains(SECRET), "{}", sms_alerts[0]);
+
+    // A new period in which both channels fail: no alert reached the user, so the next message tries again.
+    app.clock.advance_ms(20_000);
+    app.get(&token, "/api/v1/me/messages").await.ok(200);
+    app.clock.advance_ms(301_000);
+    sms.set(500, 0);
+    let m = send(SECRET).await;
+    let both_failed =
+        vec![t("delivery", "inapp", "sent"), t("alert", "whatsapp", "failed"), t("alert", "sms", "failed")];
+    assert_eq!(tries(&m), both_failed);
+    sms.set(201, 0);
+    let m = send(SECRET).await;
+    assert_eq!(
+        tries(&m),
+        vec![t("delivery", "inapp", "sent"), t("alert", "whatsapp", "failed"), t("alert", "sms", "sent")]
+    );
 }
 
 /// Runs the `hubbub` binary with `args`, feeding `stdin`; answers stdout. On a blocking thread: the binary

@@ -213,6 +213,9 @@ async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
                     break;
                 }
             }
+            if alerts.iter().all(|(_, outcome)| outcome.is_err()) {
+                devices::release_alert(db, message.partner_id, &message.phone, message_id).await?;
+            }
         }
     }
 

@@ -55,7 +55,8 @@ pub struct TwilioSms {
     pub account_sid: String,
     pub auth_token: String,
     pub from: String,
-    pub status_callback: String,
+    /// Where Twilio posts status callbacks: only a public https URL (Twilio cannot reach anything else).
+    pub status_callback: Option<String>,
 }
 
 impl Provider for TwilioSms {
@@ -66,13 +67,11 @@ impl Provider for TwilioSms {
                 self.base_url.trim_end_matches('/'),
                 self.account_sid
             );
-            let form = serde_urlencoded::to_string([
-                ("To", phone),
-                ("From", self.from.as_str()),
-                ("Body", text),
-                ("StatusCallback", self.status_callback.as_str()),
-            ])
-            .map_err(|e| format!("twilio: {e}"))?;
+            let mut fields = vec![("To", phone), ("From", self.from.as_str()), ("Body", text)];
+            if let Some(url) = &self.status_callback {
+                fields.push(("StatusCallback", url.as_str()));
+            }
+            let form = serde_urlencoded::to_string(fields).map_err(|e| format!("twilio: {e}"))?;
             let response = self
                 .http
                 .post(url)
@@ -169,7 +168,8 @@ pub fn sms(config: &Config, db: &Db, clock: &SharedClock, http: &reqwest::Client
             account_sid: config.twilio_account_sid.clone().unwrap_or_default(),
             auth_token: config.twilio_auth_token.clone().unwrap_or_default(),
             from: config.twilio_from.clone().unwrap_or_default(),
-            status_callback: super::receipts::twilio_status_url(config),
+            status_callback: Some(super::receipts::twilio_status_url(config))
+                .filter(|url| crate::validate::check_public_url(url, false).is_ok()),
         }),
         None => Arc::new(Unconfigured("SMS")),
     }

@@ -112,7 +112,10 @@ pub async fn apply(
         Receipt::Read => (&["queued", "sent", "delivered"], "read"),
         Receipt::Failed(reason) => {
             deliveries::fail_attempt_in(&mut tx, target.attempt_id, reason).await?;
-            (&["sent"], "failed")
+            // The message fails only when no channel is left: SMS is the last of every chain. After a
+            // WhatsApp failure the attempt says so, and the message stays `sent` (no SMS fallback after
+            // the provider accepted it).
+            if channel == Channel::Sms { (&["sent"], "failed") } else { (&[], "failed") }
         }
     };
     let moved = messages::transition_in(

@@ -164,7 +164,10 @@ async fn conversation_content(state: &AppState, c: &Conversation, req: &SendMess
             format!("no content key of version {version} was shared in this conversation (POST …/keys first)"),
         ));
     }
-    let priority = req.priority.as_deref().filter(|p| is_code(p)).unwrap_or("notification");
+    let priority = req.priority.as_deref().map(str::trim).filter(|p| !p.is_empty()).unwrap_or("notification");
+    if !is_code(priority) {
+        return Err(ApiError::validation("priority", "priority must be a short lower-case word, e.g. chat"));
+    }
     Ok(Content {
         content_type: "text".into(),
         body: None,
@@ -208,7 +211,7 @@ async fn user_message(
     // A user message puts the thread back in the agents' queue, reopening a closed one.
     let (_, m) = store::append(&state.db, c.id, message, "open", state.now(), events::conversation_message)
         .await
-        .map_err(|e| ref_taken(e, req.client_ref.is_some()))?;
+        .map_err(ref_taken)?;
     Ok((StatusCode::CREATED, Json(message_json(&m))))
 }
 
@@ -274,7 +277,7 @@ async fn reply(state: &AppState, partner_id: i64, c: &Conversation, req: &SendMe
     let message = content.into_message(partner_id, &c.phone, "out", Some(c.id));
     let (_, m) = store::append(&state.db, c.id, message, "pending", state.now(), events::conversation_message)
         .await
-        .map_err(|e| ref_taken(e, req.client_ref.is_some()))?;
+        .map_err(ref_taken)?;
     state.delivery.wake.notify_one();
     Ok(message_json(&m))
 }
@@ -300,11 +303,13 @@ async fn agent_message(
     ApiJson(req): ApiJson<SendMessage>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let phone = required_phone(req.phone.as_deref())?.to_string();
-    let sealed = req.encryption.is_some() && req.encrypted.is_none() && req.e2e_mode.is_none();
+    let sealed = req.encryption.as_deref().map(str::trim) == Some("e2e")
+        && req.encrypted != Some(true)
+        && req.e2e_mode.is_none();
     if !sealed && let Some(c) = store::latest_active(&state.db, partner.id, &phone).await? {
         return Ok((StatusCode::CREATED, Json(reply(&state, partner.id, &c, &req).await?)));
     }
-    if req.encrypted.is_some() || req.e2e_mode.is_some() {
+    if req.encrypted == Some(true) || req.e2e_mode.is_some() {
         return Err(ApiError::validation(
             "e2e_mode",
             "no open conversation with this phone for a conversation message",
@@ -312,7 +317,7 @@ async fn agent_message(
     }
     let content = validate_content(&state, partner.id, &req, Some(&phone)).await?;
     let message = content.into_message(partner.id, &phone, "out", None);
-    match state.messages.create(message, state.now()).await.map_err(|e| ref_taken(e, req.client_ref.is_some()))? {
+    match state.messages.create(message, state.now()).await.map_err(ref_taken)? {
         Created::New(m) | Created::Replayed(m) => {
             state.delivery.wake.notify_one();
             Ok((StatusCode::CREATED, Json(message_json(&m))))

@@ -57,7 +57,12 @@ fn device_view(m: &messages::Message, device: Option<&str>) -> Value {
     record
 }
 
-async fn read(State(state): State<AppState>, user: UserAuth, Path(reference): Path<String>) -> ApiResult<Json<Value>> {
+async fn read(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(reference): Path<String>,
+    query: QueryMap,
+) -> ApiResult<Json<Value>> {
     let m = messages::find_by_ref(&state.db, &reference)
         .await?
         .filter(|m| m.phone == user.phone)
@@ -74,7 +79,8 @@ async fn read(State(state): State<AppState>, user: UserAuth, Path(reference): Pa
     )
     .await?;
     tx.commit().await?;
-    Ok(Json(device_view(&moved.unwrap_or(m), user.device.as_deref())))
+    let device = query.text("device_uuid").or(user.device);
+    Ok(Json(device_view(&moved.unwrap_or(m), device.as_deref())))
 }
 
 async fn account(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<Value>> {

@@ -76,7 +76,10 @@ pub struct SendMessage {
 impl SendMessage {
     /// Whether the request asks for end-to-end encryption in any of its forms.
     pub fn wants_e2e(&self) -> bool {
-        self.encryption.is_some() || self.encrypted.is_some() || self.e2e_envelope.is_some() || self.e2e_mode.is_some()
+        non_empty(&self.encryption).is_some()
+            || self.encrypted == Some(true)
+            || self.e2e_envelope.is_some()
+            || self.e2e_mode.is_some()
     }
 }
 
@@ -205,7 +208,7 @@ pub async fn validate_content(
             return Err(ApiError::validation("encryption", "encryption must be e2e when given"));
         }
     };
-    if req.encrypted.is_some() || req.e2e_mode.is_some() || req.e2e_key_version.is_some() {
+    if req.encrypted == Some(true) || req.e2e_mode.is_some() || req.e2e_key_version.is_some() {
         return Err(ApiError::validation(
             "e2e_mode",
             "e2e_mode conversation is for conversation messages; hub messages use encryption e2e",
@@ -364,8 +367,11 @@ pub async fn validate_content(
 }
 
 /// The sender's own `ref`, accepted on end-to-end encrypted messages only (it is what their `aad` binds).
+/// Without `ref`, an envelope whose `aad` names a well-formed ref (`…|msg|<ref>|v1`) gets that ref, so a
+/// client that follows the aad rule alone still gets a message it can open.
 pub fn client_ref(req: &SendMessage, encrypted: bool) -> ApiResult<Option<String>> {
     match req.client_ref.as_deref() {
+        None if encrypted => Ok(req.e2e_envelope.as_ref().and_then(|e| e["aad"].as_str()).and_then(e2e::ref_in_aad)),
         None => Ok(None),
         Some(_) if !encrypted => {
             Err(ApiError::validation("ref", "a ref can only be chosen for e2e encrypted messages"))
@@ -435,9 +441,18 @@ async fn send_message(
         .map_err(|_| ApiError::validation("idempotency_key", "Idempotency-Key header must be text"))?
         .filter(|k| !k.is_empty());
     let req: SendMessage = parse_value(raw.clone())?;
-    let chosen_ref = req.client_ref.is_some();
     let new = build_message(&state, partner.id, req, &raw, header_key).await?;
-    match state.messages.create(new, state.now()).await.map_err(|e| ref_taken(e, chosen_ref))? {
+    let retry_key = new.idempotency_key.clone().zip(new.request_hash.clone());
+    let created = match state.messages.create(new, state.now()).await {
+        // Two identical retries racing (several hosts): the loser's chosen ref collides with the winner's
+        // message, which is the one to replay.
+        Err(e) if is_unique_violation(&e) && retry_key.is_some() => {
+            let (key, hash) = retry_key.expect("checked");
+            store::find_replay(&state.db, partner.id, &key, &hash).await?.ok_or_else(|| ref_taken(e))?
+        }
+        other => other.map_err(ref_taken)?,
+    };
+    match created {
         Created::New(m) => {
             tracing::info!(message_ref = %m.reference, "message accepted");
             state.delivery.wake.notify_one();
@@ -452,13 +467,10 @@ async fn send_message(
     }
 }
 
-/// A sender-chosen ref that is already taken (refs are unique across the service) is a 409.
-pub fn ref_taken(e: sqlx::Error, chosen_ref: bool) -> ApiError {
-    if chosen_ref && is_unique_violation(&e) {
-        ApiError::conflict("ref is already used by another message")
-    } else {
-        e.into()
-    }
+/// Creating a message can only break a unique constraint through its ref (idempotency keys are handled
+/// in the insert): a sender-chosen ref that is already taken (refs are unique across the service) is a 409.
+pub fn ref_taken(e: sqlx::Error) -> ApiError {
+    if is_unique_violation(&e) { ApiError::conflict("ref is already used by another message") } else { e.into() }
 }
 
 async fn get_message(

@@ -33,7 +33,12 @@ async fn twilio_status(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    let token = state.config.twilio_auth_token.as_deref().ok_or_else(|| ApiError::not_found("Twilio provider"))?;
+    let token = state
+        .config
+        .twilio_auth_token
+        .as_deref()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| ApiError::not_found("Twilio provider"))?;
     let params: Vec<(String, String)> =
         serde_urlencoded::from_bytes(&body).map_err(|_| ApiError::bad_request("body must be form-encoded"))?;
     let mut url = receipts::twilio_status_url(&state.config);
@@ -57,8 +62,12 @@ async fn twilio_status(
 /// `POST /providers/whatsapp/webhook`: message statuses from the WhatsApp Cloud API, signed with the app
 /// secret. Other notifications (incoming messages) are acknowledged and ignored.
 async fn whatsapp_statuses(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<Json<Value>> {
-    let secret =
-        state.config.whatsapp_app_secret.as_deref().ok_or_else(|| ApiError::not_found("WhatsApp app secret"))?;
+    let secret = state
+        .config
+        .whatsapp_app_secret
+        .as_deref()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| ApiError::not_found("WhatsApp app secret"))?;
     let expected = receipts::meta_signature(secret, &body);
     if !receipts::signature_matches(header(&headers, "x-hub-signature-256"), &expected) {
         return Err(ApiError::forbidden("X-Hub-Signature-256 does not match"));
@@ -75,8 +84,12 @@ async fn whatsapp_statuses(State(state): State<AppState>, headers: HeaderMap, bo
 /// `GET /providers/whatsapp/webhook?hub.mode=subscribe&hub.verify_token=…&hub.challenge=…`: Meta's
 /// subscription handshake; answers the challenge when the token is ours.
 async fn whatsapp_subscribe(State(state): State<AppState>, query: QueryMap) -> ApiResult<String> {
-    let ours =
-        state.config.whatsapp_verify_token.as_deref().ok_or_else(|| ApiError::not_found("WhatsApp verify token"))?;
+    let ours = state
+        .config
+        .whatsapp_verify_token
+        .as_deref()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| ApiError::not_found("WhatsApp verify token"))?;
     let token = query.text("hub.verify_token").unwrap_or_default();
     if query.text("hub.mode").as_deref() != Some("subscribe") || !constant_time_eq(&token, ours) {
         return Err(ApiError::forbidden("hub.verify_token does not match"));

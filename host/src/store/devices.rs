@@ -120,6 +120,18 @@ pub async fn publish_key(
     device_from_row(&row).map(Some)
 }
 
+/// Gives back an alert slot taken by `message_id` when no alert could be sent, so the next encrypted
+/// message of the same offline period tries again.
+pub async fn release_alert(db: &Db, partner_id: i64, phone: &str, message_id: i64) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM e2e_alerts WHERE partner_id = $1 AND phone = $2 AND message_id = $3")
+        .bind(partner_id)
+        .bind(phone)
+        .bind(message_id)
+        .execute(db.writer())
+        .await?;
+    Ok(())
+}
+
 /// Takes the one opaque alert of the current offline period of `phone` for a partner: true when this
 /// caller may send it (no alert yet, or the user has been active since the last one: `last_seen`).
 /// Taken before sending, so several hosts never alert twice.

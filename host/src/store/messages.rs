@@ -133,7 +133,7 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
         // A retry is answered before inserting, so a sender-chosen ref of the original is not a conflict.
         let sql = const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.idempotency_key = $2");
         if let Some(row) = sqlx::query(sql).bind(m.partner_id).bind(key).fetch_optional(&mut **tx).await? {
-            return replay_or_reused(&row, m);
+            return replay_or_reused(&row, m.request_hash.as_deref());
         }
     }
     let inserted: Option<i64> = sqlx::query_scalar(
@@ -167,7 +167,7 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     let Some(id) = inserted else {
         let sql = const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.idempotency_key = $2");
         let row = sqlx::query(sql).bind(m.partner_id).bind(&m.idempotency_key).fetch_one(&mut **tx).await?;
-        return replay_or_reused(&row, m);
+        return replay_or_reused(&row, m.request_hash.as_deref());
     };
 
     if let Some(media) = &m.media {
@@ -187,10 +187,18 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     Ok(Created::New(from_row(&row)?))
 }
 
+/// What a retry under `key` is answered with, when that key is taken: the original (same payload) or a
+/// reused key (another payload). For a retry that lost a race to its twin on another host.
+pub async fn find_replay(db: &Db, partner_id: i64, key: &str, hash: &str) -> Result<Option<Created>, sqlx::Error> {
+    let sql = const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.idempotency_key = $2");
+    let row = sqlx::query(sql).bind(partner_id).bind(key).fetch_optional(db.writer()).await?;
+    row.map(|row| replay_or_reused(&row, Some(hash))).transpose()
+}
+
 /// The original of a retried request: the same payload is a replay, another payload a reused key.
-fn replay_or_reused(row: &AnyRow, m: &NewMessage) -> Result<Created, sqlx::Error> {
+fn replay_or_reused(row: &AnyRow, request_hash: Option<&str>) -> Result<Created, sqlx::Error> {
     let stored_hash: Option<String> = row.try_get("request_hash")?;
-    Ok(if stored_hash == m.request_hash { Created::Replayed(from_row(row)?) } else { Created::KeyReused })
+    Ok(if stored_hash.as_deref() == request_hash { Created::Replayed(from_row(row)?) } else { Created::KeyReused })
 }
 
 /// One of the partner's messages.

@@ -188,9 +188,12 @@ impl AttemptRecorder {
             let mut batch: Vec<(Attempt, tokio::sync::oneshot::Sender<Result<(), String>>)> = Vec::new();
             while rx.recv_many(&mut batch, MAX_ATTEMPT_BATCH).await > 0 {
                 let (attempts, replies): (Vec<_>, Vec<_>) = std::mem::take(&mut batch).into_iter().unzip();
-                let result = record_attempts(&db, &attempts).await.map_err(|e| e.to_string());
-                for reply in replies {
-                    let _ = reply.send(result.clone());
+                let results = match record_attempts(&db, &attempts).await {
+                    Ok(each) => each.into_iter().map(|r| r.map_err(|e| e.to_string())).collect(),
+                    Err(e) => vec![Err(e.to_string()); attempts.len()],
+                };
+                for (reply, result) in replies.into_iter().zip(results) {
+                    let _ = reply.send(result);
                 }
             }
         });
@@ -205,13 +208,29 @@ impl AttemptRecorder {
     }
 }
 
-/// Records attempts in one transaction (see [`record_attempt`]).
-pub async fn record_attempts(db: &super::Db, attempts: &[Attempt]) -> Result<(), sqlx::Error> {
+/// Records attempts in one transaction, each in a savepoint of its own: one failing row fails only its
+/// own attempt (its event is sent again when its lease runs out), not the batch.
+pub async fn record_attempts(
+    db: &super::Db,
+    attempts: &[Attempt],
+) -> Result<Vec<Result<(), sqlx::Error>>, sqlx::Error> {
     let mut tx = db.writer().begin().await?;
+    let mut each = Vec::with_capacity(attempts.len());
     for a in attempts {
-        record_attempt_in(&mut tx, a).await?;
+        let mut savepoint = sqlx::Connection::begin(&mut *tx).await?;
+        match record_attempt_in(&mut savepoint, a).await {
+            Ok(()) => {
+                savepoint.commit().await?;
+                each.push(Ok(()));
+            }
+            Err(e) => {
+                savepoint.rollback().await?;
+                each.push(Err(e));
+            }
+        }
     }
-    tx.commit().await
+    tx.commit().await?;
+    Ok(each)
 }
 
 async fn record_attempt_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, a: &Attempt) -> Result<(), sqlx::Error> {
