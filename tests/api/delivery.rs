@@ -361,28 +361,35 @@ async fn provider_receipts_are_verified_and_move_messages() {
             .unwrap();
     assert_eq!(history, vec!["queued", "sent", "delivered", "read"]);
 
-    // A WhatsApp failure after acceptance marks the attempt; the message is not failed (SMS was not tried).
+    // WhatsApp fails after accepting a message: the attempt says why, and the chain goes on with SMS.
     let later = app.send_text(&key, PHONE, "second").await.ok(201)["message_id"].as_i64().unwrap();
     let wamid = app.delivered(&key, later).await["attempts"][0]["provider_ref"].as_str().unwrap().to_string();
     let failed =
         json!([{"id": wamid, "status": "failed", "errors": [{"code": 131026, "title": "Message undeliverable"}]}]);
     assert_eq!(whatsapp_webhook(&app, failed, None).await.ok(200)["applied"], 1);
+    eventually("the SMS fallback", || async { app.message(&key, later).await["channel"] == "sms" }).await;
     let m = app.message(&key, later).await;
-    assert_eq!((m["state"].as_str(), m["attempts"][0]["state"].as_str()), (Some("sent"), Some("failed")));
+    assert_eq!(m["state"], "sent");
+    assert_eq!(channels(&m), vec![pair("whatsapp", "failed"), pair("sms", "sent")]);
     assert!(m["attempts"][0]["error"].as_str().unwrap().contains("131026"));
+    let texts: Vec<HashMap<String, String>> =
+        sms.received().iter().map(|r| serde_urlencoded::from_bytes(&r.body).unwrap()).collect();
+    assert!(texts.iter().any(|f| f["Body"].contains("second")), "the SMS carries the message");
 
     // Twilio: the callback URL goes with every SMS; an undelivered receipt fails the message.
     let otp = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "code 42", "priority": "otp"})).await;
     let otp = otp.ok(201)["message_id"].as_i64().unwrap();
-    assert_eq!(app.delivered(&key, otp).await["state"], "sent");
-    let form: HashMap<String, String> = serde_urlencoded::from_bytes(&sms.received()[0].body).unwrap();
+    let sent = app.delivered(&key, otp).await;
+    assert_eq!(sent["state"], "sent");
+    let sid = sent["attempts"][0]["provider_ref"].as_str().unwrap().to_string();
+    let form: HashMap<String, String> = serde_urlencoded::from_bytes(&sms.received().last().unwrap().body).unwrap();
     assert_eq!(form["StatusCallback"], "https://hubbub.example.com/api/v1/providers/twilio/status");
     let failed =
-        [("MessageSid", "SM1"), ("MessageStatus", "undelivered"), ("ErrorCode", "30003"), ("AccountSid", "AC1")];
+        [("MessageSid", sid.as_str()), ("MessageStatus", "undelivered"), ("ErrorCode", "30003"), ("AccountSid", "AC1")];
     twilio_callback(&app, &failed, Some("bm90IGl0")).await.error(403, "forbidden");
     twilio_callback(&app, &[("MessageStatus", "delivered")], None).await.field_error("MessageSid");
     assert_eq!(
-        twilio_callback(&app, &[("MessageSid", "SM1"), ("MessageStatus", "sent")], None).await.ok(200)["applied"],
+        twilio_callback(&app, &[("MessageSid", sid.as_str()), ("MessageStatus", "sent")], None).await.ok(200)["applied"],
         false
     );
     assert_eq!(twilio_callback(&app, &failed, None).await.ok(200)["applied"], true);

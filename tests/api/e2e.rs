@@ -481,7 +481,6 @@ async fn offline_users_get_one_opaque_alert_by_whatsapp_then_sms() {
     let token = r.ok(200)["token"].as_str().unwrap().to_string();
     let pair = KeyPair::generate().unwrap();
     app.post(&token, "/api/v1/me/devices/keys", json!({"identity_key_pub": pair.public_b64()})).await.ok(201);
-    let sms_before = sms.received().len();
     let send = |text: &'static str| {
         let app = &app;
         let key = &key;
@@ -506,6 +505,31 @@ async fn offline_users_get_one_opaque_alert_by_whatsapp_then_sms() {
     let text = alert["text"]["body"].as_str().unwrap();
     assert!(text.contains("acme Inc.") && text.contains("inbox") && text.contains("open the app"), "{text}");
     assert!(!String::from_utf8_lossy(&wa.received()[0].body).contains(SECRET));
+
+    // WhatsApp accepted the alert, then reports it undeliverable: the alert goes by SMS.
+    let sms_seen = sms.received().len();
+    let wamid = m["attempts"][1]["provider_ref"].as_str().unwrap().to_string();
+    let body =
+        json!({"entry": [{"changes": [{"value": {"statuses": [{"id": wamid, "status": "failed"}]}}]}]}).to_string();
+    let r = app
+        .client
+        .post(format!("{}/api/v1/providers/whatsapp/webhook", app.base))
+        .header("x-hub-signature-256", hubbub_host::delivery::receipts::meta_signature("app-secret", body.as_bytes()))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let id = m["message_id"].as_i64().unwrap();
+    eventually("the SMS alert", || async { tries(&app.message(&key, id).await).len() == 3 }).await;
+    let m = app.message(&key, id).await;
+    assert_eq!(
+        tries(&m),
+        vec![t("delivery", "inapp", "sent"), t("alert", "whatsapp", "failed"), t("alert", "sms", "sent")]
+    );
+    assert_eq!(m["state"], "sent", "an alert never changes the message");
+    assert_eq!(sms.received().len(), sms_seen + 1);
+    let sms_before = sms.received().len();
 
     // Still the same offline period: no second alert; a plaintext message never alerts.
     let m = send(SECRET).await;

@@ -136,10 +136,15 @@ pub async fn run_worker(state: AppState, stop: CancellationToken) {
         };
         let full = claimed.len() as i64 == CLAIM_BATCH;
         let mut running = tokio::task::JoinSet::new();
-        for id in claimed {
+        for job in claimed {
             let state = state.clone();
             running.spawn(async move {
-                if let Err(e) = deliver(&state, id).await {
+                let id = job.message_id;
+                let result = match job.resume.as_deref() {
+                    None => deliver(&state, id).await,
+                    Some(resume) => continue_after_receipt(&state, id, resume).await,
+                };
+                if let Err(e) = result {
                     // The lease runs out and another pass retries it.
                     tracing::warn!(message_id = id, error = %e, "delivery failed; will retry");
                 }
@@ -260,6 +265,56 @@ async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
     deliveries::finish_in(&mut tx, message_id).await?;
     tx.commit().await?;
     tracing::info!(message_ref = %message.reference, channels = attempts.len(), "delivery finished");
+    Ok(())
+}
+
+/// Continues a chain a failure receipt broke off (see `receipts::apply`): the SMS after a message that
+/// WhatsApp accepted and then could not deliver (`sms`), or the SMS alert after such a WhatsApp alert
+/// (`alert_sms`). A message the app has fetched meanwhile needs nothing more.
+async fn continue_after_receipt(state: &AppState, message_id: i64, resume: &str) -> Result<(), sqlx::Error> {
+    let db = &state.db;
+    let Some(message) = messages::find_any(db, message_id).await? else {
+        return Ok(());
+    };
+    let partner_name = partners::find_by_id(db, message.partner_id).await?.map(|p| p.name).unwrap_or_default();
+    let alert = resume == "alert_sms";
+    let still_out = message.state == "sent" && message.channel.as_deref() == Some(Channel::Whatsapp.as_str());
+    let outcome = if alert || still_out {
+        let text = if alert {
+            alert_text(&partner_name)
+        } else {
+            fallback_text(&message, &partner_name, &state.config.public_url)
+        };
+        Some(state.delivery.sms.send(&message.phone, &text).await)
+    } else {
+        None
+    };
+    let now = state.now();
+    let mut tx = db.writer().begin().await?;
+    if let Some(outcome) = &outcome {
+        let (attempt_state, error, provider_ref) = match outcome {
+            Ok(id) => ("sent", None, Some(id.as_str()).filter(|id| !id.is_empty())),
+            Err(reason) => ("failed", Some(reason.as_str()), None),
+        };
+        let kind = if alert { "alert" } else { "delivery" };
+        let attempt =
+            NewAttempt { message_id, kind, channel: "sms", state: attempt_state, error, provider_ref, at: now };
+        deliveries::record_attempt_in(&mut tx, &attempt).await?;
+        if !alert {
+            match outcome {
+                Ok(_) => messages::set_channel_in(&mut tx, message_id, Channel::Sms.as_str(), now).await?,
+                Err(_) => {
+                    let failed = events::message_status;
+                    messages::transition_in(&mut tx, message_id, &["sent"], "failed", Some("sms"), now, failed).await?;
+                }
+            }
+        }
+    }
+    deliveries::finish_in(&mut tx, message_id).await?;
+    tx.commit().await?;
+    if alert && outcome.as_ref().is_some_and(Result::is_err) {
+        devices::release_alert(db, message.partner_id, &message.phone, message_id).await?;
+    }
     Ok(())
 }
 

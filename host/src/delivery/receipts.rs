@@ -91,7 +91,10 @@ pub fn whatsapp_receipts(payload: &Value) -> Vec<(String, Receipt)> {
     out
 }
 
-/// Applies one receipt; answers whether it matched a message attempt of ours.
+/// Applies one receipt; answers whether it matched a message attempt of ours. Delivered and read move the
+/// message on; a failure marks the attempt and continues the chain: after WhatsApp, the message (or the
+/// E2E alert) is queued again for SMS; after SMS, the last channel, the message fails. Receipts about an
+/// alert that got through change nothing.
 pub async fn apply(
     state: &AppState,
     channel: Channel,
@@ -101,22 +104,25 @@ pub async fn apply(
     let Some(target) = deliveries::find_by_provider_ref(&state.db, channel.as_str(), provider_ref).await? else {
         return Ok(false);
     };
-    if target.kind != "delivery" {
-        // An alert is not the message: what became of it does not change the message.
-        return Ok(true);
-    }
+    let alert = target.kind == "alert";
     let now = state.now();
     let mut tx = state.db.writer().begin().await?;
-    let (from, to): (&[&str], &str) = match &receipt {
-        Receipt::Delivered => (&["queued", "sent"], "delivered"),
-        Receipt::Read => (&["queued", "sent", "delivered"], "read"),
-        Receipt::Failed(reason) => {
+    let mut resumed = false;
+    let (from, to): (&[&str], &str) = match (&receipt, alert) {
+        (Receipt::Failed(reason), _) => {
             deliveries::fail_attempt_in(&mut tx, target.attempt_id, reason).await?;
-            // The message fails only when no channel is left: SMS is the last of every chain. After a
-            // WhatsApp failure the attempt says so, and the message stays `sent` (no SMS fallback after
-            // the provider accepted it).
-            if channel == Channel::Sms { (&["sent"], "failed") } else { (&[], "failed") }
+            if channel == Channel::Sms {
+                if alert { (&[], "failed") } else { (&["sent"], "failed") }
+            } else {
+                let next = if alert { "alert_sms" } else { "sms" };
+                deliveries::enqueue_resume_in(&mut tx, target.message_id, next, now).await?;
+                resumed = true;
+                (&[], "failed")
+            }
         }
+        (_, true) => (&[], "delivered"),
+        (Receipt::Delivered, false) => (&["queued", "sent"], "delivered"),
+        (Receipt::Read, false) => (&["queued", "sent", "delivered"], "read"),
     };
     let moved = messages::transition_in(
         &mut tx,
@@ -129,11 +135,16 @@ pub async fn apply(
     )
     .await?;
     tx.commit().await?;
+    if resumed {
+        state.delivery.wake.notify_one();
+    }
     tracing::info!(
         message_id = target.message_id,
         channel = channel.as_str(),
         ?receipt,
+        alert,
         moved = moved.is_some(),
+        resumed,
         "provider receipt"
     );
     Ok(true)

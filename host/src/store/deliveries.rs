@@ -18,22 +18,49 @@ pub async fn enqueue_in(tx: &mut Transaction<'_, Any>, message_id: i64, at: Mill
     Ok(())
 }
 
-/// Claims up to `limit` due jobs for `lease_ms`; returns their message ids. A job whose lease ran out
-/// (its worker died) is due again.
-pub async fn claim_due(db: &Db, now: Millis, lease_ms: i64, limit: i64) -> Result<Vec<i64>, sqlx::Error> {
+/// Queues a message again after a failure receipt, to continue its chain: `sms` or `alert_sms`.
+pub async fn enqueue_resume_in(
+    tx: &mut Transaction<'_, Any>,
+    message_id: i64,
+    resume: &str,
+    at: Millis,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO delivery_jobs (message_id, next_attempt_at, resume) VALUES ($1, $2, $3) \
+         ON CONFLICT (message_id) DO NOTHING",
+    )
+    .bind(message_id)
+    .bind(at)
+    .bind(resume)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// A claimed job: the message, and what a receipt asked to continue (`None`: a first delivery).
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub message_id: i64,
+    pub resume: Option<String>,
+}
+
+/// Claims up to `limit` due jobs for `lease_ms`. A job whose lease ran out (its worker died) is due again.
+pub async fn claim_due(db: &Db, now: Millis, lease_ms: i64, limit: i64) -> Result<Vec<Job>, sqlx::Error> {
+    use sqlx::Row;
     let sql = match db.backend() {
         Backend::Postgres => {
             "UPDATE delivery_jobs SET lease_until = $1 WHERE message_id IN (SELECT message_id FROM delivery_jobs \
              WHERE next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2) \
-             ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING message_id"
+             ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING message_id, resume"
         }
         Backend::Sqlite => {
             "UPDATE delivery_jobs SET lease_until = $1 WHERE message_id IN (SELECT message_id FROM delivery_jobs \
              WHERE next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2) \
-             ORDER BY next_attempt_at LIMIT $3) RETURNING message_id"
+             ORDER BY next_attempt_at LIMIT $3) RETURNING message_id, resume"
         }
     };
-    sqlx::query_scalar(sql).bind(now + lease_ms).bind(now).bind(limit).fetch_all(db.writer()).await
+    let rows = sqlx::query(sql).bind(now + lease_ms).bind(now).bind(limit).fetch_all(db.writer()).await?;
+    rows.iter().map(|r| Ok(Job { message_id: r.try_get("message_id")?, resume: r.try_get("resume")? })).collect()
 }
 
 /// Removes a finished job.

@@ -201,6 +201,22 @@ fn replay_or_reused(row: &AnyRow, request_hash: Option<&str>) -> Result<Created,
     Ok(if stored_hash.as_deref() == request_hash { Created::Replayed(from_row(row)?) } else { Created::KeyReused })
 }
 
+/// Records that a message went out on another channel (an SMS after WhatsApp failed), its state unchanged.
+pub async fn set_channel_in(
+    tx: &mut Transaction<'_, Any>,
+    id: i64,
+    channel: &str,
+    now: Millis,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE messages SET channel = $1, updated_at = $2 WHERE id = $3")
+        .bind(channel)
+        .bind(now)
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 /// One of the partner's messages.
 pub async fn find_message(db: &Db, partner_id: i64, id: i64) -> Result<Option<Message>, sqlx::Error> {
     let sql = const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.id = $2");

@@ -32,7 +32,8 @@ impl Target {
 }
 
 /// Records one event for delivery. `ordering_key` groups events that must arrive in order (e.g. all the
-/// status changes of one message). Returns the delivery id (the `X-Service-Delivery` header).
+/// status changes of one message): the event names its predecessor in the group (`after_id`), and is not
+/// sent while that one is still pending. Returns the delivery id (the `X-Service-Delivery` header).
 pub async fn enqueue(
     tx: &mut Transaction<'_, Any>,
     target: Target,
@@ -44,7 +45,9 @@ pub async fn enqueue(
     let delivery_id = format!("dlv_{}", random_alnum(24));
     sqlx::query(
         "INSERT INTO outbox_events (delivery_id, target, target_id, event, payload, ordering_key, state, \
-         next_attempt_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7)",
+         next_attempt_at, created_at, updated_at, after_id) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7, \
+         COALESCE((SELECT MAX(p.id) FROM outbox_events p \
+         WHERE p.target = $2 AND p.target_id = $3 AND p.ordering_key = $6), 0))",
     )
     .bind(&delivery_id)
     .bind(target.kind())
@@ -102,7 +105,7 @@ fn target_of(kind: &str, id: i64) -> Target {
 }
 
 /// Claims up to `limit` due events for `lease_ms`. An event is due when it is pending, its time has
-/// come, nobody holds it, and no earlier event with the same ordering key is still pending (so a
+/// come, nobody holds it, and its predecessor with the same ordering key is no longer pending (so a
 /// message's `read` never overtakes its `delivered`, even across processes).
 pub async fn claim_due(
     db: &super::Db,
@@ -115,16 +118,16 @@ pub async fn claim_due(
         super::Backend::Postgres => {
             "UPDATE outbox_events SET lease_until = $1 WHERE id IN (SELECT e.id FROM outbox_events e \
              WHERE e.state = 'pending' AND e.next_attempt_at <= $2 AND (e.lease_until IS NULL OR e.lease_until <= $2) \
-             AND NOT EXISTS (SELECT 1 FROM outbox_events p WHERE p.target = e.target AND p.target_id = e.target_id \
-             AND p.ordering_key = e.ordering_key AND p.id < e.id AND p.state = 'pending') \
+             AND (e.after_id = 0 OR NOT EXISTS (SELECT 1 FROM outbox_events p \
+             WHERE p.id = e.after_id AND p.state = 'pending')) \
              ORDER BY e.id LIMIT $3 FOR UPDATE SKIP LOCKED) \
              RETURNING id, delivery_id, target, target_id, event, payload, attempts"
         }
         super::Backend::Sqlite => {
             "UPDATE outbox_events SET lease_until = $1 WHERE id IN (SELECT e.id FROM outbox_events e \
              WHERE e.state = 'pending' AND e.next_attempt_at <= $2 AND (e.lease_until IS NULL OR e.lease_until <= $2) \
-             AND NOT EXISTS (SELECT 1 FROM outbox_events p WHERE p.target = e.target AND p.target_id = e.target_id \
-             AND p.ordering_key = e.ordering_key AND p.id < e.id AND p.state = 'pending') \
+             AND (e.after_id = 0 OR NOT EXISTS (SELECT 1 FROM outbox_events p \
+             WHERE p.id = e.after_id AND p.state = 'pending')) \
              ORDER BY e.id LIMIT $3) \
              RETURNING id, delivery_id, target, target_id, event, payload, attempts"
         }
