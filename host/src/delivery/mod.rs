@@ -15,6 +15,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use self::providers::Provider;
+use crate::clock::Millis;
 use crate::events;
 use crate::state::AppState;
 use crate::store::deliveries::NewAttempt;
@@ -228,12 +229,7 @@ async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
     let mut tx = db.writer().begin().await?;
     let tries = attempts.iter().map(|a| ("delivery", a)).chain(alerts.iter().map(|a| ("alert", a)));
     for (kind, (channel, outcome)) in tries {
-        let (state, error, provider_ref) = match outcome {
-            Ok(id) => ("sent", None, Some(id.as_str()).filter(|id| !id.is_empty())),
-            Err(reason) => ("failed", Some(reason.as_str()), None),
-        };
-        let attempt = NewAttempt { message_id, kind, channel: channel.as_str(), state, error, provider_ref, at: now };
-        deliveries::record_attempt_in(&mut tx, &attempt).await?;
+        deliveries::record_attempt_in(&mut tx, &attempt(message_id, kind, *channel, outcome, now)).await?;
     }
     let last = attempts.last().map(|(c, _)| *c);
     match attempts.last() {
@@ -268,6 +264,21 @@ async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
+/// The attempt row of one provider try: `sent` with the provider's id, or `failed` with the reason.
+fn attempt<'a>(
+    message_id: i64,
+    kind: &'a str,
+    channel: Channel,
+    outcome: &'a Result<String, String>,
+    at: Millis,
+) -> NewAttempt<'a> {
+    let (state, error, provider_ref) = match outcome {
+        Ok(id) => ("sent", None, Some(id.as_str()).filter(|id| !id.is_empty())),
+        Err(reason) => ("failed", Some(reason.as_str()), None),
+    };
+    NewAttempt { message_id, kind, channel: channel.as_str(), state, error, provider_ref, at }
+}
+
 /// Continues a chain a failure receipt broke off (see `receipts::apply`): the SMS after a message that
 /// WhatsApp accepted and then could not deliver (`sms`), or the SMS alert after such a WhatsApp alert
 /// (`alert_sms`). A message the app has fetched meanwhile needs nothing more.
@@ -292,14 +303,8 @@ async fn continue_after_receipt(state: &AppState, message_id: i64, resume: &str)
     let now = state.now();
     let mut tx = db.writer().begin().await?;
     if let Some(outcome) = &outcome {
-        let (attempt_state, error, provider_ref) = match outcome {
-            Ok(id) => ("sent", None, Some(id.as_str()).filter(|id| !id.is_empty())),
-            Err(reason) => ("failed", Some(reason.as_str()), None),
-        };
         let kind = if alert { "alert" } else { "delivery" };
-        let attempt =
-            NewAttempt { message_id, kind, channel: "sms", state: attempt_state, error, provider_ref, at: now };
-        deliveries::record_attempt_in(&mut tx, &attempt).await?;
+        deliveries::record_attempt_in(&mut tx, &attempt(message_id, kind, Channel::Sms, outcome, now)).await?;
         if !alert {
             match outcome {
                 Ok(_) => messages::set_channel_in(&mut tx, message_id, Channel::Sms.as_str(), now).await?,
