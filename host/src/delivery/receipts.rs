@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::Channel;
 use crate::events;
-use crate::secrets::{constant_time_eq, hex};
+use crate::secrets::constant_time_eq;
 use crate::state::AppState;
 use crate::store::{deliveries, messages};
 
@@ -42,11 +42,9 @@ pub fn twilio_signature(auth_token: &str, url: &str, params: &[(String, String)]
 }
 
 /// Meta's `X-Hub-Signature-256`: `sha256=` and the hex HMAC-SHA256 of the raw body, keyed with the app
-/// secret.
+/// secret (the same construction as our own bot events' `X-Service-Signature`).
 pub fn meta_signature(app_secret: &str, body: &[u8]) -> String {
-    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(app_secret.as_bytes()).expect("any key length");
-    mac.update(body);
-    format!("sha256={}", hex(&mac.finalize().into_bytes()))
+    format!("sha256={}", crate::webhooks::signing::service_signature(app_secret, body))
 }
 
 /// Whether a presented signature is the expected one (constant time).
@@ -108,32 +106,31 @@ pub async fn apply(
     let now = state.now();
     let mut tx = state.db.writer().begin().await?;
     let mut resumed = false;
-    let (from, to): (&[&str], &str) = match (&receipt, alert) {
+    // The state change the receipt makes, if any.
+    let change: Option<(&[&str], &str)> = match (&receipt, alert) {
         (Receipt::Failed(reason), _) => {
             deliveries::fail_attempt_in(&mut tx, target.attempt_id, reason).await?;
-            if channel == Channel::Sms {
-                if alert { (&[], "failed") } else { (&["sent"], "failed") }
-            } else {
+            if channel != Channel::Sms {
                 let next = if alert { "alert_sms" } else { "sms" };
                 deliveries::enqueue_resume_in(&mut tx, target.message_id, next, now).await?;
                 resumed = true;
-                (&[], "failed")
+                None
+            } else if alert {
+                None
+            } else {
+                Some((&["sent"], "failed"))
             }
         }
-        (_, true) => (&[], "delivered"),
-        (Receipt::Delivered, false) => (&["queued", "sent"], "delivered"),
-        (Receipt::Read, false) => (&["queued", "sent", "delivered"], "read"),
+        (_, true) => None,
+        (Receipt::Delivered, false) => Some((&["queued", "sent"], "delivered")),
+        (Receipt::Read, false) => Some((&["queued", "sent", "delivered"], "read")),
     };
-    let moved = messages::transition_in(
-        &mut tx,
-        target.message_id,
-        from,
-        to,
-        Some(channel.as_str()),
-        now,
-        events::message_status,
-    )
-    .await?;
+    let mut moved = None;
+    if let Some((from, to)) = change {
+        let channel = Some(channel.as_str());
+        moved =
+            messages::transition_in(&mut tx, target.message_id, from, to, channel, now, events::message_status).await?;
+    }
     tx.commit().await?;
     if resumed {
         state.delivery.wake.notify_one();

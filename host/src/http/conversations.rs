@@ -191,9 +191,7 @@ async fn my_conversation(
     user: UserAuth,
     Path(reference): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let c = store::find_for_user(&state.db, &user.phone, &reference)
-        .await?
-        .ok_or_else(|| ApiError::not_found("conversation"))?;
+    let c = user_thread(&state, &user, &reference).await?;
     Ok(Json(with_messages(&state, &c).await?))
 }
 
@@ -203,9 +201,7 @@ async fn user_message(
     Path(reference): Path<String>,
     ApiJson(req): ApiJson<SendMessage>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let c = store::find_for_user(&state.db, &user.phone, &reference)
-        .await?
-        .ok_or_else(|| ApiError::not_found("conversation"))?;
+    let c = user_thread(&state, &user, &reference).await?;
     let content = conversation_content(&state, &c, &req).await?;
     let message = content.into_message(c.partner_id, &user.phone, "in", Some(c.id));
     // A user message puts the thread back in the agents' queue, reopening a closed one.
@@ -244,9 +240,7 @@ async fn get_conversation(
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let id = parse_id(&id, "conversation")?;
-    let c =
-        store::find_for_partner(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("conversation"))?;
+    let c = agent_thread(&state, partner.id, &id).await?;
     Ok(Json(with_messages(&state, &c).await?))
 }
 
@@ -288,9 +282,7 @@ async fn agent_reply(
     Path(id): Path<String>,
     ApiJson(req): ApiJson<SendMessage>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let id = parse_id(&id, "conversation")?;
-    let c =
-        store::find_for_partner(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("conversation"))?;
+    let c = agent_thread(&state, partner.id, &id).await?;
     Ok((StatusCode::CREATED, Json(reply(&state, partner.id, &c, &req).await?)))
 }
 
@@ -426,10 +418,12 @@ async fn peer_devices(state: &AppState, c: &Conversation) -> ApiResult<Value> {
     }))
 }
 
+/// One of the user's conversations, by ref (another user's is 404).
 async fn user_thread(state: &AppState, user: &UserAuth, reference: &str) -> ApiResult<Conversation> {
     store::find_for_user(&state.db, &user.phone, reference).await?.ok_or_else(|| ApiError::not_found("conversation"))
 }
 
+/// One of the partner's conversations, by id (another partner's is 404).
 async fn agent_thread(state: &AppState, partner_id: i64, id: &str) -> ApiResult<Conversation> {
     let id = parse_id(id, "conversation")?;
     store::find_for_partner(&state.db, partner_id, id).await?.ok_or_else(|| ApiError::not_found("conversation"))
