@@ -43,8 +43,17 @@ pub fn is_date(s: &str) -> bool {
     s.len() == 10 && chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok()
 }
 
+/// Whether a text has control characters (CR, LF, NUL, tab, …), which no URL we store may have: the URL
+/// parser silently drops some of them, so the stored text would differ from what was checked.
+pub fn has_control_chars(s: &str) -> bool {
+    s.chars().any(char::is_control)
+}
+
 /// An absolute `http(s)` URL with a host.
 pub fn is_http_url(s: &str) -> bool {
+    if has_control_chars(s) {
+        return false;
+    }
     match reqwest::Url::parse(s) {
         Ok(url) => matches!(url.scheme(), "http" | "https") && url.host_str().is_some_and(|h| !h.is_empty()),
         Err(_) => false,
@@ -104,10 +113,15 @@ pub fn ip_matches(entry: &str, ip: std::net::IpAddr) -> bool {
         None => (entry, None),
     };
     let Ok(net) = addr.parse::<IpAddr>() else { return false };
-    let ip = match (net, ip) {
-        (IpAddr::V4(_), IpAddr::V6(v6)) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)),
-        _ => ip,
+    // `::ffff:a.b.c.d` is the IPv4 address a.b.c.d, on either side (a /N on a mapped entry counts its
+    // IPv4 part).
+    let (net, bits) = match (net, bits) {
+        (IpAddr::V6(v6), bits) if v6.to_ipv4_mapped().is_some() => {
+            (IpAddr::V4(v6.to_ipv4_mapped().expect("checked")), bits.map(|b| b.saturating_sub(96)))
+        }
+        other => other,
     };
+    let ip = ip.to_canonical();
     match (net, ip) {
         (IpAddr::V4(n), IpAddr::V4(i)) => {
             let bits = bits.unwrap_or(32).min(32);
@@ -134,24 +148,49 @@ pub fn is_ip_list(list: &str) -> bool {
     })
 }
 
-/// Whether a literal IP is one a public URL must not point at (loopback, private, link-local, …).
-pub fn is_non_public_ip(ip: std::net::IpAddr) -> bool {
+/// Whether an address is globally routable unicast, the only kind a webhook or bot URL may reach outside dev
+/// mode. An allow-list, not a deny-list: IPv4 special-purpose blocks (this network, private, shared,
+/// loopback, link-local, IETF protocol assignments, benchmarking, documentation, multicast, reserved,
+/// broadcast) are refused, and IPv6 must be in `2000::/3` outside its special blocks. The IPv4 address
+/// embedded in transition forms (mapped `::ffff:0:0/96`, compatible `::/96`, NAT64 `64:ff9b::/96`, 6to4
+/// `2002::/16`) is decoded and judged as IPv4; Teredo and local-use NAT64 are refused outright.
+pub fn is_global_unicast(ip: std::net::IpAddr) -> bool {
+    use std::net::{IpAddr, Ipv4Addr};
     match ip {
-        std::net::IpAddr::V4(v4) => {
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_documentation()
-                || v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64 // carrier-grade NAT
+        IpAddr::V4(v4) => {
+            let [a, b, c, _] = v4.octets();
+            !(a == 0 // 0.0.0.0/8 "this network"
+                || a == 10
+                || a == 100 && (b & 0xc0) == 64 // 100.64.0.0/10 shared (carrier-grade NAT)
+                || a == 127
+                || a == 169 && b == 254
+                || a == 172 && (b & 0xf0) == 16
+                || a == 192 && b == 0 && c == 0 // 192.0.0.0/24 IETF protocol assignments
+                || a == 192 && b == 0 && c == 2 // TEST-NET-1
+                || a == 192 && b == 88 && c == 99 // 6to4 relay anycast
+                || a == 192 && b == 168
+                || a == 198 && (b & 0xfe) == 18 // 198.18.0.0/15 benchmarking
+                || a == 198 && b == 51 && c == 100 // TEST-NET-2
+                || a == 203 && b == 0 && c == 113 // TEST-NET-3
+                || a >= 224) // multicast 224/4, reserved 240/4, broadcast
         }
-        std::net::IpAddr::V6(v6) => {
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || (v6.segments()[0] & 0xfe00) == 0xfc00 // unique local
-                || (v6.segments()[0] & 0xffc0) == 0xfe80 // link-local
-                || v6.to_ipv4_mapped().is_some_and(|v4| is_non_public_ip(v4.into()))
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            let embedded = |hi: u16, lo: u16| is_global_unicast(IpAddr::V4(Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo))));
+            if s[..5] == [0; 5] && (s[5] == 0 || s[5] == 0xffff) {
+                // IPv4-compatible (incl. :: and ::1) and IPv4-mapped.
+                return embedded(s[6], s[7]);
+            }
+            if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                return embedded(s[6], s[7]); // NAT64 well-known prefix
+            }
+            if s[0] == 0x2002 {
+                return embedded(s[1], s[2]); // 6to4
+            }
+            let global_block = (s[0] & 0xe000) == 0x2000; // 2000::/3
+            let ietf = (s[0] == 0x2001) && (s[1] & 0xfe00) == 0; // 2001::/23 (Teredo, ORCHID, …)
+            let documentation = (s[0] == 0x2001 && s[1] == 0x0db8) || (s[0] & 0xfff0) == 0x3ff0; // 2001:db8::/32, 3fff::/20
+            global_block && !ietf && !documentation
         }
     }
 }
@@ -159,12 +198,15 @@ pub fn is_non_public_ip(ip: std::net::IpAddr) -> bool {
 /// The URL rule for webhook and media URLs: HTTPS to a public host; in dev mode `http://localhost` and
 /// `http://127.0.0.1` too. Names are resolved later, where the URL is used; this checks the text.
 pub fn check_public_url(raw: &str, dev: bool) -> Result<reqwest::Url, &'static str> {
+    if has_control_chars(raw) {
+        return Err("must not contain control characters");
+    }
     let url = reqwest::Url::parse(raw).map_err(|_| "must be an absolute URL")?;
     let host = url.host().ok_or("must have a host")?;
     let local = match &host {
         url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost") || d.to_ascii_lowercase().ends_with(".localhost"),
-        url::Host::Ipv4(ip) => is_non_public_ip((*ip).into()),
-        url::Host::Ipv6(ip) => is_non_public_ip((*ip).into()),
+        url::Host::Ipv4(ip) => !is_global_unicast((*ip).into()),
+        url::Host::Ipv6(ip) => !is_global_unicast((*ip).into()),
     };
     let loopback_name = matches!(&host, url::Host::Domain(d) if d.eq_ignore_ascii_case("localhost"))
         || matches!(&host, url::Host::Ipv4(ip) if ip.is_loopback())
@@ -192,6 +234,10 @@ mod ip_tests {
         assert!(ip_matches("0.0.0.0/0", ip("1.2.3.4")));
         assert!(ip_matches("2001:db8::/32", ip("2001:db8::1")));
         assert!(ip_matches("127.0.0.1", ip("::ffff:127.0.0.1")));
+        assert!(ip_matches("::ffff:127.0.0.1", ip("127.0.0.1")));
+        assert!(ip_matches("::ffff:10.0.0.0/104", ip("10.9.8.7")));
+        assert!(!ip_matches("::ffff:10.0.0.0/104", ip("11.0.0.1")));
+        assert!(!ip_matches("::ffff:127.0.0.1", ip("127.0.0.2")));
         assert!(!ip_matches("nonsense", ip("127.0.0.1")));
         assert!(is_ip_list("127.0.0.1, 10.0.0.0/8,2001:db8::/32"));
         assert!(!is_ip_list("127.0.0.1/33") && !is_ip_list("host.example"));
@@ -214,5 +260,68 @@ mod url_tests {
         assert!(check_public_url("http://127.0.0.1:9000/x", true).is_ok());
         assert!(check_public_url("http://10.0.0.1/x", true).is_err());
         assert!(check_public_url("ftp://example.com/x", true).is_err());
+        for raw in ["https://example.com/a\r\nSet-Cookie: x", "https://example.com/\u{0}", "https://exa\tmple.com/"] {
+            assert!(check_public_url(raw, false).is_err(), "{raw:?}");
+            assert!(!super::is_http_url(raw), "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn only_globally_routable_unicast_is_public() {
+        use super::is_global_unicast;
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        for private in [
+            "::127.0.0.1",
+            "::ffff:0:7f00:1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "64:ff9b::7f00:1",
+            "64:ff9b:1::1",
+            "2002:7f00:1::1",
+            "2002:a9fe:a9fe::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "2001:db8::1",
+            "3fff::1",
+            "fec0::1",
+            "fc00::1",
+            "fd12:3456::1",
+            "fe80::1",
+            "ff02::1",
+            "::",
+            "::1",
+            "100::1",
+            "0.0.0.0",
+            "0.1.2.3",
+            "10.0.0.1",
+            "100.64.0.1",
+            "127.0.0.1",
+            "169.254.169.254",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.0.0.8",
+            "192.0.2.1",
+            "192.88.99.1",
+            "192.168.1.1",
+            "198.18.0.1",
+            "198.19.255.255",
+            "198.51.100.1",
+            "203.0.113.1",
+            "224.0.0.1",
+            "239.255.255.250",
+            "240.0.0.1",
+            "255.255.255.255",
+        ] {
+            assert!(!is_global_unicast(ip(private)), "{private} must not count as public");
+            let literal = if private.contains(':') { format!("https://[{private}]/x") } else { format!("https://{private}/x") };
+            assert!(check_public_url(&literal, false).is_err(), "{literal}");
+        }
+        for public in ["8.8.8.8", "1.1.1.1", "172.32.0.1", "198.20.0.1", "2606:4700::1111", "2a00:1450::1", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1"] {
+            assert!(is_global_unicast(ip(public)), "{public} is public");
+        }
+        // Non-canonical IPv4 spellings are normalised by the URL parser before the check.
+        for sneaky in ["https://0x7f.1/x", "https://2130706433/x", "https://0177.0.0.1/x", "https://127.1/x"] {
+            assert!(check_public_url(sneaky, false).is_err(), "{sneaky}");
+        }
     }
 }

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::state::AppState;
 use crate::store::outbox::{self, Attempt, AttemptRecorder, OutboxEvent, Target};
-use crate::validate::{check_public_url, is_non_public_ip};
+use crate::validate::{check_public_url, is_global_unicast};
 
 /// Where a target's events go.
 #[derive(Debug, Clone)]
@@ -42,7 +42,7 @@ impl SendOutcome {
     }
 }
 
-/// A DNS resolver that refuses names resolving to private, loopback or link-local addresses, so a
+/// A DNS resolver that keeps only globally routable unicast addresses (see [`is_global_unicast`]), so a
 /// webhook URL cannot reach inside the network even when its DNS changes after it was configured.
 struct PublicOnly;
 
@@ -51,7 +51,7 @@ impl Resolve for PublicOnly {
         Box::pin(async move {
             let host = name.as_str().to_string();
             let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let public: Vec<SocketAddr> = addrs.into_iter().filter(|a| !is_non_public_ip(a.ip())).collect();
+            let public: Vec<SocketAddr> = addrs.into_iter().filter(|a| is_global_unicast(a.ip())).collect();
             if public.is_empty() {
                 return Err(format!("{host} resolves to no public address").into());
             }
@@ -66,6 +66,8 @@ pub fn http_client(config: &Config) -> reqwest::Client {
     let mut builder = reqwest::Client::builder()
         .timeout(Duration::from_millis(config.webhook_timeout_ms))
         .redirect(reqwest::redirect::Policy::none())
+        // A proxy from the environment (`HTTPS_PROXY`) would connect on our behalf, past the address check.
+        .no_proxy()
         .user_agent("Hubbub-Webhooks/1");
     if !config.dev {
         builder = builder.dns_resolver(Arc::new(PublicOnly));
@@ -84,7 +86,7 @@ pub async fn check_url(raw: &str, dev: bool) -> Result<(), String> {
         let port = url.port_or_known_default().unwrap_or(443);
         let addrs: Vec<SocketAddr> =
             tokio::net::lookup_host((host, port)).await.map_err(|_| format!("host {host} does not resolve"))?.collect();
-        if addrs.is_empty() || addrs.iter().any(|a| is_non_public_ip(a.ip())) {
+        if addrs.is_empty() || addrs.iter().any(|a| !is_global_unicast(a.ip())) {
             return Err("must not resolve to a private or loopback address".into());
         }
     }

@@ -46,6 +46,49 @@ pub fn standard_signature(secret: &str, id: &str, timestamp: i64, body: &[u8]) -
     format!("v1,{}", STANDARD.encode(mac))
 }
 
+/// How far a Standard Webhooks `webhook-timestamp` may be from now, either way (seconds).
+pub const TIMESTAMP_TOLERANCE_S: i64 = 5 * 60;
+
+/// Why a Standard Webhooks signature was refused.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StandardSignatureError {
+    #[error("webhook-id must be 1 to 256 visible ASCII characters")]
+    BadId,
+    #[error("webhook-timestamp must be whole seconds since the epoch")]
+    BadTimestamp,
+    #[error("webhook-timestamp is more than 5 minutes from now")]
+    Stale,
+    #[error("webhook-signature does not verify")]
+    Mismatch,
+}
+
+/// Verifies inbound Standard Webhooks headers: `id` (the event id), `timestamp` (seconds, within
+/// [`TIMESTAMP_TOLERANCE_S`] of `now_s`) and `signature` (space-separated `v1,<base64>` entries; one must
+/// match, compared in constant time). Returns the timestamp.
+pub fn verify_standard_signature(
+    secret: &str,
+    id: &str,
+    timestamp: &str,
+    body: &[u8],
+    signature: &str,
+    now_s: i64,
+) -> Result<i64, StandardSignatureError> {
+    if id.is_empty() || id.len() > 256 || !id.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(StandardSignatureError::BadId);
+    }
+    let ts = timestamp.trim();
+    if ts.is_empty() || ts.len() > 12 || !ts.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(StandardSignatureError::BadTimestamp);
+    }
+    let ts: i64 = ts.parse().map_err(|_| StandardSignatureError::BadTimestamp)?;
+    if (ts - now_s).abs() > TIMESTAMP_TOLERANCE_S {
+        return Err(StandardSignatureError::Stale);
+    }
+    let expected = standard_signature(secret, id, ts, body);
+    let matched = signature.split_ascii_whitespace().fold(false, |found, entry| found | constant_time_eq(entry, &expected));
+    if matched { Ok(ts) } else { Err(StandardSignatureError::Mismatch) }
+}
+
 /// Verifies an `X-Service-Signature` value (either form) in constant time; for inbound bot webhooks.
 pub fn verify_service_signature(secret: &str, body: &[u8], header: &str) -> bool {
     let given = header.trim().strip_prefix("sha256=").unwrap_or(header.trim());
@@ -80,5 +123,25 @@ mod tests {
         assert!(!verify_service_signature(SECRET, b"{ }", &sig));
         assert!(!verify_service_signature("whsec_other", b"{}", &sig));
         assert!(new_secret().starts_with("whsec_") && STANDARD.decode(&new_secret()[6..]).unwrap().len() == 32);
+    }
+
+    #[test]
+    fn standard_signatures_verify_within_the_tolerance_only() {
+        let (id, ts) = ("evt_1", 1_795_860_000);
+        let sig = standard_signature(SECRET, id, ts, b"{}");
+        let now = ts + 10;
+        assert_eq!(verify_standard_signature(SECRET, id, &ts.to_string(), b"{}", &sig, now), Ok(ts));
+        // Several signatures (key rotation): any one may match.
+        let both = format!("v1,AAAA {sig}");
+        assert_eq!(verify_standard_signature(SECRET, id, &ts.to_string(), b"{}", &both, now), Ok(ts));
+        use StandardSignatureError::*;
+        assert_eq!(verify_standard_signature(SECRET, id, &ts.to_string(), b"{ }", &sig, now), Err(Mismatch));
+        assert_eq!(verify_standard_signature(SECRET, "evt_2", &ts.to_string(), b"{}", &sig, now), Err(Mismatch));
+        assert_eq!(verify_standard_signature(SECRET, id, &ts.to_string(), b"{}", &sig, ts + 301), Err(Stale));
+        assert_eq!(verify_standard_signature(SECRET, id, &ts.to_string(), b"{}", &sig, ts - 301), Err(Stale));
+        assert_eq!(verify_standard_signature(SECRET, id, "-5", b"{}", &sig, now), Err(BadTimestamp));
+        assert_eq!(verify_standard_signature(SECRET, id, "99999999999999999999", b"{}", &sig, now), Err(BadTimestamp));
+        assert_eq!(verify_standard_signature(SECRET, "", &ts.to_string(), b"{}", &sig, now), Err(BadId));
+        assert_eq!(verify_standard_signature(SECRET, "a b", &ts.to_string(), b"{}", &sig, now), Err(BadId));
     }
 }
