@@ -87,6 +87,21 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_DEVELOPER_DAILY_QUOTA", default_value_t = 500)]
     pub developer_daily_quota: i64,
 
+    /// Requests per minute one client address may make to the routes that send or check one-time codes
+    /// (`/auth/otp/start|verify`, `/dev/signup|verify|session`), on top of the per-phone limits.
+    #[arg(long, env = "HUBBUB_CODE_RATE_LIMIT_PER_IP_PER_MIN", default_value_t = 30)]
+    pub code_rate_limit_per_ip_per_min: u32,
+
+    /// Requests per minute this host accepts on those routes from all clients together (bounds the SMS
+    /// bill and code guessing as a whole).
+    #[arg(long, env = "HUBBUB_CODE_RATE_LIMIT_GLOBAL_PER_MIN", default_value_t = 1200)]
+    pub code_rate_limit_global_per_min: u32,
+
+    /// Reverse proxies (comma-separated IPs or CIDRs) whose `X-Forwarded-For` names the client; from any
+    /// other peer the header is ignored. Empty: the socket's address is the client's.
+    #[arg(long, env = "HUBBUB_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<String>,
+
     /// Lifetime of user JWTs, in seconds (default 30 days).
     #[arg(long, env = "HUBBUB_USER_TOKEN_TTL_S", default_value_t = 30 * 24 * 3600)]
     pub user_token_ttl_s: u64,
@@ -230,6 +245,9 @@ impl std::fmt::Debug for Config {
             .field("developer_rate_limit_per_s", &self.developer_rate_limit_per_s)
             .field("developer_rate_limit_burst", &self.developer_rate_limit_burst)
             .field("developer_daily_quota", &self.developer_daily_quota)
+            .field("code_rate_limit_per_ip_per_min", &self.code_rate_limit_per_ip_per_min)
+            .field("code_rate_limit_global_per_min", &self.code_rate_limit_global_per_min)
+            .field("trusted_proxies", &self.trusted_proxies)
             .field("user_token_ttl_s", &self.user_token_ttl_s)
             .field("public_url", &self.public_url)
             .field("sms_provider", &self.sms_provider)

@@ -96,29 +96,27 @@ pub fn check_envelope(envelope: Option<&Value>, wraps_required: bool) -> ApiResu
     if env.get("sender_device_uuid").is_some_and(|v| !v.is_string() && !v.is_null()) {
         return Err(ApiError::validation("e2e_envelope.sender_device_uuid", "sender_device_uuid must be a string"));
     }
-    let wraps = env.get("key_wraps");
-    if wraps_required {
-        if env.get("mode").is_some_and(|m| m.as_str() != Some(MODE_SEALED)) {
-            return Err(ApiError::validation("e2e_envelope.mode", "e2e_envelope.mode must be sealed for hub messages"));
+    if wraps_required && env.get("mode").is_some_and(|m| m.as_str() != Some(MODE_SEALED)) {
+        return Err(ApiError::validation("e2e_envelope.mode", "e2e_envelope.mode must be sealed for hub messages"));
+    }
+    // Sealed hub messages need one wrap per recipient device; a conversation envelope may carry wraps
+    // too (INTERFACE's envelope has them), checked the same way and stored as given.
+    let wraps = match env.get("key_wraps") {
+        None | Some(Value::Null) if !wraps_required => None,
+        wraps => Some(wraps.and_then(Value::as_array).filter(|w| !w.is_empty() || !wraps_required).ok_or_else(|| {
+            let what = if wraps_required { "a non-empty array" } else { "an array" };
+            ApiError::validation("e2e_envelope.key_wraps", format!("e2e_envelope.key_wraps must be {what}"))
+        })?),
+    };
+    // Each is a whole wrap to one device, once; which devices are valid is the caller's check (for hub
+    // messages, the recipient's published ones).
+    let mut seen = std::collections::HashSet::new();
+    for w in wraps.into_iter().flatten() {
+        let wrap = check_wrap(w, "e2e_envelope.key_wraps", false)
+            .map_err(|e| ApiError::validation("e2e_envelope.key_wraps", e.message().to_string()))?;
+        if !seen.insert(wrap["device_uuid"].as_str().unwrap_or_default()) {
+            return Err(ApiError::validation("e2e_envelope.key_wraps", "two key wraps for one device"));
         }
-        let wraps = wraps.and_then(Value::as_array).filter(|w| !w.is_empty()).ok_or_else(|| {
-            ApiError::validation("e2e_envelope.key_wraps", "e2e_envelope.key_wraps must be a non-empty array")
-        })?;
-        // Each is a whole wrap to one device, once; which devices are valid is the caller's check (the
-        // recipient's published ones).
-        let mut seen = std::collections::HashSet::new();
-        for w in wraps {
-            let wrap = check_wrap(w, "e2e_envelope.key_wraps", false)
-                .map_err(|e| ApiError::validation("e2e_envelope.key_wraps", e.message().to_string()))?;
-            if !seen.insert(wrap["device_uuid"].as_str().unwrap_or_default()) {
-                return Err(ApiError::validation("e2e_envelope.key_wraps", "two key wraps for one device"));
-            }
-        }
-    } else if wraps.is_some_and(|w| !w.as_array().is_some_and(|a| a.is_empty())) {
-        return Err(ApiError::validation(
-            "e2e_envelope.key_wraps",
-            "conversation messages carry no key wraps: share the content key with POST …/keys",
-        ));
     }
     Ok(env)
 }
@@ -192,7 +190,17 @@ mod tests {
         no_wraps["key_wraps"] = json!([]);
         assert_eq!(field(no_wraps.clone(), true).as_deref(), Some("e2e_envelope.key_wraps"));
         assert_eq!(field(no_wraps, false), None, "conversation messages need no wraps");
-        assert_eq!(field(base, false).as_deref(), Some("e2e_envelope.key_wraps"), "and carry none");
+        // A conversation envelope may carry wraps (INTERFACE's envelope has them): checked, then kept.
+        assert_eq!(field(base.clone(), false), None, "conversation envelopes may carry wraps");
+        let mut conv_bad = base.clone();
+        conv_bad["key_wraps"] = json!([{"device_uuid": "d1"}]);
+        assert_eq!(field(conv_bad, false).as_deref(), Some("e2e_envelope.key_wraps"));
+        let mut conv_dup = base.clone();
+        conv_dup["key_wraps"] = json!([wrap(), wrap()]);
+        assert_eq!(field(conv_dup, false).as_deref(), Some("e2e_envelope.key_wraps"));
+        let mut conv_obj = base;
+        conv_obj["key_wraps"] = json!({"d1": "x"});
+        assert_eq!(field(conv_obj, false).as_deref(), Some("e2e_envelope.key_wraps"));
     }
 
     #[test]

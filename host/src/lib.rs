@@ -44,7 +44,7 @@ use crate::store::{Db, settings};
 /// Connects to the database (running migrations) and builds the shared state.
 pub async fn prepare(config: Config, clock: SharedClock) -> anyhow::Result<AppState> {
     let db = Db::connect(&config.database_url, config.db_max_connections).await?;
-    let jwt_secret = match &config.jwt_secret {
+    let jwt_secret = match configured_jwt_secret(&config)? {
         Some(secret) => secret.as_bytes().to_vec(),
         None => settings::get_or_insert(&db, "jwt_secret", || {
             base64::engine::general_purpose::STANDARD.encode(secrets::random_bytes::<32>())
@@ -53,6 +53,23 @@ pub async fn prepare(config: Config, clock: SharedClock) -> anyhow::Result<AppSt
         .into_bytes(),
     };
     AppState::new(db, config, clock, jwt_secret)
+}
+
+/// Shortest `HUBBUB_JWT_SECRET` accepted, in bytes: HS256 keys shorter than the hash are guessable.
+pub const MIN_JWT_SECRET_BYTES: usize = 32;
+
+/// The operator's JWT secret: `None` when unset or empty (one is then generated), an error when it is
+/// set but shorter than [`MIN_JWT_SECRET_BYTES`].
+pub fn configured_jwt_secret(config: &Config) -> anyhow::Result<Option<&str>> {
+    match config.jwt_secret.as_deref() {
+        None | Some("") => Ok(None),
+        Some(secret) if secret.len() < MIN_JWT_SECRET_BYTES => anyhow::bail!(
+            "HUBBUB_JWT_SECRET is {} bytes long; it must be at least {MIN_JWT_SECRET_BYTES} bytes (or unset, so \
+             that a random one is generated and kept encrypted in the database)",
+            secret.len()
+        ),
+        Some(secret) => Ok(Some(secret)),
+    }
 }
 
 /// Serves the API on `listener` until `shutdown` resolves, then stops accepting, lets in-flight requests

@@ -21,15 +21,22 @@ fn code_digest(state: &AppState, phone: &str, purpose: &str, code: &str) -> Stri
     hex(&mac.finalize().into_bytes())
 }
 
-/// Issues a code for `phone` and sends it by SMS with `text(code)`. Returns when it expires.
-pub async fn start(state: &AppState, phone: &str, purpose: &str, text: impl Fn(&str) -> String) -> ApiResult<Millis> {
+/// Issues a code for `phone` and sends it by SMS with `text(code)`; `payload` is kept with the code and
+/// handed back by [`verify`] (nothing it carries takes effect before). Returns when the code expires.
+pub async fn start(
+    state: &AppState,
+    phone: &str,
+    purpose: &str,
+    payload: Option<&str>,
+    text: impl Fn(&str) -> String,
+) -> ApiResult<Millis> {
     let now = state.now();
     if otp::count_since(&state.db, phone, purpose, now - SEND_WINDOW_MS).await? >= SENDS_PER_WINDOW {
         return Err(ApiError::rate_limited((SEND_WINDOW_MS / 1000) as u64));
     }
     let code = format!("{:06}", rand::rng().random_range(0..1_000_000u32));
     let expires_at = now + CODE_TTL_MS;
-    otp::insert_code(&state.db, phone, purpose, &code_digest(state, phone, purpose, &code), expires_at, now).await?;
+    otp::insert_code(&state.db, phone, purpose, &code_digest(state, phone, purpose, &code), payload, expires_at, now).await?;
     state
         .delivery
         .sms
@@ -39,12 +46,14 @@ pub async fn start(state: &AppState, phone: &str, purpose: &str, text: impl Fn(&
     Ok(expires_at)
 }
 
-/// Checks a code; a wrong, expired, used or voided code is 401.
-pub async fn verify(state: &AppState, phone: &str, purpose: &str, code: &str) -> ApiResult<()> {
+/// Checks a code and returns the payload it was issued with; a wrong, expired, used or voided code is 401.
+pub async fn verify(state: &AppState, phone: &str, purpose: &str, code: &str) -> ApiResult<Option<String>> {
     let code = code.trim();
     let well_formed = code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit());
     let digest = code_digest(state, phone, purpose, code);
     // A malformed code still counts as a try.
-    let ok = otp::consume_code(&state.db, phone, purpose, &digest, state.now()).await?;
-    if ok && well_formed { Ok(()) } else { Err(ApiError::unauthorized("the code is wrong, expired or used up")) }
+    match otp::consume_code(&state.db, phone, purpose, &digest, state.now()).await? {
+        Some(used) if well_formed => Ok(used.payload),
+        _ => Err(ApiError::unauthorized("the code is wrong, expired or used up")),
+    }
 }

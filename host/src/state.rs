@@ -40,6 +40,8 @@ pub struct AppState {
     pub http: reqwest::Client,
     /// The outbound HTTP client of webhooks (no redirects; public addresses only outside dev mode).
     pub webhook_http: reqwest::Client,
+    /// Per-address and host-wide limits of the one-time code routes.
+    pub code_limits: Arc<crate::http::abuse::CodeLimits>,
 }
 
 impl AppState {
@@ -52,6 +54,7 @@ impl AppState {
         let dev_burst = NonZeroU32::new(config.developer_rate_limit_burst.max(1)).expect("max(1) is non-zero");
         let developer_limiter = RateLimiter::keyed(Quota::per_second(dev_per_s).allow_burst(dev_burst));
         let messages = MessageWriter::spawn(db.clone());
+        let code_limits = Arc::new(crate::http::abuse::CodeLimits::new(&config));
         let webhook_http = crate::webhooks::http_client(&config);
         let limits = crate::runtime::RuntimeLimits {
             cpu_ms: config.bot_cpu_ms.max(1),
@@ -76,6 +79,7 @@ impl AppState {
             messages,
             delivery,
             webhook_http,
+            code_limits,
             broadcast_wake: Arc::new(tokio::sync::Notify::new()),
             http,
             runtime,
@@ -97,5 +101,6 @@ impl AppState {
     pub fn forget_idle_rate_buckets(&self) {
         self.limiter.retain_recent();
         self.developer_limiter.retain_recent();
+        self.code_limits.forget_idle();
     }
 }

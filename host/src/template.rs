@@ -98,21 +98,34 @@ pub enum RenderError {
     Missing(String),
     #[error(transparent)]
     Malformed(#[from] TemplateProblem),
+    #[error("the rendered text would be {size} bytes; at most {max} are allowed")]
+    TooLong { size: usize, max: usize },
 }
 
-/// Renders a body with `vars`: strings as they are, numbers and booleans as JSON prints them.
-pub fn render(body: &str, vars: &Map<String, Value>) -> Result<String, RenderError> {
-    let mut out = String::with_capacity(body.len());
-    for piece in parse(body)? {
-        match piece {
-            Piece::Text(t) => out.push_str(t),
-            Piece::Var(name) => match vars.get(name) {
-                Some(Value::String(s)) => out.push_str(s),
+/// Renders a body with `vars`: strings as they are, numbers and booleans as JSON prints them. The result
+/// may be at most `max_bytes` long; its size is computed before anything is allocated, so a short body
+/// that repeats a long variable cannot make the host build a huge string.
+pub fn render(body: &str, vars: &Map<String, Value>, max_bytes: usize) -> Result<String, RenderError> {
+    let pieces = parse(body)?;
+    let mut values: Vec<std::borrow::Cow<'_, str>> = Vec::with_capacity(pieces.len());
+    let mut size = 0usize;
+    for piece in &pieces {
+        let text = match piece {
+            Piece::Text(t) => std::borrow::Cow::Borrowed(*t),
+            Piece::Var(name) => match vars.get(*name) {
+                Some(Value::String(s)) => std::borrow::Cow::Borrowed(s.as_str()),
                 Some(Value::Null) | None => return Err(RenderError::Missing(name.to_string())),
-                Some(other) => out.push_str(&other.to_string()),
+                Some(other) => std::borrow::Cow::Owned(other.to_string()),
             },
-        }
+        };
+        size = size.saturating_add(text.len());
+        values.push(text);
     }
+    if size > max_bytes {
+        return Err(RenderError::TooLong { size, max: max_bytes });
+    }
+    let mut out = String::with_capacity(size);
+    values.iter().for_each(|v| out.push_str(v));
     Ok(out)
 }
 
@@ -133,14 +146,23 @@ mod tests {
 
     #[test]
     fn renders_strings_and_numbers() {
-        let out = render("Hi {{name}}, you owe {{ amount }}.", &vars(json!({"name": "Ana", "amount": 12.5})));
+        let out = render("Hi {{name}}, you owe {{ amount }}.", &vars(json!({"name": "Ana", "amount": 12.5})), 1000);
         assert_eq!(out.unwrap(), "Hi Ana, you owe 12.5.");
     }
 
     #[test]
     fn missing_variable_is_named() {
-        assert_eq!(render("Hi {{name}}", &Map::new()), Err(RenderError::Missing("name".into())));
-        assert_eq!(render("Hi {{name}}", &vars(json!({"name": null}))), Err(RenderError::Missing("name".into())));
+        assert_eq!(render("Hi {{name}}", &Map::new(), 1000), Err(RenderError::Missing("name".into())));
+        assert_eq!(render("Hi {{name}}", &vars(json!({"name": null})), 1000), Err(RenderError::Missing("name".into())));
+    }
+
+    #[test]
+    fn rendering_is_capped_before_it_allocates() {
+        let body = "{{a}}".repeat(5_000);
+        let big = vars(json!({"a": "x".repeat(20_000)}));
+        assert_eq!(render(&body, &big, 65_536), Err(RenderError::TooLong { size: 100_000_000, max: 65_536 }));
+        assert_eq!(render("{{a}}{{a}}", &vars(json!({"a": "xyz"})), 6).unwrap(), "xyzxyz");
+        assert!(matches!(render("{{a}}{{a}}", &vars(json!({"a": "xyz"})), 5), Err(RenderError::TooLong { size: 6, .. })));
     }
 
     #[test]

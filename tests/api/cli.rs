@@ -12,7 +12,7 @@ pub fn hubbub(database_url: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hubbub"))
         .args(args)
         .env("HUBBUB_DATABASE_URL", database_url)
-        .env("HUBBUB_JWT_SECRET", "test-secret")
+        .env("HUBBUB_JWT_SECRET", crate::common::TEST_JWT_SECRET)
         .env_remove("HUBBUB_DEV")
         .output()
         .expect("hubbub runs")

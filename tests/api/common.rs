@@ -44,14 +44,19 @@ impl TestDb {
     }
 }
 
+/// The JWT secret of test hosts (32 bytes: the shortest the host accepts).
+pub const TEST_JWT_SECRET: &str = "test-secret-test-secret-test-sec";
+
 /// Settings every test starts from: dev mode, a generous rate limit.
 pub fn test_config(database_url: &str) -> Config {
     let mut config = ConfigArgs::try_parse_from(["hubbub"]).expect("defaults parse").config;
     config.database_url = database_url.to_string();
     config.dev = true;
-    config.jwt_secret = Some("test-secret".into());
+    config.jwt_secret = Some(TEST_JWT_SECRET.into());
     config.rate_limit_per_s = 100_000;
     config.rate_limit_burst = 100_000;
+    config.code_rate_limit_per_ip_per_min = 100_000;
+    config.code_rate_limit_global_per_min = 100_000;
     config.db_max_connections = 4;
     config.delivery_poll_ms = 50;
     config.component_cache_dir = std::env::temp_dir().join("hubbub-test-components");

@@ -108,6 +108,11 @@ async fn the_key_directory_publishes_replaces_and_never_shows_other_partners_age
         .await;
     r.ok(201);
 
+    // The directory answers only for phones the partner is linked to.
+    app.get(&acme, &format!("/api/v1/keys/{PHONE}")).await.error(404, "not_found");
+    for partner in [&acme, &globex] {
+        app.post(partner, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    }
     let dir = app.get(&acme, &format!("/api/v1/keys/{PHONE}")).await.ok(200).clone();
     assert_eq!(dir["phone"], PHONE);
     let devices: Vec<(&str, &str, i64)> = dir["devices"]
@@ -130,10 +135,13 @@ async fn the_key_directory_publishes_replaces_and_never_shows_other_partners_age
     let dir = app.get(&globex, &format!("/api/v1/keys/{PHONE}")).await.ok(200).clone();
     assert_eq!(agents(&dir), vec![json!("console-g")], "never another partner's agent devices");
 
-    // A phone without devices has empty lists; a bad phone is 422; credentials of the wrong kind are 403.
+    // A linked phone without devices has empty lists; an unlinked one is 404 (whether it uses the app or
+    // not); a bad phone is 422; credentials of the wrong kind are 403.
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": "+15550000000"})).await.ok(200);
     let none = app.get(&acme, "/api/v1/keys/+15550000000").await.ok(200).clone();
     assert_eq!(none["devices"], json!([]));
     assert_eq!(agents(&none), vec![json!("console-a")]);
+    app.get(&acme, "/api/v1/keys/+15559990000").await.error(404, "not_found");
     app.get(&acme, "/api/v1/keys/12345").await.field_error("phone");
     app.get(&token, &format!("/api/v1/keys/{PHONE}")).await.error(403, "forbidden");
     app.post(&acme, "/api/v1/me/devices/keys", json!({"identity_key_pub": k1.public_b64()}))

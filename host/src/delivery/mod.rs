@@ -260,7 +260,7 @@ async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
     }
     deliveries::finish_in(&mut tx, message_id).await?;
     tx.commit().await?;
-    tracing::info!(message_ref = %message.reference, channels = attempts.len(), "delivery finished");
+    tracing::info!(message_id, channels = attempts.len(), "delivery finished");
     Ok(())
 }
 

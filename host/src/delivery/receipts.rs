@@ -92,7 +92,8 @@ pub fn whatsapp_receipts(payload: &Value) -> Vec<(String, Receipt)> {
 /// Applies one receipt; answers whether it matched a message attempt of ours. Delivered and read move the
 /// message on; a failure marks the attempt and continues the chain: after WhatsApp, the message (or the
 /// E2E alert) is queued again for SMS; after SMS, the last channel, the message fails. Receipts about an
-/// alert that got through change nothing.
+/// alert that got through change nothing, and so does a failure receipt for an attempt already failed
+/// (providers retry callbacks, and a captured one may be replayed).
 pub async fn apply(
     state: &AppState,
     channel: Channel,
@@ -109,8 +110,10 @@ pub async fn apply(
     // The state change the receipt makes, if any.
     let change: Option<(&[&str], &str)> = match (&receipt, alert) {
         (Receipt::Failed(reason), _) => {
-            deliveries::fail_attempt_in(&mut tx, target.attempt_id, reason).await?;
-            if channel != Channel::Sms {
+            if !deliveries::fail_attempt_in(&mut tx, target.attempt_id, reason).await? {
+                // A repeated (or replayed) failure: the chain already went on once.
+                None
+            } else if channel != Channel::Sms {
                 let next = if alert { "alert_sms" } else { "sms" };
                 deliveries::enqueue_resume_in(&mut tx, target.message_id, next, now).await?;
                 resumed = true;

@@ -408,8 +408,13 @@ async fn invite(
     ))
 }
 
-/// The inbound webhook: a bot answers users (`reply`) or checks the line (`ping`). Authenticated by the
-/// bot's token, its webhook secret in `X-Service-Bot-Secret`, or `X-Service-Signature` over the body.
+/// The inbound webhook: a bot answers users (`reply`) or checks the line (`ping`). The caller's address is
+/// checked against `allowed_ips` before any credential is looked at (so an outsider cannot learn whether a
+/// leaked secret is valid); then it authenticates with the bot's token, its webhook secret in
+/// `X-Service-Bot-Secret`, or a signature over the body: `X-Service-Signature`, or the Standard Webhooks
+/// `webhook-signature` over `webhook-id.webhook-timestamp.body`. An event with a `webhook-id` must carry a
+/// `webhook-timestamp` within five minutes, and is applied once: a replay answers 200 with
+/// `"duplicate": true` and changes nothing.
 async fn inbound(
     State(state): State<AppState>,
     Path(code): Path<String>,
@@ -417,8 +422,13 @@ async fn inbound(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    let bot = authenticate_inbound(&state, &code, &headers, &body).await?;
+    let candidates = bots_by_code(&state, &code).await?;
+    if !candidates.is_empty() && !candidates.iter().any(|b| check_allowed_ips(b.allowed_ips.as_deref(), Some(peer.ip())).is_ok()) {
+        return Err(ApiError::forbidden("the caller's address is not in the bot's allowed_ips"));
+    }
+    let bot = authenticate_inbound(&state, &code, candidates, &headers, &body).await?;
     check_allowed_ips(bot.allowed_ips.as_deref(), Some(peer.ip()))?;
+    let event_id = inbound_event_id(&state, &headers)?;
     let value: Value =
         serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("body is not valid JSON: {e}")))?;
     if !value.is_object() {
@@ -445,17 +455,47 @@ async fn inbound(
                 .ok_or_else(|| ApiError::not_found("session"))?;
             let steps =
                 super::flows::check_steps(reply.steps).map_err(|why| ApiError::validation("data.steps", why))?;
-            flows::push_pending(&state.db, session.id, &steps).await?;
-            Ok(Json(json!({ "ok": true })))
+            let event = event_id.as_deref().map(|id| (bot.id, id));
+            if flows::push_pending(&state.db, session.id, &steps, event, state.now()).await? {
+                Ok(Json(json!({ "ok": true })))
+            } else {
+                Ok(Json(json!({ "ok": true, "duplicate": true })))
+            }
         }
         Some(other) => Err(ApiError::validation("event", format!("unknown event {other:?}: expected reply or ping"))),
         None => Err(ApiError::validation("event", "event is required")),
     }
 }
 
-async fn authenticate_inbound(state: &AppState, code: &str, headers: &HeaderMap, body: &[u8]) -> ApiResult<Bot> {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty());
-    if let Some(auth) = header("authorization") {
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// The event id of an inbound event (`webhook-id`), which then needs a fresh `webhook-timestamp`.
+fn inbound_event_id(state: &AppState, headers: &HeaderMap) -> ApiResult<Option<String>> {
+    let Some(id) = header(headers, "webhook-id") else { return Ok(None) };
+    if id.len() > 256 || !id.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ApiError::bad_request("webhook-id must be 1 to 256 visible ASCII characters"));
+    }
+    let timestamp = header(headers, "webhook-timestamp")
+        .ok_or_else(|| ApiError::unauthorized("webhook-id needs a webhook-timestamp (seconds since the epoch)"))?;
+    let ts: i64 = timestamp
+        .parse()
+        .map_err(|_| ApiError::unauthorized("webhook-timestamp must be whole seconds since the epoch"))?;
+    if (ts - state.now() / 1000).abs() > signing::TIMESTAMP_TOLERANCE_S {
+        return Err(ApiError::unauthorized("webhook-timestamp is more than 5 minutes from now"));
+    }
+    Ok(Some(id.to_string()))
+}
+
+async fn authenticate_inbound(
+    state: &AppState,
+    code: &str,
+    candidates: Vec<Bot>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult<Bot> {
+    if let Some(auth) = header(headers, "authorization") {
         let token = auth.strip_prefix("Bearer ").or_else(|| auth.strip_prefix("bearer ")).unwrap_or("").trim();
         let hash = digest(token);
         let found = store::find_by_token_hash(&state.db, &hash).await?;
@@ -470,22 +510,36 @@ async fn authenticate_inbound(state: &AppState, code: &str, headers: &HeaderMap,
             _ => Err(ApiError::unauthorized("unknown or revoked bot token")),
         };
     }
-    // The secret header and the signature name the bot by its code (codes are unique per partner; the
+    // The secret header and the signatures name the bot by its code (codes are unique per partner; the
     // secret decides which bot it is).
-    let candidates = bots_by_code(state, code).await?;
-    if let Some(secret) = header("x-service-bot-secret") {
+    if let Some(secret) = header(headers, "x-service-bot-secret") {
         return candidates
             .into_iter()
             .find(|b| constant_time_eq(&b.webhook_secret, secret))
             .ok_or_else(|| ApiError::unauthorized("wrong webhook secret"));
     }
-    if let Some(signature) = header("x-service-signature") {
+    if let Some(signature) = header(headers, "x-service-signature") {
         return candidates
             .into_iter()
             .find(|b| signing::verify_service_signature(&b.webhook_secret, body, signature))
             .ok_or_else(|| ApiError::unauthorized("the signature does not verify"));
     }
-    Err(ApiError::unauthorized("authenticate with the bot token, X-Service-Bot-Secret or X-Service-Signature"))
+    if let Some(signature) = header(headers, "webhook-signature") {
+        let id = header(headers, "webhook-id").unwrap_or("");
+        let timestamp = header(headers, "webhook-timestamp").unwrap_or("");
+        let now_s = state.now() / 1000;
+        let mut last = signing::StandardSignatureError::Mismatch;
+        for bot in candidates {
+            match signing::verify_standard_signature(&bot.webhook_secret, id, timestamp, body, signature, now_s) {
+                Ok(_) => return Ok(bot),
+                Err(e) => last = e,
+            }
+        }
+        return Err(ApiError::unauthorized(last.to_string()));
+    }
+    Err(ApiError::unauthorized(
+        "authenticate with the bot token, X-Service-Bot-Secret, X-Service-Signature or webhook-signature",
+    ))
 }
 
 async fn bots_by_code(state: &AppState, code: &str) -> ApiResult<Vec<Bot>> {

@@ -115,6 +115,7 @@ async fn open_conversation(
             "a conversation opens with a plaintext message; share a content key (POST …/keys), then send encrypted ones",
         ));
     }
+    refuse_system_from_users(&req.message)?;
     let content = validate_content(&state, partner.id, &req.message, Some(&user.phone)).await?;
     let first = content.into_message(partner.id, &user.phone, "in", None);
     let reference = format!("conv_{}", random_alnum(24));
@@ -128,6 +129,14 @@ async fn open_conversation(
 /// A message in a conversation: plaintext content as any message, or an encrypted one
 /// (`encrypted: true, e2e_mode: "conversation", e2e_key_version, e2e_envelope`, optionally the sender's `ref`)
 /// under a content key already shared in the thread.
+/// `system` messages speak for the service or the partner: a user cannot write one.
+fn refuse_system_from_users(req: &SendMessage) -> ApiResult<()> {
+    if req.content_type.as_deref().map(str::trim) == Some("system") {
+        return Err(ApiError::validation("content_type", "users cannot send system messages"));
+    }
+    Ok(())
+}
+
 async fn conversation_content(state: &AppState, c: &Conversation, req: &SendMessage) -> ApiResult<Content> {
     if !req.wants_e2e() {
         return validate_content(state, c.partner_id, req, Some(&c.phone)).await;
@@ -202,6 +211,7 @@ async fn user_message(
     ApiJson(req): ApiJson<SendMessage>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let c = user_thread(&state, &user, &reference).await?;
+    refuse_system_from_users(&req)?;
     let content = conversation_content(&state, &c, &req).await?;
     let message = content.into_message(c.partner_id, &user.phone, "in", Some(c.id));
     // A user message puts the thread back in the agents' queue, reopening a closed one.

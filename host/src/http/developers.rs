@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::messages::message_json;
 use super::webhooks::{SetWebhook, apply_settings};
+use super::abuse::CodeRouteLimit;
 use super::{ApiJson, parse_value};
 use crate::auth::DeveloperAuth;
 use crate::clock::{Millis, record_time};
@@ -56,14 +57,19 @@ struct Signup {
 }
 
 /// Sends a code by SMS; the same call starts a sign-in for a verified developer.
-async fn signup(State(state): State<AppState>, ApiJson(req): ApiJson<Signup>) -> ApiResult<(StatusCode, Json<Value>)> {
+async fn signup(
+    _: CodeRouteLimit,
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<Signup>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
     let phone = phone_field(req.phone.as_deref())?;
     let email = req.email.as_deref().map(str::trim).filter(|e| !e.is_empty());
     if email.is_some_and(|e| !is_email(e)) {
         return Err(ApiError::validation("email", "not a valid e-mail address"));
     }
-    store::upsert_signup(&state.db, &phone, email, state.now()).await?;
-    let expires_at = otp::start(&state, &phone, "developer", |code| {
+    // The e-mail travels with the code: it is stored only when that code is verified.
+    store::insert_signup(&state.db, &phone, state.now()).await?;
+    let expires_at = otp::start(&state, &phone, "developer", email, |code| {
         format!("Your Hubbub developer code is {code}. It expires in 10 minutes.")
     })
     .await?;
@@ -76,7 +82,8 @@ struct CodeLogin {
     code: Option<String>,
 }
 
-/// Checks the code and returns the developer it belongs to.
+/// Checks the code and returns the developer it belongs to, with the e-mail of the sign-up that issued
+/// the code now stored.
 async fn check_code(state: &AppState, req: &CodeLogin) -> ApiResult<Developer> {
     let phone = phone_field(req.phone.as_deref())?;
     let code = req
@@ -85,7 +92,10 @@ async fn check_code(state: &AppState, req: &CodeLogin) -> ApiResult<Developer> {
         .map(str::trim)
         .filter(|c| !c.is_empty())
         .ok_or_else(|| ApiError::validation("code", "code is required"))?;
-    otp::verify(state, &phone, "developer", code).await?;
+    let email = otp::verify(state, &phone, "developer", code).await?;
+    if let Some(email) = email {
+        store::set_email(&state.db, &phone, &email).await?;
+    }
     store::find_by_phone(&state.db, &phone).await?.ok_or_else(|| ApiError::unauthorized("no sign-up for this phone"))
 }
 
@@ -112,7 +122,7 @@ async fn issue_key(state: &AppState, developer_id: i64, kind: &str, expires_at: 
     Err(ApiError::internal("could not issue a unique developer key"))
 }
 
-async fn verify(State(state): State<AppState>, ApiJson(req): ApiJson<CodeLogin>) -> ApiResult<Json<Value>> {
+async fn verify(_: CodeRouteLimit, State(state): State<AppState>, ApiJson(req): ApiJson<CodeLogin>) -> ApiResult<Json<Value>> {
     let developer = check_code(&state, &req).await?;
     if developer.verified || !store::mark_verified(&state.db, developer.id, state.now()).await? {
         return Err(ApiError::conflict("already verified: sign in with POST /api/v1/dev/session"));
@@ -121,7 +131,7 @@ async fn verify(State(state): State<AppState>, ApiJson(req): ApiJson<CodeLogin>)
     Ok(Json(json!({ "developer": developer_json(&developer), "api_key": key })))
 }
 
-async fn session(State(state): State<AppState>, ApiJson(req): ApiJson<CodeLogin>) -> ApiResult<Json<Value>> {
+async fn session(_: CodeRouteLimit, State(state): State<AppState>, ApiJson(req): ApiJson<CodeLogin>) -> ApiResult<Json<Value>> {
     let developer = check_code(&state, &req).await?;
     if !developer.verified {
         return Err(ApiError::unauthorized("verify the sign-up first (POST /api/v1/dev/verify)"));
@@ -229,11 +239,13 @@ async fn send(
         .filter(|t| t.code == code && t.lang == lang)
         .min_by_key(|t| (t.channel != "inapp", t.id))
         .ok_or_else(not_approved)?;
-    let text = template::render(&template.body, &req.vars.clone().unwrap_or_default()).map_err(|e| match e {
+    let vars = req.vars.clone().unwrap_or_default();
+    let text = template::render(&template.body, &vars, super::messages::MAX_BODY_BYTES).map_err(|e| match e {
         RenderError::Missing(name) => {
             ApiError::validation(format!("vars.{name}"), format!("variable {name} is missing"))
         }
         RenderError::Malformed(_) => not_approved(),
+        too_long @ RenderError::TooLong { .. } => ApiError::validation("vars", too_long.to_string()),
     })?;
     // The daily quota (UTC days).
     let now = state.now();

@@ -16,6 +16,7 @@ use crate::e2e;
 use crate::error::{ApiError, ApiResult};
 use crate::secrets::random_alnum;
 use crate::state::AppState;
+use crate::store::accounts;
 use crate::store::devices::{self, Device};
 use crate::store::keys::{self, AgentDevice};
 
@@ -95,14 +96,18 @@ async fn publish_agent_key(
     Ok((StatusCode::CREATED, Json(agent_device_json(&device))))
 }
 
-/// `GET /keys/{phone}`: the device key record. A phone with no devices has empty lists (a partner checks
-/// here whether a user can receive encrypted messages, e.g. before linking an account).
+/// `GET /keys/{phone}`: the device key record, for a phone whose account is linked to the caller (404
+/// otherwise, so the directory never tells a partner whether an arbitrary phone uses the app). A linked
+/// phone with no devices has empty lists.
 async fn directory(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(phone): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let phone = required_phone(Some(&phone))?;
+    if accounts::find_linked(&state.db, partner.id, phone).await?.is_none() {
+        return Err(ApiError::not_found("account"));
+    }
     let user_devices = devices::list_for_phone(&state.db, phone).await?;
     let agents = keys::agent_devices(&state.db, partner.id).await?;
     Ok(Json(json!({

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::ApiJson;
+use super::abuse::CodeRouteLimit;
 use super::accounts::user_account_json;
 use crate::auth::issue_user_token;
 use crate::clock::record_time;
@@ -30,9 +31,9 @@ fn phone_of(phone: Option<&str>) -> ApiResult<String> {
     super::required_phone(phone).map(str::to_string)
 }
 
-async fn start(State(state): State<AppState>, ApiJson(req): ApiJson<Start>) -> ApiResult<(StatusCode, Json<Value>)> {
+async fn start(_: CodeRouteLimit, State(state): State<AppState>, ApiJson(req): ApiJson<Start>) -> ApiResult<(StatusCode, Json<Value>)> {
     let phone = phone_of(req.phone.as_deref())?;
-    let expires_at = otp::start(&state, &phone, "login", |code| {
+    let expires_at = otp::start(&state, &phone, "login", None, |code| {
         format!("Your Hubbub code is {code}. It expires in 10 minutes. Never share it.")
     })
     .await?;
@@ -47,7 +48,7 @@ struct Verify {
     platform: Option<String>,
 }
 
-async fn verify(State(state): State<AppState>, ApiJson(req): ApiJson<Verify>) -> ApiResult<Json<Value>> {
+async fn verify(_: CodeRouteLimit, State(state): State<AppState>, ApiJson(req): ApiJson<Verify>) -> ApiResult<Json<Value>> {
     let phone = phone_of(req.phone.as_deref())?;
     let code = req
         .code
@@ -56,10 +57,7 @@ async fn verify(State(state): State<AppState>, ApiJson(req): ApiJson<Verify>) ->
         .filter(|c| !c.is_empty())
         .ok_or_else(|| ApiError::validation("code", "code is required"))?;
     let device_uuid = match req.device_uuid.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
-        Some(d) if d.len() > 128 => {
-            return Err(ApiError::validation("device_uuid", "device_uuid is at most 128 characters"));
-        }
-        Some(d) => d.to_string(),
+        Some(d) => crate::e2e::device_uuid(Some(d), "device_uuid")?,
         None => uuid::Uuid::new_v4().to_string(),
     };
     let platform = req.platform.as_deref().map(str::trim).filter(|p| !p.is_empty());

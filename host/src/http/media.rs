@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use axum::http::StatusCode;
-use axum::http::header::{CONTENT_SECURITY_POLICY, LOCATION};
+use axum::http::header::{CONTENT_SECURITY_POLICY, LOCATION, X_CONTENT_TYPE_OPTIONS};
 
 use crate::auth::{AnyAuth, Credential};
 use crate::error::{ApiError, ApiResult};
@@ -30,7 +30,9 @@ async fn get_media(
     let allowed = match &caller {
         Credential::Partner(p) => media.partner_id == p.id,
         Credential::User(u) => media_sent_to(&state.db, &id, &u.sub).await?,
-        Credential::Developer(_) | Credential::Bot(_) => false,
+        Credential::Developer(_) | Credential::Bot(_) => {
+            return Err(ApiError::forbidden("media is served to its sending partner and its recipients only"));
+        }
     };
     if !allowed {
         return Err(ApiError::not_found("media"));
@@ -38,20 +40,51 @@ async fn get_media(
     serve_media(media)
 }
 
+/// Media types a browser may show inline: images, audio and video it cannot run script in. Everything
+/// else (HTML, SVG, XML, PDF, unknown) is a download.
+const INLINE_TYPES: &[&str] = &[
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "image/avif",
+    "image/bmp",
+    "audio/mpeg",
+    "audio/mp4",
+    "audio/aac",
+    "audio/ogg",
+    "audio/wav",
+    "audio/webm",
+    "audio/flac",
+    "video/mp4",
+    "video/webm",
+    "video/ogg",
+    "video/quicktime",
+];
+
+/// Serves stored user content so that it can never run as a page of the service's origin: `nosniff`,
+/// a `sandbox` CSP, and `attachment` for every type not in [`INLINE_TYPES`].
 fn serve_media(media: crate::store::messages::StoredMedia) -> ApiResult<Response> {
-    let mut response = media.data.into_response();
     let mime = media.mimetype.as_deref().unwrap_or("application/octet-stream");
+    let essence = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let inline = INLINE_TYPES.contains(&essence.as_str());
+    let mut response = media.data.into_response();
     let headers = response.headers_mut();
     headers.insert(
         CONTENT_TYPE,
         HeaderValue::from_str(mime).unwrap_or(HeaderValue::from_static("application/octet-stream")),
     );
-    if let Some(name) = media.filename {
-        let safe: String = name.chars().filter(|c| c.is_ascii_graphic() && *c != '"' && *c != '\\').collect();
-        if let Ok(v) = HeaderValue::from_str(&format!("inline; filename=\"{safe}\"")) {
-            headers.insert(CONTENT_DISPOSITION, v);
-        }
-    }
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static("sandbox; default-src 'none'"));
+    let disposition = if inline { "inline" } else { "attachment" };
+    let safe: Option<String> = media
+        .filename
+        .map(|name| name.chars().filter(|c| c.is_ascii_graphic() && *c != '"' && *c != '\\').collect());
+    let value = match safe.filter(|n| !n.is_empty()) {
+        Some(name) => format!("{disposition}; filename=\"{name}\""),
+        None => disposition.to_string(),
+    };
+    headers.insert(CONTENT_DISPOSITION, HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static("attachment")));
     Ok(response)
 }
 

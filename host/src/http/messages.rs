@@ -34,6 +34,8 @@ pub fn router() -> Router<AppState> {
 }
 
 pub const CONTENT_TYPES: &[&str] = &["text", "image", "document", "audio", "video", "link", "html", "system"];
+/// Largest message text, in bytes: a `body` sent as it is, or a template rendered with its variables.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
 const MEDIA_TYPES: &[&str] = &["image", "document", "audio", "video"];
 pub const STATES: &[&str] = &["queued", "sent", "delivered", "read", "failed"];
 
@@ -258,13 +260,14 @@ pub async fn validate_content(
                 .with_field("template_code"));
         }
         let vars = req.vars.clone().unwrap_or_default();
-        let text = template::render(&template.body, &vars).map_err(|e| match e {
+        let text = template::render(&template.body, &vars, MAX_BODY_BYTES).map_err(|e| match e {
             RenderError::Missing(name) => {
                 ApiError::validation(format!("vars.{name}"), format!("variable {name} is missing"))
             }
             RenderError::Malformed(p) => {
                 ApiError::unprocessable("template_not_approved", p.to_string()).with_field("template_code")
             }
+            too_long @ RenderError::TooLong { .. } => ApiError::validation("vars", too_long.to_string()),
         })?;
         if encrypted {
             return Err(ApiError::validation("template_code", "templates cannot be used with e2e encryption"));
@@ -274,6 +277,9 @@ pub async fn validate_content(
         lang = Some(template.lang);
     }
 
+    if body.as_ref().is_some_and(|b| b.len() > MAX_BODY_BYTES) {
+        return Err(ApiError::validation("body", format!("body is at most {MAX_BODY_BYTES} bytes")));
+    }
     let mut media = None;
     match content_type {
         "text" | "system" if !encrypted && body.is_none() => {
@@ -454,7 +460,7 @@ async fn send_message(
     };
     match created {
         Created::New(m) => {
-            tracing::info!(message_ref = %m.reference, "message accepted");
+            tracing::info!(message_id = m.id, "message accepted");
             state.delivery.wake.notify_one();
             Ok((StatusCode::CREATED, Json(message_json(&m))).into_response())
         }

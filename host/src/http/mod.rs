@@ -2,6 +2,7 @@
 //! layers every request passes through (request id, tracing, body limit) and the JSON 404 fallback.
 //! Request parsing helpers that every resource uses live here too.
 
+pub mod abuse;
 pub mod accounts;
 pub mod bots;
 pub mod broadcasts;
@@ -32,6 +33,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::error::ApiError;
@@ -63,19 +65,34 @@ pub fn app(state: AppState) -> Router {
         .nest("/api/v1", api)
         .fallback(|| async { ApiError::not_found("route") })
         .layer(DefaultBodyLimit::max(body_limit))
+        // No response of the API is ever to be sniffed into another type (stored user content above all).
+        .layer(SetResponseHeaderLayer::if_not_present(
+            axum::http::header::X_CONTENT_TYPE_OPTIONS,
+            axum::http::HeaderValue::from_static("nosniff"),
+        ))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
             let request_id = req.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
             tracing::info_span!(
                 "request",
                 method = %req.method(),
-                path = %req.uri().path(),
+                path = %loggable_path(req.uri().path()),
                 request_id,
                 partner = tracing::field::Empty,
             )
         }))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(state)
+}
+
+/// A request path as logs may show it: message refs are capabilities (`/content/{ref}` serves the
+/// message to whoever has it), so each `msg_…` segment is cut to its prefix.
+pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
+    if !path.contains("msg_") {
+        return std::borrow::Cow::Borrowed(path);
+    }
+    let masked: Vec<&str> = path.split('/').map(|segment| if segment.starts_with("msg_") { "msg_…" } else { segment }).collect();
+    std::borrow::Cow::Owned(masked.join("/"))
 }
 
 /// A JSON object body. Not JSON, not an object or the wrong content type → 400 `bad_request`; over the
@@ -210,4 +227,14 @@ pub fn required_phone(phone: Option<&str>) -> Result<&str, ApiError> {
         return Err(ApiError::validation("phone", "phone must be E.164, e.g. +15551230000"));
     }
     Ok(phone)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn logged_paths_never_carry_message_refs() {
+        assert_eq!(super::loggable_path("/api/v1/content/msg_abcdefghijklmnopqrstuv"), "/api/v1/content/msg_…");
+        assert_eq!(super::loggable_path("/api/v1/me/messages/msg_x1y2z3/read"), "/api/v1/me/messages/msg_…/read");
+        assert_eq!(super::loggable_path("/api/v1/messages/42"), "/api/v1/messages/42");
+    }
 }

@@ -184,6 +184,7 @@ impl GuestState {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
+        let memory_budget = limits.memory_bytes;
         let limits = StoreLimitsBuilder::new()
             .memory_size(limits.memory_bytes)
             .memories(MAX_MEMORIES_PER_COMPONENT as usize)
@@ -197,7 +198,7 @@ impl GuestState {
             wall_deadline,
             wasi,
             table: ResourceTable::new(),
-            limiter: GuestLimiter { limits, exceeded_memory: false },
+            limiter: GuestLimiter::new(limits, memory_budget),
             log: LogBudget::default(),
             stderr,
         }
@@ -229,17 +230,35 @@ impl WasiView for GuestState {
     }
 }
 
-/// [`StoreLimits`] that remembers whether the guest ran out of memory, so the failure is told apart
-/// from other traps.
+/// [`StoreLimits`] that also caps the memory of the whole instance (every linear memory of every core
+/// instance together, not each on its own), and remembers whether the guest ran out of memory, so the
+/// failure is told apart from other traps.
 struct GuestLimiter {
     limits: StoreLimits,
+    /// Bytes all linear memories of the store may use together.
+    memory_budget: usize,
+    /// Bytes they use now.
+    memory_in_use: usize,
     exceeded_memory: bool,
+}
+
+impl GuestLimiter {
+    fn new(limits: StoreLimits, memory_budget: usize) -> GuestLimiter {
+        GuestLimiter { limits, memory_budget, memory_in_use: 0, exceeded_memory: false }
+    }
 }
 
 impl ResourceLimiter for GuestLimiter {
     fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let total = self.memory_in_use.saturating_sub(current).saturating_add(desired);
+        if total > self.memory_budget {
+            self.exceeded_memory = true;
+            return Ok(false);
+        }
         let allowed = self.limits.memory_growing(current, desired, maximum);
-        if !matches!(allowed, Ok(true)) {
+        if matches!(allowed, Ok(true)) {
+            self.memory_in_use = total;
+        } else {
             self.exceeded_memory = true;
         }
         allowed
@@ -332,5 +351,23 @@ mod tests {
         assert!(budget.admit(MAX_LOG_BYTES_PER_CALL - 1));
         assert!(!budget.admit(2));
         assert!(budget.admit(1));
+    }
+}
+
+#[cfg(test)]
+mod limiter_tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_budget_is_for_all_memories_together() {
+        let limits = StoreLimitsBuilder::new().memory_size(32 << 20).memories(4).build();
+        let mut limiter = GuestLimiter::new(limits, 32 << 20);
+        // Two memories of 20 MiB each: each fits the per-memory limit, not the budget together.
+        assert!(limiter.memory_growing(0, 20 << 20, None).unwrap());
+        assert!(!limiter.memory_growing(0, 20 << 20, None).unwrap());
+        assert!(limiter.exceeded_memory);
+        // Growing the first memory within the budget still works.
+        assert!(limiter.memory_growing(20 << 20, 30 << 20, None).unwrap());
+        assert!(!limiter.memory_growing(30 << 20, 33 << 20, None).unwrap());
     }
 }

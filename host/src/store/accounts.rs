@@ -15,8 +15,15 @@ pub struct Account {
     pub id: i64,
     pub phone: String,
     pub state: String,
+    /// The name as the reader may see it: a partner sees the name it gave (each partner link has its own);
+    /// the user sees the first name any partner gave.
     pub display_name: Option<String>,
 }
+
+/// The account columns for the user's own view: the first display name a linked partner gave.
+const USER_VIEW: &str = "SELECT a.id, a.phone, a.state, (SELECT l.display_name FROM account_links l \
+    WHERE l.account_id = a.id AND l.display_name IS NOT NULL ORDER BY l.linked_at, l.partner_id LIMIT 1) AS display_name \
+    FROM accounts a WHERE a.phone = $1";
 
 fn account_from_row(row: &AnyRow) -> Result<Account, sqlx::Error> {
     Ok(Account {
@@ -28,7 +35,7 @@ fn account_from_row(row: &AnyRow) -> Result<Account, sqlx::Error> {
 }
 
 pub async fn find_account(db: &Db, phone: &str) -> Result<Option<Account>, sqlx::Error> {
-    let row = sqlx::query("SELECT id, phone, state, display_name FROM accounts WHERE phone = $1")
+    let row = sqlx::query(USER_VIEW)
         .bind(phone)
         .fetch_optional(db.reader())
         .await?;
@@ -54,7 +61,7 @@ pub async fn find_linked(
     phone: &str,
 ) -> Result<Option<(Account, Map<String, Value>)>, sqlx::Error> {
     let row = sqlx::query(
-        "SELECT a.id, a.phone, a.state, a.display_name, l.fields FROM accounts a \
+        "SELECT a.id, a.phone, a.state, l.display_name, l.fields FROM accounts a \
          JOIN account_links l ON l.account_id = a.id WHERE a.phone = $1 AND l.partner_id = $2",
     )
     .bind(phone)
@@ -69,7 +76,8 @@ pub async fn find_linked(
 }
 
 /// Creates the account if needed (`unclaimed`), links it to the partner and stores the partner's field
-/// values (merged over earlier ones). Returns the account and the partner's field values.
+/// values (merged over earlier ones) and its display name for the account (kept when not given). Returns
+/// the account as that partner sees it and the partner's field values.
 pub async fn link_account(
     db: &Db,
     partner_id: i64,
@@ -80,32 +88,25 @@ pub async fn link_account(
 ) -> Result<(Account, Map<String, Value>), sqlx::Error> {
     let mut tx = db.writer().begin().await?;
     sqlx::query(
-        "INSERT INTO accounts (phone, state, display_name, created_at) VALUES ($1, 'unclaimed', $2, $3) \
-         ON CONFLICT (phone) DO NOTHING",
+        "INSERT INTO accounts (phone, state, created_at) VALUES ($1, 'unclaimed', $2) ON CONFLICT (phone) DO NOTHING",
     )
     .bind(phone)
-    .bind(display_name)
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    if let Some(name) = display_name {
-        sqlx::query("UPDATE accounts SET display_name = $1 WHERE phone = $2 AND display_name IS NULL")
-            .bind(name)
-            .bind(phone)
-            .execute(&mut *tx)
-            .await?;
-    }
-    let row = sqlx::query("SELECT id, phone, state, display_name FROM accounts WHERE phone = $1")
+    let row = sqlx::query("SELECT id, phone, state, CAST(NULL AS TEXT) AS display_name FROM accounts WHERE phone = $1")
         .bind(phone)
         .fetch_one(&mut *tx)
         .await?;
-    let account = account_from_row(&row)?;
-    let existing: Option<String> =
-        sqlx::query_scalar("SELECT fields FROM account_links WHERE account_id = $1 AND partner_id = $2")
-            .bind(account.id)
-            .bind(partner_id)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let mut account = account_from_row(&row)?;
+    let link = sqlx::query("SELECT fields, display_name FROM account_links WHERE account_id = $1 AND partner_id = $2")
+        .bind(account.id)
+        .bind(partner_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let existing: Option<String> = link.as_ref().map(|r| r.try_get("fields")).transpose()?;
+    let old_name: Option<String> = link.as_ref().map(|r| r.try_get("display_name")).transpose()?.flatten();
+    account.display_name = display_name.map(str::to_string).or(old_name);
     let mut merged: Map<String, Value> =
         existing.as_deref().and_then(|f| serde_json::from_str(f).ok()).unwrap_or_default();
     for (k, v) in fields {
@@ -113,20 +114,23 @@ pub async fn link_account(
     }
     let merged_text = Value::Object(merged.clone()).to_string();
     if existing.is_some() {
-        sqlx::query("UPDATE account_links SET fields = $1 WHERE account_id = $2 AND partner_id = $3")
+        sqlx::query("UPDATE account_links SET fields = $1, display_name = $2 WHERE account_id = $3 AND partner_id = $4")
             .bind(&merged_text)
+            .bind(&account.display_name)
             .bind(account.id)
             .bind(partner_id)
             .execute(&mut *tx)
             .await?;
     } else {
         sqlx::query(
-            "INSERT INTO account_links (account_id, partner_id, fields, linked_at) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (account_id, partner_id) DO UPDATE SET fields = excluded.fields",
+            "INSERT INTO account_links (account_id, partner_id, fields, display_name, linked_at) \
+             VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (account_id, partner_id) DO UPDATE SET fields = excluded.fields, display_name = excluded.display_name",
         )
         .bind(account.id)
         .bind(partner_id)
         .bind(&merged_text)
+        .bind(&account.display_name)
         .bind(now)
         .execute(&mut *tx)
         .await?;
@@ -171,7 +175,7 @@ pub async fn claim_in(
             outbox::enqueue(tx, Target::Partner(id), "account.claimed", &event(&code, now), &key, now).await?;
         }
     }
-    let row = sqlx::query("SELECT id, phone, state, display_name FROM accounts WHERE phone = $1")
+    let row = sqlx::query(USER_VIEW)
         .bind(phone)
         .fetch_one(&mut **tx)
         .await?;

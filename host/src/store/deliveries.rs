@@ -134,14 +134,15 @@ pub async fn find_by_provider_ref(
     .transpose()
 }
 
-/// Marks an attempt failed after the fact (a provider receipt said it was not delivered).
-pub async fn fail_attempt_in(tx: &mut Transaction<'_, Any>, attempt_id: i64, error: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE delivery_attempts SET state = 'failed', error = $1 WHERE id = $2")
+/// Marks an attempt failed after the fact (a provider receipt said it was not delivered). False when it
+/// already was: a repeated receipt changes nothing.
+pub async fn fail_attempt_in(tx: &mut Transaction<'_, Any>, attempt_id: i64, error: &str) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query("UPDATE delivery_attempts SET state = 'failed', error = $1 WHERE id = $2 AND state <> 'failed'")
         .bind(error)
         .bind(attempt_id)
         .execute(&mut **tx)
         .await?;
-    Ok(())
+    Ok(done.rows_affected() == 1)
 }
 
 /// Jobs not yet finished (tests and operators).

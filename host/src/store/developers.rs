@@ -30,17 +30,19 @@ fn from_row(r: &AnyRow) -> Result<Developer, sqlx::Error> {
     })
 }
 
-/// Records a sign-up (or updates the e-mail of an earlier one).
-pub async fn upsert_signup(db: &Db, phone: &str, email: Option<&str>, now: Millis) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO developers (phone, email, created_at) VALUES ($1, $2, $3) \
-         ON CONFLICT (phone) DO UPDATE SET email = COALESCE(excluded.email, developers.email)",
-    )
-    .bind(phone)
-    .bind(email)
-    .bind(now)
-    .execute(db.writer())
-    .await?;
+/// Records a sign-up for a phone that has none (an existing developer is left as it is).
+pub async fn insert_signup(db: &Db, phone: &str, now: Millis) -> Result<(), sqlx::Error> {
+    sqlx::query("INSERT INTO developers (phone, created_at) VALUES ($1, $2) ON CONFLICT (phone) DO NOTHING")
+        .bind(phone)
+        .bind(now)
+        .execute(db.writer())
+        .await?;
+    Ok(())
+}
+
+/// Stores a developer's e-mail (once the code of the sign-up that gave it was verified).
+pub async fn set_email(db: &Db, phone: &str, email: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE developers SET email = $1 WHERE phone = $2").bind(email).bind(phone).execute(db.writer()).await?;
     Ok(())
 }
 

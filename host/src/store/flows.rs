@@ -29,13 +29,11 @@ pub struct Session {
     /// against it.
     pub screen: Option<Value>,
     pub summary: Option<Value>,
-    /// Steps a `webhook`-mode bot answered that the app has not fetched yet.
-    pub pending_steps: Option<Value>,
     pub invited_at: Millis,
 }
 
 const COLUMNS: &str = "id, ref, bot_id, flow, kind, phone, state, title, message_id, guest_state, screen, summary, \
-    pending_steps, invited_at";
+    invited_at";
 
 fn json_column(r: &AnyRow, name: &str) -> Result<Option<Value>, sqlx::Error> {
     let text: Option<String> = r.try_get(name)?;
@@ -56,7 +54,6 @@ fn from_row(r: &AnyRow) -> Result<Session, sqlx::Error> {
         guest_state: r.try_get("guest_state")?,
         screen: json_column(r, "screen")?,
         summary: json_column(r, "summary")?,
-        pending_steps: json_column(r, "pending_steps")?,
         invited_at: r.try_get("invited_at")?,
     })
 }
@@ -181,33 +178,66 @@ pub async fn complete(
     Ok(true)
 }
 
-/// Adds steps a webhook-mode bot answered for the app to fetch.
-pub async fn push_pending(db: &Db, id: i64, steps: &[Value]) -> Result<(), sqlx::Error> {
+/// Appends steps a webhook-mode bot answered, for the app to fetch. When `event` (bot, event id) is
+/// given, the steps are added only if that event was not seen before, in the same transaction; answers
+/// whether they were added.
+pub async fn push_pending(
+    db: &Db,
+    id: i64,
+    steps: &[Value],
+    event: Option<(i64, &str)>,
+    now: Millis,
+) -> Result<bool, sqlx::Error> {
     let mut tx = db.writer().begin().await?;
-    let current: Option<String> = sqlx::query_scalar("SELECT pending_steps FROM flow_sessions WHERE id = $1")
-        .bind(id)
-        .fetch_one(&mut *tx)
-        .await?;
-    let mut all: Vec<Value> = current.and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default();
-    all.extend(steps.iter().cloned());
-    sqlx::query("UPDATE flow_sessions SET pending_steps = $1 WHERE id = $2")
-        .bind(Value::from(all).to_string())
-        .bind(id)
+    if let Some((bot_id, event_id)) = event {
+        let first = sqlx::query(
+            "INSERT INTO bot_inbound_events (bot_id, event_id, received_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (bot_id, event_id) DO NOTHING",
+        )
+        .bind(bot_id)
+        .bind(event_id)
+        .bind(now)
         .execute(&mut *tx)
         .await?;
-    tx.commit().await
+        if first.rows_affected() == 0 {
+            return Ok(false);
+        }
+    }
+    for step in steps {
+        sqlx::query("INSERT INTO flow_pending_steps (session_id, step) VALUES ($1, $2)")
+            .bind(id)
+            .bind(step.to_string())
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(true)
 }
 
-/// Takes the pending steps of a session (they are shown once).
+/// Forgets inbound event ids older than `before` (past the timestamp tolerance a replay would fail anyway).
+pub async fn forget_inbound_events(db: &Db, before: Millis) -> Result<u64, sqlx::Error> {
+    let done = sqlx::query("DELETE FROM bot_inbound_events WHERE received_at < $1").bind(before).execute(db.writer()).await?;
+    Ok(done.rows_affected())
+}
+
+/// Takes the pending steps of a session, oldest first (they are shown once).
 pub async fn take_pending(db: &Db, id: i64) -> Result<Vec<Value>, sqlx::Error> {
     let mut tx = db.writer().begin().await?;
-    let current: Option<String> = sqlx::query_scalar("SELECT pending_steps FROM flow_sessions WHERE id = $1")
+    let rows = sqlx::query("SELECT id, step FROM flow_pending_steps WHERE session_id = $1 ORDER BY id")
         .bind(id)
-        .fetch_one(&mut *tx)
+        .fetch_all(&mut *tx)
         .await?;
-    sqlx::query("UPDATE flow_sessions SET pending_steps = NULL WHERE id = $1").bind(id).execute(&mut *tx).await?;
+    let Some(last) = rows.last() else { return Ok(Vec::new()) };
+    let last: i64 = last.try_get("id")?;
+    sqlx::query("DELETE FROM flow_pending_steps WHERE session_id = $1 AND id <= $2")
+        .bind(id)
+        .bind(last)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
-    Ok(current.and_then(|c| serde_json::from_str(&c).ok()).unwrap_or_default())
+    rows.iter()
+        .map(|r| Ok(serde_json::from_str(&r.try_get::<String, _>("step")?).unwrap_or(Value::Null)))
+        .collect()
 }
 
 /// An open flow invitation, as `GET /me/forms` lists it.

@@ -26,6 +26,7 @@ pub async fn insert_code(
     phone: &str,
     purpose: &str,
     code_hash: &str,
+    payload: Option<&str>,
     expires_at: Millis,
     now: Millis,
 ) -> Result<(), sqlx::Error> {
@@ -36,12 +37,13 @@ pub async fn insert_code(
         .execute(&mut *tx)
         .await?;
     sqlx::query(
-        "INSERT INTO otp_codes (phone, purpose, code_hash, tries, state, expires_at, created_at) \
-         VALUES ($1, $2, $3, 0, 'active', $4, $5)",
+        "INSERT INTO otp_codes (phone, purpose, code_hash, payload, tries, state, expires_at, created_at) \
+         VALUES ($1, $2, $3, $4, 0, 'active', $5, $6)",
     )
     .bind(phone)
     .bind(purpose)
     .bind(code_hash)
+    .bind(payload)
     .bind(expires_at)
     .bind(now)
     .execute(&mut *tx)
@@ -49,7 +51,14 @@ pub async fn insert_code(
     tx.commit().await
 }
 
-/// Checks a code. True once per issued code: a match consumes it; a miss counts a try, and the last
+/// A code that matched: what was issued with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsedCode {
+    /// What the code was issued for (a developer sign-up's e-mail), applied only now that it is verified.
+    pub payload: Option<String>,
+}
+
+/// Checks a code. `Some` once per issued code: a match consumes it; a miss counts a try, and the last
 /// allowed miss voids it. Expired or void codes never match.
 pub async fn consume_code(
     db: &Db,
@@ -57,24 +66,24 @@ pub async fn consume_code(
     purpose: &str,
     code_hash: &str,
     now: Millis,
-) -> Result<bool, sqlx::Error> {
+) -> Result<Option<UsedCode>, sqlx::Error> {
     let mut tx = db.writer().begin().await?;
     let row = sqlx::query(
-        "SELECT id, code_hash, tries, expires_at FROM otp_codes \
+        "SELECT id, code_hash, payload, tries, expires_at FROM otp_codes \
          WHERE phone = $1 AND purpose = $2 AND state = 'active' ORDER BY id DESC LIMIT 1",
     )
     .bind(phone)
     .bind(purpose)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some(row) = row else { return Ok(false) };
+    let Some(row) = row else { return Ok(None) };
     let id: i64 = row.try_get("id")?;
     let stored: String = row.try_get("code_hash")?;
     let expires_at: i64 = row.try_get("expires_at")?;
     if expires_at <= now {
         sqlx::query("UPDATE otp_codes SET state = 'expired' WHERE id = $1").bind(id).execute(&mut *tx).await?;
         tx.commit().await?;
-        return Ok(false);
+        return Ok(None);
     }
     let matched = constant_time_eq(&stored, code_hash);
     let done = if matched {
@@ -93,5 +102,6 @@ pub async fn consume_code(
         .await?
     };
     tx.commit().await?;
-    Ok(matched && done.rows_affected() == 1)
+    let payload: Option<String> = row.try_get("payload")?;
+    Ok((matched && done.rows_affected() == 1).then_some(UsedCode { payload }))
 }
