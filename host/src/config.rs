@@ -59,6 +59,16 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
 
+    /// Key that seals secrets at rest (the generated JWT secret, webhook secrets): 32 bytes as base64 or
+    /// hex. Unset: read from `HUBBUB_SECRET_KEY_FILE`, else (SQLite) from `<database file>.key`, created
+    /// with mode 0600 on first start. Required with PostgreSQL (the same on every host).
+    #[arg(long, env = "HUBBUB_SECRET_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
+
+    /// File holding the key that seals secrets at rest (see `HUBBUB_SECRET_KEY`).
+    #[arg(long, env = "HUBBUB_SECRET_KEY_FILE")]
+    pub secret_key_file: Option<std::path::PathBuf>,
+
     /// Seconds without device activity after which a user counts as offline.
     #[arg(long, env = "HUBBUB_OFFLINE_AFTER_S", default_value_t = 300)]
     pub offline_after_s: u64,
@@ -208,6 +218,11 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_BOT_MAX_LOADED", default_value_t = 128)]
     pub bot_max_loaded: usize,
 
+    /// Component compilations that may run at once; an upload that finds them all busy is answered 503
+    /// with `Retry-After`. Bots whose component is already compiled load without waiting for them.
+    #[arg(long, env = "HUBBUB_BOT_COMPILE_CONCURRENCY", default_value_t = 1)]
+    pub bot_compile_concurrency: usize,
+
     /// Where precompiled bot components are kept (so a restart does not recompile). Trusted: its files
     /// are loaded as native code.
     #[arg(long, env = "HUBBUB_COMPONENT_CACHE_DIR", default_value = ".hubbub/components")]
@@ -238,6 +253,8 @@ impl std::fmt::Debug for Config {
             .field("dev", &self.dev)
             .field("workers", &self.workers)
             .field("jwt_secret", &self.jwt_secret.as_ref().map(|_| "[redacted]"))
+            .field("secret_key", &self.secret_key.as_ref().map(|_| "[redacted]"))
+            .field("secret_key_file", &self.secret_key_file)
             .field("offline_after_s", &self.offline_after_s)
             .field("template_review", &self.template_review)
             .field("rate_limit_per_s", &self.rate_limit_per_s)
@@ -272,6 +289,7 @@ impl std::fmt::Debug for Config {
             .field("bot_memory_mb", &self.bot_memory_mb)
             .field("bot_max_output_kb", &self.bot_max_output_kb)
             .field("bot_max_loaded", &self.bot_max_loaded)
+            .field("bot_compile_concurrency", &self.bot_compile_concurrency)
             .field("component_cache_dir", &self.component_cache_dir)
             .field("component_limit", &self.component_limit)
             .field("body_limit", &self.body_limit)

@@ -35,8 +35,8 @@ pub enum E2eCommand {
     },
     /// Open a message record (JSON on stdin, as /me/messages lists it) with a device's private key.
     Open {
-        /// The device's base64url private key.
-        #[arg(long, env = "HUBBUB_E2E_PRIVATE_KEY", hide_env_values = true)]
+        /// The device's base64url private key (it may start with `-`).
+        #[arg(long, env = "HUBBUB_E2E_PRIVATE_KEY", hide_env_values = true, allow_hyphen_values = true)]
         private_key: String,
         /// The device's uuid (which key wrap to use).
         #[arg(long)]

@@ -104,6 +104,13 @@ impl ApiError {
         e
     }
 
+    /// 503 `unavailable`: the host cannot take this work now; try again after `retry_after_s`.
+    pub fn unavailable(retry_after_s: u64, message: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message);
+        e.retry_after_s = Some(retry_after_s.max(1));
+        e
+    }
+
     pub fn bad_gateway(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_GATEWAY, code, message)
     }

@@ -43,10 +43,10 @@ use crate::store::{Db, settings};
 
 /// Connects to the database (running migrations) and builds the shared state.
 pub async fn prepare(config: Config, clock: SharedClock) -> anyhow::Result<AppState> {
-    let db = Db::connect(&config.database_url, config.db_max_connections).await?;
+    let db = Db::open(&config, config.db_max_connections).await?;
     let jwt_secret = match configured_jwt_secret(&config)? {
         Some(secret) => secret.as_bytes().to_vec(),
-        None => settings::get_or_insert(&db, "jwt_secret", || {
+        None => settings::get_or_insert_secret(&db, "jwt_secret", || {
             base64::engine::general_purpose::STANDARD.encode(secrets::random_bytes::<32>())
         })
         .await?

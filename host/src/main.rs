@@ -40,10 +40,30 @@ enum Command {
         #[command(subcommand)]
         command: TemplateCommand,
     },
+    /// Secrets at rest: rotate the key that seals them.
+    Secrets {
+        #[command(subcommand)]
+        command: SecretsCommand,
+    },
     /// End-to-end encryption reference client (docs/e2e.md): keygen, seal, open.
     E2e {
         #[command(subcommand)]
         command: e2e_cli::E2eCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum SecretsCommand {
+    /// Re-seals every stored secret (the generated JWT secret, webhook secrets) with a new key. With a key
+    /// file (`HUBBUB_SECRET_KEY_FILE` or the one beside the SQLite database) the file is replaced; with
+    /// `HUBBUB_SECRET_KEY`, give --new-key-file and set HUBBUB_SECRET_KEY to its content afterwards. Stop
+    /// every host first: a host still on the old key cannot open secrets sealed with the new one.
+    RotateKey {
+        /// Where to write the new key (required when the key comes from HUBBUB_SECRET_KEY).
+        #[arg(long)]
+        new_key_file: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        config: Config,
     },
 }
 
@@ -149,6 +169,13 @@ async fn main() -> anyhow::Result<()> {
     let clock = Arc::new(SystemClock);
     match Cli::parse().command {
         Command::E2e { command } => e2e_cli::run(command).await?,
+        Command::Secrets { command: SecretsCommand::RotateKey { new_key_file, config } } => {
+            let db = Db::open(&config, 2).await?;
+            let source = hubbub_host::store::sealing::key_source(&config)?;
+            let (key_id, path, resealed) =
+                hubbub_host::store::sealing::rotate(&db, &source, new_key_file.as_deref()).await?;
+            println!("{}", json!({ "key_id": key_id, "key_file": path.display().to_string(), "resealed": resealed }));
+        }
         Command::Serve { config } => {
             tracing::info!(?config, "starting");
             let listener = tokio::net::TcpListener::bind(config.listen).await?;
@@ -159,7 +186,7 @@ async fn main() -> anyhow::Result<()> {
             if !validate::is_code(&code) {
                 anyhow::bail!("--code must match ^[a-z0-9][a-z0-9_-]{{0,63}}$");
             }
-            let db = Db::connect(&config.database_url, 2).await?;
+            let db = Db::open(&config, 2).await?;
             let key = secrets::new_partner_key();
             partners::insert_partner(
                 &db,
@@ -174,7 +201,7 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", json!({ "partner": code, "api_key": key }));
         }
         Command::Partner { command: PartnerCommand::RotateKey { code, config } } => {
-            let db = Db::connect(&config.database_url, 2).await?;
+            let db = Db::open(&config, 2).await?;
             let key = secrets::new_partner_key();
             if !partners::replace_key(&db, &code, &secrets::digest(&key), &secrets::display_prefix(&key, "sk_")).await?
             {
@@ -190,7 +217,7 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", auth::issue_user_token(&state, &phone, None)?.0);
         }
         Command::Template { command: TemplateCommand::Pending { config } } => {
-            let db = Db::connect(&config.database_url, 2).await?;
+            let db = Db::open(&config, 2).await?;
             for t in templates::list_pending(&db).await? {
                 println!(
                     "{}",
@@ -199,7 +226,7 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         Command::Template { command: TemplateCommand::Review { id, approve, reason, config, .. } } => {
-            let db = Db::connect(&config.database_url, 2).await?;
+            let db = Db::open(&config, 2).await?;
             let template = templates::find_any(&db, id).await?.ok_or_else(|| anyhow::anyhow!("no template {id}"))?;
             if template.status != "pending" {
                 anyhow::bail!("template {id} is {}, not pending", template.status);

@@ -61,6 +61,7 @@ impl AppState {
             memory_bytes: config.bot_memory_mb.max(1) << 20,
             max_output_bytes: config.bot_max_output_kb.max(1) << 10,
             max_loaded_components: config.bot_max_loaded.max(1),
+            max_concurrent_compiles: config.bot_compile_concurrency.max(1),
         };
         let runtime = crate::runtime::Runtime::new(limits, config.component_cache_dir.clone())?;
         let http = providers::http_client(&config);

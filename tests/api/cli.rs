@@ -13,6 +13,7 @@ pub fn hubbub(database_url: &str, args: &[&str]) -> Output {
         .args(args)
         .env("HUBBUB_DATABASE_URL", database_url)
         .env("HUBBUB_JWT_SECRET", crate::common::TEST_JWT_SECRET)
+        .env("HUBBUB_SECRET_KEY", crate::common::TEST_SECRET_KEY)
         .env_remove("HUBBUB_DEV")
         .output()
         .expect("hubbub runs")
@@ -74,6 +75,7 @@ fn every_command_has_help() {
         vec!["user", "token", "--help"],
         vec!["template", "review", "--help"],
         vec!["template", "pending", "--help"],
+        vec!["secrets", "rotate-key", "--help"],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_hubbub")).args(&args).output().unwrap();
         assert!(out.status.success(), "{args:?}");

@@ -47,12 +47,16 @@ impl TestDb {
 /// The JWT secret of test hosts (32 bytes: the shortest the host accepts).
 pub const TEST_JWT_SECRET: &str = "test-secret-test-secret-test-sec";
 
+/// The key that seals secrets at rest on test hosts (and the `hubbub` processes tests start).
+pub const TEST_SECRET_KEY: &str = "dGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXktdGVzdC0=";
+
 /// Settings every test starts from: dev mode, a generous rate limit.
 pub fn test_config(database_url: &str) -> Config {
     let mut config = ConfigArgs::try_parse_from(["hubbub"]).expect("defaults parse").config;
     config.database_url = database_url.to_string();
     config.dev = true;
     config.jwt_secret = Some(TEST_JWT_SECRET.into());
+    config.secret_key = Some(TEST_SECRET_KEY.into());
     config.rate_limit_per_s = 100_000;
     config.rate_limit_burst = 100_000;
     config.code_rate_limit_per_ip_per_min = 100_000;
@@ -288,6 +292,7 @@ pub async fn spawn_server(database_url: &str, env: &[(&str, &str)]) -> (std::pro
         .arg("serve")
         .env("HUBBUB_DATABASE_URL", database_url)
         .env("HUBBUB_LISTEN", format!("127.0.0.1:{port}"))
+        .env("HUBBUB_SECRET_KEY", TEST_SECRET_KEY)
         .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -5,9 +5,11 @@
 
 use std::net::SocketAddr;
 
-use axum::body::Bytes;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, State};
-use axum::http::{HeaderMap, StatusCode, header::CONTENT_TYPE};
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::{HeaderMap, StatusCode};
+use futures_util::StreamExt;
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde::Deserialize;
@@ -18,7 +20,7 @@ use crate::auth::{PartnerAuth, PartnerOrBot, check_allowed_ips};
 use crate::clock::record_time;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
-use crate::runtime::RuntimeError;
+use crate::runtime::{ComponentSource, RuntimeError, WhenBusy};
 use crate::secrets::{constant_time_eq, digest, random_alnum};
 use crate::state::AppState;
 use crate::store::bots::{self as store, Bot, NewBot};
@@ -28,7 +30,7 @@ use crate::store::partners::Partner;
 use crate::validate::{is_code, is_ip_list};
 use crate::webhooks::{self, Endpoint, signing};
 
-pub fn router(component_limit: usize) -> Router<AppState> {
+pub fn router() -> Router<AppState> {
     Router::new()
         .route("/bots", post(create))
         .route("/bots/{code}", get(get_bot).patch(update_bot))
@@ -37,7 +39,7 @@ pub fn router(component_limit: usize) -> Router<AppState> {
         .route("/bots/{code}/webhook", put(set_webhook).post(inbound))
         .route("/bots/{code}/webhook/secret/rotate", post(rotate_secret))
         .route("/bots/{code}/webhook/test", post(test_webhook))
-        .route("/bots/{code}/component", put(upload_component).layer(DefaultBodyLimit::max(component_limit)))
+        .route("/bots/{code}/component", put(upload_component))
         .route("/bots/{code}/flows/{flow}/invite", post(invite))
 }
 
@@ -323,21 +325,19 @@ async fn upload_component(
     PartnerAuth(partner): PartnerAuth,
     Path(code): Path<String>,
     headers: HeaderMap,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+    body: Body,
 ) -> ApiResult<Json<Value>> {
     let bot = owned(&state, &partner, &code).await?;
-    let bytes = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::payload_too_large()
-        } else {
-            ApiError::bad_request(format!("could not read the body: {rejection}"))
-        }
-    })?;
     let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !content_type.starts_with("application/wasm") && !content_type.starts_with("application/octet-stream") {
         return Err(ApiError::bad_request("Content-Type must be application/wasm"));
     }
-    let loaded = state.runtime.load(&bytes).await.map_err(|e| match e {
+    let upload = receive_upload(&state, &headers, body).await?;
+    let source = ComponentSource::File { path: upload.file.path(), sha256_hex: upload.sha256_hex.clone() };
+    let loaded = state.runtime.load_from(source, WhenBusy::Refuse).await.map_err(|e| match e {
+        RuntimeError::CompilerBusy => {
+            ApiError::unavailable(UPLOAD_RETRY_AFTER_S, "every component compiler is busy; upload again shortly")
+        }
         RuntimeError::InvalidComponent(why) => {
             ApiError::unprocessable("invalid_component", format!("not a hubbub:bot component: {why}"))
         }
@@ -347,12 +347,54 @@ async fn upload_component(
         ),
     })?;
     let flows = serde_json::to_value(&loaded.flows).map_err(ApiError::internal)?;
+    let bytes = tokio::fs::read(upload.file.path()).await.map_err(ApiError::internal)?;
     let now = state.now();
     store::set_component(&state.db, bot.id, &loaded.digest, &bytes, &flows, now).await?;
     tracing::info!(bot = %bot.code, digest = %loaded.digest, size = loaded.size, "component uploaded");
     Ok(Json(
         json!({ "component": { "digest": loaded.digest, "size": loaded.size, "flows": flows, "uploaded_at": record_time(now) } }),
     ))
+}
+
+/// Seconds an upload refused for busy compilers is told to wait.
+const UPLOAD_RETRY_AFTER_S: u64 = 5;
+
+/// A component upload, on disk (removed when dropped) with the SHA-256 of its bytes.
+struct Upload {
+    file: tempfile::NamedTempFile,
+    sha256_hex: String,
+}
+
+/// Streams a request body to a temporary file beside the component cache, hashing it on the way, so an
+/// upload never sits in memory whole; over `HUBBUB_COMPONENT_LIMIT` bytes is 413.
+async fn receive_upload(state: &AppState, headers: &HeaderMap, body: Body) -> ApiResult<Upload> {
+    use sha2::{Digest, Sha256};
+    use tokio::io::AsyncWriteExt;
+    let limit = state.config.component_limit;
+    let declared = headers.get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::payload_too_large());
+    }
+    let file = tempfile::Builder::new()
+        .prefix("upload-")
+        .suffix(".wasm")
+        .tempfile_in(&state.config.component_cache_dir)
+        .map_err(ApiError::internal)?;
+    let mut out = tokio::fs::File::from_std(file.as_file().try_clone().map_err(ApiError::internal)?);
+    let mut hasher = Sha256::new();
+    let mut size = 0usize;
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| ApiError::bad_request(format!("could not read the body: {e}")))?;
+        size += chunk.len();
+        if size > limit {
+            return Err(ApiError::payload_too_large());
+        }
+        hasher.update(&chunk);
+        out.write_all(&chunk).await.map_err(ApiError::internal)?;
+    }
+    out.flush().await.map_err(ApiError::internal)?;
+    Ok(Upload { file, sha256_hex: crate::secrets::hex(&hasher.finalize()) })
 }
 
 #[derive(Deserialize)]

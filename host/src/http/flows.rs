@@ -74,7 +74,9 @@ async fn ready_component(state: &AppState, bot: &Bot) -> ApiResult<String> {
         .component_digest
         .clone()
         .ok_or_else(|| ApiError::bad_gateway("bot_error", "the bot has no component uploaded"))?;
-    if !state.runtime.is_loaded(&digest) {
+    // From memory, else from the precompiled artifact (never waits for uploads compiling), else compiled
+    // from the bytes in the database (another host's upload, or a cleared cache).
+    if state.runtime.load_precompiled(&digest).await.map_err(|e| bot_error(bot, e))?.is_none() {
         let (bytes, _, _) =
             bots::component(&state.db, &digest).await?.ok_or_else(|| ApiError::internal("component bytes missing"))?;
         state.runtime.load(&bytes).await.map_err(|e| bot_error(bot, e))?;

@@ -56,7 +56,7 @@ pub fn app(state: AppState) -> Router {
         .merge(conversations::router())
         .merge(broadcasts::router())
         .merge(developers::router())
-        .merge(bots::router(state.config.component_limit))
+        .merge(bots::router())
         .merge(flows::router())
         .merge(keys::router())
         .merge(receipts::router())

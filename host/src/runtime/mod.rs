@@ -27,7 +27,7 @@ use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use tokio::sync::{Mutex, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::Component;
 
 use self::bindings::BotPre;
@@ -47,11 +47,19 @@ pub struct RuntimeLimits {
     /// Components kept ready in memory; past it the least recently used is dropped (and loaded again
     /// from its precompiled artifact when next needed).
     pub max_loaded_components: usize,
+    /// Compilations that may run at once. Loading a precompiled artifact never waits for them.
+    pub max_concurrent_compiles: usize,
 }
 
 impl Default for RuntimeLimits {
     fn default() -> Self {
-        RuntimeLimits { cpu_ms: 50, memory_bytes: 32 << 20, max_output_bytes: 256 << 10, max_loaded_components: 128 }
+        RuntimeLimits {
+            cpu_ms: 50,
+            memory_bytes: 32 << 20,
+            max_output_bytes: 256 << 10,
+            max_loaded_components: 128,
+            max_concurrent_compiles: 1,
+        }
     }
 }
 
@@ -110,7 +118,7 @@ pub struct FlowInfo {
 pub struct LoadedComponent {
     /// `sha256:` and the hex SHA-256 of the bytes.
     pub digest: String,
-    /// Size of the bytes.
+    /// Size of the bytes (0 when it was loaded from its precompiled artifact without them).
     pub size: usize,
     /// What its `flows()` answered.
     pub flows: Vec<FlowInfo>,
@@ -139,6 +147,24 @@ pub enum RuntimeError {
     OutputTooLarge,
     #[error("the bot answered malformed steps: {0}")]
     Malformed(String),
+    #[error("every compiler slot is busy; try again shortly")]
+    CompilerBusy,
+}
+
+/// Where the bytes of a component to compile are.
+pub enum ComponentSource<'a> {
+    Bytes(&'a [u8]),
+    /// A file (an upload streamed to disk), with the hex SHA-256 of its bytes.
+    File { path: &'a Path, sha256_hex: String },
+}
+
+/// What a load does when it must compile and every compiler slot is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenBusy {
+    /// Wait for a slot (a bot that must run).
+    Wait,
+    /// Give up with [`RuntimeError::CompilerBusy`] (an upload, which the partner can retry).
+    Refuse,
 }
 
 /// The bot runtime. Cheap to clone; clones share the engine and the loaded components.
@@ -158,8 +184,9 @@ struct Shared {
     uses: AtomicU64,
     /// One permit per pooled instance: bounds the calls running at once.
     calls: Semaphore,
-    /// Held while compiling, so concurrent uploads do not compile side by side (or the same twice).
-    compiling: Mutex<()>,
+    /// One permit per compilation that may run at once (compiling is slow and memory-hungry). Loading a
+    /// precompiled artifact takes none, so bots keep loading while an upload compiles.
+    compilers: Arc<Semaphore>,
     /// Whether the pooling allocator could be set up.
     pooling: bool,
 }
@@ -181,6 +208,7 @@ impl Runtime {
         std::fs::create_dir_all(&cache_dir)?;
         let (engine, pooling) = engine::build()?;
         engine::spawn_epoch_ticker(engine.weak())?;
+        let limits_compiles = limits.max_concurrent_compiles.max(1);
         let sandbox = Sandbox::new(engine, limits)?;
         Ok(Runtime {
             shared: Arc::new(Shared {
@@ -189,7 +217,7 @@ impl Runtime {
                 components: RwLock::new(HashMap::new()),
                 uses: AtomicU64::new(0),
                 calls: Semaphore::new(engine::MAX_CONCURRENT_CALLS as usize),
-                compiling: Mutex::new(()),
+                compilers: Arc::new(Semaphore::new(limits_compiles)),
                 pooling,
             }),
         })
@@ -202,25 +230,83 @@ impl Runtime {
     }
 
     /// Validates and compiles a component (on a blocking thread), keeps its precompiled artifact in the
-    /// cache directory (reused instead of compiling when present), and asks it for its flows.
+    /// cache directory (reused instead of compiling when present), and asks it for its flows. Waits for a
+    /// compiler slot when it must compile.
     pub async fn load(&self, wasm: &[u8]) -> Result<LoadedComponent, RuntimeError> {
-        let hex = crate::secrets::hex(&Sha256::digest(wasm));
+        self.load_from(ComponentSource::Bytes(wasm), WhenBusy::Wait).await
+    }
+
+    /// [`load`](Runtime::load) from bytes or a file, choosing what happens when every compiler slot is busy.
+    pub async fn load_from(&self, source: ComponentSource<'_>, when_busy: WhenBusy) -> Result<LoadedComponent, RuntimeError> {
+        let hex = match &source {
+            ComponentSource::Bytes(wasm) => crate::secrets::hex(&Sha256::digest(wasm)),
+            ComponentSource::File { sha256_hex, .. } => sha256_hex.clone(),
+        };
         let digest = format!("sha256:{hex}");
-        if let Some(ready) = self.ready(&digest) {
-            return Ok(ready.describe(digest, true));
+        let known_size = match &source {
+            ComponentSource::Bytes(wasm) => Some(wasm.len()),
+            ComponentSource::File { path, .. } => std::fs::metadata(path).ok().map(|m| m.len() as usize),
+        };
+        if let Some(loaded) = self.precompiled(&digest, known_size).await? {
+            return Ok(loaded);
         }
-        let _compiling = self.shared.compiling.lock().await;
-        if let Some(ready) = self.ready(&digest) {
-            return Ok(ready.describe(digest, true));
+        let _slot: OwnedSemaphorePermit = match when_busy {
+            WhenBusy::Wait => self.shared.compilers.clone().acquire_owned().await.expect("never closed"),
+            WhenBusy::Refuse => self.shared.compilers.clone().try_acquire_owned().map_err(|_| RuntimeError::CompilerBusy)?,
+        };
+        // Another load may have compiled it while this one waited.
+        if let Some(loaded) = self.precompiled(&digest, known_size).await? {
+            return Ok(loaded);
         }
-        let span = tracing::info_span!("guest_load", digest = %short(&digest), size = wasm.len());
+        let span = tracing::info_span!("guest_compile", digest = %short(&digest));
         let shared = self.shared.clone();
-        let bytes = wasm.to_vec();
+        let owned = match source {
+            ComponentSource::Bytes(wasm) => OwnedSource::Bytes(wasm.to_vec()),
+            ComponentSource::File { path, .. } => OwnedSource::File(path.to_path_buf()),
+        };
         let task_span = span.clone();
-        let (pre, from_cache) =
-            tokio::task::spawn_blocking(move || task_span.in_scope(|| shared.prepare(&hex, &bytes)))
-                .await
-                .map_err(|_| RuntimeError::InvalidComponent("compilation failed".into()))??;
+        let (pre, size) = tokio::task::spawn_blocking(move || task_span.in_scope(|| shared.compile(&hex, owned)))
+            .await
+            .map_err(|_| RuntimeError::InvalidComponent("compilation failed".into()))??;
+        self.finish_load(digest, pre, size, false, span).await
+    }
+
+    /// Loads a component from its precompiled artifact in the cache directory, if it has one (or finds it
+    /// in memory); takes no compiler slot. `None`: it must be compiled from its bytes.
+    pub async fn load_precompiled(&self, digest: &str) -> Result<Option<LoadedComponent>, RuntimeError> {
+        self.precompiled(digest, None).await
+    }
+
+    async fn precompiled(&self, digest: &str, known_size: Option<usize>) -> Result<Option<LoadedComponent>, RuntimeError> {
+        if let Some(ready) = self.ready(digest) {
+            return Ok(Some(ready.describe(digest.to_string(), true)));
+        }
+        let Some(hex) = digest.strip_prefix("sha256:").filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit())) else {
+            return Ok(None);
+        };
+        let span = tracing::info_span!("guest_load", digest = %short(digest));
+        let shared = self.shared.clone();
+        let (hex, task_span) = (hex.to_string(), span.clone());
+        let found = tokio::task::spawn_blocking(move || task_span.in_scope(|| shared.from_artifact(&hex)))
+            .await
+            .map_err(|_| RuntimeError::InvalidComponent("loading the artifact failed".into()))??;
+        match found {
+            Some((pre, size)) => {
+                self.finish_load(digest.to_string(), pre, known_size.unwrap_or(size), true, span).await.map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Asks a prepared component for its flows and keeps it ready.
+    async fn finish_load(
+        &self,
+        digest: String,
+        pre: BotPre<GuestState>,
+        size: usize,
+        from_cache: bool,
+        span: tracing::Span,
+    ) -> Result<LoadedComponent, RuntimeError> {
         let flows = self
             .call(span, {
                 let pre = pre.clone();
@@ -232,9 +318,16 @@ impl Runtime {
             })
             .await?;
         let flows = convert::flows(flows).map_err(RuntimeError::InvalidComponent)?;
-        let ready = Arc::new(ReadyComponent { pre, size: wasm.len(), flows });
+        let ready = Arc::new(ReadyComponent { pre, size, flows });
         self.keep(&digest, ready.clone());
         Ok(ready.describe(digest, from_cache))
+    }
+
+    /// Takes a compiler slot and holds it until the permit is dropped, as a long compilation would (for
+    /// tests and operators' drills: uploads are then refused while precompiled bots keep loading).
+    #[doc(hidden)]
+    pub fn occupy_compiler(&self) -> Option<OwnedSemaphorePermit> {
+        self.shared.compilers.clone().try_acquire_owned().ok()
     }
 
     /// Whether the component with this digest is ready in memory. If not, pass its bytes to
@@ -344,40 +437,63 @@ impl Runtime {
     }
 }
 
+/// The bytes to compile, moved to the blocking thread.
+enum OwnedSource {
+    Bytes(Vec<u8>),
+    File(PathBuf),
+}
+
 impl Shared {
-    /// The component's `InstancePre`, from the artifact when there is a usable one, else compiled (and
-    /// its artifact written). Blocking.
-    fn prepare(&self, hex: &str, wasm: &[u8]) -> Result<(BotPre<GuestState>, bool), RuntimeError> {
+    fn artifact_path(&self, hex: &str) -> PathBuf {
+        self.cache_dir.join(format!("{hex}.cwasm"))
+    }
+
+    /// The component's `InstancePre` from its precompiled artifact, if there is a usable one (the size of
+    /// the original bytes is not kept with it: 0). Blocking.
+    fn from_artifact(&self, hex: &str) -> Result<Option<(BotPre<GuestState>, usize)>, RuntimeError> {
+        let artifact = self.artifact_path(hex);
+        if !artifact.is_file() {
+            return Ok(None);
+        }
+        // SAFETY: artifacts are written only by `store_artifact` below into the runtime's own cache
+        // directory, which is trusted; wasmtime still checks that it fits this engine.
+        match unsafe { Component::deserialize_file(&self.sandbox.engine, &artifact) } {
+            Ok(component) => Ok(Some((self.instantiate_pre(&component)?, 0))),
+            Err(error) => {
+                tracing::warn!(%error, path = %artifact.display(), "unusable artifact, it will be recompiled");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Compiles a component, writes its artifact, and prepares it. Blocking.
+    fn compile(&self, hex: &str, source: OwnedSource) -> Result<(BotPre<GuestState>, usize), RuntimeError> {
         let engine = &self.sandbox.engine;
-        let artifact = self.cache_dir.join(format!("{hex}.cwasm"));
-        let cached = artifact.is_file().then(|| {
-            // SAFETY: artifacts are written only by `store_artifact` below into the runtime's own cache
-            // directory, which is trusted; wasmtime still checks that it fits this engine.
-            unsafe { Component::deserialize_file(engine, &artifact) }
-        });
-        let (component, from_cache) = match cached {
-            Some(Ok(component)) => (component, true),
-            other => {
-                if let Some(Err(error)) = other {
-                    tracing::warn!(%error, path = %artifact.display(), "unusable artifact, recompiling");
-                }
-                let component = Component::from_binary(engine, wasm)
-                    .map_err(|e| RuntimeError::InvalidComponent(truncate(&format!("{e:#}"), 300)))?;
-                (component, false)
+        let invalid = |e: wasmtime::Error| RuntimeError::InvalidComponent(truncate(&format!("{e:#}"), 300));
+        let (component, size) = match &source {
+            OwnedSource::Bytes(wasm) => (Component::from_binary(engine, wasm).map_err(invalid)?, wasm.len()),
+            OwnedSource::File(path) => {
+                let size = std::fs::metadata(path).map(|m| m.len() as usize).unwrap_or(0);
+                (Component::from_file(engine, path).map_err(invalid)?, size)
             }
         };
+        let pre = self.instantiate_pre(&component)?;
+        let artifact = self.artifact_path(hex);
+        if let Err(error) = store_artifact(&component, &artifact) {
+            tracing::warn!(%error, path = %artifact.display(), "could not keep the compiled artifact");
+        }
+        Ok((pre, size))
+    }
+
+    fn instantiate_pre(&self, component: &Component) -> Result<BotPre<GuestState>, RuntimeError> {
         let pre = self
             .sandbox
             .linker
-            .instantiate_pre(&component)
+            .instantiate_pre(component)
             .map_err(|e| RuntimeError::InvalidComponent(truncate(&format!("unsupported imports: {e:#}"), 300)))?;
-        let pre = BotPre::new(pre).map_err(|e| {
+        BotPre::new(pre).map_err(|e| {
             RuntimeError::InvalidComponent(truncate(&format!("no hubbub:bot/handler@0.1.0 export: {e:#}"), 300))
-        })?;
-        if !from_cache && let Err(error) = store_artifact(&component, &artifact) {
-            tracing::warn!(%error, path = %artifact.display(), "could not keep the compiled artifact");
-        }
-        Ok((pre, from_cache))
+        })
     }
 }
 

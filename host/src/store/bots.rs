@@ -32,7 +32,10 @@ const SELECT: &str = "SELECT b.id, b.ref, b.partner_id, p.code AS partner_code, 
     b.webhook_url, b.webhook_secret, b.channels, b.allowed_ips, b.token_prefix, b.component_digest, \
     b.component_uploaded_at, b.created_at, b.token_hash FROM bots b JOIN partners p ON p.id = b.partner_id ";
 
-fn from_row(r: &AnyRow) -> Result<Bot, sqlx::Error> {
+/// Where bots' webhook secrets are sealed (see `store::sealing`).
+const SECRET_COLUMN: &str = "bots.webhook_secret";
+
+fn from_row(db: &Db, r: &AnyRow) -> Result<Bot, sqlx::Error> {
     let channels: String = r.try_get("channels")?;
     Ok(Bot {
         id: r.try_get("id")?,
@@ -43,7 +46,10 @@ fn from_row(r: &AnyRow) -> Result<Bot, sqlx::Error> {
         name: r.try_get("name")?,
         runtime_mode: r.try_get("runtime_mode")?,
         webhook_url: r.try_get("webhook_url")?,
-        webhook_secret: r.try_get("webhook_secret")?,
+        webhook_secret: db
+            .keyring()
+            .open(SECRET_COLUMN, &r.try_get::<String, _>("webhook_secret")?)
+            .map_err(super::sealing::to_sqlx)?,
         channels: serde_json::from_str(&channels).unwrap_or_default(),
         allowed_ips: r.try_get("allowed_ips")?,
         token_prefix: r.try_get("token_prefix")?,
@@ -77,7 +83,7 @@ pub async fn insert(db: &Db, partner_id: i64, b: &NewBot<'_>, now: Millis) -> Re
     .bind(b.name)
     .bind(b.runtime_mode)
     .bind(b.webhook_url)
-    .bind(b.webhook_secret)
+    .bind(db.keyring().seal(SECRET_COLUMN, b.webhook_secret))
     .bind(b.token_hash)
     .bind(b.token_prefix)
     .bind(now)
@@ -94,20 +100,20 @@ pub async fn insert(db: &Db, partner_id: i64, b: &NewBot<'_>, now: Millis) -> Re
 pub async fn find(db: &Db, partner_id: i64, code: &str) -> Result<Option<Bot>, sqlx::Error> {
     let sql = const_format::concatcp!(SELECT, "WHERE b.partner_id = $1 AND b.code = $2");
     let row = sqlx::query(sql).bind(partner_id).bind(code).fetch_optional(db.reader()).await?;
-    row.as_ref().map(from_row).transpose()
+    row.as_ref().map(|r| from_row(db, r)).transpose()
 }
 
 pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Bot>, sqlx::Error> {
     let sql = const_format::concatcp!(SELECT, "WHERE b.id = $1");
     let row = sqlx::query(sql).bind(id).fetch_optional(db.reader()).await?;
-    row.as_ref().map(from_row).transpose()
+    row.as_ref().map(|r| from_row(db, r)).transpose()
 }
 
 /// The bot whose token has this digest, with the stored digest for a constant-time re-check.
 pub async fn find_by_token_hash(db: &Db, token_hash: &str) -> Result<Option<(Bot, String)>, sqlx::Error> {
     let sql = const_format::concatcp!(SELECT, "WHERE b.token_hash = $1");
     let row = sqlx::query(sql).bind(token_hash).fetch_optional(db.reader()).await?;
-    row.map(|r| Ok((from_row(&r)?, r.try_get("token_hash")?))).transpose()
+    row.map(|r| Ok((from_row(db, &r)?, r.try_get("token_hash")?))).transpose()
 }
 
 /// Bots a user may talk to in the app: those of partners the phone is linked to, by code.
@@ -118,7 +124,7 @@ pub async fn find_for_user(db: &Db, phone: &str, code: &str) -> Result<Option<Bo
          WHERE a.phone = $1 AND b.code = $2 ORDER BY b.id LIMIT 1"
     );
     let row = sqlx::query(sql).bind(phone).bind(code).fetch_optional(db.reader()).await?;
-    row.as_ref().map(from_row).transpose()
+    row.as_ref().map(|r| from_row(db, r)).transpose()
 }
 
 /// Saves the settable fields of a bot.
@@ -158,7 +164,7 @@ pub async fn set_token(
 
 pub async fn set_webhook_secret(db: &Db, bot_id: i64, secret: &str, now: Millis) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE bots SET webhook_secret = $1, updated_at = $2 WHERE id = $3")
-        .bind(secret)
+        .bind(db.keyring().seal(SECRET_COLUMN, secret))
         .bind(now)
         .bind(bot_id)
         .execute(db.writer())
@@ -262,5 +268,5 @@ pub async fn webhook_endpoint(db: &Db, bot_id: i64) -> Result<Option<(String, St
 pub async fn find_all_by_code(db: &Db, code: &str) -> Result<Vec<Bot>, sqlx::Error> {
     let sql = const_format::concatcp!(SELECT, "WHERE b.code = $1 ORDER BY b.id");
     let rows = sqlx::query(sql).bind(code).fetch_all(db.reader()).await?;
-    rows.iter().map(from_row).collect()
+    rows.iter().map(|r| from_row(db, r)).collect()
 }

@@ -163,14 +163,19 @@ pub async fn sent_since(db: &Db, developer_id: i64, since: Millis) -> Result<i64
         .await
 }
 
+/// Where developers' webhook secrets are sealed (see `store::sealing`).
+const SECRET_COLUMN: &str = "developers.webhook_secret";
+
 pub async fn webhook_secret(db: &Db, id: i64) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query_scalar("SELECT webhook_secret FROM developers WHERE id = $1").bind(id).fetch_one(db.reader()).await
+    let sealed: Option<String> =
+        sqlx::query_scalar("SELECT webhook_secret FROM developers WHERE id = $1").bind(id).fetch_one(db.reader()).await?;
+    sealed.map(|s| db.keyring().open(SECRET_COLUMN, &s).map_err(super::sealing::to_sqlx)).transpose()
 }
 
 pub async fn set_webhook(db: &Db, id: i64, url: Option<&str>, new_secret: Option<&str>) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE developers SET webhook_url = $1, webhook_secret = COALESCE($2, webhook_secret) WHERE id = $3")
         .bind(url)
-        .bind(new_secret)
+        .bind(new_secret.map(|s| db.keyring().seal(SECRET_COLUMN, s)))
         .bind(id)
         .execute(db.writer())
         .await?;

@@ -21,6 +21,7 @@ pub mod messages;
 pub mod otp;
 pub mod outbox;
 pub mod partners;
+pub mod sealing;
 pub mod settings;
 pub mod templates;
 pub mod writer;
@@ -36,20 +37,36 @@ pub enum Backend {
     Postgres,
 }
 
-/// The database: pools for reads and writes, and which backend they talk to.
+/// The database: pools for reads and writes, which backend they talk to, and the keys that seal the
+/// secrets it stores.
 #[derive(Clone, Debug)]
 pub struct Db {
     read: AnyPool,
     write: AnyPool,
     backend: Backend,
+    keys: std::sync::Arc<sealing::Keyring>,
 }
 
 static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("src/store/migrations/sqlite");
 static POSTGRES_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("src/store/migrations/postgres");
 
 impl Db {
+    /// Opens the configured database: its key for secrets at rest, the connection and migrations, then
+    /// finishes an interrupted key rotation and seals any secret still stored in the clear.
+    pub async fn open(config: &crate::config::Config, max_connections: u32) -> anyhow::Result<Db> {
+        let (keys, source) = sealing::keyring(config)?;
+        let mut db = Db::connect(&config.database_url, max_connections, keys).await?;
+        sealing::finish_interrupted_rotation(&mut db, &source).await?;
+        let sealed = sealing::seal_plaintext_secrets(&db).await.map_err(|e| anyhow::anyhow!("secrets at rest: {e}"))?;
+        if sealed > 0 {
+            tracing::info!(sealed, "sealed secrets that were stored in the clear");
+        }
+        Ok(db)
+    }
+
     /// Connects to `url` (`sqlite://…` or `postgres://…`) and runs the migrations.
-    pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<Db> {
+    pub async fn connect(url: &str, max_connections: u32, keys: sealing::Keyring) -> anyhow::Result<Db> {
+        let keys = std::sync::Arc::new(keys);
         let max_connections = max_connections.max(1);
         install_default_drivers();
         let backend = if url.starts_with("sqlite:") {
@@ -77,7 +94,7 @@ impl Db {
                 // Create the file and the schema before the readers open it.
                 SQLITE_MIGRATOR.run(&write).await?;
                 let read = options().max_connections(max_connections).connect(url).await?;
-                Db { read, write, backend }
+                Db { read, write, backend, keys }
             }
             Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
@@ -86,10 +103,15 @@ impl Db {
                     .connect(url)
                     .await?;
                 POSTGRES_MIGRATOR.run(&pool).await?;
-                Db { read: pool.clone(), write: pool, backend }
+                Db { read: pool.clone(), write: pool, backend, keys }
             }
         };
         Ok(db)
+    }
+
+    /// The keys that seal and open stored secrets.
+    pub fn keyring(&self) -> &sealing::Keyring {
+        &self.keys
     }
 
     pub fn backend(&self) -> Backend {

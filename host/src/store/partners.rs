@@ -103,11 +103,15 @@ pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Partner>, sqlx::Error
 
 /// The partner's webhook secret (needed in the clear to sign).
 pub async fn webhook_secret(db: &Db, partner_id: i64) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query_scalar("SELECT webhook_secret FROM partners WHERE id = $1")
+    let sealed: Option<String> = sqlx::query_scalar("SELECT webhook_secret FROM partners WHERE id = $1")
         .bind(partner_id)
         .fetch_one(db.reader())
-        .await
+        .await?;
+    sealed.map(|s| db.keyring().open(SECRET_COLUMN, &s).map_err(super::sealing::to_sqlx)).transpose()
 }
+
+/// Where partners' webhook secrets are sealed (see `store::sealing`).
+const SECRET_COLUMN: &str = "partners.webhook_secret";
 
 /// Sets (or clears) the webhook URL; replaces the secret when `new_secret` is given.
 pub async fn set_webhook(
@@ -118,7 +122,7 @@ pub async fn set_webhook(
 ) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE partners SET webhook_url = $1, webhook_secret = COALESCE($2, webhook_secret) WHERE id = $3")
         .bind(url)
-        .bind(new_secret)
+        .bind(new_secret.map(|s| db.keyring().seal(SECRET_COLUMN, s)))
         .bind(partner_id)
         .execute(db.writer())
         .await?;
