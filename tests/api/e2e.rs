@@ -337,6 +337,16 @@ async fn an_encrypted_conversation_round_trips_between_user_and_agent() {
     let last = thread["messages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(open_in_thread(&last, &agent_k1, &conv_ref), "My order 7731 never arrived");
 
+    // INTERFACE's envelope has key_wraps: a client that seals with them is accepted (their shape checked),
+    // and they are kept as given.
+    let mut with_wraps = encrypted(&k1, 1, &conv_ref, "Tracking says delivered");
+    with_wraps["e2e_envelope"]["key_wraps"] = wraps.clone();
+    let kept = app.post(&token, &msg_path, with_wraps).await.ok(201).clone();
+    assert_eq!(kept["e2e_envelope"]["key_wraps"], wraps);
+    let mut bad_wraps = encrypted(&k1, 1, &conv_ref, "x");
+    bad_wraps["e2e_envelope"]["key_wraps"] = json!([{"device_uuid": "console-1"}]);
+    app.post(&token, &msg_path, bad_wraps).await.field_error("e2e_envelope.key_wraps");
+
     // The agent answers encrypted; the user's device opens it with its own wrap.
     let reply = encrypted(&agent_k1, 1, &conv_ref, "Refund of 49.90 issued today");
     let r = app.post(&acme, &format!("/api/v1/conversations/{conv_id}/messages"), reply).await;

@@ -13,6 +13,7 @@ mod conversations;
 mod delivery;
 mod developers;
 mod e2e;
+mod hardening;
 mod messages;
 mod templates;
 mod users;

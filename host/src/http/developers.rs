@@ -82,9 +82,9 @@ struct CodeLogin {
     code: Option<String>,
 }
 
-/// Checks the code and returns the developer it belongs to, with the e-mail of the sign-up that issued
-/// the code now stored.
-async fn check_code(state: &AppState, req: &CodeLogin) -> ApiResult<Developer> {
+/// Checks the code and returns the developer it belongs to, with the e-mail given by the sign-up that
+/// issued the code (nothing of it is stored before the code is verified).
+async fn check_code(state: &AppState, req: &CodeLogin) -> ApiResult<(Developer, Option<String>)> {
     let phone = phone_field(req.phone.as_deref())?;
     let code = req
         .code
@@ -93,10 +93,9 @@ async fn check_code(state: &AppState, req: &CodeLogin) -> ApiResult<Developer> {
         .filter(|c| !c.is_empty())
         .ok_or_else(|| ApiError::validation("code", "code is required"))?;
     let email = otp::verify(state, &phone, "developer", code).await?;
-    if let Some(email) = email {
-        store::set_email(&state.db, &phone, &email).await?;
-    }
-    store::find_by_phone(&state.db, &phone).await?.ok_or_else(|| ApiError::unauthorized("no sign-up for this phone"))
+    let developer =
+        store::find_by_phone(&state.db, &phone).await?.ok_or_else(|| ApiError::unauthorized("no sign-up for this phone"))?;
+    Ok((developer, email))
 }
 
 /// Issues a new key (`sk_dev_…`) and stores its digest; the key is returned once.
@@ -123,16 +122,22 @@ async fn issue_key(state: &AppState, developer_id: i64, kind: &str, expires_at: 
 }
 
 async fn verify(_: CodeRouteLimit, State(state): State<AppState>, ApiJson(req): ApiJson<CodeLogin>) -> ApiResult<Json<Value>> {
-    let developer = check_code(&state, &req).await?;
+    let (mut developer, email) = check_code(&state, &req).await?;
     if developer.verified || !store::mark_verified(&state.db, developer.id, state.now()).await? {
         return Err(ApiError::conflict("already verified: sign in with POST /api/v1/dev/session"));
+    }
+    // The e-mail is the one the verified sign-up gave; a sign-in (or anyone's later sign-up for the
+    // same phone) never changes it.
+    if let Some(email) = email {
+        store::set_email(&state.db, &developer.phone, &email).await?;
+        developer.email = Some(email);
     }
     let key = issue_key(&state, developer.id, "api", None).await?;
     Ok(Json(json!({ "developer": developer_json(&developer), "api_key": key })))
 }
 
 async fn session(_: CodeRouteLimit, State(state): State<AppState>, ApiJson(req): ApiJson<CodeLogin>) -> ApiResult<Json<Value>> {
-    let developer = check_code(&state, &req).await?;
+    let (developer, _) = check_code(&state, &req).await?;
     if !developer.verified {
         return Err(ApiError::unauthorized("verify the sign-up first (POST /api/v1/dev/verify)"));
     }
