@@ -533,7 +533,7 @@ async fn offline_users_get_one_opaque_alert_by_whatsapp_then_sms() {
         .client
         .post(format!("{}/api/v1/providers/whatsapp/webhook", app.base))
         .header("x-hub-signature-256", hubbub_host::delivery::receipts::meta_signature("app-secret", body.as_bytes()))
-        .body(body)
+        .body(body.clone())
         .send()
         .await
         .unwrap();
@@ -547,6 +547,21 @@ async fn offline_users_get_one_opaque_alert_by_whatsapp_then_sms() {
     );
     assert_eq!(m["state"], "sent", "an alert never changes the message");
     assert_eq!(sms.received().len(), sms_seen + 1);
+    // The same receipt again (the provider retries, or someone replays a captured one): no second SMS.
+    for _ in 0..2 {
+        let r = app
+            .client
+            .post(format!("{}/api/v1/providers/whatsapp/webhook", app.base))
+            .header("x-hub-signature-256", hubbub_host::delivery::receipts::meta_signature("app-secret", body.as_bytes()))
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert_eq!(sms.received().len(), sms_seen + 1, "a replayed failure receipt sent another SMS alert");
+    assert_eq!(tries(&app.message(&key, id).await).len(), 3);
     let sms_before = sms.received().len();
 
     // Still the same offline period: no second alert; a plaintext message never alerts.
