@@ -5,6 +5,7 @@
 mod common;
 
 mod accounts;
+mod auth_matrix;
 mod bots;
 mod broadcasts;
 mod cli;

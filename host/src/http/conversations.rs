@@ -265,11 +265,12 @@ async fn update_conversation(
     Path(id): Path<String>,
     ApiJson(req): ApiJson<UpdateConversation>,
 ) -> ApiResult<Json<Value>> {
-    let id = parse_id(&id, "conversation")?;
+    // Another partner's conversation is 404 whatever the body says.
+    let c = agent_thread(&state, partner.id, &id).await?;
     if req.state.as_deref() != Some("closed") {
         return Err(ApiError::validation("state", "state can only be set to closed (a user message reopens)"));
     }
-    let c = store::set_state(&state.db, partner.id, id, "closed")
+    let c = store::set_state(&state.db, partner.id, c.id, "closed")
         .await?
         .ok_or_else(|| ApiError::not_found("conversation"))?;
     Ok(Json(conversation_json(&c)))

@@ -1,0 +1,433 @@
+//! The authorization matrix: every documented operation (and so every route: `conventions` keeps the two
+//! equal) × every kind of credential → the answer the contract gives (401 / 403 / 404 / allowed). A route
+//! without a row here fails the test, so a new route cannot ship without saying who may call it.
+
+use std::collections::BTreeSet;
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::{TEST_JWT_SECRET, TestApp, eventually};
+
+const PHONE: &str = "+15551230000";
+
+/// Who may call an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// A partner key; another partner's resources are 404.
+    Partner,
+    /// A partner key, or the token of the bot the path names.
+    PartnerOrBot,
+    /// The platform partner's key only; any other partner is 403.
+    Platform,
+    /// A user JWT (`/me`).
+    User,
+    /// A developer key or session key (`/dev`).
+    Developer,
+    /// Media: the sending partner or a recipient user.
+    MediaReaders,
+    /// The inbound bot webhook: the bot's own credentials (token, secret, signatures), nothing else.
+    BotWebhook,
+    /// No credential (sign-in, provider callbacks with their own signatures, content links, the
+    /// document): whatever is sent in `Authorization` changes nothing.
+    Open,
+}
+
+use Access::*;
+
+/// Every operation and who may call it.
+const MATRIX: &[(&str, &str, Access)] = &[
+    ("POST", "/api/v1/accounts/link", Partner),
+    ("GET", "/api/v1/accounts/{phone}", Partner),
+    ("POST", "/api/v1/agent/devices/keys", Partner),
+    ("POST", "/api/v1/agent/messages", Partner),
+    ("POST", "/api/v1/auth/otp/start", Open),
+    ("POST", "/api/v1/auth/otp/verify", Open),
+    ("POST", "/api/v1/bots", Partner),
+    ("GET", "/api/v1/bots/{code}", PartnerOrBot),
+    ("PATCH", "/api/v1/bots/{code}", Partner),
+    ("PUT", "/api/v1/bots/{code}/component", Partner),
+    ("GET", "/api/v1/bots/{code}/credentials", PartnerOrBot),
+    ("POST", "/api/v1/bots/{code}/flows/{flow}/invite", Partner),
+    ("POST", "/api/v1/bots/{code}/token/rotate", Partner),
+    ("POST", "/api/v1/bots/{code}/webhook", BotWebhook),
+    ("PUT", "/api/v1/bots/{code}/webhook", Partner),
+    ("POST", "/api/v1/bots/{code}/webhook/secret/rotate", Partner),
+    ("POST", "/api/v1/bots/{code}/webhook/test", Partner),
+    ("GET", "/api/v1/broadcasts", Partner),
+    ("POST", "/api/v1/broadcasts", Partner),
+    ("GET", "/api/v1/broadcasts/{id}", Partner),
+    ("GET", "/api/v1/content/{ref}", Open),
+    ("GET", "/api/v1/conversations", Partner),
+    ("GET", "/api/v1/conversations/{id}", Partner),
+    ("PATCH", "/api/v1/conversations/{id}", Partner),
+    ("GET", "/api/v1/conversations/{id}/devices", Partner),
+    ("GET", "/api/v1/conversations/{id}/keys", Partner),
+    ("POST", "/api/v1/conversations/{id}/keys", Partner),
+    ("POST", "/api/v1/conversations/{id}/messages", Partner),
+    ("GET", "/api/v1/dev-sink/messages", Platform),
+    ("GET", "/api/v1/dev/keys", Developer),
+    ("DELETE", "/api/v1/dev/keys/{prefix}", Developer),
+    ("POST", "/api/v1/dev/messages", Developer),
+    ("POST", "/api/v1/dev/session", Open),
+    ("PUT", "/api/v1/dev/settings", Developer),
+    ("POST", "/api/v1/dev/signup", Open),
+    ("GET", "/api/v1/dev/templates", Developer),
+    ("POST", "/api/v1/dev/verify", Open),
+    ("GET", "/api/v1/keys/{phone}", Partner),
+    ("GET", "/api/v1/me/account", User),
+    ("GET", "/api/v1/me/bots", User),
+    ("POST", "/api/v1/me/bots/{code}/sessions", User),
+    ("GET", "/api/v1/me/bots/{code}/sessions/{session}", User),
+    ("POST", "/api/v1/me/bots/{code}/sessions/{session}/events", User),
+    ("GET", "/api/v1/me/conversations", User),
+    ("POST", "/api/v1/me/conversations", User),
+    ("GET", "/api/v1/me/conversations/{ref}", User),
+    ("GET", "/api/v1/me/conversations/{ref}/devices", User),
+    ("GET", "/api/v1/me/conversations/{ref}/keys", User),
+    ("POST", "/api/v1/me/conversations/{ref}/keys", User),
+    ("POST", "/api/v1/me/conversations/{ref}/messages", User),
+    ("POST", "/api/v1/me/devices/keys", User),
+    ("POST", "/api/v1/me/flows/{ref}/events", User),
+    ("POST", "/api/v1/me/flows/{ref}/start", User),
+    ("POST", "/api/v1/me/flows/{ref}/submit", User),
+    ("GET", "/api/v1/me/forms", User),
+    ("GET", "/api/v1/me/messages", User),
+    ("POST", "/api/v1/me/messages/{ref}/read", User),
+    ("GET", "/api/v1/media/{id}", MediaReaders),
+    ("GET", "/api/v1/messages", Partner),
+    ("POST", "/api/v1/messages", Partner),
+    ("POST", "/api/v1/messages/read", Partner),
+    ("GET", "/api/v1/messages/{id}", Partner),
+    ("POST", "/api/v1/messages/{id}/read", Partner),
+    ("POST", "/api/v1/messages/{id}/unread", Partner),
+    ("GET", "/api/v1/openapi.json", Open),
+    ("POST", "/api/v1/providers/twilio/status", Open),
+    ("GET", "/api/v1/providers/whatsapp/webhook", Open),
+    ("POST", "/api/v1/providers/whatsapp/webhook", Open),
+    ("GET", "/api/v1/settings/account-fields", Partner),
+    ("POST", "/api/v1/settings/account-fields", Partner),
+    ("DELETE", "/api/v1/settings/account-fields/{id}", Partner),
+    ("PATCH", "/api/v1/settings/account-fields/{id}", Partner),
+    ("PUT", "/api/v1/settings/webhook", Partner),
+    ("POST", "/api/v1/system/broadcasts", Platform),
+    ("GET", "/api/v1/templates", Partner),
+    ("POST", "/api/v1/templates", Partner),
+    ("GET", "/api/v1/templates/{id}", Partner),
+    ("POST", "/api/v1/templates/{id}/submit", Partner),
+    ("GET", "/api/v1/webhooks/deliveries", Partner),
+    ("POST", "/api/v1/webhooks/deliveries/{id}/retry", Partner),
+    ("POST", "/api/v1/webhooks/test", Partner),
+];
+
+/// The kinds of credential every operation is tried with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    None,
+    Malformed,
+    ExpiredJwt,
+    OtherPartner,
+    DeveloperKey,
+    DeveloperSession,
+    BotToken,
+    UserJwt,
+    /// The owning partner (the platform partner), tried last: its calls may change what they touch.
+    Owner,
+}
+
+const KINDS: &[Kind] = &[
+    Kind::None,
+    Kind::Malformed,
+    Kind::ExpiredJwt,
+    Kind::OtherPartner,
+    Kind::DeveloperKey,
+    Kind::DeveloperSession,
+    Kind::BotToken,
+    Kind::UserJwt,
+    Kind::Owner,
+];
+
+/// What an answer must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    Status(u16),
+    /// Served: not 401, 403 or 5xx; `and_found` also refuses 404 (the path names the caller's resources).
+    Allowed { and_found: bool },
+    /// The same status as without any credential.
+    AsAnonymous,
+}
+
+fn expect(access: Access, kind: Kind, has_params: bool) -> Expect {
+    use Expect::*;
+    use Kind as K;
+    let allowed = Allowed { and_found: has_params };
+    let loose = Allowed { and_found: false };
+    if access == Open {
+        return AsAnonymous;
+    }
+    match kind {
+        K::None | K::Malformed | K::ExpiredJwt => Status(401),
+        _ if access == BotWebhook => if kind == K::BotToken { loose } else { Status(401) },
+        K::Owner => match access {
+            Partner | PartnerOrBot | Platform | MediaReaders => allowed,
+            _ => Status(403),
+        },
+        K::OtherPartner => match access {
+            Partner | PartnerOrBot | MediaReaders if has_params => Status(404),
+            Partner | PartnerOrBot => loose,
+            _ => Status(403),
+        },
+        K::DeveloperKey => if access == Developer { allowed } else { Status(403) },
+        // The session key runs after the API key, which may have used up what the path names.
+        K::DeveloperSession => if access == Developer { loose } else { Status(403) },
+        K::BotToken => if access == PartnerOrBot { allowed } else { Status(403) },
+        K::UserJwt => match access {
+            User | MediaReaders => allowed,
+            _ => Status(403),
+        },
+    }
+}
+
+/// Everything the paths name, all belonging to the owner (and its user).
+struct Fixtures {
+    owner: String,
+    other: String,
+    developer: String,
+    developer_session: String,
+    spare_key_prefix: String,
+    bot_token: String,
+    user: String,
+    expired: String,
+    message_id: i64,
+    message_ref: String,
+    media_id: String,
+    template_id: i64,
+    conversation_id: i64,
+    conversation_ref: String,
+    broadcast_id: i64,
+    field_id: i64,
+    delivery_id: String,
+    flow_ref: String,
+    chat_session: String,
+}
+
+impl Fixtures {
+    fn credential(&self, kind: Kind) -> Option<String> {
+        Some(match kind {
+            Kind::None => return None,
+            Kind::Malformed => "not-a-credential".into(),
+            Kind::ExpiredJwt => self.expired.clone(),
+            Kind::OtherPartner => self.other.clone(),
+            Kind::DeveloperKey => self.developer.clone(),
+            Kind::DeveloperSession => self.developer_session.clone(),
+            Kind::BotToken => self.bot_token.clone(),
+            Kind::UserJwt => self.user.clone(),
+            Kind::Owner => self.owner.clone(),
+        })
+    }
+
+    /// The path with its parameters filled in with the owner's resources.
+    fn concrete(&self, path: &str) -> String {
+        let me = path.starts_with("/api/v1/me/");
+        let id = |after: &str| -> String {
+            match after {
+                "messages" => self.message_id.to_string(),
+                "templates" => self.template_id.to_string(),
+                "conversations" => self.conversation_id.to_string(),
+                "broadcasts" => self.broadcast_id.to_string(),
+                "account-fields" => self.field_id.to_string(),
+                "deliveries" => self.delivery_id.clone(),
+                "media" => self.media_id.clone(),
+                other => panic!("no fixture for {{id}} after {other}"),
+            }
+        };
+        let segments: Vec<&str> = path.split('/').collect();
+        let mut out = Vec::new();
+        for (i, segment) in segments.iter().enumerate() {
+            let before = if i > 0 { segments[i - 1] } else { "" };
+            out.push(match *segment {
+                "{id}" => id(before),
+                "{ref}" => match before {
+                    "flows" => self.flow_ref.clone(),
+                    "conversations" => self.conversation_ref.clone(),
+                    _ => self.message_ref.clone(),
+                },
+                "{code}" if me => "chatbot".to_string(),
+                "{code}" => "flowbot".to_string(),
+                "{flow}" => "signup".to_string(),
+                "{phone}" => PHONE.to_string(),
+                "{prefix}" => self.spare_key_prefix.clone(),
+                "{session}" => self.chat_session.clone(),
+                s if s.starts_with('{') => panic!("no fixture for {s} in {path}"),
+                s => s.to_string(),
+            });
+        }
+        out.join("/")
+    }
+}
+
+/// An HS256 user token that expired long ago, signed with the host's secret.
+fn expired_jwt() -> String {
+    use hmac::{Hmac, KeyInit, Mac};
+    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
+    let claims = URL_SAFE_NO_PAD.encode(json!({"sub": PHONE, "iat": 0, "exp": 1}).to_string());
+    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(TEST_JWT_SECRET.as_bytes()).unwrap();
+    mac.update(format!("{header}.{claims}").as_bytes());
+    format!("{header}.{claims}.{}", URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes()))
+}
+
+async fn open_post(app: &TestApp, path: &str, body: Value) -> Value {
+    app.request(Method::POST, path, None, Some(&body)).await.json
+}
+
+async fn upload(app: &TestApp, key: &str, code: &str, component: &str) {
+    let r = app
+        .client
+        .put(format!("{}/api/v1/bots/{code}/component", app.base))
+        .bearer_auth(key)
+        .header("content-type", "application/wasm")
+        .body(crate::bots::wasm(component))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+async fn fixtures(app: &TestApp) -> Fixtures {
+    let owner = app.partner_with("acme", true).await;
+    let other = app.partner("globex").await;
+    // Bots: one with a flow (its token is the bot credential), one for chats.
+    let flowbot = app.post(&owner, "/api/v1/bots", json!({"code": "flowbot", "name": "Flows"})).await.ok(201).clone();
+    upload(app, &owner, "flowbot", "signup").await;
+    app.post(&owner, "/api/v1/bots", json!({"code": "chatbot", "name": "Chat"})).await.ok(201);
+    upload(app, &owner, "chatbot", "chat").await;
+    // The user, linked to the owner, with a message, a media message, a flow invitation, a chat session and
+    // a support conversation.
+    app.post(&owner, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    let user = app.login(PHONE).await;
+    let hook = json!({"webhook_url": "http://127.0.0.1:9/hook"});
+    app.request(Method::PUT, "/api/v1/settings/webhook", Some(&owner), Some(&hook)).await.ok(200);
+    let m = app.send_text(&owner, PHONE, "hello").await.ok(201).clone();
+    let media = json!({"phone": PHONE, "content_type": "image", "media_base64": STANDARD.encode([1u8, 2, 3]), "media_mimetype": "image/png"});
+    let media = app.post(&owner, "/api/v1/messages", media).await.ok(201)["media"]["url"].as_str().unwrap().to_string();
+    let invite = app.post(&owner, "/api/v1/bots/flowbot/flows/signup/invite", json!({"phone": PHONE})).await;
+    let flow_ref = invite.ok(201)["flow_session"]["ref"].as_str().unwrap().to_string();
+    let chat = app.post(&user, "/api/v1/me/bots/chatbot/sessions", json!({})).await.ok(201)["session"].clone();
+    let conversation = app.post(&user, "/api/v1/me/conversations", json!({"partner": "acme", "body": "help"})).await;
+    let conversation = conversation.ok(201).clone();
+    let template = json!({"code": "t1", "channel": "inapp", "category": "utility", "body": "Hi {{name}}"});
+    let template_id = app.post(&owner, "/api/v1/templates", template).await.ok(201)["template_id"].as_i64().unwrap();
+    let broadcast = app.post(&owner, "/api/v1/broadcasts", json!({"body": "News"})).await.ok(202)["broadcast_id"].clone();
+    let field = json!({"key": "tier", "label": "Tier", "type": "char", "required": false});
+    let field_id = app.post(&owner, "/api/v1/settings/account-fields", field).await.ok(201)["id"].as_i64().unwrap();
+    let delivery = || async { app.get(&owner, "/api/v1/webhooks/deliveries").await.json["data"][0]["delivery_id"].clone() };
+    eventually("a webhook delivery", || async { delivery().await.is_string() }).await;
+    let delivery_id = delivery().await.as_str().unwrap().to_string();
+    // A developer with its API key, a session key, and a spare session key to revoke.
+    const DEV: &str = "+15557770000";
+    open_post(app, "/api/v1/dev/signup", json!({"phone": DEV})).await;
+    let code = app.last_code(DEV).await;
+    let developer = open_post(app, "/api/v1/dev/verify", json!({"phone": DEV, "code": code})).await["api_key"].clone();
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        open_post(app, "/api/v1/dev/signup", json!({"phone": DEV})).await;
+        let code = app.last_code(DEV).await;
+        sessions.push(open_post(app, "/api/v1/dev/session", json!({"phone": DEV, "code": code})).await["api_key"].clone());
+    }
+    let spare = sessions[1].as_str().unwrap();
+    Fixtures {
+        developer: developer.as_str().unwrap().to_string(),
+        developer_session: sessions[0].as_str().unwrap().to_string(),
+        spare_key_prefix: hubbub_host::secrets::display_prefix(spare, "sk_dev_"),
+        bot_token: flowbot["bot_token"].as_str().unwrap().to_string(),
+        expired: expired_jwt(),
+        message_id: m["message_id"].as_i64().unwrap(),
+        message_ref: m["ref"].as_str().unwrap().to_string(),
+        media_id: media.trim_start_matches("/api/v1/media/").to_string(),
+        template_id,
+        conversation_id: conversation["conversation_id"].as_i64().unwrap(),
+        conversation_ref: conversation["ref"].as_str().unwrap().to_string(),
+        broadcast_id: broadcast.as_i64().unwrap(),
+        field_id,
+        delivery_id,
+        flow_ref,
+        chat_session: chat.as_str().unwrap().to_string(),
+        owner,
+        other,
+        user,
+    }
+}
+
+#[tokio::test]
+async fn every_route_answers_every_kind_of_credential_as_the_contract_says() {
+    let app = TestApp::start_with(|c| {
+        c.developer_rate_limit_per_s = 100_000;
+        c.developer_rate_limit_burst = 100_000;
+    })
+    .await;
+
+    // The matrix covers exactly the documented operations (which `conventions` keeps equal to the router).
+    let doc = app.request(Method::GET, "/api/v1/openapi.json", None, None).await.json;
+    let mut documented = BTreeSet::new();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for method in ops.as_object().unwrap().keys() {
+            if ["get", "post", "put", "patch", "delete"].contains(&method.as_str()) {
+                documented.insert((method.to_uppercase(), path.clone()));
+            }
+        }
+    }
+    let rows: BTreeSet<(String, String)> = MATRIX.iter().map(|(m, p, _)| (m.to_string(), p.to_string())).collect();
+    let missing: Vec<_> = documented.difference(&rows).collect();
+    assert!(missing.is_empty(), "routes without a row in the auth matrix: {missing:?}");
+    let stale: Vec<_> = rows.difference(&documented).collect();
+    assert!(stale.is_empty(), "rows for routes that do not exist: {stale:?}");
+
+    let f = fixtures(&app).await;
+    // Operations that use up what they touch (a rotated token, a deleted field) run last.
+    let mut order: Vec<&(&str, &str, Access)> = MATRIX.iter().collect();
+    order.sort_by_key(|(method, path, _)| (path.ends_with("/token/rotate"), *method == "DELETE"));
+    let mut failures = Vec::new();
+    let mut calls = 0;
+    for (method, path, access) in order {
+        let has_params = path.contains('{');
+        let url = format!("{}{}", app.base, f.concrete(path));
+        let mut anonymous = None;
+        for &kind in KINDS {
+            let mut request = app.client.request(Method::from_bytes(method.as_bytes()).unwrap(), &url);
+            if let Some(credential) = f.credential(kind) {
+                request = request.bearer_auth(credential);
+            }
+            if *method != "GET" && *method != "DELETE" {
+                request = request.header("content-type", "application/json").body("{}");
+            }
+            let response = request.send().await.unwrap();
+            calls += 1;
+            let status = response.status().as_u16();
+            let body: Value = response.json().await.unwrap_or(Value::Null);
+            if status >= 400 && !body["error"]["code"].is_string() {
+                failures.push(format!("{method} {path} as {kind:?}: {status} without the error shape"));
+            }
+            let ok = match expect(*access, kind, has_params) {
+                Expect::Status(want) => status == want,
+                Expect::Allowed { and_found } => {
+                    !matches!(status, 401 | 403) && status < 500 && !(and_found && status == 404)
+                }
+                Expect::AsAnonymous => {
+                    let first = *anonymous.get_or_insert(status);
+                    status == first && status < 500
+                }
+            };
+            if !ok {
+                failures.push(format!(
+                    "{method} {path} as {kind:?}: got {status}, expected {:?} ({})",
+                    expect(*access, kind, has_params),
+                    body["error"]["message"]
+                ));
+            }
+        }
+    }
+    assert_eq!(calls, MATRIX.len() * KINDS.len());
+    assert!(failures.is_empty(), "{} answers differ from the matrix:\n{}", failures.len(), failures.join("\n"));
+}
