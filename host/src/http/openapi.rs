@@ -179,7 +179,7 @@ pub fn document() -> Value {
     );
     add("/api/v1/media/{id}", "get", {
         let mut o = op(
-            "Download media uploaded as base64 (the sending partner, or a recipient with a user JWT)",
+            "Download media uploaded as base64 (the sending partner, or a recipient with a user JWT; developer keys and bot tokens are 403). Served with `X-Content-Type-Options: nosniff`, `Content-Security-Policy: sandbox`, and `Content-Disposition: attachment` for every type but common images, audio and video",
             "messages",
             partner,
             None,
@@ -188,6 +188,7 @@ pub fn document() -> Value {
         );
         o["responses"]["200"]["content"] =
             json!({ "application/octet-stream": { "schema": { "type": "string", "format": "binary" } } });
+        o["security"] = json!([{ "partnerKey": [] }, { "userJwt": [] }]);
         o
     });
 
@@ -243,7 +244,7 @@ pub fn document() -> Value {
         "/api/v1/auth/otp/start",
         "post",
         op(
-            "Send a 6-digit login code by SMS (5 per phone per 15 minutes; 429 beyond)",
+            "Send a 6-digit login code by SMS (5 per phone per 15 minutes; the code routes together are also limited per client address and for the whole host: 429 with Retry-After beyond)",
             "users",
             "",
             Some(json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string" } } })),
@@ -259,7 +260,7 @@ pub fn document() -> Value {
         "/api/v1/auth/otp/verify",
         "post",
         op(
-            "Verify the code: claims the account, records the device, returns a user JWT",
+            "Verify the code: claims the account, records the device (`device_uuid`: 1-128 of A-Z a-z 0-9 . _ : -), returns a user JWT. Limited per client address and host (429)",
             "users",
             "",
             Some(json!({ "type": "object", "required": ["phone", "code"], "properties": {
@@ -670,12 +671,12 @@ pub fn document() -> Value {
         "/api/v1/keys/{phone}",
         "get",
         op(
-            "The device key record of a user: their devices and your agent devices (empty lists for an unknown phone)",
+            "The device key record of a user whose account is linked to you: their devices and your agent devices (404 for a phone not linked to you, so the directory never tells whether a phone uses the app)",
             "e2e",
             partner,
             None,
             (200, "The key directory", schema_ref("KeyDirectory")),
-            &[422],
+            &[404, 422],
         ),
     );
     // Provider receipts (signed by the provider, no API key)
@@ -874,7 +875,7 @@ pub fn document() -> Value {
         "/api/v1/dev/signup",
         "post",
         op(
-            "Sign up (or start a sign-in): sends a code by SMS",
+            "Sign up (or start a sign-in): sends a code by SMS. The e-mail travels with the code and is stored only when that code verifies the sign-up (POST /dev/verify); a sign-in never changes it. Limited per client address and host (429)",
             "developers",
             "",
             Some(
@@ -901,7 +902,7 @@ pub fn document() -> Value {
                 "Verified",
                 json!({ "type": "object", "properties": { "developer": developer_schema.clone(), "api_key": { "type": "string" } } }),
             ),
-            &[401, 409],
+            &[401, 409, 429],
         ),
     );
     add(
@@ -1070,17 +1071,22 @@ pub fn document() -> Value {
     );
     add("/api/v1/bots/{code}/webhook", "post", {
         let mut o = op(
-            "Inbound events from the bot: {event: reply|ping, data}. Auth: the bot token, X-Service-Bot-Secret, or X-Service-Signature (sha256=<hex HMAC of the body>); allowed_ips applies",
+            "Inbound events from the bot: {event: reply|ping, data}. The caller's address is checked against allowed_ips first (403). Auth: the bot token, X-Service-Bot-Secret, X-Service-Signature (sha256=<hex HMAC of the body>), or the Standard Webhooks headers (webhook-id, webhook-timestamp within 5 minutes, webhook-signature v1,<base64 HMAC of id.timestamp.body keyed with the base64-decoded secret after whsec_>). An event with a webhook-id (which then needs a fresh webhook-timestamp) is applied once: a repeat answers {ok: true, duplicate: true}. Reply steps are appended to what the app has not fetched yet",
             "bots",
             "",
             Some(
                 json!({ "type": "object", "required": ["event"], "properties": { "event": { "type": "string", "enum": ["reply", "ping"] },
                 "data": { "type": "object", "description": "reply: {session, steps}" } } }),
             ),
-            (200, "{ok: true}", json!({ "type": "object" })),
+            (200, "{ok: true, duplicate?: true}", json!({ "type": "object", "properties": { "ok": { "type": "boolean" }, "duplicate": { "type": "boolean" } } })),
             &[401, 403, 404],
         );
         o["security"] = json!([{ "botToken": [] }]);
+        o["parameters"] = json!([
+            { "name": "webhook-id", "in": "header", "required": false, "schema": { "type": "string", "maxLength": 256 }, "description": "Event id: a repeat is acknowledged and ignored." },
+            { "name": "webhook-timestamp", "in": "header", "required": false, "schema": { "type": "string" }, "description": "Seconds since the epoch; required with webhook-id; within 5 minutes of now." },
+            { "name": "webhook-signature", "in": "header", "required": false, "schema": { "type": "string" }, "description": "Standard Webhooks: space-separated v1,<base64> signatures." }
+        ]);
         o
     });
     add(
@@ -1109,12 +1115,12 @@ pub fn document() -> Value {
     );
     add("/api/v1/bots/{code}/component", "put", {
         let mut o = op(
-            "Upload the bot's Wasm component (raw bytes, Content-Type application/wasm, up to 64 MiB); 422 invalid_component otherwise",
+            "Upload the bot's Wasm component (raw bytes, Content-Type application/wasm, up to HUBBUB_COMPONENT_LIMIT, 64 MiB by default; streamed to disk); 422 invalid_component otherwise. Compilations run a few at a time (HUBBUB_BOT_COMPILE_CONCURRENCY): when all are busy the upload is refused at once with 503 and Retry-After",
             "bots",
             partner,
             None,
             (200, "{component: {digest, size, flows, uploaded_at}}", json!({ "type": "object" })),
-            &[400, 404, 413, 422],
+            &[400, 404, 413, 422, 503],
         );
         o["requestBody"] = json!({ "required": true, "content": { "application/wasm": { "schema": { "type": "string", "format": "binary" } } } });
         o
@@ -1277,6 +1283,12 @@ fn components() -> Value {
                 "headers": { "Retry-After": { "schema": { "type": "integer" } } },
                 "content": { "application/json": { "schema": schema_ref("Error") } }
             },
+            "E502": error_response("`bot_error` (the bot failed to answer) or `delivery_failed` (a provider refused)"),
+            "E503": {
+                "description": "`unavailable`: the host cannot take this work now; see `Retry-After`",
+                "headers": { "Retry-After": { "schema": { "type": "integer" } } },
+                "content": { "application/json": { "schema": schema_ref("Error") } }
+            },
         },
         "schemas": {
             "Error": {
@@ -1298,7 +1310,7 @@ fn components() -> Value {
                 "required": ["phone"],
                 "properties": {
                     "phone": { "type": "string", "description": "E.164" },
-                    "body": { "type": "string", "description": "Required for text and system" },
+                    "body": { "type": "string", "maxLength": 65536, "description": "Required for text and system; at most 64 KiB (a template rendered with `vars` has the same limit: 422 on `vars`)" },
                     "content_type": { "type": "string", "enum": crate::http::messages::CONTENT_TYPES, "default": "text" },
                     "template_code": { "type": "string" },
                     "vars": { "type": "object" },
