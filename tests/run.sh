@@ -50,5 +50,8 @@ fi
 log "tests on SQLite"
 HUBBUB_TEST_DATABASE_URL=sqlite cargo test -- --test-threads "$THREADS"
 
+log "schema-driven API fuzzing (schemathesis) against the served OpenAPI document, on SQLite"
+bash tests/schemathesis/run.sh
+
 log "tests on PostgreSQL"
 HUBBUB_TEST_DATABASE_URL="$PG_URL" cargo test -p hubbub-host --test api -- --test-threads "$THREADS"

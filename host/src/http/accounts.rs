@@ -55,8 +55,7 @@ pub async fn user_account_json(state: &AppState, account: &Account) -> ApiResult
 #[derive(Deserialize)]
 struct Link {
     phone: Option<String>,
-    #[serde(default)]
-    invite: bool,
+    invite: Option<bool>,
     display_name: Option<String>,
     fields: Option<Map<String, Value>>,
 }
@@ -84,7 +83,7 @@ async fn link(
     })?;
     let (account, fields) =
         store::link_account(&state.db, partner.id, phone, display_name, &clean, state.now()).await?;
-    let invited = if req.invite && account.state != "claimed" {
+    let invited = if req.invite.unwrap_or(false) && account.state != "claimed" {
         let text = format!(
             "{} invites you to Hubbub. Open {} and sign in with this phone number to claim your account.",
             partner.name,

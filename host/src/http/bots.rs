@@ -272,8 +272,7 @@ async fn rotate_secret(
 #[derive(Deserialize)]
 struct SetWebhook {
     webhook_url: Option<String>,
-    #[serde(default)]
-    rotate_secret: bool,
+    rotate_secret: Option<bool>,
     allowed_ips: Option<String>,
 }
 
@@ -293,7 +292,7 @@ async fn set_webhook(
     }
     store::update(&state.db, &bot, state.now()).await?;
     let mut body = json!({});
-    if req.rotate_secret {
+    if req.rotate_secret.unwrap_or(false) {
         let secret = signing::new_secret();
         store::set_webhook_secret(&state.db, bot.id, &secret, state.now()).await?;
         bot.webhook_secret = secret.clone();

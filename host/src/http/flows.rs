@@ -73,7 +73,7 @@ async fn ready_component(state: &AppState, bot: &Bot) -> ApiResult<String> {
     let digest = bot
         .component_digest
         .clone()
-        .ok_or_else(|| ApiError::bad_gateway("bot_error", "the bot has no component uploaded"))?;
+        .ok_or_else(|| ApiError::conflict("the bot has no component uploaded yet"))?;
     // From memory, else from the precompiled artifact (never waits for uploads compiling), else compiled
     // from the bytes in the database (another host's upload, or a cleared cache).
     if state.runtime.load_precompiled(&digest).await.map_err(|e| bot_error(bot, e))?.is_none() {

@@ -573,7 +573,8 @@ async fn mark_many_read(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<BulkRead>,
 ) -> ApiResult<Json<Value>> {
-    let ids = match (&req.message_ids, non_empty(&req.phone)) {
+    // A phone that is given must be one (an empty string is not "no phone").
+    let ids = match (&req.message_ids, req.phone.as_deref()) {
         (Some(_), Some(_)) => {
             return Err(ApiError::validation("message_ids", "give message_ids or phone, not both"));
         }

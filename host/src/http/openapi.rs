@@ -69,6 +69,37 @@ fn with_params(mut operation: Value, params: Value) -> Value {
     operation
 }
 
+/// E.164, as every phone number in the API.
+const E164: &str = "^\\+[1-9][0-9]{6,14}$";
+/// Resource codes (partner, bot, template, field, flow).
+const CODE: &str = "^[a-z0-9][a-z0-9_-]{0,63}$";
+
+/// Declares the `{name}` parameters of `path` on the operation (those it does not declare itself).
+fn declare_path_params(path: &str, operation: &mut Value) {
+    let names = path.split('/').filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')));
+    for name in names {
+        let declared = operation["parameters"]
+            .as_array()
+            .is_some_and(|params| params.iter().any(|p| p["name"] == name && p["in"] == "path"));
+        if declared {
+            continue;
+        }
+        let (schema, description) = match name {
+            "phone" => (json!({ "type": "string", "pattern": E164 }), "The user's phone number (E.164)"),
+            "code" | "flow" => (json!({ "type": "string", "pattern": CODE }), "A resource code"),
+            "id" => (json!({ "type": "string", "minLength": 1 }), "The resource's id, as its record gives it"),
+            "ref" => (json!({ "type": "string", "minLength": 1 }), "The resource's ref, as its record gives it"),
+            "prefix" => (json!({ "type": "string", "minLength": 1 }), "The key's displayed prefix (`sk_dev_` and 8 characters)"),
+            _ => (json!({ "type": "string", "minLength": 1 }), "An id from an earlier answer"),
+        };
+        let param = json!({ "name": name, "in": "path", "required": true, "schema": schema, "description": description });
+        match operation["parameters"].as_array_mut() {
+            Some(params) => params.push(param),
+            None => operation["parameters"] = json!([param]),
+        }
+    }
+}
+
 /// An operation whose request body is not JSON (or is signed raw bytes).
 fn with_body(mut operation: Value, content_type: &str, schema: Value) -> Value {
     operation["requestBody"] = json!({ "required": true, "content": { content_type: { "schema": schema } } });
@@ -84,7 +115,8 @@ const PAGE: [(&str, &str); 2] = [
 pub fn document() -> Value {
     let partner = "partnerKey";
     let mut paths = Map::new();
-    let mut add = |path: &str, method: &str, operation: Value| {
+    let mut add = |path: &str, method: &str, mut operation: Value| {
+        declare_path_params(path, &mut operation);
         let entry = paths.entry(path.to_string()).or_insert_with(|| json!({}));
         entry[method] = operation;
     };
@@ -167,7 +199,7 @@ pub fn document() -> Value {
             "messages",
             partner,
             Some(
-                json!({ "type": "object", "properties": { "message_ids": { "type": "array", "items": { "type": "integer" } }, "phone": { "type": "string" } }, "description": "Either `message_ids` or `phone`. Ids of other partners' messages are ignored." }),
+                json!({ "type": "object", "properties": { "message_ids": { "type": ["array", "null"], "items": { "type": "integer" }, "maxItems": 1000 }, "phone": { "type": ["string", "null"], "pattern": E164 } }, "description": "Either `message_ids` or `phone`. Ids of other partners' messages are ignored." }),
             ),
             (
                 200,
@@ -247,11 +279,11 @@ pub fn document() -> Value {
             "Send a 6-digit login code by SMS (5 per phone per 15 minutes; the code routes together are also limited per client address and for the whole host: 429 with Retry-After beyond)",
             "users",
             "",
-            Some(json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string" } } })),
+            Some(json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string", "pattern": E164 } } })),
             (
                 202,
                 "Code sent",
-                json!({ "type": "object", "properties": { "phone": { "type": "string" }, "expires_at": { "type": "string" } } }),
+                json!({ "type": "object", "properties": { "phone": { "type": "string", "pattern": E164 }, "expires_at": { "type": "string" } } }),
             ),
             &[429, 502],
         ),
@@ -264,7 +296,7 @@ pub fn document() -> Value {
             "users",
             "",
             Some(json!({ "type": "object", "required": ["phone", "code"], "properties": {
-            "phone": { "type": "string" }, "code": { "type": "string" },
+            "phone": { "type": "string", "pattern": E164 }, "code": { "type": "string", "pattern": "\\S" },
             "device_uuid": { "type": "string" }, "platform": { "type": "string" } } })),
             (
                 200,
@@ -357,8 +389,8 @@ pub fn document() -> Value {
             "accounts",
             partner,
             Some(json!({ "type": "object", "required": ["phone"], "properties": {
-            "phone": { "type": "string" }, "invite": { "type": "boolean" },
-            "display_name": { "type": "string" }, "fields": { "type": "object" } } })),
+            "phone": { "type": "string", "pattern": E164 }, "invite": { "type": "boolean" },
+            "display_name": { "type": ["string", "null"], "maxLength": 200 }, "fields": { "type": ["object", "null"] } } })),
             (
                 200,
                 "Linked",
@@ -447,7 +479,7 @@ pub fn document() -> Value {
             (200, "HTML, bytes or text; links and URL media redirect (302)", json!({ "type": "string" })),
             &[404],
         );
-        o["responses"]["200"]["content"] = json!({ "text/html": { "schema": { "type": "string" } }, "application/octet-stream": { "schema": { "type": "string", "format": "binary" } } });
+        o["responses"]["200"]["content"] = json!({ "text/html": { "schema": { "type": "string" } }, "text/plain": { "schema": { "type": "string" } }, "application/octet-stream": { "schema": { "type": "string", "format": "binary" } } });
         o
     });
 
@@ -533,7 +565,7 @@ pub fn document() -> Value {
             "conversations",
             user,
             Some(
-                json!({ "allOf": [schema_ref("SendMessage"), { "type": "object", "required": ["partner"], "properties": {
+                json!({ "allOf": [schema_ref("MessageContent"), { "type": "object", "required": ["partner"], "properties": {
             "partner": { "type": "string" }, "subject": { "type": "string" } } }] }),
             ),
             (201, "The conversation (open) with its first message", thread.clone()),
@@ -559,7 +591,7 @@ pub fn document() -> Value {
             "Write in my conversation (reopens it: open)",
             "conversations",
             user,
-            Some(schema_ref("SendMessage")),
+            Some(schema_ref("MessageContent")),
             (201, "The message (direction in)", schema_ref("Message")),
             &[404],
         ),
@@ -792,7 +824,7 @@ pub fn document() -> Value {
             "An agent's reply (the conversation becomes pending); delivered like any outgoing message",
             "conversations",
             partner,
-            Some(schema_ref("SendMessage")),
+            Some(schema_ref("MessageContent")),
             (201, "The message (direction out)", schema_ref("Message")),
             &[404],
         ),
@@ -811,8 +843,9 @@ pub fn document() -> Value {
     );
 
     // Broadcasts
-    let broadcast_body = json!({ "allOf": [schema_ref("SendMessage"), { "type": "object", "properties": {
+    let broadcast_body = json!({ "allOf": [schema_ref("MessageContent"), { "type": "object", "properties": {
         "audience": { "type": "string", "enum": ["linked"], "default": "linked" } },
+        "not": { "anyOf": [{ "required": ["phone"] }, { "required": ["encryption"] }, { "required": ["e2e_envelope"] }] },
         "description": "Content fields as for a message; no phone, no encryption" }] });
     add(
         "/api/v1/broadcasts",
@@ -868,9 +901,9 @@ pub fn document() -> Value {
 
     // Developers
     let developer = "developerKey";
-    let code_login = json!({ "type": "object", "required": ["phone", "code"], "properties": { "phone": { "type": "string" }, "code": { "type": "string" } } });
+    let code_login = json!({ "type": "object", "required": ["phone", "code"], "properties": { "phone": { "type": "string", "pattern": E164 }, "code": { "type": "string", "pattern": "\\S" } } });
     let developer_schema = json!({ "type": "object", "properties": {
-        "developer_id": { "type": "integer" }, "phone": { "type": "string" }, "email": { "type": ["string", "null"] }, "created_at": { "type": "string" } } });
+        "developer_id": { "type": "integer" }, "phone": { "type": "string", "pattern": E164 }, "email": { "type": ["string", "null"] }, "created_at": { "type": "string" } } });
     add(
         "/api/v1/dev/signup",
         "post",
@@ -879,12 +912,12 @@ pub fn document() -> Value {
             "developers",
             "",
             Some(
-                json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string" }, "email": { "type": "string" } } }),
+                json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string", "pattern": E164 }, "email": { "type": ["string", "null"] } } }),
             ),
             (
                 202,
                 "Code sent",
-                json!({ "type": "object", "properties": { "phone": { "type": "string" }, "expires_at": { "type": "string" } } }),
+                json!({ "type": "object", "properties": { "phone": { "type": "string", "pattern": E164 }, "expires_at": { "type": "string" } } }),
             ),
             &[429, 502],
         ),
@@ -958,7 +991,7 @@ pub fn document() -> Value {
             "developers",
             developer,
             Some(json!({ "type": "object", "required": ["phone", "template_code"], "properties": {
-            "phone": { "type": "string" }, "template_code": { "type": "string" }, "vars": { "type": "object" },
+            "phone": { "type": "string", "pattern": E164 }, "template_code": { "type": "string" }, "vars": { "type": "object" },
             "lang": { "type": "string" }, "idempotency_key": { "type": "string" } } })),
             (201, "The message", schema_ref("Message")),
             &[409],
@@ -993,9 +1026,9 @@ pub fn document() -> Value {
             "bots",
             partner,
             Some(json!({ "type": "object", "required": ["code", "name"], "properties": {
-            "code": { "type": "string" }, "name": { "type": "string" },
+            "code": { "type": "string", "pattern": CODE }, "name": { "type": "string", "minLength": 1, "pattern": "\\S" },
             "runtime_mode": { "type": "string", "enum": ["local", "webhook"], "default": "local" },
-            "webhook_url": { "type": "string", "description": "Required in webhook mode" } } })),
+            "webhook_url": { "type": ["string", "null"], "description": "Required in webhook mode" } } })),
             (
                 201,
                 "The bot with its credentials",
@@ -1122,7 +1155,8 @@ pub fn document() -> Value {
             (200, "{component: {digest, size, flows, uploaded_at}}", json!({ "type": "object" })),
             &[400, 404, 413, 422, 503],
         );
-        o["requestBody"] = json!({ "required": true, "content": { "application/wasm": { "schema": { "type": "string", "format": "binary" } } } });
+        let wasm = json!({ "schema": { "type": "string", "format": "binary" } });
+        o["requestBody"] = json!({ "required": true, "content": { "application/wasm": wasm, "application/octet-stream": wasm } });
         o
     });
     add(
@@ -1132,7 +1166,7 @@ pub fn document() -> Value {
             "Invite a user to a flow: a flow card in the hub and an entry in /me/forms",
             "bots",
             partner,
-            Some(json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string" } } })),
+            Some(json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string", "pattern": E164 } } })),
             (201, "{flow_session: {ref, bot, flow, phone, state, message_id}}", json!({ "type": "object" })),
             &[404],
         ),
@@ -1184,7 +1218,7 @@ pub fn document() -> Value {
             user,
             None,
             (201, "{session, steps}", json!({ "type": "object" })),
-            &[404, 502],
+            &[404, 409, 502],
         ),
     );
     add(
@@ -1208,7 +1242,7 @@ pub fn document() -> Value {
             user,
             Some(event_body),
             (200, "{session, steps}", json!({ "type": "object" })),
-            &[404, 502],
+            &[404, 409, 502],
         ),
     );
 
@@ -1218,7 +1252,7 @@ pub fn document() -> Value {
         op("This document", "meta", "", None, (200, "OpenAPI 3.1", json!({ "type": "object" })), &[]),
     );
 
-    json!({
+    let mut document = json!({
         "openapi": "3.1.0",
         "info": {
             "title": "Hubbub API",
@@ -1229,7 +1263,60 @@ pub fn document() -> Value {
         "paths": paths,
         "webhooks": webhooks(),
         "components": components(),
-    })
+    });
+    optional_request_fields_accept_null(&mut document);
+    document
+}
+
+/// The server reads every optional request field as "absent" when it is `null`: say so in the document, on
+/// the top-level fields of every JSON request body (nested objects such as `e2e_envelope` keep their rules).
+fn optional_request_fields_accept_null(document: &mut Value) {
+    fn nullable(schema: &mut Value, components: &mut Map<String, Value>, done: &mut Vec<String>) {
+        if let Some(name) = schema["$ref"].as_str().and_then(|r| r.strip_prefix("#/components/schemas/")) {
+            let name = name.to_string();
+            if !done.contains(&name) {
+                done.push(name.clone());
+                if let Some(mut component) = components.remove(&name) {
+                    nullable(&mut component, components, done);
+                    components.insert(name, component);
+                }
+            }
+            return;
+        }
+        // (`get_mut`, not indexing: indexing a missing key would insert a null.)
+        if let Some(parts) = schema.get_mut("allOf").and_then(Value::as_array_mut) {
+            parts.iter_mut().for_each(|part| nullable(part, components, done));
+        }
+        let required: Vec<String> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else { return };
+        for (_, property) in properties.iter_mut().filter(|(name, _)| !required.contains(name)) {
+            let with_null = match property.get("type") {
+                Some(Value::String(t)) => json!([t, "null"]),
+                Some(Value::Array(types)) if !types.contains(&json!("null")) => {
+                    Value::Array(types.iter().cloned().chain([json!("null")]).collect())
+                }
+                _ => continue,
+            };
+            property["type"] = with_null;
+            if let Some(values) = property.get_mut("enum").and_then(Value::as_array_mut) {
+                values.push(Value::Null);
+            }
+        }
+    }
+    let mut components = document["components"]["schemas"].as_object().cloned().unwrap_or_default();
+    let mut done = Vec::new();
+    if let Some(paths) = document["paths"].as_object_mut() {
+        for operation in paths.values_mut().filter_map(Value::as_object_mut).flat_map(|ops| ops.values_mut()) {
+            if let Some(schema) = operation.pointer_mut("/requestBody/content/application~1json/schema") {
+                nullable(schema, &mut components, &mut done);
+            }
+        }
+    }
+    document["components"]["schemas"] = Value::Object(components);
 }
 
 /// The events partners receive (OpenAPI 3.1 `webhooks`). Signing: see docs/webhooks.md.
@@ -1306,10 +1393,15 @@ fn components() -> Value {
                 } }
             },
             "SendMessage": {
+                "allOf": [schema_ref("MessageContent"), {
+                    "type": "object",
+                    "required": ["phone"],
+                    "properties": { "phone": { "type": "string", "pattern": E164, "description": "E.164" } }
+                }]
+            },
+            "MessageContent": {
                 "type": "object",
-                "required": ["phone"],
                 "properties": {
-                    "phone": { "type": "string", "description": "E.164" },
                     "body": { "type": "string", "maxLength": 65536, "description": "Required for text and system; at most 64 KiB (a template rendered with `vars` has the same limit: 422 on `vars`)" },
                     "content_type": { "type": "string", "enum": crate::http::messages::CONTENT_TYPES, "default": "text" },
                     "template_code": { "type": "string" },
@@ -1352,14 +1444,14 @@ fn components() -> Value {
                 "required": ["identity_key_pub"],
                 "properties": {
                     "identity_key_pub": { "type": "string", "description": "base64url (padding optional) of a 32-byte X25519 public key" },
-                    "device_uuid": { "type": "string", "description": "1-128 of A-Z a-z 0-9 . _ : -. Users: defaults to the token's device, else a new one. Agents: required." },
+                    "device_uuid": { "type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$", "description": "1-128 of A-Z a-z 0-9 . _ : -. Users: defaults to the token's device, else a new one. Agents: required." },
                     "platform": { "type": "string" }
                 }
             },
             "KeyDirectory": {
                 "type": "object",
                 "properties": {
-                    "phone": { "type": "string" },
+                    "phone": { "type": "string", "pattern": E164 },
                     "devices": { "type": "array", "items": schema_ref("DeviceKey") },
                     "agent_devices": { "type": "array", "items": schema_ref("DeviceKey"), "description": "The caller's own agent devices only" }
                 }
@@ -1397,7 +1489,7 @@ fn components() -> Value {
                 "type": "object",
                 "properties": {
                     "conversation_id": { "type": "integer" }, "ref": { "type": "string" },
-                    "phone": { "type": "string" }, "partner": { "type": "string" },
+                    "phone": { "type": "string", "pattern": E164 }, "partner": { "type": "string" },
                     "key_version": { "type": ["integer", "null"] },
                     "devices": { "type": "array", "items": schema_ref("DeviceKey") },
                     "agent_devices": { "type": "array", "items": schema_ref("DeviceKey") }
@@ -1428,7 +1520,7 @@ fn components() -> Value {
                 "properties": {
                     "message_id": { "type": "integer" },
                     "ref": { "type": "string" },
-                    "phone": { "type": "string" },
+                    "phone": { "type": "string", "pattern": E164 },
                     "partner": { "type": "string" },
                     "direction": { "type": "string" },
                     "content_type": { "type": "string" },
@@ -1460,7 +1552,7 @@ fn components() -> Value {
             "Account": {
                 "type": "object",
                 "properties": {
-                    "phone": { "type": "string" },
+                    "phone": { "type": "string", "pattern": E164 },
                     "state": { "type": "string", "enum": ["unclaimed", "claimed"] },
                     "display_name": { "type": ["string", "null"] },
                     "partners": { "type": "array", "items": { "type": "object", "properties": { "code": { "type": "string" }, "name": { "type": "string" } } } },
@@ -1471,11 +1563,11 @@ fn components() -> Value {
                 "type": "object",
                 "properties": {
                     "id": { "type": "integer", "readOnly": true },
-                    "key": { "type": "string" },
-                    "label": { "type": "string" },
+                    "key": { "type": "string", "pattern": CODE },
+                    "label": { "type": "string", "minLength": 1, "pattern": "\\S" },
                     "type": { "type": "string", "enum": crate::forms::ACCOUNT_FIELD_TYPES },
-                    "required": { "type": "boolean" },
-                    "options": { "type": "array", "items": { "type": "object", "properties": { "id": { "type": "string" }, "label": { "type": "string" } } } }
+                    "required": { "type": ["boolean", "null"] },
+                    "options": { "type": "array", "items": { "type": "object", "required": ["id", "label"], "properties": { "id": { "type": "string", "minLength": 1 }, "label": { "type": "string", "minLength": 1 } } } }
                 }
             },
             "Conversation": {
@@ -1483,7 +1575,7 @@ fn components() -> Value {
                 "properties": {
                     "conversation_id": { "type": "integer" },
                     "ref": { "type": "string" },
-                    "phone": { "type": "string" },
+                    "phone": { "type": "string", "pattern": E164 },
                     "partner": { "type": "string" },
                     "subject": { "type": ["string", "null"] },
                     "state": { "type": "string", "enum": ["open", "pending", "closed"] },
@@ -1547,7 +1639,7 @@ fn components() -> Value {
                 "type": "object",
                 "required": ["code", "channel", "category", "body"],
                 "properties": {
-                    "code": { "type": "string" },
+                    "code": { "type": "string", "pattern": CODE },
                     "channel": { "type": "string", "enum": crate::template::CHANNELS },
                     "lang": { "type": "string", "default": "en" },
                     "category": { "type": "string", "enum": crate::template::CATEGORIES },

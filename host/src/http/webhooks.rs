@@ -27,8 +27,7 @@ pub fn router() -> Router<AppState> {
 #[derive(Deserialize)]
 pub struct SetWebhook {
     webhook_url: Option<String>,
-    #[serde(default)]
-    rotate_secret: bool,
+    rotate_secret: Option<bool>,
 }
 
 /// Applies webhook settings for a partner or a developer: checks the URL, creates the secret on first
@@ -44,7 +43,7 @@ pub async fn apply_settings(state: &AppState, target: Target, req: SetWebhook) -
         Target::Developer(id) => developers::webhook_secret(&state.db, id).await?,
         _ => partners::webhook_secret(&state.db, target.id()).await?,
     };
-    let new_secret = (current.is_none() || req.rotate_secret).then(signing::new_secret);
+    let new_secret = (current.is_none() || req.rotate_secret.unwrap_or(false)).then(signing::new_secret);
     match target {
         Target::Developer(id) => developers::set_webhook(&state.db, id, url, new_secret.as_deref()).await?,
         _ => partners::set_webhook(&state.db, target.id(), url, new_secret.as_deref()).await?,
