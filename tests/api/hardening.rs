@@ -625,3 +625,30 @@ async fn the_secret_key_is_generated_beside_sqlite_and_required_with_postgresql(
         assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
     }
 }
+
+#[tokio::test]
+async fn what_the_schema_fuzzer_found_stays_fixed() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    // Every path parameter is declared on its operations.
+    let doc = app.request(Method::GET, "/api/v1/openapi.json", None, None).await.json;
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        let names: Vec<&str> = path.split('/').filter_map(|s| s.strip_prefix('{')?.strip_suffix('}')).collect();
+        for (method, op) in ops.as_object().unwrap() {
+            for name in &names {
+                let declared = op["parameters"].as_array().is_some_and(|ps| ps.iter().any(|p| p["name"] == *name && p["in"] == "path"));
+                assert!(declared, "{method} {path} does not declare {{{name}}}");
+            }
+        }
+    }
+    // A local bot without a component cannot answer: 409, not a 5xx.
+    app.post(&key, "/api/v1/bots", json!({"code": "empty", "name": "Empty"})).await.ok(201);
+    let user = linked_user(&app, &key, PHONE).await;
+    app.post(&user, "/api/v1/me/bots/empty/sessions", json!({})).await.error(409, "conflict");
+    // A phone that is given must be one.
+    app.post(&key, "/api/v1/messages/read", json!({"phone": ""})).await.field_error("phone");
+    // null is "not given" for every optional field, flags included.
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": PHONE, "invite": null, "fields": null})).await.ok(200);
+    let hook = json!({"webhook_url": "http://127.0.0.1:9/h", "rotate_secret": null});
+    app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&hook)).await.ok(200);
+}
