@@ -513,3 +513,27 @@ async fn the_least_recently_used_component_is_dropped_past_the_limit_and_reloads
     assert!(runtime.start(&again.digest, "demo", flow("order"), ctx()).await.is_ok());
     assert_eq!(runtime.loaded_count(), 2);
 }
+
+/// A released WIT version never changes: every file under a released `wit/vX.Y.Z/` is listed, with its
+/// SHA-256, in `wit/RELEASED.sha256`, and the directories hold exactly those files.
+#[test]
+fn released_wit_versions_are_frozen() {
+    let wit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+    let manifest = std::fs::read_to_string(wit.join("RELEASED.sha256")).expect("wit/RELEASED.sha256");
+    let mut listed = std::collections::BTreeSet::new();
+    let mut versions = std::collections::BTreeSet::new();
+    for line in manifest.lines().filter(|l| !l.trim().is_empty()) {
+        let (digest, file) = line.split_once("  ").expect("sha256sum format");
+        let bytes = std::fs::read(wit.join(file)).unwrap_or_else(|_| panic!("released file {file} is missing"));
+        assert_eq!(sha256_digest(&bytes), format!("sha256:{digest}"), "released WIT file {file} changed: make a new version instead");
+        listed.insert(file.to_string());
+        versions.insert(file.split('/').next().unwrap().to_string());
+    }
+    for version in &versions {
+        for entry in std::fs::read_dir(wit.join(version)).unwrap() {
+            let name = format!("{version}/{}", entry.unwrap().file_name().to_string_lossy());
+            assert!(listed.contains(&name), "{name} was added to a released WIT version");
+        }
+    }
+    assert!(versions.contains(&format!("v{}", hubbub_host::runtime::WIT_VERSION)), "the host's WIT version is released");
+}

@@ -2,11 +2,24 @@
 //! hold types still need (empty) `Host` impls to be linked; the `log` import is implemented in
 //! [`super::sandbox`], where the per-call log budget lives.
 
-wasmtime::component::bindgen!({
-    path: "../wit/v0.1.0",
-    world: "bot",
-    additional_derives: [PartialEq],
-});
+/// `hubbub:bot@0.1.0`, generated from the frozen `wit/v0.1.0`. A new WIT version gets a module of its own
+/// beside this one, and [`latest`] moves to it; components built against older versions keep their module.
+pub mod v0_1_0 {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.1.0",
+        world: "bot",
+        additional_derives: [PartialEq],
+    });
+}
+
+/// The WIT version new bots are built against (`wit/v{VERSION}`), and the only place it is written.
+pub const VERSION: &str = "0.1.0";
+
+/// The bindings of [`VERSION`].
+pub use v0_1_0 as latest;
+
+pub(super) use latest::{Bot, BotPre};
+pub(super) use latest::hubbub;
 
 pub(super) use hubbub::bot::forms::{Screen, ScreenKind, Submission};
 pub(super) use hubbub::bot::log::Level;

@@ -31,6 +31,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::Component;
 
 use self::bindings::BotPre;
+
+/// The WIT version of `hubbub:bot` this host runs (`wit/v{WIT_VERSION}`).
+pub const WIT_VERSION: &str = bindings::VERSION;
 use self::sandbox::{GuestState, Sandbox};
 use crate::forms::FieldDef;
 
@@ -131,7 +134,7 @@ pub struct LoadedComponent {
 /// more than a bounded excerpt of what the guest produced.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RuntimeError {
-    #[error("not a hubbub:bot@0.1.0 component: {0}")]
+    #[error("not a hubbub:bot@{WIT_VERSION} component: {0}")]
     InvalidComponent(String),
     #[error("the component is not loaded")]
     NotLoaded,
@@ -492,7 +495,7 @@ impl Shared {
             .instantiate_pre(component)
             .map_err(|e| RuntimeError::InvalidComponent(truncate(&format!("unsupported imports: {e:#}"), 300)))?;
         BotPre::new(pre).map_err(|e| {
-            RuntimeError::InvalidComponent(truncate(&format!("no hubbub:bot/handler@0.1.0 export: {e:#}"), 300))
+            RuntimeError::InvalidComponent(truncate(&format!("no hubbub:bot/handler@{WIT_VERSION} export: {e:#}"), 300))
         })
     }
 }

@@ -24,6 +24,7 @@ CREATE TABLE flow_pending_steps (
     step       TEXT    NOT NULL
 );
 CREATE INDEX flow_pending_steps_session ON flow_pending_steps (session_id, id);
+-- engine-specific: JSON array functions differ.
 INSERT INTO flow_pending_steps (session_id, step)
     SELECT s.id, j.value FROM flow_sessions s, json_each(s.pending_steps) j
     WHERE s.pending_steps IS NOT NULL ORDER BY s.id, j.key;
