@@ -1,13 +1,24 @@
 //! Hubbub's host: the partner messaging API, its storage, delivery, webhooks and the Wasm bot runtime.
 //!
-//! Layout (one folder or file per concern):
-//! - [`http`]: the HTTP API, one module per resource, merged in [`http::app`].
-//! - [`store`]: every SQL statement, one module per aggregate, migrations beside them.
-//! - [`auth`]: which credential is calling; [`error`]: the one error type of the API.
-//! - [`config`], [`state`], [`clock`]: settings, shared state, injected time.
-//! - [`template`], [`validate`], [`events`], [`secrets`]: pure domain logic shared by the rest.
+//! Layout (one folder or file per concern; requests flow http → domain → store / runtime):
+//! - [`http`]: the HTTP API, one module per resource, merged in [`http::app`]; [`http::abuse`] limits the
+//!   one-time-code routes per client address; [`http::openapi`] is the document served at
+//!   `/api/v1/openapi.json`.
+//! - [`auth`]: which credential is calling (one extractor per kind); [`error`]: the one error type of the API.
+//! - [`store`]: every SQL statement, one module per aggregate, migrations for SQLite and PostgreSQL beside
+//!   them; [`store::sealing`] seals secrets at rest.
+//! - [`delivery`]: the delivery worker, channel providers (in-app, WhatsApp, SMS) and provider receipts.
+//! - [`webhooks`]: the outbox dispatcher and how events are signed.
+//! - [`broadcasts`]: the broadcast fan-out worker.
+//! - [`runtime`]: the sandboxed Wasm runtime of `local` bots (engine, limits, component cache, WIT bindings).
+//! - [`otp`]: one-time codes; [`e2e`]: the server's side of end-to-end encryption (envelope checks);
+//!   [`forms`]: form and account field validation; [`template`]: template parsing and rendering;
+//!   [`validate`]: phones, codes, e-mails, URLs and addresses; [`events`]: webhook payloads;
+//!   [`secrets`]: random credentials and their digests.
+//! - [`config`], [`state`], [`clock`]: settings, the shared state, injected time.
 //!
-//! [`serve`] runs the API on a listener until a shutdown future resolves, so tests bind port 0.
+//! [`prepare`] opens the database and builds the state; [`serve`] runs the API on a listener until a
+//! shutdown future resolves, so tests bind port 0.
 #![recursion_limit = "512"]
 
 pub mod auth;
