@@ -529,15 +529,14 @@ async fn offline_users_get_one_opaque_alert_by_whatsapp_then_sms() {
     let wamid = m["attempts"][1]["provider_ref"].as_str().unwrap().to_string();
     let body =
         json!({"entry": [{"changes": [{"value": {"statuses": [{"id": wamid, "status": "failed"}]}}]}]}).to_string();
-    let r = app
-        .client
-        .post(format!("{}/api/v1/providers/whatsapp/webhook", app.base))
-        .header("x-hub-signature-256", hubbub_host::delivery::receipts::meta_signature("app-secret", body.as_bytes()))
-        .body(body.clone())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    let receipt = || {
+        app.client
+            .post(format!("{}/api/v1/providers/whatsapp/webhook", app.base))
+            .header("x-hub-signature-256", hubbub_host::delivery::receipts::meta_signature("app-secret", body.as_bytes()))
+            .body(body.clone())
+            .send()
+    };
+    assert_eq!(receipt().await.unwrap().status(), 200);
     let id = m["message_id"].as_i64().unwrap();
     eventually("the SMS alert", || async { tries(&app.message(&key, id).await).len() == 3 }).await;
     let m = app.message(&key, id).await;
@@ -549,15 +548,7 @@ async fn offline_users_get_one_opaque_alert_by_whatsapp_then_sms() {
     assert_eq!(sms.received().len(), sms_seen + 1);
     // The same receipt again (the provider retries, or someone replays a captured one): no second SMS.
     for _ in 0..2 {
-        let r = app
-            .client
-            .post(format!("{}/api/v1/providers/whatsapp/webhook", app.base))
-            .header("x-hub-signature-256", hubbub_host::delivery::receipts::meta_signature("app-secret", body.as_bytes()))
-            .body(body.clone())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200);
+        assert_eq!(receipt().await.unwrap().status(), 200);
     }
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
     assert_eq!(sms.received().len(), sms_seen + 1, "a replayed failure receipt sent another SMS alert");
