@@ -238,3 +238,51 @@ async fn recipients_can_fetch_their_base64_media() {
     assert_eq!(got.text().await.unwrap(), "hello");
     app.get(&stranger, &url).await.error(404, "not_found");
 }
+
+#[tokio::test]
+async fn a_hub_message_the_app_fetches_before_its_delivery_still_reports_sent_then_delivered() {
+    // No delivery worker in this host: messages stay queued until the app fetches them.
+    let app = TestApp::start_with(|c| c.workers = false).await;
+    let key = app.partner("acme").await;
+    let hook = json!({"webhook_url": "http://127.0.0.1:9/hook"});
+    app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&hook)).await.ok(200);
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    let token = app.login(PHONE).await;
+    let history = |id: i64| {
+        let app = &app;
+        async move {
+            let states: Vec<String> =
+                sqlx::query_scalar("SELECT state FROM message_states WHERE message_id = $1 ORDER BY seq")
+                    .bind(id)
+                    .fetch_all(app.state.db.reader())
+                    .await
+                    .unwrap();
+            let events: Vec<String> = sqlx::query_scalar(
+                "SELECT payload FROM outbox_events WHERE ordering_key LIKE $1 AND event = 'message.status' ORDER BY id",
+            )
+            .bind(format!("%:message:{id}"))
+            .fetch_all(app.state.db.reader())
+            .await
+            .unwrap();
+            let events: Vec<String> = events
+                .iter()
+                .map(|p| serde_json::from_str::<Value>(p).unwrap()["state"].as_str().unwrap().to_string())
+                .collect();
+            (states, events)
+        }
+    };
+    let fetched = app.send_text(&key, PHONE, "fetched").await.ok(201)["message_id"].as_i64().unwrap();
+    assert_eq!(app.message(&key, fetched).await["state"], "queued");
+    app.get(&token, "/api/v1/me/messages").await.ok(200);
+    let (states, events) = history(fetched).await;
+    assert_eq!(states, ["queued", "sent", "delivered"]);
+    assert_eq!(events, ["sent", "delivered"], "every state change has its event, in order");
+
+    // Opened straight from the push, before any fetch: sent, delivered, read.
+    let opened = app.send_text(&key, PHONE, "opened").await.ok(201).clone();
+    let path = format!("/api/v1/me/messages/{}/read", opened["ref"].as_str().unwrap());
+    assert_eq!(app.post(&token, &path, json!({})).await.ok(200)["state"], "read");
+    let (states, events) = history(opened["message_id"].as_i64().unwrap()).await;
+    assert_eq!(states, ["queued", "sent", "delivered", "read"]);
+    assert_eq!(events, ["sent", "delivered", "read"]);
+}

@@ -38,8 +38,7 @@ async fn inbox(State(state): State<AppState>, user: UserAuth, query: QueryMap) -
     let mut tx = state.db.writer().begin().await?;
     for m in rows.iter_mut().take(page.limit as usize).filter(|m| UNDELIVERED.contains(&m.state.as_str())) {
         if let Some(moved) =
-            messages::transition_in(&mut tx, m.id, UNDELIVERED, "delivered", Some("inapp"), now, events::message_status)
-                .await?
+            messages::advance_in(&mut tx, m.id, "delivered", Some("inapp"), now, events::message_status).await?
         {
             *m = moved;
         }
@@ -68,16 +67,7 @@ async fn read(
         .filter(|m| m.phone == user.phone)
         .ok_or_else(|| ApiError::not_found("message"))?;
     let mut tx = state.db.writer().begin().await?;
-    let moved = messages::transition_in(
-        &mut tx,
-        m.id,
-        &["queued", "sent", "delivered"],
-        "read",
-        Some("inapp"),
-        state.now(),
-        events::message_status,
-    )
-    .await?;
+    let moved = messages::advance_in(&mut tx, m.id, "read", Some("inapp"), state.now(), events::message_status).await?;
     tx.commit().await?;
     let device = query.text("device_uuid").or(user.device);
     Ok(Json(device_view(&moved.unwrap_or(m), device.as_deref())))

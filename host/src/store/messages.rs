@@ -342,6 +342,32 @@ pub async fn transition_in(
     Ok(Some(updated))
 }
 
+/// The states an outgoing message passes through in the app, in order.
+const HUB_PATH: &[&str] = &["queued", "sent", "delivered", "read"];
+
+/// Moves an outgoing message forward to `target` one step at a time along queued → sent → delivered →
+/// read, so each state it passes records its own change and `message.status` event, in order: a hub
+/// message the app fetches before the delivery worker marked it `sent` still tells its partner `sent`,
+/// then `delivered`. A message already at or past `target` (or failed) is left as it is. Answers the
+/// message after the last step taken.
+pub async fn advance_in(
+    tx: &mut Transaction<'_, Any>,
+    message_id: i64,
+    target: &str,
+    channel: Option<&str>,
+    now: Millis,
+    event: fn(&Message, Millis) -> Value,
+) -> Result<Option<Message>, sqlx::Error> {
+    let Some(end) = HUB_PATH.iter().position(|s| *s == target) else { return Ok(None) };
+    let mut moved = None;
+    for step in 1..=end {
+        if let Some(m) = transition_in(tx, message_id, &HUB_PATH[step - 1..step], HUB_PATH[step], channel, now, event).await? {
+            moved = Some(m);
+        }
+    }
+    Ok(moved)
+}
+
 /// The ids of the partner's messages among `ids` (others' ids are dropped), or all of a phone's.
 pub async fn partner_message_ids(
     db: &Db,
