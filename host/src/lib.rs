@@ -30,6 +30,7 @@ pub mod e2e;
 pub mod error;
 pub mod events;
 pub mod forms;
+pub mod health;
 pub mod http;
 pub mod otp;
 pub mod runtime;
@@ -123,8 +124,15 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<tokio::task:
     if !state.config.workers {
         return vec![housekeeping];
     }
-    let delivery = tokio::spawn(delivery::run_worker(state.clone(), stop.clone()));
-    let webhooks = tokio::spawn(webhooks::run_dispatcher(state.clone(), stop.clone()));
-    let broadcasts = tokio::spawn(broadcasts::run_worker(state.clone(), stop.clone()));
+    let supervised = |name: &'static str, work: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>| {
+        let running = state.workers.start(name);
+        tokio::spawn(async move {
+            let _running = running;
+            work.await;
+        })
+    };
+    let delivery = supervised("delivery", Box::pin(delivery::run_worker(state.clone(), stop.clone())));
+    let webhooks = supervised("webhooks", Box::pin(webhooks::run_dispatcher(state.clone(), stop.clone())));
+    let broadcasts = supervised("broadcasts", Box::pin(broadcasts::run_worker(state.clone(), stop.clone())));
     vec![housekeeping, delivery, webhooks, broadcasts]
 }

@@ -42,6 +42,8 @@ pub struct AppState {
     pub webhook_http: reqwest::Client,
     /// Per-address and host-wide limits of the one-time code routes.
     pub code_limits: Arc<crate::http::abuse::CodeLimits>,
+    /// Which background workers run (for `/readyz`).
+    pub workers: Arc<crate::health::WorkerHealth>,
 }
 
 impl AppState {
@@ -81,6 +83,7 @@ impl AppState {
             delivery,
             webhook_http,
             code_limits,
+            workers: Arc::new(crate::health::WorkerHealth::default()),
             broadcast_wake: Arc::new(tokio::sync::Notify::new()),
             http,
             runtime,

@@ -104,6 +104,8 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/messages/{id}/read", Partner),
     ("POST", "/api/v1/messages/{id}/unread", Partner),
     ("GET", "/api/v1/openapi.json", Open),
+    ("GET", "/healthz", Open),
+    ("GET", "/readyz", Open),
     ("POST", "/api/v1/providers/twilio/status", Open),
     ("GET", "/api/v1/providers/whatsapp/webhook", Open),
     ("POST", "/api/v1/providers/whatsapp/webhook", Open),

@@ -208,10 +208,13 @@ async fn openapi_document_matches_the_router() {
     // Every `.route("…", method(…))` in the HTTP modules is in the document.
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/http");
     for entry in std::fs::read_dir(dir).unwrap() {
-        let source = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        let file = entry.unwrap().path();
+        // The health routes sit outside `/api/v1`; every other module's routes are nested under it.
+        let top_level = file.file_name().is_some_and(|n| n == "health.rs");
+        let source = std::fs::read_to_string(&file).unwrap();
         for (path, methods) in routes_in(&source) {
             for method in methods {
-                let full = if path.starts_with("/api/") { path.clone() } else { format!("/api/v1{path}") };
+                let full = if path.starts_with("/api/") || top_level { path.clone() } else { format!("/api/v1{path}") };
                 assert!(
                     documented.contains(&(method.clone(), full.clone())),
                     "{method} {full} is routed but not in the OpenAPI document"
@@ -300,4 +303,33 @@ async fn shutdown_finishes_in_flight_requests() {
     stopping.await.unwrap();
     let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages").fetch_one(db.reader()).await.unwrap();
     assert_eq!(n, 1);
+}
+
+#[tokio::test]
+async fn health_and_readiness_need_no_credentials_and_say_what_is_wrong() {
+    let app = TestApp::start().await;
+    let get = |path: &'static str| {
+        let app = &app;
+        async move { app.request(Method::GET, path, None, None).await }
+    };
+    assert_eq!(get("/healthz").await.ok(200)["status"], "ok");
+    let ready = get("/readyz").await;
+    assert_eq!(ready.ok(200)["status"], "ready", "{}", ready.json);
+    assert_eq!(ready.json["checks"], json!({"database": "ok", "migrations": "ok", "workers": "ok"}));
+    // A worker that stopped (returned or panicked) makes the host not ready.
+    drop(app.state.workers.start("exploded"));
+    let not_ready = get("/readyz").await;
+    not_ready.error(503, "unavailable");
+    assert_eq!(not_ready.json["checks"]["workers"], "stopped: exploded");
+    // So does a database that does not answer.
+    app.state.db.close().await;
+    let down = get("/readyz").await;
+    down.error(503, "unavailable");
+    assert!(down.json["checks"]["database"].as_str().unwrap().starts_with("unavailable"), "{}", down.json);
+    assert_eq!(get("/healthz").await.ok(200)["status"], "ok", "alive all the same");
+
+    // An API-only host has no workers to wait for.
+    let api_only = TestApp::start_with(|c| c.workers = false).await;
+    let r = api_only.request(Method::GET, "/readyz", None, None).await;
+    assert_eq!(r.ok(200)["checks"]["workers"], "off (API-only host)");
 }

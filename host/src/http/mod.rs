@@ -10,6 +10,7 @@ pub mod conversations;
 pub mod dev_sink;
 pub mod developers;
 pub mod flows;
+pub mod health;
 pub mod keys;
 pub mod login;
 pub mod me;
@@ -63,6 +64,7 @@ pub fn app(state: AppState) -> Router {
         .merge(openapi::router());
     Router::new()
         .nest("/api/v1", api)
+        .merge(health::router())
         .fallback(|| async { ApiError::not_found("route") })
         .layer(DefaultBodyLimit::max(body_limit))
         // No response of the API is ever to be sniffed into another type (stored user content above all).

@@ -1251,6 +1251,34 @@ pub fn document() -> Value {
         "get",
         op("This document", "meta", "", None, (200, "OpenAPI 3.1", json!({ "type": "object" })), &[]),
     );
+    add(
+        "/healthz",
+        "get",
+        op(
+            "Liveness: the process answers (outside /api/v1; no credentials, no rate limit)",
+            "meta",
+            "",
+            None,
+            (200, "Alive", json!({ "type": "object", "required": ["status"], "properties": { "status": { "const": "ok" } } })),
+            &[],
+        ),
+    );
+    add("/readyz", "get", {
+        let checks = json!({ "type": "object", "properties": {
+            "database": { "type": "string" }, "migrations": { "type": "string" }, "workers": { "type": "string" } } });
+        let mut o = op(
+            "Readiness: both database pools answer, every migration is applied, the background workers run (outside /api/v1; no credentials, no rate limit)",
+            "meta",
+            "",
+            None,
+            (200, "Ready", json!({ "type": "object", "required": ["status", "checks"], "properties": { "status": { "const": "ready" }, "checks": checks.clone() } })),
+            &[],
+        );
+        o["responses"]["503"] = json!({ "description": "Not ready: the error says which check failed; `checks` has each", "content": { "application/json": { "schema": {
+            "allOf": [schema_ref("Error"), { "type": "object", "required": ["status", "checks"],
+            "properties": { "status": { "const": "not_ready" }, "checks": checks } }] } } } });
+        o
+    });
 
     let mut document = json!({
         "openapi": "3.1.0",

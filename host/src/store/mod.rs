@@ -109,6 +109,25 @@ impl Db {
         Ok(db)
     }
 
+    /// Both pools answer a query.
+    pub async fn ping(&self) -> Result<(), sqlx::Error> {
+        sqlx::query("SELECT 1").execute(&self.read).await?;
+        sqlx::query("SELECT 1").execute(&self.write).await?;
+        Ok(())
+    }
+
+    /// How many of this build's migrations the database has not applied (successfully).
+    pub async fn pending_migrations(&self) -> Result<usize, sqlx::Error> {
+        let migrator = match self.backend {
+            Backend::Sqlite => &SQLITE_MIGRATOR,
+            Backend::Postgres => &POSTGRES_MIGRATOR,
+        };
+        let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+            .fetch_all(&self.read)
+            .await?;
+        Ok(migrator.iter().filter(|m| !applied.contains(&m.version)).count())
+    }
+
     /// The keys that seal and open stored secrets.
     pub fn keyring(&self) -> &sealing::Keyring {
         &self.keys
