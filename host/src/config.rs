@@ -232,6 +232,11 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_COMPONENT_LIMIT", default_value_t = 64 * 1024 * 1024)]
     pub component_limit: usize,
 
+    /// Longest a request may take, in milliseconds: past it the client gets 503 `timeout` (component uploads
+    /// and bot calls included).
+    #[arg(long, env = "HUBBUB_REQUEST_TIMEOUT_MS", default_value_t = 60_000)]
+    pub request_timeout_ms: u64,
+
     /// Largest accepted request body, in bytes (component uploads have their own limit).
     #[arg(long, env = "HUBBUB_BODY_LIMIT", default_value_t = 10 * 1024 * 1024)]
     pub body_limit: usize,
@@ -292,6 +297,7 @@ impl std::fmt::Debug for Config {
             .field("bot_compile_concurrency", &self.bot_compile_concurrency)
             .field("component_cache_dir", &self.component_cache_dir)
             .field("component_limit", &self.component_limit)
+            .field("request_timeout_ms", &self.request_timeout_ms)
             .field("body_limit", &self.body_limit)
             .finish()
     }

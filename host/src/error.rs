@@ -104,6 +104,15 @@ impl ApiError {
         e
     }
 
+    /// 503 `timeout`: the request took longer than the host's request timeout.
+    pub fn timed_out(limit: std::time::Duration) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "timeout",
+            format!("the request took longer than {} ms; it may still complete, so retry idempotently", limit.as_millis()),
+        )
+    }
+
     /// 503 `unavailable`: the host cannot take this work now; try again after `retry_after_s`.
     pub fn unavailable(retry_after_s: u64, message: impl Into<String>) -> Self {
         let mut e = Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message);

@@ -35,6 +35,14 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::set_header::SetResponseHeaderLayer;
+use std::time::Duration;
+
+use axum::error_handling::HandleErrorLayer;
+use axum::response::IntoResponse;
+use axum::BoxError;
+use tower::ServiceBuilder;
+use tower::timeout::TimeoutLayer;
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::error::ApiError;
@@ -45,6 +53,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// The whole application: every route, every layer.
 pub fn app(state: AppState) -> Router {
     let body_limit = state.config.body_limit;
+    let request_timeout = Duration::from_millis(state.config.request_timeout_ms.max(1));
     let api = Router::new()
         .merge(messages::router())
         .merge(templates::router())
@@ -67,6 +76,12 @@ pub fn app(state: AppState) -> Router {
         .merge(health::router())
         .fallback(|| async { ApiError::not_found("route") })
         .layer(DefaultBodyLimit::max(body_limit))
+        // A handler that panics answers 500 in the error shape, and the host keeps serving.
+        .layer(CatchPanicLayer::custom(panic_response))
+        // A request that takes longer than HUBBUB_REQUEST_TIMEOUT_MS is answered 503 `timeout`.
+        .layer(ServiceBuilder::new().layer(HandleErrorLayer::new(move |_: BoxError| async move {
+            ApiError::timed_out(request_timeout)
+        })).layer(TimeoutLayer::new(request_timeout)))
         // No response of the API is ever to be sniffed into another type (stored user content above all).
         .layer(SetResponseHeaderLayer::if_not_present(
             axum::http::header::X_CONTENT_TYPE_OPTIONS,
@@ -85,6 +100,16 @@ pub fn app(state: AppState) -> Router {
         }))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(state)
+}
+
+/// The answer to a handler that panicked: the contract's 500, the panic in the log (with the request's span).
+fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+    let what = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic without a message");
+    ApiError::internal(format!("handler panicked: {what}")).into_response()
 }
 
 /// A request path as logs may show it: message refs are capabilities (`/content/{ref}` serves the
@@ -233,6 +258,24 @@ pub fn required_phone(phone: Option<&str>) -> Result<&str, ApiError> {
 
 #[cfg(test)]
 mod tests {
+    use axum::body::Body;
+    use axum::routing::get;
+    use tower::ServiceExt;
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_500_in_the_error_shape() {
+        let app: axum::Router = axum::Router::new()
+            .route("/boom", get(|| async { std::panic::panic_any::<&str>("boom") as &'static str }))
+            .layer(super::CatchPanicLayer::custom(super::panic_response));
+        let request = axum::http::Request::get("/boom").body(Body::empty()).unwrap();
+        let response = app.oneshot(request).await.unwrap();
+        assert_eq!(response.status(), 500);
+        let body = axum::body::to_bytes(response.into_body(), 1 << 16).await.unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(json["error"]["code"], "internal");
+        assert_eq!(json["error"]["message"], "internal error", "the panic's text stays in the log");
+    }
+
     #[test]
     fn logged_paths_never_carry_message_refs() {
         assert_eq!(super::loggable_path("/api/v1/content/msg_abcdefghijklmnopqrstuv"), "/api/v1/content/msg_…");

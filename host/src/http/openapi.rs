@@ -36,6 +36,8 @@ fn op(summary: &str, tag: &str, auth: &str, body: Option<Value>, ok: (u16, &str,
         json!({ "description": ok.1, "content": { "application/json": { "schema": ok.2 } } }),
     );
     let mut all_errors: Vec<u16> = errors.to_vec();
+    // Any request may outlive HUBBUB_REQUEST_TIMEOUT_MS (503 `timeout`).
+    all_errors.push(503);
     if !auth.is_empty() {
         all_errors.extend([401, 403, 429]);
     }
@@ -1400,7 +1402,7 @@ fn components() -> Value {
             },
             "E502": error_response("`bot_error` (the bot failed to answer) or `delivery_failed` (a provider refused)"),
             "E503": {
-                "description": "`unavailable`: the host cannot take this work now; see `Retry-After`",
+                "description": "`timeout` (the request outlived the host's request timeout) or `unavailable` (the host cannot take this work now; see `Retry-After`)",
                 "headers": { "Retry-After": { "schema": { "type": "integer" } } },
                 "content": { "application/json": { "schema": schema_ref("Error") } }
             },
