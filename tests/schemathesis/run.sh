@@ -18,8 +18,9 @@ MAX_TIME="${ST_MAX_TIME:-50}"
 if ! python3 -c 'import schemathesis' 2>/dev/null; then
   python3 -m pip install -q -r tests/schemathesis/requirements.txt
 fi
-# The CLI through the interpreter, so a fresh install works without its script being on PATH.
-st() { python3 -c 'import sys; from schemathesis.cli import schemathesis; sys.argv[0] = "st"; sys.exit(schemathesis())' "$@"; }
+# The CLI through the interpreter, so a fresh install works without its script being on PATH; run from the
+# temporary directory, where it keeps its cache (never in the repository).
+st() { (cd "$work" && python3 -c 'import sys; from schemathesis.cli import schemathesis; sys.argv[0] = "st"; sys.exit(schemathesis())' "$@"); }
 
 work="$(mktemp -d)"
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
