@@ -237,6 +237,11 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_REQUEST_TIMEOUT_MS", default_value_t = 60_000)]
     pub request_timeout_ms: u64,
 
+    /// How long shutdown waits for requests in flight, then for the workers, in milliseconds; what is still
+    /// running then is abandoned and logged.
+    #[arg(long, env = "HUBBUB_SHUTDOWN_TIMEOUT_MS", default_value_t = 30_000)]
+    pub shutdown_timeout_ms: u64,
+
     /// Largest accepted request body, in bytes (component uploads have their own limit).
     #[arg(long, env = "HUBBUB_BODY_LIMIT", default_value_t = 10 * 1024 * 1024)]
     pub body_limit: usize,
@@ -298,6 +303,7 @@ impl std::fmt::Debug for Config {
             .field("component_cache_dir", &self.component_cache_dir)
             .field("component_limit", &self.component_limit)
             .field("request_timeout_ms", &self.request_timeout_ms)
+            .field("shutdown_timeout_ms", &self.shutdown_timeout_ms)
             .field("body_limit", &self.body_limit)
             .finish()
     }

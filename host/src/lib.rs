@@ -85,29 +85,72 @@ pub fn configured_jwt_secret(config: &Config) -> anyhow::Result<Option<&str>> {
 }
 
 /// Serves the API on `listener` until `shutdown` resolves, then stops accepting, lets in-flight requests
-/// finish, and stops the background workers.
+/// finish and stops the background workers — each for at most `HUBBUB_SHUTDOWN_TIMEOUT_MS`, after which
+/// what is still running is abandoned and logged (a claimed delivery or webhook is taken over by another
+/// host when its lease ends).
 pub async fn serve(
     state: AppState,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts a request in flight until it is answered or dropped.
+    struct InFlight(Arc<AtomicUsize>);
+    impl Drop for InFlight {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
     let stop = CancellationToken::new();
     let workers = spawn_workers(&state, &stop);
-    let app = http::app(state.clone());
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let counter = in_flight.clone();
+    let app = http::app(state.clone()).layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let guard = InFlight(counter.clone());
+            async move {
+                let response = next.run(request).await;
+                drop(guard);
+                response
+            }
+        },
+    ));
+    let grace = Duration::from_millis(state.config.shutdown_timeout_ms);
+    let signalled = CancellationToken::new();
+    let on_signal = signalled.clone();
     tracing::info!(addr = %listener.local_addr()?, "listening");
-    axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    let server = axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            on_signal.cancel();
+        })
+        .into_future();
+    tokio::select! {
+        served = server => served?,
+        _ = async { signalled.cancelled().await; tokio::time::sleep(grace).await } => {
+            tracing::warn!(
+                abandoned_requests = in_flight.load(Ordering::SeqCst),
+                grace_ms = grace.as_millis() as u64,
+                "shutdown: requests still in flight after the grace period were abandoned"
+            );
+        }
+    }
     stop.cancel();
-    for worker in workers {
-        let _ = worker.await;
+    for (name, worker) in workers {
+        if tokio::time::timeout(grace, worker).await.is_err() {
+            tracing::warn!(worker = name, "shutdown: the worker did not stop within the grace period; abandoned");
+        }
     }
     tracing::info!("stopped");
     Ok(())
 }
 
 /// The background work of a running host.
-fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
+fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static str, tokio::task::JoinHandle<()>)> {
     let housekeeping = {
         let state = state.clone();
         let stop = stop.clone();
@@ -122,7 +165,7 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<tokio::task:
         })
     };
     if !state.config.workers {
-        return vec![housekeeping];
+        return vec![("housekeeping", housekeeping)];
     }
     let supervised = |name: &'static str, work: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>| {
         let running = state.workers.start(name);
@@ -134,5 +177,5 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<tokio::task:
     let delivery = supervised("delivery", Box::pin(delivery::run_worker(state.clone(), stop.clone())));
     let webhooks = supervised("webhooks", Box::pin(webhooks::run_dispatcher(state.clone(), stop.clone())));
     let broadcasts = supervised("broadcasts", Box::pin(broadcasts::run_worker(state.clone(), stop.clone())));
-    vec![housekeeping, delivery, webhooks, broadcasts]
+    vec![("housekeeping", housekeeping), ("delivery", delivery), ("webhooks", webhooks), ("broadcasts", broadcasts)]
 }

@@ -349,3 +349,22 @@ async fn a_request_past_the_timeout_is_answered_503_timeout() {
     assert!(started.elapsed() < std::time::Duration::from_secs(2), "answered at the timeout, not after the receiver");
     app.get(&key, "/api/v1/messages").await.ok(200);
 }
+
+#[tokio::test]
+async fn shutdown_gives_up_on_a_stuck_request_after_its_grace_period() {
+    use tokio::io::AsyncWriteExt;
+    let app = TestApp::start_with(|c| c.shutdown_timeout_ms = 300).await;
+    let key = app.partner("acme").await;
+    let addr = app.base.trim_start_matches("http://").to_string();
+    // A request whose body never finishes arriving.
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /api/v1/messages HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"phone\""
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let started = std::time::Instant::now();
+    tokio::time::timeout(std::time::Duration::from_secs(5), app.stop()).await.expect("shutdown is bounded");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300), "it waited for the grace period first");
+    drop(stream);
+}
