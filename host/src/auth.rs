@@ -91,6 +91,8 @@ async fn credential(parts: &Parts, state: &AppState) -> Result<Credential, ApiEr
     let credential = authenticate(state, bearer(parts)?).await?;
     let developer = matches!(credential, Credential::Developer(_));
     if let Err(wait) = state.take_rate_token(&credential.rate_key(), developer) {
+        metrics::counter!("hubbub_rate_limited_total", "limit" => if developer { "developer" } else { "credential" })
+            .increment(1);
         return Err(ApiError::rate_limited(wait.as_secs_f64().ceil() as u64));
     }
     if let Credential::Partner(p) = &credential {

@@ -232,6 +232,11 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_COMPONENT_LIMIT", default_value_t = 64 * 1024 * 1024)]
     pub component_limit: usize,
 
+    /// Token a Prometheus scraper presents (`Authorization: Bearer …`) to read `GET /metrics`. Unset: the
+    /// route answers 404.
+    #[arg(long, env = "HUBBUB_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
+
     /// Longest a request may take, in milliseconds: past it the client gets 503 `timeout` (component uploads
     /// and bot calls included).
     #[arg(long, env = "HUBBUB_REQUEST_TIMEOUT_MS", default_value_t = 60_000)]
@@ -302,6 +307,7 @@ impl std::fmt::Debug for Config {
             .field("bot_compile_concurrency", &self.bot_compile_concurrency)
             .field("component_cache_dir", &self.component_cache_dir)
             .field("component_limit", &self.component_limit)
+            .field("metrics_token", &self.metrics_token.as_ref().map(|_| "[redacted]"))
             .field("request_timeout_ms", &self.request_timeout_ms)
             .field("shutdown_timeout_ms", &self.shutdown_timeout_ms)
             .field("body_limit", &self.body_limit)

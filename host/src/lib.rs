@@ -31,6 +31,7 @@ pub mod error;
 pub mod events;
 pub mod forms;
 pub mod health;
+pub mod metrics;
 pub mod http;
 pub mod otp;
 pub mod runtime;

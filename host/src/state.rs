@@ -55,6 +55,7 @@ impl AppState {
         let dev_per_s = NonZeroU32::new(config.developer_rate_limit_per_s.max(1)).expect("max(1) is non-zero");
         let dev_burst = NonZeroU32::new(config.developer_rate_limit_burst.max(1)).expect("max(1) is non-zero");
         let developer_limiter = RateLimiter::keyed(Quota::per_second(dev_per_s).allow_burst(dev_burst));
+        crate::metrics::handle();
         let messages = MessageWriter::spawn(db.clone());
         let code_limits = Arc::new(crate::http::abuse::CodeLimits::new(&config));
         let webhook_http = crate::webhooks::http_client(&config);

@@ -105,6 +105,7 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/messages/{id}/unread", Partner),
     ("GET", "/api/v1/openapi.json", Open),
     ("GET", "/healthz", Open),
+    ("GET", "/metrics", Open),
     ("GET", "/readyz", Open),
     ("POST", "/api/v1/providers/twilio/status", Open),
     ("GET", "/api/v1/providers/whatsapp/webhook", Open),

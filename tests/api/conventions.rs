@@ -210,7 +210,7 @@ async fn openapi_document_matches_the_router() {
     for entry in std::fs::read_dir(dir).unwrap() {
         let file = entry.unwrap().path();
         // The health routes sit outside `/api/v1`; every other module's routes are nested under it.
-        let top_level = file.file_name().is_some_and(|n| n == "health.rs");
+        let top_level = file.file_name().is_some_and(|n| n == "health.rs" || n == "metrics.rs");
         let source = std::fs::read_to_string(&file).unwrap();
         // Routers built inside unit tests are not the service's.
         let source = source.split("#[cfg(test)]").next().unwrap_or("");
@@ -367,4 +367,51 @@ async fn shutdown_gives_up_on_a_stuck_request_after_its_grace_period() {
     tokio::time::timeout(std::time::Duration::from_secs(5), app.stop()).await.expect("shutdown is bounded");
     assert!(started.elapsed() >= std::time::Duration::from_millis(300), "it waited for the grace period first");
     drop(stream);
+}
+
+/// The value of the first sample of `name` whose labels contain every `labels` pair (0 when absent).
+fn sample(text: &str, name: &str, labels: &[&str]) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+        .find(|l| labels.iter().all(|label| l.contains(label)))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn metrics_are_served_to_the_scraper_only_and_the_numbers_move() {
+    let app = TestApp::start_with(|c| c.metrics_token = Some("scrape-me".into())).await;
+    let key = app.partner("acme").await;
+    let scrape = || {
+        let app = &app;
+        async move {
+            let r = app.client.get(format!("{}/metrics", app.base)).bearer_auth("scrape-me").send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/plain"));
+            r.text().await.unwrap()
+        }
+    };
+    app.request(Method::GET, "/metrics", None, None).await.error(401, "unauthorized");
+    app.request(Method::GET, "/metrics", Some(&key), None).await.error(401, "unauthorized");
+    let before = scrape().await;
+    let route = "route=\"/api/v1/messages\"";
+    let sends = sample(&before, "hubbub_http_requests_total", &[route, "method=\"POST\"", "status=\"201\""]);
+    let accepted = sample(&before, "hubbub_messages_accepted_total", &[]);
+    let id = app.send_text(&key, PHONE, "counted").await.ok(201)["message_id"].as_i64().unwrap();
+    app.send_text(&key, "12345", "refused").await.field_error("phone");
+    app.delivered(&key, id).await;
+    let after = scrape().await;
+    assert!(sample(&after, "hubbub_http_requests_total", &[route, "method=\"POST\"", "status=\"201\""]) >= sends + 1.0);
+    assert!(sample(&after, "hubbub_http_requests_total", &[route, "status=\"422\""]) >= 1.0);
+    assert!(sample(&after, "hubbub_messages_accepted_total", &[]) >= accepted + 1.0);
+    assert!(sample(&after, "hubbub_messages_total", &["state=\"sent\""]) >= 1.0, "{after}");
+    assert!(after.contains("hubbub_http_request_duration_seconds_bucket{"), "latency histograms");
+    for gauge in ["hubbub_delivery_backlog", "hubbub_webhook_backlog", "hubbub_webhook_backlog_oldest_seconds", "hubbub_broadcasts_in_progress"] {
+        assert!(after.lines().any(|l| l.starts_with(gauge)), "{gauge} missing");
+    }
+    assert!(!after.contains("msg_"), "no message ref in the metrics");
+    // Off without a token.
+    let plain = TestApp::start().await;
+    plain.request(Method::GET, "/metrics", None, None).await.error(404, "not_found");
 }

@@ -232,6 +232,9 @@ async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
         deliveries::record_attempt_in(&mut tx, &attempt(message_id, kind, *channel, outcome, now)).await?;
     }
     let last = attempts.last().map(|(c, _)| *c);
+    let outcome = if matches!(attempts.last(), Some((_, Ok(_)))) { "sent" } else { "failed" };
+    metrics::counter!("hubbub_messages_total", "channel" => last.map(Channel::as_str).unwrap_or("none"), "state" => outcome)
+        .increment(1);
     match attempts.last() {
         Some((channel, Ok(_))) => {
             messages::transition_in(

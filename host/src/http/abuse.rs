@@ -96,6 +96,7 @@ impl FromRequestParts<AppState> for CodeRouteLimit {
             .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
         let client = state.code_limits.client_ip(peer, &parts.headers);
         state.code_limits.check(client).inspect_err(|_| {
+            metrics::counter!("hubbub_rate_limited_total", "limit" => "code_route").increment(1);
             tracing::warn!(%client, path = %parts.uri.path(), "code route rate limit");
         })?;
         Ok(CodeRouteLimit)

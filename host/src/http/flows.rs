@@ -98,12 +98,18 @@ async fn call_guest(state: &AppState, bot: &Bot, call: GuestCall, ctx: GuestCont
     let mut reloaded = false;
     loop {
         let digest = ready_component(state, bot).await?;
+        let started = std::time::Instant::now();
         let result = match call.clone() {
             GuestCall::Start(entry) => state.runtime.start(&digest, &bot.code, entry, ctx.clone()).await,
             GuestCall::Handle(guest_state, event) => {
                 state.runtime.handle(&digest, &bot.code, guest_state, event, ctx.clone()).await
             }
         };
+        let label = format!("{}/{}", bot.partner_code, bot.code);
+        let outcome = result.as_ref().map_or_else(RuntimeError::kind, |_| "ok");
+        metrics::histogram!("hubbub_bot_call_duration_seconds", "bot" => label.clone())
+            .record(started.elapsed().as_secs_f64());
+        metrics::counter!("hubbub_bot_calls_total", "bot" => label, "outcome" => outcome).increment(1);
         match result {
             Err(RuntimeError::NotLoaded) if !reloaded => reloaded = true,
             other => return other.map_err(|e| bot_error(bot, e)),

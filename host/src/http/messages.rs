@@ -461,6 +461,7 @@ async fn send_message(
     match created {
         Created::New(m) => {
             tracing::info!(message_id = m.id, "message accepted");
+            metrics::counter!("hubbub_messages_accepted_total").increment(1);
             state.delivery.wake.notify_one();
             Ok((StatusCode::CREATED, Json(message_json(&m))).into_response())
         }

@@ -14,6 +14,7 @@ pub mod health;
 pub mod keys;
 pub mod login;
 pub mod me;
+pub mod metrics;
 pub mod media;
 pub mod messages;
 pub mod openapi;
@@ -70,10 +71,12 @@ pub fn app(state: AppState) -> Router {
         .merge(flows::router())
         .merge(keys::router())
         .merge(receipts::router())
-        .merge(openapi::router());
+        .merge(openapi::router())
+        .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
     Router::new()
         .nest("/api/v1", api)
         .merge(health::router())
+        .merge(metrics::router())
         .fallback(|| async { ApiError::not_found("route") })
         .layer(DefaultBodyLimit::max(body_limit))
         // A handler that panics answers 500 in the error shape, and the host keeps serving.

@@ -1265,6 +1265,18 @@ pub fn document() -> Value {
             &[],
         ),
     );
+    add("/metrics", "get", {
+        let mut o = op(
+            "Prometheus metrics in the text format (outside /api/v1): requests by route and status with latency histograms, messages accepted and delivered by channel, delivery and webhook backlogs, webhook attempts by outcome, bot calls by bot and outcome, rate-limit refusals, broadcasts in progress. Off (404) unless HUBBUB_METRICS_TOKEN is set; then that token as a bearer credential",
+            "meta",
+            "",
+            None,
+            (200, "The metrics", json!({ "type": "string" })),
+            &[401, 404],
+        );
+        o["responses"]["200"]["content"] = json!({ "text/plain": { "schema": { "type": "string" } } });
+        o
+    });
     add("/readyz", "get", {
         let checks = json!({ "type": "object", "properties": {
             "database": { "type": "string" }, "migrations": { "type": "string" }, "workers": { "type": "string" } } });

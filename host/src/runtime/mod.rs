@@ -154,6 +154,23 @@ pub enum RuntimeError {
     CompilerBusy,
 }
 
+impl RuntimeError {
+    /// A short name of the failure, for metrics and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RuntimeError::InvalidComponent(_) => "invalid_component",
+            RuntimeError::NotLoaded => "not_loaded",
+            RuntimeError::Guest(_) => "guest_error",
+            RuntimeError::Trap(_) => "trap",
+            RuntimeError::Timeout => "timeout",
+            RuntimeError::OutOfMemory => "out_of_memory",
+            RuntimeError::OutputTooLarge => "output_too_large",
+            RuntimeError::Malformed(_) => "malformed",
+            RuntimeError::CompilerBusy => "compiler_busy",
+        }
+    }
+}
+
 /// Where the bytes of a component to compile are.
 pub enum ComponentSource<'a> {
     Bytes(&'a [u8]),

@@ -303,3 +303,8 @@ pub async fn fan_out_batch(
     tx.commit().await?;
     from_row(&row)
 }
+
+/// Broadcasts not finished yet (for metrics): queued or sending.
+pub async fn in_progress(db: &Db) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("SELECT COUNT(*) FROM broadcasts WHERE state IN ('queued', 'sending')").fetch_one(db.reader()).await
+}

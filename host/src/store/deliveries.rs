@@ -145,6 +145,13 @@ pub async fn fail_attempt_in(tx: &mut Transaction<'_, Any>, attempt_id: i64, err
     Ok(done.rows_affected() == 1)
 }
 
+/// Delivery jobs waiting (for metrics): how many, and the earliest `next_attempt_at` among them.
+pub async fn backlog(db: &Db) -> Result<(i64, Option<Millis>), sqlx::Error> {
+    use sqlx::Row;
+    let row = sqlx::query("SELECT COUNT(*) AS n, MIN(next_attempt_at) AS oldest FROM delivery_jobs").fetch_one(db.reader()).await?;
+    Ok((row.try_get("n")?, row.try_get("oldest")?))
+}
+
 /// Jobs not yet finished (tests and operators).
 pub async fn pending_count(db: &Db) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar("SELECT COUNT(*) FROM delivery_jobs").fetch_one(db.reader()).await

@@ -60,6 +60,15 @@ pub async fn enqueue(
     Ok(delivery_id)
 }
 
+/// Events waiting to be delivered (for metrics): how many, and when the oldest was created.
+pub async fn backlog(db: &super::Db) -> Result<(i64, Option<Millis>), sqlx::Error> {
+    use sqlx::Row;
+    let row = sqlx::query("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox_events WHERE state = 'pending'")
+        .fetch_one(db.reader())
+        .await?;
+    Ok((row.try_get("n")?, row.try_get("oldest")?))
+}
+
 /// Events recorded for a target, newest first (used by tests and the deliveries list).
 pub async fn list_for_target(
     db: &super::Db,

@@ -296,6 +296,7 @@ async fn deliver(
             None => ("dead", now),
         }
     };
+    metrics::counter!("hubbub_webhook_attempts_total", "outcome" => next_state).increment(1);
     tracing::info!(delivery_id = %event.delivery_id, event = %event.event, state = next_state, status = ?outcome.status, error = ?outcome.error, attempts, "webhook attempt");
     let attempt = Attempt {
         id: event.id,
