@@ -307,7 +307,7 @@ impl Runtime {
         let span = tracing::info_span!("guest_load", digest = %short(digest));
         let shared = self.shared.clone();
         let (hex, task_span) = (hex.to_string(), span.clone());
-        let found = tokio::task::spawn_blocking(move || task_span.in_scope(|| shared.from_artifact(&hex)))
+        let found = tokio::task::spawn_blocking(move || task_span.in_scope(|| shared.load_artifact(&hex)))
             .await
             .map_err(|_| RuntimeError::InvalidComponent("loading the artifact failed".into()))??;
         match found {
@@ -470,7 +470,7 @@ impl Shared {
 
     /// The component's `InstancePre` from its precompiled artifact, if there is a usable one (the size of
     /// the original bytes is not kept with it: 0). Blocking.
-    fn from_artifact(&self, hex: &str) -> Result<Option<(BotPre<GuestState>, usize)>, RuntimeError> {
+    fn load_artifact(&self, hex: &str) -> Result<Option<(BotPre<GuestState>, usize)>, RuntimeError> {
         let artifact = self.artifact_path(hex);
         if !artifact.is_file() {
             return Ok(None);
