@@ -55,7 +55,7 @@ pub struct Config {
     pub workers: bool,
 
     /// Secret that signs user JWTs (HS256), as UTF-8 bytes. When unset, one is generated once and kept in
-    /// the database.
+    /// the database. Or `HUBBUB_JWT_SECRET_FILE`: a file holding it.
     #[arg(long, env = "HUBBUB_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
 
@@ -133,7 +133,7 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_TWILIO_ACCOUNT_SID")]
     pub twilio_account_sid: Option<String>,
 
-    /// Twilio auth token.
+    /// Twilio auth token. Or `HUBBUB_TWILIO_AUTH_TOKEN_FILE`: a file holding it.
     #[arg(long, env = "HUBBUB_TWILIO_AUTH_TOKEN", hide_env_values = true)]
     pub twilio_auth_token: Option<String>,
 
@@ -150,7 +150,7 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_WHATSAPP_BASE_URL", default_value = "https://graph.facebook.com/v21.0")]
     pub whatsapp_base_url: String,
 
-    /// WhatsApp Cloud API access token.
+    /// WhatsApp Cloud API access token. Or `HUBBUB_WHATSAPP_TOKEN_FILE`: a file holding it.
     #[arg(long, env = "HUBBUB_WHATSAPP_TOKEN", hide_env_values = true)]
     pub whatsapp_token: Option<String>,
 
@@ -159,11 +159,11 @@ pub struct Config {
     pub whatsapp_phone_number_id: Option<String>,
 
     /// Meta app secret: verifies `X-Hub-Signature-256` on WhatsApp status webhooks
-    /// (`POST /api/v1/providers/whatsapp/webhook`). Without it, WhatsApp receipts are refused.
+    /// (`POST /api/v1/providers/whatsapp/webhook`). Without it, WhatsApp receipts are refused. Or `HUBBUB_WHATSAPP_APP_SECRET_FILE`: a file holding it.
     #[arg(long, env = "HUBBUB_WHATSAPP_APP_SECRET", hide_env_values = true)]
     pub whatsapp_app_secret: Option<String>,
 
-    /// The token Meta sends when the webhook is subscribed (`GET …/providers/whatsapp/webhook`).
+    /// The token Meta sends when the webhook is subscribed (`GET …/providers/whatsapp/webhook`). Or `HUBBUB_WHATSAPP_VERIFY_TOKEN_FILE`: a file holding it.
     #[arg(long, env = "HUBBUB_WHATSAPP_VERIFY_TOKEN", hide_env_values = true)]
     pub whatsapp_verify_token: Option<String>,
 
@@ -233,7 +233,7 @@ pub struct Config {
     pub component_limit: usize,
 
     /// Token a Prometheus scraper presents (`Authorization: Bearer …`) to read `GET /metrics`. Unset: the
-    /// route answers 404.
+    /// route answers 404. Or `HUBBUB_METRICS_TOKEN_FILE`: a file holding it.
     #[arg(long, env = "HUBBUB_METRICS_TOKEN", hide_env_values = true)]
     pub metrics_token: Option<String>,
 
@@ -336,5 +336,112 @@ mod tests {
         assert_eq!(super::redact_url("postgres://u:pw@h/db"), "postgres://u:[redacted]@h/db");
         assert_eq!(super::redact_url("postgres://u@h/db"), "postgres://u@h/db");
         assert_eq!(super::redact_url("sqlite://x.db"), "sqlite://x.db");
+    }
+}
+
+/// Settings that are secrets: each may also come from a file named by `HUBBUB_<NAME>_FILE` (Docker and
+/// Kubernetes secrets), read when the variable itself is unset.
+pub const SECRET_SETTINGS: &[&str] = &[
+    "jwt_secret",
+    "secret_key",
+    "twilio_auth_token",
+    "whatsapp_token",
+    "whatsapp_app_secret",
+    "whatsapp_verify_token",
+    "metrics_token",
+];
+
+/// Why settings could not be layered.
+#[derive(Debug, thiserror::Error)]
+pub enum LayerError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("{path} is not valid TOML: {message}")]
+    Toml { path: String, message: String },
+    #[error("{path}: unknown setting {key:?} (settings are `hubbub serve --help`'s long names, with _ for -)")]
+    UnknownKey { path: String, key: String },
+    #[error("{path}: setting {key:?} must be a string, number, boolean or array of those")]
+    BadValue { path: String, key: String },
+    #[error("both {var} and {var}_FILE are set: give one")]
+    Both { var: String },
+}
+
+/// Layers the settings that clap's flags and environment variables do not cover, by making them the
+/// defaults of `command` (and of every subcommand that has them), so that flags and the environment still
+/// win: first `config_file` (TOML: `listen = "0.0.0.0:8080"`, `webhook_backoff_s = [5, 30]`), then over it
+/// each `HUBBUB_<SECRET>_FILE`. `env` is the process environment.
+pub fn layer_defaults(
+    mut command: clap::Command,
+    config_file: Option<&std::path::Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<clap::Command, LayerError> {
+    let mut defaults: Vec<(String, String)> = Vec::new();
+    if let Some(path) = config_file {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| LayerError::Read { path: shown.clone(), source })?;
+        let table: toml::Table =
+            text.parse().map_err(|e: toml::de::Error| LayerError::Toml { path: shown.clone(), message: e.to_string() })?;
+        let known = setting_names(&command);
+        for (key, value) in table {
+            if !known.contains(&key) {
+                return Err(LayerError::UnknownKey { path: shown, key });
+            }
+            let text = toml_text(&value).ok_or_else(|| LayerError::BadValue { path: shown.clone(), key: key.clone() })?;
+            defaults.push((key, text));
+        }
+    }
+    for name in SECRET_SETTINGS {
+        let var = format!("HUBBUB_{}", name.to_ascii_uppercase());
+        let Some(file) = env(&format!("{var}_FILE")).filter(|f| !f.is_empty()) else { continue };
+        if env(&var).is_some_and(|v| !v.is_empty()) {
+            return Err(LayerError::Both { var });
+        }
+        // `HUBBUB_SECRET_KEY_FILE` is a setting of its own (the sealing key is read where it is used).
+        if *name == "secret_key" {
+            continue;
+        }
+        let secret = std::fs::read_to_string(&file).map_err(|source| LayerError::Read { path: file.clone(), source })?;
+        defaults.push((name.to_string(), secret.trim_end_matches(['\n', '\r']).to_string()));
+    }
+    for (key, value) in defaults {
+        command = with_default(command, &key, &value);
+    }
+    Ok(command)
+}
+
+/// The ids of every argument of the command and its subcommands.
+fn setting_names(command: &clap::Command) -> std::collections::BTreeSet<String> {
+    let mut names: std::collections::BTreeSet<String> =
+        command.get_arguments().map(|a| a.get_id().as_str().to_string()).collect();
+    for sub in command.get_subcommands() {
+        names.extend(setting_names(sub));
+    }
+    names
+}
+
+/// `key`'s default set to `value` wherever the argument exists.
+fn with_default(command: clap::Command, key: &str, value: &str) -> clap::Command {
+    let has = command.get_arguments().any(|a| a.get_id().as_str() == key);
+    let mut command = if has {
+        command.mut_arg(key, |a| a.default_value(value.to_string()))
+    } else {
+        command
+    };
+    let subs: Vec<String> = command.get_subcommands().map(|s| s.get_name().to_string()).collect();
+    for sub in subs {
+        command = command.mut_subcommand(sub, |s| with_default(s, key, value));
+    }
+    command
+}
+
+/// A TOML value as the text clap parses (arrays joined with commas).
+fn toml_text(value: &toml::Value) -> Option<String> {
+    match value {
+        toml::Value::String(s) => Some(s.clone()),
+        toml::Value::Integer(i) => Some(i.to_string()),
+        toml::Value::Float(f) => Some(f.to_string()),
+        toml::Value::Boolean(b) => Some(b.to_string()),
+        toml::Value::Array(items) => items.iter().map(toml_text).collect::<Option<Vec<_>>>().map(|v| v.join(",")),
+        _ => None,
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use hubbub_host::clock::{Clock, SystemClock};
 use hubbub_host::config::Config;
 use hubbub_host::store::{Db, partners, templates};
@@ -14,8 +14,45 @@ mod e2e_cli;
 #[derive(Parser)]
 #[command(name = "hubbub", version, about = "Hubbub: partner messaging with a WebAssembly bot runtime")]
 struct Cli {
+    /// Settings file (TOML): any setting of `hubbub serve --help` by its long name with `_` for `-`
+    /// (`listen = "0.0.0.0:8080"`, `dev = true`, `webhook_backoff_s = [5, 30]`). The environment and flags win
+    /// over it. Every secret setting may also come from a file: `HUBBUB_<NAME>_FILE` (e.g.
+    /// `HUBBUB_JWT_SECRET_FILE`), read when `HUBBUB_<NAME>` is unset.
+    #[arg(long, env = "HUBBUB_CONFIG", global = true)]
+    config: Option<std::path::PathBuf>,
+
+    /// Log filter, in tracing's `EnvFilter` syntax (`info`, `warn,hubbub_host=debug`).
+    #[arg(long, env = "HUBBUB_LOG", global = true, default_value = "info,sqlx=warn")]
+    log: String,
+
+    /// Log format: `text` for people, `json` for log pipelines (one object per line).
+    #[arg(long, env = "HUBBUB_LOG_FORMAT", global = true, value_enum, default_value = "text")]
+    log_format: LogFormat,
+
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Parses the command line over the layers beneath it: the `--config` file, then `HUBBUB_<SECRET>_FILE`s
+/// (see [`hubbub_host::config::layer_defaults`]), then the environment and flags, which win.
+fn parse_cli() -> anyhow::Result<Cli> {
+    let env = |name: &str| std::env::var(name).ok();
+    let args: Vec<String> = std::env::args().collect();
+    // `--config` has to be known before the rest is parsed.
+    let flag = args.iter().enumerate().find_map(|(i, a)| match a.strip_prefix("--config") {
+        Some("") => args.get(i + 1).cloned(),
+        Some(rest) => rest.strip_prefix('=').map(str::to_string),
+        None => None,
+    });
+    let config_file = flag.or_else(|| env("HUBBUB_CONFIG")).filter(|f| !f.is_empty());
+    let command = hubbub_host::config::layer_defaults(Cli::command(), config_file.as_deref().map(std::path::Path::new), &env)?;
+    Ok(Cli::from_arg_matches(&command.get_matches())?)
 }
 
 #[derive(Subcommand)]
@@ -129,12 +166,14 @@ enum TemplateCommand {
     },
 }
 
-fn init_tracing() {
+fn init_tracing(filter: &str, format: LogFormat) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("HUBBUB_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
-    let json = std::env::var("HUBBUB_LOG_FORMAT").is_ok_and(|f| f == "json");
+    let filter = EnvFilter::try_new(filter).unwrap_or_else(|e| {
+        eprintln!("HUBBUB_LOG {filter:?} is not a valid filter ({e}); using info");
+        EnvFilter::new("info,sqlx=warn")
+    });
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    if json {
+    if format == LogFormat::Json {
         builder.json().init();
     } else {
         builder.init();
@@ -165,9 +204,10 @@ async fn shutdown_signal() {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    init_tracing();
+    let cli = parse_cli()?;
+    init_tracing(&cli.log, cli.log_format);
     let clock = Arc::new(SystemClock);
-    match Cli::parse().command {
+    match cli.command {
         Command::E2e { command } => e2e_cli::run(command).await?,
         Command::Secrets { command: SecretsCommand::RotateKey { new_key_file, config } } => {
             let db = Db::open(&config, 2).await?;

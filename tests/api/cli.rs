@@ -135,3 +135,71 @@ async fn serve_runs_and_shuts_down_gracefully_on_sigterm() {
     let status = exited.expect("exits after SIGTERM");
     assert!(status.success(), "{status:?}");
 }
+
+#[tokio::test]
+async fn a_config_file_sits_under_the_environment_and_secrets_come_from_files() {
+    let db = TestDb::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let config = dir.path().join("hubbub.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "database_url = {:?}\nlisten = \"127.0.0.1:1\"\ndev = true\nwebhook_backoff_s = [1, 2]\nlog = \"warn\"\n",
+            db.url
+        ),
+    )
+    .unwrap();
+    let secret_file = dir.path().join("jwt");
+    std::fs::write(&secret_file, "a-jwt-secret-read-from-a-file-0123456789\n").unwrap();
+    let hubbub = |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_hubbub"));
+        command
+            .args(args)
+            .arg("--config")
+            .arg(&config)
+            .env_remove("HUBBUB_DATABASE_URL")
+            .env_remove("HUBBUB_JWT_SECRET")
+            .env("HUBBUB_JWT_SECRET_FILE", &secret_file)
+            .env("HUBBUB_SECRET_KEY", crate::common::TEST_SECRET_KEY);
+        command
+    };
+    // The environment wins over the file (the file's listen address is unusable).
+    let mut server = hubbub(&["serve"])
+        .env("HUBBUB_LISTEN", format!("127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut up = false;
+    for _ in 0..200 {
+        if reqwest::get(format!("{base}/healthz")).await.is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(up, "the host serves on the environment's address");
+    // The JWT secret came from its file: a token the CLI signs with the same layers is accepted.
+    let token = hubbub(&["user", "token", "+15551230000"]).output().unwrap();
+    assert!(token.status.success(), "{}", String::from_utf8_lossy(&token.stderr));
+    let token = String::from_utf8(token.stdout).unwrap();
+    let me = reqwest::Client::new().get(format!("{base}/api/v1/me/messages")).bearer_auth(token.trim()).send().await.unwrap();
+    assert_eq!(me.status(), 200);
+    server.kill().unwrap();
+    let _ = server.wait();
+
+    // The file's settings are the defaults `--help` shows.
+    let help = hubbub(&["serve", "--help"]).output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    assert!(help.contains("[default: 1,2]") && help.contains("HUBBUB_LOG_FORMAT"), "{help}");
+    // Mistakes are refused with what is wrong.
+    std::fs::write(&config, "listn = \"127.0.0.1:8080\"\n").unwrap();
+    let bad = hubbub(&["serve"]).output().unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown setting \"listn\""), "{bad:?}");
+    std::fs::write(&config, "").unwrap();
+    let both = hubbub(&["user", "token", "+15551230000"]).env("HUBBUB_JWT_SECRET", "x".repeat(40)).output().unwrap();
+    assert!(String::from_utf8_lossy(&both.stderr).contains("HUBBUB_JWT_SECRET_FILE"), "{both:?}");
+}
