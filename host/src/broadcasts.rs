@@ -11,12 +11,11 @@ use crate::store::broadcasts;
 
 /// Recipients written per transaction.
 pub const BATCH: i64 = 1_000;
-const LEASE_MS: i64 = 60_000;
 
 pub async fn run_worker(state: AppState, stop: CancellationToken) {
     let poll = Duration::from_millis(state.config.delivery_poll_ms.max(10));
     loop {
-        match broadcasts::claim(&state.db, state.now(), LEASE_MS).await {
+        match broadcasts::claim(&state.db, state.now(), lease_ms(&state)).await {
             Ok(Some(b)) => {
                 if let Err(e) = fan_out(&state, b, &stop).await {
                     tracing::warn!(error = %e, "broadcast fan-out interrupted; it resumes when its lease ends");
@@ -42,9 +41,14 @@ async fn fan_out(state: &AppState, mut b: broadcasts::Broadcast, stop: &Cancella
         if stop.is_cancelled() {
             return Ok(());
         }
-        b = broadcasts::fan_out_batch(&state.db, &b, BATCH, LEASE_MS, state.now()).await?;
+        // Each batch renews the lease: a dead host's broadcast resumes elsewhere within one lease.
+        b = broadcasts::fan_out_batch(&state.db, &b, BATCH, lease_ms(state), state.now()).await?;
         state.delivery.wake.notify_one();
     }
     tracing::info!(broadcast_id = b.id, sent = b.sent, "broadcast fanned out");
     Ok(())
+}
+
+fn lease_ms(state: &AppState) -> i64 {
+    state.config.lease_ms.max(100) as i64
 }

@@ -175,9 +175,11 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_DELIVERY_POLL_MS", default_value_t = 500)]
     pub delivery_poll_ms: u64,
 
-    /// How long a claimed delivery stays with its worker before another process may take it over.
-    #[arg(long, env = "HUBBUB_DELIVERY_LEASE_S", default_value_t = 60)]
-    pub delivery_lease_s: u64,
+    /// How long claimed work (a delivery, a webhook event, a broadcast batch) stays with its host, in
+    /// milliseconds. A host renews the leases of what it is working on every third of this, so when it dies
+    /// another host takes its work over within this time.
+    #[arg(long, env = "HUBBUB_LEASE_MS", default_value_t = 5_000)]
+    pub lease_ms: u64,
 
     /// Seconds between webhook attempts, comma-separated: N gaps mean N+1 attempts, then `dead`
     /// (±20 % jitter). The default spans about 27 hours.
@@ -295,7 +297,7 @@ impl std::fmt::Debug for Config {
             .field("whatsapp_verify_token", &self.whatsapp_verify_token.as_ref().map(|_| "[redacted]"))
             .field("provider_timeout_ms", &self.provider_timeout_ms)
             .field("delivery_poll_ms", &self.delivery_poll_ms)
-            .field("delivery_lease_s", &self.delivery_lease_s)
+            .field("lease_ms", &self.lease_ms)
             .field("webhook_backoff_s", &self.webhook_backoff_s)
             .field("webhook_timeout_ms", &self.webhook_timeout_ms)
             .field("webhook_concurrency", &self.webhook_concurrency)

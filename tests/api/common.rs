@@ -67,6 +67,24 @@ pub fn test_config(database_url: &str) -> Config {
     config
 }
 
+/// Settings whose WhatsApp (Cloud API) and SMS (Twilio) providers are fake servers.
+pub fn fake_providers(c: &mut Config, wa: &FakeServer, sms: &FakeServer) {
+    c.whatsapp_provider = Some(WhatsAppProviderKind::Cloud);
+    c.whatsapp_base_url = wa.url.clone();
+    c.whatsapp_token = Some("wa-token".into());
+    c.whatsapp_phone_number_id = Some("12345".into());
+    c.sms_provider = Some(SmsProviderKind::Twilio);
+    c.twilio_base_url = sms.url.clone();
+    c.twilio_account_sid = Some("AC1".into());
+    c.twilio_auth_token = Some("tw-token".into());
+    c.twilio_from = Some("+15550001111".into());
+    c.provider_timeout_ms = 500;
+    // What provider receipts are signed and checked with.
+    c.public_url = "https://hubbub.example.com".into();
+    c.whatsapp_app_secret = Some("app-secret".into());
+    c.whatsapp_verify_token = Some("verify-me".into());
+}
+
 /// A running host.
 pub struct TestApp {
     pub base: String,
@@ -89,9 +107,14 @@ impl TestApp {
 
     /// Another host on the same database (as a second process would be).
     pub async fn start_on(db: Arc<TestDb>, adjust: impl FnOnce(&mut Config)) -> TestApp {
+        let clock = Arc::new(ManualClock::new(chrono::Utc::now().timestamp_millis()));
+        Self::start_on_clock(db, clock, adjust).await
+    }
+
+    /// Another host on the same database and the same clock (two machines whose clocks agree).
+    pub async fn start_on_clock(db: Arc<TestDb>, clock: Arc<ManualClock>, adjust: impl FnOnce(&mut Config)) -> TestApp {
         let mut config = test_config(&db.url);
         adjust(&mut config);
-        let clock = Arc::new(ManualClock::new(chrono::Utc::now().timestamp_millis()));
         let state = hubbub_host::prepare(config, clock.clone()).await.expect("host prepares");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -109,24 +132,8 @@ impl TestApp {
 
     /// A host whose WhatsApp (Cloud API) and SMS (Twilio) providers are fake servers.
     pub async fn with_fake_providers(wa: &FakeServer, sms: &FakeServer) -> TestApp {
-        let (wa, sms) = (wa.url.clone(), sms.url.clone());
-        Self::start_with(move |c| {
-            c.whatsapp_provider = Some(WhatsAppProviderKind::Cloud);
-            c.whatsapp_base_url = wa;
-            c.whatsapp_token = Some("wa-token".into());
-            c.whatsapp_phone_number_id = Some("12345".into());
-            c.sms_provider = Some(SmsProviderKind::Twilio);
-            c.twilio_base_url = sms;
-            c.twilio_account_sid = Some("AC1".into());
-            c.twilio_auth_token = Some("tw-token".into());
-            c.twilio_from = Some("+15550001111".into());
-            c.provider_timeout_ms = 500;
-            // What provider receipts are signed and checked with.
-            c.public_url = "https://hubbub.example.com".into();
-            c.whatsapp_app_secret = Some("app-secret".into());
-            c.whatsapp_verify_token = Some("verify-me".into());
-        })
-        .await
+        let (wa, sms) = (wa.clone(), sms.clone());
+        Self::start_with(move |c| fake_providers(c, &wa, &sms)).await
     }
 
     pub async fn stop(mut self) {

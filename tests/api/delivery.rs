@@ -226,7 +226,7 @@ async fn killed_host_loses_no_accepted_message() {
             ("HUBBUB_WHATSAPP_BASE_URL", slow.url.as_str()),
             ("HUBBUB_WHATSAPP_TOKEN", "t"),
             ("HUBBUB_WHATSAPP_PHONE_NUMBER_ID", "1"),
-            ("HUBBUB_DELIVERY_LEASE_S", "1"),
+            ("HUBBUB_LEASE_MS", "1000"),
         ],
     )
     .await;
@@ -256,7 +256,7 @@ async fn killed_host_loses_no_accepted_message() {
     child.kill().unwrap();
     child.wait().unwrap();
     // A new host on the same database takes the work over once the dead host's lease runs out.
-    let app = TestApp::start_on(db, |c| c.delivery_lease_s = 1).await;
+    let app = TestApp::start_on(db, |c| c.lease_ms = 1000).await;
     app.clock.advance_ms(2_000);
     for id in ids {
         let m = app.delivered(&key, id).await;
@@ -410,4 +410,44 @@ async fn provider_receipts_are_verified_and_move_messages() {
     let plain = TestApp::start().await;
     whatsapp_webhook(&plain, json!([]), None).await.error(404, "not_found");
     twilio_callback(&plain, &failed, None).await.error(404, "not_found");
+}
+
+/// A host renews the lease of work in flight, so a short lease never lets another host repeat a slow
+/// delivery — and a dead host's work is taken over within one lease (`killed_host_loses_no_accepted_message`).
+#[tokio::test]
+async fn a_host_keeps_the_lease_of_work_in_flight_so_no_other_host_repeats_it() {
+    let slow = FakeServer::start(200, 5_000).await;
+    let sms = FakeServer::start(201, 0).await;
+    let db = Arc::new(crate::common::TestDb::new().await);
+    let settings = |c: &mut hubbub_host::config::Config| {
+        crate::common::fake_providers(c, &slow, &sms);
+        c.provider_timeout_ms = 10_000;
+        c.lease_ms = 600;
+    };
+    let a = TestApp::start_on(db.clone(), settings).await;
+    let b = TestApp::start_on_clock(db, a.clock.clone(), settings).await;
+    let key = a.partner("acme").await;
+    let id = a.send_text(&key, PHONE, "only once").await.ok(201)["message_id"].as_i64().unwrap();
+    eventually("a host calls the provider", || async { slow.received().len() == 1 }).await;
+    let lease_until = || async {
+        sqlx::query_scalar::<_, Option<i64>>("SELECT lease_until FROM delivery_jobs WHERE message_id = $1")
+            .bind(id)
+            .fetch_optional(a.state.db.reader())
+            .await
+            .unwrap()
+            .flatten()
+    };
+    // Five leases pass while the call is in flight, half a lease at a time; after each step the host
+    // that holds the job renews its lease (every third of the lease) before time moves on.
+    for _ in 0..10 {
+        a.clock.advance_ms(300);
+        let now = a.now();
+        eventually("the lease is renewed", || async { lease_until().await.is_some_and(|t| t >= now + 500) }).await;
+    }
+    let m = a.delivered(&key, id).await;
+    assert_eq!((m["state"].as_str(), m["channel"].as_str()), (Some("sent"), Some("whatsapp")));
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(slow.received().len(), 1, "another host repeated a delivery in flight");
+    assert_eq!(a.message(&key, id).await["attempts"].as_array().unwrap().len(), 1);
+    drop(b);
 }

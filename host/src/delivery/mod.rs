@@ -20,6 +20,7 @@ use crate::events;
 use crate::state::AppState;
 use crate::store::deliveries::NewAttempt;
 use crate::store::messages::{self, Message};
+use crate::store::leases::{Held, Leased};
 use crate::store::{accounts, deliveries, devices, partners};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,7 +127,9 @@ const CLAIM_BATCH: i64 = 32;
 /// Claims and delivers due messages until `stop`.
 pub async fn run_worker(state: AppState, stop: CancellationToken) {
     let poll = Duration::from_millis(state.config.delivery_poll_ms.max(10));
-    let lease_ms = state.config.delivery_lease_s as i64 * 1000;
+    let lease_ms = state.config.lease_ms.max(100) as i64;
+    let held = Held::new(Leased::DeliveryJobs);
+    held.keep_alive(state.db.clone(), state.clock.clone(), lease_ms, stop.clone());
     loop {
         let claimed = match deliveries::claim_due(&state.db, state.now(), lease_ms, CLAIM_BATCH).await {
             Ok(ids) => ids,
@@ -136,17 +139,20 @@ pub async fn run_worker(state: AppState, stop: CancellationToken) {
             }
         };
         let full = claimed.len() as i64 == CLAIM_BATCH;
+        held.hold(claimed.iter().map(|job| job.message_id));
         let mut running = tokio::task::JoinSet::new();
         for job in claimed {
             let state = state.clone();
+            let held = held.clone();
             running.spawn(async move {
                 let id = job.message_id;
                 let result = match job.resume.as_deref() {
                     None => deliver(&state, id).await,
                     Some(resume) => continue_after_receipt(&state, id, resume).await,
                 };
+                // Finished (its job is gone) or failed (its lease runs out and another pass retries it).
+                held.release(id);
                 if let Err(e) = result {
-                    // The lease runs out and another pass retries it.
                     tracing::warn!(message_id = id, error = %e, "delivery failed; will retry");
                 }
             });

@@ -17,6 +17,7 @@ pub mod developers;
 pub mod devices;
 pub mod flows;
 pub mod keys;
+pub mod leases;
 pub mod messages;
 pub mod otp;
 pub mod outbox;

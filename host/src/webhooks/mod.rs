@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::state::AppState;
+use crate::store::leases::{Held, Leased};
 use crate::store::outbox::{self, Attempt, AttemptRecorder, OutboxEvent, Target};
 use crate::validate::{check_public_url, is_global_unicast};
 
@@ -204,7 +205,10 @@ const MAX_IN_FLIGHT: usize = 512;
 /// Delivers due outbox events until `stop`; then waits for the requests in flight.
 pub async fn run_dispatcher(state: AppState, stop: CancellationToken) {
     let poll = Duration::from_millis(state.config.webhook_poll_ms.max(5));
-    let lease_ms = state.config.webhook_timeout_ms as i64 + 30_000;
+    // Short, and renewed while a request is in flight: a dead host's events are taken over within it.
+    let lease_ms = state.config.lease_ms.max(100) as i64;
+    let held = Held::new(Leased::OutboxEvents);
+    held.keep_alive(state.db.clone(), state.clock.clone(), lease_ms, stop.clone());
     let limits = Limits::default();
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let recorder = AttemptRecorder::spawn(state.db.clone());
@@ -243,11 +247,14 @@ pub async fn run_dispatcher(state: AppState, stop: CancellationToken) {
                 continue;
             };
             let Ok(slot) = in_flight.clone().acquire_owned().await else { break };
-            let (state, recorder) = (state.clone(), recorder.clone());
+            let (state, recorder, held) = (state.clone(), recorder.clone(), held.clone());
             let target = endpoints.get(&event.target).cloned().unwrap_or(Ok(None));
             started += 1;
+            held.hold([event.id]);
             running.spawn(async move {
+                let id = event.id;
                 deliver(&state, &recorder, event, target).await;
+                held.release(id);
                 drop((endpoint_permit, slot));
             });
         }
