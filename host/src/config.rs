@@ -77,6 +77,12 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_TEMPLATE_REVIEW", value_enum, default_value = "auto")]
     pub template_review: TemplateReview,
 
+    /// How many hosts serve this database together. Every rate limit below is for the whole service: each
+    /// host enforces its share (the limit divided by this, rounded up), so with requests spread over the hosts
+    /// by the load balancer the service allows what the settings say, not N times it.
+    #[arg(long, env = "HUBBUB_HOSTS", default_value_t = 1)]
+    pub hosts: u32,
+
     /// Sustained requests per second allowed per credential.
     #[arg(long, env = "HUBBUB_RATE_LIMIT_PER_S", default_value_t = 100)]
     pub rate_limit_per_s: u32,
@@ -255,6 +261,12 @@ pub struct Config {
 }
 
 impl Config {
+    /// This host's share of a service-wide rate `limit` (at least 1): the limit divided by `hosts`, rounded up.
+    pub fn host_share(&self, limit: u32) -> std::num::NonZeroU32 {
+        let hosts = self.hosts.max(1);
+        std::num::NonZeroU32::new(limit.div_ceil(hosts).max(1)).expect("max(1) is non-zero")
+    }
+
     /// Whether templates are decided at submit time.
     pub fn auto_review(&self) -> bool {
         self.dev || self.template_review == TemplateReview::Auto
@@ -274,6 +286,7 @@ impl std::fmt::Debug for Config {
             .field("secret_key_file", &self.secret_key_file)
             .field("offline_after_s", &self.offline_after_s)
             .field("template_review", &self.template_review)
+            .field("hosts", &self.hosts)
             .field("rate_limit_per_s", &self.rate_limit_per_s)
             .field("rate_limit_burst", &self.rate_limit_burst)
             .field("developer_rate_limit_per_s", &self.developer_rate_limit_per_s)

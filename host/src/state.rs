@@ -1,7 +1,6 @@
 //! The shared state every handler and worker receives: the database, the configuration, the clock and the
 //! per-credential rate limiter. No globals.
 
-use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,11 +48,11 @@ pub struct AppState {
 impl AppState {
     /// Builds the state; must run inside a Tokio runtime (it starts the message writer).
     pub fn new(db: Db, config: Config, clock: SharedClock, jwt_secret: Vec<u8>) -> anyhow::Result<Self> {
-        let per_s = NonZeroU32::new(config.rate_limit_per_s.max(1)).expect("max(1) is non-zero");
-        let burst = NonZeroU32::new(config.rate_limit_burst.max(1)).expect("max(1) is non-zero");
+        let per_s = config.host_share(config.rate_limit_per_s);
+        let burst = config.host_share(config.rate_limit_burst);
         let limiter = RateLimiter::keyed(Quota::per_second(per_s).allow_burst(burst));
-        let dev_per_s = NonZeroU32::new(config.developer_rate_limit_per_s.max(1)).expect("max(1) is non-zero");
-        let dev_burst = NonZeroU32::new(config.developer_rate_limit_burst.max(1)).expect("max(1) is non-zero");
+        let dev_per_s = config.host_share(config.developer_rate_limit_per_s);
+        let dev_burst = config.host_share(config.developer_rate_limit_burst);
         let developer_limiter = RateLimiter::keyed(Quota::per_second(dev_per_s).allow_burst(dev_burst));
         crate::metrics::handle();
         let messages = MessageWriter::spawn(db.clone());

@@ -415,3 +415,21 @@ async fn metrics_are_served_to_the_scraper_only_and_the_numbers_move() {
     let plain = TestApp::start().await;
     plain.request(Method::GET, "/metrics", None, None).await.error(404, "not_found");
 }
+
+#[tokio::test]
+async fn rate_limits_are_for_the_whole_service_when_hosts_share_the_database() {
+    // Two hosts behind one balancer, a burst of 4 per credential for the service: 2 on each host.
+    let limits = |c: &mut hubbub_host::config::Config| {
+        c.hosts = 2;
+        c.rate_limit_per_s = 1;
+        c.rate_limit_burst = 4;
+    };
+    let a = TestApp::start_with(limits).await;
+    let b = TestApp::start_on(a.db.clone(), limits).await;
+    let key = a.partner("acme").await;
+    let mut answered = Vec::new();
+    for host in [&a, &b, &a, &b, &a, &b] {
+        answered.push(host.get(&key, "/api/v1/messages").await.status.as_u16());
+    }
+    assert_eq!(answered, [200, 200, 200, 200, 429, 429], "the service allowed its burst, not twice it");
+}

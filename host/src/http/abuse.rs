@@ -7,7 +7,6 @@
 //! `HUBBUB_TRUSTED_PROXIES`, and then the right-most address that is not itself a trusted proxy is used.
 
 use std::net::{IpAddr, SocketAddr};
-use std::num::NonZeroU32;
 
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::HeaderMap;
@@ -29,8 +28,8 @@ pub struct CodeLimits {
 
 impl CodeLimits {
     pub fn new(config: &Config) -> CodeLimits {
-        let per_ip = NonZeroU32::new(config.code_rate_limit_per_ip_per_min.max(1)).expect("max(1) is non-zero");
-        let global = NonZeroU32::new(config.code_rate_limit_global_per_min.max(1)).expect("max(1) is non-zero");
+        let per_ip = config.host_share(config.code_rate_limit_per_ip_per_min);
+        let global = config.host_share(config.code_rate_limit_global_per_min);
         CodeLimits {
             per_ip: RateLimiter::keyed(Quota::per_minute(per_ip)),
             global: RateLimiter::direct(Quota::per_minute(global)),
