@@ -300,6 +300,8 @@ pub async fn spawn_server(database_url: &str, env: &[(&str, &str)]) -> (std::pro
         .env("HUBBUB_DATABASE_URL", database_url)
         .env("HUBBUB_LISTEN", format!("127.0.0.1:{port}"))
         .env("HUBBUB_SECRET_KEY", TEST_SECRET_KEY)
+        // Tests run side by side on one PostgreSQL server: a few connections per process.
+        .env("HUBBUB_DB_MAX_CONNECTIONS", "4")
         .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
