@@ -53,5 +53,26 @@ HUBBUB_TEST_DATABASE_URL=sqlite cargo test -- --test-threads "$THREADS"
 log "schema-driven API fuzzing (schemathesis) against the served OpenAPI document, on SQLite"
 bash tests/schemathesis/run.sh
 
+log "deployment files: docker-compose.yml parses and names files that exist"
+python3 -c 'import yaml' 2>/dev/null || python3 -m pip install -q pyyaml
+python3 - <<'PY'
+import os, sys, yaml
+compose = yaml.safe_load(open("docker-compose.yml"))
+assert {"postgres", "hubbub-1", "hubbub-2", "entry"} <= set(compose["services"]), compose["services"].keys()
+for service in compose["services"].values():
+    for volume in service.get("volumes", []):
+        source = volume.split(":")[0]
+        if source.startswith("./"):
+            assert os.path.exists(source), f"{source} is missing"
+    if "build" in service:
+        assert os.path.exists(os.path.join(service["build"], "Dockerfile"))
+print("docker-compose.yml: ok")
+PY
+if docker compose version >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+  docker compose config --quiet && echo "docker compose config: ok"
+else
+  echo "docker compose config: skipped (no usable Docker engine on this machine)"
+fi
+
 log "tests on PostgreSQL"
 HUBBUB_TEST_DATABASE_URL="$PG_URL" cargo test -p hubbub-host --test api -- --test-threads "$THREADS"
