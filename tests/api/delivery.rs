@@ -188,7 +188,8 @@ async fn unconfigured_providers_fail_attempts_instead_of_crashing() {
 #[tokio::test]
 async fn several_hosts_on_one_database_deliver_each_message_once() {
     let a = TestApp::start().await;
-    let b = TestApp::start_on(a.db.clone(), |_| {}).await;
+    // Two hosts whose clocks agree (leases are compared across hosts).
+    let b = TestApp::start_on_clock(a.db.clone(), a.clock.clone(), |_| {}).await;
     let key = a.partner("acme").await;
     let mut ids = Vec::new();
     for i in 0..40 {

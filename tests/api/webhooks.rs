@@ -329,7 +329,8 @@ async fn events_without_a_configured_url_are_dead_and_can_be_retried_later() {
 async fn two_dispatchers_on_one_database_deliver_each_event_once() {
     let recv = FakeServer::start(200, 5).await;
     let a = TestApp::start_with(|c| c.webhook_poll_ms = 10).await;
-    let b = TestApp::start_on(a.db.clone(), |c| c.webhook_poll_ms = 10).await;
+    // Two hosts whose clocks agree (leases are compared across hosts).
+    let b = TestApp::start_on_clock(a.db.clone(), a.clock.clone(), |c| c.webhook_poll_ms = 10).await;
     let key = a.partner("acme").await;
     configure(&a, &key, &recv.url).await;
     for i in 0..30 {
