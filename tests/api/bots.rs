@@ -15,7 +15,7 @@ pub fn wasm(name: &str) -> Vec<u8> {
 }
 
 /// Creates a local bot and uploads `component`; returns (bot token, webhook secret).
-async fn local_bot(app: &TestApp, key: &str, code: &str, component: &str) -> (String, String) {
+pub(crate) async fn local_bot(app: &TestApp, key: &str, code: &str, component: &str) -> (String, String) {
     let r = app
         .post(key, "/api/v1/bots", json!({"code": code, "name": format!("{code} bot"), "runtime_mode": "local"}))
         .await;

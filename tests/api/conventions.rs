@@ -381,8 +381,17 @@ fn sample(text: &str, name: &str, labels: &[&str]) -> f64 {
 
 #[tokio::test]
 async fn metrics_are_served_to_the_scraper_only_and_the_numbers_move() {
-    let app = TestApp::start_with(|c| c.metrics_token = Some("scrape-me".into())).await;
-    let key = app.partner("acme").await;
+    let app = TestApp::start_with(|c| {
+        c.metrics_token = Some("scrape-me".into());
+        c.code_rate_limit_per_ip_per_min = 1;
+    })
+    .await;
+    // A partner code of its own, so the bot label is this test's alone (the registry is process-wide).
+    let key = app.partner("metered").await;
+    let receiver = crate::common::FakeServer::start(200, 0).await;
+    app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&json!({"webhook_url": receiver.url})))
+        .await
+        .ok(200);
     let scrape = || {
         let app = &app;
         async move {
@@ -398,10 +407,35 @@ async fn metrics_are_served_to_the_scraper_only_and_the_numbers_move() {
     let route = "route=\"/api/v1/messages\"";
     let sends = sample(&before, "hubbub_http_requests_total", &[route, "method=\"POST\"", "status=\"201\""]);
     let accepted = sample(&before, "hubbub_messages_accepted_total", &[]);
+    let attempts = sample(&before, "hubbub_webhook_attempts_total", &["outcome=\"succeeded\""]);
+    let limited = sample(&before, "hubbub_rate_limited_total", &["limit=\"code_route\""]);
     let id = app.send_text(&key, PHONE, "counted").await.ok(201)["message_id"].as_i64().unwrap();
     app.send_text(&key, "12345", "refused").await.field_error("phone");
     app.delivered(&key, id).await;
+    crate::common::eventually("a webhook event reaches the receiver", || async { !receiver.received().is_empty() })
+        .await;
+    // Bot calls by bot and outcome: one that answers, one that traps, one that runs out of time.
+    crate::bots::local_bot(&app, &key, "meter", "evil").await;
+    crate::bots::local_bot(&app, &key, "signup", "signup").await;
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    // A token minted directly: signing in would use up this test's one code-route call.
+    let user = hubbub_host::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
+    for (bot, flow, status) in [("signup", "signup", 200), ("meter", "trap", 502), ("meter", "loop", 502)] {
+        let invite = app.post(&key, &format!("/api/v1/bots/{bot}/flows/{flow}/invite"), json!({"phone": PHONE})).await;
+        let reference = invite.ok(201)["flow_session"]["ref"].as_str().unwrap().to_string();
+        let r = app.post(&user, &format!("/api/v1/me/flows/{reference}/start"), json!({})).await;
+        assert_eq!(r.status.as_u16(), status, "{bot}/{flow}: {:?}", r.json);
+    }
+    // A refusal by the code-route limit (one start a minute from this address).
+    app.request(Method::POST, "/api/v1/auth/otp/start", None, Some(&json!({"phone": "+15552220000"}))).await;
+    app.request(Method::POST, "/api/v1/auth/otp/start", None, Some(&json!({"phone": "+15552220001"}))).await.error(429, "rate_limited");
     let after = scrape().await;
+    assert!(sample(&after, "hubbub_webhook_attempts_total", &["outcome=\"succeeded\""]) >= attempts + 1.0, "{after}");
+    assert!(sample(&after, "hubbub_rate_limited_total", &["limit=\"code_route\""]) >= limited + 1.0, "{after}");
+    assert_eq!(sample(&after, "hubbub_bot_calls_total", &["bot=\"metered/signup\"", "outcome=\"ok\""]), 1.0, "{after}");
+    assert_eq!(sample(&after, "hubbub_bot_calls_total", &["bot=\"metered/meter\"", "outcome=\"trap\""]), 1.0, "{after}");
+    assert_eq!(sample(&after, "hubbub_bot_calls_total", &["bot=\"metered/meter\"", "outcome=\"timeout\""]), 1.0, "{after}");
+    assert_eq!(sample(&after, "hubbub_bot_call_duration_seconds_count", &["bot=\"metered/meter\""]), 2.0, "{after}");
     assert!(sample(&after, "hubbub_http_requests_total", &[route, "method=\"POST\"", "status=\"201\""]) >= sends + 1.0);
     assert!(sample(&after, "hubbub_http_requests_total", &[route, "status=\"422\""]) >= 1.0);
     assert!(sample(&after, "hubbub_messages_accepted_total", &[]) >= accepted + 1.0);
