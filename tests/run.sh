@@ -47,6 +47,16 @@ else
   echo "python3 with the cryptography package is not available: skipped (the Rust unit tests check the vector too)"
 fi
 
+log "supply chain: cargo deny (licenses, duplicate versions, sources; advisories when reachable) — deny.toml"
+command -v cargo-deny >/dev/null 2>&1 || cargo install --locked -q cargo-deny
+cargo deny --log-level error check licenses bans sources
+# The RustSec advisory database is a git repository on github.com: checked whenever it can be fetched.
+if timeout 20 git ls-remote -q https://github.com/RustSec/advisory-db HEAD >/dev/null 2>&1; then
+  cargo deny --log-level error check advisories
+else
+  echo "advisories: skipped (the RustSec database on github.com is not reachable from this machine)"
+fi
+
 log "tests on SQLite"
 HUBBUB_TEST_DATABASE_URL=sqlite cargo test -- --test-threads "$THREADS"
 
