@@ -78,8 +78,10 @@ for service in compose["services"].values():
         assert os.path.exists(os.path.join(service["build"], "Dockerfile"))
 print("docker-compose.yml: ok")
 PY
-if docker compose version >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+if docker info >/dev/null 2>&1 && docker compose version >/dev/null 2>&1; then
   docker compose config --quiet && echo "docker compose config: ok"
+elif docker info >/dev/null 2>&1 && command -v docker-compose >/dev/null 2>&1; then
+  docker-compose config --quiet && echo "docker-compose config: ok"
 else
   echo "docker compose config: skipped (no usable Docker engine on this machine)"
 fi
