@@ -1,5 +1,6 @@
 //! The `hubbub` binary's operator commands and its graceful shutdown.
 
+use std::collections::BTreeSet;
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -94,6 +95,37 @@ fn every_command_has_help() {
     ] {
         assert!(text.contains(var), "{var} missing from serve --help");
     }
+}
+
+/// The README's configuration table is the reference an operator reads: it names every setting `hubbub serve
+/// --help` names (global ones included), and nothing else.
+#[test]
+fn every_setting_is_in_the_readme_table() {
+    let vars_in = |text: &str, marker: &str| -> BTreeSet<String> {
+        text.match_indices(marker)
+            .map(|(at, _)| &text[at + marker.len()..])
+            .map(|rest| rest.chars().take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_').collect())
+            .map(|name: String| format!("HUBBUB_{name}"))
+            .collect()
+    };
+    let mut help = String::new();
+    for args in [vec!["--help"], vec!["serve", "--help"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_hubbub")).args(&args).output().unwrap();
+        help.push_str(&String::from_utf8(out.stdout).unwrap());
+    }
+    let settings = vars_in(&help, "[env: HUBBUB_");
+    assert!(settings.len() > 40, "{settings:?}");
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let table: String = readme
+        .lines()
+        .filter(|l| l.starts_with("| `HUBBUB_"))
+        .map(|l| l.split(" | ").next().unwrap().to_string() + "\n")
+        .collect();
+    let documented = vars_in(&table, "`HUBBUB_");
+    let missing: Vec<_> = settings.difference(&documented).collect();
+    assert!(missing.is_empty(), "settings missing from the README's table: {missing:?}");
+    let unknown: Vec<_> = documented.difference(&settings).collect();
+    assert!(unknown.is_empty(), "the README's table names settings that do not exist: {unknown:?}");
 }
 
 /// `hubbub serve` answers, and on SIGTERM finishes and exits cleanly.
