@@ -304,7 +304,7 @@ async fn deliver(
         }
     };
     metrics::counter!("hubbub_webhook_attempts_total", "outcome" => next_state).increment(1);
-    tracing::info!(delivery_id = %event.delivery_id, event = %event.event, state = next_state, status = ?outcome.status, error = ?outcome.error, attempts, "webhook attempt");
+    tracing::info!(delivery_id = %event.delivery_id, event = %event.event, state = next_state, status = outcome.status, error = outcome.error.as_deref(), attempts, "webhook attempt");
     let attempt = Attempt {
         id: event.id,
         state: next_state,
