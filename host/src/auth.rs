@@ -21,8 +21,9 @@ pub enum Credential {
     User(UserClaims),
     /// A developer, by an `sk_dev_` key.
     Developer(Developer),
-    /// A bot, by its `bot_<prefix>.<secret>` token: scoped to that bot.
-    Bot(Bot),
+    /// A bot, by its `bot_<prefix>.<secret>` token: scoped to that bot. (Boxed: a bot row is far larger
+    /// than the other credentials.)
+    Bot(Box<Bot>),
 }
 
 impl Credential {
@@ -67,7 +68,7 @@ pub async fn authenticate(state: &AppState, token: &str) -> Result<Credential, A
         if let Some((bot, stored)) = bots::find_by_token_hash(&state.db, &hash).await?
             && constant_time_eq(&stored, &hash)
         {
-            return Ok(Credential::Bot(bot));
+            return Ok(Credential::Bot(Box::new(bot)));
         }
     } else if token.starts_with("sk_dev_") {
         let hash = digest(token);
@@ -209,7 +210,7 @@ impl FromRequestParts<AppState> for DeveloperAuth {
 #[derive(Debug, Clone)]
 pub enum PartnerOrBot {
     Partner(Partner),
-    Bot(Bot),
+    Bot(Box<Bot>),
 }
 
 impl FromRequestParts<AppState> for PartnerOrBot {

@@ -193,6 +193,22 @@ pub fn check_definitions(defs: &[FieldDef]) -> Result<(), String> {
     Ok(())
 }
 
+/// Account field types (CONTRACT section 5) and the form field type that validates each.
+pub const ACCOUNT_FIELD_TYPES: &[&str] = &["char", "text", "number", "date", "selection", "boolean", "email", "phone"];
+
+pub fn account_field_kind(type_name: &str) -> Option<FieldType> {
+    Some(match type_name {
+        "char" | "text" => FieldType::Text,
+        "number" => FieldType::Number,
+        "date" => FieldType::Date,
+        "selection" => FieldType::Select,
+        "boolean" => FieldType::Boolean,
+        "email" => FieldType::Email,
+        "phone" => FieldType::Phone,
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,20 +267,4 @@ mod tests {
         dup[1].key = "name".into();
         assert!(check_definitions(&dup).is_err());
     }
-}
-
-/// Account field types (CONTRACT section 5) and the form field type that validates each.
-pub const ACCOUNT_FIELD_TYPES: &[&str] = &["char", "text", "number", "date", "selection", "boolean", "email", "phone"];
-
-pub fn account_field_kind(type_name: &str) -> Option<FieldType> {
-    Some(match type_name {
-        "char" | "text" => FieldType::Text,
-        "number" => FieldType::Number,
-        "date" => FieldType::Date,
-        "selection" => FieldType::Select,
-        "boolean" => FieldType::Boolean,
-        "email" => FieldType::Email,
-        "phone" => FieldType::Phone,
-        _ => return None,
-    })
 }

@@ -307,6 +307,7 @@ pub async fn spawn_server(database_url: &str, env: &[(&str, &str)]) -> (std::pro
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    let mut child = child;
     let probe = format!("http://127.0.0.1:{port}/api/v1/openapi.json");
     for _ in 0..200 {
         if reqwest::get(&probe).await.is_ok() {
@@ -314,6 +315,8 @@ pub async fn spawn_server(database_url: &str, env: &[(&str, &str)]) -> (std::pro
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("hubbub serve did not start");
 }
 

@@ -93,7 +93,7 @@ async fn owned(state: &AppState, partner: &Partner, code: &str) -> ApiResult<Bot
 async fn readable(state: &AppState, caller: PartnerOrBot, code: &str) -> ApiResult<Bot> {
     match caller {
         PartnerOrBot::Partner(p) => owned(state, &p, code).await,
-        PartnerOrBot::Bot(b) if b.code == code => Ok(b),
+        PartnerOrBot::Bot(b) if b.code == code => Ok(*b),
         PartnerOrBot::Bot(_) => Err(ApiError::forbidden("a bot token is scoped to its own bot")),
     }
 }
