@@ -394,14 +394,16 @@ pub fn layer_defaults(
     if let Some(path) = config_file {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| LayerError::Read { path: shown.clone(), source })?;
-        let table: toml::Table =
-            text.parse().map_err(|e: toml::de::Error| LayerError::Toml { path: shown.clone(), message: e.to_string() })?;
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| LayerError::Toml { path: shown.clone(), message: e.to_string() })?;
         let known = setting_names(&command);
         for (key, value) in table {
             if !known.contains(&key) {
                 return Err(LayerError::UnknownKey { path: shown, key });
             }
-            let text = toml_text(&value).ok_or_else(|| LayerError::BadValue { path: shown.clone(), key: key.clone() })?;
+            let text =
+                toml_text(&value).ok_or_else(|| LayerError::BadValue { path: shown.clone(), key: key.clone() })?;
             defaults.push((key, text));
         }
     }
@@ -415,7 +417,8 @@ pub fn layer_defaults(
         if *name == "secret_key" {
             continue;
         }
-        let secret = std::fs::read_to_string(&file).map_err(|source| LayerError::Read { path: file.clone(), source })?;
+        let secret =
+            std::fs::read_to_string(&file).map_err(|source| LayerError::Read { path: file.clone(), source })?;
         defaults.push((name.to_string(), secret.trim_end_matches(['\n', '\r']).to_string()));
     }
     for (key, value) in defaults {
@@ -437,11 +440,7 @@ fn setting_names(command: &clap::Command) -> std::collections::BTreeSet<String> 
 /// `key`'s default set to `value` wherever the argument exists.
 fn with_default(command: clap::Command, key: &str, value: &str) -> clap::Command {
     let has = command.get_arguments().any(|a| a.get_id().as_str() == key);
-    let mut command = if has {
-        command.mut_arg(key, |a| a.default_value(value.to_string()))
-    } else {
-        command
-    };
+    let mut command = if has { command.mut_arg(key, |a| a.default_value(value.to_string())) } else { command };
     let subs: Vec<String> = command.get_subcommands().map(|s| s.get_name().to_string()).collect();
     for sub in subs {
         command = command.mut_subcommand(sub, |s| with_default(s, key, value));

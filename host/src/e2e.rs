@@ -103,10 +103,12 @@ pub fn check_envelope(envelope: Option<&Value>, wraps_required: bool) -> ApiResu
     // too (INTERFACE's envelope has them), checked the same way and stored as given.
     let wraps = match env.get("key_wraps") {
         None | Some(Value::Null) if !wraps_required => None,
-        wraps => Some(wraps.and_then(Value::as_array).filter(|w| !w.is_empty() || !wraps_required).ok_or_else(|| {
-            let what = if wraps_required { "a non-empty array" } else { "an array" };
-            ApiError::validation("e2e_envelope.key_wraps", format!("e2e_envelope.key_wraps must be {what}"))
-        })?),
+        wraps => {
+            Some(wraps.and_then(Value::as_array).filter(|w| !w.is_empty() || !wraps_required).ok_or_else(|| {
+                let what = if wraps_required { "a non-empty array" } else { "an array" };
+                ApiError::validation("e2e_envelope.key_wraps", format!("e2e_envelope.key_wraps must be {what}"))
+            })?)
+        }
     };
     // Each is a whole wrap to one device, once; which devices are valid is the caller's check (for hub
     // messages, the recipient's published ones).

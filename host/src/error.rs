@@ -109,7 +109,10 @@ impl ApiError {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "timeout",
-            format!("the request took longer than {} ms; it may still complete, so retry idempotently", limit.as_millis()),
+            format!(
+                "the request took longer than {} ms; it may still complete, so retry idempotently",
+                limit.as_millis()
+            ),
         )
     }
 

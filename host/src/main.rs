@@ -51,7 +51,8 @@ fn parse_cli() -> anyhow::Result<Cli> {
         None => None,
     });
     let config_file = flag.or_else(|| env("HUBBUB_CONFIG")).filter(|f| !f.is_empty());
-    let command = hubbub_host::config::layer_defaults(Cli::command(), config_file.as_deref().map(std::path::Path::new), &env)?;
+    let command =
+        hubbub_host::config::layer_defaults(Cli::command(), config_file.as_deref().map(std::path::Path::new), &env)?;
     Ok(Cli::from_arg_matches(&command.get_matches())?)
 }
 

@@ -56,7 +56,8 @@ pub async fn track_request(request: Request, next: Next) -> Response {
     let status = response.status().as_u16().to_string();
     metrics::histogram!("hubbub_http_request_duration_seconds", "route" => route.clone(), "method" => method.clone())
         .record(started.elapsed().as_secs_f64());
-    metrics::counter!("hubbub_http_requests_total", "route" => route, "method" => method, "status" => status).increment(1);
+    metrics::counter!("hubbub_http_requests_total", "route" => route, "method" => method, "status" => status)
+        .increment(1);
     response
 }
 

@@ -36,7 +36,8 @@ pub async fn start(
     }
     let code = format!("{:06}", rand::rng().random_range(0..1_000_000u32));
     let expires_at = now + CODE_TTL_MS;
-    otp::insert_code(&state.db, phone, purpose, &code_digest(state, phone, purpose, &code), payload, expires_at, now).await?;
+    otp::insert_code(&state.db, phone, purpose, &code_digest(state, phone, purpose, &code), payload, expires_at, now)
+        .await?;
     state
         .delivery
         .sms

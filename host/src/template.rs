@@ -162,7 +162,10 @@ mod tests {
         let big = vars(json!({"a": "x".repeat(20_000)}));
         assert_eq!(render(&body, &big, 65_536), Err(RenderError::TooLong { size: 100_000_000, max: 65_536 }));
         assert_eq!(render("{{a}}{{a}}", &vars(json!({"a": "xyz"})), 6).unwrap(), "xyzxyz");
-        assert!(matches!(render("{{a}}{{a}}", &vars(json!({"a": "xyz"})), 5), Err(RenderError::TooLong { size: 6, .. })));
+        assert!(matches!(
+            render("{{a}}{{a}}", &vars(json!({"a": "xyz"})), 5),
+            Err(RenderError::TooLong { size: 6, .. })
+        ));
     }
 
     #[test]

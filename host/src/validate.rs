@@ -176,7 +176,8 @@ pub fn is_global_unicast(ip: std::net::IpAddr) -> bool {
         }
         IpAddr::V6(v6) => {
             let s = v6.segments();
-            let embedded = |hi: u16, lo: u16| is_global_unicast(IpAddr::V4(Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo))));
+            let embedded =
+                |hi: u16, lo: u16| is_global_unicast(IpAddr::V4(Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo))));
             if s[..5] == [0; 5] && (s[5] == 0 || s[5] == 0xffff) {
                 // IPv4-compatible (incl. :: and ::1) and IPv4-mapped.
                 return embedded(s[6], s[7]);
@@ -313,10 +314,21 @@ mod url_tests {
             "255.255.255.255",
         ] {
             assert!(!is_global_unicast(ip(private)), "{private} must not count as public");
-            let literal = if private.contains(':') { format!("https://[{private}]/x") } else { format!("https://{private}/x") };
+            let literal =
+                if private.contains(':') { format!("https://[{private}]/x") } else { format!("https://{private}/x") };
             assert!(check_public_url(&literal, false).is_err(), "{literal}");
         }
-        for public in ["8.8.8.8", "1.1.1.1", "172.32.0.1", "198.20.0.1", "2606:4700::1111", "2a00:1450::1", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1"] {
+        for public in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "172.32.0.1",
+            "198.20.0.1",
+            "2606:4700::1111",
+            "2a00:1450::1",
+            "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+        ] {
             assert!(is_global_unicast(ip(public)), "{public} is public");
         }
         // Non-canonical IPv4 spellings are normalised by the URL parser before the check.

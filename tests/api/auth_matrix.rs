@@ -157,7 +157,9 @@ const KINDS: &[Kind] = &[
 enum Expect {
     Status(u16),
     /// Served: not 401, 403 or 5xx; `and_found` also refuses 404 (the path names the caller's resources).
-    Allowed { and_found: bool },
+    Allowed {
+        and_found: bool,
+    },
     /// The same status as without any credential.
     AsAnonymous,
 }
@@ -172,7 +174,13 @@ fn expect(access: Access, kind: Kind, has_params: bool) -> Expect {
     }
     match kind {
         K::None | K::Malformed | K::ExpiredJwt => Status(401),
-        _ if access == BotWebhook => if kind == K::BotToken { loose } else { Status(401) },
+        _ if access == BotWebhook => {
+            if kind == K::BotToken {
+                loose
+            } else {
+                Status(401)
+            }
+        }
         K::Owner => match access {
             Partner | PartnerOrBot | Platform | MediaReaders => allowed,
             _ => Status(403),
@@ -182,10 +190,28 @@ fn expect(access: Access, kind: Kind, has_params: bool) -> Expect {
             Partner | PartnerOrBot => loose,
             _ => Status(403),
         },
-        K::DeveloperKey => if access == Developer { allowed } else { Status(403) },
+        K::DeveloperKey => {
+            if access == Developer {
+                allowed
+            } else {
+                Status(403)
+            }
+        }
         // The session key runs after the API key, which may have used up what the path names.
-        K::DeveloperSession => if access == Developer { loose } else { Status(403) },
-        K::BotToken => if access == PartnerOrBot { allowed } else { Status(403) },
+        K::DeveloperSession => {
+            if access == Developer {
+                loose
+            } else {
+                Status(403)
+            }
+        }
+        K::BotToken => {
+            if access == PartnerOrBot {
+                allowed
+            } else {
+                Status(403)
+            }
+        }
         K::UserJwt => match access {
             User | MediaReaders => allowed,
             _ => Status(403),
@@ -322,10 +348,12 @@ async fn fixtures(app: &TestApp) -> Fixtures {
     let conversation = conversation.ok(201).clone();
     let template = json!({"code": "t1", "channel": "inapp", "category": "utility", "body": "Hi {{name}}"});
     let template_id = app.post(&owner, "/api/v1/templates", template).await.ok(201)["template_id"].as_i64().unwrap();
-    let broadcast = app.post(&owner, "/api/v1/broadcasts", json!({"body": "News"})).await.ok(202)["broadcast_id"].clone();
+    let broadcast =
+        app.post(&owner, "/api/v1/broadcasts", json!({"body": "News"})).await.ok(202)["broadcast_id"].clone();
     let field = json!({"key": "tier", "label": "Tier", "type": "char", "required": false});
     let field_id = app.post(&owner, "/api/v1/settings/account-fields", field).await.ok(201)["id"].as_i64().unwrap();
-    let delivery = || async { app.get(&owner, "/api/v1/webhooks/deliveries").await.json["data"][0]["delivery_id"].clone() };
+    let delivery =
+        || async { app.get(&owner, "/api/v1/webhooks/deliveries").await.json["data"][0]["delivery_id"].clone() };
     eventually("a webhook delivery", || async { delivery().await.is_string() }).await;
     let delivery_id = delivery().await.as_str().unwrap().to_string();
     // A developer with its API key, a session key, and a spare session key to revoke.
@@ -337,7 +365,8 @@ async fn fixtures(app: &TestApp) -> Fixtures {
     for _ in 0..2 {
         open_post(app, "/api/v1/dev/signup", json!({"phone": DEV})).await;
         let code = app.last_code(DEV).await;
-        sessions.push(open_post(app, "/api/v1/dev/session", json!({"phone": DEV, "code": code})).await["api_key"].clone());
+        sessions
+            .push(open_post(app, "/api/v1/dev/session", json!({"phone": DEV, "code": code})).await["api_key"].clone());
     }
     let spare = sessions[1].as_str().unwrap();
     Fixtures {

@@ -104,7 +104,9 @@ fn every_setting_is_in_the_readme_table() {
     let vars_in = |text: &str, marker: &str| -> BTreeSet<String> {
         text.match_indices(marker)
             .map(|(at, _)| &text[at + marker.len()..])
-            .map(|rest| rest.chars().take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_').collect())
+            .map(|rest| {
+                rest.chars().take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_').collect()
+            })
             .map(|name: String| format!("HUBBUB_{name}"))
             .collect()
     };
@@ -217,7 +219,12 @@ async fn a_config_file_sits_under_the_environment_and_secrets_come_from_files() 
     let token = hubbub(&["user", "token", "+15551230000"]).output().unwrap();
     assert!(token.status.success(), "{}", String::from_utf8_lossy(&token.stderr));
     let token = String::from_utf8(token.stdout).unwrap();
-    let me = reqwest::Client::new().get(format!("{base}/api/v1/me/messages")).bearer_auth(token.trim()).send().await.unwrap();
+    let me = reqwest::Client::new()
+        .get(format!("{base}/api/v1/me/messages"))
+        .bearer_auth(token.trim())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(me.status(), 200);
     server.kill().unwrap();
     let _ = server.wait();

@@ -428,20 +428,35 @@ async fn metrics_are_served_to_the_scraper_only_and_the_numbers_move() {
     }
     // A refusal by the code-route limit (one start a minute from this address).
     app.request(Method::POST, "/api/v1/auth/otp/start", None, Some(&json!({"phone": "+15552220000"}))).await;
-    app.request(Method::POST, "/api/v1/auth/otp/start", None, Some(&json!({"phone": "+15552220001"}))).await.error(429, "rate_limited");
+    app.request(Method::POST, "/api/v1/auth/otp/start", None, Some(&json!({"phone": "+15552220001"})))
+        .await
+        .error(429, "rate_limited");
     let after = scrape().await;
     assert!(sample(&after, "hubbub_webhook_attempts_total", &["outcome=\"succeeded\""]) >= attempts + 1.0, "{after}");
     assert!(sample(&after, "hubbub_rate_limited_total", &["limit=\"code_route\""]) >= limited + 1.0, "{after}");
     assert_eq!(sample(&after, "hubbub_bot_calls_total", &["bot=\"metered/signup\"", "outcome=\"ok\""]), 1.0, "{after}");
-    assert_eq!(sample(&after, "hubbub_bot_calls_total", &["bot=\"metered/meter\"", "outcome=\"trap\""]), 1.0, "{after}");
-    assert_eq!(sample(&after, "hubbub_bot_calls_total", &["bot=\"metered/meter\"", "outcome=\"timeout\""]), 1.0, "{after}");
+    assert_eq!(
+        sample(&after, "hubbub_bot_calls_total", &["bot=\"metered/meter\"", "outcome=\"trap\""]),
+        1.0,
+        "{after}"
+    );
+    assert_eq!(
+        sample(&after, "hubbub_bot_calls_total", &["bot=\"metered/meter\"", "outcome=\"timeout\""]),
+        1.0,
+        "{after}"
+    );
     assert_eq!(sample(&after, "hubbub_bot_call_duration_seconds_count", &["bot=\"metered/meter\""]), 2.0, "{after}");
     assert!(sample(&after, "hubbub_http_requests_total", &[route, "method=\"POST\"", "status=\"201\""]) >= sends + 1.0);
     assert!(sample(&after, "hubbub_http_requests_total", &[route, "status=\"422\""]) >= 1.0);
     assert!(sample(&after, "hubbub_messages_accepted_total", &[]) >= accepted + 1.0);
     assert!(sample(&after, "hubbub_messages_total", &["state=\"sent\""]) >= 1.0, "{after}");
     assert!(after.contains("hubbub_http_request_duration_seconds_bucket{"), "latency histograms");
-    for gauge in ["hubbub_delivery_backlog", "hubbub_webhook_backlog", "hubbub_webhook_backlog_oldest_seconds", "hubbub_broadcasts_in_progress"] {
+    for gauge in [
+        "hubbub_delivery_backlog",
+        "hubbub_webhook_backlog",
+        "hubbub_webhook_backlog_oldest_seconds",
+        "hubbub_broadcasts_in_progress",
+    ] {
         assert!(after.lines().any(|l| l.starts_with(gauge)), "{gauge} missing");
     }
     assert!(!after.contains("msg_"), "no message ref in the metrics");

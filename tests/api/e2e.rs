@@ -532,7 +532,10 @@ async fn offline_users_get_one_opaque_alert_by_whatsapp_then_sms() {
     let receipt = || {
         app.client
             .post(format!("{}/api/v1/providers/whatsapp/webhook", app.base))
-            .header("x-hub-signature-256", hubbub_host::delivery::receipts::meta_signature("app-secret", body.as_bytes()))
+            .header(
+                "x-hub-signature-256",
+                hubbub_host::delivery::receipts::meta_signature("app-secret", body.as_bytes()),
+            )
             .body(body.clone())
             .send()
     };

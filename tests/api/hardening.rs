@@ -81,7 +81,11 @@ async fn template_rendering_cannot_amplify_a_small_request() {
     let key = app.partner("acme").await;
     let body = "{{a}}".repeat(5_000);
     let t = app
-        .post(&key, "/api/v1/templates", json!({"code": "boom", "channel": "inapp", "category": "utility", "body": body}))
+        .post(
+            &key,
+            "/api/v1/templates",
+            json!({"code": "boom", "channel": "inapp", "category": "utility", "body": body}),
+        )
         .await;
     let id = t.ok(201)["template_id"].clone();
     app.post(&key, &format!("/api/v1/templates/{id}/submit"), json!({})).await.ok(200);
@@ -127,7 +131,8 @@ async fn user_content_is_never_served_as_a_page_of_the_service() {
         }
     }
     // The newsletter reader keeps its sandboxed CSP, and every API response says nosniff.
-    let html = json!({"phone": PHONE, "content_type": "html", "subject": "News", "html": "<p>Hi</p><script>x()</script>"});
+    let html =
+        json!({"phone": PHONE, "content_type": "html", "subject": "News", "html": "<p>Hi</p><script>x()</script>"});
     let m = app.post(&key, "/api/v1/messages", html).await.ok(201).clone();
     let r = app.client.get(format!("{}/api/v1/content/{}", app.base, m["ref"].as_str().unwrap())).send().await.unwrap();
     let csp = r.headers()["content-security-policy"].to_str().unwrap().to_string();
@@ -183,7 +188,8 @@ async fn webhook_and_bot_urls_reach_only_globally_routable_addresses() {
         "https://hooks.example.com/h\r\nX-Injected: 1",
     ];
     for (i, url) in refused.iter().enumerate() {
-        let r = app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&json!({"webhook_url": url}))).await;
+        let r =
+            app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&json!({"webhook_url": url}))).await;
         r.field_error("webhook_url");
         let bot = json!({"code": format!("b{i}"), "name": "B", "runtime_mode": "webhook", "webhook_url": url});
         app.post(&key, "/api/v1/bots", bot).await.field_error("webhook_url");
@@ -295,12 +301,19 @@ async fn signed_inbound_bot_events_apply_once_and_steps_are_appended() {
     let (token, secret) = (created["bot_token"].as_str().unwrap(), created["webhook_secret"].as_str().unwrap());
     let user = linked_user(&app, &key, PHONE).await;
     let session = app.post(&user, "/api/v1/me/bots/remote/sessions", json!({})).await.ok(201)["session"].clone();
-    let reply = |text: &str| json!({"event": "reply", "data": {"session": session, "steps": [{"type": "message", "text": text}]}}).to_string();
+    let reply = |text: &str| {
+        json!({"event": "reply", "data": {"session": session, "steps": [{"type": "message", "text": text}]}})
+            .to_string()
+    };
     let path = "/api/v1/bots/remote/webhook";
     let now = (app.now() / 1000).to_string();
     let signed = |id: &str, ts: &str, body: &str| {
         let sig = hubbub_host::webhooks::signing::standard_signature(secret, id, ts.parse().unwrap(), body.as_bytes());
-        [("webhook-id".to_string(), id.to_string()), ("webhook-timestamp".into(), ts.into()), ("webhook-signature".into(), sig)]
+        [
+            ("webhook-id".to_string(), id.to_string()),
+            ("webhook-timestamp".into(), ts.into()),
+            ("webhook-signature".into(), sig),
+        ]
     };
     let send = |headers: [(String, String); 3], body: String| {
         let app = &app;
@@ -320,7 +333,8 @@ async fn signed_inbound_bot_events_apply_once_and_steps_are_appended() {
     let mut tampered = signed("evt_3", &now, &first);
     tampered[0].1 = "evt_4".into();
     send(tampered, first.clone()).await.error(401, "unauthorized");
-    let no_ts = post_raw(&app, path, &[("authorization", &format!("Bearer {token}")), ("webhook-id", "evt_5")], &first).await;
+    let no_ts =
+        post_raw(&app, path, &[("authorization", &format!("Bearer {token}")), ("webhook-id", "evt_5")], &first).await;
     no_ts.error(401, "unauthorized");
     // Events authenticated the older ways are de-duplicated too when they carry an id and a timestamp.
     let second = reply("second");
@@ -330,7 +344,8 @@ async fn signed_inbound_bot_events_apply_once_and_steps_are_appended() {
     assert_eq!(post_raw(&app, path, &headers, &second).await.ok(200)["duplicate"], true);
     // Steps are appended in order, each once.
     let got = app.get(&user, &format!("/api/v1/me/bots/remote/sessions/{}", session.as_str().unwrap())).await;
-    let texts: Vec<&str> = got.ok(200)["steps"].as_array().unwrap().iter().map(|s| s["text"].as_str().unwrap()).collect();
+    let texts: Vec<&str> =
+        got.ok(200)["steps"].as_array().unwrap().iter().map(|s| s["text"].as_str().unwrap()).collect();
     assert_eq!(texts, vec!["first", "second"]);
 }
 
@@ -438,7 +453,9 @@ async fn smaller_holes_stay_closed() {
     let bot = app.post(&key, "/api/v1/bots", json!({"code": "hook", "name": "Hook"})).await.ok(201).clone();
     let (token, secret) = (bot["bot_token"].as_str().unwrap(), bot["webhook_secret"].as_str().unwrap());
     let ping = json!({"event": "ping"}).to_string();
-    app.request(Method::PATCH, "/api/v1/bots/hook", Some(&key), Some(&json!({"allowed_ips": "10.0.0.1"}))).await.ok(200);
+    app.request(Method::PATCH, "/api/v1/bots/hook", Some(&key), Some(&json!({"allowed_ips": "10.0.0.1"})))
+        .await
+        .ok(200);
     let path = "/api/v1/bots/hook/webhook";
     post_raw(&app, path, &[("x-service-bot-secret", "whsec_wrong")], &ping).await.error(403, "forbidden");
     post_raw(&app, path, &[("x-service-bot-secret", secret)], &ping).await.error(403, "forbidden");
@@ -459,7 +476,9 @@ async fn smaller_holes_stay_closed() {
     app.post(&user, "/api/v1/me/conversations", system).await.field_error("content_type");
     let c = app.post(&user, "/api/v1/me/conversations", json!({"partner": "acme", "body": "hi"})).await.ok(201).clone();
     let msgs = format!("/api/v1/me/conversations/{}/messages", c["ref"].as_str().unwrap());
-    app.post(&user, &msgs, json!({"body": "Refund approved", "content_type": "system"})).await.field_error("content_type");
+    app.post(&user, &msgs, json!({"body": "Refund approved", "content_type": "system"}))
+        .await
+        .field_error("content_type");
 
     // device_uuid keeps to its documented charset at login.
     app.request(Method::POST, "/api/v1/auth/otp/start", None, Some(&json!({"phone": "+15552220000"}))).await.ok(202);
@@ -497,7 +516,8 @@ async fn message_refs_never_reach_the_logs() {
     let client = reqwest::Client::new();
     let mut reference = None;
     for _ in 0..200 {
-        let sent = client.post(format!("{base}/messages")).bearer_auth(&key).json(&json!({"phone": PHONE, "body": "hi"}));
+        let sent =
+            client.post(format!("{base}/messages")).bearer_auth(&key).json(&json!({"phone": PHONE, "body": "hi"}));
         if let Ok(r) = sent.send().await {
             let m: Value = r.json().await.unwrap();
             reference = Some(m["ref"].as_str().unwrap().to_string());
@@ -636,7 +656,9 @@ async fn what_the_schema_fuzzer_found_stays_fixed() {
         let names: Vec<&str> = path.split('/').filter_map(|s| s.strip_prefix('{')?.strip_suffix('}')).collect();
         for (method, op) in ops.as_object().unwrap() {
             for name in &names {
-                let declared = op["parameters"].as_array().is_some_and(|ps| ps.iter().any(|p| p["name"] == *name && p["in"] == "path"));
+                let declared = op["parameters"]
+                    .as_array()
+                    .is_some_and(|ps| ps.iter().any(|p| p["name"] == *name && p["in"] == "path"));
                 assert!(declared, "{method} {path} does not declare {{{name}}}");
             }
         }

@@ -525,7 +525,11 @@ fn released_wit_versions_are_frozen() {
     for line in manifest.lines().filter(|l| !l.trim().is_empty()) {
         let (digest, file) = line.split_once("  ").expect("sha256sum format");
         let bytes = std::fs::read(wit.join(file)).unwrap_or_else(|_| panic!("released file {file} is missing"));
-        assert_eq!(sha256_digest(&bytes), format!("sha256:{digest}"), "released WIT file {file} changed: make a new version instead");
+        assert_eq!(
+            sha256_digest(&bytes),
+            format!("sha256:{digest}"),
+            "released WIT file {file} changed: make a new version instead"
+        );
         listed.insert(file.to_string());
         versions.insert(file.split('/').next().unwrap().to_string());
     }
@@ -535,5 +539,8 @@ fn released_wit_versions_are_frozen() {
             assert!(listed.contains(&name), "{name} was added to a released WIT version");
         }
     }
-    assert!(versions.contains(&format!("v{}", hubbub_host::runtime::WIT_VERSION)), "the host's WIT version is released");
+    assert!(
+        versions.contains(&format!("v{}", hubbub_host::runtime::WIT_VERSION)),
+        "the host's WIT version is released"
+    );
 }

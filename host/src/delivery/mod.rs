@@ -19,8 +19,8 @@ use crate::clock::Millis;
 use crate::events;
 use crate::state::AppState;
 use crate::store::deliveries::NewAttempt;
-use crate::store::messages::{self, Message};
 use crate::store::leases::{Held, Leased};
+use crate::store::messages::{self, Message};
 use crate::store::{accounts, deliveries, devices, partners};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

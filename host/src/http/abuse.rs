@@ -33,7 +33,12 @@ impl CodeLimits {
         CodeLimits {
             per_ip: RateLimiter::keyed(Quota::per_minute(per_ip)),
             global: RateLimiter::direct(Quota::per_minute(global)),
-            trusted_proxies: config.trusted_proxies.iter().map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect(),
+            trusted_proxies: config
+                .trusted_proxies
+                .iter()
+                .map(|p| p.trim().to_string())
+                .filter(|p| !p.is_empty())
+                .collect(),
         }
     }
 

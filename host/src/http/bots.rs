@@ -9,9 +9,9 @@ use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{HeaderMap, StatusCode};
-use futures_util::StreamExt;
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
+use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -464,7 +464,9 @@ async fn inbound(
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
     let candidates = bots_by_code(&state, &code).await?;
-    if !candidates.is_empty() && !candidates.iter().any(|b| check_allowed_ips(b.allowed_ips.as_deref(), Some(peer.ip())).is_ok()) {
+    if !candidates.is_empty()
+        && !candidates.iter().any(|b| check_allowed_ips(b.allowed_ips.as_deref(), Some(peer.ip())).is_ok())
+    {
         return Err(ApiError::forbidden("the caller's address is not in the bot's allowed_ips"));
     }
     let bot = authenticate_inbound(&state, &code, candidates, &headers, &body).await?;

@@ -10,9 +10,9 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::abuse::CodeRouteLimit;
 use super::messages::message_json;
 use super::webhooks::{SetWebhook, apply_settings};
-use super::abuse::CodeRouteLimit;
 use super::{ApiJson, parse_value};
 use crate::auth::DeveloperAuth;
 use crate::clock::{Millis, record_time};
@@ -93,8 +93,9 @@ async fn check_code(state: &AppState, req: &CodeLogin) -> ApiResult<(Developer, 
         .filter(|c| !c.is_empty())
         .ok_or_else(|| ApiError::validation("code", "code is required"))?;
     let email = otp::verify(state, &phone, "developer", code).await?;
-    let developer =
-        store::find_by_phone(&state.db, &phone).await?.ok_or_else(|| ApiError::unauthorized("no sign-up for this phone"))?;
+    let developer = store::find_by_phone(&state.db, &phone)
+        .await?
+        .ok_or_else(|| ApiError::unauthorized("no sign-up for this phone"))?;
     Ok((developer, email))
 }
 
@@ -121,7 +122,11 @@ async fn issue_key(state: &AppState, developer_id: i64, kind: &str, expires_at: 
     Err(ApiError::internal("could not issue a unique developer key"))
 }
 
-async fn verify(_: CodeRouteLimit, State(state): State<AppState>, ApiJson(req): ApiJson<CodeLogin>) -> ApiResult<Json<Value>> {
+async fn verify(
+    _: CodeRouteLimit,
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<CodeLogin>,
+) -> ApiResult<Json<Value>> {
     let (mut developer, email) = check_code(&state, &req).await?;
     if developer.verified || !store::mark_verified(&state.db, developer.id, state.now()).await? {
         return Err(ApiError::conflict("already verified: sign in with POST /api/v1/dev/session"));
@@ -136,7 +141,11 @@ async fn verify(_: CodeRouteLimit, State(state): State<AppState>, ApiJson(req): 
     Ok(Json(json!({ "developer": developer_json(&developer), "api_key": key })))
 }
 
-async fn session(_: CodeRouteLimit, State(state): State<AppState>, ApiJson(req): ApiJson<CodeLogin>) -> ApiResult<Json<Value>> {
+async fn session(
+    _: CodeRouteLimit,
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<CodeLogin>,
+) -> ApiResult<Json<Value>> {
     let (developer, _) = check_code(&state, &req).await?;
     if !developer.verified {
         return Err(ApiError::unauthorized("verify the sign-up first (POST /api/v1/dev/verify)"));

@@ -70,10 +70,8 @@ fn bot_error(bot: &Bot, e: RuntimeError) -> ApiError {
 
 /// The digest of a local bot's component, loaded into the runtime (from the database after a restart).
 async fn ready_component(state: &AppState, bot: &Bot) -> ApiResult<String> {
-    let digest = bot
-        .component_digest
-        .clone()
-        .ok_or_else(|| ApiError::conflict("the bot has no component uploaded yet"))?;
+    let digest =
+        bot.component_digest.clone().ok_or_else(|| ApiError::conflict("the bot has no component uploaded yet"))?;
     // From memory, else from the precompiled artifact (never waits for uploads compiling), else compiled
     // from the bytes in the database (another host's upload, or a cleared cache).
     if state.runtime.load_precompiled(&digest).await.map_err(|e| bot_error(bot, e))?.is_none() {

@@ -31,7 +31,11 @@ fn phone_of(phone: Option<&str>) -> ApiResult<String> {
     super::required_phone(phone).map(str::to_string)
 }
 
-async fn start(_: CodeRouteLimit, State(state): State<AppState>, ApiJson(req): ApiJson<Start>) -> ApiResult<(StatusCode, Json<Value>)> {
+async fn start(
+    _: CodeRouteLimit,
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<Start>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
     let phone = phone_of(req.phone.as_deref())?;
     let expires_at = otp::start(&state, &phone, "login", None, |code| {
         format!("Your Hubbub code is {code}. It expires in 10 minutes. Never share it.")
@@ -48,7 +52,11 @@ struct Verify {
     platform: Option<String>,
 }
 
-async fn verify(_: CodeRouteLimit, State(state): State<AppState>, ApiJson(req): ApiJson<Verify>) -> ApiResult<Json<Value>> {
+async fn verify(
+    _: CodeRouteLimit,
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<Verify>,
+) -> ApiResult<Json<Value>> {
     let phone = phone_of(req.phone.as_deref())?;
     let code = req
         .code

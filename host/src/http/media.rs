@@ -77,14 +77,14 @@ fn serve_media(media: crate::store::messages::StoredMedia) -> ApiResult<Response
     headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static("sandbox; default-src 'none'"));
     let disposition = if inline { "inline" } else { "attachment" };
-    let safe: Option<String> = media
-        .filename
-        .map(|name| name.chars().filter(|c| c.is_ascii_graphic() && *c != '"' && *c != '\\').collect());
+    let safe: Option<String> =
+        media.filename.map(|name| name.chars().filter(|c| c.is_ascii_graphic() && *c != '"' && *c != '\\').collect());
     let value = match safe.filter(|n| !n.is_empty()) {
         Some(name) => format!("{disposition}; filename=\"{name}\""),
         None => disposition.to_string(),
     };
-    headers.insert(CONTENT_DISPOSITION, HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static("attachment")));
+    headers
+        .insert(CONTENT_DISPOSITION, HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static("attachment")));
     Ok(response)
 }
 

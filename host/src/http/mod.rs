@@ -14,9 +14,9 @@ pub mod health;
 pub mod keys;
 pub mod login;
 pub mod me;
-pub mod metrics;
 pub mod media;
 pub mod messages;
+pub mod metrics;
 pub mod openapi;
 pub mod receipts;
 pub mod templates;
@@ -34,13 +34,13 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use std::time::Duration;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::set_header::SetResponseHeaderLayer;
-use std::time::Duration;
 
+use axum::BoxError;
 use axum::error_handling::HandleErrorLayer;
 use axum::response::IntoResponse;
-use axum::BoxError;
 use tower::ServiceBuilder;
 use tower::timeout::TimeoutLayer;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -82,9 +82,11 @@ pub fn app(state: AppState) -> Router {
         // A handler that panics answers 500 in the error shape, and the host keeps serving.
         .layer(CatchPanicLayer::custom(panic_response))
         // A request that takes longer than HUBBUB_REQUEST_TIMEOUT_MS is answered 503 `timeout`.
-        .layer(ServiceBuilder::new().layer(HandleErrorLayer::new(move |_: BoxError| async move {
-            ApiError::timed_out(request_timeout)
-        })).layer(TimeoutLayer::new(request_timeout)))
+        .layer(
+            ServiceBuilder::new()
+                .layer(HandleErrorLayer::new(move |_: BoxError| async move { ApiError::timed_out(request_timeout) }))
+                .layer(TimeoutLayer::new(request_timeout)),
+        )
         // No response of the API is ever to be sniffed into another type (stored user content above all).
         .layer(SetResponseHeaderLayer::if_not_present(
             axum::http::header::X_CONTENT_TYPE_OPTIONS,
@@ -121,7 +123,8 @@ pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
     if !path.contains("msg_") {
         return std::borrow::Cow::Borrowed(path);
     }
-    let masked: Vec<&str> = path.split('/').map(|segment| if segment.starts_with("msg_") { "msg_…" } else { segment }).collect();
+    let masked: Vec<&str> =
+        path.split('/').map(|segment| if segment.starts_with("msg_") { "msg_…" } else { segment }).collect();
     std::borrow::Cow::Owned(masked.join("/"))
 }
 

@@ -91,10 +91,13 @@ fn declare_path_params(path: &str, operation: &mut Value) {
             "code" | "flow" => (json!({ "type": "string", "pattern": CODE }), "A resource code"),
             "id" => (json!({ "type": "string", "minLength": 1 }), "The resource's id, as its record gives it"),
             "ref" => (json!({ "type": "string", "minLength": 1 }), "The resource's ref, as its record gives it"),
-            "prefix" => (json!({ "type": "string", "minLength": 1 }), "The key's displayed prefix (`sk_dev_` and 8 characters)"),
+            "prefix" => {
+                (json!({ "type": "string", "minLength": 1 }), "The key's displayed prefix (`sk_dev_` and 8 characters)")
+            }
             _ => (json!({ "type": "string", "minLength": 1 }), "An id from an earlier answer"),
         };
-        let param = json!({ "name": name, "in": "path", "required": true, "schema": schema, "description": description });
+        let param =
+            json!({ "name": name, "in": "path", "required": true, "schema": schema, "description": description });
         match operation["parameters"].as_array_mut() {
             Some(params) => params.push(param),
             None => operation["parameters"] = json!([param]),
@@ -281,7 +284,9 @@ pub fn document() -> Value {
             "Send a 6-digit login code by SMS (5 per phone per 15 minutes; the code routes together are also limited per client address and for the whole host: 429 with Retry-After beyond)",
             "users",
             "",
-            Some(json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string", "pattern": E164 } } })),
+            Some(
+                json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string", "pattern": E164 } } }),
+            ),
             (
                 202,
                 "Code sent",
@@ -1113,7 +1118,11 @@ pub fn document() -> Value {
                 json!({ "type": "object", "required": ["event"], "properties": { "event": { "type": "string", "enum": ["reply", "ping"] },
                 "data": { "type": "object", "description": "reply: {session, steps}" } } }),
             ),
-            (200, "{ok: true, duplicate?: true}", json!({ "type": "object", "properties": { "ok": { "type": "boolean" }, "duplicate": { "type": "boolean" } } })),
+            (
+                200,
+                "{ok: true, duplicate?: true}",
+                json!({ "type": "object", "properties": { "ok": { "type": "boolean" }, "duplicate": { "type": "boolean" } } }),
+            ),
             &[401, 403, 404],
         );
         o["security"] = json!([{ "botToken": [] }]);
@@ -1158,7 +1167,8 @@ pub fn document() -> Value {
             &[400, 404, 413, 422, 503],
         );
         let wasm = json!({ "schema": { "type": "string", "format": "binary" } });
-        o["requestBody"] = json!({ "required": true, "content": { "application/wasm": wasm, "application/octet-stream": wasm } });
+        o["requestBody"] =
+            json!({ "required": true, "content": { "application/wasm": wasm, "application/octet-stream": wasm } });
         o
     });
     add(
@@ -1168,7 +1178,9 @@ pub fn document() -> Value {
             "Invite a user to a flow: a flow card in the hub and an entry in /me/forms",
             "bots",
             partner,
-            Some(json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string", "pattern": E164 } } })),
+            Some(
+                json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string", "pattern": E164 } } }),
+            ),
             (201, "{flow_session: {ref, bot, flow, phone, state, message_id}}", json!({ "type": "object" })),
             &[404],
         ),
@@ -1261,7 +1273,11 @@ pub fn document() -> Value {
             "meta",
             "",
             None,
-            (200, "Alive", json!({ "type": "object", "required": ["status"], "properties": { "status": { "const": "ok" } } })),
+            (
+                200,
+                "Alive",
+                json!({ "type": "object", "required": ["status"], "properties": { "status": { "const": "ok" } } }),
+            ),
             &[],
         ),
     );
@@ -1285,7 +1301,11 @@ pub fn document() -> Value {
             "meta",
             "",
             None,
-            (200, "Ready", json!({ "type": "object", "required": ["status", "checks"], "properties": { "status": { "const": "ready" }, "checks": checks.clone() } })),
+            (
+                200,
+                "Ready",
+                json!({ "type": "object", "required": ["status", "checks"], "properties": { "status": { "const": "ready" }, "checks": checks.clone() } }),
+            ),
             &[],
         );
         o["responses"]["503"] = json!({ "description": "Not ready: the error says which check failed; `checks` has each", "content": { "application/json": { "schema": {

@@ -18,8 +18,8 @@ pub const VERSION: &str = "0.1.0";
 /// The bindings of [`VERSION`].
 pub use v0_1_0 as latest;
 
-pub(super) use latest::{Bot, BotPre};
 pub(super) use latest::hubbub;
+pub(super) use latest::{Bot, BotPre};
 
 pub(super) use hubbub::bot::forms::{Screen, ScreenKind, Submission};
 pub(super) use hubbub::bot::log::Level;

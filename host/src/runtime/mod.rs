@@ -175,7 +175,10 @@ impl RuntimeError {
 pub enum ComponentSource<'a> {
     Bytes(&'a [u8]),
     /// A file (an upload streamed to disk), with the hex SHA-256 of its bytes.
-    File { path: &'a Path, sha256_hex: String },
+    File {
+        path: &'a Path,
+        sha256_hex: String,
+    },
 }
 
 /// What a load does when it must compile and every compiler slot is taken.
@@ -257,7 +260,11 @@ impl Runtime {
     }
 
     /// [`load`](Runtime::load) from bytes or a file, choosing what happens when every compiler slot is busy.
-    pub async fn load_from(&self, source: ComponentSource<'_>, when_busy: WhenBusy) -> Result<LoadedComponent, RuntimeError> {
+    pub async fn load_from(
+        &self,
+        source: ComponentSource<'_>,
+        when_busy: WhenBusy,
+    ) -> Result<LoadedComponent, RuntimeError> {
         let hex = match &source {
             ComponentSource::Bytes(wasm) => crate::secrets::hex(&Sha256::digest(wasm)),
             ComponentSource::File { sha256_hex, .. } => sha256_hex.clone(),
@@ -272,7 +279,9 @@ impl Runtime {
         }
         let _slot: OwnedSemaphorePermit = match when_busy {
             WhenBusy::Wait => self.shared.compilers.clone().acquire_owned().await.expect("never closed"),
-            WhenBusy::Refuse => self.shared.compilers.clone().try_acquire_owned().map_err(|_| RuntimeError::CompilerBusy)?,
+            WhenBusy::Refuse => {
+                self.shared.compilers.clone().try_acquire_owned().map_err(|_| RuntimeError::CompilerBusy)?
+            }
         };
         // Another load may have compiled it while this one waited.
         if let Some(loaded) = self.precompiled(&digest, known_size).await? {
@@ -297,11 +306,17 @@ impl Runtime {
         self.precompiled(digest, None).await
     }
 
-    async fn precompiled(&self, digest: &str, known_size: Option<usize>) -> Result<Option<LoadedComponent>, RuntimeError> {
+    async fn precompiled(
+        &self,
+        digest: &str,
+        known_size: Option<usize>,
+    ) -> Result<Option<LoadedComponent>, RuntimeError> {
         if let Some(ready) = self.ready(digest) {
             return Ok(Some(ready.describe(digest.to_string(), true)));
         }
-        let Some(hex) = digest.strip_prefix("sha256:").filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit())) else {
+        let Some(hex) =
+            digest.strip_prefix("sha256:").filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+        else {
             return Ok(None);
         };
         let span = tracing::info_span!("guest_load", digest = %short(digest));

@@ -35,10 +35,7 @@ fn account_from_row(row: &AnyRow) -> Result<Account, sqlx::Error> {
 }
 
 pub async fn find_account(db: &Db, phone: &str) -> Result<Option<Account>, sqlx::Error> {
-    let row = sqlx::query(USER_VIEW)
-        .bind(phone)
-        .fetch_optional(db.reader())
-        .await?;
+    let row = sqlx::query(USER_VIEW).bind(phone).fetch_optional(db.reader()).await?;
     row.as_ref().map(account_from_row).transpose()
 }
 
@@ -114,13 +111,15 @@ pub async fn link_account(
     }
     let merged_text = Value::Object(merged.clone()).to_string();
     if existing.is_some() {
-        sqlx::query("UPDATE account_links SET fields = $1, display_name = $2 WHERE account_id = $3 AND partner_id = $4")
-            .bind(&merged_text)
-            .bind(&account.display_name)
-            .bind(account.id)
-            .bind(partner_id)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "UPDATE account_links SET fields = $1, display_name = $2 WHERE account_id = $3 AND partner_id = $4",
+        )
+        .bind(&merged_text)
+        .bind(&account.display_name)
+        .bind(account.id)
+        .bind(partner_id)
+        .execute(&mut *tx)
+        .await?;
     } else {
         sqlx::query(
             "INSERT INTO account_links (account_id, partner_id, fields, display_name, linked_at) \
@@ -175,10 +174,7 @@ pub async fn claim_in(
             outbox::enqueue(tx, Target::Partner(id), "account.claimed", &event(&code, now), &key, now).await?;
         }
     }
-    let row = sqlx::query(USER_VIEW)
-        .bind(phone)
-        .fetch_one(&mut **tx)
-        .await?;
+    let row = sqlx::query(USER_VIEW).bind(phone).fetch_one(&mut **tx).await?;
     account_from_row(&row)
 }
 

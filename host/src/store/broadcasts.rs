@@ -306,5 +306,7 @@ pub async fn fan_out_batch(
 
 /// Broadcasts not finished yet (for metrics): queued or sending.
 pub async fn in_progress(db: &Db) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("SELECT COUNT(*) FROM broadcasts WHERE state IN ('queued', 'sending')").fetch_one(db.reader()).await
+    sqlx::query_scalar("SELECT COUNT(*) FROM broadcasts WHERE state IN ('queued', 'sending')")
+        .fetch_one(db.reader())
+        .await
 }

@@ -137,18 +137,21 @@ pub async fn find_by_provider_ref(
 /// Marks an attempt failed after the fact (a provider receipt said it was not delivered). False when it
 /// already was: a repeated receipt changes nothing.
 pub async fn fail_attempt_in(tx: &mut Transaction<'_, Any>, attempt_id: i64, error: &str) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query("UPDATE delivery_attempts SET state = 'failed', error = $1 WHERE id = $2 AND state <> 'failed'")
-        .bind(error)
-        .bind(attempt_id)
-        .execute(&mut **tx)
-        .await?;
+    let done =
+        sqlx::query("UPDATE delivery_attempts SET state = 'failed', error = $1 WHERE id = $2 AND state <> 'failed'")
+            .bind(error)
+            .bind(attempt_id)
+            .execute(&mut **tx)
+            .await?;
     Ok(done.rows_affected() == 1)
 }
 
 /// Delivery jobs waiting (for metrics): how many, and the earliest `next_attempt_at` among them.
 pub async fn backlog(db: &Db) -> Result<(i64, Option<Millis>), sqlx::Error> {
     use sqlx::Row;
-    let row = sqlx::query("SELECT COUNT(*) AS n, MIN(next_attempt_at) AS oldest FROM delivery_jobs").fetch_one(db.reader()).await?;
+    let row = sqlx::query("SELECT COUNT(*) AS n, MIN(next_attempt_at) AS oldest FROM delivery_jobs")
+        .fetch_one(db.reader())
+        .await?;
     Ok((row.try_get("n")?, row.try_get("oldest")?))
 }
 

@@ -42,7 +42,11 @@ pub async fn insert_signup(db: &Db, phone: &str, now: Millis) -> Result<(), sqlx
 
 /// Stores a developer's e-mail (once the code of the sign-up that gave it was verified).
 pub async fn set_email(db: &Db, phone: &str, email: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE developers SET email = $1 WHERE phone = $2").bind(email).bind(phone).execute(db.writer()).await?;
+    sqlx::query("UPDATE developers SET email = $1 WHERE phone = $2")
+        .bind(email)
+        .bind(phone)
+        .execute(db.writer())
+        .await?;
     Ok(())
 }
 
@@ -167,8 +171,10 @@ pub async fn sent_since(db: &Db, developer_id: i64, since: Millis) -> Result<i64
 const SECRET_COLUMN: &str = "developers.webhook_secret";
 
 pub async fn webhook_secret(db: &Db, id: i64) -> Result<Option<String>, sqlx::Error> {
-    let sealed: Option<String> =
-        sqlx::query_scalar("SELECT webhook_secret FROM developers WHERE id = $1").bind(id).fetch_one(db.reader()).await?;
+    let sealed: Option<String> = sqlx::query_scalar("SELECT webhook_secret FROM developers WHERE id = $1")
+        .bind(id)
+        .fetch_one(db.reader())
+        .await?;
     sealed.map(|s| db.keyring().open(SECRET_COLUMN, &s).map_err(super::sealing::to_sqlx)).transpose()
 }
 

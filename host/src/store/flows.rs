@@ -216,7 +216,8 @@ pub async fn push_pending(
 
 /// Forgets inbound event ids older than `before` (past the timestamp tolerance a replay would fail anyway).
 pub async fn forget_inbound_events(db: &Db, before: Millis) -> Result<u64, sqlx::Error> {
-    let done = sqlx::query("DELETE FROM bot_inbound_events WHERE received_at < $1").bind(before).execute(db.writer()).await?;
+    let done =
+        sqlx::query("DELETE FROM bot_inbound_events WHERE received_at < $1").bind(before).execute(db.writer()).await?;
     Ok(done.rows_affected())
 }
 
@@ -235,9 +236,7 @@ pub async fn take_pending(db: &Db, id: i64) -> Result<Vec<Value>, sqlx::Error> {
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    rows.iter()
-        .map(|r| Ok(serde_json::from_str(&r.try_get::<String, _>("step")?).unwrap_or(Value::Null)))
-        .collect()
+    rows.iter().map(|r| Ok(serde_json::from_str(&r.try_get::<String, _>("step")?).unwrap_or(Value::Null))).collect()
 }
 
 /// An open flow invitation, as `GET /me/forms` lists it.

@@ -361,7 +361,9 @@ pub async fn advance_in(
     let Some(end) = HUB_PATH.iter().position(|s| *s == target) else { return Ok(None) };
     let mut moved = None;
     for step in 1..=end {
-        if let Some(m) = transition_in(tx, message_id, &HUB_PATH[step - 1..step], HUB_PATH[step], channel, now, event).await? {
+        if let Some(m) =
+            transition_in(tx, message_id, &HUB_PATH[step - 1..step], HUB_PATH[step], channel, now, event).await?
+        {
             moved = Some(m);
         }
     }

@@ -123,9 +123,8 @@ impl Db {
             Backend::Sqlite => &SQLITE_MIGRATOR,
             Backend::Postgres => &POSTGRES_MIGRATOR,
         };
-        let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
-            .fetch_all(&self.read)
-            .await?;
+        let applied: Vec<i64> =
+            sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success").fetch_all(&self.read).await?;
         Ok(migrator.iter().filter(|m| !applied.contains(&m.version)).count())
     }
 

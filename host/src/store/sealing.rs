@@ -40,7 +40,9 @@ const SECRET_SETTINGS: &[&str] = &["jwt_secret"];
 /// Why a sealed value could not be opened, or a key not read.
 #[derive(Debug, thiserror::Error)]
 pub enum SealError {
-    #[error("a stored secret was sealed with key {0}, which this host does not have (set HUBBUB_SECRET_KEY or HUBBUB_SECRET_KEY_FILE to that key)")]
+    #[error(
+        "a stored secret was sealed with key {0}, which this host does not have (set HUBBUB_SECRET_KEY or HUBBUB_SECRET_KEY_FILE to that key)"
+    )]
     UnknownKey(String),
     #[error("a stored secret is damaged or was moved from another column")]
     Damaged,
@@ -320,7 +322,11 @@ async fn reseal(db: &Db, from: &Keyring, to: &Keyring) -> Result<u64, sqlx::Erro
 /// written beside it first (`<file>.new`), everything is re-sealed in one transaction, then the new file
 /// replaces the old one — a crash in between is finished at the next start. With `HUBBUB_SECRET_KEY`, the new
 /// key is written to `new_key_file` and the operator swaps the setting. Returns the new key's id and file.
-pub async fn rotate(db: &Db, source: &KeySource, new_key_file: Option<&Path>) -> anyhow::Result<(String, PathBuf, u64)> {
+pub async fn rotate(
+    db: &Db,
+    source: &KeySource,
+    new_key_file: Option<&Path>,
+) -> anyhow::Result<(String, PathBuf, u64)> {
     let new_key = SecretKey::generate();
     let (written, final_path) = match (source, new_key_file) {
         (_, Some(path)) => (path.to_path_buf(), None),

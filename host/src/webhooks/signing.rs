@@ -85,7 +85,8 @@ pub fn verify_standard_signature(
         return Err(StandardSignatureError::Stale);
     }
     let expected = standard_signature(secret, id, ts, body);
-    let matched = signature.split_ascii_whitespace().fold(false, |found, entry| found | constant_time_eq(entry, &expected));
+    let matched =
+        signature.split_ascii_whitespace().fold(false, |found, entry| found | constant_time_eq(entry, &expected));
     if matched { Ok(ts) } else { Err(StandardSignatureError::Mismatch) }
 }
 
