@@ -31,6 +31,10 @@ ensure_postgres() {
     | psql -q -h 127.0.0.1 -U postgres -d test >/dev/null
 }
 
+log "formatting (cargo fmt --check, rustfmt.toml)"
+rustup component add rustfmt >/dev/null 2>&1 || true
+cargo fmt --all --check
+
 if [ -x flows/build.sh ]; then
   log "building the sample flows (wasm32-wasip2)"
   bash flows/build.sh
