@@ -7,6 +7,7 @@
 //! - [`auth`]: which credential is calling (one extractor per kind); [`error`]: the one error type of the API.
 //! - [`store`]: every SQL statement, one module per aggregate, migrations for SQLite and PostgreSQL beside
 //!   them; [`store::sealing`] seals secrets at rest.
+//! - [`messages`]: the lifecycle of a message (its states and the moves between them).
 //! - [`delivery`]: the delivery worker, channel providers (in-app, WhatsApp, SMS) and provider receipts.
 //! - [`webhooks`]: the outbox dispatcher and how events are signed.
 //! - [`broadcasts`]: the broadcast fan-out worker.
@@ -32,6 +33,7 @@ pub mod events;
 pub mod forms;
 pub mod health;
 pub mod http;
+pub mod messages;
 pub mod metrics;
 pub mod otp;
 pub mod runtime;

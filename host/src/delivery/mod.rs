@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use self::providers::Provider;
 use crate::clock::Millis;
 use crate::events;
+use crate::messages::MessageState;
 use crate::state::AppState;
 use crate::store::deliveries::NewAttempt;
 use crate::store::leases::{Held, Leased};
@@ -175,7 +176,7 @@ async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
     let Some(message) = messages::find_any(db, message_id).await? else {
         return Ok(());
     };
-    if message.state != "queued" {
+    if message.state != MessageState::Queued {
         // Already moved on (e.g. the user's app fetched it first).
         let mut tx = db.writer().begin().await?;
         deliveries::finish_in(&mut tx, message_id).await?;
@@ -238,16 +239,16 @@ async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
         deliveries::record_attempt_in(&mut tx, &attempt(message_id, kind, *channel, outcome, now)).await?;
     }
     let last = attempts.last().map(|(c, _)| *c);
-    let outcome = if matches!(attempts.last(), Some((_, Ok(_)))) { "sent" } else { "failed" };
-    metrics::counter!("hubbub_messages_total", "channel" => last.map(Channel::as_str).unwrap_or("none"), "state" => outcome)
+    let outcome = if matches!(attempts.last(), Some((_, Ok(_)))) { MessageState::Sent } else { MessageState::Failed };
+    metrics::counter!("hubbub_messages_total", "channel" => last.map(Channel::as_str).unwrap_or("none"), "state" => outcome.as_str())
         .increment(1);
     match attempts.last() {
         Some((channel, Ok(_))) => {
             messages::transition_in(
                 &mut tx,
                 message_id,
-                &["queued"],
-                "sent",
+                &[MessageState::Queued],
+                MessageState::Sent,
                 Some(channel.as_str()),
                 now,
                 events::message_status,
@@ -258,8 +259,8 @@ async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
             messages::transition_in(
                 &mut tx,
                 message_id,
-                &["queued"],
-                "failed",
+                &[MessageState::Queued],
+                MessageState::Failed,
                 last.map(Channel::as_str),
                 now,
                 events::message_status,
@@ -298,7 +299,8 @@ async fn continue_after_receipt(state: &AppState, message_id: i64, resume: &str)
     };
     let partner_name = partners::find_by_id(db, message.partner_id).await?.map(|p| p.name).unwrap_or_default();
     let alert = resume == "alert_sms";
-    let still_out = message.state == "sent" && message.channel.as_deref() == Some(Channel::Whatsapp.as_str());
+    let still_out =
+        message.state == MessageState::Sent && message.channel.as_deref() == Some(Channel::Whatsapp.as_str());
     let outcome = if alert || still_out {
         let text = if alert {
             alert_text(&partner_name)
@@ -319,7 +321,8 @@ async fn continue_after_receipt(state: &AppState, message_id: i64, resume: &str)
                 Ok(_) => messages::set_channel_in(&mut tx, message_id, Channel::Sms.as_str(), now).await?,
                 Err(_) => {
                     let failed = events::message_status;
-                    messages::transition_in(&mut tx, message_id, &["sent"], "failed", Some("sms"), now, failed).await?;
+                    let (from, to) = (&[MessageState::Sent], MessageState::Failed);
+                    messages::transition_in(&mut tx, message_id, from, to, Some("sms"), now, failed).await?;
                 }
             }
         }

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::Channel;
 use crate::events;
+use crate::messages::MessageState;
 use crate::secrets::constant_time_eq;
 use crate::state::AppState;
 use crate::store::{deliveries, messages};
@@ -108,7 +109,7 @@ pub async fn apply(
     let mut tx = state.db.writer().begin().await?;
     let mut resumed = false;
     // The state change the receipt makes, if any.
-    let change: Option<(&[&str], &str)> = match (&receipt, alert) {
+    let change: Option<(&[MessageState], MessageState)> = match (&receipt, alert) {
         (Receipt::Failed(reason), _) => {
             if !deliveries::fail_attempt_in(&mut tx, target.attempt_id, reason).await? {
                 // A repeated (or replayed) failure: the chain already went on once.
@@ -121,12 +122,12 @@ pub async fn apply(
             } else if alert {
                 None
             } else {
-                Some((&["sent"], "failed"))
+                Some((&[MessageState::Sent], MessageState::Failed))
             }
         }
         (_, true) => None,
-        (Receipt::Delivered, false) => Some((&["queued", "sent"], "delivered")),
-        (Receipt::Read, false) => Some((&["queued", "sent", "delivered"], "read")),
+        (Receipt::Delivered, false) => Some((&MessageState::UNDELIVERED, MessageState::Delivered)),
+        (Receipt::Read, false) => Some((&MessageState::BEFORE_READ, MessageState::Read)),
     };
     let mut moved = None;
     if let Some((from, to)) = change {

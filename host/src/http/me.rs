@@ -15,6 +15,7 @@ use crate::clock::record_time;
 use crate::e2e;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
+use crate::messages::MessageState;
 use crate::state::AppState;
 use crate::store::{accounts, bots, flows, messages};
 
@@ -27,18 +28,16 @@ pub fn router() -> Router<AppState> {
         .route("/me/forms", get(my_forms))
 }
 
-/// States a message is in before the user's app has it.
-const UNDELIVERED: &[&str] = &["queued", "sent"];
-
 async fn inbox(State(state): State<AppState>, user: UserAuth, query: QueryMap) -> ApiResult<Json<Value>> {
     let page = query.page()?;
     let mut rows = messages::list_hub(&state.db, &user.phone, page.before, page.fetch()).await?;
     // The app now has these messages: they are delivered, in the hub.
     let now = state.now();
     let mut tx = state.db.writer().begin().await?;
-    for m in rows.iter_mut().take(page.limit as usize).filter(|m| UNDELIVERED.contains(&m.state.as_str())) {
+    for m in rows.iter_mut().take(page.limit as usize).filter(|m| MessageState::UNDELIVERED.contains(&m.state)) {
         if let Some(moved) =
-            messages::advance_in(&mut tx, m.id, "delivered", Some("inapp"), now, events::message_status).await?
+            messages::advance_in(&mut tx, m.id, MessageState::Delivered, Some("inapp"), now, events::message_status)
+                .await?
         {
             *m = moved;
         }
@@ -67,7 +66,9 @@ async fn read(
         .filter(|m| m.phone == user.phone)
         .ok_or_else(|| ApiError::not_found("message"))?;
     let mut tx = state.db.writer().begin().await?;
-    let moved = messages::advance_in(&mut tx, m.id, "read", Some("inapp"), state.now(), events::message_status).await?;
+    let moved =
+        messages::advance_in(&mut tx, m.id, MessageState::Read, Some("inapp"), state.now(), events::message_status)
+            .await?;
     tx.commit().await?;
     let device = query.text("device_uuid").or(user.device);
     Ok(Json(device_view(&moved.unwrap_or(m), device.as_deref())))

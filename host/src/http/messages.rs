@@ -17,6 +17,7 @@ use crate::clock::record_time;
 use crate::e2e;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
+use crate::messages::MessageState;
 use crate::secrets::{hex, random_alnum};
 use crate::state::AppState;
 use crate::store::messages::{self as store, Created, Message, MessageFilter, NewMedia, NewMessage};
@@ -37,7 +38,6 @@ pub const CONTENT_TYPES: &[&str] = &["text", "image", "document", "audio", "vide
 /// Largest message text, in bytes: a `body` sent as it is, or a template rendered with its variables.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 const MEDIA_TYPES: &[&str] = &["image", "document", "audio", "video"];
-pub const STATES: &[&str] = &["queued", "sent", "delivered", "read", "failed"];
 
 /// The send-message fields of INTERFACE.md (aliases `url` and `cta` accepted).
 #[derive(Debug, Default, Deserialize)]
@@ -520,8 +520,9 @@ async fn list_messages(
         return Err(ApiError::validation("phone", "phone must be E.164"));
     }
     let msg_state = query.text("state");
-    if msg_state.as_deref().is_some_and(|s| !STATES.contains(&s)) {
-        return Err(ApiError::validation("state", format!("state must be one of {}", STATES.join(", "))));
+    if msg_state.as_deref().is_some_and(|s| MessageState::parse(s).is_none()) {
+        let states = MessageState::ALL.map(MessageState::as_str).join(", ");
+        return Err(ApiError::validation("state", format!("state must be one of {states}")));
     }
     let filter =
         MessageFilter { phone, state: msg_state, q: query.text("q"), before: page.before, limit: page.fetch() };
@@ -530,11 +531,17 @@ async fn list_messages(
 }
 
 /// Moves one of the partner's messages; answers the resulting record (unchanged when already there).
-async fn mark(state: &AppState, partner_id: i64, raw_id: &str, from: &[&str], to: &str) -> ApiResult<Json<Value>> {
+async fn mark(
+    state: &AppState,
+    partner_id: i64,
+    raw_id: &str,
+    from: &[MessageState],
+    to: MessageState,
+) -> ApiResult<Json<Value>> {
     let id = parse_id(raw_id, "message")?;
     let current =
         store::find_message(&state.db, partner_id, id).await?.ok_or_else(|| ApiError::not_found("message"))?;
-    if current.state == "failed" {
+    if current.state == MessageState::Failed {
         return Err(ApiError::conflict("the message failed to deliver; it cannot be marked"));
     }
     let mut tx = state.db.writer().begin().await?;
@@ -552,7 +559,7 @@ async fn mark_read(
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    mark(&state, partner.id, &id, &["queued", "sent", "delivered"], "read").await
+    mark(&state, partner.id, &id, &MessageState::BEFORE_READ, MessageState::Read).await
 }
 
 async fn mark_unread(
@@ -560,7 +567,7 @@ async fn mark_unread(
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    mark(&state, partner.id, &id, &["read"], "delivered").await
+    mark(&state, partner.id, &id, &[MessageState::Read], MessageState::Delivered).await
 }
 
 #[derive(Deserialize)]
@@ -602,8 +609,8 @@ async fn mark_many_read(
         let moved = store::transition_in(
             &mut tx,
             id,
-            &["queued", "sent", "delivered"],
-            "read",
+            &MessageState::BEFORE_READ,
+            MessageState::Read,
             None,
             now,
             events::message_status,

@@ -1587,7 +1587,7 @@ fn components() -> Value {
                     "direction": { "type": "string" },
                     "content_type": { "type": "string" },
                     "body": { "type": ["string", "null"] },
-                    "state": { "type": "string", "enum": crate::http::messages::STATES },
+                    "state": { "type": "string", "enum": crate::messages::MessageState::ALL.map(crate::messages::MessageState::as_str) },
                     "priority": { "type": "string" },
                     "channel": { "type": ["string", "null"] },
                     "created_at": { "type": "string" },

@@ -75,7 +75,7 @@ async fn test_webhook(State(state): State<AppState>, PartnerAuth(partner): Partn
         "message_ref": "msg_test00000000000000000000",
         "message_id": 0,
         "seq": 0,
-        "state": "delivered",
+        "state": crate::messages::MessageState::Delivered,
         "channel": "inapp",
         "phone": "+15550000000",
         "at": iso_time(state.now()),

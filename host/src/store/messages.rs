@@ -8,6 +8,7 @@ use sqlx::{Any, Row, Transaction};
 use super::outbox::{self, Target};
 use super::{Db, like_pattern};
 use crate::clock::Millis;
+use crate::messages::MessageState;
 
 #[derive(Debug, Clone)]
 pub struct Message {
@@ -25,7 +26,7 @@ pub struct Message {
     pub priority: String,
     /// Type-specific content: `media`, `link`, `html`, `subject`, `preview`, `encryption`, `e2e_envelope`.
     pub content: Value,
-    pub state: String,
+    pub state: MessageState,
     pub channel: Option<String>,
     pub seq: i64,
     /// The support conversation it belongs to (`None` for hub messages).
@@ -55,7 +56,7 @@ fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
         lang: row.try_get("lang")?,
         priority: row.try_get("priority")?,
         content: serde_json::from_str(&content).unwrap_or(Value::Null),
-        state: row.try_get("state")?,
+        state: decode_state(row)?,
         channel: row.try_get("channel")?,
         seq: row.try_get("seq")?,
         conversation_id: row.try_get("conversation_id")?,
@@ -107,9 +108,9 @@ pub enum Created {
     KeyReused,
 }
 
-/// Outgoing messages start `queued` for delivery; a user's own message has reached the partner.
-fn initial_state(direction: &str) -> &'static str {
-    if direction == "out" { "queued" } else { "delivered" }
+fn decode_state(row: &AnyRow) -> Result<MessageState, sqlx::Error> {
+    let text: String = row.try_get("state")?;
+    MessageState::parse(&text).ok_or_else(|| sqlx::Error::Decode(format!("unknown message state {text:?}").into()))
 }
 
 /// How long an idempotency key deduplicates.
@@ -153,7 +154,7 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     .bind(&m.lang)
     .bind(&m.priority)
     .bind(m.content.to_string())
-    .bind(initial_state(m.direction))
+    .bind(MessageState::initial(m.direction).as_str())
     .bind(&m.idempotency_key)
     .bind(&m.request_hash)
     .bind(m.media.as_ref().map(|media| media.id.as_str()))
@@ -175,7 +176,7 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     }
     sqlx::query("INSERT INTO message_states (message_id, seq, state, channel, at) VALUES ($1, 0, $2, NULL, $3)")
         .bind(id)
-        .bind(initial_state(m.direction))
+        .bind(MessageState::initial(m.direction).as_str())
         .bind(now)
         .execute(&mut **tx)
         .await?;
@@ -295,8 +296,8 @@ pub async fn list_attempts(db: &Db, message_id: i64) -> Result<Vec<DeliveryAttem
 pub async fn transition_in(
     tx: &mut Transaction<'_, Any>,
     message_id: i64,
-    from: &[&str],
-    state: &str,
+    from: &[MessageState],
+    state: MessageState,
     channel: Option<&str>,
     now: Millis,
     event: fn(&Message, Millis) -> Value,
@@ -309,14 +310,14 @@ pub async fn transition_in(
             Some(row) => from_row(&row)?,
             None => return Ok(None),
         };
-        if !from.contains(&current.state.as_str()) {
+        if !from.contains(&current.state) {
             return Ok(None);
         }
         let channel = channel.map(str::to_string).or(current.channel.clone());
         let changed = sqlx::query(
             "UPDATE messages SET state = $1, channel = $2, seq = seq + 1, updated_at = $3 WHERE id = $4 AND seq = $5",
         )
-        .bind(state)
+        .bind(state.as_str())
         .bind(&channel)
         .bind(now)
         .bind(message_id)
@@ -327,11 +328,11 @@ pub async fn transition_in(
             break (current, channel);
         }
     };
-    let updated = Message { state: state.to_string(), channel: channel.clone(), seq: current.seq + 1, ..current };
+    let updated = Message { state, channel: channel.clone(), seq: current.seq + 1, ..current };
     sqlx::query("INSERT INTO message_states (message_id, seq, state, channel, at) VALUES ($1, $2, $3, $4, $5)")
         .bind(message_id)
         .bind(updated.seq)
-        .bind(state)
+        .bind(state.as_str())
         .bind(&channel)
         .bind(now)
         .execute(&mut **tx)
@@ -342,9 +343,6 @@ pub async fn transition_in(
     Ok(Some(updated))
 }
 
-/// The states an outgoing message passes through in the app, in order.
-const HUB_PATH: &[&str] = &["queued", "sent", "delivered", "read"];
-
 /// Moves an outgoing message forward to `target` one step at a time along queued → sent → delivered →
 /// read, so each state it passes records its own change and `message.status` event, in order: a hub
 /// message the app fetches before the delivery worker marked it `sent` still tells its partner `sent`,
@@ -353,11 +351,12 @@ const HUB_PATH: &[&str] = &["queued", "sent", "delivered", "read"];
 pub async fn advance_in(
     tx: &mut Transaction<'_, Any>,
     message_id: i64,
-    target: &str,
+    target: MessageState,
     channel: Option<&str>,
     now: Millis,
     event: fn(&Message, Millis) -> Value,
 ) -> Result<Option<Message>, sqlx::Error> {
+    const HUB_PATH: [MessageState; 4] = MessageState::HUB_PATH;
     let Some(end) = HUB_PATH.iter().position(|s| *s == target) else { return Ok(None) };
     let mut moved = None;
     for step in 1..=end {
