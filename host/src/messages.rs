@@ -1,5 +1,5 @@
-//! The lifecycle of a message: its states and the moves between them, named once for the store, the
-//! delivery worker, provider receipts, the API and the events.
+//! The lifecycle of a message: its direction, its states and the moves between them, named once for the
+//! store, the delivery worker, provider receipts, the API and the events.
 
 use std::fmt;
 
@@ -49,8 +49,32 @@ impl MessageState {
 
     /// The first state of a message: outgoing messages wait for delivery; a user's own message has reached
     /// the partner.
-    pub fn initial(direction: &str) -> MessageState {
-        if direction == "out" { Queued } else { Delivered }
+    pub fn initial(direction: Direction) -> MessageState {
+        match direction {
+            Direction::Out => Queued,
+            Direction::In => Delivered,
+        }
+    }
+}
+
+/// Who sent a message: `out` from a partner (or a developer, or a bot) to a user, `in` from a user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Out,
+    In,
+}
+
+impl Direction {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Direction::Out => "out",
+            Direction::In => "in",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Direction> {
+        [Direction::Out, Direction::In].into_iter().find(|d| d.as_str() == text)
     }
 }
 
@@ -74,5 +98,11 @@ mod tests {
         }
         assert_eq!(MessageState::parse("Queued"), None);
         assert_eq!(MessageState::parse(""), None);
+        for direction in [Direction::Out, Direction::In] {
+            assert_eq!(serde_json::to_value(direction).unwrap(), direction.as_str());
+            assert_eq!(Direction::parse(direction.as_str()), Some(direction));
+        }
+        assert_eq!(MessageState::initial(Direction::Out), Queued);
+        assert_eq!(MessageState::initial(Direction::In), Delivered);
     }
 }

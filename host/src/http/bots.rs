@@ -424,7 +424,7 @@ async fn invite(
     let card = NewMessage {
         reference: format!("msg_{}", random_alnum(24)),
         partner_id: partner.id,
-        direction: "out",
+        direction: crate::messages::Direction::Out,
         conversation_id: None,
         developer_id: None,
         phone: phone.to_string(),

@@ -25,6 +25,7 @@ use crate::clock::record_time;
 use crate::e2e;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
+use crate::messages::Direction;
 use crate::secrets::random_alnum;
 use crate::state::AppState;
 use crate::store::conversations::{self as store, Conversation};
@@ -117,7 +118,7 @@ async fn open_conversation(
     }
     refuse_system_from_users(&req.message)?;
     let content = validate_content(&state, partner.id, &req.message, Some(&user.phone)).await?;
-    let first = content.into_message(partner.id, &user.phone, "in", None);
+    let first = content.into_message(partner.id, &user.phone, Direction::In, None);
     let reference = format!("conv_{}", random_alnum(24));
     let (conversation, message) =
         store::open(&state.db, &reference, subject, first, state.now(), events::conversation_message).await?;
@@ -213,7 +214,7 @@ async fn user_message(
     let c = user_thread(&state, &user, &reference).await?;
     refuse_system_from_users(&req)?;
     let content = conversation_content(&state, &c, &req).await?;
-    let message = content.into_message(c.partner_id, &user.phone, "in", Some(c.id));
+    let message = content.into_message(c.partner_id, &user.phone, Direction::In, Some(c.id));
     // A user message puts the thread back in the agents' queue, reopening a closed one.
     let (_, m) = store::append(&state.db, c.id, message, "open", state.now(), events::conversation_message)
         .await
@@ -279,7 +280,7 @@ async fn update_conversation(
 /// An agent's reply in a conversation: the thread now waits for the user.
 async fn reply(state: &AppState, partner_id: i64, c: &Conversation, req: &SendMessage) -> ApiResult<Value> {
     let content = conversation_content(state, c, req).await?;
-    let message = content.into_message(partner_id, &c.phone, "out", Some(c.id));
+    let message = content.into_message(partner_id, &c.phone, Direction::Out, Some(c.id));
     let (_, m) = store::append(&state.db, c.id, message, "pending", state.now(), events::conversation_message)
         .await
         .map_err(ref_taken)?;
@@ -319,7 +320,7 @@ async fn agent_message(
         ));
     }
     let content = validate_content(&state, partner.id, &req, Some(&phone)).await?;
-    let message = content.into_message(partner.id, &phone, "out", None);
+    let message = content.into_message(partner.id, &phone, Direction::Out, None);
     match state.messages.create(message, state.now()).await.map_err(ref_taken)? {
         Created::New(m) | Created::Replayed(m) => {
             state.delivery.wake.notify_one();

@@ -270,7 +270,7 @@ async fn send(
     let message = NewMessage {
         reference: format!("msg_{}", random_alnum(24)),
         partner_id: platform.id,
-        direction: "out",
+        direction: crate::messages::Direction::Out,
         conversation_id: None,
         developer_id: Some(developer.id),
         phone,

@@ -17,7 +17,7 @@ use crate::clock::record_time;
 use crate::e2e;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
-use crate::messages::MessageState;
+use crate::messages::{Direction, MessageState};
 use crate::secrets::{hex, random_alnum};
 use crate::state::AppState;
 use crate::store::messages::{self as store, Created, Message, MessageFilter, NewMedia, NewMessage};
@@ -133,7 +133,7 @@ impl Content {
         self,
         partner_id: i64,
         phone: &str,
-        direction: &'static str,
+        direction: Direction,
         conversation_id: Option<i64>,
     ) -> NewMessage {
         NewMessage {
@@ -171,7 +171,7 @@ async fn build_message(
         return Err(ApiError::validation("idempotency_key", "idempotency_key is at most 255 characters"));
     }
     let content = validate_content(state, partner_id, &req, Some(phone)).await?;
-    let mut message = content.into_message(partner_id, phone, "out", None);
+    let mut message = content.into_message(partner_id, phone, Direction::Out, None);
     message.request_hash = idempotency_key.as_ref().map(|_| request_hash(raw));
     message.idempotency_key = idempotency_key;
     Ok(message)

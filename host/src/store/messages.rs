@@ -8,7 +8,7 @@ use sqlx::{Any, Row, Transaction};
 use super::outbox::{self, Target};
 use super::{Db, like_pattern};
 use crate::clock::Millis;
-use crate::messages::MessageState;
+use crate::messages::{Direction, MessageState};
 
 #[derive(Debug, Clone)]
 pub struct Message {
@@ -17,7 +17,7 @@ pub struct Message {
     pub partner_id: i64,
     pub partner_code: String,
     pub phone: String,
-    pub direction: String,
+    pub direction: Direction,
     pub content_type: String,
     pub body: Option<String>,
     pub rendered_body: Option<String>,
@@ -48,7 +48,7 @@ fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
         partner_id: row.try_get("partner_id")?,
         partner_code: row.try_get("partner_code")?,
         phone: row.try_get("phone")?,
-        direction: row.try_get("direction")?,
+        direction: decode_direction(row)?,
         content_type: row.try_get("content_type")?,
         body: row.try_get("body")?,
         rendered_body: row.try_get("rendered_body")?,
@@ -81,7 +81,7 @@ pub struct NewMessage {
     pub reference: String,
     pub partner_id: i64,
     /// `out` (partner to user, delivered through the channels) or `in` (user to partner).
-    pub direction: &'static str,
+    pub direction: Direction,
     pub conversation_id: Option<i64>,
     pub developer_id: Option<i64>,
     pub phone: String,
@@ -106,6 +106,11 @@ pub enum Created {
     Replayed(Message),
     /// The idempotency key was seen within its window with a different payload.
     KeyReused,
+}
+
+fn decode_direction(row: &AnyRow) -> Result<Direction, sqlx::Error> {
+    let text: String = row.try_get("direction")?;
+    Direction::parse(&text).ok_or_else(|| sqlx::Error::Decode(format!("unknown message direction {text:?}").into()))
 }
 
 fn decode_state(row: &AnyRow) -> Result<MessageState, sqlx::Error> {
@@ -158,7 +163,7 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     .bind(&m.idempotency_key)
     .bind(&m.request_hash)
     .bind(m.media.as_ref().map(|media| media.id.as_str()))
-    .bind(m.direction)
+    .bind(m.direction.as_str())
     .bind(m.conversation_id)
     .bind(now)
     .bind(m.developer_id)
@@ -180,7 +185,7 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
         .bind(now)
         .execute(&mut **tx)
         .await?;
-    if m.direction == "out" {
+    if m.direction == Direction::Out {
         super::deliveries::enqueue_in(tx, id, now).await?;
     }
     let sql = const_format::concatcp!(SELECT, "WHERE m.id = $1");
