@@ -7,7 +7,8 @@
 //! - [`auth`]: which credential is calling (one extractor per kind); [`error`]: the one error type of the API.
 //! - [`store`]: every SQL statement, one module per aggregate, migrations for SQLite and PostgreSQL beside
 //!   them; [`store::sealing`] seals secrets at rest.
-//! - [`messages`]: the lifecycle of a message (its states and the moves between them).
+//! - [`messages`]: the lifecycle of a message (its direction, its states and the moves between them);
+//!   [`conversations`]: the states of a support conversation.
 //! - [`delivery`]: the delivery worker, channel providers (in-app, WhatsApp, SMS) and provider receipts.
 //! - [`webhooks`]: the outbox dispatcher and how events are signed.
 //! - [`broadcasts`]: the broadcast fan-out worker.
@@ -26,6 +27,7 @@ pub mod auth;
 pub mod broadcasts;
 pub mod clock;
 pub mod config;
+pub mod conversations;
 pub mod delivery;
 pub mod e2e;
 pub mod error;

@@ -22,6 +22,7 @@ use super::required_phone;
 use super::{ApiJson, QueryMap, parse_id};
 use crate::auth::{PartnerAuth, UserAuth};
 use crate::clock::record_time;
+use crate::conversations::ConversationState;
 use crate::e2e;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
@@ -49,7 +50,6 @@ pub fn router() -> Router<AppState> {
         .route("/agent/messages", post(agent_message))
 }
 
-pub const STATES: &[&str] = &["open", "pending", "closed"];
 /// Messages embedded in a conversation record (the latest ones, oldest first).
 const EMBEDDED_MESSAGES: i64 = 200;
 
@@ -216,9 +216,10 @@ async fn user_message(
     let content = conversation_content(&state, &c, &req).await?;
     let message = content.into_message(c.partner_id, &user.phone, Direction::In, Some(c.id));
     // A user message puts the thread back in the agents' queue, reopening a closed one.
-    let (_, m) = store::append(&state.db, c.id, message, "open", state.now(), events::conversation_message)
-        .await
-        .map_err(ref_taken)?;
+    let (_, m) =
+        store::append(&state.db, c.id, message, ConversationState::Open, state.now(), events::conversation_message)
+            .await
+            .map_err(ref_taken)?;
     Ok((StatusCode::CREATED, Json(message_json(&m))))
 }
 
@@ -230,19 +231,16 @@ async fn list_conversations(
     query: QueryMap,
 ) -> ApiResult<Json<Value>> {
     let page = query.page()?;
-    let wanted = query.text("state");
-    if wanted.as_deref().is_some_and(|s| !STATES.contains(&s)) {
-        return Err(ApiError::validation("state", "state must be open, pending or closed"));
-    }
-    let rows = store::list_for_partner(
-        &state.db,
-        partner.id,
-        wanted.as_deref(),
-        query.text("q").as_deref(),
-        page.before,
-        page.fetch(),
-    )
-    .await?;
+    let wanted = match query.text("state") {
+        None => None,
+        Some(text) => Some(
+            ConversationState::parse(&text)
+                .ok_or_else(|| ApiError::validation("state", "state must be open, pending or closed"))?,
+        ),
+    };
+    let rows =
+        store::list_for_partner(&state.db, partner.id, wanted, query.text("q").as_deref(), page.before, page.fetch())
+            .await?;
     Ok(Json(page.respond(rows, |c| c.id, conversation_json)))
 }
 
@@ -268,10 +266,10 @@ async fn update_conversation(
 ) -> ApiResult<Json<Value>> {
     // Another partner's conversation is 404 whatever the body says.
     let c = agent_thread(&state, partner.id, &id).await?;
-    if req.state.as_deref() != Some("closed") {
+    if req.state.as_deref() != Some(ConversationState::Closed.as_str()) {
         return Err(ApiError::validation("state", "state can only be set to closed (a user message reopens)"));
     }
-    let c = store::set_state(&state.db, partner.id, c.id, "closed")
+    let c = store::set_state(&state.db, partner.id, c.id, ConversationState::Closed)
         .await?
         .ok_or_else(|| ApiError::not_found("conversation"))?;
     Ok(Json(conversation_json(&c)))
@@ -281,9 +279,10 @@ async fn update_conversation(
 async fn reply(state: &AppState, partner_id: i64, c: &Conversation, req: &SendMessage) -> ApiResult<Value> {
     let content = conversation_content(state, c, req).await?;
     let message = content.into_message(partner_id, &c.phone, Direction::Out, Some(c.id));
-    let (_, m) = store::append(&state.db, c.id, message, "pending", state.now(), events::conversation_message)
-        .await
-        .map_err(ref_taken)?;
+    let (_, m) =
+        store::append(&state.db, c.id, message, ConversationState::Pending, state.now(), events::conversation_message)
+            .await
+            .map_err(ref_taken)?;
     state.delivery.wake.notify_one();
     Ok(message_json(&m))
 }

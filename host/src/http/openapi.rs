@@ -1640,7 +1640,7 @@ fn components() -> Value {
                     "phone": { "type": "string", "pattern": E164 },
                     "partner": { "type": "string" },
                     "subject": { "type": ["string", "null"] },
-                    "state": { "type": "string", "enum": ["open", "pending", "closed"] },
+                    "state": { "type": "string", "enum": crate::conversations::ConversationState::ALL.map(crate::conversations::ConversationState::as_str) },
                     "last_message_at": { "type": "string" },
                     "created_at": { "type": "string" }
                 }

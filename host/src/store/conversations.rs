@@ -10,6 +10,7 @@ use super::messages::{Created, Message, NewMessage, create_in};
 use super::outbox::{self, Target};
 use super::{Db, like_pattern};
 use crate::clock::Millis;
+use crate::conversations::ConversationState;
 
 #[derive(Debug, Clone)]
 pub struct Conversation {
@@ -19,7 +20,7 @@ pub struct Conversation {
     pub partner_code: String,
     pub phone: String,
     pub subject: Option<String>,
-    pub state: String,
+    pub state: ConversationState,
     pub last_message_at: Millis,
     pub created_at: Millis,
 }
@@ -35,7 +36,11 @@ fn from_row(row: &AnyRow) -> Result<Conversation, sqlx::Error> {
         partner_code: row.try_get("partner_code")?,
         phone: row.try_get("phone")?,
         subject: row.try_get("subject")?,
-        state: row.try_get("state")?,
+        state: {
+            let text: String = row.try_get("state")?;
+            ConversationState::parse(&text)
+                .ok_or_else(|| sqlx::Error::Decode(format!("unknown conversation state {text:?}").into()))?
+        },
         last_message_at: row.try_get("last_message_at")?,
         created_at: row.try_get("created_at")?,
     })
@@ -61,7 +66,7 @@ pub async fn list_for_phone(
 pub async fn list_for_partner(
     db: &Db,
     partner_id: i64,
-    state: Option<&str>,
+    state: Option<ConversationState>,
     q: Option<&str>,
     before: Option<i64>,
     limit: i64,
@@ -75,7 +80,7 @@ pub async fn list_for_partner(
     );
     let rows = sqlx::query(sql)
         .bind(partner_id)
-        .bind(state)
+        .bind(state.map(ConversationState::as_str))
         .bind(q.map(like_pattern))
         .bind(before)
         .bind(limit)
@@ -128,7 +133,7 @@ pub async fn open(
     .fetch_one(&mut *tx)
     .await?;
     first.conversation_id = Some(id);
-    let result = append_in(&mut tx, id, first, "open", now, event).await?;
+    let result = append_in(&mut tx, id, first, ConversationState::Open, now, event).await?;
     tx.commit().await?;
     Ok(result)
 }
@@ -138,7 +143,7 @@ pub async fn append(
     db: &Db,
     conversation_id: i64,
     mut message: NewMessage,
-    state: &str,
+    state: ConversationState,
     now: Millis,
     event: EventFn,
 ) -> Result<(Conversation, Message), sqlx::Error> {
@@ -153,7 +158,7 @@ async fn append_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     conversation_id: i64,
     message: NewMessage,
-    state: &str,
+    state: ConversationState,
     now: Millis,
     event: EventFn,
 ) -> Result<(Conversation, Message), sqlx::Error> {
@@ -161,7 +166,7 @@ async fn append_in(
         return Err(sqlx::Error::Protocol("conversation messages carry no idempotency key".into()));
     };
     sqlx::query("UPDATE conversations SET state = $1, last_message_at = $2 WHERE id = $3")
-        .bind(state)
+        .bind(state.as_str())
         .bind(now)
         .bind(conversation_id)
         .execute(&mut **tx)
@@ -175,9 +180,14 @@ async fn append_in(
 }
 
 /// Sets a partner's conversation state; `None` when it is not theirs.
-pub async fn set_state(db: &Db, partner_id: i64, id: i64, state: &str) -> Result<Option<Conversation>, sqlx::Error> {
+pub async fn set_state(
+    db: &Db,
+    partner_id: i64,
+    id: i64,
+    state: ConversationState,
+) -> Result<Option<Conversation>, sqlx::Error> {
     let done = sqlx::query("UPDATE conversations SET state = $1 WHERE partner_id = $2 AND id = $3")
-        .bind(state)
+        .bind(state.as_str())
         .bind(partner_id)
         .bind(id)
         .execute(db.writer())
