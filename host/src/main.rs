@@ -6,6 +6,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use hubbub_host::clock::{Clock, SystemClock};
 use hubbub_host::config::Config;
 use hubbub_host::store::{Db, partners, templates};
+use hubbub_host::template::TemplateStatus;
 use hubbub_host::{auth, events, secrets, validate};
 use serde_json::json;
 
@@ -269,13 +270,14 @@ async fn main() -> anyhow::Result<()> {
         Command::Template { command: TemplateCommand::Review { id, approve, reason, config, .. } } => {
             let db = Db::open(&config, 2).await?;
             let template = templates::find_any(&db, id).await?.ok_or_else(|| anyhow::anyhow!("no template {id}"))?;
-            if template.status != "pending" {
+            if template.status != TemplateStatus::Pending {
                 anyhow::bail!("template {id} is {}, not pending", template.status);
             }
             let partner = partners::find_by_id(&db, template.partner_id)
                 .await?
                 .ok_or_else(|| anyhow::anyhow!("partner missing"))?;
-            let (status, reason) = if approve { ("approved", None) } else { ("rejected", reason) };
+            let (status, reason) =
+                if approve { (TemplateStatus::Approved, None) } else { (TemplateStatus::Rejected, reason) };
             let now = clock.now_ms();
             let decided = templates::set_status(&db, partner.id, id, status, reason.as_deref(), now, |t| {
                 events::template_status(&partner.code, t, now)

@@ -255,7 +255,7 @@ pub async fn validate_content(
         let template = templates::find_for_send(&state.db, partner_id, code, wanted_lang).await?.ok_or_else(|| {
             ApiError::validation("template_code", format!("no template {code:?} in language {wanted_lang:?}"))
         })?;
-        if template.status == "rejected" {
+        if template.status == crate::template::TemplateStatus::Rejected {
             return Err(ApiError::unprocessable("template_not_approved", "the template was rejected at review")
                 .with_field("template_code"));
         }

@@ -1717,7 +1717,7 @@ fn components() -> Value {
                     "lang": { "type": "string" },
                     "category": { "type": "string" },
                     "body": { "type": "string" },
-                    "status": { "type": "string", "enum": ["draft", "pending", "approved", "rejected"] },
+                    "status": { "type": "string", "enum": crate::template::TemplateStatus::ALL.map(crate::template::TemplateStatus::as_str) },
                     "variables": { "type": "array", "items": { "type": "string" } },
                     "rejection_reason": { "type": ["string", "null"] },
                     "created_at": { "type": "string" }

@@ -15,7 +15,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::events;
 use crate::state::AppState;
 use crate::store::templates::{self as store, NewTemplate, Template};
-use crate::template::{self, CATEGORIES, CHANNELS};
+use crate::template::{self, CATEGORIES, CHANNELS, TemplateStatus};
 use crate::validate::is_code;
 
 pub fn router() -> Router<AppState> {
@@ -112,10 +112,10 @@ async fn get_template(
 }
 
 /// The automatic review's decision for a body: `approved`, or `rejected` with the reason.
-pub fn auto_decision(body: &str) -> (&'static str, Option<String>) {
+pub fn auto_decision(body: &str) -> (TemplateStatus, Option<String>) {
     match template::review(body) {
-        Ok(()) => ("approved", None),
-        Err(problem) => ("rejected", Some(problem.to_string())),
+        Ok(()) => (TemplateStatus::Approved, None),
+        Err(problem) => (TemplateStatus::Rejected, Some(problem.to_string())),
     }
 }
 
@@ -126,10 +126,11 @@ async fn submit_template(
 ) -> ApiResult<Json<Value>> {
     let id = parse_id(&id, "template")?;
     let t = store::find_template(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("template"))?;
-    if t.status != "draft" && t.status != "rejected" {
+    if !t.status.can_submit() {
         return Err(ApiError::conflict(format!("the template is already {}", t.status)));
     }
-    let (status, reason) = if state.config.auto_review() { auto_decision(&t.body) } else { ("pending", None) };
+    let (status, reason) =
+        if state.config.auto_review() { auto_decision(&t.body) } else { (TemplateStatus::Pending, None) };
     let now = state.now();
     let decided = store::set_status(&state.db, partner.id, id, status, reason.as_deref(), now, |t| {
         events::template_status(&partner.code, t, now)

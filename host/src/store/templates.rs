@@ -6,6 +6,7 @@ use sqlx::any::AnyRow;
 
 use super::{Db, is_unique_violation, outbox};
 use crate::clock::Millis;
+use crate::template::TemplateStatus;
 
 #[derive(Debug, Clone)]
 pub struct Template {
@@ -16,7 +17,7 @@ pub struct Template {
     pub lang: String,
     pub category: String,
     pub body: String,
-    pub status: String,
+    pub status: TemplateStatus,
     pub variables: Vec<String>,
     pub rejection_reason: Option<String>,
     pub created_at: Millis,
@@ -35,7 +36,11 @@ fn from_row(row: &AnyRow) -> Result<Template, sqlx::Error> {
         lang: row.try_get("lang")?,
         category: row.try_get("category")?,
         body: row.try_get("body")?,
-        status: row.try_get("status")?,
+        status: {
+            let text: String = row.try_get("status")?;
+            TemplateStatus::parse(&text)
+                .ok_or_else(|| sqlx::Error::Decode(format!("unknown template status {text:?}").into()))?
+        },
         variables: serde_json::from_str(&variables).unwrap_or_default(),
         rejection_reason: row.try_get("rejection_reason")?,
         created_at: row.try_get("created_at")?,
@@ -60,7 +65,9 @@ pub async fn insert_template(
 ) -> Result<Option<Template>, sqlx::Error> {
     let sql = const_format::concatcp!(
         "INSERT INTO templates (partner_id, code, channel, lang, category, body, status, variables, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, 'draft', $7, $8, $8) RETURNING ",
+         VALUES ($1, $2, $3, $4, $5, $6, '",
+        TemplateStatus::Draft.as_str(),
+        "', $7, $8, $8) RETURNING ",
         COLUMNS
     );
     let result = sqlx::query(sql)
@@ -122,7 +129,7 @@ pub async fn set_status(
     db: &Db,
     partner_id: i64,
     id: i64,
-    status: &str,
+    status: TemplateStatus,
     reason: Option<&str>,
     now: Millis,
     event: impl FnOnce(&Template) -> Value,
@@ -133,11 +140,17 @@ pub async fn set_status(
          WHERE partner_id = $4 AND id = $5 RETURNING ",
         COLUMNS
     );
-    let row =
-        sqlx::query(sql).bind(status).bind(reason).bind(now).bind(partner_id).bind(id).fetch_optional(&mut *tx).await?;
+    let row = sqlx::query(sql)
+        .bind(status.as_str())
+        .bind(reason)
+        .bind(now)
+        .bind(partner_id)
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
     let Some(row) = row else { return Ok(None) };
     let template = from_row(&row)?;
-    if status == "approved" || status == "rejected" {
+    if status.is_decision() {
         let payload = event(&template);
         let key = format!("template:{}", template.id);
         outbox::enqueue(&mut tx, outbox::Target::Partner(partner_id), "template.status", &payload, &key, now).await?;
@@ -148,7 +161,13 @@ pub async fn set_status(
 
 /// Templates waiting for a manual decision (operators' `hubbub template pending`).
 pub async fn list_pending(db: &Db) -> Result<Vec<Template>, sqlx::Error> {
-    let sql = const_format::concatcp!("SELECT ", COLUMNS, " FROM templates WHERE status = 'pending' ORDER BY id");
+    let sql = const_format::concatcp!(
+        "SELECT ",
+        COLUMNS,
+        " FROM templates WHERE status = '",
+        TemplateStatus::Pending.as_str(),
+        "' ORDER BY id"
+    );
     let rows = sqlx::query(sql).fetch_all(db.reader()).await?;
     rows.iter().map(from_row).collect()
 }
@@ -165,7 +184,9 @@ pub async fn list_approved(db: &Db, partner_id: i64) -> Result<Vec<Template>, sq
     let sql = const_format::concatcp!(
         "SELECT ",
         COLUMNS,
-        " FROM templates WHERE partner_id = $1 AND status = 'approved' ORDER BY code, lang, channel"
+        " FROM templates WHERE partner_id = $1 AND status = '",
+        TemplateStatus::Approved.as_str(),
+        "' ORDER BY code, lang, channel"
     );
     let rows = sqlx::query(sql).bind(partner_id).fetch_all(db.reader()).await?;
     rows.iter().map(from_row).collect()
