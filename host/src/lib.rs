@@ -8,7 +8,7 @@
 //! - [`store`]: every SQL statement, one module per aggregate, migrations for SQLite and PostgreSQL beside
 //!   them; [`store::sealing`] seals secrets at rest.
 //! - [`messages`]: the lifecycle of a message (its direction, its states and the moves between them);
-//!   [`conversations`]: the states of a support conversation.
+//!   [`conversations`]: the states of a support conversation; [`bots`]: how a bot runs.
 //! - [`delivery`]: the delivery worker, channel providers (in-app, WhatsApp, SMS) and provider receipts.
 //! - [`webhooks`]: the outbox dispatcher and how events are signed.
 //! - [`broadcasts`]: the broadcast fan-out worker.
@@ -24,6 +24,7 @@
 #![recursion_limit = "512"]
 
 pub mod auth;
+pub mod bots;
 pub mod broadcasts;
 pub mod clock;
 pub mod config;

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use super::{ApiJson, parse_value};
 use crate::auth::{PartnerAuth, PartnerOrBot, check_allowed_ips};
+use crate::bots::RuntimeMode;
 use crate::clock::record_time;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
@@ -43,7 +44,6 @@ pub fn router() -> Router<AppState> {
         .route("/bots/{code}/flows/{flow}/invite", post(invite))
 }
 
-const MODES: &[&str] = &["local", "webhook"];
 const CHANNELS: &[&str] = &["inapp", "whatsapp", "sms"];
 
 /// A new bot token: `bot_<prefix>.<secret>`; returns it with its displayable prefix.
@@ -130,12 +130,13 @@ async fn create(
         .map(str::trim)
         .filter(|n| !n.is_empty())
         .ok_or_else(|| ApiError::validation("name", "name is required"))?;
-    let mode = req.runtime_mode.as_deref().map(str::trim).filter(|m| !m.is_empty()).unwrap_or("local");
-    if !MODES.contains(&mode) {
-        return Err(ApiError::validation("runtime_mode", "runtime_mode must be local or webhook"));
-    }
+    let mode = match req.runtime_mode.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
+        None => RuntimeMode::default(),
+        Some(text) => RuntimeMode::parse(text)
+            .ok_or_else(|| ApiError::validation("runtime_mode", "runtime_mode must be local or webhook"))?,
+    };
     let url = req.webhook_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
-    if mode == "webhook" && url.is_none() {
+    if mode == RuntimeMode::Webhook && url.is_none() {
         return Err(ApiError::validation("webhook_url", "webhook_url is required in webhook runtime mode"));
     }
     check_webhook_url(&state, url).await?;
@@ -221,17 +222,15 @@ async fn update_bot(
         bot.name = name.to_string();
     }
     if let Some(mode) = req.runtime_mode {
-        if !MODES.contains(&mode.as_str()) {
-            return Err(ApiError::validation("runtime_mode", "runtime_mode must be local or webhook"));
-        }
-        bot.runtime_mode = mode;
+        bot.runtime_mode = RuntimeMode::parse(&mode)
+            .ok_or_else(|| ApiError::validation("runtime_mode", "runtime_mode must be local or webhook"))?;
     }
     if let Some(url) = req.webhook_url {
         let url = url.as_deref().map(str::trim).filter(|u| !u.is_empty());
         check_webhook_url(&state, url).await?;
         bot.webhook_url = url.map(str::to_string);
     }
-    if bot.runtime_mode == "webhook" && bot.webhook_url.is_none() {
+    if bot.runtime_mode == RuntimeMode::Webhook && bot.webhook_url.is_none() {
         return Err(ApiError::validation("webhook_url", "webhook_url is required in webhook runtime mode"));
     }
     if let Some(channels) = req.channels {
@@ -410,7 +409,7 @@ async fn invite(
     let bot = owned(&state, &partner, &code).await?;
     let phone = super::required_phone(req.phone.as_deref())?;
     // A local bot's flows are the ones its component offers.
-    let title = if bot.runtime_mode == "local" {
+    let title = if bot.runtime_mode == RuntimeMode::Local {
         let digest = bot.component_digest.as_deref().ok_or_else(|| ApiError::not_found("flow"))?;
         let (_, flows) = store::component_info(&state.db, digest).await?.ok_or_else(|| ApiError::not_found("flow"))?;
         let offered = flows.as_array().and_then(|f| f.iter().find(|f| f["code"] == flow.as_str()).cloned());

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::{ApiJson, parse_value};
 use crate::auth::UserAuth;
+use crate::bots::RuntimeMode;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
 use crate::forms::{self, FieldDef};
@@ -227,7 +228,7 @@ fn event_payload(session: &Session, event: &GuestEvent) -> Value {
 /// Runs one user event of a session (flow or chat) through its bot.
 async fn handle_event(state: &AppState, session: &Session, event: GuestEvent) -> ApiResult<Value> {
     let bot = bots::find_by_id(&state.db, session.bot_id).await?.ok_or_else(|| ApiError::not_found("bot"))?;
-    if bot.runtime_mode == "webhook" {
+    if bot.runtime_mode == RuntimeMode::Webhook {
         let payload = event_payload(session, &event);
         return forward(state, &bot, session, "session.event", payload).await;
     }
@@ -256,7 +257,7 @@ async fn start_flow(
     let session = my_flow(&state, &user, &reference).await?;
     let bot = bots::find_by_id(&state.db, session.bot_id).await?.ok_or_else(|| ApiError::not_found("bot"))?;
     let flow = session.flow.clone().unwrap_or_default();
-    if bot.runtime_mode == "webhook" {
+    if bot.runtime_mode == RuntimeMode::Webhook {
         store::save_progress(&state.db, session.id, session.guest_state.as_deref().unwrap_or(""), None).await?;
         let payload =
             json!({ "session": session.reference, "phone": session.phone, "flow": flow, "event": {"type": "start"} });
@@ -303,7 +304,7 @@ async fn open_session(
     let bot = bots::find_for_user(&state.db, &user.phone, &code).await?.ok_or_else(|| ApiError::not_found("bot"))?;
     let reference = format!("sess_{}", random_alnum(24));
     let session = store::open_chat(&state.db, &reference, bot.id, &user.phone, state.now()).await?;
-    let steps = if bot.runtime_mode == "webhook" {
+    let steps = if bot.runtime_mode == RuntimeMode::Webhook {
         let payload = json!({ "session": session.reference, "phone": session.phone, "event": {"type": "start"} });
         forward(&state, &bot, &session, "session.start", payload).await?["steps"].take()
     } else {

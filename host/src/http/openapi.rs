@@ -1034,7 +1034,7 @@ pub fn document() -> Value {
             partner,
             Some(json!({ "type": "object", "required": ["code", "name"], "properties": {
             "code": { "type": "string", "pattern": CODE }, "name": { "type": "string", "minLength": 1, "pattern": "\\S" },
-            "runtime_mode": { "type": "string", "enum": ["local", "webhook"], "default": "local" },
+            "runtime_mode": { "type": "string", "enum": crate::bots::RuntimeMode::ALL.map(crate::bots::RuntimeMode::as_str), "default": crate::bots::RuntimeMode::default() },
             "webhook_url": { "type": ["string", "null"], "description": "Required in webhook mode" } } })),
             (
                 201,
@@ -1679,7 +1679,7 @@ fn components() -> Value {
                 "properties": {
                     "ref": { "type": "string" }, "code": { "type": "string" }, "name": { "type": "string" },
                     "partner": { "type": "string" },
-                    "runtime_mode": { "type": "string", "enum": ["local", "webhook"] },
+                    "runtime_mode": { "type": "string", "enum": crate::bots::RuntimeMode::ALL.map(crate::bots::RuntimeMode::as_str) },
                     "webhook_url": { "type": ["string", "null"] },
                     "channels": { "type": "array", "items": { "type": "string" } },
                     "allowed_ips": { "type": ["string", "null"] },

@@ -6,6 +6,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::{Db, is_unique_violation};
+use crate::bots::RuntimeMode;
 use crate::clock::Millis;
 
 #[derive(Debug, Clone)]
@@ -16,7 +17,7 @@ pub struct Bot {
     pub partner_code: String,
     pub code: String,
     pub name: String,
-    pub runtime_mode: String,
+    pub runtime_mode: RuntimeMode,
     pub webhook_url: Option<String>,
     /// Needed in the clear to sign the bot's events and to check inbound ones.
     pub webhook_secret: String,
@@ -44,7 +45,11 @@ fn from_row(db: &Db, r: &AnyRow) -> Result<Bot, sqlx::Error> {
         partner_code: r.try_get("partner_code")?,
         code: r.try_get("code")?,
         name: r.try_get("name")?,
-        runtime_mode: r.try_get("runtime_mode")?,
+        runtime_mode: {
+            let text: String = r.try_get("runtime_mode")?;
+            RuntimeMode::parse(&text)
+                .ok_or_else(|| sqlx::Error::Decode(format!("unknown runtime mode {text:?}").into()))?
+        },
         webhook_url: r.try_get("webhook_url")?,
         webhook_secret: db
             .keyring()
@@ -64,7 +69,7 @@ pub struct NewBot<'a> {
     pub reference: &'a str,
     pub code: &'a str,
     pub name: &'a str,
-    pub runtime_mode: &'a str,
+    pub runtime_mode: RuntimeMode,
     pub webhook_url: Option<&'a str>,
     pub webhook_secret: &'a str,
     pub token_hash: &'a str,
@@ -81,7 +86,7 @@ pub async fn insert(db: &Db, partner_id: i64, b: &NewBot<'_>, now: Millis) -> Re
     .bind(partner_id)
     .bind(b.code)
     .bind(b.name)
-    .bind(b.runtime_mode)
+    .bind(b.runtime_mode.as_str())
     .bind(b.webhook_url)
     .bind(db.keyring().seal(SECRET_COLUMN, b.webhook_secret))
     .bind(b.token_hash)
@@ -134,7 +139,7 @@ pub async fn update(db: &Db, bot: &Bot, now: Millis) -> Result<(), sqlx::Error> 
          updated_at = $6 WHERE id = $7",
     )
     .bind(&bot.name)
-    .bind(&bot.runtime_mode)
+    .bind(bot.runtime_mode.as_str())
     .bind(&bot.webhook_url)
     .bind(serde_json::to_string(&bot.channels).expect("strings serialise"))
     .bind(&bot.allowed_ips)
