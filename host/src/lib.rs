@@ -8,7 +8,8 @@
 //! - [`store`]: every SQL statement, one module per aggregate, migrations for SQLite and PostgreSQL beside
 //!   them; [`store::sealing`] seals secrets at rest.
 //! - [`messages`]: the lifecycle of a message (its direction, its states and the moves between them);
-//!   [`conversations`]: the states of a support conversation; [`bots`]: how a bot runs.
+//!   [`conversations`]: the states of a support conversation; [`bots`]: how a bot runs. Each such set of
+//!   names is declared with `string_enum!` (in [`names`]): one string form per variant.
 //! - [`delivery`]: the delivery worker, channel providers (in-app, WhatsApp, SMS) and provider receipts.
 //! - [`webhooks`]: the outbox dispatcher and how events are signed.
 //! - [`broadcasts`]: the broadcast fan-out worker.
@@ -38,6 +39,7 @@ pub mod health;
 pub mod http;
 pub mod messages;
 pub mod metrics;
+pub mod names;
 pub mod otp;
 pub mod runtime;
 pub mod secrets;

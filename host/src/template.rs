@@ -1,37 +1,22 @@
 //! Template text: `{{placeholder}}` parsing, the automatic review, and rendering with variables.
 //! Pure functions, unit-tested here; storage is in `store::templates`, the API in `http::templates`.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// Where a template is in its review (INTERFACE: `status`): written as a `draft`, submitted (`pending`),
-/// then `approved` or `rejected` (a rejected template may be edited and submitted again).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TemplateStatus {
-    Draft,
-    Pending,
-    Approved,
-    Rejected,
+use crate::names::string_enum;
+
+string_enum! {
+    /// Where a template is in its review (INTERFACE: `status`): written as a `draft`, submitted (`pending`),
+    /// then `approved` or `rejected` (a rejected template may be edited and submitted again).
+    pub enum TemplateStatus {
+        Draft = "draft",
+        Pending = "pending",
+        Approved = "approved",
+        Rejected = "rejected",
+    }
 }
 
 impl TemplateStatus {
-    pub const ALL: [TemplateStatus; 4] =
-        [TemplateStatus::Draft, TemplateStatus::Pending, TemplateStatus::Approved, TemplateStatus::Rejected];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            TemplateStatus::Draft => "draft",
-            TemplateStatus::Pending => "pending",
-            TemplateStatus::Approved => "approved",
-            TemplateStatus::Rejected => "rejected",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<TemplateStatus> {
-        TemplateStatus::ALL.into_iter().find(|status| status.as_str() == text)
-    }
-
     /// A review decision, which the partner hears of as a `template.status` event.
     pub fn is_decision(self) -> bool {
         matches!(self, TemplateStatus::Approved | TemplateStatus::Rejected)
@@ -40,12 +25,6 @@ impl TemplateStatus {
     /// Whether a template in this status may be submitted for review.
     pub fn can_submit(self) -> bool {
         matches!(self, TemplateStatus::Draft | TemplateStatus::Rejected)
-    }
-}
-
-impl std::fmt::Display for TemplateStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -180,11 +159,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_status_has_one_string_form() {
-        for status in TemplateStatus::ALL {
-            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
-            assert_eq!(TemplateStatus::parse(status.as_str()), Some(status));
-        }
+    fn rejected_templates_may_be_submitted_again_and_decisions_are_told() {
         assert!(TemplateStatus::Rejected.can_submit() && !TemplateStatus::Pending.can_submit());
         assert!(TemplateStatus::Approved.is_decision() && !TemplateStatus::Draft.is_decision());
     }

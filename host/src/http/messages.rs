@@ -521,7 +521,7 @@ async fn list_messages(
     }
     let msg_state = query.text("state");
     if msg_state.as_deref().is_some_and(|s| MessageState::parse(s).is_none()) {
-        let states = MessageState::ALL.map(MessageState::as_str).join(", ");
+        let states = MessageState::names().join(", ");
         return Err(ApiError::validation("state", format!("state must be one of {states}")));
     }
     let filter =

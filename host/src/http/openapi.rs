@@ -1034,7 +1034,7 @@ pub fn document() -> Value {
             partner,
             Some(json!({ "type": "object", "required": ["code", "name"], "properties": {
             "code": { "type": "string", "pattern": CODE }, "name": { "type": "string", "minLength": 1, "pattern": "\\S" },
-            "runtime_mode": { "type": "string", "enum": crate::bots::RuntimeMode::ALL.map(crate::bots::RuntimeMode::as_str), "default": crate::bots::RuntimeMode::default() },
+            "runtime_mode": { "type": "string", "enum": crate::bots::RuntimeMode::names(), "default": crate::bots::RuntimeMode::default() },
             "webhook_url": { "type": ["string", "null"], "description": "Required in webhook mode" } } })),
             (
                 201,
@@ -1587,7 +1587,7 @@ fn components() -> Value {
                     "direction": { "type": "string" },
                     "content_type": { "type": "string" },
                     "body": { "type": ["string", "null"] },
-                    "state": { "type": "string", "enum": crate::messages::MessageState::ALL.map(crate::messages::MessageState::as_str) },
+                    "state": { "type": "string", "enum": crate::messages::MessageState::names() },
                     "priority": { "type": "string" },
                     "channel": { "type": ["string", "null"] },
                     "created_at": { "type": "string" },
@@ -1640,7 +1640,7 @@ fn components() -> Value {
                     "phone": { "type": "string", "pattern": E164 },
                     "partner": { "type": "string" },
                     "subject": { "type": ["string", "null"] },
-                    "state": { "type": "string", "enum": crate::conversations::ConversationState::ALL.map(crate::conversations::ConversationState::as_str) },
+                    "state": { "type": "string", "enum": crate::conversations::ConversationState::names() },
                     "last_message_at": { "type": "string" },
                     "created_at": { "type": "string" }
                 }
@@ -1679,7 +1679,7 @@ fn components() -> Value {
                 "properties": {
                     "ref": { "type": "string" }, "code": { "type": "string" }, "name": { "type": "string" },
                     "partner": { "type": "string" },
-                    "runtime_mode": { "type": "string", "enum": crate::bots::RuntimeMode::ALL.map(crate::bots::RuntimeMode::as_str) },
+                    "runtime_mode": { "type": "string", "enum": crate::bots::RuntimeMode::names() },
                     "webhook_url": { "type": ["string", "null"] },
                     "channels": { "type": "array", "items": { "type": "string" } },
                     "allowed_ips": { "type": ["string", "null"] },
@@ -1717,7 +1717,7 @@ fn components() -> Value {
                     "lang": { "type": "string" },
                     "category": { "type": "string" },
                     "body": { "type": "string" },
-                    "status": { "type": "string", "enum": crate::template::TemplateStatus::ALL.map(crate::template::TemplateStatus::as_str) },
+                    "status": { "type": "string", "enum": crate::template::TemplateStatus::names() },
                     "variables": { "type": "array", "items": { "type": "string" } },
                     "rejection_reason": { "type": ["string", "null"] },
                     "created_at": { "type": "string" }

@@ -1,0 +1,82 @@
+//! Closed sets of names that are stored and sent as strings (states, statuses, modes): declared once with
+//! [`string_enum!`], each gets one string form per variant, used alike by the database, the API, the events
+//! and the OpenAPI document.
+
+/// Declares a `Copy` enum whose variants each have one string form: `as_str` (a `const fn`, so SQL text can
+/// be built from it at compile time), `parse`, `ALL`, `names`, `Display`, and serde with the same strings.
+macro_rules! string_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $( $(#[$variant_meta:meta])* $variant:ident = $text:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+        $vis enum $name {
+            $( $(#[$variant_meta])* #[serde(rename = $text)] $variant, )+
+        }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+
+            /// The variant with this string form, if any (exact, case-sensitive).
+            pub fn parse(text: &str) -> Option<$name> {
+                $name::ALL.iter().copied().find(|v| v.as_str() == text)
+            }
+
+            /// Every string form, in declaration order (for messages and the OpenAPI document's enums).
+            pub fn names() -> Vec<&'static str> {
+                $name::ALL.iter().map(|v| v.as_str()).collect()
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+pub(crate) use string_enum;
+
+#[cfg(test)]
+mod tests {
+    use crate::bots::RuntimeMode;
+    use crate::conversations::ConversationState;
+    use crate::messages::{Direction, MessageState};
+    use crate::template::TemplateStatus;
+
+    fn one_string_form<T>(all: &[T], as_str: fn(T) -> &'static str, parse: fn(&str) -> Option<T>)
+    where
+        T: Copy + PartialEq + std::fmt::Debug + std::fmt::Display + serde::Serialize + serde::de::DeserializeOwned,
+    {
+        for &v in all {
+            let text = as_str(v);
+            assert_eq!(serde_json::to_value(v).unwrap(), text);
+            assert_eq!(serde_json::from_value::<T>(text.into()).unwrap(), v);
+            assert_eq!(parse(text), Some(v));
+            assert_eq!(v.to_string(), text);
+            assert_eq!(parse(&text.to_uppercase()), None, "{text}: parsing is exact");
+        }
+        assert_eq!(parse(""), None);
+    }
+
+    #[test]
+    fn every_declared_name_has_one_string_form() {
+        one_string_form(MessageState::ALL, MessageState::as_str, MessageState::parse);
+        one_string_form(Direction::ALL, Direction::as_str, Direction::parse);
+        one_string_form(ConversationState::ALL, ConversationState::as_str, ConversationState::parse);
+        one_string_form(TemplateStatus::ALL, TemplateStatus::as_str, TemplateStatus::parse);
+        one_string_form(RuntimeMode::ALL, RuntimeMode::as_str, RuntimeMode::parse);
+        assert_eq!(MessageState::names(), ["queued", "sent", "delivered", "read", "failed"]);
+    }
+}
