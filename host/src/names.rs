@@ -3,7 +3,8 @@
 //! and the OpenAPI document.
 
 /// Declares a `Copy` enum whose variants each have one string form: `as_str` (a `const fn`, so SQL text can
-/// be built from it at compile time), `parse`, `ALL`, `names`, `Display`, and serde with the same strings.
+/// be built from it at compile time), `parse`, `ALL`, `names`, `Display`, `FromStr` (its error names the
+/// enum and the text, for the store's decode errors), and serde with the same strings.
 macro_rules! string_enum {
     (
         $(#[$meta:meta])*
@@ -43,6 +44,14 @@ macro_rules! string_enum {
                 f.write_str(self.as_str())
             }
         }
+
+        impl std::str::FromStr for $name {
+            type Err = String;
+
+            fn from_str(text: &str) -> Result<$name, String> {
+                $name::parse(text).ok_or_else(|| format!("unknown {} {text:?}", stringify!($name)))
+            }
+        }
     };
 }
 
@@ -78,5 +87,6 @@ mod tests {
         one_string_form(TemplateStatus::ALL, TemplateStatus::as_str, TemplateStatus::parse);
         one_string_form(RuntimeMode::ALL, RuntimeMode::as_str, RuntimeMode::parse);
         assert_eq!(MessageState::names(), ["queued", "sent", "delivered", "read", "failed"]);
+        assert_eq!("sending".parse::<MessageState>(), Err("unknown MessageState \"sending\"".to_string()));
     }
 }

@@ -5,7 +5,7 @@ use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Db, is_unique_violation};
+use super::{Db, decode_name, is_unique_violation};
 use crate::bots::RuntimeMode;
 use crate::clock::Millis;
 
@@ -45,11 +45,7 @@ fn from_row(db: &Db, r: &AnyRow) -> Result<Bot, sqlx::Error> {
         partner_code: r.try_get("partner_code")?,
         code: r.try_get("code")?,
         name: r.try_get("name")?,
-        runtime_mode: {
-            let text: String = r.try_get("runtime_mode")?;
-            RuntimeMode::parse(&text)
-                .ok_or_else(|| sqlx::Error::Decode(format!("unknown runtime mode {text:?}").into()))?
-        },
+        runtime_mode: decode_name(r, "runtime_mode")?,
         webhook_url: r.try_get("webhook_url")?,
         webhook_secret: db
             .keyring()

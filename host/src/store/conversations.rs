@@ -8,7 +8,7 @@ use sqlx::any::AnyRow;
 
 use super::messages::{Created, Message, NewMessage, create_in};
 use super::outbox::{self, Target};
-use super::{Db, like_pattern};
+use super::{Db, decode_name, like_pattern};
 use crate::clock::Millis;
 use crate::conversations::ConversationState;
 
@@ -36,11 +36,7 @@ fn from_row(row: &AnyRow) -> Result<Conversation, sqlx::Error> {
         partner_code: row.try_get("partner_code")?,
         phone: row.try_get("phone")?,
         subject: row.try_get("subject")?,
-        state: {
-            let text: String = row.try_get("state")?;
-            ConversationState::parse(&text)
-                .ok_or_else(|| sqlx::Error::Decode(format!("unknown conversation state {text:?}").into()))?
-        },
+        state: decode_name(row, "state")?,
         last_message_at: row.try_get("last_message_at")?,
         created_at: row.try_get("created_at")?,
     })

@@ -6,7 +6,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 use super::outbox::{self, Target};
-use super::{Db, like_pattern};
+use super::{Db, decode_name, like_pattern};
 use crate::clock::Millis;
 use crate::messages::{Direction, MessageState};
 
@@ -48,7 +48,7 @@ fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
         partner_id: row.try_get("partner_id")?,
         partner_code: row.try_get("partner_code")?,
         phone: row.try_get("phone")?,
-        direction: decode_direction(row)?,
+        direction: decode_name(row, "direction")?,
         content_type: row.try_get("content_type")?,
         body: row.try_get("body")?,
         rendered_body: row.try_get("rendered_body")?,
@@ -56,7 +56,7 @@ fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
         lang: row.try_get("lang")?,
         priority: row.try_get("priority")?,
         content: serde_json::from_str(&content).unwrap_or(Value::Null),
-        state: decode_state(row)?,
+        state: decode_name(row, "state")?,
         channel: row.try_get("channel")?,
         seq: row.try_get("seq")?,
         conversation_id: row.try_get("conversation_id")?,
@@ -106,16 +106,6 @@ pub enum Created {
     Replayed(Message),
     /// The idempotency key was seen within its window with a different payload.
     KeyReused,
-}
-
-fn decode_direction(row: &AnyRow) -> Result<Direction, sqlx::Error> {
-    let text: String = row.try_get("direction")?;
-    Direction::parse(&text).ok_or_else(|| sqlx::Error::Decode(format!("unknown message direction {text:?}").into()))
-}
-
-fn decode_state(row: &AnyRow) -> Result<MessageState, sqlx::Error> {
-    let text: String = row.try_get("state")?;
-    MessageState::parse(&text).ok_or_else(|| sqlx::Error::Decode(format!("unknown message state {text:?}").into()))
 }
 
 /// How long an idempotency key deduplicates.

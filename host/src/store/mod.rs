@@ -162,6 +162,17 @@ impl Db {
     }
 }
 
+/// A column holding one name of a `string_enum!` set (a state, a status, a mode); an unknown name is a
+/// decode error.
+pub fn decode_name<T: std::str::FromStr<Err = String>>(
+    row: &sqlx::any::AnyRow,
+    column: &str,
+) -> Result<T, sqlx::Error> {
+    use sqlx::Row;
+    let text: String = row.try_get(column)?;
+    text.parse().map_err(|e: String| sqlx::Error::Decode(e.into()))
+}
+
 /// True when `err` is a unique-constraint violation (both backends).
 pub fn is_unique_violation(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())

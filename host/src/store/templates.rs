@@ -4,7 +4,7 @@ use serde_json::Value;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Db, is_unique_violation, outbox};
+use super::{Db, decode_name, is_unique_violation, outbox};
 use crate::clock::Millis;
 use crate::template::TemplateStatus;
 
@@ -36,11 +36,7 @@ fn from_row(row: &AnyRow) -> Result<Template, sqlx::Error> {
         lang: row.try_get("lang")?,
         category: row.try_get("category")?,
         body: row.try_get("body")?,
-        status: {
-            let text: String = row.try_get("status")?;
-            TemplateStatus::parse(&text)
-                .ok_or_else(|| sqlx::Error::Decode(format!("unknown template status {text:?}").into()))?
-        },
+        status: decode_name(row, "status")?,
         variables: serde_json::from_str(&variables).unwrap_or_default(),
         rejection_reason: row.try_get("rejection_reason")?,
         created_at: row.try_get("created_at")?,
