@@ -295,7 +295,7 @@ impl TestApp {
 /// (or panics after ~10 s). Tests kill it to check what survives a crash.
 pub async fn spawn_server(database_url: &str, env: &[(&str, &str)]) -> (std::process::Child, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_hubbub"))
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hubbub"))
         .arg("serve")
         .env("HUBBUB_DATABASE_URL", database_url)
         .env("HUBBUB_LISTEN", format!("127.0.0.1:{port}"))
@@ -307,7 +307,6 @@ pub async fn spawn_server(database_url: &str, env: &[(&str, &str)]) -> (std::pro
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut child = child;
     let probe = format!("http://127.0.0.1:{port}/api/v1/openapi.json");
     for _ in 0..200 {
         if reqwest::get(&probe).await.is_ok() {
