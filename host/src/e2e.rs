@@ -8,6 +8,11 @@ use crate::error::{ApiError, ApiResult};
 
 pub use hubbub_e2e::{ALG, MODE_CONVERSATION, MODE_SEALED, VERSION};
 
+/// Where the document describes an envelope (the schema `E2eEnvelope`).
+pub fn envelope_schema_ref() -> utoipa::openapi::Ref {
+    utoipa::openapi::Ref::from_schema_name("E2eEnvelope")
+}
+
 /// The bytes of a base64url string (padding optional), if it is one and non-empty.
 pub fn base64url(v: &str) -> Option<Vec<u8>> {
     hubbub_e2e::decode("value", v).ok().filter(|b| !b.is_empty())

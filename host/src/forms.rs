@@ -25,9 +25,11 @@ pub enum FieldType {
 }
 
 /// One offered option of a `select` field.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Choice {
+    #[schema(min_length = 1)]
     pub id: String,
+    #[schema(min_length = 1)]
     pub label: String,
 }
 

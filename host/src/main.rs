@@ -89,6 +89,9 @@ enum Command {
         #[command(subcommand)]
         command: e2e_cli::E2eCommand,
     },
+    /// Print the OpenAPI document of the API (the one served at /api/v1/openapi.json and committed as
+    /// docs/openapi.json).
+    Openapi,
 }
 
 #[derive(Subcommand)]
@@ -211,6 +214,7 @@ async fn main() -> anyhow::Result<()> {
     let clock = Arc::new(SystemClock);
     match cli.command {
         Command::E2e { command } => e2e_cli::run(command).await?,
+        Command::Openapi => print!("{}", hubbub_host::http::openapi::document_text()),
         Command::Secrets { command: SecretsCommand::RotateKey { new_key_file, config } } => {
             let db = Db::open(&config, 2).await?;
             let source = hubbub_host::store::sealing::key_source(&config)?;

@@ -1,6 +1,10 @@
 //! The lifecycle of a message: its direction, its states and the moves between them, named once for the
 //! store, the delivery worker, provider receipts, the API and the events.
 
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
 use crate::names::string_enum;
 
 string_enum! {
@@ -25,6 +29,94 @@ string_enum! {
         Out = "out",
         In = "in",
     }
+}
+
+string_enum! {
+    /// What a message carries.
+    pub enum ContentType {
+        Text = "text",
+        Image = "image",
+        Document = "document",
+        Audio = "audio",
+        Video = "video",
+        Link = "link",
+        Html = "html",
+        System = "system",
+    }
+}
+
+string_enum! {
+    /// How a hub message is encrypted: only end to end.
+    pub enum Encryption {
+        E2e = "e2e",
+    }
+}
+
+string_enum! {
+    /// The end-to-end mode of a conversation message.
+    pub enum E2eMode {
+        Conversation = "conversation",
+    }
+}
+
+impl ContentType {
+    /// The types whose message carries a file (`media_url` or `media_base64`).
+    pub fn is_media(self) -> bool {
+        matches!(self, ContentType::Image | ContentType::Document | ContentType::Audio | ContentType::Video)
+    }
+}
+
+/// What a message carries besides its body, by type: stored with the message and spread into its record.
+#[derive(Debug, Default, Clone, Serialize, Deserialize, ToSchema)]
+pub struct MessageContent {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<Media>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<Link>,
+    /// HTML messages: the document, shown sandboxed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub html: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
+    /// `e2e` for end-to-end encrypted messages (which carry `e2e_envelope` and no body).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<Encryption>,
+    /// `conversation`, for encrypted conversation messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_mode: Option<E2eMode>,
+    /// Encrypted conversation messages: the content key version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_key_version: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::e2e::envelope_schema_ref)]
+    pub e2e_envelope: Option<Value>,
+    /// Flow invitations: the flow card (`ref`, `bot`, `flow`, `title`, `state`, and `summary` once completed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub flow: Option<Value>,
+}
+
+/// The file of a media message.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Media {
+    /// The URL given, or `/api/v1/media/{id}` for bytes sent in base64.
+    pub url: String,
+    pub filename: Option<String>,
+    pub mimetype: Option<String>,
+    /// In bytes, for stored media.
+    pub size: Option<i64>,
+}
+
+/// The target of a link message.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Link {
+    pub url: String,
+    pub label: Option<String>,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub image_url: Option<String>,
 }
 
 use MessageState::*;

@@ -4,7 +4,8 @@
 
 /// Declares a `Copy` enum whose variants each have one string form: `as_str` (a `const fn`, so SQL text can
 /// be built from it at compile time), `parse`, `ALL`, `names`, `Display`, `FromStr` (its error names the
-/// enum and the text, for the store's decode errors), and serde with the same strings.
+/// enum and the text, for the store's decode errors), serde with the same strings, and the OpenAPI schema
+/// (`ToSchema`) listing them.
 macro_rules! string_enum {
     (
         $(#[$meta:meta])*
@@ -38,6 +39,18 @@ macro_rules! string_enum {
                 $name::ALL.iter().map(|v| v.as_str()).collect()
             }
         }
+
+        /// In the OpenAPI document: a string with exactly these values.
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($text),+]))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
 
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

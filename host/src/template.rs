@@ -28,10 +28,23 @@ impl TemplateStatus {
     }
 }
 
-/// Categories a template may have.
-pub const CATEGORIES: &[&str] = &["utility", "marketing", "authentication"];
-/// Channels a template may be written for.
-pub const CHANNELS: &[&str] = &["inapp", "whatsapp", "sms"];
+string_enum! {
+    /// What a template is for (WhatsApp's categories).
+    pub enum Category {
+        Utility = "utility",
+        Marketing = "marketing",
+        Authentication = "authentication",
+    }
+}
+
+string_enum! {
+    /// The channels a template is written for and a bot answers on.
+    pub enum Channel {
+        Inapp = "inapp",
+        Whatsapp = "whatsapp",
+        Sms = "sms",
+    }
+}
 
 /// One piece of a template body.
 #[derive(Debug, PartialEq)]

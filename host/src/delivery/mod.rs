@@ -185,7 +185,7 @@ async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
     let account = accounts::find_account(db, &message.phone).await?;
     let last_seen = devices::last_seen(db, &message.phone).await?;
     let recipient = Recipient {
-        claimed: account.as_ref().is_some_and(|a| a.state == "claimed"),
+        claimed: account.as_ref().is_some_and(|a| a.state == crate::store::accounts::AccountState::Claimed),
         has_device: devices::has_device(db, &message.phone).await?,
         online: last_seen.is_some_and(|t| state.now() - t < state.config.offline_after_s as i64 * 1000),
     };

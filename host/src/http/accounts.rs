@@ -3,68 +3,117 @@
 
 use std::collections::BTreeMap;
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, patch, post};
-use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::{ApiJson, parse_id};
+use super::{ApiJson, E404, E409, List, parse_id};
 use crate::auth::PartnerAuth;
 use crate::error::{ApiError, ApiResult};
 use crate::forms::{self, ACCOUNT_FIELD_TYPES, Choice, FieldDef, account_field_kind};
 use crate::state::AppState;
-use crate::store::accounts::{self as store, Account, AccountField};
+use crate::store::accounts::{self as store, Account, AccountField, AccountState};
 use crate::store::is_unique_violation;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/accounts/link", post(link))
-        .route("/accounts/{phone}", get(get_account))
-        .route("/settings/account-fields", get(list_fields).post(create_field))
-        .route("/settings/account-fields/{id}", patch(update_field).delete(delete_field))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(link))
+        .routes(routes!(get_account))
+        .routes(routes!(list_fields, create_field))
+        .routes(routes!(update_field, delete_field))
 }
 
-/// The account as a partner sees it: only that partner in `partners`, with its field values.
-fn partner_account_json(
+/// A user account: as a partner sees it (only that partner in `partners`, with its field values), or as
+/// its user sees it (every linked partner, no field values).
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Account)]
+pub struct AccountRecord {
+    #[schema(pattern = "^\\+[1-9][0-9]{6,14}$")]
+    pub phone: String,
+    pub state: AccountState,
+    pub display_name: Option<String>,
+    pub partners: Vec<PartnerRef>,
+    /// The calling partner's custom values (partner view only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub fields: Option<Map<String, Value>>,
+}
+
+/// A partner, by code and name.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PartnerRef {
+    pub code: String,
+    pub name: String,
+}
+
+/// The account as a partner sees it.
+fn partner_account(
     account: &Account,
     partner: &crate::store::partners::Partner,
     fields: &Map<String, Value>,
-) -> Value {
-    json!({
-        "phone": account.phone,
-        "state": account.state,
-        "display_name": account.display_name,
-        "partners": [{ "code": partner.code, "name": partner.name }],
-        "fields": fields,
+) -> AccountRecord {
+    AccountRecord {
+        phone: account.phone.clone(),
+        state: account.state,
+        display_name: account.display_name.clone(),
+        partners: vec![PartnerRef { code: partner.code.clone(), name: partner.name.clone() }],
+        fields: Some(fields.clone()),
+    }
+}
+
+/// The account as its user sees it.
+pub async fn user_account(state: &AppState, account: &Account) -> ApiResult<AccountRecord> {
+    let partners = store::linked_partners(&state.db, account.id).await?;
+    Ok(AccountRecord {
+        phone: account.phone.clone(),
+        state: account.state,
+        display_name: account.display_name.clone(),
+        partners: partners.into_iter().map(|(code, name)| PartnerRef { code, name }).collect(),
+        fields: None,
     })
 }
 
-/// The account as its user sees it: every linked partner.
-pub async fn user_account_json(state: &AppState, account: &Account) -> ApiResult<Value> {
-    let partners = store::linked_partners(&state.db, account.id).await?;
-    Ok(json!({
-        "phone": account.phone,
-        "state": account.state,
-        "display_name": account.display_name,
-        "partners": partners.iter().map(|(code, name)| json!({"code": code, "name": name})).collect::<Vec<_>>(),
-    }))
-}
-
-#[derive(Deserialize)]
+/// Link a user: the account is created when it does not exist yet.
+#[derive(Deserialize, ToSchema)]
 struct Link {
+    #[schema(value_type = String, required = true, pattern = "^\\+[1-9][0-9]{6,14}$")]
     phone: Option<String>,
+    /// Send the user an SMS invitation (unclaimed accounts only).
     invite: Option<bool>,
+    #[schema(max_length = 200)]
     display_name: Option<String>,
+    /// Values of the partner's account fields (`/settings/account-fields`).
+    #[schema(value_type = Option<Object>)]
     fields: Option<Map<String, Value>>,
 }
 
+#[derive(Serialize, ToSchema)]
+struct Linked {
+    account: AccountRecord,
+    linked: bool,
+    /// Whether the invitation SMS went out.
+    invited: bool,
+}
+
+/// Create or fetch an account, link it, store custom field values, optionally invite by SMS.
+#[utoipa::path(
+    post,
+    path = "/accounts/link",
+    tag = "accounts",
+    security(("partnerKey" = [])),
+    request_body = Link,
+    responses((status = 200, description = "Linked", body = Linked))
+)]
 async fn link(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<Link>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Linked>> {
     let phone = super::required_phone(req.phone.as_deref())?;
     let display_name = req.display_name.as_deref().map(str::trim).filter(|n| !n.is_empty());
     if display_name.is_some_and(|n| n.chars().count() > 200) {
@@ -83,7 +132,7 @@ async fn link(
     })?;
     let (account, fields) =
         store::link_account(&state.db, partner.id, phone, display_name, &clean, state.now()).await?;
-    let invited = if req.invite.unwrap_or(false) && account.state != "claimed" {
+    let invited = if req.invite.unwrap_or(false) && account.state != AccountState::Claimed {
         let text = format!(
             "{} invites you to Hubbub. Open {} and sign in with this phone number to claim your account.",
             partner.name,
@@ -99,37 +148,77 @@ async fn link(
     } else {
         false
     };
-    Ok(Json(
-        json!({ "account": partner_account_json(&account, &partner, &fields), "linked": true, "invited": invited }),
-    ))
+    Ok(Json(Linked { account: partner_account(&account, &partner, &fields), linked: true, invited }))
 }
 
+/// An account linked to the caller.
+#[utoipa::path(
+    get,
+    path = "/accounts/{phone}",
+    tag = "accounts",
+    security(("partnerKey" = [])),
+    responses((status = 200, description = "The account", body = AccountRecord), (status = 404, response = E404))
+)]
 async fn get_account(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(phone): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<AccountRecord>> {
     let (account, fields) =
         store::find_linked(&state.db, partner.id, phone.trim()).await?.ok_or_else(|| ApiError::not_found("account"))?;
-    Ok(Json(partner_account_json(&account, &partner, &fields)))
+    Ok(Json(partner_account(&account, &partner, &fields)))
 }
 
-fn field_json(f: &AccountField) -> Value {
-    let mut v =
-        json!({"id": f.id, "key": f.def.key, "label": f.def.label, "type": f.type_name, "required": f.def.required});
-    if !f.def.options.is_empty() {
-        v["options"] = json!(f.def.options);
+/// A custom field of the partner's accounts.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = AccountField)]
+struct FieldRecord {
+    id: i64,
+    key: String,
+    label: String,
+    #[serde(rename = "type")]
+    #[schema(schema_with = field_type_schema)]
+    kind: String,
+    required: bool,
+    /// Selection fields: the choices.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    options: Vec<Choice>,
+}
+
+impl From<&AccountField> for FieldRecord {
+    fn from(f: &AccountField) -> Self {
+        FieldRecord {
+            id: f.id,
+            key: f.def.key.clone(),
+            label: f.def.label.clone(),
+            kind: f.type_name.clone(),
+            required: f.def.required,
+            options: f.def.options.clone(),
+        }
     }
-    v
 }
 
-#[derive(Deserialize, Default)]
+/// The account field types, as a string enum.
+fn field_type_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(ACCOUNT_FIELD_TYPES.iter().copied()))
+        .build()
+}
+
+/// An account field definition; on PATCH, the fields given replace those stored.
+#[derive(Deserialize, Default, ToSchema)]
+#[schema(as = AccountFieldInput)]
 struct FieldBody {
+    #[schema(pattern = "^[a-z0-9][a-z0-9_-]{0,63}$")]
     key: Option<String>,
+    #[schema(min_length = 1, pattern = "\\S")]
     label: Option<String>,
     #[serde(rename = "type")]
+    #[schema(schema_with = field_type_schema)]
     kind: Option<String>,
     required: Option<bool>,
+    /// Selection fields: the choices (each `id` and `label` non-empty).
     options: Option<Vec<Choice>>,
 }
 
@@ -154,41 +243,82 @@ fn build_field(body: FieldBody, base: Option<&AccountField>) -> ApiResult<(Strin
     Ok((type_name, def))
 }
 
-async fn list_fields(State(state): State<AppState>, PartnerAuth(partner): PartnerAuth) -> ApiResult<Json<Value>> {
+/// Account field definitions (all of them, in one page).
+#[utoipa::path(
+    get,
+    path = "/settings/account-fields",
+    tag = "accounts",
+    security(("partnerKey" = [])),
+    responses((status = 200, description = "All definitions", body = List<FieldRecord>))
+)]
+async fn list_fields(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+) -> ApiResult<Json<List<FieldRecord>>> {
     let fields = store::list_fields(&state.db, partner.id).await?;
-    Ok(Json(json!({ "data": fields.iter().map(field_json).collect::<Vec<_>>(), "next_cursor": null })))
+    Ok(Json(List { data: fields.iter().map(FieldRecord::from).collect(), next_cursor: None }))
 }
 
+/// Define an account field.
+#[utoipa::path(
+    post,
+    path = "/settings/account-fields",
+    tag = "accounts",
+    security(("partnerKey" = [])),
+    request_body = FieldBody,
+    responses((status = 201, description = "The definition", body = FieldRecord), (status = 409, response = E409))
+)]
 async fn create_field(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     ApiJson(body): ApiJson<FieldBody>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<FieldRecord>)> {
     let (type_name, def) = build_field(body, None)?;
     let created = store::insert_field(&state.db, partner.id, &type_name, &def, state.now())
         .await?
         .ok_or_else(|| ApiError::conflict(format!("field key {:?} already exists", def.key)))?;
-    Ok((StatusCode::CREATED, Json(field_json(&created))))
+    Ok((StatusCode::CREATED, Json(FieldRecord::from(&created))))
 }
 
+/// Change an account field.
+#[utoipa::path(
+    patch,
+    path = "/settings/account-fields/{id}",
+    tag = "accounts",
+    security(("partnerKey" = [])),
+    request_body = FieldBody,
+    responses(
+        (status = 200, description = "The definition", body = FieldRecord),
+        (status = 404, response = E404),
+        (status = 409, response = E409),
+    )
+)]
 async fn update_field(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<FieldBody>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<FieldRecord>> {
     let id = parse_id(&id, "account field")?;
     let current =
         store::find_field(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("account field"))?;
     let (type_name, def) = build_field(body, Some(&current))?;
     match store::update_field(&state.db, partner.id, id, &type_name, &def).await {
-        Ok(Some(updated)) => Ok(Json(field_json(&updated))),
+        Ok(Some(updated)) => Ok(Json(FieldRecord::from(&updated))),
         Ok(None) => Err(ApiError::not_found("account field")),
         Err(e) if is_unique_violation(&e) => Err(ApiError::conflict(format!("field key {:?} already exists", def.key))),
         Err(e) => Err(e.into()),
     }
 }
 
+/// Delete an account field.
+#[utoipa::path(
+    delete,
+    path = "/settings/account-fields/{id}",
+    tag = "accounts",
+    security(("partnerKey" = [])),
+    responses((status = 204, description = "Deleted"), (status = 404, response = E404))
+)]
 async fn delete_field(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,

@@ -61,13 +61,13 @@ async fn accept(
     let new = NewBroadcast {
         partner_id: partner.id,
         audience,
-        content_type: content.content_type,
+        content_type: content.content_type.to_string(),
         body: content.body,
         rendered_body: content.rendered_body,
         template_code: content.template_code,
         lang: content.lang,
         priority: content.priority,
-        content: content.content,
+        content: serde_json::to_value(content.content).expect("content serialises"),
         media: content.media,
     };
     let b = store::insert(&state.db, &new, state.now()).await?;

@@ -26,7 +26,7 @@ use crate::conversations::ConversationState;
 use crate::e2e;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
-use crate::messages::Direction;
+use crate::messages::{ContentType, Direction, E2eMode, Encryption, MessageContent};
 use crate::secrets::random_alnum;
 use crate::state::AppState;
 use crate::store::conversations::{self as store, Conversation};
@@ -132,7 +132,7 @@ async fn open_conversation(
 /// under a content key already shared in the thread.
 /// `system` messages speak for the service or the partner: a user cannot write one.
 fn refuse_system_from_users(req: &SendMessage) -> ApiResult<()> {
-    if req.content_type.as_deref().map(str::trim) == Some("system") {
+    if req.content_type == Some(ContentType::System) {
         return Err(ApiError::validation("content_type", "users cannot send system messages"));
     }
     Ok(())
@@ -142,13 +142,10 @@ async fn conversation_content(state: &AppState, c: &Conversation, req: &SendMess
     if !req.wants_e2e() {
         return validate_content(state, c.partner_id, req, Some(&c.phone)).await;
     }
-    if req.encryption.as_deref().is_some_and(|e| e != "e2e") {
-        return Err(ApiError::validation("encryption", "encryption must be e2e when given"));
-    }
     if req.encrypted != Some(true) {
         return Err(ApiError::validation("encrypted", "encrypted must be true for an encrypted conversation message"));
     }
-    if req.e2e_mode.as_deref() != Some(e2e::MODE_CONVERSATION) {
+    if req.e2e_mode != Some(E2eMode::Conversation) {
         return Err(ApiError::validation("e2e_mode", "e2e_mode must be conversation"));
     }
     let version = req
@@ -165,7 +162,7 @@ async fn conversation_content(state: &AppState, c: &Conversation, req: &SendMess
     if req.body.is_some() {
         return Err(ApiError::validation("body", "a plaintext body is never accepted with an e2e envelope"));
     }
-    if req.content_type.as_deref().is_some_and(|t| t != "text") || req.template_code.is_some() {
+    if req.content_type.is_some_and(|t| t != ContentType::Text) || req.template_code.is_some() {
         return Err(ApiError::validation("content_type", "encrypted conversation messages are text (in the envelope)"));
     }
     if !keys::has_key_version(&state.db, c.id, version).await? {
@@ -179,18 +176,19 @@ async fn conversation_content(state: &AppState, c: &Conversation, req: &SendMess
         return Err(ApiError::validation("priority", "priority must be a short lower-case word, e.g. chat"));
     }
     Ok(Content {
-        content_type: "text".into(),
+        content_type: ContentType::Text,
         body: None,
         rendered_body: None,
         template_code: None,
         lang: None,
         priority: priority.into(),
-        content: json!({
-            "encryption": "e2e",
-            "e2e_mode": e2e::MODE_CONVERSATION,
-            "e2e_key_version": version,
-            "e2e_envelope": envelope,
-        }),
+        content: MessageContent {
+            encryption: Some(Encryption::E2e),
+            e2e_mode: Some(E2eMode::Conversation),
+            e2e_key_version: Some(version),
+            e2e_envelope: Some(serde_json::to_value(envelope).expect("an envelope serialises")),
+            ..MessageContent::default()
+        },
         media: None,
         reference: client_ref(req, true)?,
     })
@@ -306,9 +304,7 @@ async fn agent_message(
     ApiJson(req): ApiJson<SendMessage>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let phone = required_phone(req.phone.as_deref())?.to_string();
-    let sealed = req.encryption.as_deref().map(str::trim) == Some("e2e")
-        && req.encrypted != Some(true)
-        && req.e2e_mode.is_none();
+    let sealed = req.encryption == Some(Encryption::E2e) && req.encrypted != Some(true) && req.e2e_mode.is_none();
     if !sealed && let Some(c) = store::latest_active(&state.db, partner.id, &phone).await? {
         return Ok((StatusCode::CREATED, Json(reply(&state, partner.id, &c, &req).await?)));
     }

@@ -1,16 +1,17 @@
 //! `/auth/otp`: end-user login by a one-time SMS code. A successful login claims the user's account
 //! (each linked partner receives `account.claimed`), records the device and returns a user JWT.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::post;
-use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::ApiJson;
 use super::abuse::CodeRouteLimit;
-use super::accounts::user_account_json;
+use super::accounts::{AccountRecord, user_account};
+use super::{ApiJson, E401, E409, E429, E502};
 use crate::auth::issue_user_token;
 use crate::clock::record_time;
 use crate::error::{ApiError, ApiResult};
@@ -18,45 +19,94 @@ use crate::state::AppState;
 use crate::store::{accounts, devices};
 use crate::{events, otp};
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/auth/otp/start", post(start)).route("/auth/otp/verify", post(verify))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(start)).routes(routes!(verify))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
+#[schema(as = OtpStart)]
 struct Start {
+    #[schema(value_type = String, required = true, pattern = "^\\+[1-9][0-9]{6,14}$")]
     phone: Option<String>,
+}
+
+/// A code was sent.
+#[derive(Serialize, ToSchema)]
+struct CodeSent {
+    phone: String,
+    expires_at: String,
 }
 
 fn phone_of(phone: Option<&str>) -> ApiResult<String> {
     super::required_phone(phone).map(str::to_string)
 }
 
+/// Send a 6-digit login code by SMS.
+///
+/// At most 5 per phone per 15 minutes; the code routes together are also limited per client address and
+/// for the whole host: 429 with Retry-After beyond.
+#[utoipa::path(
+    post,
+    path = "/auth/otp/start",
+    tag = "users",
+    request_body = Start,
+    responses((status = 202, description = "Code sent", body = CodeSent), (status = 429, response = E429), (status = 502, response = E502))
+)]
 async fn start(
     _: CodeRouteLimit,
     State(state): State<AppState>,
     ApiJson(req): ApiJson<Start>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<CodeSent>)> {
     let phone = phone_of(req.phone.as_deref())?;
     let expires_at = otp::start(&state, &phone, "login", None, |code| {
         format!("Your Hubbub code is {code}. It expires in 10 minutes. Never share it.")
     })
     .await?;
-    Ok((StatusCode::ACCEPTED, Json(json!({ "phone": phone, "expires_at": record_time(expires_at) }))))
+    Ok((StatusCode::ACCEPTED, Json(CodeSent { phone, expires_at: record_time(expires_at) })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
+#[schema(as = OtpVerify)]
 struct Verify {
+    #[schema(value_type = String, required = true, pattern = "^\\+[1-9][0-9]{6,14}$")]
     phone: Option<String>,
+    #[schema(value_type = String, required = true, pattern = "\\S")]
     code: Option<String>,
+    /// This device's id (1-128 of A-Z a-z 0-9 . _ : -); a new one when absent.
     device_uuid: Option<String>,
     platform: Option<String>,
 }
 
+/// A user session.
+#[derive(Serialize, ToSchema)]
+struct LoggedIn {
+    /// The user JWT (`Authorization: Bearer …`).
+    token: String,
+    expires_at: String,
+    device_uuid: String,
+    account: AccountRecord,
+}
+
+/// Verify the code: claims the account, records the device, returns a user JWT.
+///
+/// Limited per client address and host (429).
+#[utoipa::path(
+    post,
+    path = "/auth/otp/verify",
+    tag = "users",
+    request_body = Verify,
+    responses(
+        (status = 200, description = "Logged in", body = LoggedIn),
+        (status = 401, response = E401),
+        (status = 409, response = E409),
+        (status = 429, response = E429),
+    )
+)]
 async fn verify(
     _: CodeRouteLimit,
     State(state): State<AppState>,
     ApiJson(req): ApiJson<Verify>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<LoggedIn>> {
     let phone = phone_of(req.phone.as_deref())?;
     let code = req
         .code
@@ -83,10 +133,10 @@ async fn verify(
     let account = accounts::find_account(&state.db, &phone)
         .await?
         .ok_or_else(|| ApiError::internal("claimed account missing"))?;
-    Ok(Json(json!({
-        "token": token,
-        "expires_at": record_time(expires_at),
-        "device_uuid": device_uuid,
-        "account": user_account_json(&state, &account).await?,
-    })))
+    Ok(Json(LoggedIn {
+        token,
+        expires_at: record_time(expires_at),
+        device_uuid,
+        account: user_account(&state, &account).await?,
+    }))
 }

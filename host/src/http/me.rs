@@ -8,7 +8,7 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 
 use super::QueryMap;
-use super::accounts::user_account_json;
+use super::accounts::user_account;
 use super::messages::message_json;
 use crate::auth::UserAuth;
 use crate::clock::record_time;
@@ -77,7 +77,7 @@ async fn read(
 async fn account(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<Value>> {
     let account =
         accounts::find_account(&state.db, &user.phone).await?.ok_or_else(|| ApiError::not_found("account"))?;
-    Ok(Json(user_account_json(&state, &account).await?))
+    Ok(Json(serde_json::to_value(user_account(&state, &account).await?).expect("a record serialises")))
 }
 
 async fn my_bots(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<Value>> {

@@ -2,12 +2,12 @@
 //! it and to its recipients. `/content/{ref}`: the link SMS and WhatsApp texts carry for media and
 //! newsletters; the unguessable message ref is the capability.
 
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::HeaderValue;
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use axum::http::StatusCode;
 use axum::http::header::{CONTENT_SECURITY_POLICY, LOCATION, X_CONTENT_TYPE_OPTIONS};
@@ -17,10 +17,25 @@ use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::store::messages::{find_by_ref, find_media, media_sent_to};
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/media/{id}", get(get_media)).route("/content/{ref}", get(get_content))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(get_media)).routes(routes!(get_content))
 }
 
+/// Download media uploaded as base64.
+///
+/// For the sending partner, or a recipient with a user JWT (developer keys and bot tokens are 403). Served
+/// with `X-Content-Type-Options: nosniff`, `Content-Security-Policy: sandbox`, and `Content-Disposition:
+/// attachment` for every type but common images, audio and video.
+#[utoipa::path(
+    get,
+    path = "/media/{id}",
+    tag = "messages",
+    security(("partnerKey" = []), ("userJwt" = [])),
+    responses(
+        (status = 200, description = "The bytes, with the type they were sent with", content((super::openapi::Binary = "application/octet-stream"))),
+        (status = 404, response = super::E404),
+    )
+)]
 async fn get_media(
     State(state): State<AppState>,
     AnyAuth(caller): AnyAuth,
@@ -88,6 +103,17 @@ fn serve_media(media: crate::store::messages::StoredMedia) -> ApiResult<Response
     Ok(response)
 }
 
+/// The content an SMS or WhatsApp text links to (newsletter HTML, media); the ref is the capability.
+#[utoipa::path(
+    get,
+    path = "/content/{ref}",
+    tag = "delivery",
+    responses(
+        (status = 200, description = "HTML, bytes or text", content((String = "text/html"), (String = "text/plain"), (super::openapi::Binary = "application/octet-stream"))),
+        (status = 302, description = "Links and media sent by URL redirect to it"),
+        (status = 404, response = super::E404),
+    )
+)]
 async fn get_content(State(state): State<AppState>, Path(reference): Path<String>) -> ApiResult<Response> {
     let m = find_by_ref(&state.db, &reference).await?.ok_or_else(|| ApiError::not_found("content"))?;
     if m.content.get("encryption").is_some() {

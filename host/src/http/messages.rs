@@ -1,23 +1,25 @@
 //! `/messages`: send a hub message (every content type, templates, idempotency, E2E envelopes), read one
 //! with its delivery attempts, list, and mark read / unread.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use base64::Engine;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::{ApiJson, QueryMap, parse_id, parse_value};
+use super::{ApiJson, ApiQuery, List, PageParams, parse_id, parse_value};
 use crate::auth::PartnerAuth;
 use crate::clock::record_time;
 use crate::e2e;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
-use crate::messages::{Direction, MessageState};
+use crate::messages::{ContentType, Direction, E2eMode, Encryption, Link, Media, MessageContent, MessageState};
 use crate::secrets::{hex, random_alnum};
 use crate::state::AppState;
 use crate::store::messages::{self as store, Created, Message, MessageFilter, NewMedia, NewMessage};
@@ -25,60 +27,83 @@ use crate::store::{devices, is_unique_violation, templates};
 use crate::template::{self, RenderError};
 use crate::validate::{check_public_url, is_code, is_e164};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/messages", post(send_message).get(list_messages))
-        .route("/messages/read", post(mark_many_read))
-        .route("/messages/{id}", get(get_message))
-        .route("/messages/{id}/read", post(mark_read))
-        .route("/messages/{id}/unread", post(mark_unread))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(send_message, list_messages))
+        .routes(routes!(mark_many_read))
+        .routes(routes!(get_message))
+        .routes(routes!(mark_read))
+        .routes(routes!(mark_unread))
 }
 
-pub const CONTENT_TYPES: &[&str] = &["text", "image", "document", "audio", "video", "link", "html", "system"];
 /// Largest message text, in bytes: a `body` sent as it is, or a template rendered with its variables.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
-const MEDIA_TYPES: &[&str] = &["image", "document", "audio", "video"];
 
-/// The send-message fields of INTERFACE.md (aliases `url` and `cta` accepted).
-#[derive(Debug, Default, Deserialize)]
+/// What to send (aliases `url` and `cta` accepted). Also the content of conversation replies, agent sends
+/// and broadcasts (which name their recipients otherwise).
+#[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct SendMessage {
+    /// The recipient, E.164 (sends to one user).
+    #[schema(pattern = "^\\+[1-9][0-9]{6,14}$")]
     pub(crate) phone: Option<String>,
+    /// Required for text and system; at most 64 KiB (a template rendered with `vars` has the same limit: 422
+    /// on `vars`).
+    #[schema(max_length = 65536)]
     pub(crate) body: Option<String>,
-    pub(crate) content_type: Option<String>,
+    /// `text` when absent.
+    pub(crate) content_type: Option<ContentType>,
+    /// An approved (or pending) template of the partner's, rendered with `vars` into the body.
     pub(crate) template_code: Option<String>,
+    #[schema(value_type = Option<Object>)]
     pub(crate) vars: Option<Map<String, Value>>,
+    /// The template's language; `en` when absent.
     pub(crate) lang: Option<String>,
+    /// `notification` when absent: otp, notification, chat, … (a short lower-case word).
+    #[schema(pattern = "^[a-z0-9][a-z0-9_-]{0,63}$")]
     pub(crate) priority: Option<String>,
+    /// Or header `Idempotency-Key`. Deduplicates for 24 h.
+    #[schema(max_length = 255)]
     pub(crate) idempotency_key: Option<String>,
+    /// Media messages: a public https URL, or
     pub(crate) media_url: Option<String>,
+    /// the bytes in base64 (stored and served at `/api/v1/media/{id}`).
     pub(crate) media_base64: Option<String>,
     pub(crate) media_filename: Option<String>,
     pub(crate) media_mimetype: Option<String>,
+    /// Link messages (alias `url`).
     #[serde(alias = "url")]
     pub(crate) link_url: Option<String>,
+    /// Alias `cta`.
     #[serde(alias = "cta")]
     pub(crate) link_label: Option<String>,
     pub(crate) link_title: Option<String>,
     pub(crate) link_description: Option<String>,
     pub(crate) link_image_url: Option<String>,
+    /// HTML messages (newsletters): shown sandboxed.
     pub(crate) html: Option<String>,
     pub(crate) subject: Option<String>,
     pub(crate) preview: Option<String>,
-    pub(crate) encryption: Option<String>,
+    /// `e2e` for an end-to-end encrypted hub message (with `e2e_envelope` and no body).
+    pub(crate) encryption: Option<Encryption>,
+    #[schema(schema_with = crate::e2e::envelope_schema_ref)]
     pub(crate) e2e_envelope: Option<Value>,
-    /// Conversation messages: `encrypted: true` with `e2e_mode: "conversation"` and `e2e_key_version`.
+    /// Conversation messages: true for an encrypted one (with e2e_mode, e2e_key_version, e2e_envelope).
     pub(crate) encrypted: Option<bool>,
-    pub(crate) e2e_mode: Option<String>,
+    /// Conversation messages only.
+    pub(crate) e2e_mode: Option<E2eMode>,
+    /// Conversation messages: the content key version; its wraps must have been uploaded (…/keys).
+    #[schema(minimum = 1)]
     pub(crate) e2e_key_version: Option<i64>,
-    /// A ref chosen by the sender of an E2E message (to bind `aad` to it).
+    /// E2E messages only: the sender's own ref, which its aad binds. Unique across the service: reuse is 409.
     #[serde(rename = "ref")]
+    #[schema(pattern = "^msg_[A-Za-z0-9_-]{20,64}$")]
     pub(crate) client_ref: Option<String>,
 }
 
 impl SendMessage {
     /// Whether the request asks for end-to-end encryption in any of its forms.
     pub fn wants_e2e(&self) -> bool {
-        non_empty(&self.encryption).is_some()
+        self.encryption.is_some()
             || self.encrypted == Some(true)
             || self.e2e_envelope.is_some()
             || self.e2e_mode.is_some()
@@ -114,14 +139,14 @@ fn request_hash(body: &Value) -> String {
 /// Validated message content: everything but the recipient and idempotency. Shared by single sends,
 /// agent sends, conversation replies and broadcasts.
 pub struct Content {
-    pub content_type: String,
+    pub content_type: ContentType,
     pub body: Option<String>,
     pub rendered_body: Option<String>,
     pub template_code: Option<String>,
     pub lang: Option<String>,
     pub priority: String,
     /// Type-specific fields (`media`, `link`, `html`, …, `e2e_envelope`).
-    pub content: Value,
+    pub content: MessageContent,
     pub media: Option<NewMedia>,
     /// The ref the sender chose (E2E sends only); otherwise the server makes one.
     pub reference: Option<String>,
@@ -143,13 +168,13 @@ impl Content {
             conversation_id,
             developer_id: None,
             phone: phone.to_string(),
-            content_type: self.content_type,
+            content_type: self.content_type.to_string(),
             body: self.body,
             rendered_body: self.rendered_body,
             template_code: self.template_code,
             lang: self.lang,
             priority: self.priority,
-            content: self.content,
+            content: serde_json::to_value(self.content).expect("content serialises"),
             media: self.media,
             idempotency_key: None,
             request_hash: None,
@@ -185,13 +210,7 @@ pub async fn validate_content(
     req: &SendMessage,
     phone: Option<&str>,
 ) -> ApiResult<Content> {
-    let content_type = non_empty(&req.content_type).unwrap_or("text");
-    if !CONTENT_TYPES.contains(&content_type) {
-        return Err(ApiError::validation(
-            "content_type",
-            format!("content_type must be one of {}", CONTENT_TYPES.join(", ")),
-        ));
-    }
+    let content_type = req.content_type.unwrap_or(ContentType::Text);
     let priority = non_empty(&req.priority).unwrap_or("notification");
     if !is_code(priority) {
         return Err(ApiError::validation(
@@ -200,16 +219,10 @@ pub async fn validate_content(
         ));
     }
     let dev = state.config.dev;
-    let mut content = Map::new();
+    let mut content = MessageContent::default();
 
     // End-to-end encrypted sends carry an envelope and never a plaintext body (CONTRACT section 11).
-    let encrypted = match non_empty(&req.encryption) {
-        None => false,
-        Some("e2e") => true,
-        Some(_) => {
-            return Err(ApiError::validation("encryption", "encryption must be e2e when given"));
-        }
-    };
+    let encrypted = req.encryption == Some(Encryption::E2e);
     if req.encrypted == Some(true) || req.e2e_mode.is_some() || req.e2e_key_version.is_some() {
         return Err(ApiError::validation(
             "e2e_mode",
@@ -240,8 +253,8 @@ pub async fn validate_content(
                 ));
             }
         }
-        content.insert("encryption".into(), json!("e2e"));
-        content.insert("e2e_envelope".into(), Value::Object(envelope.clone()));
+        content.encryption = Some(Encryption::E2e);
+        content.e2e_envelope = Some(Value::Object(envelope.clone()));
     }
     let reference = client_ref(req, encrypted)?;
 
@@ -282,10 +295,10 @@ pub async fn validate_content(
     }
     let mut media = None;
     match content_type {
-        "text" | "system" if !encrypted && body.is_none() => {
+        ContentType::Text | ContentType::System if !encrypted && body.is_none() => {
             return Err(ApiError::validation("body", format!("body is required for {content_type} messages")));
         }
-        t if MEDIA_TYPES.contains(&t) && !encrypted => {
+        t if t.is_media() && !encrypted => {
             let (url, stored) = match (non_empty(&req.media_url), non_empty(&req.media_base64)) {
                 (Some(_), Some(_)) => {
                     return Err(ApiError::validation("media_url", "give media_url or media_base64, not both"));
@@ -314,19 +327,15 @@ pub async fn validate_content(
                     (format!("/api/v1/media/{id}"), Some(new))
                 }
             };
-            let size = stored.as_ref().map(|m| m.data.len());
-            content.insert(
-                "media".into(),
-                json!({
-                    "url": url,
-                    "filename": non_empty(&req.media_filename),
-                    "mimetype": non_empty(&req.media_mimetype),
-                    "size": size,
-                }),
-            );
+            content.media = Some(Media {
+                url,
+                filename: non_empty(&req.media_filename).map(str::to_string),
+                mimetype: non_empty(&req.media_mimetype).map(str::to_string),
+                size: stored.as_ref().map(|m| m.data.len() as i64),
+            });
             media = stored;
         }
-        "link" if !encrypted => {
+        ContentType::Link if !encrypted => {
             let url = non_empty(&req.link_url)
                 .ok_or_else(|| ApiError::validation("link_url", "link_url (or url) is required for link messages"))?;
             check_public_url(url, dev).map_err(|why| ApiError::validation("link_url", format!("link_url {why}")))?;
@@ -334,39 +343,33 @@ pub async fn validate_content(
                 check_public_url(image, dev)
                     .map_err(|why| ApiError::validation("link_image_url", format!("link_image_url {why}")))?;
             }
-            content.insert(
-                "link".into(),
-                json!({
-                    "url": url,
-                    "label": non_empty(&req.link_label),
-                    "title": non_empty(&req.link_title),
-                    "description": non_empty(&req.link_description),
-                    "image_url": non_empty(&req.link_image_url),
-                }),
-            );
+            let text = |v: &Option<String>| non_empty(v).map(str::to_string);
+            content.link = Some(Link {
+                url: url.to_string(),
+                label: text(&req.link_label),
+                title: text(&req.link_title),
+                description: text(&req.link_description),
+                image_url: text(&req.link_image_url),
+            });
         }
-        "html" if !encrypted => {
+        ContentType::Html if !encrypted => {
             let html = non_empty(&req.html)
                 .ok_or_else(|| ApiError::validation("html", "html is required for html messages"))?;
-            content.insert("html".into(), json!(html));
-            if let Some(subject) = non_empty(&req.subject) {
-                content.insert("subject".into(), json!(subject));
-            }
-            if let Some(preview) = non_empty(&req.preview) {
-                content.insert("preview".into(), json!(preview));
-            }
+            content.html = Some(html.to_string());
+            content.subject = non_empty(&req.subject).map(str::to_string);
+            content.preview = non_empty(&req.preview).map(str::to_string);
         }
         _ => {}
     }
 
     Ok(Content {
-        content_type: content_type.to_string(),
+        content_type,
         body,
         rendered_body,
         template_code,
         lang,
         priority: priority.to_string(),
-        content: Value::Object(content),
+        content,
         media,
         reference,
     })
@@ -404,36 +407,98 @@ fn decode_media(b64: &str) -> ApiResult<Vec<u8>> {
     Ok(data)
 }
 
-/// The message record of INTERFACE.md and CONTRACT section 3.
-pub fn message_json(m: &Message) -> Value {
-    let mut record = json!({
-        "message_id": m.id,
-        "ref": m.reference,
-        "phone": m.phone,
-        "partner": m.partner_code,
-        "direction": m.direction,
-        "content_type": m.content_type,
-        "body": m.body,
-        "state": m.state,
-        "priority": m.priority,
-        "channel": m.channel,
-        "conversation_id": m.conversation_id,
-        "created_at": record_time(m.created_at),
-    });
-    let obj = record.as_object_mut().expect("built as an object");
-    if m.template_code.is_some() {
-        obj.insert("template_code".into(), json!(m.template_code));
-        obj.insert("rendered_body".into(), json!(m.rendered_body));
-        obj.insert("lang".into(), json!(m.lang));
-    }
-    if let Some(content) = m.content.as_object() {
-        for (k, v) in content {
-            obj.insert(k.clone(), v.clone());
-        }
-    }
-    record
+/// A message as the API answers it: the common fields, the template fields of a template send, and the
+/// content fields of its type.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Message)]
+pub struct MessageRecord {
+    pub message_id: i64,
+    #[serde(rename = "ref")]
+    pub reference: String,
+    #[schema(pattern = "^\\+[1-9][0-9]{6,14}$")]
+    pub phone: String,
+    /// The sending partner's code.
+    pub partner: String,
+    pub direction: Direction,
+    #[schema(value_type = ContentType)]
+    pub content_type: String,
+    pub body: Option<String>,
+    pub state: MessageState,
+    pub priority: String,
+    /// The channel that carried it: hub, whatsapp or sms (null until sent).
+    pub channel: Option<String>,
+    /// The support conversation it belongs to (null for hub messages).
+    pub conversation_id: Option<i64>,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template_code: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rendered_body: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lang: Option<String>,
+    #[serde(flatten)]
+    pub content: MessageContent,
+    /// With `include=attempts`: every delivery attempt, oldest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<Vec<AttemptRecord>>,
 }
 
+/// One delivery attempt of a message.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AttemptRecord {
+    /// `delivery`, or `alert`: the opaque WhatsApp/SMS alert about an encrypted message for an offline user.
+    pub kind: String,
+    pub channel: String,
+    pub state: String,
+    pub error: Option<String>,
+    /// The provider's message id (Twilio MessageSid, WhatsApp message id); receipts are matched by it.
+    pub provider_ref: Option<String>,
+    pub at: String,
+}
+
+impl From<&Message> for MessageRecord {
+    fn from(m: &Message) -> Self {
+        let template = m.template_code.is_some();
+        MessageRecord {
+            message_id: m.id,
+            reference: m.reference.clone(),
+            phone: m.phone.clone(),
+            partner: m.partner_code.clone(),
+            direction: m.direction,
+            content_type: m.content_type.clone(),
+            body: m.body.clone(),
+            state: m.state,
+            priority: m.priority.clone(),
+            channel: m.channel.clone(),
+            conversation_id: m.conversation_id,
+            created_at: record_time(m.created_at),
+            template_code: m.template_code.clone(),
+            rendered_body: m.rendered_body.clone().filter(|_| template),
+            lang: m.lang.clone().filter(|_| template),
+            content: serde_json::from_value(m.content.clone()).unwrap_or_default(),
+            attempts: None,
+        }
+    }
+}
+
+/// The record as a JSON value (for resources whose own records embed messages).
+pub fn message_json(m: &Message) -> Value {
+    serde_json::to_value(MessageRecord::from(m)).expect("a record serialises")
+}
+
+/// Send a hub message.
+#[utoipa::path(
+    post,
+    path = "/messages",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    params(("Idempotency-Key" = Option<String>, Header, description = "Deduplicates retries for 24 h (or `idempotency_key` in the body)")),
+    request_body = SendMessage,
+    responses(
+        (status = 201, description = "The message (also when an idempotent retry is replayed; then header `Idempotent-Replayed: true`)", body = MessageRecord),
+        (status = 409, response = super::E409),
+    )
+)]
 async fn send_message(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
@@ -463,10 +528,10 @@ async fn send_message(
             tracing::info!(message_id = m.id, "message accepted");
             metrics::counter!("hubbub_messages_accepted_total").increment(1);
             state.delivery.wake.notify_one();
-            Ok((StatusCode::CREATED, Json(message_json(&m))).into_response())
+            Ok((StatusCode::CREATED, Json(MessageRecord::from(&m))).into_response())
         }
         Created::Replayed(m) => {
-            let mut response = (StatusCode::CREATED, Json(message_json(&m))).into_response();
+            let mut response = (StatusCode::CREATED, Json(MessageRecord::from(&m))).into_response();
             response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
             Ok(response)
         }
@@ -480,54 +545,95 @@ pub fn ref_taken(e: sqlx::Error) -> ApiError {
     if is_unique_violation(&e) { ApiError::conflict("ref is already used by another message") } else { e.into() }
 }
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct GetMessageQuery {
+    /// `attempts` adds the delivery attempts.
+    include: Option<String>,
+}
+
+/// Get a message.
+#[utoipa::path(
+    get,
+    path = "/messages/{id}",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    params(GetMessageQuery),
+    responses(
+        (status = 200, description = "The message; with `include=attempts` also `attempts`", body = MessageRecord),
+        (status = 404, response = super::E404),
+    )
+)]
 async fn get_message(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
-    query: QueryMap,
-) -> ApiResult<Json<Value>> {
+    ApiQuery(query): ApiQuery<GetMessageQuery>,
+) -> ApiResult<Json<MessageRecord>> {
     let id = parse_id(&id, "message")?;
     let m = store::find_message(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("message"))?;
-    let mut record = message_json(&m);
-    let include = query.text("include").unwrap_or_default();
+    let mut record = MessageRecord::from(&m);
+    let include = query.include.unwrap_or_default();
     if include.split(',').any(|part| part.trim() == "attempts") {
         let attempts = store::list_attempts(&state.db, m.id).await?;
-        record["attempts"] = attempts
-            .iter()
-            .map(|a| {
-                json!({
-                    "kind": a.kind,
-                    "channel": a.channel,
-                    "state": a.state,
-                    "error": a.error,
-                    "provider_ref": a.provider_ref,
-                    "at": record_time(a.at),
+        record.attempts = Some(
+            attempts
+                .into_iter()
+                .map(|a| AttemptRecord {
+                    kind: a.kind,
+                    channel: a.channel,
+                    state: a.state,
+                    error: a.error,
+                    provider_ref: a.provider_ref,
+                    at: record_time(a.at),
                 })
-            })
-            .collect();
+                .collect(),
+        );
     }
     Ok(Json(record))
 }
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ListMessagesQuery {
+    /// Only this user's messages (E.164).
+    #[param(pattern = "^\\+[1-9][0-9]{6,14}$")]
+    phone: Option<String>,
+    /// Only messages in this state.
+    state: Option<MessageState>,
+    /// Search in body and phone.
+    q: Option<String>,
+}
+
+/// List messages, newest first.
+#[utoipa::path(
+    get,
+    path = "/messages",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    params(ListMessagesQuery, PageParams),
+    responses((status = 200, description = "A page of messages", body = List<MessageRecord>))
+)]
 async fn list_messages(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
-    query: QueryMap,
-) -> ApiResult<Json<Value>> {
-    let page = query.page()?;
-    let phone = query.text("phone");
+    ApiQuery(query): ApiQuery<ListMessagesQuery>,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<List<MessageRecord>>> {
+    let page = page.page()?;
+    let phone = query.phone.filter(|p| !p.is_empty());
     if phone.as_deref().is_some_and(|p| !is_e164(p)) {
         return Err(ApiError::validation("phone", "phone must be E.164"));
     }
-    let msg_state = query.text("state");
-    if msg_state.as_deref().is_some_and(|s| MessageState::parse(s).is_none()) {
-        let states = MessageState::names().join(", ");
-        return Err(ApiError::validation("state", format!("state must be one of {states}")));
-    }
-    let filter =
-        MessageFilter { phone, state: msg_state, q: query.text("q"), before: page.before, limit: page.fetch() };
+    let filter = MessageFilter {
+        phone,
+        state: query.state,
+        q: query.q.map(|q| q.trim().to_string()).filter(|q| !q.is_empty()),
+        before: page.before,
+        limit: page.fetch(),
+    };
     let rows = store::list_messages(&state.db, partner.id, &filter).await?;
-    Ok(Json(page.respond(rows, |m| m.id, message_json)))
+    Ok(Json(page.list(rows, |m| m.id, |m| MessageRecord::from(m))))
 }
 
 /// Moves one of the partner's messages; answers the resulting record (unchanged when already there).
@@ -537,7 +643,7 @@ async fn mark(
     raw_id: &str,
     from: &[MessageState],
     to: MessageState,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<MessageRecord>> {
     let id = parse_id(raw_id, "message")?;
     let current =
         store::find_message(&state.db, partner_id, id).await?.ok_or_else(|| ApiError::not_found("message"))?;
@@ -551,36 +657,79 @@ async fn mark(
         Some(m) => m,
         None => store::find_message(&state.db, partner_id, id).await?.unwrap_or(current),
     };
-    Ok(Json(message_json(&record)))
+    Ok(Json(MessageRecord::from(&record)))
 }
 
+/// Mark a message read.
+#[utoipa::path(
+    post,
+    path = "/messages/{id}/read",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    responses(
+        (status = 200, description = "The message", body = MessageRecord),
+        (status = 404, response = super::E404),
+        (status = 409, response = super::E409),
+    )
+)]
 async fn mark_read(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<MessageRecord>> {
     mark(&state, partner.id, &id, &MessageState::BEFORE_READ, MessageState::Read).await
 }
 
+/// Mark a read message unread (back to delivered).
+#[utoipa::path(
+    post,
+    path = "/messages/{id}/unread",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    responses(
+        (status = 200, description = "The message", body = MessageRecord),
+        (status = 404, response = super::E404),
+        (status = 409, response = super::E409),
+    )
+)]
 async fn mark_unread(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<MessageRecord>> {
     mark(&state, partner.id, &id, &[MessageState::Read], MessageState::Delivered).await
 }
 
-#[derive(Deserialize)]
+/// Either `message_ids` or `phone`. Ids of other partners' messages are ignored.
+#[derive(Deserialize, ToSchema)]
 struct BulkRead {
+    #[schema(max_items = 1000)]
     message_ids: Option<Vec<i64>>,
+    /// Every message to this user (E.164).
+    #[schema(pattern = "^\\+[1-9][0-9]{6,14}$")]
     phone: Option<String>,
 }
 
+/// How many messages changed state.
+#[derive(Serialize, ToSchema)]
+struct Updated {
+    updated: i64,
+}
+
+/// Mark messages read in bulk.
+#[utoipa::path(
+    post,
+    path = "/messages/read",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    request_body = BulkRead,
+    responses((status = 200, description = "How many messages changed state", body = Updated))
+)]
 async fn mark_many_read(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<BulkRead>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Updated>> {
     // A phone that is given must be one (an empty string is not "no phone").
     let ids = match (&req.message_ids, req.phone.as_deref()) {
         (Some(_), Some(_)) => {
@@ -619,12 +768,13 @@ async fn mark_many_read(
         updated += moved.is_some() as i64;
     }
     tx.commit().await?;
-    Ok(Json(json!({ "updated": updated })))
+    Ok(Json(Updated { updated }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn request_hash_ignores_key_order_and_the_key_itself() {

@@ -18,6 +18,7 @@ pub mod media;
 pub mod messages;
 pub mod metrics;
 pub mod openapi;
+mod openapi_legacy;
 pub mod receipts;
 pub mod templates;
 pub mod webhooks;
@@ -46,21 +47,36 @@ use tower::timeout::TimeoutLayer;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
+use serde::Serialize;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+
 use crate::error::ApiError;
 use crate::state::AppState;
 
+pub use openapi::{E400, E401, E403, E404, E409, E413, E422, E429, E502, E503};
+
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// The whole application: every route, every layer.
-pub fn app(state: AppState) -> Router {
-    let body_limit = state.config.body_limit;
-    let request_timeout = Duration::from_millis(state.config.request_timeout_ms.max(1));
-    let api = Router::new()
+/// The routes whose handlers describe themselves (`#[utoipa::path]`), with the document they make.
+pub fn documented() -> OpenApiRouter<AppState> {
+    let api = OpenApiRouter::new()
         .merge(messages::router())
         .merge(templates::router())
         .merge(media::router())
         .merge(accounts::router())
         .merge(login::router())
+        .merge(openapi::router())
+        .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
+    openapi::base().nest("/api/v1", api)
+}
+
+/// The whole application: every route, every layer.
+pub fn app(state: AppState) -> Router {
+    let body_limit = state.config.body_limit;
+    let request_timeout = Duration::from_millis(state.config.request_timeout_ms.max(1));
+    let (documented, _) = documented().split_for_parts();
+    let api = Router::new()
         .merge(me::router())
         .merge(dev_sink::router())
         .merge(webhooks::router())
@@ -71,9 +87,8 @@ pub fn app(state: AppState) -> Router {
         .merge(flows::router())
         .merge(keys::router())
         .merge(receipts::router())
-        .merge(openapi::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
-    Router::new()
+    documented
         .nest("/api/v1", api)
         .merge(health::router())
         .merge(metrics::router())
@@ -207,6 +222,52 @@ impl QueryMap {
     }
 }
 
+/// Query parameters deserialised into `T` (unknown ones ignored); a value of the wrong type → 422
+/// `validation` naming the parameter. Several `ApiQuery` extractors may read the same query string.
+pub struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or("");
+        let pairs = form_urlencoded::parse(query.as_bytes());
+        serde_path_to_error::deserialize(serde_urlencoded::Deserializer::new(pairs)).map(ApiQuery).map_err(|e| {
+            let field = e.path().to_string();
+            ApiError::validation(field, e.into_inner().to_string())
+        })
+    }
+}
+
+/// The page parameters of every list.
+#[derive(Debug, Default, serde::Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageParams {
+    /// Page size: default 50, at most 200 (larger is clamped).
+    limit: Option<String>,
+    /// The `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+impl PageParams {
+    /// The page asked for (see [`QueryMap::page`]).
+    pub fn page(self) -> Result<Page, ApiError> {
+        let map = [("limit", self.limit), ("cursor", self.cursor)]
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.to_string(), v?)))
+            .collect();
+        QueryMap(map).page()
+    }
+}
+
+/// A page of a list, newest first: `{"data": [...], "next_cursor"}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct List<T> {
+    pub data: Vec<T>,
+    /// Pass as `cursor` for the next page; null on the last.
+    pub next_cursor: Option<String>,
+}
+
 pub const DEFAULT_LIMIT: i64 = 50;
 pub const MAX_LIMIT: i64 = 200;
 
@@ -221,6 +282,14 @@ impl Page {
     /// How many rows to fetch: one more than the page, to know whether another page follows.
     pub fn fetch(&self) -> i64 {
         self.limit + 1
+    }
+
+    /// The page of `fetch()` rows, each rendered as `R`.
+    pub fn list<T, R>(&self, mut rows: Vec<T>, id: impl Fn(&T) -> i64, render: impl Fn(&T) -> R) -> List<R> {
+        let more = rows.len() as i64 > self.limit;
+        rows.truncate(self.limit as usize);
+        let next_cursor = if more { rows.last().map(|r| encode_cursor(id(r))) } else { None };
+        List { data: rows.iter().map(render).collect(), next_cursor }
     }
 
     /// The list body `{"data": [...], "next_cursor": …}` from `fetch()` rows.

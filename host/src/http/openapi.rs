@@ -1,82 +1,239 @@
-//! `GET /api/v1/openapi.json`: the OpenAPI 3.1 document of the whole API. Every route the router serves is
-//! described here, and the test suite checks both directions (every documented operation is routed, every
-//! route is documented).
+//! `GET /api/v1/openapi.json`: the OpenAPI 3.1 document of the whole API, derived from the code. Each
+//! handler carries its `#[utoipa::path]` (route, parameters, request and response types, its own error
+//! statuses), each body type its `ToSchema`, and the router that serves the handlers is the one that
+//! collects them (`utoipa_axum::routes!`), so a route cannot be served undocumented or documented unserved.
+//!
+//! The decisions every operation shares are made once, here, in [`finish`]: the error responses any
+//! operation can give (by whether it is authenticated and whether it takes a body), the declaration of path
+//! parameters, and the security schemes. The document is committed as `docs/openapi.json`; a test fails when
+//! the two differ (`hubbub openapi > docs/openapi.json` refreshes it).
+//!
+//! Resources not yet described by their handlers are still described by hand in `openapi_legacy`, whose
+//! operations fill in what the derived document does not have.
 
-use axum::routing::get;
-use axum::{Json, Router};
+use std::sync::LazyLock;
+
+use axum::Json;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/openapi.json", get(|| async { Json(document()) }))
+/// The contract's error body: `{"error": {"code", "message", "field"?, "fields"?}}`.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Error)]
+pub struct ErrorBody {
+    error: ErrorDetail,
 }
 
-fn schema_ref(name: &str) -> Value {
-    json!({ "$ref": format!("#/components/schemas/{name}") })
+#[derive(Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Machine-readable: `validation`, `not_found`, `conflict`, `rate_limited`, …
+    code: String,
+    /// For people; never parsed.
+    message: String,
+    /// The request field at fault (dotted for nested fields).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<String>,
+    /// One message per invalid field (form submissions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fields: Option<std::collections::BTreeMap<String, String>>,
 }
 
-fn list_of(name: &str) -> Value {
-    json!({
-        "type": "object",
-        "required": ["data", "next_cursor"],
-        "properties": {
-            "data": { "type": "array", "items": schema_ref(name) },
-            "next_cursor": { "type": ["string", "null"], "description": "Pass as `cursor` for the next page; null on the last." }
+/// Bytes of any type, in a response (`{"type": "string", "format": "binary"}`).
+pub struct Binary;
+
+impl utoipa::PartialSchema for Binary {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::Type::String)
+            .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(utoipa::openapi::KnownFormat::Binary)))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Binary {}
+
+/// The error responses of the document, one per status, each a type an operation names in its
+/// `#[utoipa::path]` (`(status = 404, response = E404)`) for the statuses particular to it; the statuses
+/// every operation of a kind can give are added by [`finish`]. `(type, status, description, Retry-After)`.
+macro_rules! error_responses {
+    ($( $name:ident = $status:literal, $description:literal, $retry_after:literal; )+) => {
+        $(
+            #[doc = $description]
+            pub struct $name;
+
+            impl<'r> utoipa::ToResponse<'r> for $name {
+                fn response() -> (&'r str, utoipa::openapi::RefOr<utoipa::openapi::response::Response>) {
+                    (stringify!($name), error_response($description, $retry_after).into())
+                }
+            }
+        )+
+
+        const ERRORS: &[(u16, &str, bool)] = &[$(($status, $description, $retry_after)),+];
+    };
+}
+
+error_responses! {
+    E400 = 400, "`bad_request`: not JSON, not an object, or wrong content type", false;
+    E401 = 401, "`unauthorized`: credential missing, malformed, unknown or revoked", false;
+    E403 = 403, "`forbidden`: valid credential of the wrong kind", false;
+    E404 = 404, "`not_found`: no such resource for this caller", false;
+    E409 = 409, "`conflict` or `idempotency_conflict`", false;
+    E413 = 413, "`payload_too_large`", false;
+    E422 = 422, "`validation` (with `field`), or another 422 code such as `e2e_no_devices` or `template_not_approved`", false;
+    E429 = 429, "`rate_limited`; see `Retry-After`", true;
+    E502 = 502, "`bot_error` (the bot failed to answer) or `delivery_failed` (a provider refused)", false;
+    E503 = 503, "`timeout` (the request outlived the host's request timeout) or `unavailable` (the host cannot take this work now; see `Retry-After`)", true;
+}
+
+/// An error response: the error body, and `Retry-After` where the client should wait.
+fn error_response(description: &str, retry_after: bool) -> utoipa::openapi::response::Response {
+    use utoipa::openapi::header::Header;
+    use utoipa::openapi::{ContentBuilder, ObjectBuilder, Ref, ResponseBuilder, Type};
+    let mut response = ResponseBuilder::new()
+        .description(description)
+        .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name("Error"))).build());
+    if retry_after {
+        response = response.header("Retry-After", Header::new(ObjectBuilder::new().schema_type(Type::Integer)));
+    }
+    response.build()
+}
+
+/// The security schemes: `(name, description, bearer format)`.
+const SCHEMES: &[(&str, &str, Option<&str>)] = &[
+    ("partnerKey", "Partner API key `sk_…`", None),
+    ("developerKey", "Developer key `sk_dev_…`", None),
+    ("botToken", "Bot token `bot_<prefix>.<secret>`, scoped to its bot", None),
+    ("userJwt", "User JWT from OTP login", Some("JWT")),
+];
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Hubbub API",
+        version = "1.0.0",
+        description = "Partner messaging: hub messages with WhatsApp and SMS fallback, templates, accounts, conversations, broadcasts, bots and flows, end-to-end encrypted envelopes, signed webhooks.\n\nErrors always have the body `{\"error\": {\"code\", \"message\", \"field\"?, \"fields\"?}}`. Lists are `{\"data\": [...], \"next_cursor\"}`, newest first. Record times are `YYYY-MM-DD HH:MM:SS` UTC. Every response carries `x-request-id`."
+    ),
+    servers((url = "/")),
+    components(schemas(ErrorBody)),
+    modifiers(&SecuritySchemes)
+)]
+struct ApiDoc;
+
+struct SecuritySchemes;
+
+impl Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        for (name, description, format) in SCHEMES {
+            let mut scheme = Http::new(HttpAuthScheme::Bearer);
+            scheme.description = Some(description.to_string());
+            scheme.bearer_format = format.map(str::to_string);
+            components.add_security_scheme(*name, SecurityScheme::Http(scheme));
         }
-    })
+    }
 }
 
-/// One operation. `auth` is a security scheme name, or "" for an open route. Error responses every
-/// authenticated route can give are added here.
-fn op(summary: &str, tag: &str, auth: &str, body: Option<Value>, ok: (u16, &str, Value), errors: &[u16]) -> Value {
-    let mut responses = Map::new();
-    responses.insert(
-        ok.0.to_string(),
-        json!({ "description": ok.1, "content": { "application/json": { "schema": ok.2 } } }),
-    );
-    let mut all_errors: Vec<u16> = errors.to_vec();
-    // Any request may outlive HUBBUB_REQUEST_TIMEOUT_MS (503 `timeout`).
-    all_errors.push(503);
-    if !auth.is_empty() {
-        all_errors.extend([401, 403, 429]);
-    }
-    if body.is_some() {
-        all_errors.extend([400, 413, 422]);
-    }
-    all_errors.sort();
-    all_errors.dedup();
-    for code in all_errors {
-        responses.insert(code.to_string(), json!({ "$ref": format!("#/components/responses/E{code}") }));
-    }
-    let mut operation = json!({ "summary": summary, "tags": [tag], "responses": responses });
-    if !auth.is_empty() {
-        operation["security"] = json!([{ auth: [] }]);
-    }
-    if let Some(schema) = body {
-        operation["requestBody"] = json!({ "required": true, "content": { "application/json": { "schema": schema } } });
-    }
-    operation
+/// The router every documented route is collected by, starting from the document's fixed parts.
+pub fn base() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
 }
 
-fn query_params(params: &[(&str, &str)]) -> Value {
-    params
+/// `GET /api/v1/openapi.json`.
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(serve))
+}
+
+/// The OpenAPI document of this API (what this route serves; also `docs/openapi.json`).
+#[utoipa::path(get, path = "/openapi.json", tag = "meta", responses((status = 200, description = "This document", body = Object)))]
+async fn serve() -> Json<&'static Value> {
+    Json(document())
+}
+
+/// The whole document, built once.
+pub fn document() -> &'static Value {
+    static DOCUMENT: LazyLock<Value> = LazyLock::new(|| {
+        let (_, derived) = super::documented().split_for_parts();
+        finish(derived)
+    });
+    &DOCUMENT
+}
+
+/// The document as committed in `docs/openapi.json`: pretty-printed, ending in a newline.
+pub fn document_text() -> String {
+    let mut text = serde_json::to_string_pretty(document()).expect("a JSON value serialises");
+    text.push('\n');
+    text
+}
+
+/// The derived document with what every operation shares: error responses, path parameters, and (until
+/// every resource is derived) the hand-described operations of `openapi_legacy`.
+fn finish(derived: utoipa::openapi::OpenApi) -> Value {
+    let mut doc = serde_json::to_value(derived).expect("the document serialises");
+    let legacy = super::openapi_legacy::document();
+    // Operations and schemas described by hand fill in what the derived document lacks.
+    for (path, ops) in legacy["paths"].as_object().into_iter().flatten() {
+        let entry = doc["paths"].as_object_mut().expect("paths").entry(path.clone()).or_insert_with(|| json!({}));
+        for (method, op) in ops.as_object().into_iter().flatten() {
+            if entry.get(method).is_none() {
+                entry[method] = op.clone();
+            }
+        }
+    }
+    for (name, schema) in legacy["components"]["schemas"].as_object().into_iter().flatten() {
+        let schemas = doc["components"]["schemas"].as_object_mut().expect("schemas");
+        schemas.entry(name.clone()).or_insert_with(|| schema.clone());
+    }
+    doc["webhooks"] = legacy["webhooks"].clone();
+
+    let responses: Map<String, Value> = ERRORS
         .iter()
-        .map(|(name, description)| json!({ "name": name, "in": "query", "required": false, "schema": { "type": "string" }, "description": description }))
-        .collect()
+        .map(|(status, description, retry_after)| {
+            let response = serde_json::to_value(error_response(description, *retry_after)).expect("serialises");
+            (format!("E{status}"), response)
+        })
+        .collect();
+    doc["components"]["responses"] = Value::Object(responses);
+    for (path, ops) in doc["paths"].as_object_mut().expect("paths") {
+        for operation in ops.as_object_mut().into_iter().flat_map(|ops| ops.values_mut()) {
+            common_errors(operation);
+            declare_path_params(path, operation);
+        }
+    }
+    doc
 }
 
-fn with_params(mut operation: Value, params: Value) -> Value {
-    operation["parameters"] = params;
-    operation
+/// Adds the error statuses any operation of its kind can give: every request can outlive the request
+/// timeout (503); an authenticated one can be refused its credential or rate-limited (401, 403, 429); one
+/// with a body can be malformed, too large or invalid (400, 413, 422).
+fn common_errors(operation: &mut Value) {
+    let mut statuses = vec![503];
+    if operation["security"].as_array().is_some_and(|s| !s.is_empty()) {
+        statuses.extend([401, 403, 429]);
+    }
+    if operation.get("requestBody").is_some() {
+        statuses.extend([400, 413, 422]);
+    }
+    let responses = operation["responses"].as_object_mut().expect("every operation has responses");
+    for status in statuses {
+        responses
+            .entry(status.to_string())
+            .or_insert_with(|| json!({ "$ref": format!("#/components/responses/E{status}") }));
+    }
 }
 
 /// E.164, as every phone number in the API.
-const E164: &str = "^\\+[1-9][0-9]{6,14}$";
+pub const E164: &str = "^\\+[1-9][0-9]{6,14}$";
 /// Resource codes (partner, bot, template, field, flow).
-const CODE: &str = "^[a-z0-9][a-z0-9_-]{0,63}$";
+pub const CODE: &str = "^[a-z0-9][a-z0-9_-]{0,63}$";
 
-/// Declares the `{name}` parameters of `path` on the operation (those it does not declare itself).
+/// Declares the `{name}` parameters of `path` on the operation (those it does not declare itself), with
+/// one schema per name across the API.
 fn declare_path_params(path: &str, operation: &mut Value) {
     let names = path.split('/').filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')));
     for name in names {
@@ -105,1624 +262,44 @@ fn declare_path_params(path: &str, operation: &mut Value) {
     }
 }
 
-/// An operation whose request body is not JSON (or is signed raw bytes).
-fn with_body(mut operation: Value, content_type: &str, schema: Value) -> Value {
-    operation["requestBody"] = json!({ "required": true, "content": { content_type: { "schema": schema } } });
-    operation
-}
-
-const PAGE: [(&str, &str); 2] = [
-    ("limit", "Page size: default 50, at most 200 (larger is clamped)."),
-    ("cursor", "The `next_cursor` of the previous page."),
-];
-
-/// The document.
-pub fn document() -> Value {
-    let partner = "partnerKey";
-    let mut paths = Map::new();
-    let mut add = |path: &str, method: &str, mut operation: Value| {
-        declare_path_params(path, &mut operation);
-        let entry = paths.entry(path.to_string()).or_insert_with(|| json!({}));
-        entry[method] = operation;
-    };
-
-    // Messages
-    add(
-        "/api/v1/messages",
-        "post",
-        op(
-            "Send a hub message",
-            "messages",
-            partner,
-            Some(schema_ref("SendMessage")),
-            (
-                201,
-                "The message (also when an idempotent retry is replayed; then header `Idempotent-Replayed: true`).",
-                schema_ref("Message"),
-            ),
-            &[409],
-        ),
-    );
-    add(
-        "/api/v1/messages",
-        "get",
-        with_params(
-            op(
-                "List messages, newest first",
-                "messages",
-                partner,
-                None,
-                (200, "A page of messages", list_of("Message")),
-                &[422],
-            ),
-            query_params(&[
-                ("phone", "E.164 filter"),
-                ("state", "queued, sent, delivered, read or failed"),
-                ("q", "search in body and phone"),
-                PAGE[0],
-                PAGE[1],
-            ]),
-        ),
-    );
-    add(
-        "/api/v1/messages/{id}",
-        "get",
-        with_params(
-            op(
-                "Get a message",
-                "messages",
-                partner,
-                None,
-                (200, "The message; with `include=attempts` also `attempts`", schema_ref("Message")),
-                &[404],
-            ),
-            query_params(&[("include", "`attempts` adds the delivery attempts")]),
-        ),
-    );
-    add(
-        "/api/v1/messages/{id}/read",
-        "post",
-        op("Mark a message read", "messages", partner, None, (200, "The message", schema_ref("Message")), &[404, 409]),
-    );
-    add(
-        "/api/v1/messages/{id}/unread",
-        "post",
-        op(
-            "Mark a read message unread (back to delivered)",
-            "messages",
-            partner,
-            None,
-            (200, "The message", schema_ref("Message")),
-            &[404, 409],
-        ),
-    );
-    add(
-        "/api/v1/messages/read",
-        "post",
-        op(
-            "Mark messages read in bulk",
-            "messages",
-            partner,
-            Some(
-                json!({ "type": "object", "properties": { "message_ids": { "type": ["array", "null"], "items": { "type": "integer" }, "maxItems": 1000 }, "phone": { "type": ["string", "null"], "pattern": E164 } }, "description": "Either `message_ids` or `phone`. Ids of other partners' messages are ignored." }),
-            ),
-            (
-                200,
-                "How many messages changed state",
-                json!({ "type": "object", "properties": { "updated": { "type": "integer" } } }),
-            ),
-            &[],
-        ),
-    );
-    add("/api/v1/media/{id}", "get", {
-        let mut o = op(
-            "Download media uploaded as base64 (the sending partner, or a recipient with a user JWT; developer keys and bot tokens are 403). Served with `X-Content-Type-Options: nosniff`, `Content-Security-Policy: sandbox`, and `Content-Disposition: attachment` for every type but common images, audio and video",
-            "messages",
-            partner,
-            None,
-            (200, "The bytes", json!({ "type": "string", "format": "binary" })),
-            &[404],
-        );
-        o["responses"]["200"]["content"] =
-            json!({ "application/octet-stream": { "schema": { "type": "string", "format": "binary" } } });
-        o["security"] = json!([{ "partnerKey": [] }, { "userJwt": [] }]);
-        o
-    });
-
-    // Templates
-    add(
-        "/api/v1/templates",
-        "post",
-        op(
-            "Create a template (status draft)",
-            "templates",
-            partner,
-            Some(schema_ref("CreateTemplate")),
-            (201, "The template", schema_ref("Template")),
-            &[409],
-        ),
-    );
-    add(
-        "/api/v1/templates",
-        "get",
-        with_params(
-            op(
-                "List templates, newest first",
-                "templates",
-                partner,
-                None,
-                (200, "A page of templates", list_of("Template")),
-                &[422],
-            ),
-            query_params(&PAGE),
-        ),
-    );
-    add(
-        "/api/v1/templates/{id}",
-        "get",
-        op("Get a template", "templates", partner, None, (200, "The template", schema_ref("Template")), &[404]),
-    );
-    add(
-        "/api/v1/templates/{id}/submit",
-        "post",
-        op(
-            "Submit for review: with automatic review the answer is already approved or rejected, otherwise pending",
-            "templates",
-            partner,
-            None,
-            (200, "The template", schema_ref("Template")),
-            &[404, 409],
-        ),
-    );
-
-    // End users
-    let user = "userJwt";
-    add(
-        "/api/v1/auth/otp/start",
-        "post",
-        op(
-            "Send a 6-digit login code by SMS (5 per phone per 15 minutes; the code routes together are also limited per client address and for the whole host: 429 with Retry-After beyond)",
-            "users",
-            "",
-            Some(
-                json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string", "pattern": E164 } } }),
-            ),
-            (
-                202,
-                "Code sent",
-                json!({ "type": "object", "properties": { "phone": { "type": "string", "pattern": E164 }, "expires_at": { "type": "string" } } }),
-            ),
-            &[429, 502],
-        ),
-    );
-    add(
-        "/api/v1/auth/otp/verify",
-        "post",
-        op(
-            "Verify the code: claims the account, records the device (`device_uuid`: 1-128 of A-Z a-z 0-9 . _ : -), returns a user JWT. Limited per client address and host (429)",
-            "users",
-            "",
-            Some(json!({ "type": "object", "required": ["phone", "code"], "properties": {
-            "phone": { "type": "string", "pattern": E164 }, "code": { "type": "string", "pattern": "\\S" },
-            "device_uuid": { "type": "string" }, "platform": { "type": "string" } } })),
-            (
-                200,
-                "Logged in",
-                json!({ "type": "object", "properties": {
-            "token": { "type": "string" }, "expires_at": { "type": "string" },
-            "device_uuid": { "type": "string" }, "account": schema_ref("Account") } }),
-            ),
-            &[401, 409],
-        ),
-    );
-    add(
-        "/api/v1/me/messages",
-        "get",
-        with_params(
-            op(
-                "The hub inbox, newest first; returned messages become delivered",
-                "users",
-                user,
-                None,
-                (200, "A page of messages", list_of("Message")),
-                &[422],
-            ),
-            query_params(&PAGE),
-        ),
-    );
-    add(
-        "/api/v1/me/messages/{ref}/read",
-        "post",
-        op("Mark one of my messages read", "users", user, None, (200, "The message", schema_ref("Message")), &[404]),
-    );
-    add(
-        "/api/v1/me/account",
-        "get",
-        op(
-            "My account with every linked partner",
-            "users",
-            user,
-            None,
-            (200, "The account", schema_ref("Account")),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/me/conversations",
-        "get",
-        with_params(
-            op(
-                "My support threads (never bot sessions)",
-                "users",
-                user,
-                None,
-                (200, "A page of conversations", list_of("Conversation")),
-                &[422],
-            ),
-            query_params(&PAGE),
-        ),
-    );
-    add(
-        "/api/v1/me/bots",
-        "get",
-        op(
-            "Bots of the partners I am linked to",
-            "users",
-            user,
-            None,
-            (200, "Bots {code, name, partner}", json!({ "type": "object" })),
-            &[],
-        ),
-    );
-    add(
-        "/api/v1/me/forms",
-        "get",
-        op(
-            "My open flow invitations",
-            "users",
-            user,
-            None,
-            (200, "Forms: items {ref, bot, flow, title, state, invited_at}", json!({ "type": "object" })),
-            &[],
-        ),
-    );
-
-    // Accounts
-    add(
-        "/api/v1/accounts/link",
-        "post",
-        op(
-            "Create or fetch an account, link it, store custom field values, optionally invite by SMS",
-            "accounts",
-            partner,
-            Some(json!({ "type": "object", "required": ["phone"], "properties": {
-            "phone": { "type": "string", "pattern": E164 }, "invite": { "type": "boolean" },
-            "display_name": { "type": ["string", "null"], "maxLength": 200 }, "fields": { "type": ["object", "null"] } } })),
-            (
-                200,
-                "Linked",
-                json!({ "type": "object", "properties": {
-            "account": schema_ref("Account"), "linked": { "type": "boolean" }, "invited": { "type": "boolean" } } }),
-            ),
-            &[],
-        ),
-    );
-    add(
-        "/api/v1/accounts/{phone}",
-        "get",
-        op(
-            "An account linked to the caller",
-            "accounts",
-            partner,
-            None,
-            (200, "The account", schema_ref("Account")),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/settings/account-fields",
-        "get",
-        op(
-            "Account field definitions",
-            "accounts",
-            partner,
-            None,
-            (200, "All definitions", list_of("AccountField")),
-            &[],
-        ),
-    );
-    add(
-        "/api/v1/settings/account-fields",
-        "post",
-        op(
-            "Define an account field",
-            "accounts",
-            partner,
-            Some(schema_ref("AccountField")),
-            (201, "The definition", schema_ref("AccountField")),
-            &[409],
-        ),
-    );
-    add(
-        "/api/v1/settings/account-fields/{id}",
-        "patch",
-        op(
-            "Change an account field",
-            "accounts",
-            partner,
-            Some(schema_ref("AccountField")),
-            (200, "The definition", schema_ref("AccountField")),
-            &[404, 409],
-        ),
-    );
-    add("/api/v1/settings/account-fields/{id}", "delete", {
-        let mut o = op("Delete an account field", "accounts", partner, None, (204, "Deleted", json!({})), &[404]);
-        o["responses"]["204"] = json!({ "description": "Deleted" });
-        o
-    });
-
-    // Delivery helpers
-    add(
-        "/api/v1/dev-sink/messages",
-        "get",
-        with_params(
-            op(
-                "Dev mode only, platform partner only: what SMS and WhatsApp would have sent",
-                "delivery",
-                partner,
-                None,
-                (200, "Records {channel, phone, text, at}, newest first", json!({ "type": "object" })),
-                &[404, 422],
-            ),
-            query_params(&[("phone", "E.164"), ("channel", "sms or whatsapp"), PAGE[0], PAGE[1]]),
-        ),
-    );
-    add("/api/v1/content/{ref}", "get", {
-        let mut o = op(
-            "The content an SMS or WhatsApp text links to (newsletter HTML, media); the ref is the capability",
-            "delivery",
-            "",
-            None,
-            (200, "HTML, bytes or text; links and URL media redirect (302)", json!({ "type": "string" })),
-            &[404],
-        );
-        o["responses"]["200"]["content"] = json!({ "text/html": { "schema": { "type": "string" } }, "text/plain": { "schema": { "type": "string" } }, "application/octet-stream": { "schema": { "type": "string", "format": "binary" } } });
-        o
-    });
-
-    // Webhooks
-    add(
-        "/api/v1/settings/webhook",
-        "put",
-        op(
-            "Set where events go; the secret (whsec_…) is shown only when created or rotated",
-            "webhooks",
-            partner,
-            Some(
-                json!({ "type": "object", "properties": { "webhook_url": { "type": ["string", "null"] }, "rotate_secret": { "type": "boolean" } } }),
-            ),
-            (
-                200,
-                "The settings",
-                json!({ "type": "object", "properties": {
-            "webhook_url": { "type": ["string", "null"] }, "webhook_secret_prefix": { "type": "string" },
-            "webhook_secret": { "type": "string", "description": "Only when created or rotated" } } }),
-            ),
-            &[],
-        ),
-    );
-    add(
-        "/api/v1/webhooks/test",
-        "post",
-        op(
-            "Send one signed sample message.status event now",
-            "webhooks",
-            partner,
-            None,
-            (
-                200,
-                "What happened",
-                json!({ "type": "object", "properties": {
-            "ok": { "type": "boolean" }, "status": { "type": ["integer", "null"] }, "error": { "type": ["string", "null"] } } }),
-            ),
-            &[],
-        ),
-    );
-    add(
-        "/api/v1/webhooks/deliveries",
-        "get",
-        with_params(
-            op(
-                "Event deliveries, newest first",
-                "webhooks",
-                partner,
-                None,
-                (200, "A page of deliveries", list_of("WebhookDelivery")),
-                &[422],
-            ),
-            query_params(&[
-                ("state", "pending, succeeded, failed (retrying after a failure) or dead"),
-                ("event", "event name"),
-                PAGE[0],
-                PAGE[1],
-            ]),
-        ),
-    );
-    add(
-        "/api/v1/webhooks/deliveries/{id}/retry",
-        "post",
-        op(
-            "Send a delivery again now (same delivery id)",
-            "webhooks",
-            partner,
-            None,
-            (200, "The delivery", schema_ref("WebhookDelivery")),
-            &[404],
-        ),
-    );
-
-    // Conversations
-    let thread = json!({ "allOf": [schema_ref("Conversation"), { "type": "object", "properties": {
-        "messages": { "type": "array", "items": schema_ref("Message"), "description": "The latest 200, oldest first" } } }] });
-    add(
-        "/api/v1/me/conversations",
-        "post",
-        op(
-            "Open support with a linked partner, with the first message (send-message content fields)",
-            "conversations",
-            user,
-            Some(
-                json!({ "allOf": [schema_ref("MessageContent"), { "type": "object", "required": ["partner"], "properties": {
-            "partner": { "type": "string" }, "subject": { "type": "string" } } }] }),
-            ),
-            (201, "The conversation (open) with its first message", thread.clone()),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/me/conversations/{ref}",
-        "get",
-        op(
-            "One of my conversations with its messages",
-            "conversations",
-            user,
-            None,
-            (200, "The conversation", thread.clone()),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/me/conversations/{ref}/messages",
-        "post",
-        op(
-            "Write in my conversation (reopens it: open)",
-            "conversations",
-            user,
-            Some(schema_ref("MessageContent")),
-            (201, "The message (direction in)", schema_ref("Message")),
-            &[404],
-        ),
-    );
-    let keys_body = Some(schema_ref("UploadKeys"));
-    add(
-        "/api/v1/me/conversations/{ref}/keys",
-        "post",
-        op(
-            "Share a conversation content key: its wraps to the peer devices",
-            "e2e",
-            user,
-            keys_body.clone(),
-            (201, "The stored wraps", schema_ref("ConversationKeys")),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/me/conversations/{ref}/keys",
-        "get",
-        with_params(
-            op(
-                "The content-key wraps addressed to my device",
-                "e2e",
-                user,
-                None,
-                (200, "Wraps, every key version", schema_ref("ConversationKeys")),
-                &[404, 422],
-            ),
-            query_params(&[("device_uuid", "One of my devices; defaults to the token's device")]),
-        ),
-    );
-    add(
-        "/api/v1/me/conversations/{ref}/devices",
-        "get",
-        op(
-            "The peer device directory of my conversation",
-            "e2e",
-            user,
-            None,
-            (200, "User and agent devices", schema_ref("PeerDirectory")),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/conversations/{id}/keys",
-        "post",
-        op(
-            "Share a conversation content key (agent side)",
-            "e2e",
-            partner,
-            keys_body,
-            (201, "The stored wraps", schema_ref("ConversationKeys")),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/conversations/{id}/keys",
-        "get",
-        with_params(
-            op(
-                "The content-key wraps addressed to one of my agent devices",
-                "e2e",
-                partner,
-                None,
-                (200, "Wraps, every key version", schema_ref("ConversationKeys")),
-                &[404, 422],
-            ),
-            query_params(&[("device_uuid", "Required: one of the partner's agent devices")]),
-        ),
-    );
-    add(
-        "/api/v1/conversations/{id}/devices",
-        "get",
-        op(
-            "The peer device directory of a conversation",
-            "e2e",
-            partner,
-            None,
-            (200, "User and agent devices", schema_ref("PeerDirectory")),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/me/devices/keys",
-        "post",
-        op(
-            "Publish my device's identity key (a different key replaces it and bumps key_version)",
-            "e2e",
-            user,
-            Some(schema_ref("PublishKey")),
-            (201, "The device", schema_ref("DeviceKey")),
-            &[409],
-        ),
-    );
-    add(
-        "/api/v1/agent/devices/keys",
-        "post",
-        op(
-            "Publish an agent device's identity key",
-            "e2e",
-            partner,
-            Some(schema_ref("PublishKey")),
-            (201, "The agent device", schema_ref("DeviceKey")),
-            &[],
-        ),
-    );
-    add(
-        "/api/v1/keys/{phone}",
-        "get",
-        op(
-            "The device key record of a user whose account is linked to you: their devices and your agent devices (404 for a phone not linked to you, so the directory never tells whether a phone uses the app)",
-            "e2e",
-            partner,
-            None,
-            (200, "The key directory", schema_ref("KeyDirectory")),
-            &[404, 422],
-        ),
-    );
-    // Provider receipts (signed by the provider, no API key)
-    add(
-        "/api/v1/providers/twilio/status",
-        "post",
-        with_body(
-            op(
-                "Twilio status callback (StatusCallback of every SMS): delivered/read move the message, undelivered/failed fail it",
-                "providers",
-                "",
-                None,
-                (
-                    200,
-                    "Whether it matched one of our messages",
-                    json!({ "type": "object", "properties": { "applied": { "type": "boolean" } } }),
-                ),
-                &[400, 403, 404, 422],
-            ),
-            "application/x-www-form-urlencoded",
-            json!({ "type": "object", "required": ["MessageSid", "MessageStatus"], "description": "Signed: X-Twilio-Signature (HMAC-SHA1 with the auth token over the URL and sorted parameters)", "properties": { "MessageSid": { "type": "string" }, "MessageStatus": { "type": "string" }, "ErrorCode": { "type": "string" } } }),
-        ),
-    );
-    add(
-        "/api/v1/providers/whatsapp/webhook",
-        "post",
-        with_body(
-            op(
-                "WhatsApp Cloud API webhook: message statuses (delivered, read, failed)",
-                "providers",
-                "",
-                None,
-                (
-                    200,
-                    "How many statuses matched our messages",
-                    json!({ "type": "object", "properties": { "applied": { "type": "integer" } } }),
-                ),
-                &[400, 403, 404],
-            ),
-            "application/json",
-            json!({ "type": "object", "description": "Signed: X-Hub-Signature-256 = sha256=<hex HMAC-SHA256 of the body with HUBBUB_WHATSAPP_APP_SECRET>. entry[].changes[].value.statuses[] are read." }),
-        ),
-    );
-    add(
-        "/api/v1/providers/whatsapp/webhook",
-        "get",
-        with_params(
-            op(
-                "Meta's subscription handshake: answers hub.challenge (text) when hub.verify_token is HUBBUB_WHATSAPP_VERIFY_TOKEN",
-                "providers",
-                "",
-                None,
-                (200, "The challenge", json!({ "type": "string" })),
-                &[403, 404, 422],
-            ),
-            query_params(&[
-                ("hub.mode", "subscribe"),
-                ("hub.verify_token", "the configured token"),
-                ("hub.challenge", "echoed back"),
-            ]),
-        ),
-    );
-    add(
-        "/api/v1/conversations",
-        "get",
-        with_params(
-            op(
-                "The partner's conversations, newest first",
-                "conversations",
-                partner,
-                None,
-                (200, "A page of conversations", list_of("Conversation")),
-                &[422],
-            ),
-            query_params(&[
-                ("state", "open, pending or closed"),
-                ("q", "search in subject, contact and message bodies"),
-                PAGE[0],
-                PAGE[1],
-            ]),
-        ),
-    );
-    add(
-        "/api/v1/conversations/{id}",
-        "get",
-        op(
-            "A conversation with its messages",
-            "conversations",
-            partner,
-            None,
-            (200, "The conversation", thread),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/conversations/{id}",
-        "patch",
-        op(
-            "Close a conversation (a user message reopens it)",
-            "conversations",
-            partner,
-            Some(
-                json!({ "type": "object", "required": ["state"], "properties": { "state": { "type": "string", "enum": ["closed"] } } }),
-            ),
-            (200, "The conversation", schema_ref("Conversation")),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/conversations/{id}/messages",
-        "post",
-        op(
-            "An agent's reply (the conversation becomes pending); delivered like any outgoing message",
-            "conversations",
-            partner,
-            Some(schema_ref("MessageContent")),
-            (201, "The message (direction out)", schema_ref("Message")),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/agent/messages",
-        "post",
-        op(
-            "Agent send: into the latest open or pending conversation of the phone, else a hub message (conversation_id null)",
-            "conversations",
-            partner,
-            Some(schema_ref("SendMessage")),
-            (201, "The message", schema_ref("Message")),
-            &[],
-        ),
-    );
-
-    // Broadcasts
-    let broadcast_body = json!({ "allOf": [schema_ref("MessageContent"), { "type": "object", "properties": {
-        "audience": { "type": "string", "enum": ["linked"], "default": "linked" } },
-        "not": { "anyOf": [{ "required": ["phone"] }, { "required": ["encryption"] }, { "required": ["e2e_envelope"] }] },
-        "description": "Content fields as for a message; no phone, no encryption" }] });
-    add(
-        "/api/v1/broadcasts",
-        "post",
-        op(
-            "Send the same content to every linked and claimed user; fans out in the background",
-            "broadcasts",
-            partner,
-            Some(broadcast_body.clone()),
-            (202, "Accepted (state queued, total null)", schema_ref("Broadcast")),
-            &[],
-        ),
-    );
-    add(
-        "/api/v1/broadcasts",
-        "get",
-        with_params(
-            op(
-                "Broadcasts, newest first",
-                "broadcasts",
-                partner,
-                None,
-                (200, "A page of broadcasts", list_of("Broadcast")),
-                &[422],
-            ),
-            query_params(&PAGE),
-        ),
-    );
-    add(
-        "/api/v1/broadcasts/{id}",
-        "get",
-        op(
-            "A broadcast and its progress",
-            "broadcasts",
-            partner,
-            None,
-            (200, "The broadcast", schema_ref("Broadcast")),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/system/broadcasts",
-        "post",
-        op(
-            "Platform partner only: an announcement to every claimed account",
-            "broadcasts",
-            partner,
-            Some(broadcast_body),
-            (202, "Accepted", schema_ref("Broadcast")),
-            &[],
-        ),
-    );
-
-    // Developers
-    let developer = "developerKey";
-    let code_login = json!({ "type": "object", "required": ["phone", "code"], "properties": { "phone": { "type": "string", "pattern": E164 }, "code": { "type": "string", "pattern": "\\S" } } });
-    let developer_schema = json!({ "type": "object", "properties": {
-        "developer_id": { "type": "integer" }, "phone": { "type": "string", "pattern": E164 }, "email": { "type": ["string", "null"] }, "created_at": { "type": "string" } } });
-    add(
-        "/api/v1/dev/signup",
-        "post",
-        op(
-            "Sign up (or start a sign-in): sends a code by SMS. The e-mail travels with the code and is stored only when that code verifies the sign-up (POST /dev/verify); a sign-in never changes it. Limited per client address and host (429)",
-            "developers",
-            "",
-            Some(
-                json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string", "pattern": E164 }, "email": { "type": ["string", "null"] } } }),
-            ),
-            (
-                202,
-                "Code sent",
-                json!({ "type": "object", "properties": { "phone": { "type": "string", "pattern": E164 }, "expires_at": { "type": "string" } } }),
-            ),
-            &[429, 502],
-        ),
-    );
-    add(
-        "/api/v1/dev/verify",
-        "post",
-        op(
-            "Verify the sign-up: the developer and an sk_dev_ API key, shown once",
-            "developers",
-            "",
-            Some(code_login.clone()),
-            (
-                200,
-                "Verified",
-                json!({ "type": "object", "properties": { "developer": developer_schema.clone(), "api_key": { "type": "string" } } }),
-            ),
-            &[401, 409, 429],
-        ),
-    );
-    add(
-        "/api/v1/dev/session",
-        "post",
-        op(
-            "Sign in with a new code: a 12-hour session key (sk_dev_…), shown once",
-            "developers",
-            "",
-            Some(code_login),
-            (
-                200,
-                "Signed in",
-                json!({ "type": "object", "properties": { "developer": developer_schema, "api_key": { "type": "string" }, "expires_at": { "type": "string" } } }),
-            ),
-            &[401],
-        ),
-    );
-    add(
-        "/api/v1/dev/keys",
-        "get",
-        op(
-            "My keys, by prefix (never the keys)",
-            "developers",
-            developer,
-            None,
-            (200, "Keys {prefix, kind, active, created_at, expires_at, revoked_at}", json!({ "type": "object" })),
-            &[],
-        ),
-    );
-    add("/api/v1/dev/keys/{prefix}", "delete", {
-        let mut o = op("Revoke one of my keys", "developers", developer, None, (204, "Revoked", json!({})), &[404]);
-        o["responses"]["204"] = json!({ "description": "Revoked" });
-        o
-    });
-    add(
-        "/api/v1/dev/templates",
-        "get",
-        op(
-            "The approved template catalog (the platform's approved templates)",
-            "developers",
-            developer,
-            None,
-            (200, "Templates {code, lang, channel, category, body, variables}", json!({ "type": "object" })),
-            &[],
-        ),
-    );
-    add(
-        "/api/v1/dev/messages",
-        "post",
-        op(
-            "Send an approved template; no body, no partner; daily quota (429)",
-            "developers",
-            developer,
-            Some(json!({ "type": "object", "required": ["phone", "template_code"], "properties": {
-            "phone": { "type": "string", "pattern": E164 }, "template_code": { "type": "string" }, "vars": { "type": "object" },
-            "lang": { "type": "string" }, "idempotency_key": { "type": "string" } } })),
-            (201, "The message", schema_ref("Message")),
-            &[409],
-        ),
-    );
-    add(
-        "/api/v1/dev/settings",
-        "put",
-        op(
-            "My webhook (message.status of my messages), as PUT /settings/webhook",
-            "developers",
-            developer,
-            Some(
-                json!({ "type": "object", "properties": { "webhook_url": { "type": ["string", "null"] }, "rotate_secret": { "type": "boolean" } } }),
-            ),
-            (200, "The settings; webhook_secret only when created or rotated", json!({ "type": "object" })),
-            &[],
-        ),
-    );
-
-    // Bots and flows
-    let bot_or_partner = |mut o: Value| {
-        o["security"] = json!([{ "partnerKey": [] }, { "botToken": [] }]);
-        o
-    };
-    let bot_record = json!({ "type": "object", "properties": { "bot": schema_ref("Bot") } });
-    add(
-        "/api/v1/bots",
-        "post",
-        op(
-            "Create a bot; its token and webhook secret are returned once",
-            "bots",
-            partner,
-            Some(json!({ "type": "object", "required": ["code", "name"], "properties": {
-            "code": { "type": "string", "pattern": CODE }, "name": { "type": "string", "minLength": 1, "pattern": "\\S" },
-            "runtime_mode": { "type": "string", "enum": crate::bots::RuntimeMode::names(), "default": crate::bots::RuntimeMode::default() },
-            "webhook_url": { "type": ["string", "null"], "description": "Required in webhook mode" } } })),
-            (
-                201,
-                "The bot with its credentials",
-                json!({ "type": "object", "properties": {
-            "bot": { "type": "object" }, "bot_token": { "type": "string" }, "webhook_secret": { "type": "string" }, "warning": { "type": "string" } } }),
-            ),
-            &[409],
-        ),
-    );
-    add(
-        "/api/v1/bots/{code}",
-        "get",
-        bot_or_partner(op(
-            "A bot (partner key, or that bot's own token)",
-            "bots",
-            partner,
-            None,
-            (200, "The bot", bot_record.clone()),
-            &[404],
-        )),
-    );
-    add(
-        "/api/v1/bots/{code}",
-        "patch",
-        op(
-            "Update name, runtime_mode, webhook_url, channels, allowed_ips (empty clears)",
-            "bots",
-            partner,
-            Some(json!({ "type": "object", "properties": {
-            "name": { "type": "string" }, "runtime_mode": { "type": "string" }, "webhook_url": { "type": ["string", "null"] },
-            "channels": { "type": "array", "items": { "type": "string", "enum": ["inapp", "whatsapp", "sms"] } },
-            "allowed_ips": { "type": ["string", "null"] } } })),
-            (200, "The bot", bot_record.clone()),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/bots/{code}/credentials",
-        "get",
-        bot_or_partner(op(
-            "Credential prefixes (never the token or secret)",
-            "bots",
-            partner,
-            None,
-            (200, "Credentials", json!({ "type": "object", "properties": { "credentials": { "type": "object" } } })),
-            &[404],
-        )),
-    );
-    add(
-        "/api/v1/bots/{code}/token/rotate",
-        "post",
-        op(
-            "A new bot token, shown once; the old one stops working",
-            "bots",
-            partner,
-            None,
-            (200, "{bot_token}", json!({ "type": "object" })),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/bots/{code}/webhook",
-        "put",
-        op(
-            "Set the bot's webhook URL (and optionally rotate its secret, set allowed_ips)",
-            "bots",
-            partner,
-            Some(json!({ "type": "object", "required": ["webhook_url"], "properties": {
-            "webhook_url": { "type": "string" }, "rotate_secret": { "type": "boolean" }, "allowed_ips": { "type": "string" } } })),
-            (200, "{bot, webhook_secret?}", bot_record),
-            &[404],
-        ),
-    );
-    add("/api/v1/bots/{code}/webhook", "post", {
-        let mut o = op(
-            "Inbound events from the bot: {event: reply|ping, data}. The caller's address is checked against allowed_ips first (403). Auth: the bot token, X-Service-Bot-Secret, X-Service-Signature (sha256=<hex HMAC of the body>), or the Standard Webhooks headers (webhook-id, webhook-timestamp within 5 minutes, webhook-signature v1,<base64 HMAC of id.timestamp.body keyed with the base64-decoded secret after whsec_>). An event with a webhook-id (which then needs a fresh webhook-timestamp) is applied once: a repeat answers {ok: true, duplicate: true}. Reply steps are appended to what the app has not fetched yet",
-            "bots",
-            "",
-            Some(
-                json!({ "type": "object", "required": ["event"], "properties": { "event": { "type": "string", "enum": ["reply", "ping"] },
-                "data": { "type": "object", "description": "reply: {session, steps}" } } }),
-            ),
-            (
-                200,
-                "{ok: true, duplicate?: true}",
-                json!({ "type": "object", "properties": { "ok": { "type": "boolean" }, "duplicate": { "type": "boolean" } } }),
-            ),
-            &[401, 403, 404],
-        );
-        o["security"] = json!([{ "botToken": [] }]);
-        o["parameters"] = json!([
-            { "name": "webhook-id", "in": "header", "required": false, "schema": { "type": "string", "maxLength": 256 }, "description": "Event id: a repeat is acknowledged and ignored." },
-            { "name": "webhook-timestamp", "in": "header", "required": false, "schema": { "type": "string" }, "description": "Seconds since the epoch; required with webhook-id; within 5 minutes of now." },
-            { "name": "webhook-signature", "in": "header", "required": false, "schema": { "type": "string" }, "description": "Standard Webhooks: space-separated v1,<base64> signatures." }
-        ]);
-        o
-    });
-    add(
-        "/api/v1/bots/{code}/webhook/secret/rotate",
-        "post",
-        op(
-            "A new webhook secret, shown once",
-            "bots",
-            partner,
-            None,
-            (200, "{webhook_secret}", json!({ "type": "object" })),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/bots/{code}/webhook/test",
-        "post",
-        op(
-            "Send a signed bot.webhook.test event now",
-            "bots",
-            partner,
-            None,
-            (200, "{ok, status, error}", json!({ "type": "object" })),
-            &[404],
-        ),
-    );
-    add("/api/v1/bots/{code}/component", "put", {
-        let mut o = op(
-            "Upload the bot's Wasm component (raw bytes, Content-Type application/wasm, up to HUBBUB_COMPONENT_LIMIT, 64 MiB by default; streamed to disk); 422 invalid_component otherwise. Compilations run a few at a time (HUBBUB_BOT_COMPILE_CONCURRENCY): when all are busy the upload is refused at once with 503 and Retry-After",
-            "bots",
-            partner,
-            None,
-            (200, "{component: {digest, size, flows, uploaded_at}}", json!({ "type": "object" })),
-            &[400, 404, 413, 422, 503],
-        );
-        let wasm = json!({ "schema": { "type": "string", "format": "binary" } });
-        o["requestBody"] =
-            json!({ "required": true, "content": { "application/wasm": wasm, "application/octet-stream": wasm } });
-        o
-    });
-    add(
-        "/api/v1/bots/{code}/flows/{flow}/invite",
-        "post",
-        op(
-            "Invite a user to a flow: a flow card in the hub and an entry in /me/forms",
-            "bots",
-            partner,
-            Some(
-                json!({ "type": "object", "required": ["phone"], "properties": { "phone": { "type": "string", "pattern": E164 } } }),
-            ),
-            (201, "{flow_session: {ref, bot, flow, phone, state, message_id}}", json!({ "type": "object" })),
-            &[404],
-        ),
-    );
-    let steps = json!({ "type": "object", "properties": { "ref": { "type": "string" }, "state": { "type": "string", "enum": ["in_progress", "completed"] },
-        "summary": { "type": "object" }, "steps": { "type": "array", "items": schema_ref("Step") } } });
-    let event_body = json!({ "type": "object", "required": ["type"], "properties": {
-        "type": { "type": "string", "enum": ["text", "select", "submit", "payment"] }, "text": { "type": "string" },
-        "id": { "type": "string", "description": "select: the item id; payment: the payment id" },
-        "screen": { "type": "string" }, "values": { "type": "object" },
-        "status": { "type": "string", "enum": ["confirmed", "declined", "cancelled"] }, "reference": { "type": "string" } } });
-    add(
-        "/api/v1/me/flows/{ref}/start",
-        "post",
-        op("Start an invited flow", "flows", user, None, (200, "The first steps", steps.clone()), &[404, 409, 502]),
-    );
-    add(
-        "/api/v1/me/flows/{ref}/submit",
-        "post",
-        op(
-            "Submit a screen: values are validated against its fields (422 with fields, the bot is not called)",
-            "flows",
-            user,
-            Some(
-                json!({ "type": "object", "required": ["screen", "values"], "properties": { "screen": { "type": "string" }, "values": { "type": "object" } } }),
-            ),
-            (200, "The next steps, or completed with the summary", steps.clone()),
-            &[404, 409, 502],
-        ),
-    );
-    add(
-        "/api/v1/me/flows/{ref}/events",
-        "post",
-        op(
-            "Another event in a flow (menu choice, text, payment result)",
-            "flows",
-            user,
-            Some(event_body.clone()),
-            (200, "The next steps", steps.clone()),
-            &[404, 409, 502],
-        ),
-    );
-    add(
-        "/api/v1/me/bots/{code}/sessions",
-        "post",
-        op(
-            "Open an in-app chat session with a bot of a linked partner",
-            "flows",
-            user,
-            None,
-            (201, "{session, steps}", json!({ "type": "object" })),
-            &[404, 409, 502],
-        ),
-    );
-    add(
-        "/api/v1/me/bots/{code}/sessions/{session}",
-        "get",
-        op(
-            "Steps a webhook-mode bot answered since the last call (each shown once)",
-            "flows",
-            user,
-            None,
-            (200, "{session, steps}", json!({ "type": "object" })),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/me/bots/{code}/sessions/{session}/events",
-        "post",
-        op(
-            "A user event in a chat session",
-            "flows",
-            user,
-            Some(event_body),
-            (200, "{session, steps}", json!({ "type": "object" })),
-            &[404, 409, 502],
-        ),
-    );
-
-    add(
-        "/api/v1/openapi.json",
-        "get",
-        op("This document", "meta", "", None, (200, "OpenAPI 3.1", json!({ "type": "object" })), &[]),
-    );
-    add(
-        "/healthz",
-        "get",
-        op(
-            "Liveness: the process answers (outside /api/v1; no credentials, no rate limit)",
-            "meta",
-            "",
-            None,
-            (
-                200,
-                "Alive",
-                json!({ "type": "object", "required": ["status"], "properties": { "status": { "const": "ok" } } }),
-            ),
-            &[],
-        ),
-    );
-    add("/metrics", "get", {
-        let mut o = op(
-            "Prometheus metrics in the text format (outside /api/v1): requests by route and status with latency histograms, messages accepted and delivered by channel, delivery and webhook backlogs, webhook attempts by outcome, bot calls by bot and outcome, rate-limit refusals, broadcasts in progress. Off (404) unless HUBBUB_METRICS_TOKEN is set; then that token as a bearer credential",
-            "meta",
-            "",
-            None,
-            (200, "The metrics", json!({ "type": "string" })),
-            &[401, 404],
-        );
-        o["responses"]["200"]["content"] = json!({ "text/plain": { "schema": { "type": "string" } } });
-        o
-    });
-    add("/readyz", "get", {
-        let checks = json!({ "type": "object", "properties": {
-            "database": { "type": "string" }, "migrations": { "type": "string" }, "workers": { "type": "string" } } });
-        let mut o = op(
-            "Readiness: both database pools answer, every migration is applied, the background workers run (outside /api/v1; no credentials, no rate limit)",
-            "meta",
-            "",
-            None,
-            (
-                200,
-                "Ready",
-                json!({ "type": "object", "required": ["status", "checks"], "properties": { "status": { "const": "ready" }, "checks": checks.clone() } }),
-            ),
-            &[],
-        );
-        o["responses"]["503"] = json!({ "description": "Not ready: the error says which check failed; `checks` has each", "content": { "application/json": { "schema": {
-            "allOf": [schema_ref("Error"), { "type": "object", "required": ["status", "checks"],
-            "properties": { "status": { "const": "not_ready" }, "checks": checks } }] } } } });
-        o
-    });
-
-    let mut document = json!({
-        "openapi": "3.1.0",
-        "info": {
-            "title": "Hubbub API",
-            "version": "1.0.0",
-            "description": "Partner messaging: hub messages with WhatsApp and SMS fallback, templates, accounts, conversations, broadcasts, bots and flows, end-to-end encrypted envelopes, signed webhooks.\n\nErrors always have the body `{\"error\": {\"code\", \"message\", \"field\"?, \"fields\"?}}`. Lists are `{\"data\": [...], \"next_cursor\"}`, newest first. Record times are `YYYY-MM-DD HH:MM:SS` UTC. Every response carries `x-request-id`."
-        },
-        "servers": [{ "url": "/" }],
-        "paths": paths,
-        "webhooks": webhooks(),
-        "components": components(),
-    });
-    optional_request_fields_accept_null(&mut document);
-    document
-}
-
-/// The server reads every optional request field as "absent" when it is `null`: say so in the document, on
-/// the top-level fields of every JSON request body (nested objects such as `e2e_envelope` keep their rules).
-fn optional_request_fields_accept_null(document: &mut Value) {
-    fn nullable(schema: &mut Value, components: &mut Map<String, Value>, done: &mut Vec<String>) {
-        if let Some(name) = schema["$ref"].as_str().and_then(|r| r.strip_prefix("#/components/schemas/")) {
-            let name = name.to_string();
-            if !done.contains(&name) {
-                done.push(name.clone());
-                if let Some(mut component) = components.remove(&name) {
-                    nullable(&mut component, components, done);
-                    components.insert(name, component);
-                }
-            }
-            return;
+#[cfg(test)]
+mod tests {
+    /// `docs/openapi.json` is the document the code derives; `HUBBUB_BLESS=1` rewrites it.
+    #[test]
+    fn the_committed_document_is_the_derived_one() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/openapi.json");
+        let derived = super::document_text();
+        if std::env::var_os("HUBBUB_BLESS").is_some() {
+            std::fs::write(path, &derived).unwrap();
         }
-        // (`get_mut`, not indexing: indexing a missing key would insert a null.)
-        if let Some(parts) = schema.get_mut("allOf").and_then(Value::as_array_mut) {
-            parts.iter_mut().for_each(|part| nullable(part, components, done));
-        }
-        let required: Vec<String> = schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-            .unwrap_or_default();
-        let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else { return };
-        for (_, property) in properties.iter_mut().filter(|(name, _)| !required.contains(name)) {
-            let with_null = match property.get("type") {
-                Some(Value::String(t)) => json!([t, "null"]),
-                Some(Value::Array(types)) if !types.contains(&json!("null")) => {
-                    Value::Array(types.iter().cloned().chain([json!("null")]).collect())
-                }
-                _ => continue,
-            };
-            property["type"] = with_null;
-            if let Some(values) = property.get_mut("enum").and_then(Value::as_array_mut) {
-                values.push(Value::Null);
-            }
-        }
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            committed == derived,
+            "docs/openapi.json differs from the document the code derives: run `cargo run -p hubbub-host -- openapi > docs/openapi.json` (or HUBBUB_BLESS=1 cargo test -p hubbub-host --lib openapi)"
+        );
     }
-    let mut components = document["components"]["schemas"].as_object().cloned().unwrap_or_default();
-    let mut done = Vec::new();
-    if let Some(paths) = document["paths"].as_object_mut() {
-        for operation in paths.values_mut().filter_map(Value::as_object_mut).flat_map(|ops| ops.values_mut()) {
-            if let Some(schema) = operation.pointer_mut("/requestBody/content/application~1json/schema") {
-                nullable(schema, &mut components, &mut done);
-            }
-        }
-    }
-    document["components"]["schemas"] = Value::Object(components);
-}
 
-/// The events partners receive (OpenAPI 3.1 `webhooks`). Signing: see docs/webhooks.md.
-fn webhooks() -> Value {
-    let event = |name: &str, properties: Value| {
-        json!({ "post": {
-            "summary": name,
-            "parameters": [
-                { "name": "X-Service-Event", "in": "header", "schema": { "type": "string" } },
-                { "name": "X-Service-Signature", "in": "header", "schema": { "type": "string" }, "description": "hex HMAC-SHA256 of the raw body keyed with the whole secret" },
-                { "name": "X-Service-Delivery", "in": "header", "schema": { "type": "string" }, "description": "the same on every retry" },
-                { "name": "webhook-id", "in": "header", "schema": { "type": "string" } },
-                { "name": "webhook-timestamp", "in": "header", "schema": { "type": "string" } },
-                { "name": "webhook-signature", "in": "header", "schema": { "type": "string" }, "description": "Standard Webhooks v1" }
-            ],
-            "requestBody": { "content": { "application/json": { "schema": { "type": "object", "properties": properties } } } },
-            "responses": { "2XX": { "description": "Received; anything else is retried" } }
-        } })
-    };
-    let s = || json!({ "type": "string" });
-    json!({
-        "message.status": event("message.status", json!({ "event": s(), "partner": s(), "message_ref": s(), "message_id": { "type": "integer" }, "seq": { "type": "integer" }, "state": s(), "channel": s(), "phone": s(), "at": s() })),
-        "template.status": event("template.status", json!({ "event": s(), "partner": s(), "template_id": { "type": "integer" }, "code": s(), "lang": s(), "channel": s(), "status": s(), "reason": { "type": ["string", "null"] }, "at": s() })),
-        "account.claimed": event("account.claimed", json!({ "event": s(), "partner": s(), "phone": s(), "at": s() })),
-        "conversation.message": event("conversation.message", json!({ "event": s(), "partner": s(), "conversation_id": { "type": "integer" }, "ref": s(), "message_ref": s(), "direction": s(), "phone": s(), "at": s(), "body": { "type": ["string", "null"], "description": "Absent for end-to-end encrypted messages" }, "encrypted": { "type": "boolean", "description": "true (and no body) for end-to-end encrypted messages" } })),
-    })
-}
-
-fn error_response(description: &str) -> Value {
-    json!({ "description": description, "content": { "application/json": { "schema": schema_ref("Error") } } })
-}
-
-fn components() -> Value {
-    json!({
-        "securitySchemes": {
-            "partnerKey": { "type": "http", "scheme": "bearer", "description": "Partner API key `sk_…`" },
-            "developerKey": { "type": "http", "scheme": "bearer", "description": "Developer key `sk_dev_…`" },
-            "botToken": { "type": "http", "scheme": "bearer", "description": "Bot token `bot_<prefix>.<secret>`, scoped to its bot" },
-            "userJwt": { "type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "User JWT from OTP login" },
-        },
-        "responses": {
-            "E400": error_response("`bad_request`: not JSON, not an object, or wrong content type"),
-            "E401": error_response("`unauthorized`: credential missing, malformed, unknown or revoked"),
-            "E403": error_response("`forbidden`: valid credential of the wrong kind"),
-            "E404": error_response("`not_found`: no such resource for this caller"),
-            "E409": error_response("`conflict` or `idempotency_conflict`"),
-            "E413": error_response("`payload_too_large`"),
-            "E422": error_response("`validation` (with `field`), or another 422 code such as `e2e_no_devices` or `template_not_approved`"),
-            "E429": {
-                "description": "`rate_limited`; see `Retry-After`",
-                "headers": { "Retry-After": { "schema": { "type": "integer" } } },
-                "content": { "application/json": { "schema": schema_ref("Error") } }
-            },
-            "E502": error_response("`bot_error` (the bot failed to answer) or `delivery_failed` (a provider refused)"),
-            "E503": {
-                "description": "`timeout` (the request outlived the host's request timeout) or `unavailable` (the host cannot take this work now; see `Retry-After`)",
-                "headers": { "Retry-After": { "schema": { "type": "integer" } } },
-                "content": { "application/json": { "schema": schema_ref("Error") } }
-            },
-        },
-        "schemas": {
-            "Error": {
-                "type": "object",
-                "required": ["error"],
-                "properties": { "error": {
-                    "type": "object",
-                    "required": ["code", "message"],
-                    "properties": {
-                        "code": { "type": "string" },
-                        "message": { "type": "string" },
-                        "field": { "type": "string" },
-                        "fields": { "type": "object", "additionalProperties": { "type": "string" } }
+    /// Every `$ref` in the document resolves.
+    #[test]
+    fn every_reference_resolves() {
+        fn walk(value: &serde_json::Value, doc: &serde_json::Value, dangling: &mut Vec<String>) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    if let Some(target) = map.get("$ref").and_then(|r| r.as_str()) {
+                        let pointer = target.trim_start_matches('#');
+                        if doc.pointer(pointer).is_none() {
+                            dangling.push(target.to_string());
+                        }
                     }
-                } }
-            },
-            "SendMessage": {
-                "allOf": [schema_ref("MessageContent"), {
-                    "type": "object",
-                    "required": ["phone"],
-                    "properties": { "phone": { "type": "string", "pattern": E164, "description": "E.164" } }
-                }]
-            },
-            "MessageContent": {
-                "type": "object",
-                "properties": {
-                    "body": { "type": "string", "maxLength": 65536, "description": "Required for text and system; at most 64 KiB (a template rendered with `vars` has the same limit: 422 on `vars`)" },
-                    "content_type": { "type": "string", "enum": crate::http::messages::CONTENT_TYPES, "default": "text" },
-                    "template_code": { "type": "string" },
-                    "vars": { "type": "object" },
-                    "lang": { "type": "string", "default": "en" },
-                    "priority": { "type": "string", "default": "notification", "description": "otp, notification, chat, …" },
-                    "idempotency_key": { "type": "string", "description": "Or header Idempotency-Key. Deduplicates for 24 h." },
-                    "media_url": { "type": "string" },
-                    "media_base64": { "type": "string" },
-                    "media_filename": { "type": "string" },
-                    "media_mimetype": { "type": "string" },
-                    "link_url": { "type": "string", "description": "Alias `url`" },
-                    "link_label": { "type": "string", "description": "Alias `cta`" },
-                    "link_title": { "type": "string" },
-                    "link_description": { "type": "string" },
-                    "link_image_url": { "type": "string" },
-                    "html": { "type": "string" },
-                    "subject": { "type": "string" },
-                    "preview": { "type": "string" },
-                    "encryption": { "type": "string", "enum": ["e2e"], "description": "Sealed hub message (mode sealed): no body, an e2e_envelope with a key wrap per published device (docs/e2e.md)" },
-                    "e2e_envelope": schema_ref("E2eEnvelope"),
-                    "ref": { "type": "string", "pattern": "^msg_[A-Za-z0-9_-]{20,64}$", "description": "E2E messages only: the sender's own ref, which its aad binds. Unique across the service: reuse is 409 conflict." },
-                    "encrypted": { "type": "boolean", "description": "Conversation messages: true for an encrypted one (with e2e_mode, e2e_key_version, e2e_envelope)" },
-                    "e2e_mode": { "type": "string", "enum": ["conversation"], "description": "Conversation messages only" },
-                    "e2e_key_version": { "type": "integer", "minimum": 1, "description": "The conversation content key version; its wraps must have been uploaded (…/keys)" }
+                    map.values().for_each(|v| walk(v, doc, dangling));
                 }
-            },
-            "DeviceKey": {
-                "type": "object",
-                "properties": {
-                    "device_uuid": { "type": "string" },
-                    "identity_key_pub": { "type": ["string", "null"], "description": "base64url X25519 public key" },
-                    "platform": { "type": ["string", "null"] },
-                    "has_keys": { "type": "boolean" },
-                    "key_version": { "type": "integer", "description": "Grows each time the device publishes a different key" }
-                }
-            },
-            "PublishKey": {
-                "type": "object",
-                "required": ["identity_key_pub"],
-                "properties": {
-                    "identity_key_pub": { "type": "string", "description": "base64url (padding optional) of a 32-byte X25519 public key" },
-                    "device_uuid": { "type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$", "description": "1-128 of A-Z a-z 0-9 . _ : -. Users: defaults to the token's device, else a new one. Agents: required." },
-                    "platform": { "type": "string" }
-                }
-            },
-            "KeyDirectory": {
-                "type": "object",
-                "properties": {
-                    "phone": { "type": "string", "pattern": E164 },
-                    "devices": { "type": "array", "items": schema_ref("DeviceKey") },
-                    "agent_devices": { "type": "array", "items": schema_ref("DeviceKey"), "description": "The caller's own agent devices only" }
-                }
-            },
-            "ConversationKeyWrap": {
-                "type": "object",
-                "required": ["device_uuid", "device_kind", "wrap", "wrap_nonce", "sender_eph_pub"],
-                "properties": {
-                    "device_uuid": { "type": "string" },
-                    "device_kind": { "type": "string", "enum": ["user", "agent"] },
-                    "wrap": { "type": "string" }, "wrap_nonce": { "type": "string" }, "sender_eph_pub": { "type": "string" },
-                    "key_version": { "type": "integer", "readOnly": true },
-                    "uploaded_by": { "type": "string", "enum": ["user", "agent"], "readOnly": true },
-                    "created_at": { "type": "string", "readOnly": true }
-                }
-            },
-            "UploadKeys": {
-                "type": "object",
-                "required": ["key_version", "wraps"],
-                "properties": {
-                    "key_version": { "type": "integer", "minimum": 1 },
-                    "wraps": { "type": "array", "minItems": 1, "maxItems": 256, "items": schema_ref("ConversationKeyWrap"), "description": "Each to a published device of the thread's user (user) or an agent device of its partner (agent); a wrap for a device that has one at this version replaces it" }
-                }
-            },
-            "ConversationKeys": {
-                "type": "object",
-                "properties": {
-                    "conversation_id": { "type": "integer" }, "ref": { "type": "string" },
-                    "device_uuid": { "type": "string" },
-                    "key_version": { "type": ["integer", "null"], "description": "The newest version shared in the thread" },
-                    "wraps": { "type": "array", "items": schema_ref("ConversationKeyWrap") }
-                }
-            },
-            "PeerDirectory": {
-                "type": "object",
-                "properties": {
-                    "conversation_id": { "type": "integer" }, "ref": { "type": "string" },
-                    "phone": { "type": "string", "pattern": E164 }, "partner": { "type": "string" },
-                    "key_version": { "type": ["integer", "null"] },
-                    "devices": { "type": "array", "items": schema_ref("DeviceKey") },
-                    "agent_devices": { "type": "array", "items": schema_ref("DeviceKey") }
-                }
-            },
-            "E2eEnvelope": {
-                "type": "object",
-                "required": ["v", "alg", "ciphertext", "nonce"],
-                "description": "Ciphertext only; the server never decrypts. key_wraps: one per recipient device for sealed hub messages (required there), none for conversation messages. GET /me/messages shows each device only its own wrap.",
-                "properties": {
-                    "v": { "type": "integer", "const": 1 },
-                    "alg": { "type": "string", "const": crate::e2e::ALG },
-                    "mode": { "type": "string" },
-                    "key_version": { "type": "integer" },
-                    "sender_device_uuid": { "type": "string" },
-                    "ciphertext": { "type": "string" },
-                    "nonce": { "type": "string" },
-                    "aad": { "type": "string" },
-                    "key_wraps": { "type": "array", "items": { "type": "object", "properties": {
-                        "device_uuid": { "type": "string" }, "wrap": { "type": "string" },
-                        "wrap_nonce": { "type": "string" }, "sender_eph_pub": { "type": "string" }
-                    } } }
-                }
-            },
-            "Message": {
-                "type": "object",
-                "required": ["message_id", "ref", "phone", "partner", "direction", "content_type", "state", "priority", "created_at"],
-                "properties": {
-                    "message_id": { "type": "integer" },
-                    "ref": { "type": "string" },
-                    "phone": { "type": "string", "pattern": E164 },
-                    "partner": { "type": "string" },
-                    "direction": { "type": "string" },
-                    "content_type": { "type": "string" },
-                    "body": { "type": ["string", "null"] },
-                    "state": { "type": "string", "enum": crate::messages::MessageState::names() },
-                    "priority": { "type": "string" },
-                    "channel": { "type": ["string", "null"] },
-                    "created_at": { "type": "string" },
-                    "rendered_body": { "type": "string" },
-                    "template_code": { "type": "string" },
-                    "lang": { "type": "string" },
-                    "media": { "type": "object" },
-                    "link": { "type": "object" },
-                    "html": { "type": "string" },
-                    "subject": { "type": "string" },
-                    "preview": { "type": "string" },
-                    "encryption": { "type": "string" },
-                    "e2e_envelope": schema_ref("E2eEnvelope"),
-                    "e2e_mode": { "type": "string", "description": "conversation, for encrypted conversation messages" },
-                    "e2e_key_version": { "type": "integer" },
-                    "attempts": { "type": "array", "items": { "type": "object", "properties": {
-                        "kind": { "type": "string", "enum": ["delivery", "alert"], "description": "alert: the opaque WhatsApp/SMS alert about an encrypted message for an offline user" },
-                        "channel": { "type": "string" }, "state": { "type": "string" },
-                        "provider_ref": { "type": ["string", "null"], "description": "The provider's message id (Twilio MessageSid, WhatsApp message id); receipts are matched by it" },
-                        "error": { "type": ["string", "null"] }, "at": { "type": "string" }
-                    } } }
-                }
-            },
-            "Account": {
-                "type": "object",
-                "properties": {
-                    "phone": { "type": "string", "pattern": E164 },
-                    "state": { "type": "string", "enum": ["unclaimed", "claimed"] },
-                    "display_name": { "type": ["string", "null"] },
-                    "partners": { "type": "array", "items": { "type": "object", "properties": { "code": { "type": "string" }, "name": { "type": "string" } } } },
-                    "fields": { "type": "object", "description": "The calling partner's custom values (partner view only)" }
-                }
-            },
-            "AccountField": {
-                "type": "object",
-                "properties": {
-                    "id": { "type": "integer", "readOnly": true },
-                    "key": { "type": "string", "pattern": CODE },
-                    "label": { "type": "string", "minLength": 1, "pattern": "\\S" },
-                    "type": { "type": "string", "enum": crate::forms::ACCOUNT_FIELD_TYPES },
-                    "required": { "type": ["boolean", "null"] },
-                    "options": { "type": "array", "items": { "type": "object", "required": ["id", "label"], "properties": { "id": { "type": "string", "minLength": 1 }, "label": { "type": "string", "minLength": 1 } } } }
-                }
-            },
-            "Conversation": {
-                "type": "object",
-                "properties": {
-                    "conversation_id": { "type": "integer" },
-                    "ref": { "type": "string" },
-                    "phone": { "type": "string", "pattern": E164 },
-                    "partner": { "type": "string" },
-                    "subject": { "type": ["string", "null"] },
-                    "state": { "type": "string", "enum": crate::conversations::ConversationState::names() },
-                    "last_message_at": { "type": "string" },
-                    "created_at": { "type": "string" }
-                }
-            },
-            "WebhookDelivery": {
-                "type": "object",
-                "properties": {
-                    "delivery_id": { "type": "string", "description": "Equals the X-Service-Delivery header" },
-                    "event": { "type": "string" },
-                    "state": { "type": "string", "enum": ["pending", "succeeded", "dead"] },
-                    "attempts": { "type": "integer" },
-                    "last_status": { "type": ["integer", "null"] },
-                    "last_error": { "type": ["string", "null"] },
-                    "next_attempt_at": { "type": ["string", "null"] },
-                    "created_at": { "type": "string" }
-                }
-            },
-            "Broadcast": {
-                "type": "object",
-                "properties": {
-                    "broadcast_id": { "type": "integer" },
-                    "state": { "type": "string", "enum": ["queued", "sending", "completed", "failed"] },
-                    "audience": { "type": "string", "description": "linked, or all for system broadcasts" },
-                    "content_type": { "type": "string" },
-                    "body": { "type": ["string", "null"] },
-                    "priority": { "type": "string" },
-                    "total": { "type": ["integer", "null"], "description": "Recipients, counted when the fan-out starts" },
-                    "sent": { "type": "integer", "description": "Messages written and handed to delivery" },
-                    "failed": { "type": "integer" },
-                    "created_at": { "type": "string" },
-                    "completed_at": { "type": ["string", "null"] }
-                }
-            },
-            "Bot": {
-                "type": "object",
-                "properties": {
-                    "ref": { "type": "string" }, "code": { "type": "string" }, "name": { "type": "string" },
-                    "partner": { "type": "string" },
-                    "runtime_mode": { "type": "string", "enum": crate::bots::RuntimeMode::names() },
-                    "webhook_url": { "type": ["string", "null"] },
-                    "channels": { "type": "array", "items": { "type": "string" } },
-                    "allowed_ips": { "type": ["string", "null"] },
-                    "credentials": { "type": "object", "properties": {
-                        "token_prefix": { "type": "string" }, "token_configured": { "type": "boolean" },
-                        "webhook_url": { "type": ["string", "null"] }, "webhook_secret_prefix": { "type": "string" },
-                        "inbound_webhook_path": { "type": "string" } } },
-                    "component": { "type": ["object", "null"] },
-                    "created_at": { "type": "string" }
-                }
-            },
-            "Step": {
-                "type": "object",
-                "required": ["type"],
-                "description": "message {text}; menu {style: button|list, text, sections: [{title, items: [{id, label, description}]}]}; flow_screen {screen: {id, title, kind: form|input|select, fields: [form field]}}; payment {payment: {id, amount_minor, currency, description}}; flow_completed {summary}",
-                "properties": { "type": { "type": "string", "enum": ["message", "menu", "flow_screen", "payment", "flow_completed"] } }
-            },
-            "CreateTemplate": {
-                "type": "object",
-                "required": ["code", "channel", "category", "body"],
-                "properties": {
-                    "code": { "type": "string", "pattern": CODE },
-                    "channel": { "type": "string", "enum": crate::template::CHANNELS },
-                    "lang": { "type": "string", "default": "en" },
-                    "category": { "type": "string", "enum": crate::template::CATEGORIES },
-                    "body": { "type": "string" }
-                }
-            },
-            "Template": {
-                "type": "object",
-                "properties": {
-                    "template_id": { "type": "integer" },
-                    "code": { "type": "string" },
-                    "channel": { "type": "string" },
-                    "lang": { "type": "string" },
-                    "category": { "type": "string" },
-                    "body": { "type": "string" },
-                    "status": { "type": "string", "enum": crate::template::TemplateStatus::names() },
-                    "variables": { "type": "array", "items": { "type": "string" } },
-                    "rejection_reason": { "type": ["string", "null"] },
-                    "created_at": { "type": "string" }
-                }
+                serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, doc, dangling)),
+                _ => {}
             }
         }
-    })
+        let doc = super::document();
+        let mut dangling = Vec::new();
+        walk(doc, doc, &mut dangling);
+        assert!(dangling.is_empty(), "references that resolve to nothing: {dangling:?}");
+    }
 }

@@ -1,51 +1,81 @@
 //! `/templates`: create, list, read and submit for review. Decisions are recorded as `template.status`
 //! events in the same transaction.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::{ApiJson, QueryMap, parse_id};
+use super::{ApiJson, ApiQuery, E404, E409, List, PageParams, parse_id};
 use crate::auth::PartnerAuth;
 use crate::clock::record_time;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
 use crate::state::AppState;
 use crate::store::templates::{self as store, NewTemplate, Template};
-use crate::template::{self, CATEGORIES, CHANNELS, TemplateStatus};
+use crate::template::{self, Category, Channel, TemplateStatus};
 use crate::validate::is_code;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/templates", post(create_template).get(list_templates))
-        .route("/templates/{id}", get(get_template))
-        .route("/templates/{id}/submit", post(submit_template))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_template, list_templates))
+        .routes(routes!(get_template))
+        .routes(routes!(submit_template))
 }
 
-pub fn template_json(t: &Template) -> Value {
-    json!({
-        "template_id": t.id,
-        "code": t.code,
-        "channel": t.channel,
-        "lang": t.lang,
-        "category": t.category,
-        "body": t.body,
-        "status": t.status,
-        "variables": t.variables,
-        "rejection_reason": t.rejection_reason,
-        "created_at": record_time(t.created_at),
-    })
+/// A template as the API answers it.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Template)]
+pub struct TemplateRecord {
+    pub template_id: i64,
+    pub code: String,
+    #[schema(value_type = Channel)]
+    pub channel: String,
+    pub lang: String,
+    #[schema(value_type = Category)]
+    pub category: String,
+    pub body: String,
+    pub status: TemplateStatus,
+    /// The `{{name}}` variables of the body, in order of first use.
+    pub variables: Vec<String>,
+    /// Why the review rejected it.
+    pub rejection_reason: Option<String>,
+    pub created_at: String,
 }
 
-#[derive(Deserialize)]
+impl From<&Template> for TemplateRecord {
+    fn from(t: &Template) -> Self {
+        TemplateRecord {
+            template_id: t.id,
+            code: t.code.clone(),
+            channel: t.channel.clone(),
+            lang: t.lang.clone(),
+            category: t.category.clone(),
+            body: t.body.clone(),
+            status: t.status,
+            variables: t.variables.clone(),
+            rejection_reason: t.rejection_reason.clone(),
+            created_at: record_time(t.created_at),
+        }
+    }
+}
+
+/// A new template (status `draft`).
+#[derive(Deserialize, ToSchema)]
 struct CreateTemplate {
+    #[schema(value_type = String, required = true, pattern = "^[a-z0-9][a-z0-9_-]{0,63}$")]
     code: Option<String>,
-    channel: Option<String>,
+    #[schema(value_type = Channel, required = true)]
+    channel: Option<Channel>,
+    /// `en` when absent: a language tag such as `en`, `pt-BR`, `es_419`.
     lang: Option<String>,
-    category: Option<String>,
+    #[schema(value_type = Category, required = true)]
+    category: Option<Category>,
+    /// The text, with `{{name}}` variables.
+    #[schema(value_type = String, required = true, pattern = "\\S")]
     body: Option<String>,
 }
 
@@ -58,27 +88,36 @@ fn is_lang(s: &str) -> bool {
         && parts.all(|p| (2..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()))
 }
 
+/// Create a template (status draft).
+#[utoipa::path(
+    post,
+    path = "/templates",
+    tag = "templates",
+    security(("partnerKey" = [])),
+    request_body = CreateTemplate,
+    responses((status = 201, description = "The template", body = TemplateRecord), (status = 409, response = E409))
+)]
 async fn create_template(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<CreateTemplate>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<TemplateRecord>)> {
     let code = req.code.as_deref().unwrap_or("").trim();
     if !is_code(code) {
         return Err(ApiError::validation("code", "code must match ^[a-z0-9][a-z0-9_-]{0,63}$"));
     }
-    let channel = req.channel.as_deref().unwrap_or("").trim();
-    if !CHANNELS.contains(&channel) {
-        return Err(ApiError::validation("channel", format!("channel must be one of {}", CHANNELS.join(", "))));
-    }
+    let channel = req.channel.ok_or_else(|| {
+        ApiError::validation("channel", format!("channel must be one of {}", Channel::names().join(", ")))
+    })?;
+    let channel = channel.as_str();
     let lang = req.lang.as_deref().map(str::trim).filter(|l| !l.is_empty()).unwrap_or("en");
     if !is_lang(lang) {
         return Err(ApiError::validation("lang", "lang must be a language code such as en or pt-BR"));
     }
-    let category = req.category.as_deref().unwrap_or("").trim();
-    if !CATEGORIES.contains(&category) {
-        return Err(ApiError::validation("category", format!("category must be one of {}", CATEGORIES.join(", "))));
-    }
+    let category = req.category.ok_or_else(|| {
+        ApiError::validation("category", format!("category must be one of {}", Category::names().join(", ")))
+    })?;
+    let category = category.as_str();
     let body = req.body.as_deref().unwrap_or("");
     if body.trim().is_empty() {
         return Err(ApiError::validation("body", "body is required"));
@@ -88,27 +127,44 @@ async fn create_template(
     let created = store::insert_template(&state.db, partner.id, &new, state.now())
         .await?
         .ok_or_else(|| ApiError::conflict(format!("template {code:?} already exists for {channel} in {lang}")))?;
-    Ok((StatusCode::CREATED, Json(template_json(&created))))
+    Ok((StatusCode::CREATED, Json(TemplateRecord::from(&created))))
 }
 
+/// List templates, newest first.
+#[utoipa::path(
+    get,
+    path = "/templates",
+    tag = "templates",
+    security(("partnerKey" = [])),
+    params(PageParams),
+    responses((status = 200, description = "A page of templates", body = List<TemplateRecord>))
+)]
 async fn list_templates(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
-    query: QueryMap,
-) -> ApiResult<Json<Value>> {
-    let page = query.page()?;
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<List<TemplateRecord>>> {
+    let page = page.page()?;
     let rows = store::list_templates(&state.db, partner.id, page.before, page.fetch()).await?;
-    Ok(Json(page.respond(rows, |t| t.id, template_json)))
+    Ok(Json(page.list(rows, |t| t.id, |t| TemplateRecord::from(t))))
 }
 
+/// Get a template.
+#[utoipa::path(
+    get,
+    path = "/templates/{id}",
+    tag = "templates",
+    security(("partnerKey" = [])),
+    responses((status = 200, description = "The template", body = TemplateRecord), (status = 404, response = E404))
+)]
 async fn get_template(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TemplateRecord>> {
     let id = parse_id(&id, "template")?;
     let t = store::find_template(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("template"))?;
-    Ok(Json(template_json(&t)))
+    Ok(Json(TemplateRecord::from(&t)))
 }
 
 /// The automatic review's decision for a body: `approved`, or `rejected` with the reason.
@@ -119,11 +175,23 @@ pub fn auto_decision(body: &str) -> (TemplateStatus, Option<String>) {
     }
 }
 
+/// Submit for review: with automatic review the answer is already approved or rejected, otherwise pending.
+#[utoipa::path(
+    post,
+    path = "/templates/{id}/submit",
+    tag = "templates",
+    security(("partnerKey" = [])),
+    responses(
+        (status = 200, description = "The template", body = TemplateRecord),
+        (status = 404, response = E404),
+        (status = 409, response = E409),
+    )
+)]
 async fn submit_template(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TemplateRecord>> {
     let id = parse_id(&id, "template")?;
     let t = store::find_template(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("template"))?;
     if !t.status.can_submit() {
@@ -137,7 +205,7 @@ async fn submit_template(
     })
     .await?
     .ok_or_else(|| ApiError::not_found("template"))?;
-    Ok(Json(template_json(&decided)))
+    Ok(Json(TemplateRecord::from(&decided)))
 }
 
 #[cfg(test)]

@@ -10,11 +10,19 @@ use super::{Db, is_unique_violation};
 use crate::clock::Millis;
 use crate::forms::FieldDef;
 
+crate::names::string_enum! {
+    /// Whether the user has signed in (claimed the account) yet.
+    pub enum AccountState {
+        Unclaimed = "unclaimed",
+        Claimed = "claimed",
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Account {
     pub id: i64,
     pub phone: String,
-    pub state: String,
+    pub state: AccountState,
     /// The name as the reader may see it: a partner sees the name it gave (each partner link has its own);
     /// the user sees the first name any partner gave.
     pub display_name: Option<String>,
@@ -29,7 +37,7 @@ fn account_from_row(row: &AnyRow) -> Result<Account, sqlx::Error> {
     Ok(Account {
         id: row.try_get("id")?,
         phone: row.try_get("phone")?,
-        state: row.try_get("state")?,
+        state: super::decode_name(row, "state")?,
         display_name: row.try_get("display_name")?,
     })
 }

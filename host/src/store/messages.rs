@@ -224,7 +224,7 @@ pub async fn find_message(db: &Db, partner_id: i64, id: i64) -> Result<Option<Me
 #[derive(Debug, Default)]
 pub struct MessageFilter {
     pub phone: Option<String>,
-    pub state: Option<String>,
+    pub state: Option<MessageState>,
     pub q: Option<String>,
     pub before: Option<i64>,
     pub limit: i64,
@@ -242,7 +242,7 @@ pub async fn list_messages(db: &Db, partner_id: i64, f: &MessageFilter) -> Resul
     let rows = sqlx::query(sql)
         .bind(partner_id)
         .bind(&f.phone)
-        .bind(&f.state)
+        .bind(f.state.map(MessageState::as_str))
         .bind(f.q.as_deref().map(like_pattern))
         .bind(f.before)
         .bind(f.limit)
