@@ -210,7 +210,8 @@ fn finish(derived: utoipa::openapi::OpenApi) -> Value {
 
 /// Adds the error statuses any operation of its kind can give: every request can outlive the request
 /// timeout (503); an authenticated one can be refused its credential or rate-limited (401, 403, 429); one
-/// with a body can be malformed, too large or invalid (400, 413, 422).
+/// with a body can be malformed, too large or invalid (400, 413, 422); one with query parameters can be
+/// given a value of the wrong type or out of range (422).
 fn common_errors(operation: &mut Value) {
     let mut statuses = vec![503];
     if operation["security"].as_array().is_some_and(|s| !s.is_empty()) {
@@ -218,6 +219,9 @@ fn common_errors(operation: &mut Value) {
     }
     if operation.get("requestBody").is_some() {
         statuses.extend([400, 413, 422]);
+    }
+    if operation["parameters"].as_array().is_some_and(|ps| ps.iter().any(|p| p["in"] == "query")) {
+        statuses.push(422);
     }
     let responses = operation["responses"].as_object_mut().expect("every operation has responses");
     for status in statuses {
