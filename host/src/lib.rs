@@ -50,6 +50,7 @@ pub mod validate;
 pub mod webhooks;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
@@ -58,10 +59,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::SharedClock;
 use crate::config::Config;
+use crate::delivery::Delivery;
 use crate::state::AppState;
+use crate::store::writer::MessageWriter;
 use crate::store::{Db, settings};
+use crate::webhooks::Webhooks;
 
-/// Connects to the database (running migrations) and builds the shared state.
+/// Connects to the database (running migrations), builds the services that run beside the API (the
+/// message writer, delivery, webhooks, the bot runtime) and the shared state from them. Must run inside a
+/// Tokio runtime (the message writer starts).
 pub async fn prepare(config: Config, clock: SharedClock) -> anyhow::Result<AppState> {
     let db = Db::open(&config, config.db_max_connections).await?;
     let jwt_secret = match configured_jwt_secret(&config)? {
@@ -72,7 +78,25 @@ pub async fn prepare(config: Config, clock: SharedClock) -> anyhow::Result<AppSt
         .await?
         .into_bytes(),
     };
-    AppState::new(db, config, clock, jwt_secret)
+    let config = Arc::new(config);
+    let limits = runtime::RuntimeLimits {
+        cpu_ms: config.bot_cpu_ms.max(1),
+        memory_bytes: config.bot_memory_mb.max(1) << 20,
+        max_output_bytes: config.bot_max_output_kb.max(1) << 10,
+        max_loaded_components: config.bot_max_loaded.max(1),
+        max_concurrent_compiles: config.bot_compile_concurrency.max(1),
+    };
+    let runtime = runtime::Runtime::new(limits, config.component_cache_dir.clone())?;
+    Ok(AppState::new(state::Parts {
+        messages: MessageWriter::spawn(db.clone()),
+        delivery: Delivery::new(db.clone(), clock.clone(), config.clone()),
+        webhooks: Webhooks::new(db.clone(), clock.clone(), config.clone()),
+        runtime,
+        jwt_secret,
+        db,
+        config,
+        clock,
+    }))
 }
 
 /// Shortest `HUBBUB_JWT_SECRET` accepted, in bytes: HS256 keys shorter than the hash are guessable.
@@ -101,7 +125,6 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Counts a request in flight until it is answered or dropped.
@@ -182,8 +205,8 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
             work.await;
         })
     };
-    let delivery = supervised("delivery", Box::pin(delivery::run_worker(state.clone(), stop.clone())));
-    let webhooks = supervised("webhooks", Box::pin(webhooks::run_dispatcher(state.clone(), stop.clone())));
-    let broadcasts = supervised("broadcasts", Box::pin(broadcasts::run_worker(state.clone(), stop.clone())));
+    let delivery = supervised("delivery", Box::pin(delivery::run_worker(state.delivery.clone(), stop.clone())));
+    let webhooks = supervised("webhooks", Box::pin(webhooks::run_dispatcher(state.webhooks.clone(), stop.clone())));
+    let broadcasts = supervised("broadcasts", Box::pin(broadcasts::run_worker(state.fanout(), stop.clone())));
     vec![("housekeeping", housekeeping), ("delivery", delivery), ("webhooks", webhooks), ("broadcasts", broadcasts)]
 }

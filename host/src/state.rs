@@ -7,11 +7,16 @@ use std::time::Duration;
 use governor::clock::{Clock as _, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
+use tokio::sync::Notify;
+
+use crate::broadcasts::Fanout;
 use crate::clock::{Millis, SharedClock};
 use crate::config::Config;
-use crate::delivery::{Delivery, providers};
+use crate::delivery::Delivery;
+use crate::runtime::Runtime;
 use crate::store::Db;
 use crate::store::writer::MessageWriter;
+use crate::webhooks::Webhooks;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -31,23 +36,36 @@ pub struct AppState {
     pub messages: MessageWriter,
     /// Channel providers and the delivery worker's wake-up.
     pub delivery: Arc<Delivery>,
+    /// Signed outbound webhooks (the dispatcher's context; handlers send test pings through it).
+    pub webhooks: Webhooks,
     /// The sandboxed Wasm runtime of `local` bots.
-    pub runtime: crate::runtime::Runtime,
+    pub runtime: Runtime,
     /// Woken when a broadcast is accepted.
-    pub broadcast_wake: Arc<tokio::sync::Notify>,
-    /// The outbound HTTP client of channel providers.
-    pub http: reqwest::Client,
-    /// The outbound HTTP client of webhooks (no redirects; public addresses only outside dev mode).
-    pub webhook_http: reqwest::Client,
+    pub broadcast_wake: Arc<Notify>,
     /// Per-address and host-wide limits of the one-time code routes.
     pub code_limits: Arc<crate::http::abuse::CodeLimits>,
     /// Which background workers run (for `/readyz`).
     pub workers: Arc<crate::health::WorkerHealth>,
 }
 
+/// What the state is made of that is built before it (see [`crate::prepare`]): the database, settings and
+/// clock, the JWT key, and the services that run beside the API — the message writer, delivery, webhooks
+/// and the bot runtime.
+pub struct Parts {
+    pub db: Db,
+    pub config: Arc<Config>,
+    pub clock: SharedClock,
+    pub jwt_secret: Vec<u8>,
+    pub messages: MessageWriter,
+    pub delivery: Arc<Delivery>,
+    pub webhooks: Webhooks,
+    pub runtime: Runtime,
+}
+
 impl AppState {
-    /// Builds the state; must run inside a Tokio runtime (it starts the message writer).
-    pub fn new(db: Db, config: Config, clock: SharedClock, jwt_secret: Vec<u8>) -> anyhow::Result<Self> {
+    /// The state from its parts, with the API's own rate limits.
+    pub fn new(parts: Parts) -> Self {
+        let Parts { db, config, clock, jwt_secret, messages, delivery, webhooks, runtime } = parts;
         let per_s = config.host_share(config.rate_limit_per_s);
         let burst = config.host_share(config.rate_limit_burst);
         let limiter = RateLimiter::keyed(Quota::per_second(per_s).allow_burst(burst));
@@ -55,39 +73,33 @@ impl AppState {
         let dev_burst = config.host_share(config.developer_rate_limit_burst);
         let developer_limiter = RateLimiter::keyed(Quota::per_second(dev_per_s).allow_burst(dev_burst));
         crate::metrics::handle();
-        let messages = MessageWriter::spawn(db.clone());
         let code_limits = Arc::new(crate::http::abuse::CodeLimits::new(&config));
-        let webhook_http = crate::webhooks::http_client(&config);
-        let limits = crate::runtime::RuntimeLimits {
-            cpu_ms: config.bot_cpu_ms.max(1),
-            memory_bytes: config.bot_memory_mb.max(1) << 20,
-            max_output_bytes: config.bot_max_output_kb.max(1) << 10,
-            max_loaded_components: config.bot_max_loaded.max(1),
-            max_concurrent_compiles: config.bot_compile_concurrency.max(1),
-        };
-        let runtime = crate::runtime::Runtime::new(limits, config.component_cache_dir.clone())?;
-        let http = providers::http_client(&config);
-        let delivery = Arc::new(Delivery {
-            sms: providers::sms(&config, &db, &clock, &http),
-            whatsapp: providers::whatsapp(&config, &db, &clock, &http),
-            wake: tokio::sync::Notify::new(),
-        });
-        Ok(AppState {
+        AppState {
             db,
-            config: Arc::new(config),
+            config,
             clock,
             limiter: Arc::new(limiter),
             developer_limiter: Arc::new(developer_limiter),
             jwt_secret: Arc::new(jwt_secret),
             messages,
             delivery,
-            webhook_http,
+            webhooks,
             code_limits,
             workers: Arc::new(crate::health::WorkerHealth::default()),
-            broadcast_wake: Arc::new(tokio::sync::Notify::new()),
-            http,
+            broadcast_wake: Arc::new(Notify::new()),
             runtime,
-        })
+        }
+    }
+
+    /// The broadcast worker's context.
+    pub fn fanout(&self) -> Fanout {
+        Fanout {
+            db: self.db.clone(),
+            clock: self.clock.clone(),
+            config: self.config.clone(),
+            wake: self.broadcast_wake.clone(),
+            delivery: self.delivery.clone(),
+        }
     }
 
     pub fn now(&self) -> Millis {

@@ -15,14 +15,14 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use self::providers::Provider;
-use crate::clock::Millis;
+use crate::clock::{Millis, SharedClock};
+use crate::config::Config;
 use crate::events;
 use crate::messages::MessageState;
-use crate::state::AppState;
 use crate::store::deliveries::NewAttempt;
 use crate::store::leases::{Held, Leased};
 use crate::store::messages::{self, Message};
-use crate::store::{accounts, deliveries, devices, partners};
+use crate::store::{Db, accounts, deliveries, devices, partners};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Channel {
@@ -104,8 +104,13 @@ pub fn alert_text(partner_name: &str) -> String {
     format!("{partner_name} sent you a new message. It is waiting in your Hubbub inbox: open the app to read it.")
 }
 
-/// The channels' providers and the worker's wake-up signal.
+/// What delivery works with — the database, the clock, the settings, the channels' providers — and the
+/// worker's wake-up signal. Built once before the shared state; the delivery worker and provider receipts
+/// get this, never the whole state.
 pub struct Delivery {
+    pub db: Db,
+    pub clock: SharedClock,
+    pub config: Arc<Config>,
     pub sms: Arc<dyn Provider>,
     pub whatsapp: Arc<dyn Provider>,
     /// Woken when a message is accepted, so delivery starts without waiting for the next poll.
@@ -113,6 +118,23 @@ pub struct Delivery {
 }
 
 impl Delivery {
+    /// The providers the settings choose, over their own HTTP client.
+    pub fn new(db: Db, clock: SharedClock, config: Arc<Config>) -> Arc<Delivery> {
+        let http = providers::http_client(&config);
+        Arc::new(Delivery {
+            sms: providers::sms(&config, &db, &clock, &http),
+            whatsapp: providers::whatsapp(&config, &db, &clock, &http),
+            wake: Notify::new(),
+            db,
+            clock,
+            config,
+        })
+    }
+
+    pub fn now(&self) -> Millis {
+        self.clock.now_ms()
+    }
+
     fn provider(&self, channel: Channel) -> Option<&Arc<dyn Provider>> {
         match channel {
             Channel::Inapp => None,
@@ -126,13 +148,13 @@ impl Delivery {
 const CLAIM_BATCH: i64 = 32;
 
 /// Claims and delivers due messages until `stop`.
-pub async fn run_worker(state: AppState, stop: CancellationToken) {
-    let poll = Duration::from_millis(state.config.delivery_poll_ms.max(10));
-    let lease_ms = state.config.lease_ms.max(100) as i64;
+pub async fn run_worker(delivery: Arc<Delivery>, stop: CancellationToken) {
+    let poll = Duration::from_millis(delivery.config.delivery_poll_ms.max(10));
+    let lease_ms = delivery.config.lease_ms.max(100) as i64;
     let held = Held::new(Leased::DeliveryJobs);
-    held.keep_alive(state.db.clone(), state.clock.clone(), lease_ms, stop.clone());
+    held.keep_alive(delivery.db.clone(), delivery.clock.clone(), lease_ms, stop.clone());
     loop {
-        let claimed = match deliveries::claim_due(&state.db, state.now(), lease_ms, CLAIM_BATCH).await {
+        let claimed = match deliveries::claim_due(&delivery.db, delivery.now(), lease_ms, CLAIM_BATCH).await {
             Ok(ids) => ids,
             Err(e) => {
                 tracing::warn!(error = %e, "claiming deliveries failed");
@@ -143,13 +165,13 @@ pub async fn run_worker(state: AppState, stop: CancellationToken) {
         held.hold(claimed.iter().map(|job| job.message_id));
         let mut running = tokio::task::JoinSet::new();
         for job in claimed {
-            let state = state.clone();
+            let delivery = delivery.clone();
             let held = held.clone();
             running.spawn(async move {
                 let id = job.message_id;
                 let result = match job.resume.as_deref() {
-                    None => deliver(&state, id).await,
-                    Some(resume) => continue_after_receipt(&state, id, resume).await,
+                    None => deliver(&delivery, id).await,
+                    Some(resume) => continue_after_receipt(&delivery, id, resume).await,
                 };
                 // Finished (its job is gone) or failed (its lease runs out and another pass retries it).
                 held.release(id);
@@ -164,15 +186,15 @@ pub async fn run_worker(state: AppState, stop: CancellationToken) {
         }
         tokio::select! {
             _ = stop.cancelled() => break,
-            _ = state.delivery.wake.notified() => {}
+            _ = delivery.wake.notified() => {}
             _ = tokio::time::sleep(poll) => {}
         }
     }
 }
 
 /// Delivers one claimed message: routes it, tries its channels, records the outcome.
-async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
-    let db = &state.db;
+async fn deliver(delivery: &Delivery, message_id: i64) -> Result<(), sqlx::Error> {
+    let db = &delivery.db;
     let Some(message) = messages::find_any(db, message_id).await? else {
         return Ok(());
     };
@@ -187,17 +209,17 @@ async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
     let recipient = Recipient {
         claimed: account.as_ref().is_some_and(|a| a.state == crate::store::accounts::AccountState::Claimed),
         has_device: devices::has_device(db, &message.phone).await?,
-        online: last_seen.is_some_and(|t| state.now() - t < state.config.offline_after_s as i64 * 1000),
+        online: last_seen.is_some_and(|t| delivery.now() - t < delivery.config.offline_after_s as i64 * 1000),
     };
     let channels = plan(&message.priority, recipient);
     let partner_name = partners::find_by_id(db, message.partner_id).await?.map(|p| p.name).unwrap_or_default();
 
     let mut attempts: Vec<(Channel, Result<String, String>)> = Vec::new();
     for channel in channels {
-        let outcome = match state.delivery.provider(channel) {
+        let outcome = match delivery.provider(channel) {
             None => Ok(String::new()),
             Some(provider) => {
-                let text = fallback_text(&message, &partner_name, &state.config.public_url);
+                let text = fallback_text(&message, &partner_name, &delivery.config.public_url);
                 provider.send(&message.phone, &text).await
             }
         };
@@ -213,12 +235,12 @@ async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
     let mut alerts: Vec<(Channel, Result<String, String>)> = Vec::new();
     let in_hub = matches!(attempts.last(), Some((Channel::Inapp, Ok(_))));
     if in_hub && is_encrypted(&message) && !recipient.online {
-        let now = state.now();
+        let now = delivery.now();
         let last_seen = last_seen.unwrap_or(0);
         if devices::claim_alert(db, message.partner_id, &message.phone, message_id, last_seen, now).await? {
             let text = alert_text(&partner_name);
             for channel in [Channel::Whatsapp, Channel::Sms] {
-                let provider = state.delivery.provider(channel).expect("fallback channels have providers");
+                let provider = delivery.provider(channel).expect("fallback channels have providers");
                 let outcome = provider.send(&message.phone, &text).await;
                 let ok = outcome.is_ok();
                 alerts.push((channel, outcome));
@@ -232,7 +254,7 @@ async fn deliver(state: &AppState, message_id: i64) -> Result<(), sqlx::Error> {
         }
     }
 
-    let now = state.now();
+    let now = delivery.now();
     let mut tx = db.writer().begin().await?;
     let tries = attempts.iter().map(|a| ("delivery", a)).chain(alerts.iter().map(|a| ("alert", a)));
     for (kind, (channel, outcome)) in tries {
@@ -292,8 +314,8 @@ fn attempt<'a>(
 /// Continues a chain a failure receipt broke off (see `receipts::apply`): the SMS after a message that
 /// WhatsApp accepted and then could not deliver (`sms`), or the SMS alert after such a WhatsApp alert
 /// (`alert_sms`). A message the app has fetched meanwhile needs nothing more.
-async fn continue_after_receipt(state: &AppState, message_id: i64, resume: &str) -> Result<(), sqlx::Error> {
-    let db = &state.db;
+async fn continue_after_receipt(delivery: &Delivery, message_id: i64, resume: &str) -> Result<(), sqlx::Error> {
+    let db = &delivery.db;
     let Some(message) = messages::find_any(db, message_id).await? else {
         return Ok(());
     };
@@ -305,13 +327,13 @@ async fn continue_after_receipt(state: &AppState, message_id: i64, resume: &str)
         let text = if alert {
             alert_text(&partner_name)
         } else {
-            fallback_text(&message, &partner_name, &state.config.public_url)
+            fallback_text(&message, &partner_name, &delivery.config.public_url)
         };
-        Some(state.delivery.sms.send(&message.phone, &text).await)
+        Some(delivery.sms.send(&message.phone, &text).await)
     } else {
         None
     };
-    let now = state.now();
+    let now = delivery.now();
     let mut tx = db.writer().begin().await?;
     if let Some(outcome) = &outcome {
         let kind = if alert { "alert" } else { "delivery" };

@@ -8,11 +8,10 @@ use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::Value;
 
-use super::Channel;
+use super::{Channel, Delivery};
 use crate::events;
 use crate::messages::MessageState;
 use crate::secrets::constant_time_eq;
-use crate::state::AppState;
 use crate::store::{deliveries, messages};
 
 /// What a provider reports about a message it accepted.
@@ -96,17 +95,17 @@ pub fn whatsapp_receipts(payload: &Value) -> Vec<(String, Receipt)> {
 /// alert that got through change nothing, and so does a failure receipt for an attempt already failed
 /// (providers retry callbacks, and a captured one may be replayed).
 pub async fn apply(
-    state: &AppState,
+    delivery: &Delivery,
     channel: Channel,
     provider_ref: &str,
     receipt: Receipt,
 ) -> Result<bool, sqlx::Error> {
-    let Some(target) = deliveries::find_by_provider_ref(&state.db, channel.as_str(), provider_ref).await? else {
+    let Some(target) = deliveries::find_by_provider_ref(&delivery.db, channel.as_str(), provider_ref).await? else {
         return Ok(false);
     };
     let alert = target.kind == "alert";
-    let now = state.now();
-    let mut tx = state.db.writer().begin().await?;
+    let now = delivery.now();
+    let mut tx = delivery.db.writer().begin().await?;
     let mut resumed = false;
     // The state change the receipt makes, if any.
     let change: Option<(&[MessageState], MessageState)> = match (&receipt, alert) {
@@ -137,7 +136,7 @@ pub async fn apply(
     }
     tx.commit().await?;
     if resumed {
-        state.delivery.wake.notify_one();
+        delivery.wake.notify_one();
     }
     tracing::info!(
         message_id = target.message_id,

@@ -314,7 +314,8 @@ async fn test_webhook(
     let endpoint = Endpoint { url, secret: bot.webhook_secret.clone(), bot_code: Some(bot.code.clone()) };
     let body = events::bot_event(&bot, "bot.webhook.test", json!({}));
     let delivery_id = format!("dlv_test_{}", random_alnum(20));
-    let outcome = webhooks::send_signed(&state, &endpoint, &delivery_id, "bot.webhook.test", &body.to_string()).await;
+    let outcome =
+        webhooks::send_signed(&state.webhooks, &endpoint, &delivery_id, "bot.webhook.test", &body.to_string()).await;
     Ok(Json(json!({ "ok": outcome.ok(), "status": outcome.status, "error": outcome.error })))
 }
 

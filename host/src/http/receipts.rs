@@ -53,7 +53,7 @@ async fn twilio_status(
     let sid =
         sid.filter(|s| !s.is_empty()).ok_or_else(|| ApiError::validation("MessageSid", "MessageSid is required"))?;
     let applied = match receipts::twilio_receipt(&params) {
-        Some(receipt) => receipts::apply(&state, Channel::Sms, &sid, receipt).await?,
+        Some(receipt) => receipts::apply(&state.delivery, Channel::Sms, &sid, receipt).await?,
         None => false,
     };
     Ok(Json(json!({ "applied": applied })))
@@ -76,7 +76,7 @@ async fn whatsapp_statuses(State(state): State<AppState>, headers: HeaderMap, bo
         serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("body is not valid JSON: {e}")))?;
     let mut applied = 0;
     for (id, receipt) in receipts::whatsapp_receipts(&payload) {
-        applied += receipts::apply(&state, Channel::Whatsapp, &id, receipt).await? as i64;
+        applied += receipts::apply(&state.delivery, Channel::Whatsapp, &id, receipt).await? as i64;
     }
     Ok(Json(json!({ "applied": applied })))
 }

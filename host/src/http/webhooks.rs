@@ -66,7 +66,7 @@ async fn set_webhook(
 
 /// Sends one signed sample `message.status` event to the configured URL and reports what happened.
 async fn test_webhook(State(state): State<AppState>, PartnerAuth(partner): PartnerAuth) -> ApiResult<Json<Value>> {
-    let Some(endpoint) = webhooks::endpoint(&state, Target::Partner(partner.id)).await? else {
+    let Some(endpoint) = webhooks::endpoint(&state.webhooks, Target::Partner(partner.id)).await? else {
         return Ok(Json(json!({ "ok": false, "status": null, "error": "no webhook_url configured" })));
     };
     let sample = json!({
@@ -87,7 +87,14 @@ async fn test_webhook(State(state): State<AppState>, PartnerAuth(partner): Partn
 }
 
 async fn send(state: &AppState, endpoint: &Endpoint, delivery_id: &str, body: &Value) -> webhooks::SendOutcome {
-    webhooks::send_signed(state, endpoint, delivery_id, body["event"].as_str().unwrap_or(""), &body.to_string()).await
+    webhooks::send_signed(
+        &state.webhooks,
+        endpoint,
+        delivery_id,
+        body["event"].as_str().unwrap_or(""),
+        &body.to_string(),
+    )
+    .await
 }
 
 pub fn delivery_json(d: &Delivery) -> Value {

@@ -15,11 +15,34 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::{Millis, SharedClock};
 use crate::config::Config;
-use crate::state::AppState;
+use crate::store::Db;
 use crate::store::leases::{Held, Leased};
 use crate::store::outbox::{self, Attempt, AttemptRecorder, OutboxEvent, Target};
 use crate::validate::{check_public_url, is_global_unicast};
+
+/// What sending webhooks works with: the database (endpoints, the outbox), the clock, the settings, and
+/// the outbound client (no redirects, no proxies, public addresses only outside dev mode). The dispatcher
+/// and the test pings get this, never the whole state.
+#[derive(Clone)]
+pub struct Webhooks {
+    pub db: Db,
+    pub clock: SharedClock,
+    pub config: Arc<Config>,
+    http: reqwest::Client,
+}
+
+impl Webhooks {
+    pub fn new(db: Db, clock: SharedClock, config: Arc<Config>) -> Webhooks {
+        let http = http_client(&config);
+        Webhooks { db, clock, config, http }
+    }
+
+    pub fn now(&self) -> Millis {
+        self.clock.now_ms()
+    }
+}
 
 /// Where a target's events go.
 #[derive(Debug, Clone)]
@@ -63,7 +86,7 @@ impl Resolve for PublicOnly {
 
 /// The client webhooks go out with: no redirects, the configured timeout, and outside dev mode only
 /// public addresses.
-pub fn http_client(config: &Config) -> reqwest::Client {
+fn http_client(config: &Config) -> reqwest::Client {
     let mut builder = reqwest::Client::builder()
         .timeout(Duration::from_millis(config.webhook_timeout_ms))
         .redirect(reqwest::redirect::Policy::none())
@@ -95,22 +118,22 @@ pub async fn check_url(raw: &str, dev: bool) -> Result<(), String> {
 }
 
 /// The endpoint of a target, if it has configured one.
-pub async fn endpoint(state: &AppState, target: Target) -> Result<Option<Endpoint>, sqlx::Error> {
+pub async fn endpoint(webhooks: &Webhooks, target: Target) -> Result<Option<Endpoint>, sqlx::Error> {
     Ok(match target {
         Target::Partner(id) => {
-            let partner = crate::store::partners::find_by_id(&state.db, id).await?;
-            let secret = crate::store::partners::webhook_secret(&state.db, id).await?;
+            let partner = crate::store::partners::find_by_id(&webhooks.db, id).await?;
+            let secret = crate::store::partners::webhook_secret(&webhooks.db, id).await?;
             match (partner.and_then(|p| p.webhook_url), secret) {
                 (Some(url), Some(secret)) => Some(Endpoint { url, secret, bot_code: None }),
                 _ => None,
             }
         }
-        Target::Bot(id) => crate::store::bots::webhook_endpoint(&state.db, id)
+        Target::Bot(id) => crate::store::bots::webhook_endpoint(&webhooks.db, id)
             .await?
             .map(|(url, secret, code)| Endpoint { url, secret, bot_code: Some(code) }),
         Target::Developer(id) => {
-            let developer = crate::store::developers::find_by_id(&state.db, id).await?;
-            let secret = crate::store::developers::webhook_secret(&state.db, id).await?;
+            let developer = crate::store::developers::find_by_id(&webhooks.db, id).await?;
+            let secret = crate::store::developers::webhook_secret(&webhooks.db, id).await?;
             match (developer.and_then(|d| d.webhook_url), secret) {
                 (Some(url), Some(secret)) => Some(Endpoint { url, secret, bot_code: None }),
                 _ => None,
@@ -121,19 +144,19 @@ pub async fn endpoint(state: &AppState, target: Target) -> Result<Option<Endpoin
 
 /// Sends one signed event. Any non-2xx status, a timeout or a refused address is a failure.
 pub async fn send_signed(
-    state: &AppState,
+    webhooks: &Webhooks,
     endpoint: &Endpoint,
     delivery_id: &str,
     event: &str,
     body: &str,
 ) -> SendOutcome {
-    if let Err(why) = check_public_url(&endpoint.url, state.config.dev) {
+    if let Err(why) = check_public_url(&endpoint.url, webhooks.config.dev) {
         return SendOutcome { status: None, error: Some(format!("webhook_url {why}")) };
     }
-    let timestamp = state.now() / 1000;
+    let timestamp = webhooks.now() / 1000;
     let signature = signing::service_signature(&endpoint.secret, body.as_bytes());
-    let mut request = state
-        .webhook_http
+    let mut request = webhooks
+        .http
         .post(&endpoint.url)
         .header("content-type", "application/json")
         .header("x-service-event", event)
@@ -203,15 +226,15 @@ const CLAIM_BATCH: i64 = 64;
 const MAX_IN_FLIGHT: usize = 512;
 
 /// Delivers due outbox events until `stop`; then waits for the requests in flight.
-pub async fn run_dispatcher(state: AppState, stop: CancellationToken) {
-    let poll = Duration::from_millis(state.config.webhook_poll_ms.max(5));
+pub async fn run_dispatcher(webhooks: Webhooks, stop: CancellationToken) {
+    let poll = Duration::from_millis(webhooks.config.webhook_poll_ms.max(5));
     // Short, and renewed while a request is in flight: a dead host's events are taken over within it.
-    let lease_ms = state.config.lease_ms.max(100) as i64;
+    let lease_ms = webhooks.config.lease_ms.max(100) as i64;
     let held = Held::new(Leased::OutboxEvents);
-    held.keep_alive(state.db.clone(), state.clock.clone(), lease_ms, stop.clone());
+    held.keep_alive(webhooks.db.clone(), webhooks.clock.clone(), lease_ms, stop.clone());
     let limits = Limits::default();
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
-    let recorder = AttemptRecorder::spawn(state.db.clone());
+    let recorder = AttemptRecorder::spawn(webhooks.db.clone());
     let mut running = tokio::task::JoinSet::new();
     loop {
         while running.try_join_next().is_some() {}
@@ -223,7 +246,7 @@ pub async fn run_dispatcher(state: AppState, stop: CancellationToken) {
                 _ = running.join_next() => continue,
             }
         }
-        let claimed = match outbox::claim_due(&state.db, state.now(), lease_ms, capacity).await {
+        let claimed = match outbox::claim_due(&webhooks.db, webhooks.now(), lease_ms, capacity).await {
             Ok(events) => events,
             Err(e) => {
                 tracing::warn!(error = %e, "claiming webhook events failed");
@@ -235,31 +258,31 @@ pub async fn run_dispatcher(state: AppState, stop: CancellationToken) {
         let mut endpoints: HashMap<Target, Result<Option<Endpoint>, String>> = HashMap::new();
         for event in &claimed {
             if let std::collections::hash_map::Entry::Vacant(slot) = endpoints.entry(event.target) {
-                slot.insert(endpoint(&state, event.target).await.map_err(|e| e.to_string()));
+                slot.insert(endpoint(&webhooks, event.target).await.map_err(|e| e.to_string()));
             }
         }
         let mut busy = Vec::new();
         let mut started = 0;
         for event in claimed {
-            let Some(endpoint_permit) = limits.permit(event.target, state.config.webhook_concurrency.max(1)) else {
+            let Some(endpoint_permit) = limits.permit(event.target, webhooks.config.webhook_concurrency.max(1)) else {
                 // That endpoint has its limit in flight; a later pass takes this event.
                 busy.push(event.id);
                 continue;
             };
             let Ok(slot) = in_flight.clone().acquire_owned().await else { break };
-            let (state, recorder, held) = (state.clone(), recorder.clone(), held.clone());
+            let (webhooks, recorder, held) = (webhooks.clone(), recorder.clone(), held.clone());
             let target = endpoints.get(&event.target).cloned().unwrap_or(Ok(None));
             started += 1;
             held.hold([event.id]);
             running.spawn(async move {
                 let id = event.id;
-                deliver(&state, &recorder, event, target).await;
+                deliver(&webhooks, &recorder, event, target).await;
                 held.release(id);
                 drop((endpoint_permit, slot));
             });
         }
         if !busy.is_empty()
-            && let Err(e) = outbox::release(&state.db, &busy).await
+            && let Err(e) = outbox::release(&webhooks.db, &busy).await
         {
             tracing::warn!(error = %e, "releasing webhook events failed; their lease runs out instead");
         }
@@ -278,27 +301,27 @@ pub async fn run_dispatcher(state: AppState, stop: CancellationToken) {
 }
 
 async fn deliver(
-    state: &AppState,
+    webhooks: &Webhooks,
     recorder: &AttemptRecorder,
     event: OutboxEvent,
     target: Result<Option<Endpoint>, String>,
 ) {
     let outcome = match target {
-        Ok(Some(endpoint)) => send_signed(state, &endpoint, &event.delivery_id, &event.event, &event.payload).await,
+        Ok(Some(endpoint)) => send_signed(webhooks, &endpoint, &event.delivery_id, &event.event, &event.payload).await,
         Ok(None) => SendOutcome { status: None, error: Some("no webhook_url configured".into()) },
         Err(e) => {
             tracing::warn!(error = %e, "webhook endpoint lookup failed; the lease will run out and it is retried");
             return;
         }
     };
-    let now = state.now();
+    let now = webhooks.now();
     let attempts = event.attempts + 1;
     let (next_state, next_at) = if outcome.ok() {
         ("succeeded", now)
     } else if outcome.error.as_deref() == Some("no webhook_url configured") {
         ("dead", now)
     } else {
-        match next_try(&state.config.webhook_backoff_s, attempts, now) {
+        match next_try(&webhooks.config.webhook_backoff_s, attempts, now) {
             Some(at) => ("pending", at),
             None => ("dead", now),
         }
