@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::Invalid;
 
 pub use hubbub_e2e::{ALG, MODE_CONVERSATION, MODE_SEALED, VERSION};
 
@@ -19,32 +19,29 @@ pub fn base64url(v: &str) -> Option<Vec<u8>> {
 }
 
 /// A base64url field of `obj` that must decode to `len` bytes (any non-empty length with `None`).
-fn b64_field(obj: &Map<String, Value>, key: &str, field: &str, len: Option<usize>) -> ApiResult<()> {
+fn b64_field(obj: &Map<String, Value>, key: &str, field: &str, len: Option<usize>) -> Result<(), Invalid> {
     let bytes = obj.get(key).and_then(Value::as_str).and_then(base64url);
     match (bytes, len) {
         (Some(b), Some(n)) if b.len() == n => Ok(()),
         (Some(_), None) => Ok(()),
-        (_, Some(n)) => Err(ApiError::validation(field, format!("{field} must be base64url of {n} bytes"))),
-        (None, None) => Err(ApiError::validation(field, format!("{field} is required, non-empty base64url"))),
+        (_, Some(n)) => Err(Invalid::new(field, format!("{field} must be base64url of {n} bytes"))),
+        (None, None) => Err(Invalid::new(field, format!("{field} is required, non-empty base64url"))),
     }
 }
 
 /// An X25519 public key: base64url (padding optional) of exactly 32 bytes. Answers it without padding.
-pub fn identity_key(raw: Option<&str>) -> ApiResult<String> {
+pub fn identity_key(raw: Option<&str>) -> Result<String, Invalid> {
     match raw.map(str::trim).and_then(base64url) {
         Some(bytes) if bytes.len() == 32 && hubbub_e2e::is_weak_public_key(&bytes) => {
-            Err(ApiError::validation("identity_key_pub", "identity_key_pub is a low-order point, not a usable key"))
+            Err(Invalid::new("identity_key_pub", "identity_key_pub is a low-order point, not a usable key"))
         }
         Some(bytes) if bytes.len() == 32 => Ok(hubbub_e2e::encode(&bytes)),
-        _ => Err(ApiError::validation(
-            "identity_key_pub",
-            "identity_key_pub must be a base64url X25519 public key (32 bytes)",
-        )),
+        _ => Err(Invalid::new("identity_key_pub", "identity_key_pub must be a base64url X25519 public key (32 bytes)")),
     }
 }
 
 /// A device uuid chosen by a client: 1–128 characters of `A-Z a-z 0-9 . _ : -`.
-pub fn device_uuid(raw: Option<&str>, field: &str) -> ApiResult<String> {
+pub fn device_uuid(raw: Option<&str>, field: &str) -> Result<String, Invalid> {
     let v = raw.map(str::trim).unwrap_or("");
     let ok = !v.is_empty()
         && v.len() <= 128
@@ -52,19 +49,19 @@ pub fn device_uuid(raw: Option<&str>, field: &str) -> ApiResult<String> {
     if ok {
         Ok(v.to_string())
     } else {
-        Err(ApiError::validation(field, format!("{field} must be 1-128 letters, digits or . _ : -")))
+        Err(Invalid::new(field, format!("{field} must be 1-128 letters, digits or . _ : -")))
     }
 }
 
 /// A message ref chosen by the sender of an E2E message so it can bind `aad` to it: the server's format,
 /// `msg_` and 20 to 64 URL-safe characters.
-pub fn client_ref(raw: &str) -> ApiResult<String> {
+pub fn client_ref(raw: &str) -> Result<String, Invalid> {
     let rest = raw.strip_prefix("msg_").unwrap_or("");
     let ok = (20..=64).contains(&rest.len()) && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     if ok {
         Ok(raw.to_string())
     } else {
-        Err(ApiError::validation("ref", "ref must be msg_ followed by 20-64 URL-safe characters"))
+        Err(Invalid::new("ref", "ref must be msg_ followed by 20-64 URL-safe characters"))
     }
 }
 
@@ -80,29 +77,29 @@ pub fn ref_in_aad(aad: &str) -> Option<String> {
 
 /// The shape checks of an envelope, in the order CONTRACT section 11 gives: an object, `v` 1, `alg`, then
 /// `ciphertext` and `nonce`. `wraps_required` for sealed hub messages (one wrap per recipient device).
-pub fn check_envelope(envelope: Option<&Value>, wraps_required: bool) -> ApiResult<&Map<String, Value>> {
-    let env = envelope.and_then(Value::as_object).ok_or_else(|| {
-        ApiError::validation("e2e_envelope", "e2e_envelope is required (an object) with encryption e2e")
-    })?;
+pub fn check_envelope(envelope: Option<&Value>, wraps_required: bool) -> Result<&Map<String, Value>, Invalid> {
+    let env = envelope
+        .and_then(Value::as_object)
+        .ok_or_else(|| Invalid::new("e2e_envelope", "e2e_envelope is required (an object) with encryption e2e"))?;
     if env.get("v").and_then(Value::as_i64) != Some(VERSION as i64) {
-        return Err(ApiError::validation("e2e_envelope.v", "e2e_envelope.v must be 1"));
+        return Err(Invalid::new("e2e_envelope.v", "e2e_envelope.v must be 1"));
     }
     if env.get("alg").and_then(Value::as_str) != Some(ALG) {
-        return Err(ApiError::validation("e2e_envelope.alg", format!("e2e_envelope.alg must be {ALG}")));
+        return Err(Invalid::new("e2e_envelope.alg", format!("e2e_envelope.alg must be {ALG}")));
     }
     b64_field(env, "ciphertext", "e2e_envelope.ciphertext", None)?;
     b64_field(env, "nonce", "e2e_envelope.nonce", None)?;
     if env.get("aad").is_some_and(|a| !a.is_string()) {
-        return Err(ApiError::validation("e2e_envelope.aad", "e2e_envelope.aad must be a string"));
+        return Err(Invalid::new("e2e_envelope.aad", "e2e_envelope.aad must be a string"));
     }
     if env.get("key_version").is_some_and(|v| !v.is_i64()) {
-        return Err(ApiError::validation("e2e_envelope.key_version", "e2e_envelope.key_version must be an integer"));
+        return Err(Invalid::new("e2e_envelope.key_version", "e2e_envelope.key_version must be an integer"));
     }
     if env.get("sender_device_uuid").is_some_and(|v| !v.is_string() && !v.is_null()) {
-        return Err(ApiError::validation("e2e_envelope.sender_device_uuid", "sender_device_uuid must be a string"));
+        return Err(Invalid::new("e2e_envelope.sender_device_uuid", "sender_device_uuid must be a string"));
     }
     if wraps_required && env.get("mode").is_some_and(|m| m.as_str() != Some(MODE_SEALED)) {
-        return Err(ApiError::validation("e2e_envelope.mode", "e2e_envelope.mode must be sealed for hub messages"));
+        return Err(Invalid::new("e2e_envelope.mode", "e2e_envelope.mode must be sealed for hub messages"));
     }
     // Sealed hub messages need one wrap per recipient device; a conversation envelope may carry wraps
     // too (INTERFACE's envelope has them), checked the same way and stored as given.
@@ -111,7 +108,7 @@ pub fn check_envelope(envelope: Option<&Value>, wraps_required: bool) -> ApiResu
         wraps => {
             Some(wraps.and_then(Value::as_array).filter(|w| !w.is_empty() || !wraps_required).ok_or_else(|| {
                 let what = if wraps_required { "a non-empty array" } else { "an array" };
-                ApiError::validation("e2e_envelope.key_wraps", format!("e2e_envelope.key_wraps must be {what}"))
+                Invalid::new("e2e_envelope.key_wraps", format!("e2e_envelope.key_wraps must be {what}"))
             })?)
         }
     };
@@ -120,9 +117,9 @@ pub fn check_envelope(envelope: Option<&Value>, wraps_required: bool) -> ApiResu
     let mut seen = std::collections::HashSet::new();
     for w in wraps.into_iter().flatten() {
         let wrap = check_wrap(w, "e2e_envelope.key_wraps", false)
-            .map_err(|e| ApiError::validation("e2e_envelope.key_wraps", e.message().to_string()))?;
+            .map_err(|e| Invalid::new("e2e_envelope.key_wraps", e.message))?;
         if !seen.insert(wrap["device_uuid"].as_str().unwrap_or_default()) {
-            return Err(ApiError::validation("e2e_envelope.key_wraps", "two key wraps for one device"));
+            return Err(Invalid::new("e2e_envelope.key_wraps", "two key wraps for one device"));
         }
     }
     Ok(env)
@@ -131,17 +128,14 @@ pub fn check_envelope(envelope: Option<&Value>, wraps_required: bool) -> ApiResu
 /// One key wrap entry: `device_uuid`, and `wrap`, `wrap_nonce`, `sender_eph_pub` as non-empty base64url
 /// (their sizes are the protocol's business: the server never opens them), and `device_kind` (`user` or
 /// `agent`) in conversation key uploads.
-pub fn check_wrap<'a>(w: &'a Value, field: &str, with_kind: bool) -> ApiResult<&'a Map<String, Value>> {
-    let obj = w.as_object().ok_or_else(|| ApiError::validation(field, format!("{field} entries must be objects")))?;
+pub fn check_wrap<'a>(w: &'a Value, field: &str, with_kind: bool) -> Result<&'a Map<String, Value>, Invalid> {
+    let obj = w.as_object().ok_or_else(|| Invalid::new(field, format!("{field} entries must be objects")))?;
     device_uuid(obj.get("device_uuid").and_then(Value::as_str), &format!("{field}.device_uuid"))?;
     for part in ["wrap", "wrap_nonce", "sender_eph_pub"] {
         b64_field(obj, part, &format!("{field}.{part}"), None)?;
     }
     if with_kind && !matches!(obj.get("device_kind").and_then(Value::as_str), Some("user" | "agent")) {
-        return Err(ApiError::validation(
-            format!("{field}.device_kind"),
-            format!("{field}.device_kind must be user or agent"),
-        ));
+        return Err(Invalid::new(format!("{field}.device_kind"), format!("{field}.device_kind must be user or agent")));
     }
     Ok(obj)
 }
@@ -164,8 +158,7 @@ mod tests {
 
     #[test]
     fn envelope_checks_run_in_contract_order() {
-        let field =
-            |v: Value, wraps: bool| check_envelope(Some(&v), wraps).err().map(|e| e.field().unwrap_or("").to_string());
+        let field = |v: Value, wraps: bool| check_envelope(Some(&v), wraps).err().map(|e| e.field);
         let base =
             json!({"v": 1, "alg": ALG, "ciphertext": "YWJj", "nonce": "AAAAAAAAAAAAAAAA", "key_wraps": [wrap()]});
         assert_eq!(field(base.clone(), true), None);
@@ -216,7 +209,7 @@ mod tests {
         assert!(check_wrap(&wrap(), "wraps", true).is_err(), "device_kind is required in key uploads");
         let mut bad = wrap();
         bad["wrap"] = json!("");
-        assert_eq!(check_wrap(&bad, "wraps", false).unwrap_err().field(), Some("wraps.wrap"));
+        assert_eq!(check_wrap(&bad, "wraps", false).unwrap_err().field, "wraps.wrap");
         let key = hubbub_e2e::KeyPair::generate().unwrap().public_b64();
         assert_eq!(identity_key(Some(&format!("{key}="))).unwrap(), key);
         assert!(identity_key(Some("AAAA")).is_err());

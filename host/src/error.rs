@@ -1,5 +1,7 @@
 //! The one error type of the HTTP layer. Every non-2xx response is built here, in the contract's shape:
 //! `{"error": {"code", "message", "field"?, "fields"?}}`. Internal errors are logged and never shown.
+//! The domain modules' own errors ([`Invalid`], [`crate::otp::OtpError`], …) become `ApiError`s here, and
+//! only here.
 
 use std::collections::BTreeMap;
 
@@ -145,6 +147,41 @@ impl ApiError {
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} ({}): {}", self.code, self.status.as_u16(), self.message)
+    }
+}
+
+/// A request field a domain rule refuses: the field (dotted for nested fields) and why. Domain modules
+/// answer it (alone or inside their own error enums); the API answers 422 `validation` naming the field.
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct Invalid {
+    pub field: String,
+    pub message: String,
+}
+
+impl Invalid {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Invalid { field: field.into(), message: message.into() }
+    }
+}
+
+impl From<Invalid> for ApiError {
+    fn from(e: Invalid) -> Self {
+        ApiError::validation(e.field, e.message)
+    }
+}
+
+impl From<crate::otp::OtpError> for ApiError {
+    fn from(e: crate::otp::OtpError) -> Self {
+        use crate::otp::OtpError;
+        match e {
+            OtpError::TooManySends { retry_after_s } => ApiError::rate_limited(retry_after_s),
+            OtpError::NotSent(reason) => {
+                ApiError::bad_gateway("delivery_failed", format!("the code could not be sent: {reason}"))
+            }
+            OtpError::Rejected => ApiError::unauthorized("the code is wrong, expired or used up"),
+            OtpError::Database(e) => e.into(),
+        }
     }
 }
 

@@ -5,18 +5,39 @@ use hmac::{Hmac, KeyInit, Mac};
 use rand::Rng;
 use sha2::Sha256;
 
-use crate::clock::Millis;
-use crate::error::{ApiError, ApiResult};
+use crate::clock::{Millis, SharedClock};
+use crate::delivery::providers::Provider;
 use crate::secrets::hex;
-use crate::state::AppState;
-use crate::store::otp;
+use crate::store::{Db, otp};
 
 pub const CODE_TTL_MS: i64 = 10 * 60 * 1000;
 pub const SEND_WINDOW_MS: i64 = 15 * 60 * 1000;
 pub const SENDS_PER_WINDOW: i64 = 5;
 
-fn code_digest(state: &AppState, phone: &str, purpose: &str, code: &str) -> String {
-    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&state.jwt_secret).expect("HMAC takes any key length");
+/// Why a code was not issued or not accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum OtpError {
+    #[error("too many codes sent to this phone; retry in {retry_after_s} s")]
+    TooManySends { retry_after_s: u64 },
+    #[error("the code could not be sent: {0}")]
+    NotSent(String),
+    #[error("the code is wrong, expired or used up")]
+    Rejected,
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// What codes are issued and checked with: where they are kept, the key their digests are made with, the
+/// SMS provider, the clock.
+pub struct Codes<'a> {
+    pub db: &'a Db,
+    pub key: &'a [u8],
+    pub sms: &'a dyn Provider,
+    pub clock: &'a SharedClock,
+}
+
+fn code_digest(codes: &Codes<'_>, phone: &str, purpose: &str, code: &str) -> String {
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(codes.key).expect("HMAC takes any key length");
     mac.update(format!("{purpose}|{phone}|{code}").as_bytes());
     hex(&mac.finalize().into_bytes())
 }
@@ -24,37 +45,33 @@ fn code_digest(state: &AppState, phone: &str, purpose: &str, code: &str) -> Stri
 /// Issues a code for `phone` and sends it by SMS with `text(code)`; `payload` is kept with the code and
 /// handed back by [`verify`] (nothing it carries takes effect before). Returns when the code expires.
 pub async fn start(
-    state: &AppState,
+    codes: &Codes<'_>,
     phone: &str,
     purpose: &str,
     payload: Option<&str>,
     text: impl Fn(&str) -> String,
-) -> ApiResult<Millis> {
-    let now = state.now();
-    if otp::count_since(&state.db, phone, purpose, now - SEND_WINDOW_MS).await? >= SENDS_PER_WINDOW {
-        return Err(ApiError::rate_limited((SEND_WINDOW_MS / 1000) as u64));
+) -> Result<Millis, OtpError> {
+    let now = codes.clock.now_ms();
+    if otp::count_since(codes.db, phone, purpose, now - SEND_WINDOW_MS).await? >= SENDS_PER_WINDOW {
+        return Err(OtpError::TooManySends { retry_after_s: (SEND_WINDOW_MS / 1000) as u64 });
     }
     let code = format!("{:06}", rand::rng().random_range(0..1_000_000u32));
     let expires_at = now + CODE_TTL_MS;
-    otp::insert_code(&state.db, phone, purpose, &code_digest(state, phone, purpose, &code), payload, expires_at, now)
-        .await?;
-    state
-        .delivery
-        .sms
-        .send(phone, &text(&code))
-        .await
-        .map_err(|reason| ApiError::bad_gateway("delivery_failed", format!("the code could not be sent: {reason}")))?;
+    let digest = code_digest(codes, phone, purpose, &code);
+    otp::insert_code(codes.db, phone, purpose, &digest, payload, expires_at, now).await?;
+    codes.sms.send(phone, &text(&code)).await.map_err(|reason| OtpError::NotSent(reason.to_string()))?;
     Ok(expires_at)
 }
 
-/// Checks a code and returns the payload it was issued with; a wrong, expired, used or voided code is 401.
-pub async fn verify(state: &AppState, phone: &str, purpose: &str, code: &str) -> ApiResult<Option<String>> {
+/// Checks a code and returns the payload it was issued with; a wrong, expired, used or voided code is
+/// [`OtpError::Rejected`].
+pub async fn verify(codes: &Codes<'_>, phone: &str, purpose: &str, code: &str) -> Result<Option<String>, OtpError> {
     let code = code.trim();
     let well_formed = code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit());
-    let digest = code_digest(state, phone, purpose, code);
+    let digest = code_digest(codes, phone, purpose, code);
     // A malformed code still counts as a try.
-    match otp::consume_code(&state.db, phone, purpose, &digest, state.now()).await? {
+    match otp::consume_code(codes.db, phone, purpose, &digest, codes.clock.now_ms()).await? {
         Some(used) if well_formed => Ok(used.payload),
-        _ => Err(ApiError::unauthorized("the code is wrong, expired or used up")),
+        _ => Err(OtpError::Rejected),
     }
 }

@@ -91,6 +91,11 @@ impl AppState {
         }
     }
 
+    /// One-time codes, sent by this host's SMS provider and keyed with its secret.
+    pub fn codes(&self) -> crate::otp::Codes<'_> {
+        crate::otp::Codes { db: &self.db, key: &self.jwt_secret, sms: self.delivery.sms.as_ref(), clock: &self.clock }
+    }
+
     /// The broadcast worker's context.
     pub fn fanout(&self) -> Fanout {
         Fanout {

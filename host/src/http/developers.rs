@@ -69,7 +69,7 @@ async fn signup(
     }
     // The e-mail travels with the code: it is stored only when that code is verified.
     store::insert_signup(&state.db, &phone, state.now()).await?;
-    let expires_at = otp::start(&state, &phone, "developer", email, |code| {
+    let expires_at = otp::start(&state.codes(), &phone, "developer", email, |code| {
         format!("Your Hubbub developer code is {code}. It expires in 10 minutes.")
     })
     .await?;
@@ -92,7 +92,7 @@ async fn check_code(state: &AppState, req: &CodeLogin) -> ApiResult<(Developer, 
         .map(str::trim)
         .filter(|c| !c.is_empty())
         .ok_or_else(|| ApiError::validation("code", "code is required"))?;
-    let email = otp::verify(state, &phone, "developer", code).await?;
+    let email = otp::verify(&state.codes(), &phone, "developer", code).await?;
     let developer = store::find_by_phone(&state.db, &phone)
         .await?
         .ok_or_else(|| ApiError::unauthorized("no sign-up for this phone"))?;

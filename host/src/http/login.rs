@@ -58,7 +58,7 @@ async fn start(
     ApiJson(req): ApiJson<Start>,
 ) -> ApiResult<(StatusCode, Json<CodeSent>)> {
     let phone = phone_of(req.phone.as_deref())?;
-    let expires_at = otp::start(&state, &phone, "login", None, |code| {
+    let expires_at = otp::start(&state.codes(), &phone, "login", None, |code| {
         format!("Your Hubbub code is {code}. It expires in 10 minutes. Never share it.")
     })
     .await?;
@@ -119,7 +119,7 @@ async fn verify(
         None => uuid::Uuid::new_v4().to_string(),
     };
     let platform = req.platform.as_deref().map(str::trim).filter(|p| !p.is_empty());
-    otp::verify(&state, &phone, "login", code).await?;
+    otp::verify(&state.codes(), &phone, "login", code).await?;
 
     let now = state.now();
     let mut tx = state.db.writer().begin().await?;

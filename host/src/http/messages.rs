@@ -385,7 +385,7 @@ pub fn client_ref(req: &SendMessage, encrypted: bool) -> ApiResult<Option<String
         Some(_) if !encrypted => {
             Err(ApiError::validation("ref", "a ref can only be chosen for e2e encrypted messages"))
         }
-        Some(r) => e2e::client_ref(r).map(Some),
+        Some(r) => Ok(Some(e2e::client_ref(r)?)),
     }
 }
 
