@@ -171,6 +171,20 @@ impl From<Invalid> for ApiError {
     }
 }
 
+impl From<crate::messages::compose::ComposeError> for ApiError {
+    fn from(e: crate::messages::compose::ComposeError) -> Self {
+        use crate::messages::compose::ComposeError;
+        match e {
+            ComposeError::Invalid(invalid) => invalid.into(),
+            ComposeError::NoDevices => ApiError::unprocessable("e2e_no_devices", e.to_string()),
+            ComposeError::TemplateNotApproved(why) => {
+                ApiError::unprocessable("template_not_approved", why).with_field("template_code")
+            }
+            ComposeError::Database(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::otp::OtpError> for ApiError {
     fn from(e: crate::otp::OtpError) -> Self {
         use crate::otp::OtpError;

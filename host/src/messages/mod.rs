@@ -7,6 +7,8 @@ use utoipa::ToSchema;
 
 use crate::names::string_enum;
 
+pub mod compose;
+
 string_enum! {
     /// Where a message is (the `state` of a message record and of `message.status` events).
     pub enum MessageState {
