@@ -67,6 +67,9 @@ HUBBUB_TEST_DATABASE_URL=sqlite cargo test -- --test-threads "$THREADS"
 log "schema-driven API fuzzing (schemathesis) against the served OpenAPI document, on SQLite"
 bash tests/schemathesis/run.sh
 
+log "clients generated from docs/openapi.json (TypeScript, Python) build and import"
+bash tests/clients/run.sh
+
 log "deployment files: docker-compose.yml parses and names files that exist"
 python3 -c 'import yaml' 2>/dev/null || python3 -m pip install -q pyyaml
 python3 - <<'PY'

@@ -210,3 +210,49 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
     let broadcasts = supervised("broadcasts", Box::pin(broadcasts::run_worker(state.fanout(), stop.clone())));
     vec![("housekeeping", housekeeping), ("delivery", delivery), ("webhooks", webhooks), ("broadcasts", broadcasts)]
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    /// Every `.rs` file under `dir`, recursively.
+    fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                sources(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                found.push(path);
+            }
+        }
+    }
+
+    /// The house reads top-down: http → domain → store / runtime. Below the HTTP layer (the domain
+    /// modules, the workers, the store and the runtime) nothing reaches up into `http`, the shared state
+    /// or the request extractors; the store reaches into no worker either.
+    #[test]
+    fn layers_only_depend_downwards() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        let http_layer = ["lib.rs", "main.rs", "state.rs", "auth.rs", "e2e_cli.rs"];
+        let mut violations = Vec::new();
+        for file in files {
+            let relative = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+            if relative.starts_with("http/") || http_layer.contains(&relative.as_str()) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            let mut forbidden = vec!["crate::http", "crate::state", "crate::auth", "AppState"];
+            if relative.starts_with("store/") {
+                forbidden.extend(["crate::delivery", "crate::webhooks", "crate::broadcasts", "crate::runtime"]);
+            }
+            for word in forbidden {
+                if text.contains(word) {
+                    violations.push(format!("{relative} uses {word}"));
+                }
+            }
+        }
+        assert!(violations.is_empty(), "dependencies that point up a layer: {violations:#?}");
+    }
+}
