@@ -37,14 +37,8 @@ string_enum! {
     }
 }
 
-string_enum! {
-    /// The channels a template is written for and a bot answers on.
-    pub enum Channel {
-        Inapp = "inapp",
-        Whatsapp = "whatsapp",
-        Sms = "sms",
-    }
-}
+/// The channels a template is written for.
+pub use crate::delivery::Channel;
 
 /// One piece of a template body.
 #[derive(Debug, PartialEq)]

@@ -3597,7 +3597,7 @@ export interface components {
         /** @description One delivery attempt of a message. */
         AttemptRecord: {
             at: string;
-            channel: string;
+            channel: components["schemas"]["Channel"];
             error?: string | null;
             /** @description `delivery`, or `alert`: the opaque WhatsApp/SMS alert about an encrypted message for an offline user. */
             kind: string;
@@ -3799,8 +3799,7 @@ export interface components {
                 /** @description With `include=attempts`: every delivery attempt, oldest first. */
                 attempts?: components["schemas"]["AttemptRecord"][] | null;
                 body?: string | null;
-                /** @description The channel that carried it: hub, whatsapp or sms (null until sent). */
-                channel?: string | null;
+                channel?: components["schemas"]["Channel"] | null;
                 content_type: components["schemas"]["ContentType"];
                 /**
                  * Format: int64
@@ -3872,8 +3871,7 @@ export interface components {
             /** @description With `include=attempts`: every delivery attempt, oldest first. */
             attempts?: components["schemas"]["AttemptRecord"][] | null;
             body?: string | null;
-            /** @description The channel that carried it: hub, whatsapp or sms (null until sent). */
-            channel?: string | null;
+            channel?: components["schemas"]["Channel"] | null;
             content_type: components["schemas"]["ContentType"];
             /**
              * Format: int64

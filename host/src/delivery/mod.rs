@@ -24,20 +24,14 @@ use crate::store::leases::{Held, Leased};
 use crate::store::messages::{self, Message};
 use crate::store::{Db, accounts, deliveries, devices, partners};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Channel {
-    Inapp,
-    Whatsapp,
-    Sms,
-}
-
-impl Channel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Channel::Inapp => "inapp",
-            Channel::Whatsapp => "whatsapp",
-            Channel::Sms => "sms",
-        }
+crate::names::string_enum! {
+    /// The channels a message travels on (the `channel` of messages and attempts), a template is written
+    /// for, and a bot answers on.
+    pub enum Channel {
+        /// The in-app hub inbox.
+        Inapp = "inapp",
+        Whatsapp = "whatsapp",
+        Sms = "sms",
     }
 }
 

@@ -14,6 +14,7 @@ use utoipa_axum::routes;
 use super::{ApiJson, ApiQuery, List, PageParams, parse_id, parse_value};
 use crate::auth::PartnerAuth;
 use crate::clock::record_time;
+use crate::delivery::Channel;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
 pub use crate::messages::compose::{self, Content, MAX_BODY_BYTES, SendMessage, client_ref};
@@ -79,7 +80,8 @@ pub struct MessageRecord {
     pub body: Option<String>,
     pub state: MessageState,
     pub priority: String,
-    /// The channel that carried it: hub, whatsapp or sms (null until sent).
+    /// The channel that carried it (null until sent).
+    #[schema(value_type = Option<Channel>)]
     pub channel: Option<String>,
     /// The support conversation it belongs to (null for hub messages).
     pub conversation_id: Option<i64>,
@@ -102,6 +104,7 @@ pub struct MessageRecord {
 pub struct AttemptRecord {
     /// `delivery`, or `alert`: the opaque WhatsApp/SMS alert about an encrypted message for an offline user.
     pub kind: String,
+    #[schema(value_type = Channel)]
     pub channel: String,
     pub state: String,
     pub error: Option<String>,
