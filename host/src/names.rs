@@ -74,8 +74,11 @@ pub(crate) use string_enum;
 mod tests {
     use crate::bots::RuntimeMode;
     use crate::conversations::ConversationState;
-    use crate::messages::{Direction, MessageState};
-    use crate::template::TemplateStatus;
+    use crate::messages::{
+        AttemptKind, AttemptState, Channel, ContentType, Direction, E2eMode, Encryption, MessageState,
+    };
+    use crate::store::accounts::AccountState;
+    use crate::template::{Category, TemplateStatus};
 
     fn one_string_form<T>(all: &[T], as_str: fn(T) -> &'static str, parse: fn(&str) -> Option<T>)
     where
@@ -99,6 +102,16 @@ mod tests {
         one_string_form(ConversationState::ALL, ConversationState::as_str, ConversationState::parse);
         one_string_form(TemplateStatus::ALL, TemplateStatus::as_str, TemplateStatus::parse);
         one_string_form(RuntimeMode::ALL, RuntimeMode::as_str, RuntimeMode::parse);
+        one_string_form(Channel::ALL, Channel::as_str, Channel::parse);
+        one_string_form(AttemptKind::ALL, AttemptKind::as_str, AttemptKind::parse);
+        one_string_form(AttemptState::ALL, AttemptState::as_str, AttemptState::parse);
+        one_string_form(ContentType::ALL, ContentType::as_str, ContentType::parse);
+        one_string_form(Encryption::ALL, Encryption::as_str, Encryption::parse);
+        one_string_form(E2eMode::ALL, E2eMode::as_str, E2eMode::parse);
+        one_string_form(Category::ALL, Category::as_str, Category::parse);
+        one_string_form(AccountState::ALL, AccountState::as_str, AccountState::parse);
+        assert_eq!(Channel::names(), ["inapp", "whatsapp", "sms"]);
+        assert_eq!(E2eMode::Conversation.as_str(), crate::e2e::MODE_CONVERSATION);
         assert_eq!(MessageState::names(), ["queued", "sent", "delivered", "read", "failed"]);
         assert_eq!("sending".parse::<MessageState>(), Err("unknown MessageState \"sending\"".to_string()));
     }

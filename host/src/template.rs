@@ -38,7 +38,7 @@ string_enum! {
 }
 
 /// The channels a template is written for.
-pub use crate::delivery::Channel;
+pub use crate::messages::Channel;
 
 /// One piece of a template body.
 #[derive(Debug, PartialEq)]

@@ -3594,17 +3594,20 @@ export interface components {
         };
         /** @enum {string} */
         AccountState: "unclaimed" | "claimed";
+        /** @enum {string} */
+        AttemptKind: "delivery" | "alert";
         /** @description One delivery attempt of a message. */
         AttemptRecord: {
             at: string;
             channel: components["schemas"]["Channel"];
             error?: string | null;
-            /** @description `delivery`, or `alert`: the opaque WhatsApp/SMS alert about an encrypted message for an offline user. */
-            kind: string;
+            kind: components["schemas"]["AttemptKind"];
             /** @description The provider's message id (Twilio MessageSid, WhatsApp message id); receipts are matched by it. */
             provider_ref?: string | null;
-            state: string;
+            state: components["schemas"]["AttemptState"];
         };
+        /** @enum {string} */
+        AttemptState: "sent" | "failed";
         /** Format: binary */
         Binary: string;
         Bot: {

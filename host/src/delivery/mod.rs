@@ -18,22 +18,13 @@ use self::providers::Provider;
 use crate::clock::{Millis, SharedClock};
 use crate::config::Config;
 use crate::events;
-use crate::messages::MessageState;
+use crate::messages::{AttemptKind, AttemptState, MessageState};
 use crate::store::deliveries::NewAttempt;
 use crate::store::leases::{Held, Leased};
 use crate::store::messages::{self, Message};
 use crate::store::{Db, accounts, deliveries, devices, partners};
 
-crate::names::string_enum! {
-    /// The channels a message travels on (the `channel` of messages and attempts), a template is written
-    /// for, and a bot answers on.
-    pub enum Channel {
-        /// The in-app hub inbox.
-        Inapp = "inapp",
-        Whatsapp = "whatsapp",
-        Sms = "sms",
-    }
-}
+pub use crate::messages::Channel;
 
 /// What routing knows about the recipient.
 #[derive(Debug, Clone, Copy)]
@@ -250,7 +241,8 @@ async fn deliver(delivery: &Delivery, message_id: i64) -> Result<(), sqlx::Error
 
     let now = delivery.now();
     let mut tx = db.writer().begin().await?;
-    let tries = attempts.iter().map(|a| ("delivery", a)).chain(alerts.iter().map(|a| ("alert", a)));
+    let tries =
+        attempts.iter().map(|a| (AttemptKind::Delivery, a)).chain(alerts.iter().map(|a| (AttemptKind::Alert, a)));
     for (kind, (channel, outcome)) in tries {
         deliveries::record_attempt_in(&mut tx, &attempt(message_id, kind, *channel, outcome, now)).await?;
     }
@@ -293,16 +285,16 @@ async fn deliver(delivery: &Delivery, message_id: i64) -> Result<(), sqlx::Error
 /// The attempt row of one provider try: `sent` with the provider's id, or `failed` with the reason.
 fn attempt<'a>(
     message_id: i64,
-    kind: &'a str,
+    kind: AttemptKind,
     channel: Channel,
     outcome: &'a Result<String, String>,
     at: Millis,
 ) -> NewAttempt<'a> {
     let (state, error, provider_ref) = match outcome {
-        Ok(id) => ("sent", None, Some(id.as_str()).filter(|id| !id.is_empty())),
-        Err(reason) => ("failed", Some(reason.as_str()), None),
+        Ok(id) => (AttemptState::Sent, None, Some(id.as_str()).filter(|id| !id.is_empty())),
+        Err(reason) => (AttemptState::Failed, Some(reason.as_str()), None),
     };
-    NewAttempt { message_id, kind, channel: channel.as_str(), state, error, provider_ref, at }
+    NewAttempt { message_id, kind, channel, state, error, provider_ref, at }
 }
 
 /// Continues a chain a failure receipt broke off (see `receipts::apply`): the SMS after a message that
@@ -330,7 +322,7 @@ async fn continue_after_receipt(delivery: &Delivery, message_id: i64, resume: &s
     let now = delivery.now();
     let mut tx = db.writer().begin().await?;
     if let Some(outcome) = &outcome {
-        let kind = if alert { "alert" } else { "delivery" };
+        let kind = if alert { AttemptKind::Alert } else { AttemptKind::Delivery };
         deliveries::record_attempt_in(&mut tx, &attempt(message_id, kind, Channel::Sms, outcome, now)).await?;
         if !alert {
             match outcome {

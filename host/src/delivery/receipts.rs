@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{Channel, Delivery};
 use crate::events;
-use crate::messages::MessageState;
+use crate::messages::{AttemptKind, MessageState};
 use crate::secrets::constant_time_eq;
 use crate::store::{deliveries, messages};
 
@@ -103,7 +103,7 @@ pub async fn apply(
     let Some(target) = deliveries::find_by_provider_ref(&delivery.db, channel.as_str(), provider_ref).await? else {
         return Ok(false);
     };
-    let alert = target.kind == "alert";
+    let alert = target.kind == AttemptKind::Alert;
     let now = delivery.now();
     let mut tx = delivery.db.writer().begin().await?;
     let mut resumed = false;

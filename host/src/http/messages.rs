@@ -14,11 +14,10 @@ use utoipa_axum::routes;
 use super::{ApiJson, ApiQuery, List, PageParams, parse_id, parse_value};
 use crate::auth::PartnerAuth;
 use crate::clock::record_time;
-use crate::delivery::Channel;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
 pub use crate::messages::compose::{self, Content, MAX_BODY_BYTES, SendMessage, client_ref};
-use crate::messages::{ContentType, Direction, MessageContent, MessageState};
+use crate::messages::{AttemptKind, AttemptState, Channel, ContentType, Direction, MessageContent, MessageState};
 use crate::state::AppState;
 use crate::store::is_unique_violation;
 use crate::store::messages::{self as store, Created, Message, MessageFilter, NewMessage};
@@ -102,11 +101,9 @@ pub struct MessageRecord {
 /// One delivery attempt of a message.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AttemptRecord {
-    /// `delivery`, or `alert`: the opaque WhatsApp/SMS alert about an encrypted message for an offline user.
-    pub kind: String,
-    #[schema(value_type = Channel)]
-    pub channel: String,
-    pub state: String,
+    pub kind: AttemptKind,
+    pub channel: Channel,
+    pub state: AttemptState,
     pub error: Option<String>,
     /// The provider's message id (Twilio MessageSid, WhatsApp message id); receipts are matched by it.
     pub provider_ref: Option<String>,

@@ -61,6 +61,34 @@ string_enum! {
     }
 }
 
+string_enum! {
+    /// The channels a message travels on (the `channel` of messages and attempts), a template is written
+    /// for, and a bot answers on.
+    pub enum Channel {
+        /// The in-app hub inbox.
+        Inapp = "inapp",
+        Whatsapp = "whatsapp",
+        Sms = "sms",
+    }
+}
+
+string_enum! {
+    /// What a delivery attempt carried: the message itself, or the opaque alert about an encrypted message
+    /// for a user who is not in the app.
+    pub enum AttemptKind {
+        Delivery = "delivery",
+        Alert = "alert",
+    }
+}
+
+string_enum! {
+    /// How a provider took an attempt: accepted (`sent`, later confirmed or failed by its receipts) or refused.
+    pub enum AttemptState {
+        Sent = "sent",
+        Failed = "failed",
+    }
+}
+
 impl ContentType {
     /// The types whose message carries a file (`media_url` or `media_base64`).
     pub fn is_media(self) -> bool {

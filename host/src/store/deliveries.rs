@@ -5,6 +5,7 @@ use sqlx::{Any, Transaction};
 
 use super::{Backend, Db};
 use crate::clock::Millis;
+use crate::messages::{AttemptKind, AttemptState, Channel};
 
 /// Queues a message for delivery, in the transaction that creates it.
 pub async fn enqueue_in(tx: &mut Transaction<'_, Any>, message_id: i64, at: Millis) -> Result<(), sqlx::Error> {
@@ -73,11 +74,9 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, message_id: i64) -> Result
 #[derive(Debug)]
 pub struct NewAttempt<'a> {
     pub message_id: i64,
-    /// `delivery`, or `alert` (the opaque alert about an encrypted message).
-    pub kind: &'a str,
-    pub channel: &'a str,
-    /// `sent` or `failed`.
-    pub state: &'a str,
+    pub kind: AttemptKind,
+    pub channel: Channel,
+    pub state: AttemptState,
     pub error: Option<&'a str>,
     /// The provider's id of what it accepted (for its delivery receipts).
     pub provider_ref: Option<&'a str>,
@@ -91,9 +90,9 @@ pub async fn record_attempt_in(tx: &mut Transaction<'_, Any>, a: &NewAttempt<'_>
          VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(a.message_id)
-    .bind(a.kind)
-    .bind(a.channel)
-    .bind(a.state)
+    .bind(a.kind.as_str())
+    .bind(a.channel.as_str())
+    .bind(a.state.as_str())
     .bind(a.error)
     .bind(a.provider_ref)
     .bind(a.at)
@@ -107,7 +106,7 @@ pub async fn record_attempt_in(tx: &mut Transaction<'_, Any>, a: &NewAttempt<'_>
 pub struct ReceiptTarget {
     pub attempt_id: i64,
     pub message_id: i64,
-    pub kind: String,
+    pub kind: AttemptKind,
 }
 
 pub async fn find_by_provider_ref(
@@ -128,7 +127,7 @@ pub async fn find_by_provider_ref(
         Ok(ReceiptTarget {
             attempt_id: r.try_get("id")?,
             message_id: r.try_get("message_id")?,
-            kind: r.try_get("kind")?,
+            kind: super::decode_name(&r, "kind")?,
         })
     })
     .transpose()

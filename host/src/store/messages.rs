@@ -8,7 +8,7 @@ use sqlx::{Any, Row, Transaction};
 use super::outbox::{self, Target};
 use super::{Db, decode_name, like_pattern};
 use crate::clock::Millis;
-use crate::messages::{Direction, MessageState};
+use crate::messages::{AttemptKind, AttemptState, Channel, Direction, MessageState};
 
 #[derive(Debug, Clone)]
 pub struct Message {
@@ -254,12 +254,11 @@ pub async fn list_messages(db: &Db, partner_id: i64, f: &MessageFilter) -> Resul
 /// One channel try of a message.
 #[derive(Debug, Clone)]
 pub struct DeliveryAttempt {
-    /// `delivery` or `alert`.
-    pub kind: String,
-    pub channel: String,
+    pub kind: AttemptKind,
+    pub channel: Channel,
     /// The provider's id of what it accepted (SMS and WhatsApp).
     pub provider_ref: Option<String>,
-    pub state: String,
+    pub state: AttemptState,
     pub error: Option<String>,
     pub at: Millis,
 }
@@ -274,10 +273,10 @@ pub async fn list_attempts(db: &Db, message_id: i64) -> Result<Vec<DeliveryAttem
     rows.iter()
         .map(|r| {
             Ok(DeliveryAttempt {
-                kind: r.try_get("kind")?,
-                channel: r.try_get("channel")?,
+                kind: decode_name(r, "kind")?,
+                channel: decode_name(r, "channel")?,
                 provider_ref: r.try_get("provider_ref")?,
-                state: r.try_get("state")?,
+                state: decode_name(r, "state")?,
                 error: r.try_get("error")?,
                 at: r.try_get("at")?,
             })
