@@ -185,6 +185,21 @@ impl From<crate::messages::compose::ComposeError> for ApiError {
     }
 }
 
+impl From<crate::flows::FlowError> for ApiError {
+    fn from(e: crate::flows::FlowError) -> Self {
+        use crate::flows::FlowError;
+        match e {
+            FlowError::Invalid(invalid) => invalid.into(),
+            FlowError::InvalidFields(fields) => ApiError::invalid_fields(fields),
+            FlowError::NotFound(what) => ApiError::not_found(what),
+            FlowError::Conflict(why) => ApiError::conflict(why),
+            FlowError::Bot(_) => ApiError::bad_gateway("bot_error", e.to_string()),
+            FlowError::Database(e) => e.into(),
+            FlowError::Internal(why) => ApiError::internal(why),
+        }
+    }
+}
+
 impl From<crate::otp::OtpError> for ApiError {
     fn from(e: crate::otp::OtpError) -> Self {
         use crate::otp::OtpError;

@@ -34,6 +34,7 @@ pub mod delivery;
 pub mod e2e;
 pub mod error;
 pub mod events;
+pub mod flows;
 pub mod forms;
 pub mod health;
 pub mod http;

@@ -61,7 +61,7 @@ macro_rules! string_enum {
         impl std::str::FromStr for $name {
             type Err = String;
 
-            fn from_str(text: &str) -> Result<$name, String> {
+            fn from_str(text: &str) -> std::result::Result<$name, String> {
                 $name::parse(text).ok_or_else(|| format!("unknown {} {text:?}", stringify!($name)))
             }
         }

@@ -1,0 +1,376 @@
+//! The flow engine: how a user's flow or chat session moves through its bot. A `local` bot's guest is
+//! called in the Wasm runtime (its component loaded first, from memory, the precompiled cache or the
+//! database); a `webhook` bot gets the user's events as signed bot events through the outbox and answers
+//! through its inbound webhook. Every submitted form is validated against the fields of the screen the bot
+//! showed before the bot sees it. What the bot answers is stored as the session's progress, or completes
+//! the flow into a read-only card.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
+
+use crate::bots::RuntimeMode;
+use crate::clock::{Millis, SharedClock};
+use crate::error::Invalid;
+use crate::events;
+use crate::forms::{self, FieldDef};
+use crate::names::string_enum;
+use crate::runtime::{Entry, GuestContext, GuestEvent, GuestReply, Runtime, RuntimeError};
+use crate::secrets::random_alnum;
+use crate::store::Db;
+use crate::store::bots::{self, Bot};
+use crate::store::flows::{self as store, Session};
+use crate::store::outbox::{self, Target};
+
+string_enum! {
+    /// Where a session is.
+    pub enum SessionState {
+        /// A flow the user was invited to and has not opened.
+        Invited = "invited",
+        InProgress = "in_progress",
+        /// A finished flow: its card is read-only.
+        Completed = "completed",
+    }
+}
+
+string_enum! {
+    /// What a session is: a flow invitation, or an in-app chat with a bot.
+    pub enum SessionKind {
+        Flow = "flow",
+        Chat = "chat",
+    }
+}
+
+/// The kinds of step a bot answers with.
+pub const STEP_TYPES: &[&str] = &["message", "menu", "flow_screen", "payment", "flow_completed"];
+
+/// Why a session could not move.
+#[derive(Debug, thiserror::Error)]
+pub enum FlowError {
+    /// A field of the event refused (422 `validation`).
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// Submitted form values refused, one message per field (422 `validation` with `fields`).
+    #[error("{} fields are invalid", .0.len())]
+    InvalidFields(BTreeMap<String, String>),
+    /// No such flow, session or bot for this user.
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// The session cannot take this now (a completed flow; a bot without a component).
+    #[error("{0}")]
+    Conflict(String),
+    /// The bot failed to answer (502 `bot_error`).
+    #[error("the bot could not answer: {0}")]
+    Bot(String),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    /// Stored data the engine cannot read (a bug).
+    #[error("{0}")]
+    Internal(String),
+}
+
+type Result<T> = std::result::Result<T, FlowError>;
+
+/// What the app receives after an event: the steps to show, and for a completed flow its summary.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Progress {
+    /// The session's ref.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub state: SessionState,
+    /// The completed flow's summary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub summary: Option<Value>,
+    /// What the bot answered, in order (`message`, `menu`, `flow_screen`, `payment`, `flow_completed`).
+    #[schema(value_type = Vec<Object>)]
+    pub steps: Vec<Value>,
+}
+
+/// A user event as the app sends it.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct EventBody {
+    /// `text`, `select`, `submit` or `payment`.
+    #[serde(rename = "type")]
+    #[schema(value_type = String, required = true, pattern = "^(text|select|submit|payment)$")]
+    pub kind: Option<String>,
+    /// `text`: what the user wrote (at most 4096 characters).
+    pub text: Option<String>,
+    /// `select`: the chosen item (aliases `choice`, `item`); `payment`: the payment id.
+    #[serde(alias = "choice", alias = "item")]
+    pub id: Option<String>,
+    /// `submit`: the screen the values are for.
+    pub screen: Option<String>,
+    /// `submit`: the form values, by field key.
+    #[schema(value_type = Option<Object>)]
+    pub values: Option<Map<String, Value>>,
+    /// `payment`: confirmed, declined or cancelled.
+    pub status: Option<String>,
+    /// `payment`: the provider's reference.
+    pub reference: Option<String>,
+    /// `payment`: the same fields nested (`{id, status, reference}`).
+    #[schema(value_type = Option<Object>)]
+    pub payment: Option<Value>,
+}
+
+/// Checks steps a `webhook`-mode bot sent through its inbound webhook (local bots are checked by the
+/// runtime): known types, and screens whose fields are well-formed.
+pub fn check_steps(steps: Vec<Value>) -> std::result::Result<Vec<Value>, String> {
+    if steps.len() > 50 {
+        return Err("at most 50 steps".into());
+    }
+    for (i, step) in steps.iter().enumerate() {
+        let kind = step.get("type").and_then(Value::as_str).unwrap_or("");
+        if !STEP_TYPES.contains(&kind) {
+            return Err(format!("step {i}: type must be one of {}", STEP_TYPES.join(", ")));
+        }
+        if kind == "flow_screen" {
+            let screen = step.get("screen").ok_or(format!("step {i}: a flow_screen needs a screen"))?;
+            if screen.get("id").and_then(Value::as_str).is_none_or(str::is_empty) {
+                return Err(format!("step {i}: the screen needs an id"));
+            }
+            let fields: Vec<FieldDef> = serde_json::from_value(screen.get("fields").cloned().unwrap_or(Value::Null))
+                .map_err(|e| format!("step {i}: fields: {e}"))?;
+            if fields.is_empty() {
+                return Err(format!("step {i}: the screen needs fields"));
+            }
+            forms::check_definitions(&fields).map_err(|e| format!("step {i}: {e}"))?;
+        }
+    }
+    Ok(steps)
+}
+
+/// Turns an event body into a guest event; a submission is validated against the session's screen here.
+pub fn guest_event(session: &Session, body: EventBody) -> Result<GuestEvent> {
+    match body.kind.as_deref() {
+        Some("text") => {
+            let text =
+                body.text.filter(|t| !t.trim().is_empty()).ok_or_else(|| Invalid::new("text", "text is required"))?;
+            if text.chars().count() > 4096 {
+                return Err(Invalid::new("text", "text is at most 4096 characters").into());
+            }
+            Ok(GuestEvent::Text(text))
+        }
+        Some("select") => Ok(GuestEvent::Select(
+            body.id.filter(|i| !i.is_empty()).ok_or_else(|| Invalid::new("id", "id (the chosen item) is required"))?,
+        )),
+        Some("submit") => submission(session, body.screen.as_deref(), body.values.unwrap_or_default()),
+        Some("payment") => {
+            let payment = body.payment.unwrap_or(Value::Null);
+            let pick = |field: &str, flat: Option<String>| {
+                flat.or_else(|| payment.get(field).and_then(Value::as_str).map(str::to_string))
+            };
+            let id = pick("id", body.id).ok_or_else(|| Invalid::new("id", "id (the payment id) is required"))?;
+            let status = pick("status", body.status).unwrap_or_default();
+            if !["confirmed", "declined", "cancelled"].contains(&status.as_str()) {
+                return Err(Invalid::new("status", "status must be confirmed, declined or cancelled").into());
+            }
+            Ok(GuestEvent::Payment { id, status, reference: pick("reference", body.reference) })
+        }
+        _ => Err(Invalid::new("type", "type must be text, select, submit or payment").into()),
+    }
+}
+
+/// Validates submitted values against the screen the bot showed: the bot is called only with clean values.
+pub fn submission(session: &Session, screen_id: Option<&str>, values: Map<String, Value>) -> Result<GuestEvent> {
+    let screen =
+        session.screen.as_ref().ok_or_else(|| Invalid::new("screen", "no screen is waiting for a submission"))?;
+    let expected = screen["id"].as_str().unwrap_or("");
+    if screen_id != Some(expected) {
+        return Err(Invalid::new("screen", format!("the screen waiting for a submission is {expected:?}")).into());
+    }
+    let fields: Vec<FieldDef> =
+        serde_json::from_value(screen["fields"].clone()).map_err(|e| FlowError::Internal(e.to_string()))?;
+    let clean = forms::validate(&fields, &values).map_err(FlowError::InvalidFields)?;
+    Ok(GuestEvent::Submit { screen: expected.to_string(), values: clean, fields })
+}
+
+/// A call into a bot's guest.
+#[derive(Clone)]
+enum GuestCall {
+    Start(Entry),
+    /// A user event, with the state of the previous reply.
+    Handle(String, GuestEvent),
+}
+
+/// What the engine works with: the database, the clock and the bot runtime.
+pub struct Engine<'a> {
+    pub db: &'a Db,
+    pub clock: &'a SharedClock,
+    pub runtime: &'a Runtime,
+}
+
+impl Engine<'_> {
+    fn now(&self) -> Millis {
+        self.clock.now_ms()
+    }
+
+    /// The user's open flow `reference` (a completed one is read-only: a conflict).
+    pub async fn open_flow(&self, phone: &str, reference: &str) -> Result<Session> {
+        let session = store::find_for_user(self.db, phone, reference)
+            .await?
+            .filter(|s| s.kind == SessionKind::Flow.as_str())
+            .ok_or(FlowError::NotFound("flow"))?;
+        if session.state == SessionState::Completed.as_str() {
+            return Err(FlowError::Conflict("the flow is completed; its card is read-only".into()));
+        }
+        Ok(session)
+    }
+
+    /// The user's chat session `reference` with the bot `code`.
+    pub async fn chat(&self, phone: &str, code: &str, reference: &str) -> Result<Session> {
+        let bot = bots::find_for_user(self.db, phone, code).await?.ok_or(FlowError::NotFound("bot"))?;
+        store::find_for_user(self.db, phone, reference)
+            .await?
+            .filter(|s| s.kind == SessionKind::Chat.as_str() && s.bot_id == bot.id)
+            .ok_or(FlowError::NotFound("session"))
+    }
+
+    /// Opens the flow: a local bot shows its first screen; a webhook bot is told the flow started.
+    pub async fn start_flow(&self, session: &Session) -> Result<Progress> {
+        let bot = bots::find_by_id(self.db, session.bot_id).await?.ok_or(FlowError::NotFound("bot"))?;
+        let flow = session.flow.clone().unwrap_or_default();
+        if bot.runtime_mode == RuntimeMode::Webhook {
+            store::save_progress(self.db, session.id, session.guest_state.as_deref().unwrap_or(""), None).await?;
+            let payload = json!({ "session": session.reference, "phone": session.phone, "flow": flow, "event": {"type": "start"} });
+            return self.forward(&bot, session, "flow.start", payload).await;
+        }
+        let ctx = GuestContext { bot: bot.code.clone(), phone: session.phone.clone() };
+        let reply = self.call_guest(&bot, GuestCall::Start(Entry::Flow(flow)), ctx).await?;
+        self.apply(session, reply).await
+    }
+
+    /// Opens a chat session of the user with `bot`; answers it with the bot's first steps.
+    pub async fn open_chat(&self, bot: &Bot, phone: &str) -> Result<(Session, Vec<Value>)> {
+        let reference = format!("sess_{}", random_alnum(24));
+        let session = store::open_chat(self.db, &reference, bot.id, phone, self.now()).await?;
+        let progress = if bot.runtime_mode == RuntimeMode::Webhook {
+            let payload = json!({ "session": session.reference, "phone": session.phone, "event": {"type": "start"} });
+            self.forward(bot, &session, "session.start", payload).await?
+        } else {
+            let ctx = GuestContext { bot: bot.code.clone(), phone: phone.to_string() };
+            let reply = self.call_guest(bot, GuestCall::Start(Entry::Chat), ctx).await?;
+            self.apply(&session, reply).await?
+        };
+        Ok((session, progress.steps))
+    }
+
+    /// Runs one user event of a session (flow or chat) through its bot.
+    pub async fn handle(&self, session: &Session, event: GuestEvent) -> Result<Progress> {
+        let bot = bots::find_by_id(self.db, session.bot_id).await?.ok_or(FlowError::NotFound("bot"))?;
+        if bot.runtime_mode == RuntimeMode::Webhook {
+            let payload = event_payload(session, &event);
+            return self.forward(&bot, session, "session.event", payload).await;
+        }
+        let ctx = GuestContext { bot: bot.code.clone(), phone: session.phone.clone() };
+        let guest_state = session.guest_state.clone().unwrap_or_default();
+        let reply = self.call_guest(&bot, GuestCall::Handle(guest_state, event), ctx).await?;
+        self.apply(session, reply).await
+    }
+
+    /// Steps a `webhook`-mode bot sent since the app last asked (each is returned once).
+    pub async fn pending_steps(&self, session: &Session) -> Result<Vec<Value>> {
+        Ok(store::take_pending(self.db, session.id).await?)
+    }
+
+    /// The digest of a local bot's component, loaded into the runtime (from the database after a restart).
+    async fn ready_component(&self, bot: &Bot) -> Result<String> {
+        let digest = bot
+            .component_digest
+            .clone()
+            .ok_or_else(|| FlowError::Conflict("the bot has no component uploaded yet".into()))?;
+        // From memory, else from the precompiled artifact (never waits for uploads compiling), else compiled
+        // from the bytes in the database (another host's upload, or a cleared cache).
+        if self.runtime.load_precompiled(&digest).await.map_err(|e| bot_error(bot, e))?.is_none() {
+            let (bytes, _, _) = bots::component(self.db, &digest)
+                .await?
+                .ok_or_else(|| FlowError::Internal("component bytes missing".into()))?;
+            self.runtime.load(&bytes).await.map_err(|e| bot_error(bot, e))?;
+        }
+        Ok(digest)
+    }
+
+    /// Calls the bot's guest, loading its component first when it is not in memory — and once more if it
+    /// was dropped from memory (least recently used) between the load and the call.
+    async fn call_guest(&self, bot: &Bot, call: GuestCall, ctx: GuestContext) -> Result<GuestReply> {
+        let mut reloaded = false;
+        loop {
+            let digest = self.ready_component(bot).await?;
+            let started = std::time::Instant::now();
+            let result = match call.clone() {
+                GuestCall::Start(entry) => self.runtime.start(&digest, &bot.code, entry, ctx.clone()).await,
+                GuestCall::Handle(guest_state, event) => {
+                    self.runtime.handle(&digest, &bot.code, guest_state, event, ctx.clone()).await
+                }
+            };
+            let label = format!("{}/{}", bot.partner_code, bot.code);
+            let outcome = result.as_ref().map_or_else(RuntimeError::kind, |_| "ok");
+            metrics::histogram!("hubbub_bot_call_duration_seconds", "bot" => label.clone())
+                .record(started.elapsed().as_secs_f64());
+            metrics::counter!("hubbub_bot_calls_total", "bot" => label, "outcome" => outcome).increment(1);
+            match result {
+                Err(RuntimeError::NotLoaded) if !reloaded => reloaded = true,
+                other => return other.map_err(|e| bot_error(bot, e)),
+            }
+        }
+    }
+
+    /// Stores what the bot answered: the session's progress, or the completed flow with its summary.
+    async fn apply(&self, session: &Session, reply: GuestReply) -> Result<Progress> {
+        let screen = reply.steps.iter().rev().find(|s| s["type"] == "flow_screen").map(|s| s["screen"].clone());
+        if let Some(done) = reply.steps.iter().find(|s| s["type"] == "flow_completed")
+            && session.kind == SessionKind::Flow.as_str()
+        {
+            let summary = done.get("summary").cloned().unwrap_or_else(|| json!({}));
+            if !store::complete(self.db, session, &reply.state, &summary, self.now()).await? {
+                return Err(FlowError::Conflict("the flow is already completed".into()));
+            }
+            return Ok(Progress {
+                reference: session.reference.clone(),
+                state: SessionState::Completed,
+                summary: Some(summary),
+                steps: reply.steps,
+            });
+        }
+        store::save_progress(self.db, session.id, &reply.state, screen.as_ref()).await?;
+        Ok(Progress {
+            reference: session.reference.clone(),
+            state: SessionState::InProgress,
+            summary: None,
+            steps: reply.steps,
+        })
+    }
+
+    /// Sends a user event of a `webhook`-mode bot's session to the bot; answers with the steps it already
+    /// sent back (the rest arrive through the inbound webhook).
+    async fn forward(&self, bot: &Bot, session: &Session, event: &str, payload: Value) -> Result<Progress> {
+        let mut tx = self.db.writer().begin().await?;
+        let body = events::bot_event(bot, event, payload);
+        let key = format!("session:{}", session.id);
+        outbox::enqueue(&mut tx, Target::Bot(bot.id), event, &body, &key, self.now()).await?;
+        tx.commit().await?;
+        let steps = store::take_pending(self.db, session.id).await?;
+        Ok(Progress { reference: session.reference.clone(), state: SessionState::InProgress, summary: None, steps })
+    }
+}
+
+/// A runtime failure, logged with the bot.
+fn bot_error(bot: &Bot, e: RuntimeError) -> FlowError {
+    tracing::warn!(bot = %bot.code, error = %e, "bot call failed");
+    FlowError::Bot(e.to_string())
+}
+
+/// The bot event of a user event (webhook-mode bots).
+fn event_payload(session: &Session, event: &GuestEvent) -> Value {
+    let event = match event {
+        GuestEvent::Text(text) => json!({"type": "text", "text": text}),
+        GuestEvent::Select(id) => json!({"type": "select", "id": id}),
+        GuestEvent::Submit { screen, values, .. } => json!({"type": "submit", "screen": screen, "values": values}),
+        GuestEvent::Payment { id, status, reference } => {
+            json!({"type": "payment", "id": id, "status": status, "reference": reference})
+        }
+    };
+    json!({ "session": session.reference, "phone": session.phone, "flow": session.flow, "event": event })
+}
