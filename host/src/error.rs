@@ -200,6 +200,18 @@ impl From<crate::flows::FlowError> for ApiError {
     }
 }
 
+impl From<crate::bots::InboundError> for ApiError {
+    fn from(e: crate::bots::InboundError) -> Self {
+        use crate::bots::InboundError;
+        match e {
+            InboundError::Unauthorized(why) => ApiError::unauthorized(why),
+            InboundError::Forbidden(why) => ApiError::forbidden(why),
+            InboundError::Malformed(why) => ApiError::bad_request(why),
+            InboundError::Database(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::otp::OtpError> for ApiError {
     fn from(e: crate::otp::OtpError) -> Self {
         use crate::otp::OtpError;
