@@ -9,17 +9,18 @@
 //! (`encrypted: true, e2e_mode: "conversation", e2e_key_version, e2e_envelope`). Each side reads the wraps
 //! addressed to its own devices and the peer directory (`…/devices`). The server stores ciphertext only.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::keys::{agent_device_json, device_json};
-use super::messages::{Content, SendMessage, client_ref, message_json, ref_taken, validate_content};
-use super::required_phone;
-use super::{ApiJson, QueryMap, parse_id};
+use super::keys::DeviceKeyRecord;
+use super::messages::{Content, MessageRecord, SendMessage, client_ref, ref_taken, validate_content};
+use super::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, parse_id, query_text, required_phone};
 use crate::auth::{PartnerAuth, UserAuth};
 use crate::clock::record_time;
 use crate::conversations::ConversationState;
@@ -35,65 +36,124 @@ use crate::store::messages::{self, Created};
 use crate::store::{accounts, devices, partners};
 use crate::validate::is_code;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/me/conversations", get(my_conversations).post(open_conversation))
-        .route("/me/conversations/{ref}", get(my_conversation))
-        .route("/me/conversations/{ref}/messages", post(user_message))
-        .route("/me/conversations/{ref}/keys", post(user_upload_keys).get(user_keys))
-        .route("/me/conversations/{ref}/devices", get(user_peer_devices))
-        .route("/conversations", get(list_conversations))
-        .route("/conversations/{id}", get(get_conversation).patch(update_conversation))
-        .route("/conversations/{id}/messages", post(agent_reply))
-        .route("/conversations/{id}/keys", post(agent_upload_keys).get(agent_keys))
-        .route("/conversations/{id}/devices", get(agent_peer_devices))
-        .route("/agent/messages", post(agent_message))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_my_conversations, open_conversation))
+        .routes(routes!(get_my_conversation))
+        .routes(routes!(write_in_my_conversation))
+        .routes(routes!(share_my_conversation_key, my_conversation_keys))
+        .routes(routes!(my_conversation_devices))
+        .routes(routes!(list_conversations))
+        .routes(routes!(get_conversation, close_conversation))
+        .routes(routes!(reply_in_conversation))
+        .routes(routes!(share_conversation_key, conversation_keys))
+        .routes(routes!(conversation_devices))
+        .routes(routes!(agent_send))
 }
 
 /// Messages embedded in a conversation record (the latest ones, oldest first).
 const EMBEDDED_MESSAGES: i64 = 200;
 
-pub fn conversation_json(c: &Conversation) -> Value {
-    json!({
-        "conversation_id": c.id,
-        "ref": c.reference,
-        "phone": c.phone,
-        "partner": c.partner_code,
-        "subject": c.subject,
-        "state": c.state,
-        "last_message_at": record_time(c.last_message_at),
-        "created_at": record_time(c.created_at),
-    })
+/// A support conversation.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Conversation)]
+pub struct ConversationRecord {
+    pub conversation_id: i64,
+    #[serde(rename = "ref")]
+    pub reference: String,
+    #[schema(pattern = "^\\+[1-9][0-9]{6,14}$")]
+    pub phone: String,
+    /// The partner's code.
+    pub partner: String,
+    pub subject: Option<String>,
+    pub state: ConversationState,
+    pub last_message_at: String,
+    pub created_at: String,
 }
 
-async fn with_messages(state: &AppState, c: &Conversation) -> ApiResult<Value> {
-    let mut record = conversation_json(c);
+impl From<&Conversation> for ConversationRecord {
+    fn from(c: &Conversation) -> Self {
+        ConversationRecord {
+            conversation_id: c.id,
+            reference: c.reference.clone(),
+            phone: c.phone.clone(),
+            partner: c.partner_code.clone(),
+            subject: c.subject.clone(),
+            state: c.state,
+            last_message_at: record_time(c.last_message_at),
+            created_at: record_time(c.created_at),
+        }
+    }
+}
+
+/// A conversation with its messages.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ConversationThread)]
+pub struct ThreadRecord {
+    #[serde(flatten)]
+    pub conversation: ConversationRecord,
+    /// The latest 200, oldest first
+    pub messages: Vec<MessageRecord>,
+}
+
+async fn with_messages(state: &AppState, c: &Conversation) -> ApiResult<ThreadRecord> {
     let rows = messages::list_conversation(&state.db, c.id, EMBEDDED_MESSAGES).await?;
-    record["messages"] = rows.iter().map(message_json).collect();
-    Ok(record)
+    Ok(ThreadRecord { conversation: c.into(), messages: rows.iter().map(MessageRecord::from).collect() })
 }
 
 // ---- the user's side ----
 
-async fn my_conversations(State(state): State<AppState>, user: UserAuth, query: QueryMap) -> ApiResult<Json<Value>> {
-    let page = query.page()?;
+/// My support threads (never bot sessions), newest first.
+#[utoipa::path(
+    get,
+    path = "/me/conversations",
+    tag = "users",
+    security(("userJwt" = [])),
+    params(PageParams),
+    responses(
+        (status = 200, description = "A page of conversations", body = List<ConversationRecord>),
+        (status = 422, response = E422),
+    )
+)]
+async fn list_my_conversations(
+    State(state): State<AppState>,
+    user: UserAuth,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<List<ConversationRecord>>> {
+    let page = page.page()?;
     let rows = store::list_for_phone(&state.db, &user.phone, page.before, page.fetch()).await?;
-    Ok(Json(page.respond(rows, |c| c.id, conversation_json)))
+    Ok(Json(page.list(rows, |c| c.id, |c| ConversationRecord::from(c))))
 }
 
-#[derive(Deserialize)]
+/// Open support with a partner: the first message's content fields, as for any message.
+#[derive(Deserialize, ToSchema)]
 struct OpenConversation {
+    /// The code of a partner the user's account is linked to.
+    #[schema(value_type = String, required = true)]
     partner: Option<String>,
+    #[schema(max_length = 200)]
     subject: Option<String>,
     #[serde(flatten)]
     message: SendMessage,
 }
 
+/// Open support with a linked partner, with the first message (send-message content fields).
+#[utoipa::path(
+    post,
+    path = "/me/conversations",
+    tag = "conversations",
+    security(("userJwt" = [])),
+    request_body = OpenConversation,
+    responses(
+        (status = 201, description = "The conversation (open) with its first message", body = ThreadRecord),
+        (status = 404, response = E404),
+    )
+)]
 async fn open_conversation(
     State(state): State<AppState>,
     user: UserAuth,
     ApiJson(req): ApiJson<OpenConversation>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<ThreadRecord>)> {
     let code = req.partner.as_deref().map(str::trim).filter(|p| !p.is_empty());
     let code = code.ok_or_else(|| ApiError::validation("partner", "partner is required"))?;
     let subject = req.subject.as_deref().map(str::trim).filter(|s| !s.is_empty());
@@ -122,8 +182,7 @@ async fn open_conversation(
     let reference = format!("conv_{}", random_alnum(24));
     let (conversation, message) =
         store::open(&state.db, &reference, subject, first, state.now(), events::conversation_message).await?;
-    let mut record = conversation_json(&conversation);
-    record["messages"] = json!([message_json(&message)]);
+    let record = ThreadRecord { conversation: (&conversation).into(), messages: vec![MessageRecord::from(&message)] };
     Ok((StatusCode::CREATED, Json(record)))
 }
 
@@ -194,21 +253,42 @@ async fn conversation_content(state: &AppState, c: &Conversation, req: &SendMess
     })
 }
 
-async fn my_conversation(
+/// One of my conversations with its messages.
+#[utoipa::path(
+    get,
+    path = "/me/conversations/{ref}",
+    tag = "conversations",
+    security(("userJwt" = [])),
+    responses((status = 200, description = "The conversation", body = ThreadRecord), (status = 404, response = E404))
+)]
+async fn get_my_conversation(
     State(state): State<AppState>,
     user: UserAuth,
     Path(reference): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ThreadRecord>> {
     let c = user_thread(&state, &user, &reference).await?;
     Ok(Json(with_messages(&state, &c).await?))
 }
 
-async fn user_message(
+/// Write in my conversation (reopens it: open).
+#[utoipa::path(
+    post,
+    path = "/me/conversations/{ref}/messages",
+    tag = "conversations",
+    security(("userJwt" = [])),
+    request_body = SendMessage,
+    responses(
+        (status = 201, description = "The message (direction in)", body = MessageRecord),
+        (status = 404, response = E404),
+        (status = 409, response = E409),
+    )
+)]
+async fn write_in_my_conversation(
     State(state): State<AppState>,
     user: UserAuth,
     Path(reference): Path<String>,
     ApiJson(req): ApiJson<SendMessage>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<MessageRecord>)> {
     let c = user_thread(&state, &user, &reference).await?;
     refuse_system_from_users(&req)?;
     let content = conversation_content(&state, &c, &req).await?;
@@ -218,50 +298,102 @@ async fn user_message(
         store::append(&state.db, c.id, message, ConversationState::Open, state.now(), events::conversation_message)
             .await
             .map_err(ref_taken)?;
-    Ok((StatusCode::CREATED, Json(message_json(&m))))
+    Ok((StatusCode::CREATED, Json(MessageRecord::from(&m))))
 }
 
 // ---- the partner's side ----
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ConversationFilter {
+    /// Only conversations in this state.
+    #[param(value_type = Option<ConversationState>)]
+    state: Option<String>,
+    /// Search in subject, contact and message bodies.
+    q: Option<String>,
+}
+
+/// The partner's conversations, newest first.
+#[utoipa::path(
+    get,
+    path = "/conversations",
+    tag = "conversations",
+    security(("partnerKey" = [])),
+    params(ConversationFilter, PageParams),
+    responses(
+        (status = 200, description = "A page of conversations", body = List<ConversationRecord>),
+        (status = 422, response = E422),
+    )
+)]
 async fn list_conversations(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
-    query: QueryMap,
-) -> ApiResult<Json<Value>> {
-    let page = query.page()?;
-    let wanted = match query.text("state") {
+    ApiQuery(filter): ApiQuery<ConversationFilter>,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<List<ConversationRecord>>> {
+    let page = page.page()?;
+    let wanted = match query_text(filter.state) {
         None => None,
         Some(text) => Some(
             ConversationState::parse(&text)
                 .ok_or_else(|| ApiError::validation("state", "state must be open, pending or closed"))?,
         ),
     };
-    let rows =
-        store::list_for_partner(&state.db, partner.id, wanted, query.text("q").as_deref(), page.before, page.fetch())
-            .await?;
-    Ok(Json(page.respond(rows, |c| c.id, conversation_json)))
+    let q = query_text(filter.q);
+    let rows = store::list_for_partner(&state.db, partner.id, wanted, q.as_deref(), page.before, page.fetch()).await?;
+    Ok(Json(page.list(rows, |c| c.id, |c| ConversationRecord::from(c))))
 }
 
+/// A conversation with its messages.
+#[utoipa::path(
+    get,
+    path = "/conversations/{id}",
+    tag = "conversations",
+    security(("partnerKey" = [])),
+    responses((status = 200, description = "The conversation", body = ThreadRecord), (status = 404, response = E404))
+)]
 async fn get_conversation(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ThreadRecord>> {
     let c = agent_thread(&state, partner.id, &id).await?;
     Ok(Json(with_messages(&state, &c).await?))
 }
 
-#[derive(Deserialize)]
+/// The one change a partner makes to a conversation: closing it.
+#[derive(Deserialize, ToSchema)]
 struct UpdateConversation {
+    #[schema(schema_with = closed_only, required = true)]
     state: Option<String>,
 }
 
-async fn update_conversation(
+/// `closed`, the only state a partner sets.
+fn closed_only() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some([ConversationState::Closed.as_str()]))
+        .build()
+}
+
+/// Close a conversation (a user message reopens it).
+#[utoipa::path(
+    patch,
+    path = "/conversations/{id}",
+    tag = "conversations",
+    security(("partnerKey" = [])),
+    request_body = UpdateConversation,
+    responses(
+        (status = 200, description = "The conversation", body = ConversationRecord),
+        (status = 404, response = E404),
+    )
+)]
+async fn close_conversation(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<UpdateConversation>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ConversationRecord>> {
     // Another partner's conversation is 404 whatever the body says.
     let c = agent_thread(&state, partner.id, &id).await?;
     if req.state.as_deref() != Some(ConversationState::Closed.as_str()) {
@@ -270,11 +402,11 @@ async fn update_conversation(
     let c = store::set_state(&state.db, partner.id, c.id, ConversationState::Closed)
         .await?
         .ok_or_else(|| ApiError::not_found("conversation"))?;
-    Ok(Json(conversation_json(&c)))
+    Ok(Json(ConversationRecord::from(&c)))
 }
 
 /// An agent's reply in a conversation: the thread now waits for the user.
-async fn reply(state: &AppState, partner_id: i64, c: &Conversation, req: &SendMessage) -> ApiResult<Value> {
+async fn reply(state: &AppState, partner_id: i64, c: &Conversation, req: &SendMessage) -> ApiResult<MessageRecord> {
     let content = conversation_content(state, c, req).await?;
     let message = content.into_message(partner_id, &c.phone, Direction::Out, Some(c.id));
     let (_, m) =
@@ -282,27 +414,49 @@ async fn reply(state: &AppState, partner_id: i64, c: &Conversation, req: &SendMe
             .await
             .map_err(ref_taken)?;
     state.delivery.wake.notify_one();
-    Ok(message_json(&m))
+    Ok(MessageRecord::from(&m))
 }
 
-async fn agent_reply(
+/// An agent's reply (the conversation becomes pending); delivered like any outgoing message.
+#[utoipa::path(
+    post,
+    path = "/conversations/{id}/messages",
+    tag = "conversations",
+    security(("partnerKey" = [])),
+    request_body = SendMessage,
+    responses(
+        (status = 201, description = "The message (direction out)", body = MessageRecord),
+        (status = 404, response = E404),
+        (status = 409, response = E409),
+    )
+)]
+async fn reply_in_conversation(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<SendMessage>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<MessageRecord>)> {
     let c = agent_thread(&state, partner.id, &id).await?;
     Ok((StatusCode::CREATED, Json(reply(&state, partner.id, &c, &req).await?)))
 }
 
-/// `POST /agent/messages`: into the latest open or pending thread of the phone; otherwise a hub message
-/// (never a new conversation: only users open them). A sealed E2E message (`encryption: "e2e"` with key
-/// wraps) is always a hub message, its `aad` names the hub; an encrypted conversation message needs a thread.
-async fn agent_message(
+/// Agent send: into the latest open or pending conversation of the phone, else a hub message (conversation_id null).
+///
+/// Never a new conversation: only users open them. A sealed E2E message (`encryption: "e2e"` with key wraps)
+/// is always a hub message, its `aad` names the hub; an encrypted conversation message needs a thread.
+#[utoipa::path(
+    post,
+    path = "/agent/messages",
+    tag = "conversations",
+    security(("partnerKey" = [])),
+    request_body = SendMessage,
+    responses((status = 201, description = "The message", body = MessageRecord), (status = 409, response = E409))
+)]
+async fn agent_send(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<SendMessage>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<MessageRecord>)> {
     let phone = required_phone(req.phone.as_deref())?.to_string();
     let sealed = req.encryption == Some(Encryption::E2e) && req.encrypted != Some(true) && req.e2e_mode.is_none();
     if !sealed && let Some(c) = store::latest_active(&state.db, partner.id, &phone).await? {
@@ -319,7 +473,7 @@ async fn agent_message(
     match state.messages.create(message, state.now()).await.map_err(ref_taken)? {
         Created::New(m) | Created::Replayed(m) => {
             state.delivery.wake.notify_one();
-            Ok((StatusCode::CREATED, Json(message_json(&m))))
+            Ok((StatusCode::CREATED, Json(MessageRecord::from(&m))))
         }
         Created::KeyReused => Err(ApiError::idempotency_conflict()),
     }
@@ -327,18 +481,90 @@ async fn agent_message(
 
 // ---- end-to-end encryption: content-key wraps and the peer directory, from both sides ----
 
-#[derive(Deserialize)]
+/// One version of a conversation content key, wrapped for the peer devices.
+#[derive(Deserialize, ToSchema)]
 struct UploadKeys {
+    #[schema(value_type = i64, required = true, minimum = 1)]
     key_version: Option<i64>,
+    /// Each to a published device of the thread's user (user) or an agent device of its partner (agent); a wrap
+    /// for a device that has one at this version replaces it
+    #[schema(value_type = Vec<KeyWrapRecord>, required = true, min_items = 1, max_items = 256)]
     wraps: Option<Vec<Value>>,
 }
 
 /// Wraps in one upload, at most.
 const MAX_WRAPS: usize = 256;
 
+/// A content key wrapped for one device (the last three fields are the server's).
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ConversationKeyWrap)]
+pub struct KeyWrapRecord {
+    #[schema(read_only)]
+    key_version: i64,
+    #[schema(schema_with = device_kind_schema)]
+    device_kind: String,
+    #[schema(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
+    device_uuid: String,
+    /// base64url
+    wrap: String,
+    /// base64url
+    wrap_nonce: String,
+    /// base64url
+    sender_eph_pub: String,
+    #[schema(schema_with = uploaded_by_schema)]
+    uploaded_by: String,
+    #[schema(read_only)]
+    created_at: String,
+}
+
+/// `user` or `agent`: the two kinds of device in a conversation.
+fn device_kind_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["user", "agent"]))
+        .build()
+}
+
+/// Which side uploaded a wrap (the server's).
+fn uploaded_by_schema() -> utoipa::openapi::Object {
+    let mut schema = device_kind_schema();
+    schema.read_only = Some(true);
+    schema
+}
+
+impl From<&ConversationKey> for KeyWrapRecord {
+    fn from(k: &ConversationKey) -> Self {
+        KeyWrapRecord {
+            key_version: k.key_version,
+            device_kind: k.device_kind.clone(),
+            device_uuid: k.device_uuid.clone(),
+            wrap: k.wrap.clone(),
+            wrap_nonce: k.wrap_nonce.clone(),
+            sender_eph_pub: k.sender_eph_pub.clone(),
+            uploaded_by: k.uploaded_by.clone(),
+            created_at: record_time(k.created_at),
+        }
+    }
+}
+
+/// Content-key wraps of a conversation: those just uploaded, or those addressed to one device.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ConversationKeys)]
+struct KeysRecord {
+    conversation_id: i64,
+    #[serde(rename = "ref")]
+    reference: String,
+    /// The device the wraps are addressed to (when reading them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device_uuid: Option<String>,
+    /// The version uploaded; when reading, the newest version shared in the thread (null before any).
+    key_version: Option<i64>,
+    wraps: Vec<KeyWrapRecord>,
+}
+
 /// Stores the wraps of one content key version; each names a device of the thread's user (`user`) or an
 /// agent device of its partner (`agent`).
-async fn upload_keys(state: &AppState, c: &Conversation, req: UploadKeys, uploaded_by: &str) -> ApiResult<Value> {
+async fn upload_keys(state: &AppState, c: &Conversation, req: UploadKeys, uploaded_by: &str) -> ApiResult<KeysRecord> {
     let key_version = req
         .key_version
         .filter(|v| *v >= 1)
@@ -377,52 +603,58 @@ async fn upload_keys(state: &AppState, c: &Conversation, req: UploadKeys, upload
         });
     }
     keys::put_conversation_keys(&state.db, c.id, &rows).await?;
-    Ok(json!({
-        "conversation_id": c.id,
-        "ref": c.reference,
-        "key_version": key_version,
-        "wraps": rows.iter().map(key_json).collect::<Vec<_>>(),
-    }))
-}
-
-fn key_json(k: &ConversationKey) -> Value {
-    json!({
-        "key_version": k.key_version,
-        "device_kind": k.device_kind,
-        "device_uuid": k.device_uuid,
-        "wrap": k.wrap,
-        "wrap_nonce": k.wrap_nonce,
-        "sender_eph_pub": k.sender_eph_pub,
-        "uploaded_by": k.uploaded_by,
-        "created_at": record_time(k.created_at),
+    Ok(KeysRecord {
+        conversation_id: c.id,
+        reference: c.reference.clone(),
+        device_uuid: None,
+        key_version: Some(key_version),
+        wraps: rows.iter().map(KeyWrapRecord::from).collect(),
     })
 }
 
 /// The wraps addressed to one device, every key version.
-async fn keys_for(state: &AppState, c: &Conversation, kind: &str, device_uuid: &str) -> ApiResult<Value> {
+async fn keys_for(state: &AppState, c: &Conversation, kind: &str, device_uuid: &str) -> ApiResult<KeysRecord> {
     let rows = keys::conversation_keys_for(&state.db, c.id, kind, device_uuid).await?;
-    Ok(json!({
-        "conversation_id": c.id,
-        "ref": c.reference,
-        "device_uuid": device_uuid,
-        "key_version": keys::latest_key_version(&state.db, c.id).await?,
-        "wraps": rows.iter().map(key_json).collect::<Vec<_>>(),
-    }))
+    Ok(KeysRecord {
+        conversation_id: c.id,
+        reference: c.reference.clone(),
+        device_uuid: Some(device_uuid.to_string()),
+        key_version: keys::latest_key_version(&state.db, c.id).await?,
+        wraps: rows.iter().map(KeyWrapRecord::from).collect(),
+    })
+}
+
+/// The devices of both sides of a conversation.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = PeerDirectory)]
+struct PeerDirectoryRecord {
+    conversation_id: i64,
+    #[serde(rename = "ref")]
+    reference: String,
+    #[schema(pattern = "^\\+[1-9][0-9]{6,14}$")]
+    phone: String,
+    partner: String,
+    /// The newest content key version shared in the thread (null before any).
+    key_version: Option<i64>,
+    /// The user's devices.
+    devices: Vec<DeviceKeyRecord>,
+    /// The partner's agent devices.
+    agent_devices: Vec<DeviceKeyRecord>,
 }
 
 /// The peer directory of a thread: the user's devices and the partner's agent devices.
-async fn peer_devices(state: &AppState, c: &Conversation) -> ApiResult<Value> {
+async fn peer_devices(state: &AppState, c: &Conversation) -> ApiResult<PeerDirectoryRecord> {
     let users = devices::list_for_phone(&state.db, &c.phone).await?;
     let agents = keys::agent_devices(&state.db, c.partner_id).await?;
-    Ok(json!({
-        "conversation_id": c.id,
-        "ref": c.reference,
-        "phone": c.phone,
-        "partner": c.partner_code,
-        "key_version": keys::latest_key_version(&state.db, c.id).await?,
-        "devices": users.iter().map(device_json).collect::<Vec<_>>(),
-        "agent_devices": agents.iter().map(agent_device_json).collect::<Vec<_>>(),
-    }))
+    Ok(PeerDirectoryRecord {
+        conversation_id: c.id,
+        reference: c.reference.clone(),
+        phone: c.phone.clone(),
+        partner: c.partner_code.clone(),
+        key_version: keys::latest_key_version(&state.db, c.id).await?,
+        devices: users.iter().map(DeviceKeyRecord::from).collect(),
+        agent_devices: agents.iter().map(DeviceKeyRecord::from).collect(),
+    })
 }
 
 /// One of the user's conversations, by ref (another user's is 404).
@@ -436,27 +668,54 @@ async fn agent_thread(state: &AppState, partner_id: i64, id: &str) -> ApiResult<
     store::find_for_partner(&state.db, partner_id, id).await?.ok_or_else(|| ApiError::not_found("conversation"))
 }
 
-async fn user_upload_keys(
+/// Share a conversation content key: its wraps to the peer devices.
+#[utoipa::path(
+    post,
+    path = "/me/conversations/{ref}/keys",
+    tag = "e2e",
+    security(("userJwt" = [])),
+    request_body = UploadKeys,
+    responses((status = 201, description = "The stored wraps", body = KeysRecord), (status = 404, response = E404))
+)]
+async fn share_my_conversation_key(
     State(state): State<AppState>,
     user: UserAuth,
     Path(reference): Path<String>,
     ApiJson(req): ApiJson<UploadKeys>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<KeysRecord>)> {
     let c = user_thread(&state, &user, &reference).await?;
     Ok((StatusCode::CREATED, Json(upload_keys(&state, &c, req, "user").await?)))
 }
 
-/// `GET /me/conversations/{ref}/keys[?device_uuid=]`: the wraps for the caller's device (the token's
-/// device unless one of the user's other devices is named).
-async fn user_keys(
+/// The device whose wraps to read.
+#[derive(Deserialize)]
+struct DeviceQuery {
+    device_uuid: Option<String>,
+}
+
+/// The content-key wraps addressed to my device.
+///
+/// The token's device unless one of the user's other devices is named.
+#[utoipa::path(
+    get,
+    path = "/me/conversations/{ref}/keys",
+    tag = "e2e",
+    security(("userJwt" = [])),
+    params(("device_uuid" = Option<String>, Query, description = "One of my devices; defaults to the token's device")),
+    responses(
+        (status = 200, description = "Wraps, every key version", body = KeysRecord),
+        (status = 404, response = E404),
+        (status = 422, response = E422),
+    )
+)]
+async fn my_conversation_keys(
     State(state): State<AppState>,
     user: UserAuth,
     Path(reference): Path<String>,
-    query: QueryMap,
-) -> ApiResult<Json<Value>> {
+    ApiQuery(query): ApiQuery<DeviceQuery>,
+) -> ApiResult<Json<KeysRecord>> {
     let c = user_thread(&state, &user, &reference).await?;
-    let device = query
-        .text("device_uuid")
+    let device = query_text(query.device_uuid)
         .or(user.device.clone())
         .ok_or_else(|| ApiError::validation("device_uuid", "device_uuid is required when the token names no device"))?;
     let own = devices::list_for_phone(&state.db, &user.phone).await?;
@@ -466,35 +725,67 @@ async fn user_keys(
     Ok(Json(keys_for(&state, &c, "user", &device).await?))
 }
 
-async fn user_peer_devices(
+/// The peer device directory of my conversation.
+#[utoipa::path(
+    get,
+    path = "/me/conversations/{ref}/devices",
+    tag = "e2e",
+    security(("userJwt" = [])),
+    responses(
+        (status = 200, description = "User and agent devices", body = PeerDirectoryRecord),
+        (status = 404, response = E404),
+    )
+)]
+async fn my_conversation_devices(
     State(state): State<AppState>,
     user: UserAuth,
     Path(reference): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PeerDirectoryRecord>> {
     let c = user_thread(&state, &user, &reference).await?;
     Ok(Json(peer_devices(&state, &c).await?))
 }
 
-async fn agent_upload_keys(
+/// Share a conversation content key (agent side).
+#[utoipa::path(
+    post,
+    path = "/conversations/{id}/keys",
+    tag = "e2e",
+    security(("partnerKey" = [])),
+    request_body = UploadKeys,
+    responses((status = 201, description = "The stored wraps", body = KeysRecord), (status = 404, response = E404))
+)]
+async fn share_conversation_key(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<UploadKeys>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<KeysRecord>)> {
     let c = agent_thread(&state, partner.id, &id).await?;
     Ok((StatusCode::CREATED, Json(upload_keys(&state, &c, req, "agent").await?)))
 }
 
-/// `GET /conversations/{id}/keys?device_uuid=`: the wraps for one of the partner's agent devices.
-async fn agent_keys(
+/// The content-key wraps addressed to one of my agent devices.
+#[utoipa::path(
+    get,
+    path = "/conversations/{id}/keys",
+    tag = "e2e",
+    security(("partnerKey" = [])),
+    params(("device_uuid" = String, Query, description = "Required: one of the partner's agent devices")),
+    responses(
+        (status = 200, description = "Wraps, every key version", body = KeysRecord),
+        (status = 404, response = E404),
+        (status = 422, response = E422),
+    )
+)]
+async fn conversation_keys(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
-    query: QueryMap,
-) -> ApiResult<Json<Value>> {
+    ApiQuery(query): ApiQuery<DeviceQuery>,
+) -> ApiResult<Json<KeysRecord>> {
     let c = agent_thread(&state, partner.id, &id).await?;
     let device =
-        query.text("device_uuid").ok_or_else(|| ApiError::validation("device_uuid", "device_uuid is required"))?;
+        query_text(query.device_uuid).ok_or_else(|| ApiError::validation("device_uuid", "device_uuid is required"))?;
     let agents = keys::agent_devices(&state.db, partner.id).await?;
     if !agents.iter().any(|d| d.device_uuid == device) {
         return Err(ApiError::validation("device_uuid", "device_uuid is not one of your agent devices"));
@@ -502,11 +793,22 @@ async fn agent_keys(
     Ok(Json(keys_for(&state, &c, "agent", &device).await?))
 }
 
-async fn agent_peer_devices(
+/// The peer device directory of a conversation.
+#[utoipa::path(
+    get,
+    path = "/conversations/{id}/devices",
+    tag = "e2e",
+    security(("partnerKey" = [])),
+    responses(
+        (status = 200, description = "User and agent devices", body = PeerDirectoryRecord),
+        (status = 404, response = E404),
+    )
+)]
+async fn conversation_devices(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PeerDirectoryRecord>> {
     let c = agent_thread(&state, partner.id, &id).await?;
     Ok(Json(peer_devices(&state, &c).await?))
 }

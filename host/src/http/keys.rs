@@ -3,14 +3,15 @@
 //! (`GET /keys/{phone}`: the user's devices and the caller's own agent devices, never another partner's).
 //! Only public keys pass through here.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::{ApiJson, required_phone};
+use super::{ApiJson, E404, E409, E422, required_phone};
 use crate::auth::{PartnerAuth, UserAuth};
 use crate::e2e;
 use crate::error::{ApiError, ApiResult};
@@ -20,39 +21,61 @@ use crate::store::accounts;
 use crate::store::devices::{self, Device};
 use crate::store::keys::{self, AgentDevice};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/me/devices/keys", post(publish_user_key))
-        .route("/agent/devices/keys", post(publish_agent_key))
-        .route("/keys/{phone}", get(directory))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(publish_user_key))
+        .routes(routes!(publish_agent_key))
+        .routes(routes!(key_directory))
 }
 
-/// A user device in the key directory.
-pub fn device_json(d: &Device) -> Value {
-    json!({
-        "device_uuid": d.device_uuid,
-        "identity_key_pub": d.identity_key_pub,
-        "platform": d.platform,
-        "has_keys": d.identity_key_pub.is_some(),
-        "key_version": d.key_version,
-    })
+/// A device in the key directory: one of a user's devices, or one of a partner's agent devices.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = DeviceKey)]
+pub struct DeviceKeyRecord {
+    pub device_uuid: String,
+    /// base64url X25519 public key
+    pub identity_key_pub: Option<String>,
+    pub platform: Option<String>,
+    pub has_keys: bool,
+    /// Grows each time the device publishes a different key
+    pub key_version: i64,
 }
 
-/// A partner agent device in the key directory.
-pub fn agent_device_json(d: &AgentDevice) -> Value {
-    json!({
-        "device_uuid": d.device_uuid,
-        "identity_key_pub": d.identity_key_pub,
-        "platform": d.platform,
-        "has_keys": true,
-        "key_version": d.key_version,
-    })
+impl From<&Device> for DeviceKeyRecord {
+    fn from(d: &Device) -> Self {
+        DeviceKeyRecord {
+            device_uuid: d.device_uuid.clone(),
+            identity_key_pub: d.identity_key_pub.clone(),
+            platform: d.platform.clone(),
+            has_keys: d.identity_key_pub.is_some(),
+            key_version: d.key_version,
+        }
+    }
 }
 
-#[derive(Deserialize)]
+impl From<&AgentDevice> for DeviceKeyRecord {
+    fn from(d: &AgentDevice) -> Self {
+        DeviceKeyRecord {
+            device_uuid: d.device_uuid.clone(),
+            identity_key_pub: Some(d.identity_key_pub.clone()),
+            platform: d.platform.clone(),
+            has_keys: true,
+            key_version: d.key_version,
+        }
+    }
+}
+
+/// A device's identity key to publish.
+#[derive(Deserialize, ToSchema)]
 struct PublishKey {
+    /// base64url (padding optional) of a 32-byte X25519 public key
+    #[schema(value_type = String, required = true)]
     identity_key_pub: Option<String>,
+    /// 1-128 of A-Z a-z 0-9 . _ : -. Users: defaults to the token's device, else a new one. Agents: required.
+    #[schema(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
     device_uuid: Option<String>,
+    /// A label such as `ios` or `web`: at most 32 characters.
+    #[schema(max_length = 32)]
     platform: Option<String>,
 }
 
@@ -64,12 +87,22 @@ fn platform(raw: Option<&str>) -> ApiResult<Option<String>> {
     }
 }
 
-/// `POST /me/devices/keys`: the device is the body's `device_uuid`, else the token's, else a new one.
+/// Publish my device's identity key (a different key replaces it and bumps key_version).
+///
+/// The device is the body's `device_uuid`, else the token's, else a new one.
+#[utoipa::path(
+    post,
+    path = "/me/devices/keys",
+    tag = "e2e",
+    security(("userJwt" = [])),
+    request_body = PublishKey,
+    responses((status = 201, description = "The device", body = DeviceKeyRecord), (status = 409, response = E409))
+)]
 async fn publish_user_key(
     State(state): State<AppState>,
     user: UserAuth,
     ApiJson(req): ApiJson<PublishKey>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<DeviceKeyRecord>)> {
     let key = e2e::identity_key(req.identity_key_pub.as_deref())?;
     let device_uuid = match req.device_uuid.as_deref().or(user.device.as_deref()) {
         Some(uuid) => e2e::device_uuid(Some(uuid), "device_uuid")?,
@@ -79,40 +112,70 @@ async fn publish_user_key(
     let device = devices::publish_key(&state.db, &user.phone, &device_uuid, platform.as_deref(), &key, state.now())
         .await?
         .ok_or_else(|| ApiError::conflict("device_uuid belongs to another user's device"))?;
-    Ok((StatusCode::CREATED, Json(device_json(&device))))
+    Ok((StatusCode::CREATED, Json(DeviceKeyRecord::from(&device))))
 }
 
-/// `POST /agent/devices/keys`: one of the partner's agent devices.
+/// Publish an agent device's identity key.
+#[utoipa::path(
+    post,
+    path = "/agent/devices/keys",
+    tag = "e2e",
+    security(("partnerKey" = [])),
+    request_body = PublishKey,
+    responses((status = 201, description = "The agent device", body = DeviceKeyRecord))
+)]
 async fn publish_agent_key(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<PublishKey>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<DeviceKeyRecord>)> {
     let device_uuid = e2e::device_uuid(req.device_uuid.as_deref(), "device_uuid")?;
     let key = e2e::identity_key(req.identity_key_pub.as_deref())?;
     let platform = platform(req.platform.as_deref())?;
     let device =
         keys::publish_agent_key(&state.db, partner.id, &device_uuid, &key, platform.as_deref(), state.now()).await?;
-    Ok((StatusCode::CREATED, Json(agent_device_json(&device))))
+    Ok((StatusCode::CREATED, Json(DeviceKeyRecord::from(&device))))
 }
 
-/// `GET /keys/{phone}`: the device key record, for a phone whose account is linked to the caller (404
-/// otherwise, so the directory never tells a partner whether an arbitrary phone uses the app). A linked
+/// A user's device keys, as a partner linked to them sees them.
+#[derive(Debug, Serialize, ToSchema)]
+struct KeyDirectory {
+    #[schema(pattern = "^\\+[1-9][0-9]{6,14}$")]
+    phone: String,
+    devices: Vec<DeviceKeyRecord>,
+    /// The caller's own agent devices only
+    agent_devices: Vec<DeviceKeyRecord>,
+}
+
+/// The device key record of a user whose account is linked to you: their devices and your agent devices.
+///
+/// 404 for a phone not linked to you, so the directory never tells whether a phone uses the app. A linked
 /// phone with no devices has empty lists.
-async fn directory(
+#[utoipa::path(
+    get,
+    path = "/keys/{phone}",
+    tag = "e2e",
+    security(("partnerKey" = [])),
+    responses(
+        (status = 200, description = "The key directory", body = KeyDirectory),
+        (status = 404, response = E404),
+        (status = 422, response = E422),
+    )
+)]
+async fn key_directory(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(phone): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<KeyDirectory>> {
     let phone = required_phone(Some(&phone))?;
     if accounts::find_linked(&state.db, partner.id, phone).await?.is_none() {
         return Err(ApiError::not_found("account"));
     }
     let user_devices = devices::list_for_phone(&state.db, phone).await?;
     let agents = keys::agent_devices(&state.db, partner.id).await?;
-    Ok(Json(json!({
-        "phone": phone,
-        "devices": user_devices.iter().map(device_json).collect::<Vec<_>>(),
-        "agent_devices": agents.iter().map(agent_device_json).collect::<Vec<_>>(),
-    })))
+    Ok(Json(KeyDirectory {
+        phone: phone.to_string(),
+        devices: user_devices.iter().map(DeviceKeyRecord::from).collect(),
+        agent_devices: agents.iter().map(DeviceKeyRecord::from).collect(),
+    }))
 }

@@ -2,14 +2,17 @@
 //! `delivered`), read marks, the account, bots and open forms (support threads: `http::conversations`). Every call counts as
 //! device activity (see `auth::UserAuth`).
 
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::QueryMap;
-use super::accounts::user_account;
-use super::messages::message_json;
+use super::accounts::{AccountRecord, PartnerRef, user_account};
+use super::messages::MessageRecord;
+use super::{ApiQuery, E404, E422, List, PageParams, query_text};
 use crate::auth::UserAuth;
 use crate::clock::record_time;
 use crate::e2e;
@@ -19,17 +22,46 @@ use crate::messages::MessageState;
 use crate::state::AppState;
 use crate::store::{accounts, bots, flows, messages};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/me/messages", get(inbox))
-        .route("/me/messages/{ref}/read", post(read))
-        .route("/me/account", get(account))
-        .route("/me/bots", get(my_bots))
-        .route("/me/forms", get(my_forms))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(my_inbox))
+        .routes(routes!(read_my_message))
+        .routes(routes!(my_account))
+        .routes(routes!(my_bots))
+        .routes(routes!(my_forms))
 }
 
-async fn inbox(State(state): State<AppState>, user: UserAuth, query: QueryMap) -> ApiResult<Json<Value>> {
-    let page = query.page()?;
+/// The device reading: sealed messages show it only its own key wrap.
+#[derive(Deserialize)]
+struct DeviceQuery {
+    device_uuid: Option<String>,
+}
+
+/// The hub inbox, newest first; returned messages become delivered.
+///
+/// A sealed (end-to-end encrypted) message shows only the key wrap of the reading device: the token's, or
+/// `device_uuid` when the token names none.
+#[utoipa::path(
+    get,
+    path = "/me/messages",
+    tag = "users",
+    security(("userJwt" = [])),
+    params(
+        PageParams,
+        ("device_uuid" = Option<String>, Query, description = "The reading device, when the token names none"),
+    ),
+    responses(
+        (status = 200, description = "A page of messages", body = List<MessageRecord>),
+        (status = 422, response = E422),
+    )
+)]
+async fn my_inbox(
+    State(state): State<AppState>,
+    user: UserAuth,
+    ApiQuery(page): ApiQuery<PageParams>,
+    ApiQuery(query): ApiQuery<DeviceQuery>,
+) -> ApiResult<Json<List<MessageRecord>>> {
+    let page = page.page()?;
     let mut rows = messages::list_hub(&state.db, &user.phone, page.before, page.fetch()).await?;
     // The app now has these messages: they are delivered, in the hub.
     let now = state.now();
@@ -44,23 +76,36 @@ async fn inbox(State(state): State<AppState>, user: UserAuth, query: QueryMap) -
     }
     tx.commit().await?;
     // Each device sees its own key wrap of a sealed message (`?device_uuid=` when the token names none).
-    let device = query.text("device_uuid").or(user.device);
-    Ok(Json(page.respond(rows, |m| m.id, |m| device_view(m, device.as_deref()))))
+    let device = query_text(query.device_uuid).or(user.device);
+    Ok(Json(page.list(rows, |m| m.id, |m| device_view(m, device.as_deref()))))
 }
 
 /// A message as one of the user's devices sees it: the key wraps of other devices left out.
-fn device_view(m: &messages::Message, device: Option<&str>) -> Value {
-    let mut record = message_json(m);
-    e2e::envelope_for_device(&mut record, device);
+fn device_view(m: &messages::Message, device: Option<&str>) -> MessageRecord {
+    let mut record = MessageRecord::from(m);
+    if let Some(envelope) = record.content.e2e_envelope.as_mut() {
+        let mut view = json!({ "e2e_envelope": envelope.take() });
+        e2e::envelope_for_device(&mut view, device);
+        *envelope = view["e2e_envelope"].take();
+    }
     record
 }
 
-async fn read(
+/// Mark one of my messages read.
+#[utoipa::path(
+    post,
+    path = "/me/messages/{ref}/read",
+    tag = "users",
+    security(("userJwt" = [])),
+    params(("device_uuid" = Option<String>, Query, description = "The reading device, when the token names none")),
+    responses((status = 200, description = "The message", body = MessageRecord), (status = 404, response = E404))
+)]
+async fn read_my_message(
     State(state): State<AppState>,
     user: UserAuth,
     Path(reference): Path<String>,
-    query: QueryMap,
-) -> ApiResult<Json<Value>> {
+    ApiQuery(query): ApiQuery<DeviceQuery>,
+) -> ApiResult<Json<MessageRecord>> {
     let m = messages::find_by_ref(&state.db, &reference)
         .await?
         .filter(|m| m.phone == user.phone)
@@ -70,30 +115,90 @@ async fn read(
         messages::advance_in(&mut tx, m.id, MessageState::Read, Some("inapp"), state.now(), events::message_status)
             .await?;
     tx.commit().await?;
-    let device = query.text("device_uuid").or(user.device);
+    let device = query_text(query.device_uuid).or(user.device);
     Ok(Json(device_view(&moved.unwrap_or(m), device.as_deref())))
 }
 
-async fn account(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<Value>> {
+/// My account with every linked partner.
+#[utoipa::path(
+    get,
+    path = "/me/account",
+    tag = "users",
+    security(("userJwt" = [])),
+    responses((status = 200, description = "The account", body = AccountRecord), (status = 404, response = E404))
+)]
+async fn my_account(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<AccountRecord>> {
     let account =
         accounts::find_account(&state.db, &user.phone).await?.ok_or_else(|| ApiError::not_found("account"))?;
-    Ok(Json(serde_json::to_value(user_account(&state, &account).await?).expect("a record serialises")))
+    Ok(Json(user_account(&state, &account).await?))
 }
 
-async fn my_bots(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<Value>> {
+/// A bot the user can chat with.
+#[derive(Debug, Serialize, ToSchema)]
+struct MyBot {
+    code: String,
+    name: String,
+    /// The bot's partner.
+    partner: PartnerRef,
+}
+
+/// Bots of the partners I am linked to.
+#[utoipa::path(
+    get,
+    path = "/me/bots",
+    tag = "users",
+    security(("userJwt" = [])),
+    responses((status = 200, description = "Every bot, in one page", body = List<MyBot>))
+)]
+async fn my_bots(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<List<MyBot>>> {
     let rows = bots::list_for_user(&state.db, &user.phone).await?;
-    let data: Vec<Value> = rows
-        .iter()
-        .map(|b| json!({"code": b.code, "name": b.name, "partner": {"code": b.partner_code, "name": b.partner_name}}))
+    let data = rows
+        .into_iter()
+        .map(|b| MyBot {
+            code: b.code,
+            name: b.name,
+            partner: PartnerRef { code: b.partner_code, name: b.partner_name },
+        })
         .collect();
-    Ok(Json(json!({ "data": data, "next_cursor": null })))
+    Ok(Json(List { data, next_cursor: None }))
 }
 
-async fn my_forms(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<Value>> {
+/// A flow the user was invited to and has not completed.
+#[derive(Debug, Serialize, ToSchema)]
+struct OpenForm {
+    /// The flow session's ref (`/me/flows/{ref}/…`).
+    #[serde(rename = "ref")]
+    reference: String,
+    /// The bot's code.
+    bot: String,
+    /// The flow's code.
+    flow: String,
+    title: Option<String>,
+    /// `invited` or `in_progress`.
+    state: String,
+    invited_at: String,
+}
+
+/// My open flow invitations.
+#[utoipa::path(
+    get,
+    path = "/me/forms",
+    tag = "users",
+    security(("userJwt" = [])),
+    responses((status = 200, description = "Every open form, newest first, in one page", body = List<OpenForm>))
+)]
+async fn my_forms(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<List<OpenForm>>> {
     let rows = flows::open_forms(&state.db, &user.phone).await?;
-    let data: Vec<Value> = rows
-        .iter()
-        .map(|f| json!({"ref": f.reference, "bot": f.bot, "flow": f.flow, "title": f.title, "state": f.state, "invited_at": record_time(f.invited_at)}))
+    let data = rows
+        .into_iter()
+        .map(|f| OpenForm {
+            reference: f.reference,
+            bot: f.bot,
+            flow: f.flow,
+            title: f.title,
+            state: f.state,
+            invited_at: record_time(f.invited_at),
+        })
         .collect();
-    Ok(Json(json!({ "data": data, "next_cursor": null })))
+    Ok(Json(List { data, next_cursor: None }))
 }

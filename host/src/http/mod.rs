@@ -66,6 +66,9 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(media::router())
         .merge(accounts::router())
         .merge(login::router())
+        .merge(me::router())
+        .merge(conversations::router())
+        .merge(keys::router())
         .merge(openapi::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
     openapi::base().nest("/api/v1", api)
@@ -77,15 +80,12 @@ pub fn app(state: AppState) -> Router {
     let request_timeout = Duration::from_millis(state.config.request_timeout_ms.max(1));
     let (documented, _) = documented().split_for_parts();
     let api = Router::new()
-        .merge(me::router())
         .merge(dev_sink::router())
         .merge(webhooks::router())
-        .merge(conversations::router())
         .merge(broadcasts::router())
         .merge(developers::router())
         .merge(bots::router())
         .merge(flows::router())
-        .merge(keys::router())
         .merge(receipts::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
     documented
@@ -258,6 +258,11 @@ impl PageParams {
             .collect();
         QueryMap(map).page()
     }
+}
+
+/// A query parameter as [`QueryMap::text`] reads it: trimmed, and absent when empty.
+pub fn query_text(value: Option<String>) -> Option<String> {
+    value.map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
 }
 
 /// A page of a list, newest first: `{"data": [...], "next_cursor"}`.
