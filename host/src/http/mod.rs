@@ -66,6 +66,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(media::router())
         .merge(accounts::router())
         .merge(login::router())
+        .merge(broadcasts::router())
         .merge(openapi::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
     openapi::base().nest("/api/v1", api)
@@ -81,7 +82,6 @@ pub fn app(state: AppState) -> Router {
         .merge(dev_sink::router())
         .merge(webhooks::router())
         .merge(conversations::router())
-        .merge(broadcasts::router())
         .merge(developers::router())
         .merge(bots::router())
         .merge(flows::router())

@@ -576,62 +576,7 @@ pub fn document() -> Value {
         ),
     );
 
-    // Broadcasts
-    let broadcast_body = json!({ "allOf": [schema_ref("SendMessage"), { "type": "object", "properties": {
-        "audience": { "type": "string", "enum": ["linked"], "default": "linked" } },
-        "not": { "anyOf": [{ "required": ["phone"] }, { "required": ["encryption"] }, { "required": ["e2e_envelope"] }] },
-        "description": "Content fields as for a message; no phone, no encryption" }] });
-    add(
-        "/api/v1/broadcasts",
-        "post",
-        op(
-            "Send the same content to every linked and claimed user; fans out in the background",
-            "broadcasts",
-            partner,
-            Some(broadcast_body.clone()),
-            (202, "Accepted (state queued, total null)", schema_ref("Broadcast")),
-            &[],
-        ),
-    );
-    add(
-        "/api/v1/broadcasts",
-        "get",
-        with_params(
-            op(
-                "Broadcasts, newest first",
-                "broadcasts",
-                partner,
-                None,
-                (200, "A page of broadcasts", list_of("Broadcast")),
-                &[422],
-            ),
-            query_params(&PAGE),
-        ),
-    );
-    add(
-        "/api/v1/broadcasts/{id}",
-        "get",
-        op(
-            "A broadcast and its progress",
-            "broadcasts",
-            partner,
-            None,
-            (200, "The broadcast", schema_ref("Broadcast")),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/system/broadcasts",
-        "post",
-        op(
-            "Platform partner only: an announcement to every claimed account",
-            "broadcasts",
-            partner,
-            Some(broadcast_body),
-            (202, "Accepted", schema_ref("Broadcast")),
-            &[],
-        ),
-    );
+    // Broadcasts: derived (http::broadcasts).
 
     // Developers
     let developer = "developerKey";
@@ -1285,22 +1230,6 @@ fn components() -> Value {
                     "last_error": { "type": ["string", "null"] },
                     "next_attempt_at": { "type": ["string", "null"] },
                     "created_at": { "type": "string" }
-                }
-            },
-            "Broadcast": {
-                "type": "object",
-                "properties": {
-                    "broadcast_id": { "type": "integer" },
-                    "state": { "type": "string", "enum": ["queued", "sending", "completed", "failed"] },
-                    "audience": { "type": "string", "description": "linked, or all for system broadcasts" },
-                    "content_type": { "type": "string" },
-                    "body": { "type": ["string", "null"] },
-                    "priority": { "type": "string" },
-                    "total": { "type": ["integer", "null"], "description": "Recipients, counted when the fan-out starts" },
-                    "sent": { "type": "integer", "description": "Messages written and handed to delivery" },
-                    "failed": { "type": "integer" },
-                    "created_at": { "type": "string" },
-                    "completed_at": { "type": ["string", "null"] }
                 }
             },
             "Bot": {
