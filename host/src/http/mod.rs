@@ -67,6 +67,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(accounts::router())
         .merge(login::router())
         .merge(broadcasts::router())
+        .merge(developers::router())
         .merge(openapi::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
     openapi::base().nest("/api/v1", api)
@@ -82,7 +83,6 @@ pub fn app(state: AppState) -> Router {
         .merge(dev_sink::router())
         .merge(webhooks::router())
         .merge(conversations::router())
-        .merge(developers::router())
         .merge(bots::router())
         .merge(flows::router())
         .merge(keys::router())
