@@ -68,6 +68,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(login::router())
         .merge(broadcasts::router())
         .merge(developers::router())
+        .merge(flows::router())
         .merge(openapi::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
     openapi::base().nest("/api/v1", api)
@@ -84,7 +85,6 @@ pub fn app(state: AppState) -> Router {
         .merge(webhooks::router())
         .merge(conversations::router())
         .merge(bots::router())
-        .merge(flows::router())
         .merge(keys::router())
         .merge(receipts::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));

@@ -576,7 +576,7 @@ pub fn document() -> Value {
         ),
     );
 
-    // Broadcasts and developers: derived (http::broadcasts, http::developers).
+    // Broadcasts, developers and flows: derived (http::broadcasts, developers, flows).
 
     // Bots and flows
     let bot_or_partner = |mut o: Value| {
@@ -744,81 +744,6 @@ pub fn document() -> Value {
             &[404],
         ),
     );
-    let steps = json!({ "type": "object", "properties": { "ref": { "type": "string" }, "state": { "type": "string", "enum": ["in_progress", "completed"] },
-        "summary": { "type": "object" }, "steps": { "type": "array", "items": schema_ref("Step") } } });
-    let event_body = json!({ "type": "object", "required": ["type"], "properties": {
-        "type": { "type": "string", "enum": ["text", "select", "submit", "payment"] }, "text": { "type": "string" },
-        "id": { "type": "string", "description": "select: the item id; payment: the payment id" },
-        "screen": { "type": "string" }, "values": { "type": "object" },
-        "status": { "type": "string", "enum": ["confirmed", "declined", "cancelled"] }, "reference": { "type": "string" } } });
-    add(
-        "/api/v1/me/flows/{ref}/start",
-        "post",
-        op("Start an invited flow", "flows", user, None, (200, "The first steps", steps.clone()), &[404, 409, 502]),
-    );
-    add(
-        "/api/v1/me/flows/{ref}/submit",
-        "post",
-        op(
-            "Submit a screen: values are validated against its fields (422 with fields, the bot is not called)",
-            "flows",
-            user,
-            Some(
-                json!({ "type": "object", "required": ["screen", "values"], "properties": { "screen": { "type": "string" }, "values": { "type": "object" } } }),
-            ),
-            (200, "The next steps, or completed with the summary", steps.clone()),
-            &[404, 409, 502],
-        ),
-    );
-    add(
-        "/api/v1/me/flows/{ref}/events",
-        "post",
-        op(
-            "Another event in a flow (menu choice, text, payment result)",
-            "flows",
-            user,
-            Some(event_body.clone()),
-            (200, "The next steps", steps.clone()),
-            &[404, 409, 502],
-        ),
-    );
-    add(
-        "/api/v1/me/bots/{code}/sessions",
-        "post",
-        op(
-            "Open an in-app chat session with a bot of a linked partner",
-            "flows",
-            user,
-            None,
-            (201, "{session, steps}", json!({ "type": "object" })),
-            &[404, 409, 502],
-        ),
-    );
-    add(
-        "/api/v1/me/bots/{code}/sessions/{session}",
-        "get",
-        op(
-            "Steps a webhook-mode bot answered since the last call (each shown once)",
-            "flows",
-            user,
-            None,
-            (200, "{session, steps}", json!({ "type": "object" })),
-            &[404],
-        ),
-    );
-    add(
-        "/api/v1/me/bots/{code}/sessions/{session}/events",
-        "post",
-        op(
-            "A user event in a chat session",
-            "flows",
-            user,
-            Some(event_body),
-            (200, "{session, steps}", json!({ "type": "object" })),
-            &[404, 409, 502],
-        ),
-    );
-
     add(
         "/healthz",
         "get",
@@ -1135,12 +1060,6 @@ fn components() -> Value {
                     "component": { "type": ["object", "null"] },
                     "created_at": { "type": "string" }
                 }
-            },
-            "Step": {
-                "type": "object",
-                "required": ["type"],
-                "description": "message {text}; menu {style: button|list, text, sections: [{title, items: [{id, label, description}]}]}; flow_screen {screen: {id, title, kind: form|input|select, fields: [form field]}}; payment {payment: {id, amount_minor, currency, description}}; flow_completed {summary}",
-                "properties": { "type": { "type": "string", "enum": ["message", "menu", "flow_screen", "payment", "flow_completed"] } }
             },
         }
     })
