@@ -68,6 +68,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(login::router())
         .merge(broadcasts::router())
         .merge(developers::router())
+        .merge(bots::router())
         .merge(flows::router())
         .merge(openapi::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
@@ -84,7 +85,6 @@ pub fn app(state: AppState) -> Router {
         .merge(dev_sink::router())
         .merge(webhooks::router())
         .merge(conversations::router())
-        .merge(bots::router())
         .merge(keys::router())
         .merge(receipts::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
