@@ -5,43 +5,48 @@
 
 use std::net::SocketAddr;
 
+use axum::Json;
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{HeaderMap, StatusCode};
-use axum::routing::{get, post, put};
-use axum::{Json, Router};
 use futures_util::StreamExt;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::{ApiJson, parse_value};
+use super::flows::Step;
+use super::openapi::Binary;
+use super::{ApiJson, E404, E503, parse_value};
 use crate::auth::{PartnerAuth, PartnerOrBot, check_allowed_ips};
 use crate::bots::RuntimeMode;
 use crate::clock::record_time;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
-use crate::runtime::{ComponentSource, RuntimeError, WhenBusy};
+use crate::runtime::{ComponentSource, FlowInfo, RuntimeError, WhenBusy};
 use crate::secrets::{constant_time_eq, digest, random_alnum};
 use crate::state::AppState;
 use crate::store::bots::{self as store, Bot, NewBot};
 use crate::store::flows;
 use crate::store::messages::NewMessage;
 use crate::store::partners::Partner;
+use crate::template::Channel;
 use crate::validate::{is_code, is_ip_list};
 use crate::webhooks::{self, Endpoint, signing};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/bots", post(create))
-        .route("/bots/{code}", get(get_bot).patch(update_bot))
-        .route("/bots/{code}/credentials", get(credentials))
-        .route("/bots/{code}/token/rotate", post(rotate_token))
-        .route("/bots/{code}/webhook", put(set_webhook).post(inbound))
-        .route("/bots/{code}/webhook/secret/rotate", post(rotate_secret))
-        .route("/bots/{code}/webhook/test", post(test_webhook))
-        .route("/bots/{code}/component", put(upload_component))
-        .route("/bots/{code}/flows/{flow}/invite", post(invite))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_bot))
+        .routes(routes!(get_bot, update_bot))
+        .routes(routes!(bot_credentials))
+        .routes(routes!(rotate_bot_token))
+        .routes(routes!(set_bot_webhook, bot_inbound))
+        .routes(routes!(rotate_bot_secret))
+        .routes(routes!(test_bot_webhook))
+        .routes(routes!(upload_bot_component))
+        .routes(routes!(invite_to_flow))
 }
 
 const CHANNELS: &[&str] = &["inapp", "whatsapp", "sms"];
@@ -52,37 +57,104 @@ fn new_token() -> (String, String) {
     (format!("{prefix}.{}", random_alnum(40)), prefix)
 }
 
-fn credentials_json(b: &Bot) -> Value {
-    json!({
-        "token_prefix": b.token_prefix,
-        "token_configured": true,
-        "webhook_url": b.webhook_url,
-        "webhook_secret_prefix": signing::secret_prefix(&b.webhook_secret),
-        "inbound_webhook_path": format!("/api/v1/bots/{}/webhook", b.code),
-    })
+/// A bot's credentials as the API shows them: prefixes only, never the token or the secret.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = BotCredentials)]
+struct Credentials {
+    /// `bot_` and 8 characters: the start of the bot token.
+    token_prefix: String,
+    /// Always true: a bot always has a token.
+    token_configured: bool,
+    webhook_url: Option<String>,
+    /// The start of the webhook secret (`whsec_…`).
+    webhook_secret_prefix: String,
+    /// Where the bot sends its events (`POST`).
+    inbound_webhook_path: String,
 }
 
-async fn bot_json(state: &AppState, b: &Bot) -> ApiResult<Value> {
+impl From<&Bot> for Credentials {
+    fn from(b: &Bot) -> Self {
+        Credentials {
+            token_prefix: b.token_prefix.clone(),
+            token_configured: true,
+            webhook_url: b.webhook_url.clone(),
+            webhook_secret_prefix: signing::secret_prefix(&b.webhook_secret),
+            inbound_webhook_path: format!("/api/v1/bots/{}/webhook", b.code),
+        }
+    }
+}
+
+/// The Wasm component of a `local` bot.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = BotComponent)]
+struct Component {
+    /// `sha256:` and the hex SHA-256 of the bytes.
+    digest: String,
+    /// Bytes.
+    size: i64,
+    /// The flows the component offers.
+    #[schema(value_type = Vec<FlowInfo>)]
+    flows: Value,
+    uploaded_at: Option<String>,
+}
+
+/// A bot.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Bot)]
+struct BotRecord {
+    #[serde(rename = "ref")]
+    reference: String,
+    #[schema(pattern = "^[a-z0-9][a-z0-9_-]{0,63}$")]
+    code: String,
+    name: String,
+    /// The owning partner's code.
+    partner: String,
+    runtime_mode: RuntimeMode,
+    webhook_url: Option<String>,
+    /// The channels it answers on.
+    #[schema(value_type = Vec<Channel>)]
+    channels: Vec<String>,
+    /// Comma-separated IP addresses or CIDR blocks the inbound webhook accepts calls from (null: any).
+    allowed_ips: Option<String>,
+    credentials: Credentials,
+    /// Null until a component is uploaded.
+    component: Option<Component>,
+    created_at: String,
+}
+
+async fn bot_record(state: &AppState, b: &Bot) -> ApiResult<BotRecord> {
     let component = match &b.component_digest {
         Some(digest) => {
             let (size, flows) = store::component_info(&state.db, digest).await?.unwrap_or((0, json!([])));
-            json!({"digest": digest, "size": size, "flows": flows, "uploaded_at": b.component_uploaded_at.map(record_time)})
+            Some(Component {
+                digest: digest.clone(),
+                size,
+                flows,
+                uploaded_at: b.component_uploaded_at.map(record_time),
+            })
         }
-        None => Value::Null,
+        None => None,
     };
-    Ok(json!({
-        "ref": b.reference,
-        "code": b.code,
-        "name": b.name,
-        "partner": b.partner_code,
-        "runtime_mode": b.runtime_mode,
-        "webhook_url": b.webhook_url,
-        "channels": b.channels,
-        "allowed_ips": b.allowed_ips,
-        "credentials": credentials_json(b),
-        "component": component,
-        "created_at": record_time(b.created_at),
-    }))
+    Ok(BotRecord {
+        reference: b.reference.clone(),
+        code: b.code.clone(),
+        name: b.name.clone(),
+        partner: b.partner_code.clone(),
+        runtime_mode: b.runtime_mode,
+        webhook_url: b.webhook_url.clone(),
+        channels: b.channels.clone(),
+        allowed_ips: b.allowed_ips.clone(),
+        credentials: Credentials::from(b),
+        component,
+        created_at: record_time(b.created_at),
+    })
+}
+
+/// `{"bot": …}`.
+#[derive(Serialize, ToSchema)]
+#[schema(as = BotResponse)]
+struct BotResponse {
+    bot: BotRecord,
 }
 
 async fn owned(state: &AppState, partner: &Partner, code: &str) -> ApiResult<Bot> {
@@ -107,19 +179,54 @@ async fn check_webhook_url(state: &AppState, url: Option<&str>) -> ApiResult<()>
     Ok(())
 }
 
-#[derive(Deserialize)]
+/// A new bot.
+#[derive(Deserialize, ToSchema)]
 struct CreateBot {
+    #[schema(value_type = String, required = true, pattern = "^[a-z0-9][a-z0-9_-]{0,63}$")]
     code: Option<String>,
+    #[schema(value_type = String, required = true, min_length = 1, pattern = "\\S")]
     name: Option<String>,
+    /// `local` when absent.
+    #[schema(value_type = Option<RuntimeMode>)]
     runtime_mode: Option<String>,
+    /// Required in webhook mode.
     webhook_url: Option<String>,
 }
 
-async fn create(
+/// A new bot with its credentials, each shown this once.
+#[derive(Serialize, ToSchema)]
+#[schema(as = BotCreated)]
+struct Created {
+    bot: CreatedBot,
+    /// `bot_<prefix>.<secret>`.
+    bot_token: String,
+    /// `whsec_…`: signs the bot's events and its inbound calls.
+    webhook_secret: String,
+    warning: String,
+}
+
+/// The new bot: its code and credential prefixes.
+#[derive(Serialize, ToSchema)]
+#[schema(as = BotCreatedRef)]
+struct CreatedBot {
+    code: String,
+    credentials: Credentials,
+}
+
+/// Create a bot; its token and webhook secret are returned once.
+#[utoipa::path(
+    post,
+    path = "/bots",
+    tag = "bots",
+    security(("partnerKey" = [])),
+    request_body = CreateBot,
+    responses((status = 201, description = "The bot with its credentials", body = Created), (status = 409, response = super::E409))
+)]
+async fn create_bot(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<CreateBot>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<Created>)> {
     let code = req.code.as_deref().unwrap_or("").trim();
     if !is_code(code) {
         return Err(ApiError::validation("code", "code must match ^[a-z0-9][a-z0-9_-]{0,63}$"));
@@ -158,39 +265,70 @@ async fn create(
         .ok_or_else(|| ApiError::conflict(format!("a bot with code {code:?} already exists")))?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({
-            "bot": { "code": bot.code, "credentials": credentials_json(&bot) },
-            "bot_token": token,
-            "webhook_secret": secret,
-            "warning": "Store the bot token and webhook secret now: they are shown only once and can only be replaced by rotation.",
-        })),
+        Json(Created {
+            bot: CreatedBot { code: bot.code.clone(), credentials: Credentials::from(&bot) },
+            bot_token: token,
+            webhook_secret: secret,
+            warning: "Store the bot token and webhook secret now: they are shown only once and can only be replaced by rotation.".to_string(),
+        }),
     ))
 }
 
+/// A bot (partner key, or that bot's own token).
+#[utoipa::path(
+    get,
+    path = "/bots/{code}",
+    tag = "bots",
+    security(("partnerKey" = []), ("botToken" = [])),
+    responses((status = 200, description = "The bot", body = BotResponse), (status = 404, response = E404))
+)]
 async fn get_bot(
     State(state): State<AppState>,
     caller: PartnerOrBot,
     Path(code): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<BotResponse>> {
     let bot = readable(&state, caller, &code).await?;
-    Ok(Json(json!({ "bot": bot_json(&state, &bot).await? })))
+    Ok(Json(BotResponse { bot: bot_record(&state, &bot).await? }))
 }
 
-async fn credentials(
+/// `{"credentials": …}`.
+#[derive(Serialize, ToSchema)]
+#[schema(as = BotCredentialsResponse)]
+struct CredentialsResponse {
+    credentials: Credentials,
+}
+
+/// Credential prefixes (never the token or secret).
+#[utoipa::path(
+    get,
+    path = "/bots/{code}/credentials",
+    tag = "bots",
+    security(("partnerKey" = []), ("botToken" = [])),
+    responses((status = 200, description = "Credentials", body = CredentialsResponse), (status = 404, response = E404))
+)]
+async fn bot_credentials(
     State(state): State<AppState>,
     caller: PartnerOrBot,
     Path(code): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<CredentialsResponse>> {
     let bot = readable(&state, caller, &code).await?;
-    Ok(Json(json!({ "credentials": credentials_json(&bot) })))
+    Ok(Json(CredentialsResponse { credentials: Credentials::from(&bot) }))
 }
 
-#[derive(Deserialize)]
+/// Changes to a bot: the fields given replace those stored.
+#[derive(Deserialize, ToSchema)]
 struct UpdateBot {
+    #[schema(min_length = 1, pattern = "\\S")]
     name: Option<String>,
+    #[schema(value_type = Option<RuntimeMode>)]
     runtime_mode: Option<String>,
+    /// Required in webhook mode; empty clears it.
+    #[schema(value_type = Option<String>)]
     webhook_url: Option<Option<String>>,
+    #[schema(value_type = Option<Vec<Channel>>, min_items = 1)]
     channels: Option<Vec<String>>,
+    /// Comma-separated IP addresses or CIDR blocks the inbound webhook accepts calls from; empty clears it.
+    #[schema(value_type = Option<String>)]
     allowed_ips: Option<Option<String>>,
 }
 
@@ -207,12 +345,21 @@ fn set_allowed_ips(bot: &mut Bot, value: Option<&str>) -> ApiResult<()> {
     Ok(())
 }
 
+/// Update name, runtime_mode, webhook_url, channels, allowed_ips (empty clears).
+#[utoipa::path(
+    patch,
+    path = "/bots/{code}",
+    tag = "bots",
+    security(("partnerKey" = [])),
+    request_body = UpdateBot,
+    responses((status = 200, description = "The bot", body = BotResponse), (status = 404, response = E404))
+)]
 async fn update_bot(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(code): Path<String>,
     ApiJson(req): ApiJson<UpdateBot>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<BotResponse>> {
     let mut bot = owned(&state, &partner, &code).await?;
     if let Some(name) = req.name {
         let name = name.trim();
@@ -243,44 +390,101 @@ async fn update_bot(
         set_allowed_ips(&mut bot, ips.as_deref())?;
     }
     store::update(&state.db, &bot, state.now()).await?;
-    Ok(Json(json!({ "bot": bot_json(&state, &bot).await? })))
+    Ok(Json(BotResponse { bot: bot_record(&state, &bot).await? }))
 }
 
-async fn rotate_token(
+/// A new bot token.
+#[derive(Serialize, ToSchema)]
+#[schema(as = BotToken)]
+struct TokenRotated {
+    /// `bot_<prefix>.<secret>`, shown once.
+    bot_token: String,
+}
+
+/// A new bot token, shown once; the old one stops working.
+#[utoipa::path(
+    post,
+    path = "/bots/{code}/token/rotate",
+    tag = "bots",
+    security(("partnerKey" = [])),
+    responses((status = 200, description = "The new token", body = TokenRotated), (status = 404, response = E404))
+)]
+async fn rotate_bot_token(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(code): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TokenRotated>> {
     let bot = owned(&state, &partner, &code).await?;
     let (token, prefix) = new_token();
     store::set_token(&state.db, bot.id, &digest(&token), &prefix, state.now()).await?;
-    Ok(Json(json!({ "bot_token": token })))
+    Ok(Json(TokenRotated { bot_token: token }))
 }
 
-async fn rotate_secret(
+/// A new webhook secret.
+#[derive(Serialize, ToSchema)]
+#[schema(as = BotWebhookSecret)]
+struct SecretRotated {
+    /// `whsec_…`, shown once.
+    webhook_secret: String,
+}
+
+/// A new webhook secret, shown once.
+#[utoipa::path(
+    post,
+    path = "/bots/{code}/webhook/secret/rotate",
+    tag = "bots",
+    security(("partnerKey" = [])),
+    responses((status = 200, description = "The new secret", body = SecretRotated), (status = 404, response = E404))
+)]
+async fn rotate_bot_secret(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(code): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SecretRotated>> {
     let bot = owned(&state, &partner, &code).await?;
     let secret = signing::new_secret();
     store::set_webhook_secret(&state.db, bot.id, &secret, state.now()).await?;
-    Ok(Json(json!({ "webhook_secret": secret })))
+    Ok(Json(SecretRotated { webhook_secret: secret }))
 }
 
-#[derive(Deserialize)]
+/// The bot's webhook.
+#[derive(Deserialize, ToSchema)]
+#[schema(as = SetBotWebhook)]
 struct SetWebhook {
+    /// HTTPS, resolving to public addresses only (localhost in dev mode).
+    #[schema(value_type = String, required = true, pattern = "\\S")]
     webhook_url: Option<String>,
+    /// A new webhook secret, shown once in the answer.
     rotate_secret: Option<bool>,
+    /// Comma-separated IP addresses or CIDR blocks the inbound webhook accepts calls from; empty clears it.
     allowed_ips: Option<String>,
 }
 
-async fn set_webhook(
+/// The bot, and its new webhook secret when one was asked for.
+#[derive(Serialize, ToSchema)]
+#[schema(as = BotWebhookSet)]
+struct WebhookSet {
+    /// Only with `rotate_secret`: the new secret, shown once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    webhook_secret: Option<String>,
+    bot: BotRecord,
+}
+
+/// Set the bot's webhook URL (and optionally rotate its secret, set allowed_ips).
+#[utoipa::path(
+    put,
+    path = "/bots/{code}/webhook",
+    tag = "bots",
+    security(("partnerKey" = [])),
+    request_body = SetWebhook,
+    responses((status = 200, description = "The bot; webhook_secret only when rotated", body = WebhookSet), (status = 404, response = E404))
+)]
+async fn set_bot_webhook(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(code): Path<String>,
     ApiJson(req): ApiJson<SetWebhook>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<WebhookSet>> {
     let mut bot = owned(&state, &partner, &code).await?;
     let url = req.webhook_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
     let url = url.ok_or_else(|| ApiError::validation("webhook_url", "webhook_url is required"))?;
@@ -290,42 +494,85 @@ async fn set_webhook(
         set_allowed_ips(&mut bot, Some(ips))?;
     }
     store::update(&state.db, &bot, state.now()).await?;
-    let mut body = json!({});
+    let mut webhook_secret = None;
     if req.rotate_secret.unwrap_or(false) {
         let secret = signing::new_secret();
         store::set_webhook_secret(&state.db, bot.id, &secret, state.now()).await?;
         bot.webhook_secret = secret.clone();
-        body["webhook_secret"] = json!(secret);
+        webhook_secret = Some(secret);
     }
-    body["bot"] = bot_json(&state, &bot).await?;
-    Ok(Json(body))
+    Ok(Json(WebhookSet { webhook_secret, bot: bot_record(&state, &bot).await? }))
 }
 
-/// Sends one signed `bot.webhook.test` event to the bot's URL now.
-async fn test_webhook(
+/// What happened to a test event.
+#[derive(Serialize, ToSchema)]
+#[schema(as = BotWebhookTest)]
+struct TestOutcome {
+    /// The bot's URL answered 2xx.
+    ok: bool,
+    /// The HTTP status it answered (null when none came back).
+    status: Option<u16>,
+    /// Why it failed.
+    error: Option<String>,
+}
+
+/// Send a signed bot.webhook.test event now.
+#[utoipa::path(
+    post,
+    path = "/bots/{code}/webhook/test",
+    tag = "bots",
+    security(("partnerKey" = [])),
+    responses((status = 200, description = "What happened", body = TestOutcome), (status = 404, response = E404))
+)]
+async fn test_bot_webhook(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(code): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TestOutcome>> {
     let bot = owned(&state, &partner, &code).await?;
     let Some(url) = bot.webhook_url.clone() else {
-        return Ok(Json(json!({ "ok": false, "status": null, "error": "no webhook_url configured" })));
+        return Ok(Json(TestOutcome { ok: false, status: None, error: Some("no webhook_url configured".into()) }));
     };
     let endpoint = Endpoint { url, secret: bot.webhook_secret.clone(), bot_code: Some(bot.code.clone()) };
     let body = events::bot_event(&bot, "bot.webhook.test", json!({}));
     let delivery_id = format!("dlv_test_{}", random_alnum(20));
     let outcome =
         webhooks::send_signed(&state.webhooks, &endpoint, &delivery_id, "bot.webhook.test", &body.to_string()).await;
-    Ok(Json(json!({ "ok": outcome.ok(), "status": outcome.status, "error": outcome.error })))
+    Ok(Json(TestOutcome { ok: outcome.ok(), status: outcome.status, error: outcome.error }))
 }
 
-async fn upload_component(
+/// `{"component": …}`.
+#[derive(Serialize, ToSchema)]
+#[schema(as = BotComponentUploaded)]
+struct Uploaded {
+    component: Component,
+}
+
+/// Upload the bot's Wasm component.
+///
+/// Raw bytes, Content-Type application/wasm (or application/octet-stream), up to HUBBUB_COMPONENT_LIMIT (64
+/// MiB by default; streamed to disk); 422 invalid_component when it is not a hubbub:bot component.
+/// Compilations run a few at a time (HUBBUB_BOT_COMPILE_CONCURRENCY): when all are busy the upload is
+/// refused at once with 503 and Retry-After.
+#[utoipa::path(
+    put,
+    path = "/bots/{code}/component",
+    tag = "bots",
+    security(("partnerKey" = [])),
+    request_body(content((Binary = "application/wasm"), (Binary = "application/octet-stream"))),
+    responses(
+        (status = 200, description = "The component", body = Uploaded),
+        (status = 404, response = E404),
+        (status = 503, response = E503),
+    )
+)]
+async fn upload_bot_component(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(code): Path<String>,
     headers: HeaderMap,
     body: Body,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Uploaded>> {
     let bot = owned(&state, &partner, &code).await?;
     let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !content_type.starts_with("application/wasm") && !content_type.starts_with("application/octet-stream") {
@@ -350,9 +597,14 @@ async fn upload_component(
     let now = state.now();
     store::set_component(&state.db, bot.id, &loaded.digest, &bytes, &flows, now).await?;
     tracing::info!(bot = %bot.code, digest = %loaded.digest, size = loaded.size, "component uploaded");
-    Ok(Json(
-        json!({ "component": { "digest": loaded.digest, "size": loaded.size, "flows": flows, "uploaded_at": record_time(now) } }),
-    ))
+    Ok(Json(Uploaded {
+        component: Component {
+            digest: loaded.digest,
+            size: loaded.size as i64,
+            flows,
+            uploaded_at: Some(record_time(now)),
+        },
+    }))
 }
 
 /// Seconds an upload refused for busy compilers is told to wait.
@@ -396,17 +648,54 @@ async fn receive_upload(state: &AppState, headers: &HeaderMap, body: Body) -> Ap
     Ok(Upload { file, sha256_hex: crate::secrets::hex(&hasher.finalize()) })
 }
 
-#[derive(Deserialize)]
+/// Who to invite.
+#[derive(Deserialize, ToSchema)]
+#[schema(as = FlowInvite)]
 struct Invite {
+    #[schema(value_type = String, required = true, pattern = "^\\+[1-9][0-9]{6,14}$")]
     phone: Option<String>,
 }
 
-async fn invite(
+/// `{"flow_session": …}`.
+#[derive(Serialize, ToSchema)]
+#[schema(as = FlowInvited)]
+struct Invited {
+    flow_session: FlowSession,
+}
+
+/// An invitation to a flow.
+#[derive(Serialize, ToSchema)]
+struct FlowSession {
+    /// The session's ref (`flow_…`): the app starts it with `POST /me/flows/{ref}/start`.
+    #[serde(rename = "ref")]
+    reference: String,
+    /// The bot's code.
+    bot: String,
+    /// The flow's code.
+    flow: String,
+    #[schema(pattern = "^\\+[1-9][0-9]{6,14}$")]
+    phone: String,
+    /// `invited`.
+    state: String,
+    /// The flow card in the user's hub.
+    message_id: i64,
+}
+
+/// Invite a user to a flow: a flow card in the hub and an entry in /me/forms.
+#[utoipa::path(
+    post,
+    path = "/bots/{code}/flows/{flow}/invite",
+    tag = "bots",
+    security(("partnerKey" = [])),
+    request_body = Invite,
+    responses((status = 201, description = "The invitation", body = Invited), (status = 404, response = E404))
+)]
+async fn invite_to_flow(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path((code, flow)): Path<(String, String)>,
     ApiJson(req): ApiJson<Invite>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<Invited>)> {
     let bot = owned(&state, &partner, &code).await?;
     let phone = super::required_phone(req.phone.as_deref())?;
     // A local bot's flows are the ones its component offers.
@@ -443,26 +732,92 @@ async fn invite(
     state.delivery.wake.notify_one();
     Ok((
         StatusCode::CREATED,
-        Json(json!({ "flow_session": {
-            "ref": session.reference, "bot": bot.code, "flow": flow, "phone": phone, "state": "invited", "message_id": message_id,
-        } })),
+        Json(Invited {
+            flow_session: FlowSession {
+                reference: session.reference,
+                bot: bot.code,
+                flow,
+                phone: phone.to_string(),
+                state: "invited".to_string(),
+                message_id,
+            },
+        }),
     ))
 }
 
-/// The inbound webhook: a bot answers users (`reply`) or checks the line (`ping`). The caller's address is
-/// checked against `allowed_ips` before any credential is looked at (so an outsider cannot learn whether a
-/// leaked secret is valid); then it authenticates with the bot's token, its webhook secret in
-/// `X-Service-Bot-Secret`, or a signature over the body: `X-Service-Signature`, or the Standard Webhooks
-/// `webhook-signature` over `webhook-id.webhook-timestamp.body`. An event with a `webhook-id` must carry a
-/// `webhook-timestamp` within five minutes, and is applied once: a replay answers 200 with
-/// `"duplicate": true` and changes nothing.
-async fn inbound(
+/// An event a bot sends through its inbound webhook.
+#[derive(Deserialize, ToSchema)]
+#[schema(as = BotInboundEvent)]
+struct Inbound {
+    #[schema(schema_with = inbound_event_schema, required = true)]
+    event: Option<String>,
+    /// `reply`: the session and its new steps; `ping`: nothing.
+    #[serde(default)]
+    #[schema(value_type = Option<Reply>)]
+    data: Value,
+}
+
+/// `event`: `reply` or `ping`.
+fn inbound_event_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["reply", "ping"]))
+        .build()
+}
+
+/// A bot's answer in a session: steps appended to what the app has not fetched yet.
+#[derive(Deserialize, ToSchema)]
+#[schema(as = BotReply)]
+struct Reply {
+    /// The session's ref.
+    session: String,
+    /// At most 50; each screen's fields well-formed.
+    #[schema(value_type = Vec<Step>, max_items = 50)]
+    steps: Vec<Value>,
+}
+
+/// What the inbound webhook answers.
+#[derive(Serialize, ToSchema)]
+#[schema(as = BotInboundAck)]
+struct Ack {
+    ok: bool,
+    /// True when an event with this `webhook-id` was already applied (nothing changed).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    duplicate: bool,
+}
+
+/// Inbound events from the bot: `{event: reply|ping, data}`.
+///
+/// A bot answers users (`reply`) or checks the line (`ping`). The caller's address is checked against
+/// `allowed_ips` before any credential is looked at (403), so an outsider cannot learn whether a leaked
+/// secret is valid. Auth: the bot token, `X-Service-Bot-Secret`, `X-Service-Signature` (`sha256=<hex HMAC of
+/// the body>`), or the Standard Webhooks headers (`webhook-id`, `webhook-timestamp` within 5 minutes,
+/// `webhook-signature` `v1,<base64 HMAC of id.timestamp.body keyed with the base64-decoded secret after
+/// whsec_>`). An event with a `webhook-id` (which then needs a fresh `webhook-timestamp`) is applied once: a
+/// repeat answers `{ok: true, duplicate: true}` and changes nothing. Reply steps are appended to what the app
+/// has not fetched yet.
+#[utoipa::path(
+    post,
+    path = "/bots/{code}/webhook",
+    tag = "bots",
+    security(("botToken" = [])),
+    params(
+        ("X-Service-Bot-Secret" = Option<String>, Header, description = "The bot's webhook secret (instead of the token or a signature)."),
+        ("X-Service-Signature" = Option<String>, Header, description = "`sha256=<hex HMAC-SHA256 of the body>`, keyed with the whole webhook secret."),
+        ("webhook-id" = Option<String>, Header, max_length = 256, description = "Event id: a repeat is acknowledged and ignored."),
+        ("webhook-timestamp" = Option<String>, Header, description = "Seconds since the epoch; required with webhook-id; within 5 minutes of now."),
+        ("webhook-signature" = Option<String>, Header, description = "Standard Webhooks: space-separated v1,<base64> signatures."),
+    ),
+    request_body = Inbound,
+    responses((status = 200, description = "Applied (or a repeat, with `duplicate`)", body = Ack), (status = 404, response = E404))
+)]
+async fn bot_inbound(
     State(state): State<AppState>,
     Path(code): Path<String>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     body: Bytes,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Ack>> {
     let candidates = bots_by_code(&state, &code).await?;
     if !candidates.is_empty()
         && !candidates.iter().any(|b| check_allowed_ips(b.allowed_ips.as_deref(), Some(peer.ip())).is_ok())
@@ -477,21 +832,10 @@ async fn inbound(
     if !value.is_object() {
         return Err(ApiError::bad_request("body must be a JSON object"));
     }
-    #[derive(Deserialize)]
-    struct Inbound {
-        event: Option<String>,
-        #[serde(default)]
-        data: Value,
-    }
     let req: Inbound = parse_value(value)?;
     match req.event.as_deref() {
-        Some("ping") => Ok(Json(json!({ "ok": true }))),
+        Some("ping") => Ok(Json(Ack { ok: true, duplicate: false })),
         Some("reply") => {
-            #[derive(Deserialize)]
-            struct Reply {
-                session: String,
-                steps: Vec<Value>,
-            }
             let reply: Reply = parse_value(req.data).map_err(|e| e.with_field("data"))?;
             let session = flows::find_for_bot(&state.db, bot.id, &reply.session)
                 .await?
@@ -499,11 +843,8 @@ async fn inbound(
             let steps =
                 super::flows::check_steps(reply.steps).map_err(|why| ApiError::validation("data.steps", why))?;
             let event = event_id.as_deref().map(|id| (bot.id, id));
-            if flows::push_pending(&state.db, session.id, &steps, event, state.now()).await? {
-                Ok(Json(json!({ "ok": true })))
-            } else {
-                Ok(Json(json!({ "ok": true, "duplicate": true })))
-            }
+            let applied = flows::push_pending(&state.db, session.id, &steps, event, state.now()).await?;
+            Ok(Json(Ack { ok: true, duplicate: !applied }))
         }
         Some(other) => Err(ApiError::validation("event", format!("unknown event {other:?}: expected reply or ping"))),
         None => Err(ApiError::validation("event", "event is required")),

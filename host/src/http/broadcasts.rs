@@ -2,50 +2,100 @@
 //! (or, for the platform partner, every claimed account). Accepted with 202; the fan-out runs in the
 //! background (`crate::broadcasts`) and its progress is on the record.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::messages::{SendMessage, validate_content};
-use super::{ApiJson, QueryMap, parse_id};
+use super::{ApiJson, ApiQuery, E404, E422, List, PageParams, parse_id};
 use crate::auth::PartnerAuth;
 use crate::clock::record_time;
 use crate::error::{ApiError, ApiResult};
+use crate::messages::ContentType;
 use crate::state::AppState;
 use crate::store::broadcasts::{self as store, Broadcast, NewBroadcast};
 use crate::store::partners::Partner;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/broadcasts", post(create).get(list))
-        .route("/broadcasts/{id}", get(get_one))
-        .route("/system/broadcasts", post(create_system))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_broadcast, list_broadcasts))
+        .routes(routes!(get_broadcast))
+        .routes(routes!(create_system_broadcast))
 }
 
-pub fn broadcast_json(b: &Broadcast) -> Value {
-    json!({
-        "broadcast_id": b.id,
-        "state": b.state,
-        "audience": if b.audience == "all_claimed" { "all" } else { b.audience.as_str() },
-        "content_type": b.content_type,
-        "body": b.body,
-        "priority": b.priority,
-        "total": b.total,
-        "sent": b.sent,
-        "failed": b.failed,
-        "created_at": record_time(b.created_at),
-        "completed_at": b.completed_at.map(record_time),
-    })
+/// A broadcast and its progress.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Broadcast)]
+pub struct BroadcastRecord {
+    pub broadcast_id: i64,
+    #[schema(schema_with = broadcast_state_schema)]
+    pub state: String,
+    /// `linked`, or `all` for system broadcasts.
+    pub audience: String,
+    #[schema(value_type = ContentType)]
+    pub content_type: String,
+    pub body: Option<String>,
+    pub priority: String,
+    /// Recipients, counted when the fan-out starts.
+    pub total: Option<i64>,
+    /// Messages written and handed to delivery.
+    pub sent: i64,
+    pub failed: i64,
+    pub created_at: String,
+    pub completed_at: Option<String>,
 }
 
-#[derive(Deserialize)]
+/// The states of a broadcast, as a string enum.
+fn broadcast_state_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["queued", "sending", "completed", "failed"]))
+        .build()
+}
+
+impl From<&Broadcast> for BroadcastRecord {
+    fn from(b: &Broadcast) -> Self {
+        BroadcastRecord {
+            broadcast_id: b.id,
+            state: b.state.clone(),
+            audience: if b.audience == "all_claimed" { "all".to_string() } else { b.audience.clone() },
+            content_type: b.content_type.clone(),
+            body: b.body.clone(),
+            priority: b.priority.clone(),
+            total: b.total,
+            sent: b.sent,
+            failed: b.failed,
+            created_at: record_time(b.created_at),
+            completed_at: b.completed_at.map(record_time),
+        }
+    }
+}
+
+/// Content fields as for a message; no phone, no encryption.
+#[derive(Deserialize, ToSchema)]
 struct CreateBroadcast {
+    #[schema(schema_with = audience_schema)]
     audience: Option<String>,
     #[serde(flatten)]
     message: SendMessage,
+}
+
+/// `audience`: `linked` or absent.
+fn audience_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{SchemaType, Type};
+    utoipa::openapi::ObjectBuilder::new()
+        .description(Some(
+            "`linked` (the default): every linked user who claimed the account. System broadcasts go to every claimed account whatever this says.",
+        ))
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some([Value::from("linked"), Value::Null]))
+        .default(Some(Value::from("linked")))
+        .build()
 }
 
 async fn accept(
@@ -53,7 +103,7 @@ async fn accept(
     partner: &Partner,
     req: CreateBroadcast,
     audience: &'static str,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<BroadcastRecord>)> {
     if req.message.phone.is_some() {
         return Err(ApiError::validation("phone", "a broadcast goes to its audience; phone is not accepted"));
     }
@@ -72,50 +122,84 @@ async fn accept(
     };
     let b = store::insert(&state.db, &new, state.now()).await?;
     state.broadcast_wake.notify_one();
-    let mut body = broadcast_json(&b);
-    body["total"] = Value::Null;
-    Ok((StatusCode::ACCEPTED, Json(body)))
+    let mut record = BroadcastRecord::from(&b);
+    record.total = None;
+    Ok((StatusCode::ACCEPTED, Json(record)))
 }
 
-async fn create(
+/// Send the same content to every linked and claimed user; fans out in the background.
+#[utoipa::path(
+    post,
+    path = "/broadcasts",
+    tag = "broadcasts",
+    security(("partnerKey" = [])),
+    request_body = CreateBroadcast,
+    responses((status = 202, description = "Accepted (state queued, total null)", body = BroadcastRecord))
+)]
+async fn create_broadcast(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<CreateBroadcast>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<BroadcastRecord>)> {
     match req.audience.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
         None | Some("linked") => accept(&state, &partner, req, "linked").await,
         Some(_) => Err(ApiError::validation("audience", "audience must be linked")),
     }
 }
 
-/// Global announcements: the platform partner only, to every claimed account.
-async fn create_system(
+/// Platform partner only: an announcement to every claimed account.
+#[utoipa::path(
+    post,
+    path = "/system/broadcasts",
+    tag = "broadcasts",
+    security(("partnerKey" = [])),
+    request_body = CreateBroadcast,
+    responses((status = 202, description = "Accepted", body = BroadcastRecord))
+)]
+async fn create_system_broadcast(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<CreateBroadcast>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<BroadcastRecord>)> {
     if !partner.is_platform {
         return Err(ApiError::forbidden("system broadcasts are reserved for the platform partner"));
     }
     accept(&state, &partner, req, "all_claimed").await
 }
 
-async fn list(
+/// Broadcasts, newest first.
+#[utoipa::path(
+    get,
+    path = "/broadcasts",
+    tag = "broadcasts",
+    security(("partnerKey" = [])),
+    params(PageParams),
+    responses((status = 200, description = "A page of broadcasts", body = List<BroadcastRecord>), (status = 422, response = E422))
+)]
+async fn list_broadcasts(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
-    query: QueryMap,
-) -> ApiResult<Json<Value>> {
-    let page = query.page()?;
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<List<BroadcastRecord>>> {
+    let page = page.page()?;
     let rows = store::list(&state.db, partner.id, page.before, page.fetch()).await?;
-    Ok(Json(page.respond(rows, |b| b.id, broadcast_json)))
+    Ok(Json(page.list(rows, |b| b.id, |b| BroadcastRecord::from(b))))
 }
 
-async fn get_one(
+/// A broadcast and its progress.
+#[utoipa::path(
+    get,
+    path = "/broadcasts/{id}",
+    tag = "broadcasts",
+    security(("partnerKey" = [])),
+    responses((status = 200, description = "The broadcast", body = BroadcastRecord), (status = 404, response = E404))
+)]
+async fn get_broadcast(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<BroadcastRecord>> {
     let id = parse_id(&id, "broadcast")?;
     let b = store::find(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("broadcast"))?;
-    Ok(Json(broadcast_json(&b)))
+    Ok(Json(BroadcastRecord::from(&b)))
 }

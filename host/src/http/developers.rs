@@ -3,17 +3,20 @@
 //! approved template catalog (the platform partner's), template-only sends with a daily quota, and
 //! webhook settings.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{delete, get, post, put};
-use axum::{Json, Router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::abuse::CodeRouteLimit;
-use super::messages::message_json;
+use super::login::CodeSent;
+use super::messages::MessageRecord;
 use super::webhooks::{SetWebhook, apply_settings};
-use super::{ApiJson, parse_value};
+use super::{ApiJson, E401, E404, E409, E429, E502, List, parse_value};
 use crate::auth::DeveloperAuth;
 use crate::clock::{Millis, record_time};
 use crate::error::{ApiError, ApiResult};
@@ -24,44 +27,80 @@ use crate::store::developers::{self as store, Developer};
 use crate::store::messages::{Created, NewMessage};
 use crate::store::outbox::Target;
 use crate::store::{is_unique_violation, partners, templates};
-use crate::template::{self, RenderError};
+use crate::template::{self, Category, Channel, RenderError};
 use crate::validate::is_email;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/dev/signup", post(signup))
-        .route("/dev/verify", post(verify))
-        .route("/dev/session", post(session))
-        .route("/dev/keys", get(list_keys))
-        .route("/dev/keys/{prefix}", delete(revoke_key))
-        .route("/dev/templates", get(catalog))
-        .route("/dev/messages", post(send))
-        .route("/dev/settings", put(settings))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(dev_signup))
+        .routes(routes!(dev_verify))
+        .routes(routes!(dev_session))
+        .routes(routes!(list_dev_keys))
+        .routes(routes!(revoke_dev_key))
+        .routes(routes!(dev_templates))
+        .routes(routes!(dev_send))
+        .routes(routes!(dev_settings))
 }
 
 const SESSION_TTL_MS: Millis = 12 * 3600 * 1000;
 const DAY_MS: Millis = 24 * 3600 * 1000;
 
-fn developer_json(d: &Developer) -> Value {
-    json!({ "developer_id": d.id, "phone": d.phone, "email": d.email, "created_at": record_time(d.created_at) })
+/// A developer account.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Developer)]
+struct DeveloperRecord {
+    developer_id: i64,
+    #[schema(pattern = "^\\+[1-9][0-9]{6,14}$")]
+    phone: String,
+    email: Option<String>,
+    created_at: String,
+}
+
+impl From<&Developer> for DeveloperRecord {
+    fn from(d: &Developer) -> Self {
+        DeveloperRecord {
+            developer_id: d.id,
+            phone: d.phone.clone(),
+            email: d.email.clone(),
+            created_at: record_time(d.created_at),
+        }
+    }
 }
 
 fn phone_field(phone: Option<&str>) -> ApiResult<String> {
     super::required_phone(phone).map(str::to_string)
 }
 
-#[derive(Deserialize)]
+/// A developer sign-up, or the start of a sign-in.
+#[derive(Deserialize, ToSchema)]
+#[schema(as = DevSignup)]
 struct Signup {
+    #[schema(value_type = String, required = true, pattern = "^\\+[1-9][0-9]{6,14}$")]
     phone: Option<String>,
+    /// Stored only when the code this call sends verifies the sign-up; a sign-in never changes it.
     email: Option<String>,
 }
 
-/// Sends a code by SMS; the same call starts a sign-in for a verified developer.
-async fn signup(
+/// Sign up (or start a sign-in): sends a code by SMS.
+///
+/// The e-mail travels with the code and is stored only when that code verifies the sign-up (POST
+/// /dev/verify); a sign-in never changes it. Limited per client address and host (429).
+#[utoipa::path(
+    post,
+    path = "/dev/signup",
+    tag = "developers",
+    request_body = Signup,
+    responses(
+        (status = 202, description = "Code sent", body = CodeSent),
+        (status = 429, response = E429),
+        (status = 502, response = E502),
+    )
+)]
+async fn dev_signup(
     _: CodeRouteLimit,
     State(state): State<AppState>,
     ApiJson(req): ApiJson<Signup>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<CodeSent>)> {
     let phone = phone_field(req.phone.as_deref())?;
     let email = req.email.as_deref().map(str::trim).filter(|e| !e.is_empty());
     if email.is_some_and(|e| !is_email(e)) {
@@ -73,12 +112,16 @@ async fn signup(
         format!("Your Hubbub developer code is {code}. It expires in 10 minutes.")
     })
     .await?;
-    Ok((StatusCode::ACCEPTED, Json(json!({ "phone": phone, "expires_at": record_time(expires_at) }))))
+    Ok((StatusCode::ACCEPTED, Json(CodeSent { phone, expires_at: record_time(expires_at) })))
 }
 
-#[derive(Deserialize)]
+/// The phone and the code it received.
+#[derive(Deserialize, ToSchema)]
+#[schema(as = DevCodeLogin)]
 struct CodeLogin {
+    #[schema(value_type = String, required = true, pattern = "^\\+[1-9][0-9]{6,14}$")]
     phone: Option<String>,
+    #[schema(value_type = String, required = true, pattern = "\\S")]
     code: Option<String>,
 }
 
@@ -122,11 +165,33 @@ async fn issue_key(state: &AppState, developer_id: i64, kind: &str, expires_at: 
     Err(ApiError::internal("could not issue a unique developer key"))
 }
 
-async fn verify(
+/// A verified sign-up.
+#[derive(Serialize, ToSchema)]
+#[schema(as = DevVerified)]
+struct Verified {
+    developer: DeveloperRecord,
+    /// The API key (`sk_dev_…`), shown once.
+    api_key: String,
+}
+
+/// Verify the sign-up: the developer and an sk_dev_ API key, shown once.
+#[utoipa::path(
+    post,
+    path = "/dev/verify",
+    tag = "developers",
+    request_body = CodeLogin,
+    responses(
+        (status = 200, description = "Verified", body = Verified),
+        (status = 401, response = E401),
+        (status = 409, response = E409),
+        (status = 429, response = E429),
+    )
+)]
+async fn dev_verify(
     _: CodeRouteLimit,
     State(state): State<AppState>,
     ApiJson(req): ApiJson<CodeLogin>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Verified>> {
     let (mut developer, email) = check_code(&state, &req).await?;
     if developer.verified || !store::mark_verified(&state.db, developer.id, state.now()).await? {
         return Err(ApiError::conflict("already verified: sign in with POST /api/v1/dev/session"));
@@ -138,44 +203,110 @@ async fn verify(
         developer.email = Some(email);
     }
     let key = issue_key(&state, developer.id, "api", None).await?;
-    Ok(Json(json!({ "developer": developer_json(&developer), "api_key": key })))
+    Ok(Json(Verified { developer: DeveloperRecord::from(&developer), api_key: key }))
 }
 
-async fn session(
+/// A sign-in.
+#[derive(Serialize, ToSchema)]
+#[schema(as = DevSession)]
+struct SignedIn {
+    developer: DeveloperRecord,
+    /// The session key (`sk_dev_…`), shown once; it works for 12 hours.
+    api_key: String,
+    expires_at: String,
+}
+
+/// Sign in with a new code: a 12-hour session key (sk_dev_…), shown once.
+#[utoipa::path(
+    post,
+    path = "/dev/session",
+    tag = "developers",
+    request_body = CodeLogin,
+    responses(
+        (status = 200, description = "Signed in", body = SignedIn),
+        (status = 401, response = E401),
+        (status = 429, response = E429),
+    )
+)]
+async fn dev_session(
     _: CodeRouteLimit,
     State(state): State<AppState>,
     ApiJson(req): ApiJson<CodeLogin>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SignedIn>> {
     let (developer, _) = check_code(&state, &req).await?;
     if !developer.verified {
         return Err(ApiError::unauthorized("verify the sign-up first (POST /api/v1/dev/verify)"));
     }
     let expires_at = state.now() + SESSION_TTL_MS;
     let key = issue_key(&state, developer.id, "session", Some(expires_at)).await?;
-    Ok(Json(json!({ "developer": developer_json(&developer), "api_key": key, "expires_at": record_time(expires_at) })))
+    Ok(Json(SignedIn {
+        developer: DeveloperRecord::from(&developer),
+        api_key: key,
+        expires_at: record_time(expires_at),
+    }))
 }
 
-async fn list_keys(State(state): State<AppState>, DeveloperAuth(developer): DeveloperAuth) -> ApiResult<Json<Value>> {
+/// One of a developer's keys, by its prefix (never the key).
+#[derive(Serialize, ToSchema)]
+#[schema(as = DevKey)]
+struct KeyRecord {
+    /// `sk_dev_` and 8 characters.
+    prefix: String,
+    #[schema(schema_with = key_kind_schema)]
+    kind: String,
+    /// Neither revoked nor expired.
+    active: bool,
+    created_at: String,
+    expires_at: Option<String>,
+    revoked_at: Option<String>,
+}
+
+/// The kinds of developer key, as a string enum.
+fn key_kind_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .description(Some("`api` (from the sign-up, no expiry) or `session` (12 hours)."))
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["api", "session"]))
+        .build()
+}
+
+/// My keys, by prefix (never the keys).
+#[utoipa::path(
+    get,
+    path = "/dev/keys",
+    tag = "developers",
+    security(("developerKey" = [])),
+    responses((status = 200, description = "Every key, newest first, in one page", body = List<KeyRecord>))
+)]
+async fn list_dev_keys(
+    State(state): State<AppState>,
+    DeveloperAuth(developer): DeveloperAuth,
+) -> ApiResult<Json<List<KeyRecord>>> {
     let now = state.now();
     let keys = store::list_keys(&state.db, developer.id).await?;
-    let data: Vec<Value> = keys
+    let data = keys
         .iter()
-        .map(|k| {
-            let active = k.revoked_at.is_none() && k.expires_at.is_none_or(|e| e > now);
-            json!({
-                "prefix": k.prefix,
-                "kind": k.kind,
-                "active": active,
-                "created_at": record_time(k.created_at),
-                "expires_at": k.expires_at.map(record_time),
-                "revoked_at": k.revoked_at.map(record_time),
-            })
+        .map(|k| KeyRecord {
+            prefix: k.prefix.clone(),
+            kind: k.kind.clone(),
+            active: k.revoked_at.is_none() && k.expires_at.is_none_or(|e| e > now),
+            created_at: record_time(k.created_at),
+            expires_at: k.expires_at.map(record_time),
+            revoked_at: k.revoked_at.map(record_time),
         })
         .collect();
-    Ok(Json(json!({ "data": data, "next_cursor": null })))
+    Ok(Json(List { data, next_cursor: None }))
 }
 
-async fn revoke_key(
+/// Revoke one of my keys.
+#[utoipa::path(
+    delete,
+    path = "/dev/keys/{prefix}",
+    tag = "developers",
+    security(("developerKey" = [])),
+    responses((status = 204, description = "Revoked"), (status = 404, response = E404))
+)]
+async fn revoke_dev_key(
     State(state): State<AppState>,
     DeveloperAuth(developer): DeveloperAuth,
     Path(prefix): Path<String>,
@@ -187,24 +318,69 @@ async fn revoke_key(
     }
 }
 
-async fn catalog(State(state): State<AppState>, DeveloperAuth(_): DeveloperAuth) -> ApiResult<Json<Value>> {
-    let Some(platform) = partners::find_platform(&state.db).await? else {
-        return Ok(Json(json!({ "data": [], "next_cursor": null })));
-    };
-    let rows = templates::list_approved(&state.db, platform.id).await?;
-    let data: Vec<Value> = rows
-        .iter()
-        .map(|t| json!({"code": t.code, "lang": t.lang, "channel": t.channel, "category": t.category, "body": t.body, "variables": t.variables}))
-        .collect();
-    Ok(Json(json!({ "data": data, "next_cursor": null })))
+/// An approved template developers may send.
+#[derive(Serialize, ToSchema)]
+#[schema(as = CatalogTemplate)]
+struct CatalogEntry {
+    code: String,
+    lang: String,
+    #[schema(value_type = Channel)]
+    channel: String,
+    #[schema(value_type = Category)]
+    category: String,
+    /// The text, with `{{name}}` variables.
+    body: String,
+    /// The `{{name}}` variables of the body, in order of first use.
+    variables: Vec<String>,
 }
 
-#[derive(Deserialize)]
+/// The approved template catalog (the platform's approved templates).
+#[utoipa::path(
+    get,
+    path = "/dev/templates",
+    tag = "developers",
+    security(("developerKey" = [])),
+    responses((status = 200, description = "Every approved template, in one page", body = List<CatalogEntry>))
+)]
+async fn dev_templates(
+    State(state): State<AppState>,
+    DeveloperAuth(_): DeveloperAuth,
+) -> ApiResult<Json<List<CatalogEntry>>> {
+    let Some(platform) = partners::find_platform(&state.db).await? else {
+        return Ok(Json(List { data: Vec::new(), next_cursor: None }));
+    };
+    let rows = templates::list_approved(&state.db, platform.id).await?;
+    let data = rows
+        .iter()
+        .map(|t| CatalogEntry {
+            code: t.code.clone(),
+            lang: t.lang.clone(),
+            channel: t.channel.clone(),
+            category: t.category.clone(),
+            body: t.body.clone(),
+            variables: t.variables.clone(),
+        })
+        .collect();
+    Ok(Json(List { data, next_cursor: None }))
+}
+
+/// A template send: an approved template of the catalog, its variables, and the recipient. Free-form
+/// content (`body`, `html`, media, links, encryption, `content_type`) and `partner` are refused (422).
+#[derive(Deserialize, ToSchema)]
+#[schema(as = DevMessage)]
 struct DevSend {
+    #[schema(value_type = String, required = true, pattern = "^\\+[1-9][0-9]{6,14}$")]
     phone: Option<String>,
+    /// A code of the catalog (`GET /dev/templates`).
+    #[schema(value_type = String, required = true, pattern = "\\S")]
     template_code: Option<String>,
+    /// Values of the template's variables.
+    #[schema(value_type = Option<Object>)]
     vars: Option<Map<String, Value>>,
+    /// The template's language; `en` when absent.
     lang: Option<String>,
+    /// Deduplicates retries for 24 h.
+    #[schema(max_length = 255)]
     idempotency_key: Option<String>,
 }
 
@@ -222,11 +398,20 @@ const REFUSED: &[&str] = &[
     "content_type",
 ];
 
-async fn send(
+/// Send an approved template; no body, no partner; daily quota (429).
+#[utoipa::path(
+    post,
+    path = "/dev/messages",
+    tag = "developers",
+    security(("developerKey" = [])),
+    request_body = DevSend,
+    responses((status = 201, description = "The message (also when an idempotent retry is replayed)", body = MessageRecord), (status = 409, response = E409))
+)]
+async fn dev_send(
     State(state): State<AppState>,
     DeveloperAuth(developer): DeveloperAuth,
     ApiJson(raw): ApiJson<Value>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<MessageRecord>)> {
     if let Some(field) = REFUSED.iter().find(|f| raw.get(**f).is_some()) {
         return Err(ApiError::validation(
             *field,
@@ -290,14 +475,44 @@ async fn send(
     match state.messages.create(message, now).await? {
         Created::New(m) => {
             state.delivery.wake.notify_one();
-            Ok((StatusCode::CREATED, Json(message_json(&m))))
+            Ok((StatusCode::CREATED, Json(MessageRecord::from(&m))))
         }
-        Created::Replayed(m) => Ok((StatusCode::CREATED, Json(message_json(&m)))),
+        Created::Replayed(m) => Ok((StatusCode::CREATED, Json(MessageRecord::from(&m)))),
         Created::KeyReused => Err(ApiError::idempotency_conflict()),
     }
 }
 
-async fn settings(
+/// Where a developer's events go (the body `PUT /dev/settings` reads).
+#[derive(ToSchema)]
+#[schema(as = DevSettingsInput)]
+pub struct SettingsInput {
+    /// HTTPS, resolving to public addresses only (localhost in dev mode); empty or null turns delivery off.
+    pub webhook_url: Option<String>,
+    /// A new secret, shown once in the answer.
+    pub rotate_secret: Option<bool>,
+}
+
+/// A developer's webhook settings (what `PUT /dev/settings` answers).
+#[derive(ToSchema)]
+#[schema(as = DevSettings)]
+pub struct Settings {
+    pub webhook_url: Option<String>,
+    /// The start of the secret (`whsec_…`), to recognise it.
+    pub webhook_secret_prefix: String,
+    /// Only when created or rotated: the whole secret, shown once.
+    pub webhook_secret: Option<String>,
+}
+
+/// My webhook (message.status of my messages), as PUT /settings/webhook.
+#[utoipa::path(
+    put,
+    path = "/dev/settings",
+    tag = "developers",
+    security(("developerKey" = [])),
+    request_body = SettingsInput,
+    responses((status = 200, description = "The settings; webhook_secret only when created or rotated", body = Settings))
+)]
+async fn dev_settings(
     State(state): State<AppState>,
     DeveloperAuth(developer): DeveloperAuth,
     ApiJson(req): ApiJson<SetWebhook>,

@@ -4,14 +4,16 @@
 //! `local` bots run in the Wasm runtime; `webhook` bots get the user's events as signed bot events and
 //! answer through their inbound webhook, and the app fetches those steps.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::{ApiJson, parse_value};
+use super::{ApiJson, E404, E409, E502, parse_value};
 use crate::auth::UserAuth;
 use crate::bots::RuntimeMode;
 use crate::error::{ApiError, ApiResult};
@@ -24,17 +26,73 @@ use crate::store::bots::{self, Bot};
 use crate::store::flows::{self as store, Session};
 use crate::store::outbox::{self, Target};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/me/flows/{ref}/start", post(start_flow))
-        .route("/me/flows/{ref}/submit", post(submit_flow))
-        .route("/me/flows/{ref}/events", post(flow_event))
-        .route("/me/bots/{code}/sessions", post(open_session))
-        .route("/me/bots/{code}/sessions/{session}", get(session_steps))
-        .route("/me/bots/{code}/sessions/{session}/events", post(session_event))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(start_flow))
+        .routes(routes!(submit_flow))
+        .routes(routes!(flow_event))
+        .routes(routes!(open_session))
+        .routes(routes!(session_steps))
+        .routes(routes!(session_event))
 }
 
 const STEP_TYPES: &[&str] = &["message", "menu", "flow_screen", "payment", "flow_completed"];
+
+/// One step of a bot's answer (in the document: steps are passed on as the bot made them, checked but not
+/// rebuilt).
+pub struct Step;
+
+impl utoipa::PartialSchema for Step {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(
+                "message {text}; menu {style: button|list, text, sections: [{title, items: [{id, label, description}]}]}; flow_screen {screen: {id, title, kind: form|input|select, fields: [form field]}}; payment {payment: {id, amount_minor, currency, description}}; flow_completed {summary}",
+            ))
+            .property("type", ObjectBuilder::new().schema_type(Type::String).enum_values(Some(STEP_TYPES.iter().copied())))
+            .required("type")
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Step {}
+
+/// Where a flow is after an event.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = FlowProgress)]
+struct Progress {
+    /// The flow session's ref.
+    #[serde(rename = "ref")]
+    reference: String,
+    #[schema(schema_with = progress_state_schema)]
+    state: &'static str,
+    /// When completed: the summary of the `flow_completed` step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    summary: Option<Value>,
+    /// What the bot answered, in order (for a `webhook` bot: the steps it already sent back).
+    #[schema(value_type = Vec<Step>)]
+    steps: Vec<Value>,
+}
+
+/// `state` of a flow after an event: `in_progress` or `completed`.
+fn progress_state_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["in_progress", "completed"]))
+        .build()
+}
+
+/// A chat session's new steps.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SessionSteps)]
+struct SessionSteps {
+    /// The session's ref (`sess_…`).
+    session: String,
+    #[schema(value_type = Vec<Step>)]
+    steps: Vec<Value>,
+}
 
 /// Checks steps a `webhook`-mode bot sent through its inbound webhook (local bots are checked by the
 /// runtime): known types, and screens whose fields are well-formed.
@@ -117,18 +175,48 @@ async fn call_guest(state: &AppState, bot: &Bot, call: GuestCall, ctx: GuestCont
 }
 
 /// What the app sends as a user event.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
+#[schema(as = UserEvent)]
 struct EventBody {
     #[serde(rename = "type")]
+    #[schema(schema_with = event_type_schema, required = true)]
     kind: Option<String>,
+    /// text: the user's text (at most 4096 characters).
+    #[schema(max_length = 4096)]
     text: Option<String>,
+    /// select: the item id (alias `choice`, `item`); payment: the payment id.
     #[serde(alias = "choice", alias = "item")]
     id: Option<String>,
+    /// submit: the screen waiting for a submission.
     screen: Option<String>,
+    /// submit: the values, validated against the screen's fields.
+    #[schema(value_type = Option<Object>)]
     values: Option<Map<String, Value>>,
+    #[schema(schema_with = payment_status_schema)]
     status: Option<String>,
+    /// payment: the provider's reference.
     reference: Option<String>,
+    /// payment: `{id, status, reference}` instead of the fields above.
+    #[schema(value_type = Option<Object>)]
     payment: Option<Value>,
+}
+
+/// `type` of a user event.
+fn event_type_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["text", "select", "submit", "payment"]))
+        .build()
+}
+
+/// `status` of a payment event.
+fn payment_status_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{SchemaType, Type};
+    utoipa::openapi::ObjectBuilder::new()
+        .description(Some("payment: the result."))
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some([Value::from("confirmed"), "declined".into(), "cancelled".into(), Value::Null]))
+        .build()
 }
 
 /// Turns an event body into a guest event; a submission is validated against the session's screen here.
@@ -184,7 +272,7 @@ fn submission(session: &Session, screen_id: Option<&str>, values: Map<String, Va
 
 /// Stores what the bot answered and builds the response: `completed` with the summary when the reply
 /// completes a flow.
-async fn apply(state: &AppState, session: &Session, reply: GuestReply) -> ApiResult<Value> {
+async fn apply(state: &AppState, session: &Session, reply: GuestReply) -> ApiResult<Progress> {
     let screen = reply.steps.iter().rev().find(|s| s["type"] == "flow_screen").map(|s| s["screen"].clone());
     if let Some(done) = reply.steps.iter().find(|s| s["type"] == "flow_completed") {
         let summary = done.get("summary").cloned().unwrap_or_else(|| json!({}));
@@ -192,25 +280,28 @@ async fn apply(state: &AppState, session: &Session, reply: GuestReply) -> ApiRes
             if !store::complete(&state.db, session, &reply.state, &summary, state.now()).await? {
                 return Err(ApiError::conflict("the flow is already completed"));
             }
-            return Ok(
-                json!({ "ref": session.reference, "state": "completed", "summary": summary, "steps": reply.steps }),
-            );
+            return Ok(Progress {
+                reference: session.reference.clone(),
+                state: "completed",
+                summary: Some(summary),
+                steps: reply.steps,
+            });
         }
     }
     store::save_progress(&state.db, session.id, &reply.state, screen.as_ref()).await?;
-    Ok(json!({ "ref": session.reference, "state": "in_progress", "steps": reply.steps }))
+    Ok(Progress { reference: session.reference.clone(), state: "in_progress", summary: None, steps: reply.steps })
 }
 
 /// Sends a user event of a `webhook`-mode bot's session to the bot; answers with the steps it already
 /// sent back (the rest arrive through the inbound webhook).
-async fn forward(state: &AppState, bot: &Bot, session: &Session, event: &str, payload: Value) -> ApiResult<Value> {
+async fn forward(state: &AppState, bot: &Bot, session: &Session, event: &str, payload: Value) -> ApiResult<Progress> {
     let mut tx = state.db.writer().begin().await?;
     let body = events::bot_event(bot, event, payload);
     outbox::enqueue(&mut tx, Target::Bot(bot.id), event, &body, &format!("session:{}", session.id), state.now())
         .await?;
     tx.commit().await?;
     let steps = store::take_pending(&state.db, session.id).await?;
-    Ok(json!({ "ref": session.reference, "state": "in_progress", "steps": steps }))
+    Ok(Progress { reference: session.reference.clone(), state: "in_progress", summary: None, steps })
 }
 
 fn event_payload(session: &Session, event: &GuestEvent) -> Value {
@@ -226,7 +317,7 @@ fn event_payload(session: &Session, event: &GuestEvent) -> Value {
 }
 
 /// Runs one user event of a session (flow or chat) through its bot.
-async fn handle_event(state: &AppState, session: &Session, event: GuestEvent) -> ApiResult<Value> {
+async fn handle_event(state: &AppState, session: &Session, event: GuestEvent) -> ApiResult<Progress> {
     let bot = bots::find_by_id(&state.db, session.bot_id).await?.ok_or_else(|| ApiError::not_found("bot"))?;
     if bot.runtime_mode == RuntimeMode::Webhook {
         let payload = event_payload(session, &event);
@@ -249,11 +340,24 @@ async fn my_flow(state: &AppState, user: &UserAuth, reference: &str) -> ApiResul
     Ok(session)
 }
 
+/// Start an invited flow.
+#[utoipa::path(
+    post,
+    path = "/me/flows/{ref}/start",
+    tag = "flows",
+    security(("userJwt" = [])),
+    responses(
+        (status = 200, description = "The first steps", body = Progress),
+        (status = 404, response = E404),
+        (status = 409, response = E409),
+        (status = 502, response = E502),
+    )
+)]
 async fn start_flow(
     State(state): State<AppState>,
     user: UserAuth,
     Path(reference): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Progress>> {
     let session = my_flow(&state, &user, &reference).await?;
     let bot = bots::find_by_id(&state.db, session.bot_id).await?.ok_or_else(|| ApiError::not_found("bot"))?;
     let flow = session.flow.clone().unwrap_or_default();
@@ -268,51 +372,98 @@ async fn start_flow(
     Ok(Json(apply(&state, &session, reply).await?))
 }
 
-#[derive(Deserialize)]
+/// A screen's values.
+#[derive(Deserialize, ToSchema)]
+#[schema(as = FlowSubmit)]
 struct Submit {
+    /// The id of the screen waiting for a submission.
+    #[schema(value_type = String, required = true)]
     screen: Option<String>,
+    /// The values, validated against the screen's fields.
+    #[schema(value_type = Object, required = true)]
     values: Option<Map<String, Value>>,
 }
 
+/// Submit a screen: values are validated against its fields (422 with fields, the bot is not called).
+#[utoipa::path(
+    post,
+    path = "/me/flows/{ref}/submit",
+    tag = "flows",
+    security(("userJwt" = [])),
+    request_body = Submit,
+    responses(
+        (status = 200, description = "The next steps, or completed with the summary", body = Progress),
+        (status = 404, response = E404),
+        (status = 409, response = E409),
+        (status = 502, response = E502),
+    )
+)]
 async fn submit_flow(
     State(state): State<AppState>,
     user: UserAuth,
     Path(reference): Path<String>,
     ApiJson(req): ApiJson<Submit>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Progress>> {
     let session = my_flow(&state, &user, &reference).await?;
     let event = submission(&session, req.screen.as_deref(), req.values.unwrap_or_default())?;
     Ok(Json(handle_event(&state, &session, event).await?))
 }
 
+/// Another event in a flow (menu choice, text, payment result).
+#[utoipa::path(
+    post,
+    path = "/me/flows/{ref}/events",
+    tag = "flows",
+    security(("userJwt" = [])),
+    request_body = EventBody,
+    responses(
+        (status = 200, description = "The next steps", body = Progress),
+        (status = 404, response = E404),
+        (status = 409, response = E409),
+        (status = 502, response = E502),
+    )
+)]
 async fn flow_event(
     State(state): State<AppState>,
     user: UserAuth,
     Path(reference): Path<String>,
     ApiJson(raw): ApiJson<Value>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Progress>> {
     let session = my_flow(&state, &user, &reference).await?;
     let event = guest_event(&session, parse_value(raw)?)?;
     Ok(Json(handle_event(&state, &session, event).await?))
 }
 
+/// Open an in-app chat session with a bot of a linked partner.
+#[utoipa::path(
+    post,
+    path = "/me/bots/{code}/sessions",
+    tag = "flows",
+    security(("userJwt" = [])),
+    responses(
+        (status = 201, description = "The session and the bot's first steps", body = SessionSteps),
+        (status = 404, response = E404),
+        (status = 409, response = E409),
+        (status = 502, response = E502),
+    )
+)]
 async fn open_session(
     State(state): State<AppState>,
     user: UserAuth,
     Path(code): Path<String>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<SessionSteps>)> {
     let bot = bots::find_for_user(&state.db, &user.phone, &code).await?.ok_or_else(|| ApiError::not_found("bot"))?;
     let reference = format!("sess_{}", random_alnum(24));
     let session = store::open_chat(&state.db, &reference, bot.id, &user.phone, state.now()).await?;
     let steps = if bot.runtime_mode == RuntimeMode::Webhook {
         let payload = json!({ "session": session.reference, "phone": session.phone, "event": {"type": "start"} });
-        forward(&state, &bot, &session, "session.start", payload).await?["steps"].take()
+        forward(&state, &bot, &session, "session.start", payload).await?.steps
     } else {
         let ctx = GuestContext { bot: bot.code.clone(), phone: user.phone.clone() };
         let reply = call_guest(&state, &bot, GuestCall::Start(Entry::Chat), ctx).await?;
-        apply(&state, &session, reply).await?["steps"].take()
+        apply(&state, &session, reply).await?.steps
     };
-    Ok((StatusCode::CREATED, Json(json!({ "session": session.reference, "steps": steps }))))
+    Ok((StatusCode::CREATED, Json(SessionSteps { session: session.reference, steps })))
 }
 
 async fn my_session(state: &AppState, user: &UserAuth, code: &str, reference: &str) -> ApiResult<Session> {
@@ -323,25 +474,46 @@ async fn my_session(state: &AppState, user: &UserAuth, code: &str, reference: &s
         .ok_or_else(|| ApiError::not_found("session"))
 }
 
+/// A user event in a chat session.
+#[utoipa::path(
+    post,
+    path = "/me/bots/{code}/sessions/{session}/events",
+    tag = "flows",
+    security(("userJwt" = [])),
+    request_body = EventBody,
+    responses(
+        (status = 200, description = "The bot's next steps", body = SessionSteps),
+        (status = 404, response = E404),
+        (status = 409, response = E409),
+        (status = 502, response = E502),
+    )
+)]
 async fn session_event(
     State(state): State<AppState>,
     user: UserAuth,
     Path((code, reference)): Path<(String, String)>,
     ApiJson(raw): ApiJson<Value>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SessionSteps>> {
     let session = my_session(&state, &user, &code, &reference).await?;
     let event = guest_event(&session, parse_value(raw)?)?;
-    let mut out = handle_event(&state, &session, event).await?;
-    Ok(Json(json!({ "session": session.reference, "steps": out["steps"].take() })))
+    let out = handle_event(&state, &session, event).await?;
+    Ok(Json(SessionSteps { session: session.reference, steps: out.steps }))
 }
 
-/// Steps a `webhook`-mode bot sent since the app last asked (each is returned once).
+/// Steps a webhook-mode bot answered since the last call (each shown once).
+#[utoipa::path(
+    get,
+    path = "/me/bots/{code}/sessions/{session}",
+    tag = "flows",
+    security(("userJwt" = [])),
+    responses((status = 200, description = "The steps not fetched yet", body = SessionSteps), (status = 404, response = E404))
+)]
 async fn session_steps(
     State(state): State<AppState>,
     user: UserAuth,
     Path((code, reference)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SessionSteps>> {
     let session = my_session(&state, &user, &code, &reference).await?;
     let steps = store::take_pending(&state.db, session.id).await?;
-    Ok(Json(json!({ "session": session.reference, "steps": steps })))
+    Ok(Json(SessionSteps { session: session.reference, steps }))
 }

@@ -32,9 +32,9 @@ struct Start {
 
 /// A code was sent.
 #[derive(Serialize, ToSchema)]
-struct CodeSent {
-    phone: String,
-    expires_at: String,
+pub(super) struct CodeSent {
+    pub(super) phone: String,
+    pub(super) expires_at: String,
 }
 
 fn phone_of(phone: Option<&str>) -> ApiResult<String> {

@@ -69,6 +69,10 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(me::router())
         .merge(conversations::router())
         .merge(keys::router())
+        .merge(broadcasts::router())
+        .merge(developers::router())
+        .merge(bots::router())
+        .merge(flows::router())
         .merge(openapi::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
     openapi::base().nest("/api/v1", api)
@@ -82,10 +86,6 @@ pub fn app(state: AppState) -> Router {
     let api = Router::new()
         .merge(dev_sink::router())
         .merge(webhooks::router())
-        .merge(broadcasts::router())
-        .merge(developers::router())
-        .merge(bots::router())
-        .merge(flows::router())
         .merge(receipts::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
     documented

@@ -108,9 +108,10 @@ pub struct GuestReply {
 }
 
 /// A flow a component offers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct FlowInfo {
-    /// A resource code (`^[a-z0-9][a-z0-9_-]{0,63}$`), unique within the component.
+    /// A resource code, unique within the component.
+    #[schema(pattern = "^[a-z0-9][a-z0-9_-]{0,63}$")]
     pub code: String,
     /// Shown to users.
     pub title: String,
