@@ -67,11 +67,15 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(accounts::router())
         .merge(login::router())
         .merge(me::router())
+        .merge(dev_sink::router())
+        .merge(webhooks::router())
         .merge(conversations::router())
         .merge(keys::router())
+        .merge(receipts::router())
         .merge(openapi::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
-    openapi::base().nest("/api/v1", api)
+    // Outside `/api/v1`, and not counted in the request metrics.
+    openapi::base().nest("/api/v1", api).merge(health::router()).merge(metrics::router())
 }
 
 /// The whole application: every route, every layer.
@@ -80,18 +84,13 @@ pub fn app(state: AppState) -> Router {
     let request_timeout = Duration::from_millis(state.config.request_timeout_ms.max(1));
     let (documented, _) = documented().split_for_parts();
     let api = Router::new()
-        .merge(dev_sink::router())
-        .merge(webhooks::router())
         .merge(broadcasts::router())
         .merge(developers::router())
         .merge(bots::router())
         .merge(flows::router())
-        .merge(receipts::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
     documented
         .nest("/api/v1", api)
-        .merge(health::router())
-        .merge(metrics::router())
         .fallback(|| async { ApiError::not_found("route") })
         .layer(DefaultBodyLimit::max(body_limit))
         // A handler that panics answers 500 in the error shape, and the host keeps serving.

@@ -97,12 +97,6 @@ fn declare_path_params(path: &str, operation: &mut Value) {
     }
 }
 
-/// An operation whose request body is not JSON (or is signed raw bytes).
-fn with_body(mut operation: Value, content_type: &str, schema: Value) -> Value {
-    operation["requestBody"] = json!({ "required": true, "content": { content_type: { "schema": schema } } });
-    operation
-}
-
 const PAGE: [(&str, &str); 2] = [
     ("limit", "Page size: default 50, at most 200 (larger is clamped)."),
     ("cursor", "The `next_cursor` of the previous page."),
@@ -118,157 +112,9 @@ pub fn document() -> Value {
         entry[method] = operation;
     };
 
-    // Derived: messages, templates, media, accounts, login, users (http::me), conversations and keys.
+    // Derived: messages, templates, media, accounts, login, users (http::me), dev sink, webhooks,
+    // conversations, keys, provider receipts, health and metrics.
     let user = "userJwt";
-
-    // Delivery helpers
-    add(
-        "/api/v1/dev-sink/messages",
-        "get",
-        with_params(
-            op(
-                "Dev mode only, platform partner only: what SMS and WhatsApp would have sent",
-                "delivery",
-                partner,
-                None,
-                (200, "Records {channel, phone, text, at}, newest first", json!({ "type": "object" })),
-                &[404, 422],
-            ),
-            query_params(&[("phone", "E.164"), ("channel", "sms or whatsapp"), PAGE[0], PAGE[1]]),
-        ),
-    );
-
-    // Webhooks
-    add(
-        "/api/v1/settings/webhook",
-        "put",
-        op(
-            "Set where events go; the secret (whsec_…) is shown only when created or rotated",
-            "webhooks",
-            partner,
-            Some(
-                json!({ "type": "object", "properties": { "webhook_url": { "type": ["string", "null"] }, "rotate_secret": { "type": "boolean" } } }),
-            ),
-            (
-                200,
-                "The settings",
-                json!({ "type": "object", "properties": {
-            "webhook_url": { "type": ["string", "null"] }, "webhook_secret_prefix": { "type": "string" },
-            "webhook_secret": { "type": "string", "description": "Only when created or rotated" } } }),
-            ),
-            &[],
-        ),
-    );
-    add(
-        "/api/v1/webhooks/test",
-        "post",
-        op(
-            "Send one signed sample message.status event now",
-            "webhooks",
-            partner,
-            None,
-            (
-                200,
-                "What happened",
-                json!({ "type": "object", "properties": {
-            "ok": { "type": "boolean" }, "status": { "type": ["integer", "null"] }, "error": { "type": ["string", "null"] } } }),
-            ),
-            &[],
-        ),
-    );
-    add(
-        "/api/v1/webhooks/deliveries",
-        "get",
-        with_params(
-            op(
-                "Event deliveries, newest first",
-                "webhooks",
-                partner,
-                None,
-                (200, "A page of deliveries", list_of("WebhookDelivery")),
-                &[422],
-            ),
-            query_params(&[
-                ("state", "pending, succeeded, failed (retrying after a failure) or dead"),
-                ("event", "event name"),
-                PAGE[0],
-                PAGE[1],
-            ]),
-        ),
-    );
-    add(
-        "/api/v1/webhooks/deliveries/{id}/retry",
-        "post",
-        op(
-            "Send a delivery again now (same delivery id)",
-            "webhooks",
-            partner,
-            None,
-            (200, "The delivery", schema_ref("WebhookDelivery")),
-            &[404],
-        ),
-    );
-
-    // Provider receipts (signed by the provider, no API key)
-    add(
-        "/api/v1/providers/twilio/status",
-        "post",
-        with_body(
-            op(
-                "Twilio status callback (StatusCallback of every SMS): delivered/read move the message, undelivered/failed fail it",
-                "providers",
-                "",
-                None,
-                (
-                    200,
-                    "Whether it matched one of our messages",
-                    json!({ "type": "object", "properties": { "applied": { "type": "boolean" } } }),
-                ),
-                &[400, 403, 404, 422],
-            ),
-            "application/x-www-form-urlencoded",
-            json!({ "type": "object", "required": ["MessageSid", "MessageStatus"], "description": "Signed: X-Twilio-Signature (HMAC-SHA1 with the auth token over the URL and sorted parameters)", "properties": { "MessageSid": { "type": "string" }, "MessageStatus": { "type": "string" }, "ErrorCode": { "type": "string" } } }),
-        ),
-    );
-    add(
-        "/api/v1/providers/whatsapp/webhook",
-        "post",
-        with_body(
-            op(
-                "WhatsApp Cloud API webhook: message statuses (delivered, read, failed)",
-                "providers",
-                "",
-                None,
-                (
-                    200,
-                    "How many statuses matched our messages",
-                    json!({ "type": "object", "properties": { "applied": { "type": "integer" } } }),
-                ),
-                &[400, 403, 404],
-            ),
-            "application/json",
-            json!({ "type": "object", "description": "Signed: X-Hub-Signature-256 = sha256=<hex HMAC-SHA256 of the body with HUBBUB_WHATSAPP_APP_SECRET>. entry[].changes[].value.statuses[] are read." }),
-        ),
-    );
-    add(
-        "/api/v1/providers/whatsapp/webhook",
-        "get",
-        with_params(
-            op(
-                "Meta's subscription handshake: answers hub.challenge (text) when hub.verify_token is HUBBUB_WHATSAPP_VERIFY_TOKEN",
-                "providers",
-                "",
-                None,
-                (200, "The challenge", json!({ "type": "string" })),
-                &[403, 404, 422],
-            ),
-            query_params(&[
-                ("hub.mode", "subscribe"),
-                ("hub.verify_token", "the configured token"),
-                ("hub.challenge", "echoed back"),
-            ]),
-        ),
-    );
 
     // Broadcasts
     let broadcast_body = json!({ "allOf": [schema_ref("SendMessage"), { "type": "object", "properties": {
@@ -681,55 +527,6 @@ pub fn document() -> Value {
         ),
     );
 
-    add(
-        "/healthz",
-        "get",
-        op(
-            "Liveness: the process answers (outside /api/v1; no credentials, no rate limit)",
-            "meta",
-            "",
-            None,
-            (
-                200,
-                "Alive",
-                json!({ "type": "object", "required": ["status"], "properties": { "status": { "const": "ok" } } }),
-            ),
-            &[],
-        ),
-    );
-    add("/metrics", "get", {
-        let mut o = op(
-            "Prometheus metrics in the text format (outside /api/v1): requests by route and status with latency histograms, messages accepted and delivered by channel, delivery and webhook backlogs, webhook attempts by outcome, bot calls by bot and outcome, rate-limit refusals, broadcasts in progress. Off (404) unless HUBBUB_METRICS_TOKEN is set; then that token as a bearer credential",
-            "meta",
-            "",
-            None,
-            (200, "The metrics", json!({ "type": "string" })),
-            &[401, 404],
-        );
-        o["responses"]["200"]["content"] = json!({ "text/plain": { "schema": { "type": "string" } } });
-        o
-    });
-    add("/readyz", "get", {
-        let checks = json!({ "type": "object", "properties": {
-            "database": { "type": "string" }, "migrations": { "type": "string" }, "workers": { "type": "string" } } });
-        let mut o = op(
-            "Readiness: both database pools answer, every migration is applied, the background workers run (outside /api/v1; no credentials, no rate limit)",
-            "meta",
-            "",
-            None,
-            (
-                200,
-                "Ready",
-                json!({ "type": "object", "required": ["status", "checks"], "properties": { "status": { "const": "ready" }, "checks": checks.clone() } }),
-            ),
-            &[],
-        );
-        o["responses"]["503"] = json!({ "description": "Not ready: the error says which check failed; `checks` has each", "content": { "application/json": { "schema": {
-            "allOf": [schema_ref("Error"), { "type": "object", "required": ["status", "checks"],
-            "properties": { "status": { "const": "not_ready" }, "checks": checks } }] } } } });
-        o
-    });
-
     let mut document = json!({
         "openapi": "3.1.0",
         "info": {
@@ -888,19 +685,6 @@ fn components() -> Value {
                         "device_uuid": { "type": "string" }, "wrap": { "type": "string" },
                         "wrap_nonce": { "type": "string" }, "sender_eph_pub": { "type": "string" }
                     } } }
-                }
-            },
-            "WebhookDelivery": {
-                "type": "object",
-                "properties": {
-                    "delivery_id": { "type": "string", "description": "Equals the X-Service-Delivery header" },
-                    "event": { "type": "string" },
-                    "state": { "type": "string", "enum": ["pending", "succeeded", "dead"] },
-                    "attempts": { "type": "integer" },
-                    "last_status": { "type": ["integer", "null"] },
-                    "last_error": { "type": ["string", "null"] },
-                    "next_attempt_at": { "type": ["string", "null"] },
-                    "created_at": { "type": "string" }
                 }
             },
             "Broadcast": {
