@@ -13,6 +13,42 @@ pub fn envelope_schema_ref() -> utoipa::openapi::Ref {
     utoipa::openapi::Ref::from_schema_name("E2eEnvelope")
 }
 
+/// An end-to-end encrypted envelope as clients send it: ciphertext only; the server checks its shape and
+/// routes it, and never decrypts. `key_wraps`: one per recipient device for sealed hub messages (required
+/// there), none for conversation messages; `GET /me/messages` shows each device only its own wrap. (The
+/// host reads envelopes as JSON with [`check_envelope`]; this type is their description.)
+#[derive(utoipa::ToSchema)]
+#[schema(as = E2eEnvelope)]
+pub struct EnvelopeSchema {
+    /// Always 1.
+    #[schema(minimum = 1, maximum = 1)]
+    pub v: i64,
+    /// The algorithm suite: `x25519-hkdf-sha256-aes-256-gcm`.
+    #[schema(pattern = "^x25519-hkdf-sha256-aes-256-gcm$")]
+    pub alg: String,
+    /// `sealed` (hub messages) or `conversation`.
+    pub mode: Option<String>,
+    pub key_version: Option<i64>,
+    pub sender_device_uuid: Option<String>,
+    /// base64url.
+    pub ciphertext: String,
+    /// base64url.
+    pub nonce: String,
+    /// What the ciphertext is bound to (`…|msg|<ref>|v1`).
+    pub aad: Option<String>,
+    pub key_wraps: Option<Vec<KeyWrapSchema>>,
+}
+
+/// The content key wrapped for one device.
+#[derive(utoipa::ToSchema)]
+#[schema(as = E2eKeyWrap)]
+pub struct KeyWrapSchema {
+    pub device_uuid: String,
+    pub wrap: String,
+    pub wrap_nonce: String,
+    pub sender_eph_pub: String,
+}
+
 /// The bytes of a base64url string (padding optional), if it is one and non-empty.
 pub fn base64url(v: &str) -> Option<Vec<u8>> {
     hubbub_e2e::decode("value", v).ok().filter(|b| !b.is_empty())

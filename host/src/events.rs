@@ -1,65 +1,143 @@
 //! Payloads of the events partners receive, built in one place so every producer sends the same shape.
+//! Each is a type, so the OpenAPI document describes exactly what is sent (its `webhooks`).
 
+use serde::Serialize;
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
 use crate::clock::{Millis, iso_time};
+use crate::messages::{Direction, MessageState};
 use crate::store::conversations::Conversation;
 use crate::store::messages::Message;
 use crate::store::templates::Template;
+use crate::template::TemplateStatus;
 
 /// `message.status`: a delivery state change of a message. `seq` only grows per message.
-pub fn message_status(m: &Message, at: Millis) -> Value {
-    json!({
-        "event": "message.status",
-        "partner": m.partner_code,
-        "message_ref": m.reference,
-        "message_id": m.id,
-        "seq": m.seq,
-        "state": m.state,
-        "channel": m.channel.as_deref().unwrap_or("inapp"),
-        "phone": m.phone,
-        "at": iso_time(at),
-    })
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MessageStatusEvent {
+    /// `message.status`.
+    pub event: &'static str,
+    pub partner: String,
+    pub message_ref: String,
+    pub message_id: i64,
+    /// Grows with each change of this message: apply an event only when its `seq` is higher than the last.
+    pub seq: i64,
+    pub state: MessageState,
+    /// `inapp`, `whatsapp` or `sms`.
+    pub channel: String,
+    pub phone: String,
+    /// ISO 8601 UTC.
+    pub at: String,
 }
 
 /// `template.status`: a review decision.
-pub fn template_status(partner_code: &str, t: &Template, at: Millis) -> Value {
-    json!({
-        "event": "template.status",
-        "partner": partner_code,
-        "template_id": t.id,
-        "code": t.code,
-        "lang": t.lang,
-        "channel": t.channel,
-        "status": t.status,
-        "reason": t.rejection_reason,
-        "at": iso_time(at),
-    })
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TemplateStatusEvent {
+    /// `template.status`.
+    pub event: &'static str,
+    pub partner: String,
+    pub template_id: i64,
+    pub code: String,
+    pub lang: String,
+    pub channel: String,
+    pub status: TemplateStatus,
+    /// Why it was rejected.
+    pub reason: Option<String>,
+    pub at: String,
 }
 
 /// `account.claimed`: the user verified the phone of an account linked to the partner.
-pub fn account_claimed(partner_code: &str, phone: &str, at: Millis) -> Value {
-    json!({ "event": "account.claimed", "partner": partner_code, "phone": phone, "at": iso_time(at) })
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AccountClaimedEvent {
+    /// `account.claimed`.
+    pub event: &'static str,
+    pub partner: String,
+    pub phone: String,
+    pub at: String,
 }
 
 /// `conversation.message`: a new message in a support conversation (no body when encrypted).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConversationMessageEvent {
+    /// `conversation.message`.
+    pub event: &'static str,
+    pub partner: String,
+    pub conversation_id: i64,
+    /// The conversation's ref.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub message_ref: String,
+    pub direction: Direction,
+    pub phone: String,
+    pub at: String,
+    /// The text; absent for end-to-end encrypted messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub body: Option<Option<String>>,
+    /// `true` (and no body) for end-to-end encrypted messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encrypted: Option<bool>,
+}
+
+fn value(event: impl Serialize) -> Value {
+    serde_json::to_value(event).expect("an event serialises")
+}
+
+/// `message.status` of `m` now.
+pub fn message_status(m: &Message, at: Millis) -> Value {
+    value(MessageStatusEvent {
+        event: "message.status",
+        partner: m.partner_code.clone(),
+        message_ref: m.reference.clone(),
+        message_id: m.id,
+        seq: m.seq,
+        state: m.state,
+        channel: m.channel.clone().unwrap_or_else(|| "inapp".into()),
+        phone: m.phone.clone(),
+        at: iso_time(at),
+    })
+}
+
+/// `template.status` of `t`.
+pub fn template_status(partner_code: &str, t: &Template, at: Millis) -> Value {
+    value(TemplateStatusEvent {
+        event: "template.status",
+        partner: partner_code.to_string(),
+        template_id: t.id,
+        code: t.code.clone(),
+        lang: t.lang.clone(),
+        channel: t.channel.clone(),
+        status: t.status,
+        reason: t.rejection_reason.clone(),
+        at: iso_time(at),
+    })
+}
+
+/// `account.claimed` of `phone`.
+pub fn account_claimed(partner_code: &str, phone: &str, at: Millis) -> Value {
+    value(AccountClaimedEvent {
+        event: "account.claimed",
+        partner: partner_code.to_string(),
+        phone: phone.to_string(),
+        at: iso_time(at),
+    })
+}
+
+/// `conversation.message` of `m` in `c`.
 pub fn conversation_message(c: &Conversation, m: &Message, at: Millis) -> Value {
-    let mut payload = json!({
-        "event": "conversation.message",
-        "partner": c.partner_code,
-        "conversation_id": c.id,
-        "ref": c.reference,
-        "message_ref": m.reference,
-        "direction": m.direction,
-        "phone": c.phone,
-        "at": iso_time(at),
-    });
-    if m.content.get("encryption").is_none() {
-        payload["body"] = json!(m.body);
-    } else {
-        payload["encrypted"] = json!(true);
-    }
-    payload
+    let encrypted = m.content.get("encryption").is_some();
+    value(ConversationMessageEvent {
+        event: "conversation.message",
+        partner: c.partner_code.clone(),
+        conversation_id: c.id,
+        reference: c.reference.clone(),
+        message_ref: m.reference.clone(),
+        direction: m.direction,
+        phone: c.phone.clone(),
+        at: iso_time(at),
+        body: (!encrypted).then(|| m.body.clone()),
+        encrypted: encrypted.then_some(true),
+    })
 }
 
 /// A bot event (`bot.webhook.test`, and the user events of `webhook`-mode bots):

@@ -1,43 +1,93 @@
 //! `/dev-sink/messages`: in dev mode, what the SMS and WhatsApp providers would have sent (OTP codes,
 //! invitations, fallback texts). Only the platform partner may read it.
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::QueryMap;
+use super::{ApiQuery, E404, E422, List, PageParams, query_text};
 use crate::auth::PartnerAuth;
 use crate::clock::record_time;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::store::dev_sink;
+use crate::store::dev_sink::{self, SinkRecord};
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/dev-sink/messages", get(list))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_dev_sink))
 }
 
-async fn list(
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct SinkFilter {
+    /// Only texts to this phone (E.164).
+    phone: Option<String>,
+    #[param(schema_with = channel_schema)]
+    channel: Option<String>,
+}
+
+/// Only texts of this channel.
+fn channel_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .description(Some("Only texts of this channel"))
+        .enum_values(Some(["sms", "whatsapp"]))
+        .build()
+}
+
+/// A text the SMS or WhatsApp provider would have sent.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = DevSinkText)]
+struct SinkEntry {
+    /// `sms` or `whatsapp`.
+    channel: String,
+    #[schema(pattern = "^\\+[1-9][0-9]{6,14}$")]
+    phone: String,
+    text: String,
+    at: String,
+}
+
+impl From<&SinkRecord> for SinkEntry {
+    fn from(r: &SinkRecord) -> Self {
+        SinkEntry { channel: r.channel.clone(), phone: r.phone.clone(), text: r.text.clone(), at: record_time(r.at) }
+    }
+}
+
+/// Dev mode only, platform partner only: what SMS and WhatsApp would have sent.
+///
+/// 404 when the host is not in dev mode; 403 for any other partner.
+#[utoipa::path(
+    get,
+    path = "/dev-sink/messages",
+    tag = "delivery",
+    security(("partnerKey" = [])),
+    params(SinkFilter, PageParams),
+    responses(
+        (status = 200, description = "A page of texts, newest first", body = List<SinkEntry>),
+        (status = 404, response = E404),
+        (status = 422, response = E422),
+    )
+)]
+async fn list_dev_sink(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
-    query: QueryMap,
-) -> ApiResult<Json<Value>> {
+    ApiQuery(filter): ApiQuery<SinkFilter>,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<List<SinkEntry>>> {
     if !state.config.dev {
         return Err(ApiError::not_found("route"));
     }
     if !partner.is_platform {
         return Err(ApiError::forbidden("the dev sink is for the platform partner only"));
     }
-    let page = query.page()?;
-    let channel = query.text("channel");
+    let page = page.page()?;
+    let channel = query_text(filter.channel);
     if channel.as_deref().is_some_and(|c| c != "sms" && c != "whatsapp") {
         return Err(ApiError::validation("channel", "channel must be sms or whatsapp"));
     }
-    let rows = dev_sink::list(&state.db, query.text("phone").as_deref(), channel.as_deref(), page.before, page.fetch())
-        .await?;
-    Ok(Json(page.respond(
-        rows,
-        |r| r.id,
-        |r| json!({"channel": r.channel, "phone": r.phone, "text": r.text, "at": record_time(r.at)}),
-    )))
+    let phone = query_text(filter.phone);
+    let rows = dev_sink::list(&state.db, phone.as_deref(), channel.as_deref(), page.before, page.fetch()).await?;
+    Ok(Json(page.list(rows, |r| r.id, |r| SinkEntry::from(r))))
 }

@@ -1,21 +1,37 @@
 //! `GET /metrics`: the Prometheus text format, outside `/api/v1`. Off unless `HUBBUB_METRICS_TOKEN` is set
 //! (404); then the scraper presents it as `Authorization: Bearer <token>` (401 otherwise).
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::{E401, E404};
 use crate::error::{ApiError, ApiResult};
 use crate::secrets::constant_time_eq;
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/metrics", get(scrape))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(scrape))
 }
 
+/// Prometheus metrics in the text format (outside /api/v1).
+///
+/// Requests by route and status with latency histograms, messages accepted and delivered by channel, delivery
+/// and webhook backlogs, webhook attempts by outcome, bot calls by bot and outcome, rate-limit refusals,
+/// broadcasts in progress. Off (404) unless HUBBUB_METRICS_TOKEN is set; then that token as a bearer credential.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "meta",
+    responses(
+        (status = 200, description = "The metrics", content((String = "text/plain"))),
+        (status = 401, response = E401),
+        (status = 404, response = E404),
+    )
+)]
 async fn scrape(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
     let Some(token) = state.config.metrics_token.as_deref().filter(|t| !t.is_empty()) else {
         return Err(ApiError::not_found("metrics (set HUBBUB_METRICS_TOKEN to serve them)"));

@@ -18,7 +18,6 @@ pub mod media;
 pub mod messages;
 pub mod metrics;
 pub mod openapi;
-mod openapi_legacy;
 pub mod receipts;
 pub mod templates;
 pub mod webhooks;
@@ -58,7 +57,8 @@ pub use openapi::{E400, E401, E403, E404, E409, E413, E422, E429, E502, E503};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// The routes whose handlers describe themselves (`#[utoipa::path]`), with the document they make.
+/// Every route of the service, each handler describing itself (`#[utoipa::path]`), with the document they
+/// make: the router that serves a route is the one that documents it.
 pub fn documented() -> OpenApiRouter<AppState> {
     let api = OpenApiRouter::new()
         .merge(messages::router())
@@ -67,15 +67,19 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(accounts::router())
         .merge(login::router())
         .merge(me::router())
+        .merge(dev_sink::router())
+        .merge(webhooks::router())
         .merge(conversations::router())
         .merge(keys::router())
         .merge(broadcasts::router())
         .merge(developers::router())
         .merge(bots::router())
         .merge(flows::router())
+        .merge(receipts::router())
         .merge(openapi::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
-    openapi::base().nest("/api/v1", api)
+    // Outside `/api/v1`, and not counted in the request metrics.
+    openapi::base().nest("/api/v1", api).merge(health::router()).merge(metrics::router())
 }
 
 /// The whole application: every route, every layer.
@@ -83,15 +87,7 @@ pub fn app(state: AppState) -> Router {
     let body_limit = state.config.body_limit;
     let request_timeout = Duration::from_millis(state.config.request_timeout_ms.max(1));
     let (documented, _) = documented().split_for_parts();
-    let api = Router::new()
-        .merge(dev_sink::router())
-        .merge(webhooks::router())
-        .merge(receipts::router())
-        .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
     documented
-        .nest("/api/v1", api)
-        .merge(health::router())
-        .merge(metrics::router())
         .fallback(|| async { ApiError::not_found("route") })
         .layer(DefaultBodyLimit::max(body_limit))
         // A handler that panics answers 500 in the error shape, and the host keeps serving.

@@ -7,9 +7,6 @@
 //! operation can give (by whether it is authenticated and whether it takes a body), the declaration of path
 //! parameters, and the security schemes. The document is committed as `docs/openapi.json`; a test fails when
 //! the two differ (`hubbub openapi > docs/openapi.json` refreshes it).
-//!
-//! Resources not yet described by their handlers are still described by hand in `openapi_legacy`, whose
-//! operations fill in what the derived document does not have.
 
 use std::sync::LazyLock;
 
@@ -120,7 +117,14 @@ const SCHEMES: &[(&str, &str, Option<&str>)] = &[
         description = "Partner messaging: hub messages with WhatsApp and SMS fallback, templates, accounts, conversations, broadcasts, bots and flows, end-to-end encrypted envelopes, signed webhooks.\n\nErrors always have the body `{\"error\": {\"code\", \"message\", \"field\"?, \"fields\"?}}`. Lists are `{\"data\": [...], \"next_cursor\"}`, newest first. Record times are `YYYY-MM-DD HH:MM:SS` UTC. Every response carries `x-request-id`."
     ),
     servers((url = "/")),
-    components(schemas(ErrorBody)),
+    components(schemas(
+        ErrorBody,
+        crate::e2e::EnvelopeSchema,
+        crate::events::MessageStatusEvent,
+        crate::events::TemplateStatusEvent,
+        crate::events::AccountClaimedEvent,
+        crate::events::ConversationMessageEvent,
+    )),
     modifiers(&SecuritySchemes)
 )]
 struct ApiDoc;
@@ -171,26 +175,11 @@ pub fn document_text() -> String {
     text
 }
 
-/// The derived document with what every operation shares: error responses, path parameters, and (until
-/// every resource is derived) the hand-described operations of `openapi_legacy`.
+/// The derived document with what every operation shares (error responses, path parameters) and the
+/// events partners receive.
 fn finish(derived: utoipa::openapi::OpenApi) -> Value {
     let mut doc = serde_json::to_value(derived).expect("the document serialises");
-    let legacy = super::openapi_legacy::document();
-    // Operations and schemas described by hand fill in what the derived document lacks.
-    for (path, ops) in legacy["paths"].as_object().into_iter().flatten() {
-        let entry = doc["paths"].as_object_mut().expect("paths").entry(path.clone()).or_insert_with(|| json!({}));
-        for (method, op) in ops.as_object().into_iter().flatten() {
-            if entry.get(method).is_none() {
-                entry[method] = op.clone();
-            }
-        }
-    }
-    for (name, schema) in legacy["components"]["schemas"].as_object().into_iter().flatten() {
-        let schemas = doc["components"]["schemas"].as_object_mut().expect("schemas");
-        schemas.entry(name.clone()).or_insert_with(|| schema.clone());
-    }
-    doc["webhooks"] = legacy["webhooks"].clone();
-
+    doc["webhooks"] = webhooks();
     let responses: Map<String, Value> = ERRORS
         .iter()
         .map(|(status, description, retry_after)| {
@@ -206,6 +195,36 @@ fn finish(derived: utoipa::openapi::OpenApi) -> Value {
         }
     }
     doc
+}
+
+/// The events partners receive (OpenAPI `webhooks`), each POSTed signed to the partner's URL: the payload
+/// types of [`crate::events`], with the signature headers (docs/webhooks.md).
+fn webhooks() -> Value {
+    let header = |name: &str, description: &str| json!({ "name": name, "in": "header", "required": true, "schema": { "type": "string" }, "description": description });
+    let headers = json!([
+        header("X-Service-Event", "The event name"),
+        header("X-Service-Delivery", "The delivery id: the same on every retry"),
+        header("X-Service-Signature", "Hex HMAC-SHA256 of the raw body keyed with the whole secret"),
+        header("webhook-id", "Standard Webhooks: the delivery id"),
+        header("webhook-timestamp", "Standard Webhooks: seconds since the epoch"),
+        header("webhook-signature", "Standard Webhooks v1: `v1,<base64 HMAC-SHA256 of id.timestamp.body>`"),
+    ]);
+    let events = [
+        ("message.status", "MessageStatusEvent"),
+        ("template.status", "TemplateStatusEvent"),
+        ("account.claimed", "AccountClaimedEvent"),
+        ("conversation.message", "ConversationMessageEvent"),
+    ];
+    let webhooks = events.iter().map(|(event, schema)| {
+        let operation = json!({ "post": {
+            "summary": event,
+            "parameters": headers,
+            "requestBody": { "required": true, "content": { "application/json": { "schema": { "$ref": format!("#/components/schemas/{schema}") } } } },
+            "responses": { "2XX": { "description": "Received; any other answer is retried with backoff" } },
+        } });
+        (event.to_string(), operation)
+    });
+    Value::Object(webhooks.collect())
 }
 
 /// Adds the error statuses any operation of its kind can give: every request can outlive the request

@@ -2,37 +2,68 @@
 //! key: each request carries its provider's signature, checked before anything is read
 //! (`delivery::receipts`). A provider that is not configured here answers 404 (`Twilio provider not found`, …).
 
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, Uri};
-use axum::routing::post;
-use axum::{Json, Router};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::QueryMap;
+use super::{ApiQuery, E403, E404, E422, query_text};
 use crate::delivery::Channel;
 use crate::delivery::receipts;
 use crate::error::{ApiError, ApiResult};
 use crate::secrets::constant_time_eq;
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/providers/twilio/status", post(twilio_status))
-        .route("/providers/whatsapp/webhook", post(whatsapp_statuses).get(whatsapp_subscribe))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(twilio_status)).routes(routes!(whatsapp_statuses, whatsapp_subscribe))
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// `POST /providers/twilio/status`: one message's status, form-encoded, signed with the auth token.
+/// A Twilio status callback, form-encoded. Signed: X-Twilio-Signature (HMAC-SHA1 with the auth token over
+/// the URL and sorted parameters).
+// Describes the form in the document; the handler reads the signed pairs as they come.
+#[derive(Deserialize, ToSchema)]
+pub struct TwilioStatus {
+    #[serde(rename = "MessageSid")]
+    pub message_sid: String,
+    #[serde(rename = "MessageStatus")]
+    pub message_status: String,
+    #[serde(rename = "ErrorCode")]
+    pub error_code: Option<String>,
+}
+
+/// Whether the receipt matched one of our messages.
+#[derive(Serialize, ToSchema)]
+struct TwilioApplied {
+    applied: bool,
+}
+
+/// Twilio status callback (StatusCallback of every SMS): delivered/read move the message, undelivered/failed fail it.
+#[utoipa::path(
+    post,
+    path = "/providers/twilio/status",
+    tag = "providers",
+    request_body(content = TwilioStatus, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "Whether it matched one of our messages", body = TwilioApplied),
+        (status = 403, response = E403),
+        (status = 404, response = E404),
+    )
+)]
 async fn twilio_status(
     State(state): State<AppState>,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TwilioApplied>> {
     let token = state
         .config
         .twilio_auth_token
@@ -56,12 +87,37 @@ async fn twilio_status(
         Some(receipt) => receipts::apply(&state.delivery, Channel::Sms, &sid, receipt).await?,
         None => false,
     };
-    Ok(Json(json!({ "applied": applied })))
+    Ok(Json(TwilioApplied { applied }))
 }
 
-/// `POST /providers/whatsapp/webhook`: message statuses from the WhatsApp Cloud API, signed with the app
-/// secret. Other notifications (incoming messages) are acknowledged and ignored.
-async fn whatsapp_statuses(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult<Json<Value>> {
+/// How many statuses matched our messages.
+#[derive(Serialize, ToSchema)]
+struct WhatsappApplied {
+    applied: i64,
+}
+
+/// WhatsApp Cloud API webhook: message statuses (delivered, read, failed).
+///
+/// Other notifications (incoming messages) are acknowledged and ignored.
+#[utoipa::path(
+    post,
+    path = "/providers/whatsapp/webhook",
+    tag = "providers",
+    request_body(
+        content = Object,
+        description = "Signed: X-Hub-Signature-256 = sha256=<hex HMAC-SHA256 of the body with HUBBUB_WHATSAPP_APP_SECRET>. entry[].changes[].value.statuses[] are read."
+    ),
+    responses(
+        (status = 200, description = "How many statuses matched our messages", body = WhatsappApplied),
+        (status = 403, response = E403),
+        (status = 404, response = E404),
+    )
+)]
+async fn whatsapp_statuses(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<WhatsappApplied>> {
     let secret = state
         .config
         .whatsapp_app_secret
@@ -78,21 +134,46 @@ async fn whatsapp_statuses(State(state): State<AppState>, headers: HeaderMap, bo
     for (id, receipt) in receipts::whatsapp_receipts(&payload) {
         applied += receipts::apply(&state.delivery, Channel::Whatsapp, &id, receipt).await? as i64;
     }
-    Ok(Json(json!({ "applied": applied })))
+    Ok(Json(WhatsappApplied { applied }))
 }
 
-/// `GET /providers/whatsapp/webhook?hub.mode=subscribe&hub.verify_token=…&hub.challenge=…`: Meta's
-/// subscription handshake; answers the challenge when the token is ours.
-async fn whatsapp_subscribe(State(state): State<AppState>, query: QueryMap) -> ApiResult<String> {
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct Subscribe {
+    /// `subscribe`
+    #[serde(rename = "hub.mode")]
+    mode: Option<String>,
+    /// The configured token
+    #[serde(rename = "hub.verify_token")]
+    verify_token: Option<String>,
+    /// Echoed back
+    #[serde(rename = "hub.challenge")]
+    challenge: Option<String>,
+}
+
+/// Meta's subscription handshake: answers hub.challenge (text) when hub.verify_token is HUBBUB_WHATSAPP_VERIFY_TOKEN.
+#[utoipa::path(
+    get,
+    path = "/providers/whatsapp/webhook",
+    tag = "providers",
+    params(Subscribe),
+    responses(
+        (status = 200, description = "The challenge", content((String = "text/plain"))),
+        (status = 403, response = E403),
+        (status = 404, response = E404),
+        (status = 422, response = E422),
+    )
+)]
+async fn whatsapp_subscribe(State(state): State<AppState>, ApiQuery(query): ApiQuery<Subscribe>) -> ApiResult<String> {
     let ours = state
         .config
         .whatsapp_verify_token
         .as_deref()
         .filter(|t| !t.is_empty())
         .ok_or_else(|| ApiError::not_found("WhatsApp verify token"))?;
-    let token = query.text("hub.verify_token").unwrap_or_default();
-    if query.text("hub.mode").as_deref() != Some("subscribe") || !constant_time_eq(&token, ours) {
+    let token = query_text(query.verify_token).unwrap_or_default();
+    if query_text(query.mode).as_deref() != Some("subscribe") || !constant_time_eq(&token, ours) {
         return Err(ApiError::forbidden("hub.verify_token does not match"));
     }
-    query.text("hub.challenge").ok_or_else(|| ApiError::validation("hub.challenge", "hub.challenge is required"))
+    query_text(query.challenge).ok_or_else(|| ApiError::validation("hub.challenge", "hub.challenge is required"))
 }

@@ -1,13 +1,15 @@
 //! `/settings/webhook`, `/webhooks/test`, `/webhooks/deliveries`: where a partner's events go, a signed
 //! test ping, and the delivery log with manual retry.
 
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::{get, post, put};
-use axum::{Json, Router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::{ApiJson, QueryMap};
+use super::{ApiJson, ApiQuery, E404, E422, List, PageParams, query_text};
 use crate::auth::PartnerAuth;
 use crate::clock::{iso_time, record_time};
 use crate::error::{ApiError, ApiResult};
@@ -16,23 +18,38 @@ use crate::store::outbox::{self, Delivery, Target};
 use crate::store::{developers, partners};
 use crate::webhooks::{self, Endpoint, signing};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/settings/webhook", put(set_webhook))
-        .route("/webhooks/test", post(test_webhook))
-        .route("/webhooks/deliveries", get(list_deliveries))
-        .route("/webhooks/deliveries/{id}/retry", post(retry_delivery))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(set_webhook))
+        .routes(routes!(test_webhook))
+        .routes(routes!(list_deliveries))
+        .routes(routes!(retry_delivery))
 }
 
-#[derive(Deserialize)]
+/// Where events go. The secret is created on first use, and again when rotated.
+#[derive(Deserialize, ToSchema)]
 pub struct SetWebhook {
+    /// HTTPS (localhost in dev mode), with a host that resolves only to public addresses; null or empty
+    /// clears it.
     webhook_url: Option<String>,
+    /// A new secret replaces the current one.
     rotate_secret: Option<bool>,
+}
+
+/// The webhook settings.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookSettings {
+    pub webhook_url: Option<String>,
+    /// `whsec_` and the secret's first characters.
+    pub webhook_secret_prefix: String,
+    /// Only when created or rotated: the whole secret, shown this once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook_secret: Option<String>,
 }
 
 /// Applies webhook settings for a partner or a developer: checks the URL, creates the secret on first
 /// use or rotation, and answers the settings with the secret only when it is new.
-pub async fn apply_settings(state: &AppState, target: Target, req: SetWebhook) -> ApiResult<Value> {
+pub async fn settings(state: &AppState, target: Target, req: SetWebhook) -> ApiResult<WebhookSettings> {
     let url = req.webhook_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
     if let Some(url) = url {
         webhooks::check_url(url, state.config.dev)
@@ -49,25 +66,60 @@ pub async fn apply_settings(state: &AppState, target: Target, req: SetWebhook) -
         _ => partners::set_webhook(&state.db, target.id(), url, new_secret.as_deref()).await?,
     }
     let secret = new_secret.clone().or(current).unwrap_or_default();
-    let mut body = json!({ "webhook_url": url, "webhook_secret_prefix": signing::secret_prefix(&secret) });
-    if let Some(shown_once) = new_secret {
-        body["webhook_secret"] = json!(shown_once);
-    }
-    Ok(body)
+    Ok(WebhookSettings {
+        webhook_url: url.map(str::to_string),
+        webhook_secret_prefix: signing::secret_prefix(&secret),
+        webhook_secret: new_secret,
+    })
 }
 
+/// [`settings`] as a JSON value.
+pub async fn apply_settings(state: &AppState, target: Target, req: SetWebhook) -> ApiResult<Value> {
+    Ok(serde_json::to_value(settings(state, target, req).await?).expect("settings serialise"))
+}
+
+/// Set where events go; the secret (whsec_…) is shown only when created or rotated.
+#[utoipa::path(
+    put,
+    path = "/settings/webhook",
+    tag = "webhooks",
+    security(("partnerKey" = [])),
+    request_body = SetWebhook,
+    responses((status = 200, description = "The settings", body = WebhookSettings))
+)]
 async fn set_webhook(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<SetWebhook>,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(apply_settings(&state, Target::Partner(partner.id), req).await?))
+) -> ApiResult<Json<WebhookSettings>> {
+    Ok(Json(settings(&state, Target::Partner(partner.id), req).await?))
 }
 
-/// Sends one signed sample `message.status` event to the configured URL and reports what happened.
-async fn test_webhook(State(state): State<AppState>, PartnerAuth(partner): PartnerAuth) -> ApiResult<Json<Value>> {
+/// What a test delivery did.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = WebhookTestOutcome)]
+struct TestOutcome {
+    /// Whether the endpoint answered 2xx.
+    ok: bool,
+    /// The HTTP status the endpoint answered (null when none).
+    status: Option<u16>,
+    error: Option<String>,
+}
+
+/// Send one signed sample message.status event now.
+#[utoipa::path(
+    post,
+    path = "/webhooks/test",
+    tag = "webhooks",
+    security(("partnerKey" = [])),
+    responses((status = 200, description = "What happened", body = TestOutcome))
+)]
+async fn test_webhook(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+) -> ApiResult<Json<TestOutcome>> {
     let Some(endpoint) = webhooks::endpoint(&state.webhooks, Target::Partner(partner.id)).await? else {
-        return Ok(Json(json!({ "ok": false, "status": null, "error": "no webhook_url configured" })));
+        return Ok(Json(TestOutcome { ok: false, status: None, error: Some("no webhook_url configured".into()) }));
     };
     let sample = json!({
         "event": "message.status",
@@ -83,7 +135,7 @@ async fn test_webhook(State(state): State<AppState>, PartnerAuth(partner): Partn
     });
     let delivery_id = format!("dlv_test_{}", crate::secrets::random_alnum(20));
     let outcome = send(&state, &endpoint, &delivery_id, &sample).await;
-    Ok(Json(json!({ "ok": outcome.ok(), "status": outcome.status, "error": outcome.error })))
+    Ok(Json(TestOutcome { ok: outcome.ok(), status: outcome.status, error: outcome.error }))
 }
 
 async fn send(state: &AppState, endpoint: &Endpoint, delivery_id: &str, body: &Value) -> webhooks::SendOutcome {
@@ -97,28 +149,86 @@ async fn send(state: &AppState, endpoint: &Endpoint, delivery_id: &str, body: &V
     .await
 }
 
-pub fn delivery_json(d: &Delivery) -> Value {
-    json!({
-        "delivery_id": d.delivery_id,
-        "event": d.event,
-        "state": d.state,
-        "attempts": d.attempts,
-        "last_status": d.last_status,
-        "last_error": d.last_error,
-        "next_attempt_at": if d.state == "pending" { Some(record_time(d.next_attempt_at)) } else { None },
-        "created_at": record_time(d.created_at),
-    })
+/// One event's delivery to the webhook.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = WebhookDelivery)]
+pub struct DeliveryRecord {
+    /// Equals the X-Service-Delivery header
+    pub delivery_id: String,
+    pub event: String,
+    #[schema(schema_with = delivery_state_schema)]
+    pub state: String,
+    pub attempts: i64,
+    pub last_status: Option<i64>,
+    pub last_error: Option<String>,
+    /// When the next attempt is due (pending deliveries only).
+    pub next_attempt_at: Option<String>,
+    pub created_at: String,
+}
+
+impl From<&Delivery> for DeliveryRecord {
+    fn from(d: &Delivery) -> Self {
+        DeliveryRecord {
+            delivery_id: d.delivery_id.clone(),
+            event: d.event.clone(),
+            state: d.state.clone(),
+            attempts: d.attempts,
+            last_status: d.last_status,
+            last_error: d.last_error.clone(),
+            next_attempt_at: (d.state == "pending").then(|| record_time(d.next_attempt_at)),
+            created_at: record_time(d.created_at),
+        }
+    }
+}
+
+/// The states a delivery is stored in.
+fn delivery_state_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["pending", "succeeded", "dead"]))
+        .build()
 }
 
 const DELIVERY_STATES: &[&str] = &["pending", "succeeded", "failed", "dead"];
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct DeliveryFilter {
+    #[param(schema_with = delivery_filter_schema)]
+    state: Option<String>,
+    /// Only deliveries of this event (`message.status`, …).
+    event: Option<String>,
+}
+
+/// The states a delivery list can be filtered by.
+fn delivery_filter_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .description(Some("pending, succeeded, failed (retrying after a failure) or dead"))
+        .enum_values(Some(DELIVERY_STATES.iter().copied()))
+        .build()
+}
+
+/// Event deliveries, newest first.
+#[utoipa::path(
+    get,
+    path = "/webhooks/deliveries",
+    tag = "webhooks",
+    security(("partnerKey" = [])),
+    params(DeliveryFilter, PageParams),
+    responses(
+        (status = 200, description = "A page of deliveries", body = List<DeliveryRecord>),
+        (status = 422, response = E422),
+    )
+)]
 async fn list_deliveries(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
-    query: QueryMap,
-) -> ApiResult<Json<Value>> {
-    let page = query.page()?;
-    let wanted = query.text("state");
+    ApiQuery(filter): ApiQuery<DeliveryFilter>,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<List<DeliveryRecord>>> {
+    let page = page.page()?;
+    let wanted = query_text(filter.state);
     if wanted.as_deref().is_some_and(|s| !DELIVERY_STATES.contains(&s)) {
         return Err(ApiError::validation("state", format!("state must be one of {}", DELIVERY_STATES.join(", "))));
     }
@@ -127,11 +237,12 @@ async fn list_deliveries(
         Some("failed") => (Some("pending"), true),
         other => (other, false),
     };
+    let event = query_text(filter.event);
     let mut rows = outbox::list_deliveries(
         &state.db,
         Target::Partner(partner.id),
         state_filter,
-        query.text("event").as_deref(),
+        event.as_deref(),
         page.before,
         page.fetch(),
     )
@@ -139,16 +250,24 @@ async fn list_deliveries(
     if only_failed {
         rows.retain(|d| d.attempts > 0);
     }
-    Ok(Json(page.respond(rows, |d| d.id, delivery_json)))
+    Ok(Json(page.list(rows, |d| d.id, |d| DeliveryRecord::from(d))))
 }
 
+/// Send a delivery again now (same delivery id).
+#[utoipa::path(
+    post,
+    path = "/webhooks/deliveries/{id}/retry",
+    tag = "webhooks",
+    security(("partnerKey" = [])),
+    responses((status = 200, description = "The delivery", body = DeliveryRecord), (status = 404, response = E404))
+)]
 async fn retry_delivery(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeliveryRecord>> {
     let delivery = outbox::retry_now(&state.db, Target::Partner(partner.id), &id, state.now())
         .await?
         .ok_or_else(|| ApiError::not_found("delivery"))?;
-    Ok(Json(delivery_json(&delivery)))
+    Ok(Json(DeliveryRecord::from(&delivery)))
 }
