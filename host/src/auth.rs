@@ -221,17 +221,10 @@ impl FromRequestParts<AppState> for PartnerOrBot {
             Credential::Partner(p) => Ok(PartnerOrBot::Partner(p)),
             Credential::Bot(b) => {
                 let peer = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
-                check_allowed_ips(b.allowed_ips.as_deref(), peer)?;
+                crate::bots::check_allowed_ips(b.allowed_ips.as_deref(), peer)?;
                 Ok(PartnerOrBot::Bot(b))
             }
             _ => Err(ApiError::forbidden("this route takes a partner key or the bot's token")),
         }
     }
-}
-
-/// Checks a caller's address against a bot's `allowed_ips` (comma-separated IPs or CIDRs; empty: any).
-pub fn check_allowed_ips(allowed: Option<&str>, peer: Option<std::net::IpAddr>) -> Result<(), ApiError> {
-    let Some(list) = allowed.map(str::trim).filter(|l| !l.is_empty()) else { return Ok(()) };
-    let ok = peer.is_some_and(|ip| list.split(',').any(|entry| crate::validate::ip_matches(entry.trim(), ip)));
-    if ok { Ok(()) } else { Err(ApiError::forbidden("the caller's address is not in the bot's allowed_ips")) }
 }

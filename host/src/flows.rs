@@ -73,46 +73,87 @@ pub enum FlowError {
 
 type Result<T> = std::result::Result<T, FlowError>;
 
-/// What the app receives after an event: the steps to show, and for a completed flow its summary.
+/// One step of a bot's answer (in the document: steps are passed on as the bot made them, checked but not
+/// rebuilt).
+pub struct Step;
+
+impl utoipa::PartialSchema for Step {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(
+                "message {text}; menu {style: button|list, text, sections: [{title, items: [{id, label, description}]}]}; flow_screen {screen: {id, title, kind: form|input|select, fields: [form field]}}; payment {payment: {id, amount_minor, currency, description}}; flow_completed {summary}",
+            ))
+            .property("type", ObjectBuilder::new().schema_type(Type::String).enum_values(Some(STEP_TYPES.iter().copied())))
+            .required("type")
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Step {}
+
+/// Where a flow is after an event: the steps to show, and for a completed flow its summary.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = FlowProgress)]
 pub struct Progress {
-    /// The session's ref.
+    /// The flow session's ref.
     #[serde(rename = "ref")]
     pub reference: String,
+    /// `in_progress` or `completed`.
     pub state: SessionState,
     /// The completed flow's summary.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub summary: Option<Value>,
-    /// What the bot answered, in order (`message`, `menu`, `flow_screen`, `payment`, `flow_completed`).
-    #[schema(value_type = Vec<Object>)]
+    /// What the bot answered, in order (for a `webhook` bot: the steps it already sent back).
+    #[schema(value_type = Vec<Step>)]
     pub steps: Vec<Value>,
 }
 
-/// A user event as the app sends it.
+/// What the app sends as a user event.
 #[derive(Debug, Default, Deserialize, ToSchema)]
+#[schema(as = UserEvent)]
 pub struct EventBody {
-    /// `text`, `select`, `submit` or `payment`.
     #[serde(rename = "type")]
-    #[schema(value_type = String, required = true, pattern = "^(text|select|submit|payment)$")]
+    #[schema(schema_with = event_type_schema, required = true)]
     pub kind: Option<String>,
-    /// `text`: what the user wrote (at most 4096 characters).
+    /// text: the user's text (at most 4096 characters).
+    #[schema(max_length = 4096)]
     pub text: Option<String>,
-    /// `select`: the chosen item (aliases `choice`, `item`); `payment`: the payment id.
+    /// select: the item id (alias `choice`, `item`); payment: the payment id.
     #[serde(alias = "choice", alias = "item")]
     pub id: Option<String>,
-    /// `submit`: the screen the values are for.
+    /// submit: the screen waiting for a submission.
     pub screen: Option<String>,
-    /// `submit`: the form values, by field key.
+    /// submit: the values, validated against the screen's fields.
     #[schema(value_type = Option<Object>)]
     pub values: Option<Map<String, Value>>,
-    /// `payment`: confirmed, declined or cancelled.
+    #[schema(schema_with = payment_status_schema)]
     pub status: Option<String>,
-    /// `payment`: the provider's reference.
+    /// payment: the provider's reference.
     pub reference: Option<String>,
-    /// `payment`: the same fields nested (`{id, status, reference}`).
+    /// payment: `{id, status, reference}` instead of the fields above.
     #[schema(value_type = Option<Object>)]
     pub payment: Option<Value>,
+}
+
+/// `type` of a user event.
+fn event_type_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["text", "select", "submit", "payment"]))
+        .build()
+}
+
+/// `status` of a payment event.
+fn payment_status_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{SchemaType, Type};
+    utoipa::openapi::ObjectBuilder::new()
+        .description(Some("payment: the result."))
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some([Value::from("confirmed"), "declined".into(), "cancelled".into(), Value::Null]))
+        .build()
 }
 
 /// Checks steps a `webhook`-mode bot sent through its inbound webhook (local bots are checked by the

@@ -96,6 +96,11 @@ impl AppState {
         crate::otp::Codes { db: &self.db, key: &self.jwt_secret, sms: self.delivery.sms.as_ref(), clock: &self.clock }
     }
 
+    /// The flow engine over this host's database, clock and bot runtime.
+    pub fn flows(&self) -> crate::flows::Engine<'_> {
+        crate::flows::Engine { db: &self.db, clock: &self.clock, runtime: &self.runtime }
+    }
+
     /// The broadcast worker's context.
     pub fn fanout(&self) -> Fanout {
         Fanout {

@@ -47,38 +47,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Publish an agent device's identity key */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["PublishKey"];
-                };
-            };
-            responses: {
-                /** @description The agent device */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DeviceKey"];
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Publish an agent device's identity key. */
+        post: operations["publish_agent_key"];
         delete?: never;
         options?: never;
         head?: never;
@@ -94,38 +64,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Agent send: into the latest open or pending conversation of the phone, else a hub message (conversation_id null) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["SendMessage"];
-                };
-            };
-            responses: {
-                /** @description The message */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Message"];
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /**
+         * Agent send: into the latest open or pending conversation of the phone, else a hub message (conversation_id null).
+         * @description Never a new conversation: only users open them. A sealed E2E message (`encryption: "e2e"` with key wraps)
+         *     is always a hub message, its `aad` names the hub; an encrypted conversation message needs a thread.
+         */
+        post: operations["agent_send"];
         delete?: never;
         options?: never;
         head?: never;
@@ -182,54 +126,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a bot; its token and webhook secret are returned once */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        code: string;
-                        name: string;
-                        /**
-                         * @default local
-                         * @enum {string|null}
-                         */
-                        runtime_mode?: "local" | "webhook" | null;
-                        /** @description Required in webhook mode */
-                        webhook_url?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description The bot with its credentials */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            bot?: Record<string, never>;
-                            bot_token?: string;
-                            warning?: string;
-                            webhook_secret?: string;
-                        };
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                409: components["responses"]["E409"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Create a bot; its token and webhook secret are returned once. */
+        post: operations["create_bot"];
         delete?: never;
         options?: never;
         head?: never;
@@ -243,86 +141,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A bot (partner key, or that bot's own token) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description A resource code */
-                    code: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The bot */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            bot?: components["schemas"]["Bot"];
-                        };
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** A bot (partner key, or that bot's own token). */
+        get: operations["get_bot"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Update name, runtime_mode, webhook_url, channels, allowed_ips (empty clears) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description A resource code */
-                    code: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        allowed_ips?: string | null;
-                        channels?: ("inapp" | "whatsapp" | "sms")[] | null;
-                        name?: string | null;
-                        runtime_mode?: string | null;
-                        webhook_url?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description The bot */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            bot?: components["schemas"]["Bot"];
-                        };
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Update name, runtime_mode, webhook_url, channels, allowed_ips (empty clears). */
+        patch: operations["update_bot"];
         trace?: never;
     };
     "/api/v1/bots/{code}/component": {
@@ -333,43 +160,14 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Upload the bot's Wasm component (raw bytes, Content-Type application/wasm, up to HUBBUB_COMPONENT_LIMIT, 64 MiB by default; streamed to disk); 422 invalid_component otherwise. Compilations run a few at a time (HUBBUB_BOT_COMPILE_CONCURRENCY): when all are busy the upload is refused at once with 503 and Retry-After */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description A resource code */
-                    code: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/octet-stream": string;
-                    "application/wasm": string;
-                };
-            };
-            responses: {
-                /** @description {component: {digest, size, flows, uploaded_at}} */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /**
+         * Upload the bot's Wasm component.
+         * @description Raw bytes, Content-Type application/wasm (or application/octet-stream), up to HUBBUB_COMPONENT_LIMIT (64
+         *     MiB by default; streamed to disk); 422 invalid_component when it is not a hubbub:bot component.
+         *     Compilations run a few at a time (HUBBUB_BOT_COMPILE_CONCURRENCY): when all are busy the upload is
+         *     refused at once with 503 and Retry-After.
+         */
+        put: operations["upload_bot_component"];
         post?: never;
         delete?: never;
         options?: never;
@@ -384,37 +182,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Credential prefixes (never the token or secret) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description A resource code */
-                    code: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Credentials */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            credentials?: Record<string, never>;
-                        };
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Credential prefixes (never the token or secret). */
+        get: operations["bot_credentials"];
         put?: never;
         post?: never;
         delete?: never;
@@ -432,46 +201,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Invite a user to a flow: a flow card in the hub and an entry in /me/forms */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description A resource code */
-                    code: string;
-                    /** @description A resource code */
-                    flow: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        phone: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description {flow_session: {ref, bot, flow, phone, state, message_id}} */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Invite a user to a flow: a flow card in the hub and an entry in /me/forms. */
+        post: operations["invite_to_flow"];
         delete?: never;
         options?: never;
         head?: never;
@@ -487,35 +218,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A new bot token, shown once; the old one stops working */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description A resource code */
-                    code: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description {bot_token} */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** A new bot token, shown once; the old one stops working. */
+        post: operations["rotate_bot_token"];
         delete?: never;
         options?: never;
         head?: never;
@@ -530,99 +234,20 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Set the bot's webhook URL (and optionally rotate its secret, set allowed_ips) */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description A resource code */
-                    code: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        allowed_ips?: string | null;
-                        rotate_secret?: boolean | null;
-                        webhook_url: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description {bot, webhook_secret?} */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            bot?: components["schemas"]["Bot"];
-                        };
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
-        /** Inbound events from the bot: {event: reply|ping, data}. The caller's address is checked against allowed_ips first (403). Auth: the bot token, X-Service-Bot-Secret, X-Service-Signature (sha256=<hex HMAC of the body>), or the Standard Webhooks headers (webhook-id, webhook-timestamp within 5 minutes, webhook-signature v1,<base64 HMAC of id.timestamp.body keyed with the base64-decoded secret after whsec_>). An event with a webhook-id (which then needs a fresh webhook-timestamp) is applied once: a repeat answers {ok: true, duplicate: true}. Reply steps are appended to what the app has not fetched yet */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description Event id: a repeat is acknowledged and ignored. */
-                    "webhook-id"?: string;
-                    /** @description Seconds since the epoch; required with webhook-id; within 5 minutes of now. */
-                    "webhook-timestamp"?: string;
-                    /** @description Standard Webhooks: space-separated v1,<base64> signatures. */
-                    "webhook-signature"?: string;
-                };
-                path: {
-                    /** @description A resource code */
-                    code: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description reply: {session, steps} */
-                        data?: Record<string, never> | null;
-                        /** @enum {string} */
-                        event: "reply" | "ping";
-                    };
-                };
-            };
-            responses: {
-                /** @description {ok: true, duplicate?: true} */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            duplicate?: boolean;
-                            ok?: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Set the bot's webhook URL (and optionally rotate its secret, set allowed_ips). */
+        put: operations["set_bot_webhook"];
+        /**
+         * Inbound events from the bot: `{event: reply|ping, data}`.
+         * @description A bot answers users (`reply`) or checks the line (`ping`). The caller's address is checked against
+         *     `allowed_ips` before any credential is looked at (403), so an outsider cannot learn whether a leaked
+         *     secret is valid. Auth: the bot token, `X-Service-Bot-Secret`, `X-Service-Signature` (`sha256=<hex HMAC of
+         *     the body>`), or the Standard Webhooks headers (`webhook-id`, `webhook-timestamp` within 5 minutes,
+         *     `webhook-signature` `v1,<base64 HMAC of id.timestamp.body keyed with the base64-decoded secret after
+         *     whsec_>`). An event with a `webhook-id` (which then needs a fresh `webhook-timestamp`) is applied once: a
+         *     repeat answers `{ok: true, duplicate: true}` and changes nothing. Reply steps are appended to what the app
+         *     has not fetched yet.
+         */
+        post: operations["bot_inbound"];
         delete?: never;
         options?: never;
         head?: never;
@@ -638,35 +263,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A new webhook secret, shown once */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description A resource code */
-                    code: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description {webhook_secret} */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** A new webhook secret, shown once. */
+        post: operations["rotate_bot_secret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -682,35 +280,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a signed bot.webhook.test event now */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description A resource code */
-                    code: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description {ok, status, error} */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Send a signed bot.webhook.test event now. */
+        post: operations["test_bot_webhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -724,80 +295,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Broadcasts, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Page size: default 50, at most 200 (larger is clamped). */
-                    limit?: string;
-                    /** @description The `next_cursor` of the previous page. */
-                    cursor?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description A page of broadcasts */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Broadcast"][];
-                            /** @description Pass as `cursor` for the next page; null on the last. */
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Broadcasts, newest first. */
+        get: operations["list_broadcasts"];
         put?: never;
-        /** Send the same content to every linked and claimed user; fans out in the background */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["SendMessage"] & {
-                        /**
-                         * @default linked
-                         * @enum {string|null}
-                         */
-                        audience?: "linked" | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Accepted (state queued, total null) */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Broadcast"];
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Send the same content to every linked and claimed user; fans out in the background. */
+        post: operations["create_broadcast"];
         delete?: never;
         options?: never;
         head?: never;
@@ -811,35 +313,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A broadcast and its progress */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The resource's id, as its record gives it */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The broadcast */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Broadcast"];
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** A broadcast and its progress. */
+        get: operations["get_broadcast"];
         put?: never;
         post?: never;
         delete?: never;
@@ -872,45 +347,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The partner's conversations, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description open, pending or closed */
-                    state?: string;
-                    /** @description search in subject, contact and message bodies */
-                    q?: string;
-                    /** @description Page size: default 50, at most 200 (larger is clamped). */
-                    limit?: string;
-                    /** @description The `next_cursor` of the previous page. */
-                    cursor?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description A page of conversations */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Conversation"][];
-                            /** @description Pass as `cursor` for the next page; null on the last. */
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** The partner's conversations, newest first. */
+        get: operations["list_conversations"];
         put?: never;
         post?: never;
         delete?: never;
@@ -926,82 +364,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A conversation with its messages */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The resource's id, as its record gives it */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The conversation */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Conversation"] & {
-                            /** @description The latest 200, oldest first */
-                            messages?: components["schemas"]["Message"][];
-                        };
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** A conversation with its messages. */
+        get: operations["get_conversation"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Close a conversation (a user message reopens it) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The resource's id, as its record gives it */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        state: "closed";
-                    };
-                };
-            };
-            responses: {
-                /** @description The conversation */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Conversation"];
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Close a conversation (a user message reopens it). */
+        patch: operations["close_conversation"];
         trace?: never;
     };
     "/api/v1/conversations/{id}/devices": {
@@ -1011,35 +382,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The peer device directory of a conversation */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The resource's id, as its record gives it */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description User and agent devices */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["PeerDirectory"];
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** The peer device directory of a conversation. */
+        get: operations["conversation_devices"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1055,76 +399,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The content-key wraps addressed to one of my agent devices */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Required: one of the partner's agent devices */
-                    device_uuid?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description The resource's id, as its record gives it */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Wraps, every key version */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ConversationKeys"];
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** The content-key wraps addressed to one of my agent devices. */
+        get: operations["conversation_keys"];
         put?: never;
-        /** Share a conversation content key (agent side) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The resource's id, as its record gives it */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["UploadKeys"];
-                };
-            };
-            responses: {
-                /** @description The stored wraps */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ConversationKeys"];
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Share a conversation content key (agent side). */
+        post: operations["share_conversation_key"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1140,42 +419,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** An agent's reply (the conversation becomes pending); delivered like any outgoing message */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The resource's id, as its record gives it */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["SendMessage"];
-                };
-            };
-            responses: {
-                /** @description The message (direction out) */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Message"];
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** An agent's reply (the conversation becomes pending); delivered like any outgoing message. */
+        post: operations["reply_in_conversation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1189,42 +434,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Dev mode only, platform partner only: what SMS and WhatsApp would have sent */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description E.164 */
-                    phone?: string;
-                    /** @description sms or whatsapp */
-                    channel?: string;
-                    /** @description Page size: default 50, at most 200 (larger is clamped). */
-                    limit?: string;
-                    /** @description The `next_cursor` of the previous page. */
-                    cursor?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Records {channel, phone, text, at}, newest first */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /**
+         * Dev mode only, platform partner only: what SMS and WhatsApp would have sent.
+         * @description 404 when the host is not in dev mode; 403 for any other partner.
+         */
+        get: operations["list_dev_sink"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1240,31 +454,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** My keys, by prefix (never the keys) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Keys {prefix, kind, active, created_at, expires_at, revoked_at} */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** My keys, by prefix (never the keys). */
+        get: operations["list_dev_keys"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1283,33 +474,8 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke one of my keys */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The key's displayed prefix (`sk_dev_` and 8 characters) */
-                    prefix: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Revoked */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Revoke one of my keys. */
+        delete: operations["revoke_dev_key"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1324,45 +490,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send an approved template; no body, no partner; daily quota (429) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        idempotency_key?: string | null;
-                        lang?: string | null;
-                        phone: string;
-                        template_code: string;
-                        vars?: Record<string, never> | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description The message */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Message"];
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                409: components["responses"]["E409"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Send an approved template; no body, no partner; daily quota (429). */
+        post: operations["dev_send"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1378,48 +507,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sign in with a new code: a 12-hour session key (sk_dev_…), shown once */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        code: string;
-                        phone: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Signed in */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            api_key?: string;
-                            developer?: {
-                                created_at?: string;
-                                developer_id?: number;
-                                email?: string | null;
-                                phone?: string;
-                            };
-                            expires_at?: string;
-                        };
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Sign in with a new code: a 12-hour session key (sk_dev_…), shown once. */
+        post: operations["dev_session"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1434,41 +523,8 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** My webhook (message.status of my messages), as PUT /settings/webhook */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        rotate_secret?: boolean | null;
-                        webhook_url?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description The settings; webhook_secret only when created or rotated */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** My webhook (message.status of my messages), as PUT /settings/webhook. */
+        put: operations["dev_settings"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1485,43 +541,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sign up (or start a sign-in): sends a code by SMS. The e-mail travels with the code and is stored only when that code verifies the sign-up (POST /dev/verify); a sign-in never changes it. Limited per client address and host (429) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        email?: string | null;
-                        phone: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Code sent */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            expires_at?: string;
-                            phone?: string;
-                        };
-                    };
-                };
-                400: components["responses"]["E400"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                502: components["responses"]["E502"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /**
+         * Sign up (or start a sign-in): sends a code by SMS.
+         * @description The e-mail travels with the code and is stored only when that code verifies the sign-up (POST
+         *     /dev/verify); a sign-in never changes it. Limited per client address and host (429).
+         */
+        post: operations["dev_signup"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1535,31 +560,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The approved template catalog (the platform's approved templates) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Templates {code, lang, channel, category, body, variables} */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** The approved template catalog (the platform's approved templates). */
+        get: operations["dev_templates"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1577,49 +579,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Verify the sign-up: the developer and an sk_dev_ API key, shown once */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        code: string;
-                        phone: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Verified */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            api_key?: string;
-                            developer?: {
-                                created_at?: string;
-                                developer_id?: number;
-                                email?: string | null;
-                                phone?: string;
-                            };
-                        };
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                409: components["responses"]["E409"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Verify the sign-up: the developer and an sk_dev_ API key, shown once. */
+        post: operations["dev_verify"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1633,36 +594,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The device key record of a user whose account is linked to you: their devices and your agent devices (404 for a phone not linked to you, so the directory never tells whether a phone uses the app) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The user's phone number (E.164) */
-                    phone: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The key directory */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["KeyDirectory"];
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /**
+         * The device key record of a user whose account is linked to you: their devices and your agent devices.
+         * @description 404 for a phone not linked to you, so the directory never tells whether a phone uses the app. A linked
+         *     phone with no devices has empty lists.
+         */
+        get: operations["key_directory"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1678,32 +615,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** My account with every linked partner */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The account */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Account"];
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** My account with every linked partner. */
+        get: operations["my_account"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1719,31 +632,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Bots of the partners I am linked to */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Bots {code, name, partner} */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Bots of the partners I am linked to. */
+        get: operations["my_bots"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1761,37 +651,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Open an in-app chat session with a bot of a linked partner */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description A resource code */
-                    code: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description {session, steps} */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                409: components["responses"]["E409"];
-                429: components["responses"]["E429"];
-                502: components["responses"]["E502"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Open an in-app chat session with a bot of a linked partner. */
+        post: operations["open_session"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1805,37 +666,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Steps a webhook-mode bot answered since the last call (each shown once) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description A resource code */
-                    code: string;
-                    /** @description An id from an earlier answer */
-                    session: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description {session, steps} */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Steps a webhook-mode bot answered since the last call (each shown once). */
+        get: operations["session_steps"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1853,57 +685,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** A user event in a chat session */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description A resource code */
-                    code: string;
-                    /** @description An id from an earlier answer */
-                    session: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description select: the item id; payment: the payment id */
-                        id?: string | null;
-                        reference?: string | null;
-                        screen?: string | null;
-                        /** @enum {string|null} */
-                        status?: "confirmed" | "declined" | "cancelled" | null;
-                        text?: string | null;
-                        /** @enum {string} */
-                        type: "text" | "select" | "submit" | "payment";
-                        values?: Record<string, never> | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description {session, steps} */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                409: components["responses"]["E409"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                502: components["responses"]["E502"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** A user event in a chat session. */
+        post: operations["session_event"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1917,81 +700,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** My support threads (never bot sessions) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Page size: default 50, at most 200 (larger is clamped). */
-                    limit?: string;
-                    /** @description The `next_cursor` of the previous page. */
-                    cursor?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description A page of conversations */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Conversation"][];
-                            /** @description Pass as `cursor` for the next page; null on the last. */
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** My support threads (never bot sessions), newest first. */
+        get: operations["list_my_conversations"];
         put?: never;
-        /** Open support with a linked partner, with the first message (send-message content fields) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["SendMessage"] & {
-                        partner: string;
-                        subject?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description The conversation (open) with its first message */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Conversation"] & {
-                            /** @description The latest 200, oldest first */
-                            messages?: components["schemas"]["Message"][];
-                        };
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Open support with a linked partner, with the first message (send-message content fields). */
+        post: operations["open_conversation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2005,38 +718,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One of my conversations with its messages */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The resource's ref, as its record gives it */
-                    ref: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The conversation */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Conversation"] & {
-                            /** @description The latest 200, oldest first */
-                            messages?: components["schemas"]["Message"][];
-                        };
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** One of my conversations with its messages. */
+        get: operations["get_my_conversation"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2052,35 +735,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The peer device directory of my conversation */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The resource's ref, as its record gives it */
-                    ref: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description User and agent devices */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["PeerDirectory"];
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** The peer device directory of my conversation. */
+        get: operations["my_conversation_devices"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2096,76 +752,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The content-key wraps addressed to my device */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description One of my devices; defaults to the token's device */
-                    device_uuid?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description The resource's ref, as its record gives it */
-                    ref: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Wraps, every key version */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ConversationKeys"];
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /**
+         * The content-key wraps addressed to my device.
+         * @description The token's device unless one of the user's other devices is named.
+         */
+        get: operations["my_conversation_keys"];
         put?: never;
-        /** Share a conversation content key: its wraps to the peer devices */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The resource's ref, as its record gives it */
-                    ref: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["UploadKeys"];
-                };
-            };
-            responses: {
-                /** @description The stored wraps */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ConversationKeys"];
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Share a conversation content key: its wraps to the peer devices. */
+        post: operations["share_my_conversation_key"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2181,42 +775,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Write in my conversation (reopens it: open) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The resource's ref, as its record gives it */
-                    ref: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["SendMessage"];
-                };
-            };
-            responses: {
-                /** @description The message (direction in) */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Message"];
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Write in my conversation (reopens it: open). */
+        post: operations["write_in_my_conversation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2232,39 +792,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Publish my device's identity key (a different key replaces it and bumps key_version) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["PublishKey"];
-                };
-            };
-            responses: {
-                /** @description The device */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["DeviceKey"];
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                409: components["responses"]["E409"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /**
+         * Publish my device's identity key (a different key replaces it and bumps key_version).
+         * @description The device is the body's `device_uuid`, else the token's, else a new one.
+         */
+        post: operations["publish_user_key"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2280,61 +812,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Another event in a flow (menu choice, text, payment result) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The resource's ref, as its record gives it */
-                    ref: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description select: the item id; payment: the payment id */
-                        id?: string | null;
-                        reference?: string | null;
-                        screen?: string | null;
-                        /** @enum {string|null} */
-                        status?: "confirmed" | "declined" | "cancelled" | null;
-                        text?: string | null;
-                        /** @enum {string} */
-                        type: "text" | "select" | "submit" | "payment";
-                        values?: Record<string, never> | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description The next steps */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            ref?: string;
-                            /** @enum {string} */
-                            state?: "in_progress" | "completed";
-                            steps?: components["schemas"]["Step"][];
-                            summary?: Record<string, never>;
-                        };
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                409: components["responses"]["E409"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                502: components["responses"]["E502"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Another event in a flow (menu choice, text, payment result). */
+        post: operations["flow_event"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2350,43 +829,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start an invited flow */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The resource's ref, as its record gives it */
-                    ref: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The first steps */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            ref?: string;
-                            /** @enum {string} */
-                            state?: "in_progress" | "completed";
-                            steps?: components["schemas"]["Step"][];
-                            summary?: Record<string, never>;
-                        };
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                409: components["responses"]["E409"];
-                429: components["responses"]["E429"];
-                502: components["responses"]["E502"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Start an invited flow. */
+        post: operations["start_flow"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2402,53 +846,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Submit a screen: values are validated against its fields (422 with fields, the bot is not called) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The resource's ref, as its record gives it */
-                    ref: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        screen: string;
-                        values: Record<string, never>;
-                    };
-                };
-            };
-            responses: {
-                /** @description The next steps, or completed with the summary */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            ref?: string;
-                            /** @enum {string} */
-                            state?: "in_progress" | "completed";
-                            steps?: components["schemas"]["Step"][];
-                            summary?: Record<string, never>;
-                        };
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                409: components["responses"]["E409"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                502: components["responses"]["E502"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Submit a screen: values are validated against its fields (422 with fields, the bot is not called). */
+        post: operations["submit_flow"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2462,31 +861,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** My open flow invitations */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Forms: items {ref, bot, flow, title, state, invited_at} */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": Record<string, never>;
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** My open flow invitations. */
+        get: operations["my_forms"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2502,41 +878,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The hub inbox, newest first; returned messages become delivered */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description Page size: default 50, at most 200 (larger is clamped). */
-                    limit?: string;
-                    /** @description The `next_cursor` of the previous page. */
-                    cursor?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description A page of messages */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["Message"][];
-                            /** @description Pass as `cursor` for the next page; null on the last. */
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /**
+         * The hub inbox, newest first; returned messages become delivered.
+         * @description A sealed (end-to-end encrypted) message shows only the key wrap of the reading device: the token's, or
+         *     `device_uuid` when the token names none.
+         */
+        get: operations["my_inbox"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2554,35 +901,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Mark one of my messages read */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The resource's ref, as its record gives it */
-                    ref: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The message */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Message"];
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Mark one of my messages read. */
+        post: operations["read_my_message"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2723,43 +1043,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Twilio status callback (StatusCallback of every SMS): delivered/read move the message, undelivered/failed fail it */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/x-www-form-urlencoded": {
-                        ErrorCode?: string;
-                        MessageSid: string;
-                        MessageStatus: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Whether it matched one of our messages */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            applied?: boolean;
-                        };
-                    };
-                };
-                400: components["responses"]["E400"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Twilio status callback (StatusCallback of every SMS): delivered/read move the message, undelivered/failed fail it. */
+        post: operations["twilio_status"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2773,72 +1058,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Meta's subscription handshake: answers hub.challenge (text) when hub.verify_token is HUBBUB_WHATSAPP_VERIFY_TOKEN */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description subscribe */
-                    "hub.mode"?: string;
-                    /** @description the configured token */
-                    "hub.verify_token"?: string;
-                    /** @description echoed back */
-                    "hub.challenge"?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The challenge */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": string;
-                    };
-                };
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                422: components["responses"]["E422"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Meta's subscription handshake: answers hub.challenge (text) when hub.verify_token is HUBBUB_WHATSAPP_VERIFY_TOKEN. */
+        get: operations["whatsapp_subscribe"];
         put?: never;
-        /** WhatsApp Cloud API webhook: message statuses (delivered, read, failed) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": Record<string, never>;
-                };
-            };
-            responses: {
-                /** @description How many statuses matched our messages */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            applied?: number;
-                        };
-                    };
-                };
-                400: components["responses"]["E400"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /**
+         * WhatsApp Cloud API webhook: message statuses (delivered, read, failed).
+         * @description Other notifications (incoming messages) are acknowledged and ignored.
+         */
+        post: operations["whatsapp_statuses"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2889,46 +1116,8 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Set where events go; the secret (whsec_…) is shown only when created or rotated */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        rotate_secret?: boolean | null;
-                        webhook_url?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description The settings */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description Only when created or rotated */
-                            webhook_secret?: string;
-                            webhook_secret_prefix?: string;
-                            webhook_url?: string | null;
-                        };
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Set where events go; the secret (whsec_…) is shown only when created or rotated. */
+        put: operations["set_webhook"];
         post?: never;
         delete?: never;
         options?: never;
@@ -2945,44 +1134,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Platform partner only: an announcement to every claimed account */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["SendMessage"] & {
-                        /**
-                         * @default linked
-                         * @enum {string|null}
-                         */
-                        audience?: "linked" | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Accepted */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Broadcast"];
-                    };
-                };
-                400: components["responses"]["E400"];
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                413: components["responses"]["E413"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Platform partner only: an announcement to every claimed account. */
+        post: operations["create_system_broadcast"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3048,45 +1201,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Event deliveries, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description pending, succeeded, failed (retrying after a failure) or dead */
-                    state?: string;
-                    /** @description event name */
-                    event?: string;
-                    /** @description Page size: default 50, at most 200 (larger is clamped). */
-                    limit?: string;
-                    /** @description The `next_cursor` of the previous page. */
-                    cursor?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description A page of deliveries */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["WebhookDelivery"][];
-                            /** @description Pass as `cursor` for the next page; null on the last. */
-                            next_cursor: string | null;
-                        };
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                422: components["responses"]["E422"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Event deliveries, newest first. */
+        get: operations["list_deliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3104,35 +1220,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a delivery again now (same delivery id) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The resource's id, as its record gives it */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The delivery */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["WebhookDelivery"];
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                404: components["responses"]["E404"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Send a delivery again now (same delivery id). */
+        post: operations["retry_delivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3148,35 +1237,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send one signed sample message.status event now */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description What happened */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error?: string | null;
-                            ok?: boolean;
-                            status?: number | null;
-                        };
-                    };
-                };
-                401: components["responses"]["E401"];
-                403: components["responses"]["E403"];
-                429: components["responses"]["E429"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Send one signed sample message.status event now. */
+        post: operations["test_webhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3190,31 +1252,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness: the process answers (outside /api/v1; no credentials, no rate limit) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Alive */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @constant */
-                            status: "ok";
-                        };
-                    };
-                };
-                503: components["responses"]["E503"];
-            };
-        };
+        /** Liveness: the process answers (outside /api/v1; no credentials, no rate limit). */
+        get: operations["healthz"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3230,30 +1269,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics in the text format (outside /api/v1): requests by route and status with latency histograms, messages accepted and delivered by channel, delivery and webhook backlogs, webhook attempts by outcome, bot calls by bot and outcome, rate-limit refusals, broadcasts in progress. Off (404) unless HUBBUB_METRICS_TOKEN is set; then that token as a bearer credential */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The metrics */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/plain": string;
-                    };
-                };
-                401: components["responses"]["E401"];
-                404: components["responses"]["E404"];
-                503: components["responses"]["E503"];
-            };
-        };
+        /**
+         * Prometheus metrics in the text format (outside /api/v1).
+         * @description Requests by route and status with latency histograms, messages accepted and delivered by channel, delivery
+         *     and webhook backlogs, webhook attempts by outcome, bot calls by bot and outcome, rate-limit refusals,
+         *     broadcasts in progress. Off (404) unless HUBBUB_METRICS_TOKEN is set; then that token as a bearer credential.
+         */
+        get: operations["scrape"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3269,52 +1291,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: both database pools answer, every migration is applied, the background workers run (outside /api/v1; no credentials, no rate limit) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Ready */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            checks: {
-                                database?: string;
-                                migrations?: string;
-                                workers?: string;
-                            };
-                            /** @constant */
-                            status: "ready";
-                        };
-                    };
-                };
-                /** @description Not ready: the error says which check failed; `checks` has each */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Error"] & {
-                            checks: {
-                                database?: string;
-                                migrations?: string;
-                                workers?: string;
-                            };
-                            /** @constant */
-                            status: "not_ready";
-                        };
-                    };
-                };
-            };
-        };
+        /** Readiness: both database pools answer, every migration is applied, the background workers run (outside /api/v1; no credentials, no rate limit). */
+        get: operations["readyz"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3338,32 +1316,30 @@ export interface webhooks {
         post: {
             parameters: {
                 query?: never;
-                header?: {
-                    "X-Service-Event"?: string;
-                    /** @description hex HMAC-SHA256 of the raw body keyed with the whole secret */
-                    "X-Service-Signature"?: string;
-                    /** @description the same on every retry */
-                    "X-Service-Delivery"?: string;
-                    "webhook-id"?: string;
-                    "webhook-timestamp"?: string;
-                    /** @description Standard Webhooks v1 */
-                    "webhook-signature"?: string;
+                header: {
+                    /** @description The event name */
+                    "X-Service-Event": string;
+                    /** @description The delivery id: the same on every retry */
+                    "X-Service-Delivery": string;
+                    /** @description Hex HMAC-SHA256 of the raw body keyed with the whole secret */
+                    "X-Service-Signature": string;
+                    /** @description Standard Webhooks: the delivery id */
+                    "webhook-id": string;
+                    /** @description Standard Webhooks: seconds since the epoch */
+                    "webhook-timestamp": string;
+                    /** @description Standard Webhooks v1: `v1,<base64 HMAC-SHA256 of id.timestamp.body>` */
+                    "webhook-signature": string;
                 };
                 path?: never;
                 cookie?: never;
             };
-            requestBody?: {
+            requestBody: {
                 content: {
-                    "application/json": {
-                        at?: string;
-                        event?: string;
-                        partner?: string;
-                        phone?: string;
-                    };
+                    "application/json": components["schemas"]["AccountClaimedEvent"];
                 };
             };
             responses: {
-                /** @description Received; anything else is retried */
+                /** @description Received; any other answer is retried with backoff */
                 "2XX": {
                     headers: {
                         [name: string]: unknown;
@@ -3391,40 +1367,30 @@ export interface webhooks {
         post: {
             parameters: {
                 query?: never;
-                header?: {
-                    "X-Service-Event"?: string;
-                    /** @description hex HMAC-SHA256 of the raw body keyed with the whole secret */
-                    "X-Service-Signature"?: string;
-                    /** @description the same on every retry */
-                    "X-Service-Delivery"?: string;
-                    "webhook-id"?: string;
-                    "webhook-timestamp"?: string;
-                    /** @description Standard Webhooks v1 */
-                    "webhook-signature"?: string;
+                header: {
+                    /** @description The event name */
+                    "X-Service-Event": string;
+                    /** @description The delivery id: the same on every retry */
+                    "X-Service-Delivery": string;
+                    /** @description Hex HMAC-SHA256 of the raw body keyed with the whole secret */
+                    "X-Service-Signature": string;
+                    /** @description Standard Webhooks: the delivery id */
+                    "webhook-id": string;
+                    /** @description Standard Webhooks: seconds since the epoch */
+                    "webhook-timestamp": string;
+                    /** @description Standard Webhooks v1: `v1,<base64 HMAC-SHA256 of id.timestamp.body>` */
+                    "webhook-signature": string;
                 };
                 path?: never;
                 cookie?: never;
             };
-            requestBody?: {
+            requestBody: {
                 content: {
-                    "application/json": {
-                        at?: string;
-                        /** @description Absent for end-to-end encrypted messages */
-                        body?: string | null;
-                        conversation_id?: number;
-                        direction?: string;
-                        /** @description true (and no body) for end-to-end encrypted messages */
-                        encrypted?: boolean;
-                        event?: string;
-                        message_ref?: string;
-                        partner?: string;
-                        phone?: string;
-                        ref?: string;
-                    };
+                    "application/json": components["schemas"]["ConversationMessageEvent"];
                 };
             };
             responses: {
-                /** @description Received; anything else is retried */
+                /** @description Received; any other answer is retried with backoff */
                 "2XX": {
                     headers: {
                         [name: string]: unknown;
@@ -3452,37 +1418,30 @@ export interface webhooks {
         post: {
             parameters: {
                 query?: never;
-                header?: {
-                    "X-Service-Event"?: string;
-                    /** @description hex HMAC-SHA256 of the raw body keyed with the whole secret */
-                    "X-Service-Signature"?: string;
-                    /** @description the same on every retry */
-                    "X-Service-Delivery"?: string;
-                    "webhook-id"?: string;
-                    "webhook-timestamp"?: string;
-                    /** @description Standard Webhooks v1 */
-                    "webhook-signature"?: string;
+                header: {
+                    /** @description The event name */
+                    "X-Service-Event": string;
+                    /** @description The delivery id: the same on every retry */
+                    "X-Service-Delivery": string;
+                    /** @description Hex HMAC-SHA256 of the raw body keyed with the whole secret */
+                    "X-Service-Signature": string;
+                    /** @description Standard Webhooks: the delivery id */
+                    "webhook-id": string;
+                    /** @description Standard Webhooks: seconds since the epoch */
+                    "webhook-timestamp": string;
+                    /** @description Standard Webhooks v1: `v1,<base64 HMAC-SHA256 of id.timestamp.body>` */
+                    "webhook-signature": string;
                 };
                 path?: never;
                 cookie?: never;
             };
-            requestBody?: {
+            requestBody: {
                 content: {
-                    "application/json": {
-                        at?: string;
-                        channel?: string;
-                        event?: string;
-                        message_id?: number;
-                        message_ref?: string;
-                        partner?: string;
-                        phone?: string;
-                        seq?: number;
-                        state?: string;
-                    };
+                    "application/json": components["schemas"]["MessageStatusEvent"];
                 };
             };
             responses: {
-                /** @description Received; anything else is retried */
+                /** @description Received; any other answer is retried with backoff */
                 "2XX": {
                     headers: {
                         [name: string]: unknown;
@@ -3510,37 +1469,30 @@ export interface webhooks {
         post: {
             parameters: {
                 query?: never;
-                header?: {
-                    "X-Service-Event"?: string;
-                    /** @description hex HMAC-SHA256 of the raw body keyed with the whole secret */
-                    "X-Service-Signature"?: string;
-                    /** @description the same on every retry */
-                    "X-Service-Delivery"?: string;
-                    "webhook-id"?: string;
-                    "webhook-timestamp"?: string;
-                    /** @description Standard Webhooks v1 */
-                    "webhook-signature"?: string;
+                header: {
+                    /** @description The event name */
+                    "X-Service-Event": string;
+                    /** @description The delivery id: the same on every retry */
+                    "X-Service-Delivery": string;
+                    /** @description Hex HMAC-SHA256 of the raw body keyed with the whole secret */
+                    "X-Service-Signature": string;
+                    /** @description Standard Webhooks: the delivery id */
+                    "webhook-id": string;
+                    /** @description Standard Webhooks: seconds since the epoch */
+                    "webhook-timestamp": string;
+                    /** @description Standard Webhooks v1: `v1,<base64 HMAC-SHA256 of id.timestamp.body>` */
+                    "webhook-signature": string;
                 };
                 path?: never;
                 cookie?: never;
             };
-            requestBody?: {
+            requestBody: {
                 content: {
-                    "application/json": {
-                        at?: string;
-                        channel?: string;
-                        code?: string;
-                        event?: string;
-                        lang?: string;
-                        partner?: string;
-                        reason?: string | null;
-                        status?: string;
-                        template_id?: number;
-                    };
+                    "application/json": components["schemas"]["TemplateStatusEvent"];
                 };
             };
             responses: {
-                /** @description Received; anything else is retried */
+                /** @description Received; any other answer is retried with backoff */
                 "2XX": {
                     headers: {
                         [name: string]: unknown;
@@ -3570,6 +1522,14 @@ export interface components {
             phone: string;
             state: components["schemas"]["AccountState"];
         };
+        /** @description `account.claimed`: the user verified the phone of an account linked to the partner. */
+        AccountClaimedEvent: {
+            at: string;
+            /** @description `account.claimed`. */
+            event: string;
+            partner: string;
+            phone: string;
+        };
         /** @description A custom field of the partner's accounts. */
         AccountField: {
             /** Format: int64 */
@@ -3594,6 +1554,11 @@ export interface components {
         };
         /** @enum {string} */
         AccountState: "unclaimed" | "claimed";
+        /** @description The process answers. */
+        Alive: {
+            /** @enum {string} */
+            status: "ok";
+        };
         /** @enum {string} */
         AttemptKind: "delivery" | "alert";
         /** @description One delivery attempt of a message. */
@@ -3610,41 +1575,145 @@ export interface components {
         AttemptState: "sent" | "failed";
         /** Format: binary */
         Binary: string;
+        /** @description A bot. */
         Bot: {
+            /** @description Comma-separated IP addresses or CIDR blocks the inbound webhook accepts calls from (null: any). */
             allowed_ips?: string | null;
-            channels?: string[];
-            code?: string;
-            component?: Record<string, never> | null;
-            created_at?: string;
-            credentials?: {
-                inbound_webhook_path?: string;
-                token_configured?: boolean;
-                token_prefix?: string;
-                webhook_secret_prefix?: string;
-                webhook_url?: string | null;
-            };
-            name?: string;
-            partner?: string;
-            ref?: string;
-            /** @enum {string} */
-            runtime_mode?: "local" | "webhook";
+            /** @description The channels it answers on. */
+            channels: components["schemas"]["Channel"][];
+            code: string;
+            component?: components["schemas"]["BotComponent"] | null;
+            created_at: string;
+            credentials: components["schemas"]["BotCredentials"];
+            name: string;
+            /** @description The owning partner's code. */
+            partner: string;
+            ref: string;
+            runtime_mode: components["schemas"]["RuntimeMode"];
             webhook_url?: string | null;
         };
-        Broadcast: {
-            /** @description linked, or all for system broadcasts */
-            audience?: string;
-            body?: string | null;
-            broadcast_id?: number;
-            completed_at?: string | null;
-            content_type?: string;
-            created_at?: string;
-            failed?: number;
-            priority?: string;
-            /** @description Messages written and handed to delivery */
-            sent?: number;
+        /** @description The Wasm component of a `local` bot. */
+        BotComponent: {
+            /** @description `sha256:` and the hex SHA-256 of the bytes. */
+            digest: string;
+            /** @description The flows the component offers. */
+            flows: components["schemas"]["FlowInfo"][];
+            /**
+             * Format: int64
+             * @description Bytes.
+             */
+            size: number;
+            uploaded_at?: string | null;
+        };
+        /** @description `{"component": …}`. */
+        BotComponentUploaded: {
+            component: components["schemas"]["BotComponent"];
+        };
+        /** @description A new bot with its credentials, each shown this once. */
+        BotCreated: {
+            bot: components["schemas"]["BotCreatedRef"];
+            /** @description `bot_<prefix>.<secret>`. */
+            bot_token: string;
+            warning: string;
+            /** @description `whsec_…`: signs the bot's events and its inbound calls. */
+            webhook_secret: string;
+        };
+        /** @description The new bot: its code and credential prefixes. */
+        BotCreatedRef: {
+            code: string;
+            credentials: components["schemas"]["BotCredentials"];
+        };
+        /** @description A bot's credentials as the API shows them: prefixes only, never the token or the secret. */
+        BotCredentials: {
+            /** @description Where the bot sends its events (`POST`). */
+            inbound_webhook_path: string;
+            /** @description Always true: a bot always has a token. */
+            token_configured: boolean;
+            /** @description `bot_` and 8 characters: the start of the bot token. */
+            token_prefix: string;
+            /** @description The start of the webhook secret (`whsec_…`). */
+            webhook_secret_prefix: string;
+            webhook_url?: string | null;
+        };
+        /** @description `{"credentials": …}`. */
+        BotCredentialsResponse: {
+            credentials: components["schemas"]["BotCredentials"];
+        };
+        /** @description What the inbound webhook answers. */
+        BotInboundAck: {
+            /** @description True when an event with this `webhook-id` was already applied (nothing changed). */
+            duplicate?: boolean;
+            ok: boolean;
+        };
+        /** @description An event a bot sends through its inbound webhook. */
+        BotInboundEvent: {
+            data?: components["schemas"]["BotReply"] | null;
             /** @enum {string} */
-            state?: "queued" | "sending" | "completed" | "failed";
-            /** @description Recipients, counted when the fan-out starts */
+            event: "reply" | "ping";
+        };
+        /** @description A bot's answer in a session: steps appended to what the app has not fetched yet. */
+        BotReply: {
+            /** @description The session's ref. */
+            session: string;
+            /** @description At most 50; each screen's fields well-formed. */
+            steps: components["schemas"]["Step"][];
+        };
+        /** @description `{"bot": …}`. */
+        BotResponse: {
+            bot: components["schemas"]["Bot"];
+        };
+        /** @description A new bot token. */
+        BotToken: {
+            /** @description `bot_<prefix>.<secret>`, shown once. */
+            bot_token: string;
+        };
+        /** @description A new webhook secret. */
+        BotWebhookSecret: {
+            /** @description `whsec_…`, shown once. */
+            webhook_secret: string;
+        };
+        /** @description The bot, and its new webhook secret when one was asked for. */
+        BotWebhookSet: {
+            bot: components["schemas"]["Bot"];
+            /** @description Only with `rotate_secret`: the new secret, shown once. */
+            webhook_secret?: string | null;
+        };
+        /** @description What happened to a test event. */
+        BotWebhookTest: {
+            /** @description Why it failed. */
+            error?: string | null;
+            /** @description The bot's URL answered 2xx. */
+            ok: boolean;
+            /**
+             * Format: int32
+             * @description The HTTP status it answered (null when none came back).
+             */
+            status?: number | null;
+        };
+        /** @description A broadcast and its progress. */
+        Broadcast: {
+            /** @description `linked`, or `all` for system broadcasts. */
+            audience: string;
+            body?: string | null;
+            /** Format: int64 */
+            broadcast_id: number;
+            completed_at?: string | null;
+            content_type: components["schemas"]["ContentType"];
+            created_at: string;
+            /** Format: int64 */
+            failed: number;
+            priority: string;
+            /**
+             * Format: int64
+             * @description Messages written and handed to delivery.
+             */
+            sent: number;
+            /** @enum {string} */
+            state: "queued" | "sending" | "completed" | "failed";
+            /**
+             * Format: int64
+             * @description Recipients, counted when the fan-out starts.
+             */
             total?: number | null;
         };
         /** @description Either `message_ids` or `phone`. Ids of other partners' messages are ignored. */
@@ -3652,6 +1721,17 @@ export interface components {
             message_ids?: number[] | null;
             /** @description Every message to this user (E.164). */
             phone?: string | null;
+        };
+        /** @description An approved template developers may send. */
+        CatalogTemplate: {
+            /** @description The text, with `{{name}}` variables. */
+            body: string;
+            category: components["schemas"]["Category"];
+            channel: components["schemas"]["Channel"];
+            code: string;
+            lang: string;
+            /** @description The `{{name}}` variables of the body, in order of first use. */
+            variables: string[];
         };
         /** @enum {string} */
         Category: "utility" | "marketing" | "authentication";
@@ -3669,36 +1749,91 @@ export interface components {
         };
         /** @enum {string} */
         ContentType: "text" | "image" | "document" | "audio" | "video" | "link" | "html" | "system";
+        /** @description A support conversation. */
         Conversation: {
-            conversation_id?: number;
-            created_at?: string;
-            last_message_at?: string;
-            partner?: string;
-            phone?: string;
-            ref?: string;
-            /** @enum {string} */
-            state?: "open" | "pending" | "closed";
+            /** Format: int64 */
+            conversation_id: number;
+            created_at: string;
+            last_message_at: string;
+            /** @description The partner's code. */
+            partner: string;
+            phone: string;
+            ref: string;
+            state: components["schemas"]["ConversationState"];
             subject?: string | null;
         };
+        /** @description A content key wrapped for one device (the last three fields are the server's). */
         ConversationKeyWrap: {
-            readonly created_at?: string;
+            readonly created_at: string;
             /** @enum {string} */
             device_kind: "user" | "agent";
             device_uuid: string;
-            readonly key_version?: number;
+            /** Format: int64 */
+            readonly key_version: number;
+            /** @description base64url */
             sender_eph_pub: string;
             /** @enum {string} */
-            readonly uploaded_by?: "user" | "agent";
+            readonly uploaded_by: "user" | "agent";
+            /** @description base64url */
             wrap: string;
+            /** @description base64url */
             wrap_nonce: string;
         };
+        /** @description Content-key wraps of a conversation: those just uploaded, or those addressed to one device. */
         ConversationKeys: {
-            conversation_id?: number;
-            device_uuid?: string;
-            /** @description The newest version shared in the thread */
+            /** Format: int64 */
+            conversation_id: number;
+            /** @description The device the wraps are addressed to (when reading them). */
+            device_uuid?: string | null;
+            /**
+             * Format: int64
+             * @description The version uploaded; when reading, the newest version shared in the thread (null before any).
+             */
             key_version?: number | null;
-            ref?: string;
-            wraps?: components["schemas"]["ConversationKeyWrap"][];
+            ref: string;
+            wraps: components["schemas"]["ConversationKeyWrap"][];
+        };
+        /** @description `conversation.message`: a new message in a support conversation (no body when encrypted). */
+        ConversationMessageEvent: {
+            at: string;
+            /** @description The text; absent for end-to-end encrypted messages. */
+            body?: string | null;
+            /** Format: int64 */
+            conversation_id: number;
+            direction: components["schemas"]["Direction"];
+            /** @description `true` (and no body) for end-to-end encrypted messages. */
+            encrypted?: boolean | null;
+            /** @description `conversation.message`. */
+            event: string;
+            message_ref: string;
+            partner: string;
+            phone: string;
+            /** @description The conversation's ref. */
+            ref: string;
+        };
+        /** @enum {string} */
+        ConversationState: "open" | "pending" | "closed";
+        /** @description A conversation with its messages. */
+        ConversationThread: components["schemas"]["Conversation"] & {
+            /** @description The latest 200, oldest first */
+            messages: components["schemas"]["Message"][];
+        };
+        /** @description A new bot. */
+        CreateBot: {
+            code: string;
+            name: string;
+            runtime_mode?: components["schemas"]["RuntimeMode"] | null;
+            /** @description Required in webhook mode. */
+            webhook_url?: string | null;
+        };
+        /** @description Content fields as for a message; no phone, no encryption. */
+        CreateBroadcast: components["schemas"]["SendMessage"] & {
+            /**
+             * @description `linked` (the default): every linked user who claimed the account. System broadcasts go to every claimed account whatever this says.
+             * @default linked
+             * @enum {string|null}
+             */
+            audience: "linked" | null;
         };
         /** @description A new template (status `draft`). */
         CreateTemplate: {
@@ -3710,35 +1845,124 @@ export interface components {
             /** @description `en` when absent: a language tag such as `en`, `pt-BR`, `es_419`. */
             lang?: string | null;
         };
+        /** @description The phone and the code it received. */
+        DevCodeLogin: {
+            code: string;
+            phone: string;
+        };
+        /** @description One of a developer's keys, by its prefix (never the key). */
+        DevKey: {
+            /** @description Neither revoked nor expired. */
+            active: boolean;
+            created_at: string;
+            expires_at?: string | null;
+            /**
+             * @description `api` (from the sign-up, no expiry) or `session` (12 hours).
+             * @enum {string}
+             */
+            kind: "api" | "session";
+            /** @description `sk_dev_` and 8 characters. */
+            prefix: string;
+            revoked_at?: string | null;
+        };
+        /**
+         * @description A template send: an approved template of the catalog, its variables, and the recipient. Free-form
+         *     content (`body`, `html`, media, links, encryption, `content_type`) and `partner` are refused (422).
+         */
+        DevMessage: {
+            /** @description Deduplicates retries for 24 h. */
+            idempotency_key?: string | null;
+            /** @description The template's language; `en` when absent. */
+            lang?: string | null;
+            phone: string;
+            /** @description A code of the catalog (`GET /dev/templates`). */
+            template_code: string;
+            /** @description Values of the template's variables. */
+            vars?: Record<string, never> | null;
+        };
+        /** @description A sign-in. */
+        DevSession: {
+            /** @description The session key (`sk_dev_…`), shown once; it works for 12 hours. */
+            api_key: string;
+            developer: components["schemas"]["Developer"];
+            expires_at: string;
+        };
+        /** @description A developer sign-up, or the start of a sign-in. */
+        DevSignup: {
+            /** @description Stored only when the code this call sends verifies the sign-up; a sign-in never changes it. */
+            email?: string | null;
+            phone: string;
+        };
+        /** @description A text the SMS or WhatsApp provider would have sent. */
+        DevSinkText: {
+            at: string;
+            /** @description `sms` or `whatsapp`. */
+            channel: string;
+            phone: string;
+            text: string;
+        };
+        /** @description A verified sign-up. */
+        DevVerified: {
+            /** @description The API key (`sk_dev_…`), shown once. */
+            api_key: string;
+            developer: components["schemas"]["Developer"];
+        };
+        /** @description A developer account. */
+        Developer: {
+            created_at: string;
+            /** Format: int64 */
+            developer_id: number;
+            email?: string | null;
+            phone: string;
+        };
+        /** @description A device in the key directory: one of a user's devices, or one of a partner's agent devices. */
         DeviceKey: {
-            device_uuid?: string;
-            has_keys?: boolean;
+            device_uuid: string;
+            has_keys: boolean;
             /** @description base64url X25519 public key */
             identity_key_pub?: string | null;
-            /** @description Grows each time the device publishes a different key */
-            key_version?: number;
+            /**
+             * Format: int64
+             * @description Grows each time the device publishes a different key
+             */
+            key_version: number;
             platform?: string | null;
         };
         /** @enum {string} */
         Direction: "out" | "in";
-        /** @description Ciphertext only; the server never decrypts. key_wraps: one per recipient device for sealed hub messages (required there), none for conversation messages. GET /me/messages shows each device only its own wrap. */
+        /**
+         * @description An end-to-end encrypted envelope as clients send it: ciphertext only; the server checks its shape and
+         *     routes it, and never decrypts. `key_wraps`: one per recipient device for sealed hub messages (required
+         *     there), none for conversation messages; `GET /me/messages` shows each device only its own wrap. (The
+         *     host reads envelopes as JSON with [`check_envelope`]; this type is their description.)
+         */
         E2eEnvelope: {
-            aad?: string;
-            /** @constant */
-            alg: "x25519-hkdf-sha256-aes-256-gcm";
+            /** @description What the ciphertext is bound to (`…|msg|<ref>|v1`). */
+            aad?: string | null;
+            /** @description The algorithm suite: `x25519-hkdf-sha256-aes-256-gcm`. */
+            alg: string;
+            /** @description base64url. */
             ciphertext: string;
-            key_version?: number;
-            key_wraps?: {
-                device_uuid?: string;
-                sender_eph_pub?: string;
-                wrap?: string;
-                wrap_nonce?: string;
-            }[];
-            mode?: string;
+            /** Format: int64 */
+            key_version?: number | null;
+            key_wraps?: components["schemas"]["E2eKeyWrap"][] | null;
+            /** @description `sealed` (hub messages) or `conversation`. */
+            mode?: string | null;
+            /** @description base64url. */
             nonce: string;
-            sender_device_uuid?: string;
-            /** @constant */
-            v: 1;
+            sender_device_uuid?: string | null;
+            /**
+             * Format: int64
+             * @description Always 1.
+             */
+            v: number;
+        };
+        /** @description The content key wrapped for one device. */
+        E2eKeyWrap: {
+            device_uuid: string;
+            sender_eph_pub: string;
+            wrap: string;
+            wrap_nonce: string;
         };
         /** @enum {string} */
         E2eMode: "conversation";
@@ -3760,11 +1984,62 @@ export interface components {
             /** @description For people; never parsed. */
             message: string;
         };
+        /** @description A flow a component offers. */
+        FlowInfo: {
+            /** @description A resource code, unique within the component. */
+            code: string;
+            /** @description Shown to users. */
+            title: string;
+        };
+        /** @description Who to invite. */
+        FlowInvite: {
+            phone: string;
+        };
+        /** @description `{"flow_session": …}`. */
+        FlowInvited: {
+            flow_session: components["schemas"]["FlowSession"];
+        };
+        /** @description Where a flow is after an event: the steps to show, and for a completed flow its summary. */
+        FlowProgress: {
+            /** @description The flow session's ref. */
+            ref: string;
+            /** @description `in_progress` or `completed`. */
+            state: components["schemas"]["SessionState"];
+            /** @description What the bot answered, in order (for a `webhook` bot: the steps it already sent back). */
+            steps: components["schemas"]["Step"][];
+            /** @description The completed flow's summary. */
+            summary?: Record<string, never> | null;
+        };
+        /** @description An invitation to a flow. */
+        FlowSession: {
+            /** @description The bot's code. */
+            bot: string;
+            /** @description The flow's code. */
+            flow: string;
+            /**
+             * Format: int64
+             * @description The flow card in the user's hub.
+             */
+            message_id: number;
+            phone: string;
+            /** @description The session's ref (`flow_…`): the app starts it with `POST /me/flows/{ref}/start`. */
+            ref: string;
+            /** @description `invited`. */
+            state: string;
+        };
+        /** @description A screen's values. */
+        FlowSubmit: {
+            /** @description The id of the screen waiting for a submission. */
+            screen: string;
+            /** @description The values, validated against the screen's fields. */
+            values: Record<string, never>;
+        };
+        /** @description A user's device keys, as a partner linked to them sees them. */
         KeyDirectory: {
             /** @description The caller's own agent devices only */
-            agent_devices?: components["schemas"]["DeviceKey"][];
-            devices?: components["schemas"]["DeviceKey"][];
-            phone?: string;
+            agent_devices: components["schemas"]["DeviceKey"][];
+            devices: components["schemas"]["DeviceKey"][];
+            phone: string;
         };
         /** @description The target of a link message. */
         Link: {
@@ -3792,6 +2067,99 @@ export interface components {
                 required: boolean;
                 /** @enum {string} */
                 type: "char" | "text" | "number" | "date" | "selection" | "boolean" | "email" | "phone";
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_Broadcast: {
+            data: {
+                /** @description `linked`, or `all` for system broadcasts. */
+                audience: string;
+                body?: string | null;
+                /** Format: int64 */
+                broadcast_id: number;
+                completed_at?: string | null;
+                content_type: components["schemas"]["ContentType"];
+                created_at: string;
+                /** Format: int64 */
+                failed: number;
+                priority: string;
+                /**
+                 * Format: int64
+                 * @description Messages written and handed to delivery.
+                 */
+                sent: number;
+                /** @enum {string} */
+                state: "queued" | "sending" | "completed" | "failed";
+                /**
+                 * Format: int64
+                 * @description Recipients, counted when the fan-out starts.
+                 */
+                total?: number | null;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_CatalogTemplate: {
+            data: {
+                /** @description The text, with `{{name}}` variables. */
+                body: string;
+                category: components["schemas"]["Category"];
+                channel: components["schemas"]["Channel"];
+                code: string;
+                lang: string;
+                /** @description The `{{name}}` variables of the body, in order of first use. */
+                variables: string[];
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_Conversation: {
+            data: {
+                /** Format: int64 */
+                conversation_id: number;
+                created_at: string;
+                last_message_at: string;
+                /** @description The partner's code. */
+                partner: string;
+                phone: string;
+                ref: string;
+                state: components["schemas"]["ConversationState"];
+                subject?: string | null;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_DevKey: {
+            data: {
+                /** @description Neither revoked nor expired. */
+                active: boolean;
+                created_at: string;
+                expires_at?: string | null;
+                /**
+                 * @description `api` (from the sign-up, no expiry) or `session` (12 hours).
+                 * @enum {string}
+                 */
+                kind: "api" | "session";
+                /** @description `sk_dev_` and 8 characters. */
+                prefix: string;
+                revoked_at?: string | null;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_DevSinkText: {
+            data: {
+                at: string;
+                /** @description `sms` or `whatsapp`. */
+                channel: string;
+                phone: string;
+                text: string;
             }[];
             /** @description Pass as `cursor` for the next page; null on the last. */
             next_cursor?: string | null;
@@ -3827,6 +2195,34 @@ export interface components {
             next_cursor?: string | null;
         };
         /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_MyBot: {
+            data: {
+                code: string;
+                name: string;
+                /** @description The bot's partner. */
+                partner: components["schemas"]["PartnerRef"];
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_OpenForm: {
+            data: {
+                /** @description The bot's code. */
+                bot: string;
+                /** @description The flow's code. */
+                flow: string;
+                invited_at: string;
+                /** @description The flow session's ref (`/me/flows/{ref}/…`). */
+                ref: string;
+                /** @description `invited` or `in_progress`. */
+                state: string;
+                title?: string | null;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
         List_Template: {
             data: {
                 body: string;
@@ -3842,6 +2238,26 @@ export interface components {
                 template_id: number;
                 /** @description The `{{name}}` variables of the body, in order of first use. */
                 variables: string[];
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_WebhookDelivery: {
+            data: {
+                /** Format: int64 */
+                attempts: number;
+                created_at: string;
+                /** @description Equals the X-Service-Delivery header */
+                delivery_id: string;
+                event: string;
+                last_error?: string | null;
+                /** Format: int64 */
+                last_status?: number | null;
+                /** @description When the next attempt is due (pending deliveries only). */
+                next_attempt_at?: string | null;
+                /** @enum {string} */
+                state: "pending" | "succeeded" | "dead";
             }[];
             /** @description Pass as `cursor` for the next page; null on the last. */
             next_cursor?: string | null;
@@ -3916,6 +2332,65 @@ export interface components {
         };
         /** @enum {string} */
         MessageState: "queued" | "sent" | "delivered" | "read" | "failed";
+        /** @description `message.status`: a delivery state change of a message. `seq` only grows per message. */
+        MessageStatusEvent: {
+            /** @description ISO 8601 UTC. */
+            at: string;
+            /** @description `inapp`, `whatsapp` or `sms`. */
+            channel: string;
+            /** @description `message.status`. */
+            event: string;
+            /** Format: int64 */
+            message_id: number;
+            message_ref: string;
+            partner: string;
+            phone: string;
+            /**
+             * Format: int64
+             * @description Grows with each change of this message: apply an event only when its `seq` is higher than the last.
+             */
+            seq: number;
+            state: components["schemas"]["MessageState"];
+        };
+        /** @description A bot the user can chat with. */
+        MyBot: {
+            code: string;
+            name: string;
+            /** @description The bot's partner. */
+            partner: components["schemas"]["PartnerRef"];
+        };
+        /** @description The host cannot do its work: the error says which checks failed. */
+        NotReady: {
+            checks: components["schemas"]["ReadinessChecks"];
+            error: components["schemas"]["NotReadyError"];
+            /** @enum {string} */
+            status: "not_ready";
+        };
+        /** @description The error of a failed readiness check. */
+        NotReadyError: {
+            /** @enum {string} */
+            code: "unavailable";
+            message: string;
+        };
+        /** @description Open support with a partner: the first message's content fields, as for any message. */
+        OpenConversation: components["schemas"]["SendMessage"] & {
+            /** @description The code of a partner the user's account is linked to. */
+            partner: string;
+            subject?: string | null;
+        };
+        /** @description A flow the user was invited to and has not completed. */
+        OpenForm: {
+            /** @description The bot's code. */
+            bot: string;
+            /** @description The flow's code. */
+            flow: string;
+            invited_at: string;
+            /** @description The flow session's ref (`/me/flows/{ref}/…`). */
+            ref: string;
+            /** @description `invited` or `in_progress`. */
+            state: string;
+            title?: string | null;
+        };
         OtpStart: {
             phone: string;
         };
@@ -3931,22 +2406,47 @@ export interface components {
             code: string;
             name: string;
         };
+        /** @description The devices of both sides of a conversation. */
         PeerDirectory: {
-            agent_devices?: components["schemas"]["DeviceKey"][];
-            conversation_id?: number;
-            devices?: components["schemas"]["DeviceKey"][];
+            /** @description The partner's agent devices. */
+            agent_devices: components["schemas"]["DeviceKey"][];
+            /** Format: int64 */
+            conversation_id: number;
+            /** @description The user's devices. */
+            devices: components["schemas"]["DeviceKey"][];
+            /**
+             * Format: int64
+             * @description The newest content key version shared in the thread (null before any).
+             */
             key_version?: number | null;
-            partner?: string;
-            phone?: string;
-            ref?: string;
+            partner: string;
+            phone: string;
+            ref: string;
         };
+        /** @description A device's identity key to publish. */
         PublishKey: {
             /** @description 1-128 of A-Z a-z 0-9 . _ : -. Users: defaults to the token's device, else a new one. Agents: required. */
             device_uuid?: string | null;
             /** @description base64url (padding optional) of a 32-byte X25519 public key */
             identity_key_pub: string;
+            /** @description A label such as `ios` or `web`: at most 32 characters. */
             platform?: string | null;
         };
+        /** @description Each readiness check: `ok`, or what is wrong. */
+        ReadinessChecks: {
+            database: string;
+            migrations: string;
+            /** @description `ok`, `off (API-only host)`, or the workers that stopped. */
+            workers: string;
+        };
+        /** @description The host can do its work. */
+        Ready: {
+            checks: components["schemas"]["ReadinessChecks"];
+            /** @enum {string} */
+            status: "ready";
+        };
+        /** @enum {string} */
+        RuntimeMode: "local" | "webhook";
         /**
          * @description What to send (aliases `url` and `cta` accepted). Also the content of conversation replies, agent sends
          *     and broadcasts (which name their recipients otherwise).
@@ -3999,6 +2499,33 @@ export interface components {
             template_code?: string | null;
             vars?: Record<string, never> | null;
         };
+        /** @enum {string} */
+        SessionState: "invited" | "in_progress" | "completed";
+        /** @description A chat session's new steps. */
+        SessionSteps: {
+            /** @description The session's ref (`sess_…`). */
+            session: string;
+            steps: components["schemas"]["Step"][];
+        };
+        /** @description The bot's webhook. */
+        SetBotWebhook: {
+            /** @description Comma-separated IP addresses or CIDR blocks the inbound webhook accepts calls from; empty clears it. */
+            allowed_ips?: string | null;
+            /** @description A new webhook secret, shown once in the answer. */
+            rotate_secret?: boolean | null;
+            /** @description HTTPS, resolving to public addresses only (localhost in dev mode). */
+            webhook_url: string;
+        };
+        /** @description Where events go. The secret is created on first use, and again when rotated. */
+        SetWebhook: {
+            /** @description A new secret replaces the current one. */
+            rotate_secret?: boolean | null;
+            /**
+             * @description HTTPS (localhost in dev mode), with a host that resolves only to public addresses; null or empty
+             *     clears it.
+             */
+            webhook_url?: string | null;
+        };
         /** @description message {text}; menu {style: button|list, text, sections: [{title, items: [{id, label, description}]}]}; flow_screen {screen: {id, title, kind: form|input|select, fields: [form field]}}; payment {payment: {id, amount_minor, currency, description}}; flow_completed {summary} */
         Step: {
             /** @enum {string} */
@@ -4022,27 +2549,125 @@ export interface components {
         };
         /** @enum {string} */
         TemplateStatus: "draft" | "pending" | "approved" | "rejected";
+        /** @description `template.status`: a review decision. */
+        TemplateStatusEvent: {
+            at: string;
+            channel: string;
+            code: string;
+            /** @description `template.status`. */
+            event: string;
+            lang: string;
+            partner: string;
+            /** @description Why it was rejected. */
+            reason?: string | null;
+            status: components["schemas"]["TemplateStatus"];
+            /** Format: int64 */
+            template_id: number;
+        };
+        /** @description Whether the receipt matched one of our messages. */
+        TwilioApplied: {
+            applied: boolean;
+        };
+        /**
+         * @description A Twilio status callback, form-encoded. Signed: X-Twilio-Signature (HMAC-SHA1 with the auth token over
+         *     the URL and sorted parameters).
+         */
+        TwilioStatus: {
+            ErrorCode?: string | null;
+            MessageSid: string;
+            MessageStatus: string;
+        };
+        /** @description Changes to a bot: the fields given replace those stored. */
+        UpdateBot: {
+            /** @description Comma-separated IP addresses or CIDR blocks the inbound webhook accepts calls from; empty clears it. */
+            allowed_ips?: string | null;
+            channels?: components["schemas"]["Channel"][] | null;
+            name?: string | null;
+            runtime_mode?: components["schemas"]["RuntimeMode"] | null;
+            /** @description Required in webhook mode; empty clears it. */
+            webhook_url?: string | null;
+        };
+        /** @description The one change a partner makes to a conversation: closing it. */
+        UpdateConversation: {
+            /** @enum {string} */
+            state: "closed";
+        };
         /** @description How many messages changed state. */
         Updated: {
             /** Format: int64 */
             updated: number;
         };
+        /** @description One version of a conversation content key, wrapped for the peer devices. */
         UploadKeys: {
+            /** Format: int64 */
             key_version: number;
-            /** @description Each to a published device of the thread's user (user) or an agent device of its partner (agent); a wrap for a device that has one at this version replaces it */
+            /**
+             * @description Each to a published device of the thread's user (user) or an agent device of its partner (agent); a wrap
+             *     for a device that has one at this version replaces it
+             */
             wraps: components["schemas"]["ConversationKeyWrap"][];
         };
+        /** @description What the app sends as a user event. */
+        UserEvent: {
+            /** @description select: the item id (alias `choice`, `item`); payment: the payment id. */
+            id?: string | null;
+            /** @description payment: `{id, status, reference}` instead of the fields above. */
+            payment?: Record<string, never> | null;
+            /** @description payment: the provider's reference. */
+            reference?: string | null;
+            /** @description submit: the screen waiting for a submission. */
+            screen?: string | null;
+            /**
+             * @description payment: the result.
+             * @enum {string|null}
+             */
+            status?: "confirmed" | "declined" | "cancelled" | null;
+            /** @description text: the user's text (at most 4096 characters). */
+            text?: string | null;
+            /** @enum {string} */
+            type: "text" | "select" | "submit" | "payment";
+            /** @description submit: the values, validated against the screen's fields. */
+            values?: Record<string, never> | null;
+        };
+        /** @description One event's delivery to the webhook. */
         WebhookDelivery: {
-            attempts?: number;
-            created_at?: string;
+            /** Format: int64 */
+            attempts: number;
+            created_at: string;
             /** @description Equals the X-Service-Delivery header */
-            delivery_id?: string;
-            event?: string;
+            delivery_id: string;
+            event: string;
             last_error?: string | null;
+            /** Format: int64 */
             last_status?: number | null;
+            /** @description When the next attempt is due (pending deliveries only). */
             next_attempt_at?: string | null;
             /** @enum {string} */
-            state?: "pending" | "succeeded" | "dead";
+            state: "pending" | "succeeded" | "dead";
+        };
+        /** @description The webhook settings. */
+        WebhookSettings: {
+            /** @description Only when created or rotated: the whole secret, shown this once. */
+            webhook_secret?: string | null;
+            /** @description `whsec_` and the secret's first characters. */
+            webhook_secret_prefix: string;
+            webhook_url?: string | null;
+        };
+        /** @description What a test delivery did. */
+        WebhookTestOutcome: {
+            error?: string | null;
+            /** @description Whether the endpoint answered 2xx. */
+            ok: boolean;
+            /**
+             * Format: int32
+             * @description The HTTP status the endpoint answered (null when none).
+             */
+            status?: number | null;
+        };
+        /** @description How many statuses matched our messages. */
+        WhatsappApplied: {
+            /** Format: int64 */
+            applied: number;
         };
     };
     responses: {
@@ -4205,6 +2830,69 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    publish_agent_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PublishKey"];
+            };
+        };
+        responses: {
+            /** @description The agent device */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceKey"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    agent_send: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SendMessage"];
+            };
+        };
+        responses: {
+            /** @description The message */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     start: {
         parameters: {
             query?: never;
@@ -4266,6 +2954,456 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    create_bot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateBot"];
+            };
+        };
+        responses: {
+            /** @description The bot with its credentials */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotCreated"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    get_bot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A resource code */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bot */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotResponse"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    update_bot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A resource code */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateBot"];
+            };
+        };
+        responses: {
+            /** @description The bot */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotResponse"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    upload_bot_component: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A resource code */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/octet-stream": components["schemas"]["Binary"];
+                "application/wasm": components["schemas"]["Binary"];
+            };
+        };
+        responses: {
+            /** @description The component */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotComponentUploaded"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    bot_credentials: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A resource code */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Credentials */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotCredentialsResponse"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    invite_to_flow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A resource code */
+                code: string;
+                /** @description A resource code */
+                flow: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FlowInvite"];
+            };
+        };
+        responses: {
+            /** @description The invitation */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowInvited"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    rotate_bot_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A resource code */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new token */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotToken"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    set_bot_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A resource code */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetBotWebhook"];
+            };
+        };
+        responses: {
+            /** @description The bot; webhook_secret only when rotated */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotWebhookSet"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    bot_inbound: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The bot's webhook secret (instead of the token or a signature). */
+                "X-Service-Bot-Secret"?: string | null;
+                /** @description `sha256=<hex HMAC-SHA256 of the body>`, keyed with the whole webhook secret. */
+                "X-Service-Signature"?: string | null;
+                /** @description Event id: a repeat is acknowledged and ignored. */
+                "webhook-id"?: string | null;
+                /** @description Seconds since the epoch; required with webhook-id; within 5 minutes of now. */
+                "webhook-timestamp"?: string | null;
+                /** @description Standard Webhooks: space-separated v1,<base64> signatures. */
+                "webhook-signature"?: string | null;
+            };
+            path: {
+                /** @description A resource code */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BotInboundEvent"];
+            };
+        };
+        responses: {
+            /** @description Applied (or a repeat, with `duplicate`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotInboundAck"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    rotate_bot_secret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A resource code */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotWebhookSecret"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    test_bot_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A resource code */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What happened */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BotWebhookTest"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    list_broadcasts: {
+        parameters: {
+            query?: {
+                /** @description Page size: default 50, at most 200 (larger is clamped). */
+                limit?: string;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of broadcasts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_Broadcast"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    create_broadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateBroadcast"];
+            };
+        };
+        responses: {
+            /** @description Accepted (state queued, total null) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Broadcast"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    get_broadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The broadcast */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Broadcast"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     get_content: {
         parameters: {
             query?: never;
@@ -4300,6 +3438,1118 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    list_conversations: {
+        parameters: {
+            query?: {
+                /** @description Only conversations in this state. */
+                state?: components["schemas"]["ConversationState"];
+                /** @description Search in subject, contact and message bodies. */
+                q?: string;
+                /** @description Page size: default 50, at most 200 (larger is clamped). */
+                limit?: string;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of conversations */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_Conversation"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    get_conversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationThread"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    close_conversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateConversation"];
+            };
+        };
+        responses: {
+            /** @description The conversation */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    conversation_devices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description User and agent devices */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeerDirectory"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    conversation_keys: {
+        parameters: {
+            query: {
+                /** @description Required: one of the partner's agent devices */
+                device_uuid: string;
+            };
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Wraps, every key version */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationKeys"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    share_conversation_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UploadKeys"];
+            };
+        };
+        responses: {
+            /** @description The stored wraps */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationKeys"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    reply_in_conversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SendMessage"];
+            };
+        };
+        responses: {
+            /** @description The message (direction out) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    list_dev_sink: {
+        parameters: {
+            query?: {
+                /** @description Only texts to this phone (E.164). */
+                phone?: string;
+                channel?: "sms" | "whatsapp";
+                /** @description Page size: default 50, at most 200 (larger is clamped). */
+                limit?: string;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of texts, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_DevSinkText"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    list_dev_keys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every key, newest first, in one page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_DevKey"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    revoke_dev_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The key's displayed prefix (`sk_dev_` and 8 characters) */
+                prefix: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    dev_send: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DevMessage"];
+            };
+        };
+        responses: {
+            /** @description The message (also when an idempotent retry is replayed) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    dev_session: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DevCodeLogin"];
+            };
+        };
+        responses: {
+            /** @description Signed in */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DevSession"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    dev_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetWebhook"];
+            };
+        };
+        responses: {
+            /** @description The settings; webhook_secret only when created or rotated */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSettings"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    dev_signup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DevSignup"];
+            };
+        };
+        responses: {
+            /** @description Code sent */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodeSent"];
+                };
+            };
+            400: components["responses"]["E400"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            502: components["responses"]["E502"];
+            503: components["responses"]["E503"];
+        };
+    };
+    dev_templates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every approved template, in one page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_CatalogTemplate"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    dev_verify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DevCodeLogin"];
+            };
+        };
+        responses: {
+            /** @description Verified */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DevVerified"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    key_directory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user's phone number (E.164) */
+                phone: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key directory */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyDirectory"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    my_account: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Account"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    my_bots: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every bot, in one page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_MyBot"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    open_session: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A resource code */
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session and the bot's first steps */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionSteps"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            429: components["responses"]["E429"];
+            502: components["responses"]["E502"];
+            503: components["responses"]["E503"];
+        };
+    };
+    session_steps: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A resource code */
+                code: string;
+                /** @description An id from an earlier answer */
+                session: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The steps not fetched yet */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionSteps"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    session_event: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A resource code */
+                code: string;
+                /** @description An id from an earlier answer */
+                session: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserEvent"];
+            };
+        };
+        responses: {
+            /** @description The bot's next steps */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionSteps"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            502: components["responses"]["E502"];
+            503: components["responses"]["E503"];
+        };
+    };
+    list_my_conversations: {
+        parameters: {
+            query?: {
+                /** @description Page size: default 50, at most 200 (larger is clamped). */
+                limit?: string;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of conversations */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_Conversation"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    open_conversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpenConversation"];
+            };
+        };
+        responses: {
+            /** @description The conversation (open) with its first message */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationThread"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    get_my_conversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationThread"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    my_conversation_devices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description User and agent devices */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeerDirectory"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    my_conversation_keys: {
+        parameters: {
+            query?: {
+                /** @description One of my devices; defaults to the token's device */
+                device_uuid?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Wraps, every key version */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationKeys"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    share_my_conversation_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UploadKeys"];
+            };
+        };
+        responses: {
+            /** @description The stored wraps */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationKeys"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    write_in_my_conversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SendMessage"];
+            };
+        };
+        responses: {
+            /** @description The message (direction in) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    publish_user_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PublishKey"];
+            };
+        };
+        responses: {
+            /** @description The device */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeviceKey"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    flow_event: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserEvent"];
+            };
+        };
+        responses: {
+            /** @description The next steps */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowProgress"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            502: components["responses"]["E502"];
+            503: components["responses"]["E503"];
+        };
+    };
+    start_flow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The first steps */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowProgress"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            429: components["responses"]["E429"];
+            502: components["responses"]["E502"];
+            503: components["responses"]["E503"];
+        };
+    };
+    submit_flow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FlowSubmit"];
+            };
+        };
+        responses: {
+            /** @description The next steps, or completed with the summary */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowProgress"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            502: components["responses"]["E502"];
+            503: components["responses"]["E503"];
+        };
+    };
+    my_forms: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every open form, newest first, in one page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_OpenForm"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    my_inbox: {
+        parameters: {
+            query?: {
+                /** @description Page size: default 50, at most 200 (larger is clamped). */
+                limit?: string;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+                /** @description The reading device, when the token names none */
+                device_uuid?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of messages */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_Message"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    read_my_message: {
+        parameters: {
+            query?: {
+                /** @description The reading device, when the token names none */
+                device_uuid?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     get_media: {
         parameters: {
             query?: never;
@@ -4331,7 +4581,7 @@ export interface operations {
     list_messages: {
         parameters: {
             query?: {
-                /** @description Only this user's messages (E.164). */
+                /** @description Only this user's messages (E.164; empty: every user's). */
                 phone?: string;
                 /** @description Only messages in this state. */
                 state?: components["schemas"]["MessageState"];
@@ -4541,6 +4791,98 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    twilio_status: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["TwilioStatus"];
+            };
+        };
+        responses: {
+            /** @description Whether it matched one of our messages */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TwilioApplied"];
+                };
+            };
+            400: components["responses"]["E400"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            503: components["responses"]["E503"];
+        };
+    };
+    whatsapp_subscribe: {
+        parameters: {
+            query?: {
+                /** @description `subscribe` */
+                "hub.mode"?: string;
+                /** @description The configured token */
+                "hub.verify_token"?: string;
+                /** @description Echoed back */
+                "hub.challenge"?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The challenge */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            422: components["responses"]["E422"];
+            503: components["responses"]["E503"];
+        };
+    };
+    whatsapp_statuses: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Signed: X-Hub-Signature-256 = sha256=<hex HMAC-SHA256 of the body with HUBBUB_WHATSAPP_APP_SECRET>. entry[].changes[].value.statuses[] are read. */
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description How many statuses matched our messages */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WhatsappApplied"];
+                };
+            };
+            400: components["responses"]["E400"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            503: components["responses"]["E503"];
+        };
+    };
     list_fields: {
         parameters: {
             query?: never;
@@ -4653,6 +4995,68 @@ export interface operations {
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    set_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetWebhook"];
+            };
+        };
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSettings"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    create_system_broadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateBroadcast"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Broadcast"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
@@ -4776,6 +5180,164 @@ export interface operations {
             409: components["responses"]["E409"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
+        };
+    };
+    list_deliveries: {
+        parameters: {
+            query?: {
+                state?: "pending" | "succeeded" | "failed" | "dead" | "";
+                /** @description Only deliveries of this event (`message.status`, …). */
+                event?: string;
+                /** @description Page size: default 50, at most 200 (larger is clamped). */
+                limit?: string;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_WebhookDelivery"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    retry_delivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    test_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What happened */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookTestOutcome"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    healthz: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Alive */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Alive"];
+                };
+            };
+            503: components["responses"]["E503"];
+        };
+    };
+    scrape: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            401: components["responses"]["E401"];
+            404: components["responses"]["E404"];
+            503: components["responses"]["E503"];
+        };
+    };
+    readyz: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ready"];
+                };
+            };
+            /** @description Not ready: the error says which check failed; `checks` has each */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotReady"];
+                };
+            };
         };
     };
 }

@@ -17,16 +17,16 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::flows::Step;
 use super::openapi::Binary;
 use super::{ApiJson, E404, E503, parse_value};
-use crate::auth::{PartnerAuth, PartnerOrBot, check_allowed_ips};
+use crate::auth::{PartnerAuth, PartnerOrBot};
 use crate::bots::RuntimeMode;
 use crate::clock::record_time;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
+use crate::flows::Step;
 use crate::runtime::{ComponentSource, FlowInfo, RuntimeError, WhenBusy};
-use crate::secrets::{constant_time_eq, digest, random_alnum};
+use crate::secrets::{digest, random_alnum};
 use crate::state::AppState;
 use crate::store::bots::{self as store, Bot, NewBot};
 use crate::store::flows;
@@ -818,15 +818,19 @@ async fn bot_inbound(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<Ack>> {
-    let candidates = bots_by_code(&state, &code).await?;
-    if !candidates.is_empty()
-        && !candidates.iter().any(|b| check_allowed_ips(b.allowed_ips.as_deref(), Some(peer.ip())).is_ok())
-    {
-        return Err(ApiError::forbidden("the caller's address is not in the bot's allowed_ips"));
-    }
-    let bot = authenticate_inbound(&state, &code, candidates, &headers, &body).await?;
-    check_allowed_ips(bot.allowed_ips.as_deref(), Some(peer.ip()))?;
-    let event_id = inbound_event_id(&state, &headers)?;
+    let call = crate::bots::Inbound {
+        peer: peer.ip(),
+        authorization: header(&headers, "authorization"),
+        bot_secret: header(&headers, "x-service-bot-secret"),
+        service_signature: header(&headers, "x-service-signature"),
+        webhook_id: header(&headers, "webhook-id"),
+        webhook_timestamp: header(&headers, "webhook-timestamp"),
+        webhook_signature: header(&headers, "webhook-signature"),
+        body: &body,
+    };
+    let now_s = state.now() / 1000;
+    let bot = call.authenticate(&state.db, &code, now_s).await?;
+    let event_id = call.event_id(now_s)?;
     let value: Value =
         serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("body is not valid JSON: {e}")))?;
     if !value.is_object() {
@@ -841,7 +845,7 @@ async fn bot_inbound(
                 .await?
                 .ok_or_else(|| ApiError::not_found("session"))?;
             let steps =
-                super::flows::check_steps(reply.steps).map_err(|why| ApiError::validation("data.steps", why))?;
+                crate::flows::check_steps(reply.steps).map_err(|why| ApiError::validation("data.steps", why))?;
             let event = event_id.as_deref().map(|id| (bot.id, id));
             let applied = flows::push_pending(&state.db, session.id, &steps, event, state.now()).await?;
             Ok(Json(Ack { ok: true, duplicate: !applied }))
@@ -853,79 +857,4 @@ async fn bot_inbound(
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty())
-}
-
-/// The event id of an inbound event (`webhook-id`), which then needs a fresh `webhook-timestamp`.
-fn inbound_event_id(state: &AppState, headers: &HeaderMap) -> ApiResult<Option<String>> {
-    let Some(id) = header(headers, "webhook-id") else { return Ok(None) };
-    if id.len() > 256 || !id.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(ApiError::bad_request("webhook-id must be 1 to 256 visible ASCII characters"));
-    }
-    let timestamp = header(headers, "webhook-timestamp")
-        .ok_or_else(|| ApiError::unauthorized("webhook-id needs a webhook-timestamp (seconds since the epoch)"))?;
-    let ts: i64 = timestamp
-        .parse()
-        .map_err(|_| ApiError::unauthorized("webhook-timestamp must be whole seconds since the epoch"))?;
-    if (ts - state.now() / 1000).abs() > signing::TIMESTAMP_TOLERANCE_S {
-        return Err(ApiError::unauthorized("webhook-timestamp is more than 5 minutes from now"));
-    }
-    Ok(Some(id.to_string()))
-}
-
-async fn authenticate_inbound(
-    state: &AppState,
-    code: &str,
-    candidates: Vec<Bot>,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> ApiResult<Bot> {
-    if let Some(auth) = header(headers, "authorization") {
-        let token = auth.strip_prefix("Bearer ").or_else(|| auth.strip_prefix("bearer ")).unwrap_or("").trim();
-        let hash = digest(token);
-        let found = store::find_by_token_hash(&state.db, &hash).await?;
-        return match found {
-            Some((bot, stored)) if constant_time_eq(&stored, &hash) => {
-                if bot.code == code {
-                    Ok(bot)
-                } else {
-                    Err(ApiError::forbidden("a bot token is scoped to its own bot"))
-                }
-            }
-            _ => Err(ApiError::unauthorized("unknown or revoked bot token")),
-        };
-    }
-    // The secret header and the signatures name the bot by its code (codes are unique per partner; the
-    // secret decides which bot it is).
-    if let Some(secret) = header(headers, "x-service-bot-secret") {
-        return candidates
-            .into_iter()
-            .find(|b| constant_time_eq(&b.webhook_secret, secret))
-            .ok_or_else(|| ApiError::unauthorized("wrong webhook secret"));
-    }
-    if let Some(signature) = header(headers, "x-service-signature") {
-        return candidates
-            .into_iter()
-            .find(|b| signing::verify_service_signature(&b.webhook_secret, body, signature))
-            .ok_or_else(|| ApiError::unauthorized("the signature does not verify"));
-    }
-    if let Some(signature) = header(headers, "webhook-signature") {
-        let id = header(headers, "webhook-id").unwrap_or("");
-        let timestamp = header(headers, "webhook-timestamp").unwrap_or("");
-        let now_s = state.now() / 1000;
-        let mut last = signing::StandardSignatureError::Mismatch;
-        for bot in candidates {
-            match signing::verify_standard_signature(&bot.webhook_secret, id, timestamp, body, signature, now_s) {
-                Ok(_) => return Ok(bot),
-                Err(e) => last = e,
-            }
-        }
-        return Err(ApiError::unauthorized(last.to_string()));
-    }
-    Err(ApiError::unauthorized(
-        "authenticate with the bot token, X-Service-Bot-Secret, X-Service-Signature or webhook-signature",
-    ))
-}
-
-async fn bots_by_code(state: &AppState, code: &str) -> ApiResult<Vec<Bot>> {
-    Ok(store::find_all_by_code(&state.db, code).await?)
 }

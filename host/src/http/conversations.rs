@@ -19,7 +19,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::keys::DeviceKeyRecord;
-use super::messages::{Content, MessageRecord, SendMessage, client_ref, ref_taken, validate_content};
+use super::messages::{MessageRecord, SendMessage, ref_taken, validate_content};
 use super::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, parse_id, query_text, required_phone};
 use crate::auth::{PartnerAuth, UserAuth};
 use crate::clock::record_time;
@@ -27,14 +27,13 @@ use crate::conversations::ConversationState;
 use crate::e2e;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
-use crate::messages::{ContentType, Direction, E2eMode, Encryption, MessageContent};
+use crate::messages::{ContentType, Direction, Encryption};
 use crate::secrets::random_alnum;
 use crate::state::AppState;
 use crate::store::conversations::{self as store, Conversation};
 use crate::store::keys::{self, ConversationKey};
 use crate::store::messages::{self, Created};
 use crate::store::{accounts, devices, partners};
-use crate::validate::is_code;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -186,71 +185,12 @@ async fn open_conversation(
     Ok((StatusCode::CREATED, Json(record)))
 }
 
-/// A message in a conversation: plaintext content as any message, or an encrypted one
-/// (`encrypted: true, e2e_mode: "conversation", e2e_key_version, e2e_envelope`, optionally the sender's `ref`)
-/// under a content key already shared in the thread.
 /// `system` messages speak for the service or the partner: a user cannot write one.
 fn refuse_system_from_users(req: &SendMessage) -> ApiResult<()> {
     if req.content_type == Some(ContentType::System) {
         return Err(ApiError::validation("content_type", "users cannot send system messages"));
     }
     Ok(())
-}
-
-async fn conversation_content(state: &AppState, c: &Conversation, req: &SendMessage) -> ApiResult<Content> {
-    if !req.wants_e2e() {
-        return validate_content(state, c.partner_id, req, Some(&c.phone)).await;
-    }
-    if req.encrypted != Some(true) {
-        return Err(ApiError::validation("encrypted", "encrypted must be true for an encrypted conversation message"));
-    }
-    if req.e2e_mode != Some(E2eMode::Conversation) {
-        return Err(ApiError::validation("e2e_mode", "e2e_mode must be conversation"));
-    }
-    let version = req
-        .e2e_key_version
-        .filter(|v| *v >= 1)
-        .ok_or_else(|| ApiError::validation("e2e_key_version", "e2e_key_version must be a positive integer"))?;
-    let envelope = e2e::check_envelope(req.e2e_envelope.as_ref(), false)?;
-    if envelope.get("key_version").is_some_and(|v| v.as_i64() != Some(version)) {
-        return Err(ApiError::validation(
-            "e2e_envelope.key_version",
-            "e2e_envelope.key_version must be e2e_key_version",
-        ));
-    }
-    if req.body.is_some() {
-        return Err(ApiError::validation("body", "a plaintext body is never accepted with an e2e envelope"));
-    }
-    if req.content_type.is_some_and(|t| t != ContentType::Text) || req.template_code.is_some() {
-        return Err(ApiError::validation("content_type", "encrypted conversation messages are text (in the envelope)"));
-    }
-    if !keys::has_key_version(&state.db, c.id, version).await? {
-        return Err(ApiError::validation(
-            "e2e_key_version",
-            format!("no content key of version {version} was shared in this conversation (POST …/keys first)"),
-        ));
-    }
-    let priority = req.priority.as_deref().map(str::trim).filter(|p| !p.is_empty()).unwrap_or("notification");
-    if !is_code(priority) {
-        return Err(ApiError::validation("priority", "priority must be a short lower-case word, e.g. chat"));
-    }
-    Ok(Content {
-        content_type: ContentType::Text,
-        body: None,
-        rendered_body: None,
-        template_code: None,
-        lang: None,
-        priority: priority.into(),
-        content: MessageContent {
-            encryption: Some(Encryption::E2e),
-            e2e_mode: Some(E2eMode::Conversation),
-            e2e_key_version: Some(version),
-            e2e_envelope: Some(serde_json::to_value(envelope).expect("an envelope serialises")),
-            ..MessageContent::default()
-        },
-        media: None,
-        reference: client_ref(req, true)?,
-    })
 }
 
 /// One of my conversations with its messages.
@@ -291,7 +231,7 @@ async fn write_in_my_conversation(
 ) -> ApiResult<(StatusCode, Json<MessageRecord>)> {
     let c = user_thread(&state, &user, &reference).await?;
     refuse_system_from_users(&req)?;
-    let content = conversation_content(&state, &c, &req).await?;
+    let content = crate::conversations::content(&state.db, state.config.dev, &c, &req).await?;
     let message = content.into_message(c.partner_id, &user.phone, Direction::In, Some(c.id));
     // A user message puts the thread back in the agents' queue, reopening a closed one.
     let (_, m) =
@@ -407,7 +347,7 @@ async fn close_conversation(
 
 /// An agent's reply in a conversation: the thread now waits for the user.
 async fn reply(state: &AppState, partner_id: i64, c: &Conversation, req: &SendMessage) -> ApiResult<MessageRecord> {
-    let content = conversation_content(state, c, req).await?;
+    let content = crate::conversations::content(&state.db, state.config.dev, c, req).await?;
     let message = content.into_message(partner_id, &c.phone, Direction::Out, Some(c.id));
     let (_, m) =
         store::append(&state.db, c.id, message, ConversationState::Pending, state.now(), events::conversation_message)

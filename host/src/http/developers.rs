@@ -15,7 +15,7 @@ use utoipa_axum::routes;
 use super::abuse::CodeRouteLimit;
 use super::login::CodeSent;
 use super::messages::MessageRecord;
-use super::webhooks::{SetWebhook, apply_settings};
+use super::webhooks::{SetWebhook, WebhookSettings, settings};
 use super::{ApiJson, E401, E404, E409, E429, E502, List, parse_value};
 use crate::auth::DeveloperAuth;
 use crate::clock::{Millis, record_time};
@@ -482,40 +482,19 @@ async fn dev_send(
     }
 }
 
-/// Where a developer's events go (the body `PUT /dev/settings` reads).
-#[derive(ToSchema)]
-#[schema(as = DevSettingsInput)]
-pub struct SettingsInput {
-    /// HTTPS, resolving to public addresses only (localhost in dev mode); empty or null turns delivery off.
-    pub webhook_url: Option<String>,
-    /// A new secret, shown once in the answer.
-    pub rotate_secret: Option<bool>,
-}
-
-/// A developer's webhook settings (what `PUT /dev/settings` answers).
-#[derive(ToSchema)]
-#[schema(as = DevSettings)]
-pub struct Settings {
-    pub webhook_url: Option<String>,
-    /// The start of the secret (`whsec_…`), to recognise it.
-    pub webhook_secret_prefix: String,
-    /// Only when created or rotated: the whole secret, shown once.
-    pub webhook_secret: Option<String>,
-}
-
 /// My webhook (message.status of my messages), as PUT /settings/webhook.
 #[utoipa::path(
     put,
     path = "/dev/settings",
     tag = "developers",
     security(("developerKey" = [])),
-    request_body = SettingsInput,
-    responses((status = 200, description = "The settings; webhook_secret only when created or rotated", body = Settings))
+    request_body = SetWebhook,
+    responses((status = 200, description = "The settings; webhook_secret only when created or rotated", body = WebhookSettings))
 )]
 async fn dev_settings(
     State(state): State<AppState>,
     DeveloperAuth(developer): DeveloperAuth,
     ApiJson(req): ApiJson<SetWebhook>,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(apply_settings(&state, Target::Developer(developer.id), req).await?))
+) -> ApiResult<Json<WebhookSettings>> {
+    Ok(Json(settings(&state, Target::Developer(developer.id), req).await?))
 }

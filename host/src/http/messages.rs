@@ -250,8 +250,8 @@ async fn get_message(
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct ListMessagesQuery {
-    /// Only this user's messages (E.164).
-    #[param(pattern = "^\\+[1-9][0-9]{6,14}$")]
+    /// Only this user's messages (E.164; empty: every user's).
+    #[param(pattern = "^(\\+[1-9][0-9]{6,14})?$")]
     phone: Option<String>,
     /// Only messages in this state.
     state: Option<MessageState>,

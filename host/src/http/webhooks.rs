@@ -73,11 +73,6 @@ pub async fn settings(state: &AppState, target: Target, req: SetWebhook) -> ApiR
     })
 }
 
-/// [`settings`] as a JSON value.
-pub async fn apply_settings(state: &AppState, target: Target, req: SetWebhook) -> ApiResult<Value> {
-    Ok(serde_json::to_value(settings(state, target, req).await?).expect("settings serialise"))
-}
-
 /// Set where events go; the secret (whsec_…) is shown only when created or rotated.
 #[utoipa::path(
     put,
@@ -204,8 +199,8 @@ struct DeliveryFilter {
 fn delivery_filter_schema() -> utoipa::openapi::Object {
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::Type::String)
-        .description(Some("pending, succeeded, failed (retrying after a failure) or dead"))
-        .enum_values(Some(DELIVERY_STATES.iter().copied()))
+        .description(Some("pending, succeeded, failed (retrying after a failure) or dead; empty: every state"))
+        .enum_values(Some(DELIVERY_STATES.iter().copied().chain([""])))
         .build()
 }
 
