@@ -71,7 +71,7 @@ async fn main() -> anyhow::Result<()> {
     partners::set_webhook(&state.db, partner.id, Some(&hook), Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")).await?;
 
     let stop = CancellationToken::new();
-    let dispatcher = tokio::spawn(hubbub_host::webhooks::run_dispatcher(state.clone(), stop.clone()));
+    let dispatcher = tokio::spawn(hubbub_host::webhooks::run_dispatcher(state.webhooks.clone(), stop.clone()));
     let started = Instant::now();
     for batch in 0..EVENTS / PER_TRANSACTION {
         let mut tx = state.db.writer().begin().await?;
