@@ -1,27 +1,32 @@
 //! Hubbub's host: the partner messaging API, its storage, delivery, webhooks and the Wasm bot runtime.
 //!
-//! Layout (one folder or file per concern; requests flow http → domain → store / runtime):
-//! - [`http`]: the HTTP API, one module per resource, merged in [`http::app`]; [`http::abuse`] limits the
-//!   one-time-code routes per client address; [`http::openapi`] is the document served at
-//!   `/api/v1/openapi.json`.
-//! - [`auth`]: which credential is calling (one extractor per kind); [`error`]: the one error type of the API.
+//! Layout (one folder or file per concern; requests flow http → domain → store / runtime, and a test,
+//! `layers_only_depend_downwards`, keeps it so):
+//! - [`http`]: the HTTP API, one module per resource: extraction, authorization and response mapping
+//!   only. Each handler describes itself (`#[utoipa::path]`, typed bodies) and [`http::documented`]
+//!   collects the routes and the OpenAPI document together; [`http::openapi`] adds what every operation
+//!   shares and serves it (committed as `docs/openapi.json`); [`http::abuse`] limits the one-time-code
+//!   routes per client address.
+//! - [`auth`]: which credential is calling (one extractor per kind); [`error`]: the one error type of the
+//!   API, and the one place domain errors become API errors.
+//! - Domain: [`messages`] (a message's states, channels and content; [`messages::compose`]: what a send may
+//!   carry), [`conversations`] (thread states; what a thread message may carry), [`flows`] (the flow
+//!   engine: sessions, guest calls, validation before dispatch, step storage, bot events), [`bots`] (how a
+//!   bot runs; who may speak for it on its inbound webhook), [`otp`] (one-time codes), [`e2e`] (envelope
+//!   checks), [`forms`] (field validation), [`template`] (parsing, rendering, review), [`events`] (webhook
+//!   payload types), [`validate`] (phones, codes, URLs, addresses), [`secrets`] (credentials and digests).
+//!   Closed sets of names are declared with `string_enum!` ([`names`]): one string form per variant.
+//! - Workers, each with a narrow context built before the state: [`delivery`] (channel providers, the
+//!   delivery worker, provider receipts), [`webhooks`] (the outbox dispatcher and signing),
+//!   [`broadcasts`] (the fan-out worker).
 //! - [`store`]: every SQL statement, one module per aggregate, migrations for SQLite and PostgreSQL beside
 //!   them; [`store::sealing`] seals secrets at rest.
-//! - [`messages`]: the lifecycle of a message (its direction, its states and the moves between them);
-//!   [`conversations`]: the states of a support conversation; [`bots`]: how a bot runs. Each such set of
-//!   names is declared with `string_enum!` (in [`names`]): one string form per variant.
-//! - [`delivery`]: the delivery worker, channel providers (in-app, WhatsApp, SMS) and provider receipts.
-//! - [`webhooks`]: the outbox dispatcher and how events are signed.
-//! - [`broadcasts`]: the broadcast fan-out worker.
 //! - [`runtime`]: the sandboxed Wasm runtime of `local` bots (engine, limits, component cache, WIT bindings).
-//! - [`otp`]: one-time codes; [`e2e`]: the server's side of end-to-end encryption (envelope checks);
-//!   [`forms`]: form and account field validation; [`template`]: template parsing and rendering;
-//!   [`validate`]: phones, codes, e-mails, URLs and addresses; [`events`]: webhook payloads;
-//!   [`secrets`]: random credentials and their digests.
-//! - [`config`], [`state`], [`clock`]: settings, the shared state, injected time.
+//! - [`config`], [`state`], [`clock`], [`health`], [`metrics`]: settings, the shared state handlers get,
+//!   injected time, readiness, Prometheus metrics.
 //!
-//! [`prepare`] opens the database and builds the state; [`serve`] runs the API on a listener until a
-//! shutdown future resolves, so tests bind port 0.
+//! [`prepare`] opens the database, builds the services and the state; [`serve`] runs the API on a listener
+//! until a shutdown future resolves, so tests bind port 0.
 #![recursion_limit = "512"]
 
 pub mod auth;
