@@ -1678,18 +1678,6 @@ export interface components {
             /** @description Only with `rotate_secret`: the new secret, shown once. */
             webhook_secret?: string | null;
         };
-        /** @description What happened to a test event. */
-        BotWebhookTest: {
-            /** @description Why it failed. */
-            error?: string | null;
-            /** @description The bot's URL answered 2xx. */
-            ok: boolean;
-            /**
-             * Format: int32
-             * @description The HTTP status it answered (null when none came back).
-             */
-            status?: number | null;
-        };
         /** @description A broadcast and its progress. */
         Broadcast: {
             /** @description `linked`, or `all` for system broadcasts. */
@@ -2653,8 +2641,9 @@ export interface components {
             webhook_secret_prefix: string;
             webhook_url?: string | null;
         };
-        /** @description What a test delivery did. */
+        /** @description What a test delivery did (partner and bot webhooks alike). */
         WebhookTestOutcome: {
+            /** @description Why it failed. */
             error?: string | null;
             /** @description Whether the endpoint answered 2xx. */
             ok: boolean;
@@ -3305,7 +3294,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BotWebhookTest"];
+                    "application/json": components["schemas"]["WebhookTestOutcome"];
                 };
             };
             401: components["responses"]["E401"];

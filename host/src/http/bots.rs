@@ -18,6 +18,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::openapi::Binary;
+use super::webhooks::TestOutcome;
 use super::{ApiJson, E404, E503, parse_value};
 use crate::auth::{PartnerAuth, PartnerOrBot};
 use crate::bots::RuntimeMode;
@@ -502,18 +503,6 @@ async fn set_bot_webhook(
         webhook_secret = Some(secret);
     }
     Ok(Json(WebhookSet { webhook_secret, bot: bot_record(&state, &bot).await? }))
-}
-
-/// What happened to a test event.
-#[derive(Serialize, ToSchema)]
-#[schema(as = BotWebhookTest)]
-struct TestOutcome {
-    /// The bot's URL answered 2xx.
-    ok: bool,
-    /// The HTTP status it answered (null when none came back).
-    status: Option<u16>,
-    /// Why it failed.
-    error: Option<String>,
 }
 
 /// Send a signed bot.webhook.test event now.

@@ -90,15 +90,16 @@ async fn set_webhook(
     Ok(Json(settings(&state, Target::Partner(partner.id), req).await?))
 }
 
-/// What a test delivery did.
+/// What a test delivery did (partner and bot webhooks alike).
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = WebhookTestOutcome)]
-struct TestOutcome {
+pub struct TestOutcome {
     /// Whether the endpoint answered 2xx.
-    ok: bool,
+    pub ok: bool,
     /// The HTTP status the endpoint answered (null when none).
-    status: Option<u16>,
-    error: Option<String>,
+    pub status: Option<u16>,
+    /// Why it failed.
+    pub error: Option<String>,
 }
 
 /// Send one signed sample message.status event now.
