@@ -7,10 +7,23 @@ use utoipa::ToSchema;
 
 use crate::clock::{Millis, iso_time};
 use crate::messages::{Direction, MessageState};
+use crate::names::string_enum;
 use crate::store::conversations::Conversation;
 use crate::store::messages::Message;
 use crate::store::templates::Template;
 use crate::template::TemplateStatus;
+
+string_enum! {
+    /// Where the delivery of one event to its webhook is.
+    pub enum DeliveryState {
+        /// Waiting for its (next) attempt.
+        Pending = "pending",
+        /// The endpoint answered 2xx.
+        Succeeded = "succeeded",
+        /// Every attempt failed (or there is no endpoint): no more tries unless retried by hand.
+        Dead = "dead",
+    }
+}
 
 /// `message.status`: a delivery state change of a message. `seq` only grows per message.
 #[derive(Debug, Serialize, ToSchema)]

@@ -252,9 +252,9 @@ impl Engine<'_> {
     pub async fn open_flow(&self, phone: &str, reference: &str) -> Result<Session> {
         let session = store::find_for_user(self.db, phone, reference)
             .await?
-            .filter(|s| s.kind == SessionKind::Flow.as_str())
+            .filter(|s| s.kind == SessionKind::Flow)
             .ok_or(FlowError::NotFound("flow"))?;
-        if session.state == SessionState::Completed.as_str() {
+        if session.state == SessionState::Completed {
             return Err(FlowError::Conflict("the flow is completed; its card is read-only".into()));
         }
         Ok(session)
@@ -265,7 +265,7 @@ impl Engine<'_> {
         let bot = bots::find_for_user(self.db, phone, code).await?.ok_or(FlowError::NotFound("bot"))?;
         store::find_for_user(self.db, phone, reference)
             .await?
-            .filter(|s| s.kind == SessionKind::Chat.as_str() && s.bot_id == bot.id)
+            .filter(|s| s.kind == SessionKind::Chat && s.bot_id == bot.id)
             .ok_or(FlowError::NotFound("session"))
     }
 
@@ -362,7 +362,7 @@ impl Engine<'_> {
     async fn apply(&self, session: &Session, reply: GuestReply) -> Result<Progress> {
         let screen = reply.steps.iter().rev().find(|s| s["type"] == "flow_screen").map(|s| s["screen"].clone());
         if let Some(done) = reply.steps.iter().find(|s| s["type"] == "flow_completed")
-            && session.kind == SessionKind::Flow.as_str()
+            && session.kind == SessionKind::Flow
         {
             let summary = done.get("summary").cloned().unwrap_or_else(|| json!({}));
             if !store::complete(self.db, session, &reply.state, &summary, self.now()).await? {

@@ -74,6 +74,8 @@ pub(crate) use string_enum;
 mod tests {
     use crate::bots::RuntimeMode;
     use crate::conversations::ConversationState;
+    use crate::events::DeliveryState;
+    use crate::flows::{SessionKind, SessionState};
     use crate::messages::{
         AttemptKind, AttemptState, Channel, ContentType, Direction, E2eMode, Encryption, MessageState,
     };
@@ -110,6 +112,9 @@ mod tests {
         one_string_form(E2eMode::ALL, E2eMode::as_str, E2eMode::parse);
         one_string_form(Category::ALL, Category::as_str, Category::parse);
         one_string_form(AccountState::ALL, AccountState::as_str, AccountState::parse);
+        one_string_form(DeliveryState::ALL, DeliveryState::as_str, DeliveryState::parse);
+        one_string_form(SessionState::ALL, SessionState::as_str, SessionState::parse);
+        one_string_form(SessionKind::ALL, SessionKind::as_str, SessionKind::parse);
         assert_eq!(Channel::names(), ["inapp", "whatsapp", "sms"]);
         assert_eq!(E2eMode::Conversation.as_str(), crate::e2e::MODE_CONVERSATION);
         assert_eq!(MessageState::names(), ["queued", "sent", "delivered", "read", "failed"]);

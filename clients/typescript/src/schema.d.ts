@@ -1833,6 +1833,8 @@ export interface components {
             /** @description `en` when absent: a language tag such as `en`, `pt-BR`, `es_419`. */
             lang?: string | null;
         };
+        /** @enum {string} */
+        DeliveryState: "pending" | "succeeded" | "dead";
         /** @description The phone and the code it received. */
         DevCodeLogin: {
             code: string;
@@ -2204,7 +2206,7 @@ export interface components {
                 /** @description The flow session's ref (`/me/flows/{ref}/…`). */
                 ref: string;
                 /** @description `invited` or `in_progress`. */
-                state: string;
+                state: components["schemas"]["SessionState"];
                 title?: string | null;
             }[];
             /** @description Pass as `cursor` for the next page; null on the last. */
@@ -2244,8 +2246,7 @@ export interface components {
                 last_status?: number | null;
                 /** @description When the next attempt is due (pending deliveries only). */
                 next_attempt_at?: string | null;
-                /** @enum {string} */
-                state: "pending" | "succeeded" | "dead";
+                state: components["schemas"]["DeliveryState"];
             }[];
             /** @description Pass as `cursor` for the next page; null on the last. */
             next_cursor?: string | null;
@@ -2376,7 +2377,7 @@ export interface components {
             /** @description The flow session's ref (`/me/flows/{ref}/…`). */
             ref: string;
             /** @description `invited` or `in_progress`. */
-            state: string;
+            state: components["schemas"]["SessionState"];
             title?: string | null;
         };
         OtpStart: {
@@ -2630,8 +2631,7 @@ export interface components {
             last_status?: number | null;
             /** @description When the next attempt is due (pending deliveries only). */
             next_attempt_at?: string | null;
-            /** @enum {string} */
-            state: "pending" | "succeeded" | "dead";
+            state: components["schemas"]["DeliveryState"];
         };
         /** @description The webhook settings. */
         WebhookSettings: {

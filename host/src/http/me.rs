@@ -18,6 +18,7 @@ use crate::clock::record_time;
 use crate::e2e;
 use crate::error::{ApiError, ApiResult};
 use crate::events;
+use crate::flows::SessionState;
 use crate::messages::MessageState;
 use crate::state::AppState;
 use crate::store::{accounts, bots, flows, messages};
@@ -175,7 +176,7 @@ struct OpenForm {
     flow: String,
     title: Option<String>,
     /// `invited` or `in_progress`.
-    state: String,
+    state: SessionState,
     invited_at: String,
 }
 

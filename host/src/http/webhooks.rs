@@ -13,6 +13,7 @@ use super::{ApiJson, ApiQuery, E404, E422, List, PageParams, query_text};
 use crate::auth::PartnerAuth;
 use crate::clock::{iso_time, record_time};
 use crate::error::{ApiError, ApiResult};
+use crate::events::DeliveryState;
 use crate::state::AppState;
 use crate::store::outbox::{self, Delivery, Target};
 use crate::store::{developers, partners};
@@ -152,8 +153,7 @@ pub struct DeliveryRecord {
     /// Equals the X-Service-Delivery header
     pub delivery_id: String,
     pub event: String,
-    #[schema(schema_with = delivery_state_schema)]
-    pub state: String,
+    pub state: DeliveryState,
     pub attempts: i64,
     pub last_status: Option<i64>,
     pub last_error: Option<String>,
@@ -167,22 +167,14 @@ impl From<&Delivery> for DeliveryRecord {
         DeliveryRecord {
             delivery_id: d.delivery_id.clone(),
             event: d.event.clone(),
-            state: d.state.clone(),
+            state: d.state,
             attempts: d.attempts,
             last_status: d.last_status,
             last_error: d.last_error.clone(),
-            next_attempt_at: (d.state == "pending").then(|| record_time(d.next_attempt_at)),
+            next_attempt_at: (d.state == DeliveryState::Pending).then(|| record_time(d.next_attempt_at)),
             created_at: record_time(d.created_at),
         }
     }
-}
-
-/// The states a delivery is stored in.
-fn delivery_state_schema() -> utoipa::openapi::Object {
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::Type::String)
-        .enum_values(Some(["pending", "succeeded", "dead"]))
-        .build()
 }
 
 const DELIVERY_STATES: &[&str] = &["pending", "succeeded", "failed", "dead"];
@@ -230,8 +222,8 @@ async fn list_deliveries(
     }
     // `failed` lists deliveries whose last attempt failed and that are still being retried.
     let (state_filter, only_failed) = match wanted.as_deref() {
-        Some("failed") => (Some("pending"), true),
-        other => (other, false),
+        Some("failed") => (Some(DeliveryState::Pending), true),
+        other => (other.and_then(DeliveryState::parse), false),
     };
     let event = query_text(filter.event);
     let mut rows = outbox::list_deliveries(

@@ -8,6 +8,7 @@ use sqlx::any::AnyRow;
 use super::Db;
 use super::messages::{Created, NewMessage, create_in};
 use crate::clock::Millis;
+use crate::flows::{SessionKind, SessionState};
 
 #[derive(Debug, Clone)]
 pub struct Session {
@@ -16,11 +17,9 @@ pub struct Session {
     pub bot_id: i64,
     /// The flow code (`None` for chat sessions).
     pub flow: Option<String>,
-    /// `flow` or `chat`.
-    pub kind: String,
+    pub kind: SessionKind,
     pub phone: String,
-    /// `invited`, `in_progress` or `completed`.
-    pub state: String,
+    pub state: SessionState,
     pub title: Option<String>,
     pub message_id: Option<i64>,
     /// The guest's opaque state from its last reply.
@@ -46,9 +45,9 @@ fn from_row(r: &AnyRow) -> Result<Session, sqlx::Error> {
         reference: r.try_get("ref")?,
         bot_id: r.try_get("bot_id")?,
         flow: r.try_get("flow")?,
-        kind: r.try_get("kind")?,
+        kind: super::decode_name(r, "kind")?,
         phone: r.try_get("phone")?,
-        state: r.try_get("state")?,
+        state: super::decode_name(r, "state")?,
         title: r.try_get("title")?,
         message_id: r.try_get("message_id")?,
         guest_state: r.try_get("guest_state")?,
@@ -246,7 +245,7 @@ pub struct OpenForm {
     pub bot: String,
     pub flow: String,
     pub title: Option<String>,
-    pub state: String,
+    pub state: SessionState,
     pub invited_at: Millis,
 }
 
@@ -267,7 +266,7 @@ pub async fn open_forms(db: &Db, phone: &str) -> Result<Vec<OpenForm>, sqlx::Err
                 bot: r.try_get("bot")?,
                 flow: r.try_get::<Option<String>, _>("flow")?.unwrap_or_default(),
                 title: r.try_get("title")?,
-                state: r.try_get("state")?,
+                state: super::decode_name(r, "state")?,
                 invited_at: r.try_get("invited_at")?,
             })
         })

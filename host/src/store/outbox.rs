@@ -5,6 +5,7 @@ use serde_json::Value;
 use sqlx::{Any, Transaction};
 
 use crate::clock::Millis;
+use crate::events::DeliveryState;
 use crate::secrets::random_alnum;
 
 /// Who receives an event.
@@ -172,8 +173,8 @@ pub async fn release(db: &super::Db, ids: &[i64]) -> Result<(), sqlx::Error> {
 #[derive(Debug)]
 pub struct Attempt {
     pub id: i64,
-    /// `succeeded`, `pending` (retried at `next_attempt_at`) or `dead`.
-    pub state: &'static str,
+    /// `pending` is retried at `next_attempt_at`.
+    pub state: DeliveryState,
     pub status: Option<u16>,
     pub error: Option<String>,
     pub next_attempt_at: Millis,
@@ -255,7 +256,7 @@ async fn record_attempt_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, a: &Attemp
         "UPDATE outbox_events SET state = $1, attempts = attempts + 1, last_status = $2, last_error = $3, \
          next_attempt_at = $4, lease_until = NULL, updated_at = $5 WHERE id = $6",
     )
-    .bind(a.state)
+    .bind(a.state.as_str())
     .bind(a.status.map(i64::from))
     .bind(a.error.as_deref())
     .bind(a.next_attempt_at)
@@ -272,7 +273,7 @@ pub struct Delivery {
     pub id: i64,
     pub delivery_id: String,
     pub event: String,
-    pub state: String,
+    pub state: DeliveryState,
     pub attempts: i64,
     pub last_status: Option<i64>,
     pub last_error: Option<String>,
@@ -289,7 +290,7 @@ fn delivery_from_row(r: &sqlx::any::AnyRow) -> Result<Delivery, sqlx::Error> {
         id: r.try_get("id")?,
         delivery_id: r.try_get("delivery_id")?,
         event: r.try_get("event")?,
-        state: r.try_get("state")?,
+        state: super::decode_name(r, "state")?,
         attempts: r.try_get("attempts")?,
         last_status: r.try_get("last_status")?,
         last_error: r.try_get("last_error")?,
@@ -302,7 +303,7 @@ fn delivery_from_row(r: &sqlx::any::AnyRow) -> Result<Delivery, sqlx::Error> {
 pub async fn list_deliveries(
     db: &super::Db,
     target: Target,
-    state: Option<&str>,
+    state: Option<DeliveryState>,
     event: Option<&str>,
     before: Option<i64>,
     limit: i64,
@@ -316,7 +317,7 @@ pub async fn list_deliveries(
     let rows = sqlx::query(sql)
         .bind(target.kind())
         .bind(target.id())
-        .bind(state)
+        .bind(state.map(DeliveryState::as_str))
         .bind(event)
         .bind(before)
         .bind(limit)

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Millis, SharedClock};
 use crate::config::Config;
+use crate::events::DeliveryState;
 use crate::store::Db;
 use crate::store::leases::{Held, Leased};
 use crate::store::outbox::{self, Attempt, AttemptRecorder, OutboxEvent, Target};
@@ -317,17 +318,17 @@ async fn deliver(
     let now = webhooks.now();
     let attempts = event.attempts + 1;
     let (next_state, next_at) = if outcome.ok() {
-        ("succeeded", now)
+        (DeliveryState::Succeeded, now)
     } else if outcome.error.as_deref() == Some("no webhook_url configured") {
-        ("dead", now)
+        (DeliveryState::Dead, now)
     } else {
         match next_try(&webhooks.config.webhook_backoff_s, attempts, now) {
-            Some(at) => ("pending", at),
-            None => ("dead", now),
+            Some(at) => (DeliveryState::Pending, at),
+            None => (DeliveryState::Dead, now),
         }
     };
-    metrics::counter!("hubbub_webhook_attempts_total", "outcome" => next_state).increment(1);
-    tracing::info!(delivery_id = %event.delivery_id, event = %event.event, state = next_state, status = outcome.status, error = outcome.error.as_deref(), attempts, "webhook attempt");
+    metrics::counter!("hubbub_webhook_attempts_total", "outcome" => next_state.as_str()).increment(1);
+    tracing::info!(delivery_id = %event.delivery_id, event = %event.event, state = next_state.as_str(), status = outcome.status, error = outcome.error.as_deref(), attempts, "webhook attempt");
     let attempt = Attempt {
         id: event.id,
         state: next_state,
