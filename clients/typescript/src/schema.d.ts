@@ -3430,8 +3430,7 @@ export interface operations {
     list_conversations: {
         parameters: {
             query?: {
-                /** @description Only conversations in this state. */
-                state?: components["schemas"]["ConversationState"];
+                state?: "open" | "pending" | "closed" | "";
                 /** @description Search in subject, contact and message bodies. */
                 q?: string;
                 /** @description Page size: default 50, at most 200 (larger is clamped). */
@@ -3660,7 +3659,7 @@ export interface operations {
             query?: {
                 /** @description Only texts to this phone (E.164). */
                 phone?: string;
-                channel?: "sms" | "whatsapp";
+                channel?: "sms" | "whatsapp" | "";
                 /** @description Page size: default 50, at most 200 (larger is clamped). */
                 limit?: string;
                 /** @description The `next_cursor` of the previous page. */

@@ -246,11 +246,16 @@ async fn write_in_my_conversation(
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct ConversationFilter {
-    /// Only conversations in this state.
-    #[param(value_type = Option<ConversationState>)]
+    #[param(schema_with = state_filter_schema)]
     state: Option<String>,
     /// Search in subject, contact and message bodies.
     q: Option<String>,
+}
+
+/// The states a conversation list can be filtered by.
+fn state_filter_schema() -> utoipa::openapi::Object {
+    let names: Vec<&'static str> = ConversationState::names();
+    super::openapi::filter_of(&names, "Only conversations in this state")
 }
 
 /// The partner's conversations, newest first.

@@ -30,11 +30,7 @@ struct SinkFilter {
 
 /// Only texts of this channel.
 fn channel_schema() -> utoipa::openapi::Object {
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::Type::String)
-        .description(Some("Only texts of this channel"))
-        .enum_values(Some(["sms", "whatsapp"]))
-        .build()
+    super::openapi::filter_of(&["sms", "whatsapp"], "Only texts of this channel")
 }
 
 /// A text the SMS or WhatsApp provider would have sent.

@@ -41,6 +41,16 @@ pub struct ErrorDetail {
     fields: Option<std::collections::BTreeMap<String, String>>,
 }
 
+/// A query filter over a closed set of names. Filters are read as text where an empty value means "no
+/// filter" (`?state=` lists everything), so the empty string is one of the values the document allows.
+pub fn filter_of(names: &[&'static str], description: &str) -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .description(Some(format!("{description}; empty: no filter")))
+        .enum_values(Some(names.iter().copied().chain([""])))
+        .build()
+}
+
 /// Bytes of any type, in a response (`{"type": "string", "format": "binary"}`).
 pub struct Binary;
 

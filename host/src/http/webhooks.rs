@@ -190,11 +190,7 @@ struct DeliveryFilter {
 
 /// The states a delivery list can be filtered by.
 fn delivery_filter_schema() -> utoipa::openapi::Object {
-    utoipa::openapi::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::Type::String)
-        .description(Some("pending, succeeded, failed (retrying after a failure) or dead; empty: every state"))
-        .enum_values(Some(DELIVERY_STATES.iter().copied().chain([""])))
-        .build()
+    super::openapi::filter_of(DELIVERY_STATES, "pending, succeeded, failed (retrying after a failure) or dead")
 }
 
 /// Event deliveries, newest first.
