@@ -1,0 +1,53 @@
+// Hubbub service worker: caches the app shell (index.html and the built assets) so the app opens
+// offline or on a bad connection. API responses are never cached.
+const CACHE = "hubbub-shell-v1";
+const SHELL = ["/", "/manifest.webmanifest", "/icon.svg", "/icon-192.png", "/icon-512.png"];
+
+self.addEventListener("install", (event) => {
+  event.waitUntil(caches.open(CACHE).then((c) => c.addAll(SHELL)).then(() => self.skipWaiting()));
+});
+
+self.addEventListener("activate", (event) => {
+  event.waitUntil(
+    caches
+      .keys()
+      .then((keys) => Promise.all(keys.filter((k) => k !== CACHE).map((k) => caches.delete(k))))
+      .then(() => self.clients.claim()),
+  );
+});
+
+self.addEventListener("fetch", (event) => {
+  const req = event.request;
+  const url = new URL(req.url);
+  if (req.method !== "GET" || url.origin !== self.location.origin || url.pathname.startsWith("/api/")) return;
+  if (req.mode === "navigate") {
+    // App pages: the network first (fresh deploys), the cached shell when offline.
+    event.respondWith(
+      fetch(req)
+        .then((res) => {
+          if (res.ok) caches.open(CACHE).then((c) => c.put("/", res.clone()));
+          return res;
+        })
+        .catch(() => caches.match("/").then((r) => r || Response.error())),
+    );
+    return;
+  }
+  if (url.pathname.startsWith("/assets/")) {
+    // Hashed, immutable build assets: the cache first.
+    event.respondWith(
+      caches.match(req).then(
+        (hit) =>
+          hit ||
+          fetch(req).then((res) => {
+            if (res.ok) {
+              const copy = res.clone();
+              caches.open(CACHE).then((c) => c.put(req, copy));
+            }
+            return res;
+          }),
+      ),
+    );
+    return;
+  }
+  event.respondWith(caches.match(req).then((hit) => hit || fetch(req)));
+});

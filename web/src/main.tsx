@@ -1,0 +1,135 @@
+import { render } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { auth, onUnauthorized, type LoggedIn } from "./api";
+import { publishDeviceKey } from "./keystore";
+import { navigate, useLocation } from "./router";
+import "./styles.css";
+import { AccountView } from "./views/account";
+import { BotChat, Bots } from "./views/bots";
+import { ConversationView, Conversations, NewConversation } from "./views/conversations";
+import { FlowRun, Forms } from "./views/forms";
+import { Inbox, MessageView, resetInbox } from "./views/inbox";
+import { Login } from "./views/login";
+
+const NAV = [
+  { href: "/", label: "Inbox", match: (p: string) => p === "/" || p.startsWith("/m/") },
+  { href: "/forms", label: "Forms", match: (p: string) => p.startsWith("/forms") },
+  { href: "/conversations", label: "Support", match: (p: string) => p.startsWith("/conversations") },
+  { href: "/bots", label: "Bots", match: (p: string) => p.startsWith("/bots") },
+  { href: "/account", label: "Account", match: (p: string) => p.startsWith("/account") },
+];
+
+/** Only same-app paths are followed after login. */
+function safeNext(next: string | null): string {
+  return next && next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/login") ? next : "/";
+}
+
+function App() {
+  const { path, query } = useLocation();
+  const [token, setToken] = useState(auth.token());
+  const [flash, setFlash] = useState<string | null>(null);
+
+  useEffect(
+    () =>
+      onUnauthorized(() => {
+        setToken(null);
+        resetInbox();
+        setFlash(auth.flash());
+        const here = location.pathname + location.search;
+        navigate(location.pathname === "/login" ? here : `/login?next=${encodeURIComponent(here)}`, true);
+      }),
+    [],
+  );
+
+  // Publish this browser's device key once per load (the same key again is a no-op on the server).
+  useEffect(() => {
+    if (token) publishDeviceKey().catch(() => {});
+  }, [token]);
+
+  if (!token) {
+    if (path !== "/login") {
+      navigate(`/login?next=${encodeURIComponent(path + location.search)}`, true);
+      return null;
+    }
+    return (
+      <Login
+        flash={flash ?? auth.flash()}
+        done={async (r: LoggedIn) => {
+          auth.set(r.token);
+          await publishDeviceKey().catch(() => {});
+          setFlash(null);
+          setToken(r.token);
+          navigate(safeNext(query.get("next")), true);
+        }}
+      />
+    );
+  }
+  if (path === "/login") {
+    navigate(safeNext(query.get("next")), true);
+    return null;
+  }
+
+  const logout = () => {
+    auth.clear();
+    resetInbox();
+    setToken(null);
+    setFlash("You are logged out.");
+    navigate("/login", true);
+  };
+
+  const seg = path.split("/").filter(Boolean).map(decodeURIComponent);
+  let view;
+  if (seg.length === 0) view = <Inbox />;
+  else if (seg[0] === "m" && seg[1]) view = <MessageView key={seg[1]} ref={seg[1]} />;
+  else if (seg[0] === "forms" && seg[1]) view = <FlowRun key={seg[1]} ref={seg[1]} />;
+  else if (seg[0] === "forms") view = <Forms />;
+  else if (seg[0] === "conversations" && seg[1] === "new") view = <NewConversation />;
+  else if (seg[0] === "conversations" && seg[1]) view = <ConversationView key={seg[1]} ref={seg[1]} />;
+  else if (seg[0] === "conversations") view = <Conversations />;
+  else if (seg[0] === "bots" && seg[1]) view = <BotChat key={seg[1]} code={seg[1]} />;
+  else if (seg[0] === "bots") view = <Bots />;
+  else if (seg[0] === "account") view = <AccountView logout={logout} />;
+  else
+    view = (
+      <section>
+        <h1>Not found</h1>
+        <p>
+          There is nothing at this address. <a href="/">Go to the inbox</a>.
+        </p>
+      </section>
+    );
+
+  return (
+    <div class="shell">
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <a href="/" class="brand" aria-label="Hubbub, inbox">
+          <img src="/icon.svg" alt="" width={28} height={28} />
+          <span>Hubbub</span>
+        </a>
+        <nav aria-label="Main">
+          <ul>
+            {NAV.map((n) => (
+              <li key={n.href}>
+                <a href={n.href} aria-current={n.match(path) ? "page" : undefined}>
+                  {n.label}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </nav>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {view}
+      </main>
+    </div>
+  );
+}
+
+render(<App />, document.getElementById("app")!);
+
+if ("serviceWorker" in navigator && location.protocol !== "file:" && !import.meta.env.DEV) {
+  window.addEventListener("load", () => navigator.serviceWorker.register("/sw.js").catch(() => {}));
+}

@@ -1,0 +1,88 @@
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ApiError } from "./api";
+
+/** Runs `f` now and every `ms` while the page is visible; stops on unmount. */
+export function usePoll(f: () => unknown, ms: number, deps: unknown[] = []): void {
+  const ref = useRef(f);
+  ref.current = f;
+  useEffect(() => {
+    let stop = false;
+    let timer: number | undefined;
+    const tick = async () => {
+      if (stop) return;
+      if (document.visibilityState === "visible") {
+        try {
+          await ref.current();
+        } catch {
+          /* a failed poll tries again next time */
+        }
+      }
+      if (!stop) timer = window.setTimeout(tick, ms);
+    };
+    timer = window.setTimeout(tick, ms);
+    return () => {
+      stop = true;
+      clearTimeout(timer);
+    };
+  }, deps);
+}
+
+export function errorText(e: unknown): string {
+  if (e instanceof ApiError) {
+    if (e.code === "bot_error") return "The bot failed to answer. Your answers are kept: try again.";
+    if (e.code === "rate_limited") return "Too many tries. Wait a moment and try again.";
+    return e.message;
+  }
+  return e instanceof Error ? e.message : String(e);
+}
+
+export function ErrorNote({ error }: { error: unknown }) {
+  if (!error) return null;
+  return (
+    <p class="error" role="alert">
+      {errorText(error)}
+    </p>
+  );
+}
+
+/** Record times are `YYYY-MM-DD HH:MM:SS` UTC. */
+export function when(t?: string | null): string {
+  if (!t) return "";
+  const d = new Date(t.replace(" ", "T") + (t.endsWith("Z") ? "" : "Z"));
+  if (isNaN(d.getTime())) return t;
+  const now = new Date();
+  const sameDay = d.toDateString() === now.toDateString();
+  return sameDay
+    ? d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
+    : d.toLocaleDateString([], { day: "numeric", month: "short", year: d.getFullYear() === now.getFullYear() ? undefined : "numeric" });
+}
+
+export function Loading({ what = "Loading" }: { what?: string }) {
+  return (
+    <p class="muted" role="status">
+      {what}…
+    </p>
+  );
+}
+
+export function useTitle(t: string): void {
+  useEffect(() => {
+    document.title = t ? `${t} · Hubbub` : "Hubbub";
+  }, [t]);
+}
+
+export function useAsync<T>(f: () => Promise<T>, deps: unknown[]): { data?: T; error?: unknown; reload: () => void; set: (t: T) => void } {
+  const [state, setState] = useState<{ data?: T; error?: unknown }>({});
+  const [n, setN] = useState(0);
+  useEffect(() => {
+    let live = true;
+    f().then(
+      (data) => live && setState({ data }),
+      (error) => live && setState({ error }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [...deps, n]);
+  return { ...state, reload: () => setN((x) => x + 1), set: (data: T) => setState({ data }) };
+}

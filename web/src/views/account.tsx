@@ -1,0 +1,77 @@
+import { useEffect, useState } from "preact/hooks";
+import { auth, get, type Account } from "../api";
+import { encode } from "../e2e";
+import { deviceKey } from "../keystore";
+import { ErrorNote, Loading, useAsync, useTitle } from "../util";
+
+export function AccountView({ logout }: { logout: () => void }) {
+  useTitle("Account");
+  const { data, error } = useAsync(() => get<Account>("/me/account"), []);
+  const [fingerprint, setFingerprint] = useState("");
+  useEffect(() => {
+    deviceKey().then((k) => setFingerprint(encode(k.publicRaw)), () => setFingerprint("unavailable"));
+  }, []);
+  return (
+    <section aria-labelledby="acct-h">
+      <h1 id="acct-h">Account</h1>
+      <ErrorNote error={error} />
+      {!data && !error ? <Loading /> : null}
+      {data ? (
+        <div class="card">
+          <dl class="summary">
+            <div>
+              <dt>Phone</dt>
+              <dd>{data.phone}</dd>
+            </div>
+            {data.display_name ? (
+              <div>
+                <dt>Name</dt>
+                <dd>{data.display_name}</dd>
+              </div>
+            ) : null}
+            <div>
+              <dt>Account</dt>
+              <dd>{data.state}</dd>
+            </div>
+            {data.fields
+              ? Object.entries(data.fields).map(([k, v]) => (
+                  <div key={k}>
+                    <dt>{k.replace(/_/g, " ")}</dt>
+                    <dd>{String(v)}</dd>
+                  </div>
+                ))
+              : null}
+          </dl>
+          <h2>Linked partners</h2>
+          {data.partners.length ? (
+            <ul class="plain">
+              {data.partners.map((p) => (
+                <li key={p.code}>
+                  {p.name} <span class="meta">({p.code})</span>
+                </li>
+              ))}
+            </ul>
+          ) : (
+            <p class="muted">No partner has linked your account yet.</p>
+          )}
+        </div>
+      ) : null}
+      <div class="card">
+        <h2>This device</h2>
+        <dl class="summary">
+          <div>
+            <dt>Device</dt>
+            <dd class="mono">{auth.device()}</dd>
+          </div>
+          <div>
+            <dt>Encryption key</dt>
+            <dd class="mono">{fingerprint || "…"}</dd>
+          </div>
+        </dl>
+      </div>
+      <button type="button" class="danger" onClick={logout}>
+        Log out
+      </button>
+    </section>
+  );
+}

@@ -1,0 +1,292 @@
+// Support conversations: the list with states, a new thread, the thread with replies (polled), and
+// end-to-end encryption with the conversation key (docs/e2e.md, "Encrypted conversations").
+import { useEffect, useRef, useState } from "preact/hooks";
+import { auth, enc, get, post, type Account, type Conversation, type ConversationKeys, type ConversationThread, type Message, type Page, type PeerDirectory } from "../api";
+import { conversationAad, conversationKeyAad, decrypt, encrypt, newContentKey, newRef, unwrapKey, wrapKey, type Envelope, type KeyWrap } from "../e2e";
+import { deviceKey, publishDeviceKey } from "../keystore";
+import { navigate } from "../router";
+import { ErrorNote, Loading, useAsync, usePoll, useTitle, when } from "../util";
+
+const STATE_LABEL: Record<string, string> = { open: "Open", pending: "Waiting for you", closed: "Closed" };
+
+export function Conversations() {
+  useTitle("Support");
+  const list = useAsync(() => get<Page<Conversation>>("/me/conversations?limit=100"), []);
+  usePoll(() => get<Page<Conversation>>("/me/conversations?limit=100").then(list.set), 5000);
+  return (
+    <section aria-labelledby="conv-h">
+      <div class="title-row">
+        <h1 id="conv-h">Support</h1>
+        <a class="button primary" href="/conversations/new">
+          New conversation
+        </a>
+      </div>
+      <ErrorNote error={list.error} />
+      {!list.data && !list.error ? <Loading /> : null}
+      {list.data?.data.length === 0 ? <p class="empty">No conversations yet. Start one to ask a partner for help.</p> : null}
+      <ul class="cards">
+        {list.data?.data.map((c) => (
+          <li key={c.ref} class="card">
+            <h2>
+              <a href={`/conversations/${enc(c.ref)}`}>{c.subject || "Conversation"}</a>
+            </h2>
+            <p class="meta">
+              {c.partner} · {when(c.last_message_at)} · <span class={`status-pill s-${c.state}`}>{STATE_LABEL[c.state] ?? c.state}</span>
+            </p>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+export function NewConversation() {
+  useTitle("New conversation");
+  const account = useAsync(() => get<Account>("/me/account"), []);
+  const [partner, setPartner] = useState("");
+  const [subject, setSubject] = useState("");
+  const [body, setBody] = useState("");
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const partners = account.data?.partners ?? [];
+  useEffect(() => {
+    if (!partner && partners.length) setPartner(partners[0].code);
+  }, [partners.length]);
+  async function submit(e: Event) {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const c = await post<ConversationThread>("/me/conversations", { partner, subject: subject || undefined, body });
+      navigate(`/conversations/${enc(c.ref)}`, true);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <section aria-labelledby="new-h">
+      <p>
+        <a href="/conversations" class="back">← Support</a>
+      </p>
+      <h1 id="new-h">New conversation</h1>
+      <ErrorNote error={account.error} />
+      {account.data && partners.length === 0 ? <p class="empty">Your account is not linked to any partner yet, so there is no one to write to.</p> : null}
+      <form class="card" onSubmit={submit}>
+        <div class="field">
+          <label for="nc-partner">Partner</label>
+          <select id="nc-partner" value={partner} onChange={(e) => setPartner((e.target as HTMLSelectElement).value)} required>
+            {partners.map((p) => (
+              <option key={p.code} value={p.code}>
+                {p.name}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="nc-subject">Subject</label>
+          <input id="nc-subject" maxLength={200} value={subject} onInput={(e) => setSubject((e.target as HTMLInputElement).value)} />
+        </div>
+        <div class="field">
+          <label for="nc-body">Message</label>
+          <textarea id="nc-body" rows={4} required value={body} onInput={(e) => setBody((e.target as HTMLTextAreaElement).value)} />
+        </div>
+        <ErrorNote error={error} />
+        <button type="submit" class="primary" disabled={busy || !partner || !body.trim()}>
+          {busy ? "Sending…" : "Start conversation"}
+        </button>
+      </form>
+    </section>
+  );
+}
+
+/** The conversation's content keys this device can open, by version. */
+class ConvKeys {
+  keys = new Map<number, Uint8Array>();
+  latest: number | null = null;
+  constructor(public ref: string) {}
+
+  async refresh(): Promise<void> {
+    const r = await get<ConversationKeys>(`/me/conversations/${enc(this.ref)}/keys?device_uuid=${enc(auth.device())}`);
+    this.latest = r.key_version ?? null;
+    const device = await deviceKey();
+    for (const w of r.wraps) {
+      if (this.keys.has(w.key_version)) continue;
+      try {
+        this.keys.set(w.key_version, await unwrapKey(w as KeyWrap, device, conversationKeyAad(this.ref, w.key_version)));
+      } catch {
+        /* a wrap this device's key cannot open (published a new key since) */
+      }
+    }
+  }
+
+  /** Makes K_{v+1} and wraps it to every peer device (this user's and the partner's agents'). */
+  async share(): Promise<number> {
+    await publishDeviceKey();
+    const dir = await get<PeerDirectory>(`/me/conversations/${enc(this.ref)}/devices`);
+    const v = (dir.key_version ?? 0) + 1;
+    const k = newContentKey();
+    const aad = conversationKeyAad(this.ref, v);
+    const wraps = [];
+    for (const [kind, list] of [["user", dir.devices], ["agent", dir.agent_devices]] as const) {
+      for (const d of list) {
+        if (!d.has_keys || !d.identity_key_pub) continue;
+        wraps.push({ ...(await wrapKey(k, { device_uuid: d.device_uuid, identity_key_pub: d.identity_key_pub }, aad)), device_kind: kind });
+      }
+    }
+    await post(`/me/conversations/${enc(this.ref)}/keys`, { key_version: v, wraps });
+    this.keys.set(v, k);
+    this.latest = v;
+    return v;
+  }
+
+  async open(m: Message): Promise<string> {
+    const env = m.e2e_envelope as Envelope;
+    const v = m.e2e_key_version ?? env.key_version ?? 1;
+    let k = this.keys.get(v);
+    if (!k) {
+      await this.refresh();
+      k = this.keys.get(v);
+    }
+    if (!k) throw new Error("no key");
+    return decrypt(env, k, conversationAad(this.ref, m.ref));
+  }
+}
+
+export function ConversationView({ ref: convRef }: { ref: string }) {
+  const thread = useAsync(() => get<ConversationThread>(`/me/conversations/${enc(convRef)}`), [convRef]);
+  usePoll(() => get<ConversationThread>(`/me/conversations/${enc(convRef)}`).then(thread.set), 3000, [convRef]);
+  const keys = useRef(new ConvKeys(convRef));
+  const [plain, setPlain] = useState<Record<string, string | null>>({});
+  const [encrypted, setEncrypted] = useState(false);
+  const [text, setText] = useState("");
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const t = thread.data;
+  useTitle(t?.subject || "Conversation");
+  const list = useRef<HTMLOListElement>(null);
+
+  useEffect(() => {
+    keys.current = new ConvKeys(convRef);
+    keys.current.refresh().then(() => setEncrypted(keys.current.latest !== null), () => {});
+  }, [convRef]);
+
+  // Decrypt the encrypted messages not yet opened.
+  useEffect(() => {
+    if (!t) return;
+    const todo = t.messages.filter((m) => m.encryption === "e2e" && !(m.ref in plain));
+    if (todo.length && keys.current.latest === null) setEncrypted(true);
+    (async () => {
+      const out: Record<string, string | null> = {};
+      for (const m of todo) out[m.ref] = await keys.current.open(m).catch(() => null);
+      if (todo.length) setPlain((old) => ({ ...old, ...out }));
+    })();
+  }, [t]);
+
+  useEffect(() => {
+    list.current?.lastElementChild?.scrollIntoView?.({ block: "nearest" });
+  }, [t?.messages.length]);
+
+  async function send(e: Event) {
+    e.preventDefault();
+    const body = text.trim();
+    if (!body) return;
+    setBusy(true);
+    setError(null);
+    try {
+      let sent: Message;
+      if (encrypted) {
+        const k = keys.current;
+        await k.refresh().catch(() => {});
+        let v = k.latest;
+        if (v === null || !k.keys.has(v)) v = await k.share();
+        const ref = newRef();
+        const envelope = await encrypt(k.keys.get(v)!, v, body, conversationAad(convRef, ref));
+        sent = await post<Message>(`/me/conversations/${enc(convRef)}/messages`, {
+          encrypted: true,
+          e2e_mode: "conversation",
+          e2e_key_version: v,
+          ref,
+          e2e_envelope: envelope,
+        });
+        setPlain((old) => ({ ...old, [ref]: body }));
+      } else {
+        sent = await post<Message>(`/me/conversations/${enc(convRef)}/messages`, { body });
+      }
+      setText("");
+      if (t) thread.set({ ...t, messages: [...t.messages, sent] });
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function turnOnEncryption() {
+    setError(null);
+    try {
+      await keys.current.share();
+      setEncrypted(true);
+    } catch (err) {
+      setError(err);
+    }
+  }
+
+  return (
+    <section aria-labelledby="thread-h" class="thread">
+      <p>
+        <a href="/conversations" class="back">← Support</a>
+      </p>
+      <ErrorNote error={thread.error} />
+      {!t && !thread.error ? <Loading /> : null}
+      {t ? (
+        <>
+          <div class="title-row">
+            <h1 id="thread-h">{t.subject || "Conversation"}</h1>
+            <span class={`status-pill s-${t.state}`}>{STATE_LABEL[t.state] ?? t.state}</span>
+          </div>
+          <p class="meta">
+            With {t.partner} · {encrypted ? "🔒 end-to-end encrypted" : "not encrypted"}
+          </p>
+          <ol class="chat" ref={list} aria-live="polite" aria-label="Messages">
+            {t.messages.map((m) => (
+              <li key={m.ref} class={"bubble " + (m.direction === "in" ? "me" : "agent")}>
+                <span class="sr-only">{m.direction === "in" ? "You" : t.partner}: </span>
+                {m.encryption === "e2e" ? (
+                  m.ref in plain ? (
+                    plain[m.ref] === null ? (
+                      <em class="unreadable">This encrypted message can't be read on this device.</em>
+                    ) : (
+                      <>🔒 {plain[m.ref]}</>
+                    )
+                  ) : (
+                    <em>Decrypting…</em>
+                  )
+                ) : (
+                  m.rendered_body ?? m.body
+                )}
+                <time class="meta" dateTime={m.created_at}> {when(m.created_at)}</time>
+              </li>
+            ))}
+          </ol>
+          <form class="composer" onSubmit={send}>
+            <label for="reply" class="sr-only">
+              Your reply
+            </label>
+            <textarea id="reply" rows={2} placeholder="Write a reply" value={text} onInput={(e) => setText((e.target as HTMLTextAreaElement).value)} onKeyDown={(e) => e.key === "Enter" && (e.ctrlKey || e.metaKey) && send(e)} />
+            <button type="submit" class="primary" disabled={busy || !text.trim()}>
+              {busy ? "Sending…" : encrypted ? "Send encrypted" : "Send"}
+            </button>
+          </form>
+          {!encrypted ? (
+            <button type="button" class="link" onClick={turnOnEncryption}>
+              Encrypt this conversation end to end
+            </button>
+          ) : null}
+          <ErrorNote error={error} />
+        </>
+      ) : null}
+    </section>
+  );
+}

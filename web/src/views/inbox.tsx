@@ -1,0 +1,372 @@
+// The hub: every message newest first, rendered by content type; unread markers; cursor paging as the
+// user scrolls; the newest page polled and merged; E2E messages opened in the browser.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { auth, enc, get, post, type FlowCard, type Message, type Page } from "../api";
+import { hubAad, open, type Envelope } from "../e2e";
+import { deviceKey } from "../keystore";
+import { navigate } from "../router";
+import { Summary } from "../steps";
+import { ErrorNote, Loading, usePoll, useTitle, when } from "../util";
+
+// The inbox survives navigation: going back to it shows it at once.
+interface InboxState {
+  items: Message[];
+  cursor: string | null;
+  done: boolean;
+  loaded: boolean;
+}
+let inbox: InboxState = { items: [], cursor: null, done: false, loaded: false };
+const subscribers = new Set<() => void>();
+function update(f: (s: InboxState) => InboxState) {
+  inbox = f(inbox);
+  subscribers.forEach((s) => s());
+}
+export function resetInbox() {
+  inbox = { items: [], cursor: null, done: false, loaded: false };
+  opened.clear();
+}
+
+function merge(old: Message[], fresh: Message[]): Message[] {
+  const byRef = new Map(old.map((m) => [m.ref, m]));
+  for (const m of fresh) byRef.set(m.ref, { ...byRef.get(m.ref), ...m });
+  return [...byRef.values()].sort((a, b) => b.message_id - a.message_id);
+}
+
+export function cachedMessage(ref: string): Message | undefined {
+  return inbox.items.find((m) => m.ref === ref);
+}
+export function cachedFlowCard(flowRef: string): Message | undefined {
+  return inbox.items.find((m) => (m.flow as FlowCard | null)?.ref === flowRef);
+}
+export function rememberMessage(m: Message) {
+  update((s) => ({ ...s, items: merge(s.items, [m]) }));
+}
+
+const PAGE = 50;
+
+async function loadFirst() {
+  const page = await get<Page<Message>>(`/me/messages?limit=${PAGE}`);
+  update((s) => ({
+    ...s,
+    items: merge(s.items, page.data),
+    cursor: s.loaded ? s.cursor : page.next_cursor ?? null,
+    done: s.loaded ? s.done : !page.next_cursor,
+    loaded: true,
+  }));
+}
+
+let loadingMore = false;
+async function loadMore() {
+  if (loadingMore || inbox.done || !inbox.cursor) return;
+  loadingMore = true;
+  try {
+    const page = await get<Page<Message>>(`/me/messages?limit=${PAGE}&cursor=${enc(inbox.cursor)}`);
+    update((s) => ({ ...s, items: merge(s.items, page.data), cursor: page.next_cursor ?? null, done: !page.next_cursor }));
+  } finally {
+    loadingMore = false;
+  }
+}
+
+export function useInbox(): InboxState {
+  const [, set] = useState(0);
+  useEffect(() => {
+    const s = () => set((n) => n + 1);
+    subscribers.add(s);
+    return () => void subscribers.delete(s);
+  }, []);
+  return inbox;
+}
+
+const opened = new Set<string>();
+/** Marks a message read (once), here and on the server. */
+export async function markRead(m: Message) {
+  if (m.state === "read" || opened.has(m.ref)) return;
+  opened.add(m.ref);
+  update((s) => ({ ...s, items: s.items.map((x) => (x.ref === m.ref ? { ...x, state: "read" } : x)) }));
+  try {
+    await post(`/me/messages/${enc(m.ref)}/read?device_uuid=${enc(auth.device())}`);
+  } catch {
+    opened.delete(m.ref);
+  }
+}
+
+export const unread = (m: Message) => m.direction === "out" && m.state !== "read";
+
+export function Inbox() {
+  useTitle("Inbox");
+  const state = useInbox();
+  const [error, setError] = useState<unknown>(null);
+  const sentinel = useRef<HTMLDivElement>(null);
+
+  useEffect(() => {
+    loadFirst().catch(setError);
+  }, []);
+  usePoll(() => loadFirst().then(() => setError(null)), 4000);
+
+  useEffect(() => {
+    const el = sentinel.current;
+    if (!el) return;
+    const io = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting)) loadMore().catch(setError);
+    }, { rootMargin: "400px" });
+    io.observe(el);
+    return () => io.disconnect();
+  }, [state.loaded, state.done]);
+
+  const count = state.items.filter(unread).length;
+  return (
+    <section aria-labelledby="inbox-h">
+      <h1 id="inbox-h">
+        Inbox {count ? <span class="badge">{count} unread</span> : null}
+      </h1>
+      <ErrorNote error={error} />
+      {!state.loaded && !error ? <Loading what="Loading your messages" /> : null}
+      {state.loaded && state.items.length === 0 ? <p class="empty">No messages yet. They will appear here as they arrive.</p> : null}
+      <ol class="messages" aria-live="polite">
+        {state.items.map((m) => (
+          <li key={m.ref}>
+            <MessageCard m={m} />
+          </li>
+        ))}
+      </ol>
+      {state.loaded && !state.done ? (
+        <div ref={sentinel} class="sentinel">
+          <button type="button" onClick={() => loadMore().catch(setError)}>
+            Load older messages
+          </button>
+        </div>
+      ) : null}
+    </section>
+  );
+}
+
+const TYPE_LABEL: Record<string, string> = {
+  text: "Message",
+  image: "Image",
+  document: "Document",
+  audio: "Audio",
+  video: "Video",
+  link: "Link",
+  html: "Newsletter",
+  system: "Notice",
+};
+
+function heading(m: Message): string {
+  if (m.encryption === "e2e") return "Encrypted message";
+  if (m.flow) return (m.flow as FlowCard).title || "Form";
+  if (m.content_type === "html") return m.subject || "Newsletter";
+  if (m.content_type === "link") return m.link?.title || m.link?.label || "Link";
+  return TYPE_LABEL[m.content_type] ?? "Message";
+}
+
+/** Where a message's bytes are: its content link (the ref is the capability, so <img> needs no token). */
+function mediaSrc(m: Message): string {
+  const url = m.media?.url ?? "";
+  return /^https:\/\//.test(url) ? url : `/api/v1/content/${enc(m.ref)}`;
+}
+
+export function MessageCard({ m, full = false }: { m: Message; full?: boolean }) {
+  const isUnread = unread(m);
+  const cls = ["msg", "card", `t-${m.content_type}`, isUnread ? "unread" : "", m.encryption === "e2e" ? "e2e" : "", m.flow ? "flow" : ""].join(" ");
+  return (
+    <article class={cls} aria-label={`${heading(m)} from ${m.partner}${isUnread ? ", unread" : ""}`}>
+      <header>
+        {isUnread ? <span class="dot" title="Unread" aria-hidden="true" /> : null}
+        <h2>
+          {full ? heading(m) : <a href={`/m/${enc(m.ref)}`}>{heading(m)}</a>}
+        </h2>
+        {isUnread ? <span class="sr-only">Unread</span> : null}
+        <span class="meta">
+          {m.partner} · <time dateTime={m.created_at}>{when(m.created_at)}</time>
+        </span>
+      </header>
+      <Body m={m} full={full} />
+    </article>
+  );
+}
+
+function Body({ m, full }: { m: Message; full: boolean }) {
+  if (m.encryption === "e2e") return <Sealed m={m} />;
+  if (m.flow) return <FlowCardBody m={m} card={m.flow as FlowCard} />;
+  const text = m.rendered_body ?? m.body;
+  const caption = text ? <p class="text">{text}</p> : null;
+  switch (m.content_type) {
+    case "image":
+      return (
+        <>
+          <img class="media" src={mediaSrc(m)} alt={m.media?.filename || text || "Image"} loading="lazy" />
+          {caption}
+        </>
+      );
+    case "audio":
+      return (
+        <>
+          <audio class="media" controls preload="none" src={mediaSrc(m)} aria-label={m.media?.filename || "Audio"} />
+          {caption}
+        </>
+      );
+    case "video":
+      return (
+        <>
+          <video class="media" controls preload="metadata" src={mediaSrc(m)} aria-label={m.media?.filename || "Video"} />
+          {caption}
+        </>
+      );
+    case "document":
+      return (
+        <>
+          {caption}
+          <a class="button" href={mediaSrc(m)} download={m.media?.filename || true} data-external>
+            Download {m.media?.filename || "document"}
+            {m.media?.size ? ` (${Math.ceil(m.media.size / 1024)} KB)` : ""}
+          </a>
+        </>
+      );
+    case "link": {
+      const l = m.link!;
+      return (
+        <div class="cta">
+          {l.image_url ? <img src={l.image_url} alt="" loading="lazy" /> : null}
+          {caption}
+          {l.description ? <p class="muted">{l.description}</p> : null}
+          <a class="button primary" href={l.url} target="_blank" rel="noopener noreferrer" data-external>
+            {l.label || "Open link"}
+          </a>
+        </div>
+      );
+    }
+    case "html":
+      return (
+        <>
+          {m.preview ? <p class="muted">{m.preview}</p> : null}
+          {!full ? (
+            <a class="button" href={`/m/${enc(m.ref)}`}>
+              Read newsletter
+            </a>
+          ) : null}
+        </>
+      );
+    case "system":
+      return <p class="text system-text">{text}</p>;
+    default:
+      return caption;
+  }
+}
+
+function FlowCardBody({ m, card }: { m: Message; card: FlowCard }) {
+  if (card.state === "completed") {
+    return (
+      <div>
+        <p class="status-pill done">Completed · read only</p>
+        {card.summary ? <Summary summary={card.summary} /> : null}
+      </div>
+    );
+  }
+  return (
+    <div>
+      {m.body ? <p class="text">{m.body}</p> : null}
+      <a class="button primary" href={`/forms/${enc(card.ref)}?m=${enc(m.ref)}`}>
+        {card.state === "in_progress" ? "Continue the form" : "Open the form"}
+      </a>
+    </div>
+  );
+}
+
+// Decrypted hub messages, by ref, for this page's life.
+const plain = new Map<string, Promise<string>>();
+
+export function openSealed(m: Message): Promise<string> {
+  let p = plain.get(m.ref);
+  if (!p) {
+    p = (async () => {
+      const key = await deviceKey();
+      return open(m.e2e_envelope as Envelope, auth.device(), key, hubAad(m.partner, m.ref));
+    })();
+    plain.set(m.ref, p);
+  }
+  return p;
+}
+
+function Sealed({ m }: { m: Message }) {
+  const [state, setState] = useState<{ text?: string; failed?: boolean }>({});
+  useEffect(() => {
+    let live = true;
+    openSealed(m).then(
+      (text) => live && setState({ text }),
+      () => live && setState({ failed: true }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [m.ref]);
+  if (state.text !== undefined)
+    return (
+      <p class="text">
+        <span class="lock" aria-hidden="true">🔒 </span>
+        <span class="sr-only">End-to-end encrypted: </span>
+        {state.text}
+      </p>
+    );
+  if (state.failed)
+    return (
+      <p class="unreadable" role="note">
+        This encrypted message can't be read on this device: it was sealed for your other devices, or before this browser's key was published.
+      </p>
+    );
+  return <p class="muted">Decrypting…</p>;
+}
+
+/** `/m/{ref}`: one message; newsletters open in the full-screen reader. Opening marks it read. */
+export function MessageView({ ref: reference }: { ref: string }) {
+  const state = useInbox();
+  const m = state.items.find((x) => x.ref === reference);
+  const [error, setError] = useState<unknown>(null);
+  useTitle(m ? heading(m) : "Message");
+  useEffect(() => {
+    if (m) return;
+    get<Message>(`/me/messages/${enc(reference)}`).then(rememberMessage, setError);
+  }, [reference]);
+  useEffect(() => {
+    if (m) markRead(m);
+  }, [m?.ref]);
+  if (error) return <section><h1>Message</h1><ErrorNote error={error} /><a href="/">Back to the inbox</a></section>;
+  if (!m) return <Loading what="Opening the message" />;
+  if (m.content_type === "html" && m.encryption !== "e2e") return <Reader m={m} />;
+  return (
+    <section class="detail">
+      <p>
+        <a href="/" class="back">← Inbox</a>
+      </p>
+      <MessageCard m={m} full />
+    </section>
+  );
+}
+
+function Reader({ m }: { m: Message }) {
+  const close = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    close.current?.focus();
+    const onKey = (e: KeyboardEvent) => e.key === "Escape" && back();
+    document.addEventListener("keydown", onKey);
+    document.body.classList.add("no-scroll");
+    return () => {
+      document.removeEventListener("keydown", onKey);
+      document.body.classList.remove("no-scroll");
+    };
+  }, []);
+  const back = () => (history.state?.app ? history.back() : navigate("/"));
+  const title = m.subject || "Newsletter";
+  return (
+    <div class="reader" role="dialog" aria-modal="true" aria-labelledby="reader-h">
+      <div class="reader-bar">
+        <button type="button" ref={close} onClick={back}>
+          ← Close
+        </button>
+        <h1 id="reader-h">{title}</h1>
+        <span class="meta">{m.partner}</span>
+      </div>
+      {/* No scripts, no same-origin, no forms: the partner's HTML can only be read. */}
+      <iframe title={title} src={`/api/v1/content/${enc(m.ref)}`} sandbox="allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer" />
+    </div>
+  );
+}
