@@ -25,7 +25,7 @@ function safeNext(next: string | null): string {
 }
 
 function App() {
-  const { path, query } = useLocation();
+  let { path, query } = useLocation();
   const [token, setToken] = useState(auth.token());
   const [flash, setFlash] = useState<string | null>(null);
 
@@ -47,9 +47,10 @@ function App() {
   }, [token]);
 
   if (!token) {
+    // Redirects during render only rewrite the address: the view below is already the right one.
     if (path !== "/login") {
-      navigate(`/login?next=${encodeURIComponent(path + location.search)}`, true);
-      return null;
+      history.replaceState({ app: true }, "", `/login?next=${encodeURIComponent(path + location.search)}`);
+      query = new URLSearchParams(location.search);
     }
     return (
       <Login
@@ -65,8 +66,8 @@ function App() {
     );
   }
   if (path === "/login") {
-    navigate(safeNext(query.get("next")), true);
-    return null;
+    history.replaceState({ app: true }, "", safeNext(query.get("next")));
+    path = location.pathname;
   }
 
   const logout = () => {
