@@ -81,11 +81,11 @@ function App() {
   const seg = path.split("/").filter(Boolean).map(decodeURIComponent);
   let view;
   if (seg.length === 0) view = <Inbox />;
-  else if (seg[0] === "m" && seg[1]) view = <MessageView key={seg[1]} ref={seg[1]} />;
-  else if (seg[0] === "forms" && seg[1]) view = <FlowRun key={seg[1]} ref={seg[1]} />;
+  else if (seg[0] === "m" && seg[1]) view = <MessageView key={seg[1]} msgRef={seg[1]} />;
+  else if (seg[0] === "forms" && seg[1]) view = <FlowRun key={seg[1]} flowRef={seg[1]} />;
   else if (seg[0] === "forms") view = <Forms />;
   else if (seg[0] === "conversations" && seg[1] === "new") view = <NewConversation />;
-  else if (seg[0] === "conversations" && seg[1]) view = <ConversationView key={seg[1]} ref={seg[1]} />;
+  else if (seg[0] === "conversations" && seg[1]) view = <ConversationView key={seg[1]} convRef={seg[1]} />;
   else if (seg[0] === "conversations") view = <Conversations />;
   else if (seg[0] === "bots" && seg[1]) view = <BotChat key={seg[1]} code={seg[1]} />;
   else if (seg[0] === "bots") view = <Bots />;

@@ -95,7 +95,7 @@ export function ScreenForm({
   const radios = screen.kind === "select";
   return (
     <form id={id} class="screen card" onSubmit={onSubmit} noValidate aria-labelledby={`${id}-t`}>
-      <h3 id={`${id}-t`}>{screen.title || "Form"}</h3>
+      <h2 id={`${id}-t`}>{screen.title || "Form"}</h2>
       {error ? (
         <p class="error" role="alert">
           {error instanceof ApiError && error.code === "validation" && Object.keys(fieldErrors).length
@@ -261,11 +261,11 @@ export function StepView({ step, active, on, fields }: { step: Step; active: boo
       return <p class="bubble bot">{step.text}</p>;
     case "menu":
       return (
-        <div class={"menu card " + step.style} role="group" aria-label={step.text || "Menu"}>
+        <div class={"menu card menu-" + step.style} role="group" aria-label={step.text || "Menu"}>
           {step.text ? <p>{step.text}</p> : null}
           {step.sections.map((s, i) => (
             <div key={i} class="section">
-              {s.title ? <h4>{s.title}</h4> : null}
+              {s.title ? <p class="section-title">{s.title}</p> : null}
               <ul class={step.style === "list" ? "list-items" : "buttons"}>
                 {s.items.map((it) => (
                   <li key={it.id}>
@@ -287,7 +287,7 @@ export function StepView({ step, active, on, fields }: { step: Step; active: boo
       const p = step.payment;
       return (
         <div class="payment card" role="group" aria-label="Payment">
-          <h3>Payment</h3>
+          <h2>Payment</h2>
           <p class="amount">{money(p.amount_minor, p.currency)}</p>
           {p.description ? <p>{p.description}</p> : null}
           {active ? (
@@ -307,7 +307,7 @@ export function StepView({ step, active, on, fields }: { step: Step; active: boo
     case "flow_completed":
       return (
         <div class="completed card" role="status">
-          <h3>Completed</h3>
+          <h2>Completed</h2>
           <Summary summary={step.summary ?? {}} fields={fields} />
         </div>
       );

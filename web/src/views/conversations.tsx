@@ -154,7 +154,7 @@ class ConvKeys {
   }
 }
 
-export function ConversationView({ ref: convRef }: { ref: string }) {
+export function ConversationView({ convRef }: { convRef: string }) {
   const thread = useAsync(() => get<ConversationThread>(`/me/conversations/${enc(convRef)}`), [convRef]);
   usePoll(() => get<ConversationThread>(`/me/conversations/${enc(convRef)}`).then(thread.set), 3000, [convRef]);
   const keys = useRef(new ConvKeys(convRef));

@@ -51,7 +51,7 @@ async function findCard(flowRef: string, messageRef: string | null): Promise<Mes
   return page.data.find((m) => (m.flow as FlowCard | null)?.ref === flowRef);
 }
 
-export function FlowRun({ ref: flowRef }: { ref: string }) {
+export function FlowRun({ flowRef }: { flowRef: string }) {
   const { query } = useLocation();
   const messageRef = query.get("m");
   const [entries, setEntries] = useState<Entry[]>([]);

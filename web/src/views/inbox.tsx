@@ -317,14 +317,18 @@ function Sealed({ m }: { m: Message }) {
 }
 
 /** `/m/{ref}`: one message; newsletters open in the full-screen reader. Opening marks it read. */
-export function MessageView({ ref: reference }: { ref: string }) {
+export function MessageView({ msgRef: reference }: { msgRef: string }) {
   const state = useInbox();
   const m = state.items.find((x) => x.ref === reference);
   const [error, setError] = useState<unknown>(null);
   useTitle(m ? heading(m) : "Message");
   useEffect(() => {
     if (m) return;
-    get<Message>(`/me/messages/${enc(reference)}`).then(rememberMessage, setError);
+    get<Message>(`/me/messages/${enc(reference)}`).then(rememberMessage, async (e) => {
+      // A host without GET /me/messages/{ref}: look in the newest page.
+      await loadFirst().catch(() => {});
+      if (!cachedMessage(reference)) setError(e);
+    });
   }, [reference]);
   useEffect(() => {
     if (m) markRead(m);
