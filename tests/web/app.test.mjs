@@ -240,6 +240,31 @@ test("2. the signup flow: field errors keep the values, then the summary; the ca
   assert.equal(await page.locator("main input, main select, main textarea").count(), 0);
 });
 
+test("2b. the shop flow: a button menu, a list menu, a form and a payment step", async () => {
+  await localBot("shop", "shop");
+  const ref = (await partner("POST", "/bots/shop/flows/order/invite", { phone: PHONE })).flow_session.ref;
+  await page.goto(BASE + `/forms/${ref}`);
+  await page.getByRole("button", { name: "Coffee" }).click();
+  await page.getByRole("button", { name: "Milk" }).click();
+  await page.getByText("Milk it is.").waitFor();
+  await page.getByRole("button", { name: "Large" }).last().click();
+  await page.getByLabel(/^Address/).fill("Main St 1");
+  await page.getByRole("button", { name: "Submit" }).click();
+  // The server refuses the missing date; the address stays.
+  await page.getByLabel(/^Delivery date/).and(page.locator("[aria-invalid=true]")).waitFor();
+  assert.equal(await page.getByLabel(/^Address/).inputValue(), "Main St 1");
+  await page.getByLabel(/^Delivery date/).fill("2026-12-01");
+  await page.getByRole("button", { name: "Submit" }).click();
+  await page.locator(".payment .amount").waitFor();
+  await shoot("payment");
+  await axe("payment");
+  await page.getByRole("button", { name: "Cancel" }).click();
+  await page.getByText("The payment was cancelled").waitFor();
+  await page.getByRole("button", { name: /^Pay / }).last().click();
+  await page.getByText(/Paid, thank you!/).waitFor();
+  await page.getByRole("heading", { name: "Completed" }).waitFor();
+});
+
 test("3. support: open a conversation, get the agent's reply without reloading, reply", async () => {
   await page.goto(BASE + "/conversations");
   await page.getByRole("link", { name: "New conversation" }).click();
@@ -320,6 +345,23 @@ test("5. chat with the sample bot: menus, text and a screen", async () => {
   await page.getByRole("heading", { name: "Forms" }).waitFor();
   await shoot("forms");
   await axe("forms");
+});
+
+test("5b. older messages load as the user scrolls (cursor paging), newest first", async () => {
+  await Promise.all(Array.from({ length: 60 }, (_, i) => send({ body: `Bulk update ${i + 1}` })));
+  await page.goto(BASE + "/");
+  await page.locator("ol.messages article").first().waitFor();
+  await page.waitForFunction(() => document.querySelectorAll("ol.messages article").length >= 50);
+  assert.equal(await page.locator("ol.messages article").count(), 50, "one page first");
+  const oldest = page.getByText("Your parcel ships tomorrow.");
+  assert.equal(await oldest.count(), 0);
+  for (let i = 0; i < 20 && (await oldest.count()) === 0; i++) {
+    await page.mouse.wheel(0, 4000);
+    await page.waitForTimeout(200);
+  }
+  await oldest.waitFor();
+  const ids = await page.locator("ol.messages article h2").allInnerTexts();
+  assert.ok(ids.length > 50);
 });
 
 test("6. account, logout, and an invalid or expired token returns to the login screen with a message", async () => {
