@@ -319,6 +319,21 @@ test("4. an E2E hub message sealed by the reference CLI opens in the browser", a
   assert.match(out, /msg_/);
   await page.goto(BASE + "/");
   await page.getByText("Your locker code is 4711").waitFor({ timeout: 15000 });
+  // A message sealed only for another of the user's devices: a clear "can't be read here" state.
+  const run = (...args) => execFileSync(BIN, args, { env: { ...process.env, HUBBUB_API_URL: API, HUBBUB_API_KEY: KEY } }).toString().trim();
+  const other = JSON.parse(run("e2e", "keygen"));
+  const token = run("user", "token", PHONE).split("\n").pop();
+  const published = await fetch(API + "/api/v1/me/devices/keys", {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ identity_key_pub: other.public_key, device_uuid: "dev-other-phone", platform: "ios" }),
+  });
+  assert.equal(published.status, 201, await published.text());
+  const body = JSON.parse(run("e2e", "seal", "--phone", PHONE, "--partner", "acme", "--text", "For the other phone only"));
+  body.e2e_envelope.key_wraps = body.e2e_envelope.key_wraps.filter((w) => w.device_uuid === "dev-other-phone");
+  await partner("POST", "/messages", body);
+  await page.getByText("This encrypted message can't be read on this device").waitFor({ timeout: 15000 });
+  assert.equal(await page.getByText("For the other phone only").count(), 0);
   await shoot("inbox-e2e");
 });
 
