@@ -408,6 +408,18 @@ test("7. no CSP violation, no page error, PWA manifest and service worker", asyn
   assert.equal(sw.status, 200);
   const registered = await page.evaluate(async () => !!(await navigator.serviceWorker.getRegistration("/")));
   assert.ok(registered, "the service worker is registered");
+  // The app shell opens offline from the worker's cache (API calls are never cached).
+  await page.evaluate(async () => {
+    await navigator.serviceWorker.ready;
+  });
+  await page.waitForFunction(() => !!navigator.serviceWorker.controller);
+  await context.setOffline(true);
+  try {
+    await page.reload();
+    await page.getByRole("heading", { name: "Log in to Hubbub" }).waitFor({ timeout: 10000 });
+  } finally {
+    await context.setOffline(false);
+  }
   assert.deepEqual(cspViolations, []);
   assert.deepEqual(pageErrors, []);
   console.log("axe (all impacts):", JSON.stringify(Object.fromEntries(Object.entries(axeResults).map(([k, v]) => [k, v.map((x) => `${x.id}:${x.impact}`)]))));

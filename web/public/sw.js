@@ -4,7 +4,20 @@ const CACHE = "hubbub-shell-v1";
 const SHELL = ["/", "/manifest.webmanifest", "/icon.svg", "/icon-192.png", "/icon-512.png"];
 
 self.addEventListener("install", (event) => {
-  event.waitUntil(caches.open(CACHE).then((c) => c.addAll(SHELL)).then(() => self.skipWaiting()));
+  // One missing file must not stop the worker from installing.
+  event.waitUntil(
+    caches
+      .open(CACHE)
+      .then(async (c) => {
+        await Promise.allSettled(SHELL.map((u) => fetch(u, { headers: { Accept: "text/html,*/*" } }).then((r) => r.ok && c.put(u, r))));
+        // The built (hashed) assets index.html loads.
+        const index = await c.match("/");
+        const html = index ? await index.clone().text() : "";
+        const assets = [...new Set(html.match(/\/assets\/[^"']+/g) ?? [])];
+        await Promise.allSettled(assets.map((u) => fetch(u).then((r) => r.ok && c.put(u, r))));
+      })
+      .then(() => self.skipWaiting()),
+  );
 });
 
 self.addEventListener("activate", (event) => {
