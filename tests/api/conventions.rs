@@ -206,9 +206,16 @@ async fn openapi_document_matches_the_router() {
         }
     }
     // Every `.route("…", method(…))` in the HTTP modules is in the document.
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/http");
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let file = entry.unwrap().path();
+    let mut files = Vec::new();
+    let mut dirs = vec![std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/src/http"))];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() { dirs.push(path) } else { files.push(path) }
+        }
+    }
+    assert!(files.iter().any(|f| f.ends_with("bots/manage.rs")), "the resource folders are read too");
+    for file in files {
         // The health routes sit outside `/api/v1`; every other module's routes are nested under it.
         let top_level = file.file_name().is_some_and(|n| n == "health.rs" || n == "metrics.rs");
         let source = std::fs::read_to_string(&file).unwrap();

@@ -1,0 +1,205 @@
+//! The partner's side: listing, reading, answering and closing conversations, and `POST /agent/messages`.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+
+use super::{ConversationRecord, ThreadRecord, agent_thread, with_messages};
+use crate::auth::PartnerAuth;
+use crate::conversations::ConversationState;
+use crate::error::{ApiError, ApiResult};
+use crate::events;
+use crate::http::messages::{MessageRecord, SendMessage, ref_taken, validate_content};
+use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, query_text, required_phone};
+use crate::messages::{Direction, Encryption};
+use crate::state::AppState;
+use crate::store::conversations::{self as store, Conversation};
+use crate::store::messages::Created;
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct ConversationFilter {
+    #[param(schema_with = state_filter_schema)]
+    state: Option<String>,
+    /// Search in subject, contact and message bodies.
+    q: Option<String>,
+}
+
+/// The states a conversation list can be filtered by.
+fn state_filter_schema() -> utoipa::openapi::Object {
+    let names: Vec<&'static str> = ConversationState::names();
+    crate::http::openapi::filter_of(&names, "Only conversations in this state")
+}
+
+/// The partner's conversations, newest first.
+#[utoipa::path(
+    get,
+    path = "/conversations",
+    tag = "conversations",
+    security(("partnerKey" = [])),
+    params(ConversationFilter, PageParams),
+    responses(
+        (status = 200, description = "A page of conversations", body = List<ConversationRecord>),
+        (status = 422, response = E422),
+    )
+)]
+pub(super) async fn list_conversations(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    ApiQuery(filter): ApiQuery<ConversationFilter>,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<List<ConversationRecord>>> {
+    let page = page.page()?;
+    let wanted = match query_text(filter.state) {
+        None => None,
+        Some(text) => Some(
+            ConversationState::parse(&text)
+                .ok_or_else(|| ApiError::validation("state", "state must be open, pending or closed"))?,
+        ),
+    };
+    let q = query_text(filter.q);
+    let rows = store::list_for_partner(&state.db, partner.id, wanted, q.as_deref(), page.before, page.fetch()).await?;
+    Ok(Json(page.list(rows, |c| c.id, |c| ConversationRecord::from(c))))
+}
+
+/// A conversation with its messages.
+#[utoipa::path(
+    get,
+    path = "/conversations/{id}",
+    tag = "conversations",
+    security(("partnerKey" = [])),
+    responses((status = 200, description = "The conversation", body = ThreadRecord), (status = 404, response = E404))
+)]
+pub(super) async fn get_conversation(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ThreadRecord>> {
+    let c = agent_thread(&state, partner.id, &id).await?;
+    Ok(Json(with_messages(&state, &c).await?))
+}
+
+/// The one change a partner makes to a conversation: closing it.
+#[derive(Deserialize, ToSchema)]
+pub(super) struct UpdateConversation {
+    #[schema(schema_with = closed_only, required = true)]
+    state: Option<String>,
+}
+
+/// `closed`, the only state a partner sets.
+fn closed_only() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some([ConversationState::Closed.as_str()]))
+        .build()
+}
+
+/// Close a conversation (a user message reopens it).
+#[utoipa::path(
+    patch,
+    path = "/conversations/{id}",
+    tag = "conversations",
+    security(("partnerKey" = [])),
+    request_body = UpdateConversation,
+    responses(
+        (status = 200, description = "The conversation", body = ConversationRecord),
+        (status = 404, response = E404),
+    )
+)]
+pub(super) async fn close_conversation(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<UpdateConversation>,
+) -> ApiResult<Json<ConversationRecord>> {
+    // Another partner's conversation is 404 whatever the body says.
+    let c = agent_thread(&state, partner.id, &id).await?;
+    if req.state.as_deref() != Some(ConversationState::Closed.as_str()) {
+        return Err(ApiError::validation("state", "state can only be set to closed (a user message reopens)"));
+    }
+    let c = store::set_state(&state.db, partner.id, c.id, ConversationState::Closed)
+        .await?
+        .ok_or_else(|| ApiError::not_found("conversation"))?;
+    Ok(Json(ConversationRecord::from(&c)))
+}
+
+/// An agent's reply in a conversation: the thread now waits for the user.
+pub(super) async fn reply(
+    state: &AppState,
+    partner_id: i64,
+    c: &Conversation,
+    req: &SendMessage,
+) -> ApiResult<MessageRecord> {
+    let content = crate::conversations::content(&state.db, state.config.dev, c, req).await?;
+    let message = content.into_message(partner_id, &c.phone, Direction::Out, Some(c.id));
+    let (_, m) =
+        store::append(&state.db, c.id, message, ConversationState::Pending, state.now(), events::conversation_message)
+            .await
+            .map_err(ref_taken)?;
+    state.delivery.wake.notify_one();
+    Ok(MessageRecord::from(&m))
+}
+
+/// An agent's reply (the conversation becomes pending); delivered like any outgoing message.
+#[utoipa::path(
+    post,
+    path = "/conversations/{id}/messages",
+    tag = "conversations",
+    security(("partnerKey" = [])),
+    request_body = SendMessage,
+    responses(
+        (status = 201, description = "The message (direction out)", body = MessageRecord),
+        (status = 404, response = E404),
+        (status = 409, response = E409),
+    )
+)]
+pub(super) async fn reply_in_conversation(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<SendMessage>,
+) -> ApiResult<(StatusCode, Json<MessageRecord>)> {
+    let c = agent_thread(&state, partner.id, &id).await?;
+    Ok((StatusCode::CREATED, Json(reply(&state, partner.id, &c, &req).await?)))
+}
+
+/// Agent send: into the latest open or pending conversation of the phone, else a hub message (conversation_id null).
+///
+/// Never a new conversation: only users open them. A sealed E2E message (`encryption: "e2e"` with key wraps)
+/// is always a hub message, its `aad` names the hub; an encrypted conversation message needs a thread.
+#[utoipa::path(
+    post,
+    path = "/agent/messages",
+    tag = "conversations",
+    security(("partnerKey" = [])),
+    request_body = SendMessage,
+    responses((status = 201, description = "The message", body = MessageRecord), (status = 409, response = E409))
+)]
+pub(super) async fn agent_send(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    ApiJson(req): ApiJson<SendMessage>,
+) -> ApiResult<(StatusCode, Json<MessageRecord>)> {
+    let phone = required_phone(req.phone.as_deref())?.to_string();
+    let sealed = req.encryption == Some(Encryption::E2e) && req.encrypted != Some(true) && req.e2e_mode.is_none();
+    if !sealed && let Some(c) = store::latest_active(&state.db, partner.id, &phone).await? {
+        return Ok((StatusCode::CREATED, Json(reply(&state, partner.id, &c, &req).await?)));
+    }
+    if req.encrypted == Some(true) || req.e2e_mode.is_some() {
+        return Err(ApiError::validation(
+            "e2e_mode",
+            "no open conversation with this phone for a conversation message",
+        ));
+    }
+    let content = validate_content(&state, partner.id, &req, Some(&phone)).await?;
+    let message = content.into_message(partner.id, &phone, Direction::Out, None);
+    match state.messages.create(message, state.now()).await.map_err(ref_taken)? {
+        Created::New(m) | Created::Replayed(m) => {
+            state.delivery.wake.notify_one();
+            Ok((StatusCode::CREATED, Json(MessageRecord::from(&m))))
+        }
+        Created::KeyReused => Err(ApiError::idempotency_conflict()),
+    }
+}

@@ -1,0 +1,105 @@
+//! Support conversations, from both sides: a user opens one with a partner and writes in it
+//! (`/me/conversations…`); the partner's agents list, read, answer and close them (`/conversations…`), and
+//! `POST /agent/messages` answers in the latest open thread of a phone or, without one, sends a hub
+//! message. States: `open` (waiting for an agent) → agent reply → `pending` (waiting for the user) → user
+//! reply → `open`; closed by the partner; a user message reopens.
+//!
+//! End-to-end encrypted threads: either side shares a content key by uploading its wraps to every peer
+//! device (`…/keys`, one row per device and key version), then posts messages encrypted with it
+//! (`encrypted: true, e2e_mode: "conversation", e2e_key_version, e2e_envelope`). Each side reads the wraps
+//! addressed to its own devices and the peer directory (`…/devices`). The server stores ciphertext only.
+
+mod agent;
+mod encryption;
+mod user;
+
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::messages::MessageRecord;
+use super::parse_id;
+use crate::auth::UserAuth;
+use crate::clock::record_time;
+use crate::conversations::ConversationState;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use crate::store::conversations::{self as store, Conversation};
+use crate::store::messages::{self};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(user::list_my_conversations, user::open_conversation))
+        .routes(routes!(user::get_my_conversation))
+        .routes(routes!(user::write_in_my_conversation))
+        .routes(routes!(encryption::share_my_conversation_key, encryption::my_conversation_keys))
+        .routes(routes!(encryption::my_conversation_devices))
+        .routes(routes!(agent::list_conversations))
+        .routes(routes!(agent::get_conversation, agent::close_conversation))
+        .routes(routes!(agent::reply_in_conversation))
+        .routes(routes!(encryption::share_conversation_key, encryption::conversation_keys))
+        .routes(routes!(encryption::conversation_devices))
+        .routes(routes!(agent::agent_send))
+}
+
+/// Messages embedded in a conversation record (the latest ones, oldest first).
+const EMBEDDED_MESSAGES: i64 = 200;
+
+/// A support conversation.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Conversation)]
+pub struct ConversationRecord {
+    pub conversation_id: i64,
+    #[serde(rename = "ref")]
+    pub reference: String,
+    #[schema(pattern = "^\\+[1-9][0-9]{6,14}$")]
+    pub phone: String,
+    /// The partner's code.
+    pub partner: String,
+    pub subject: Option<String>,
+    pub state: ConversationState,
+    pub last_message_at: String,
+    pub created_at: String,
+}
+
+impl From<&Conversation> for ConversationRecord {
+    fn from(c: &Conversation) -> Self {
+        ConversationRecord {
+            conversation_id: c.id,
+            reference: c.reference.clone(),
+            phone: c.phone.clone(),
+            partner: c.partner_code.clone(),
+            subject: c.subject.clone(),
+            state: c.state,
+            last_message_at: record_time(c.last_message_at),
+            created_at: record_time(c.created_at),
+        }
+    }
+}
+
+/// A conversation with its messages.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ConversationThread)]
+pub struct ThreadRecord {
+    #[serde(flatten)]
+    pub conversation: ConversationRecord,
+    /// The latest 200, oldest first
+    pub messages: Vec<MessageRecord>,
+}
+
+async fn with_messages(state: &AppState, c: &Conversation) -> ApiResult<ThreadRecord> {
+    let rows = messages::list_conversation(&state.db, c.id, EMBEDDED_MESSAGES).await?;
+    Ok(ThreadRecord { conversation: c.into(), messages: rows.iter().map(MessageRecord::from).collect() })
+}
+
+/// One of the user's conversations, by ref (another user's is 404).
+async fn user_thread(state: &AppState, user: &UserAuth, reference: &str) -> ApiResult<Conversation> {
+    store::find_for_user(&state.db, &user.phone, reference).await?.ok_or_else(|| ApiError::not_found("conversation"))
+}
+
+/// One of the partner's conversations, by id (another partner's is 404).
+async fn agent_thread(state: &AppState, partner_id: i64, id: &str) -> ApiResult<Conversation> {
+    let id = parse_id(id, "conversation")?;
+    store::find_for_partner(&state.db, partner_id, id).await?.ok_or_else(|| ApiError::not_found("conversation"))
+}

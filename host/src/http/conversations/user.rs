@@ -1,0 +1,159 @@
+//! The user's side: my support threads (never bot sessions), opening one with a linked partner, writing in it.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::{ConversationRecord, ThreadRecord, user_thread, with_messages};
+use crate::auth::UserAuth;
+use crate::conversations::ConversationState;
+use crate::error::{ApiError, ApiResult};
+use crate::events;
+use crate::http::messages::{MessageRecord, SendMessage, ref_taken, validate_content};
+use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams};
+use crate::messages::{ContentType, Direction};
+use crate::secrets::random_alnum;
+use crate::state::AppState;
+use crate::store::conversations as store;
+use crate::store::{accounts, partners};
+
+/// My support threads (never bot sessions), newest first.
+#[utoipa::path(
+    get,
+    path = "/me/conversations",
+    tag = "users",
+    security(("userJwt" = [])),
+    params(PageParams),
+    responses(
+        (status = 200, description = "A page of conversations", body = List<ConversationRecord>),
+        (status = 422, response = E422),
+    )
+)]
+pub(super) async fn list_my_conversations(
+    State(state): State<AppState>,
+    user: UserAuth,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<List<ConversationRecord>>> {
+    let page = page.page()?;
+    let rows = store::list_for_phone(&state.db, &user.phone, page.before, page.fetch()).await?;
+    Ok(Json(page.list(rows, |c| c.id, |c| ConversationRecord::from(c))))
+}
+
+/// Open support with a partner: the first message's content fields, as for any message.
+#[derive(Deserialize, ToSchema)]
+pub(super) struct OpenConversation {
+    /// The code of a partner the user's account is linked to.
+    #[schema(value_type = String, required = true)]
+    partner: Option<String>,
+    #[schema(max_length = 200)]
+    subject: Option<String>,
+    #[serde(flatten)]
+    message: SendMessage,
+}
+
+/// Open support with a linked partner, with the first message (send-message content fields).
+#[utoipa::path(
+    post,
+    path = "/me/conversations",
+    tag = "conversations",
+    security(("userJwt" = [])),
+    request_body = OpenConversation,
+    responses(
+        (status = 201, description = "The conversation (open) with its first message", body = ThreadRecord),
+        (status = 404, response = E404),
+    )
+)]
+pub(super) async fn open_conversation(
+    State(state): State<AppState>,
+    user: UserAuth,
+    ApiJson(req): ApiJson<OpenConversation>,
+) -> ApiResult<(StatusCode, Json<ThreadRecord>)> {
+    let code = req.partner.as_deref().map(str::trim).filter(|p| !p.is_empty());
+    let code = code.ok_or_else(|| ApiError::validation("partner", "partner is required"))?;
+    let subject = req.subject.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    if subject.is_some_and(|s| s.chars().count() > 200) {
+        return Err(ApiError::validation("subject", "subject is at most 200 characters"));
+    }
+    // Support is opened with a partner the user is linked to.
+    let partner = partners::find_by_code(&state.db, code).await?.ok_or_else(|| ApiError::not_found("partner"))?;
+    let account = accounts::find_account(&state.db, &user.phone).await?;
+    let linked = match &account {
+        Some(a) => accounts::linked_partners(&state.db, a.id).await?.iter().any(|(c, _)| c == code),
+        None => false,
+    };
+    if !linked {
+        return Err(ApiError::not_found("partner"));
+    }
+    if req.message.wants_e2e() {
+        return Err(ApiError::validation(
+            "encrypted",
+            "a conversation opens with a plaintext message; share a content key (POST …/keys), then send encrypted ones",
+        ));
+    }
+    refuse_system_from_users(&req.message)?;
+    let content = validate_content(&state, partner.id, &req.message, Some(&user.phone)).await?;
+    let first = content.into_message(partner.id, &user.phone, Direction::In, None);
+    let reference = format!("conv_{}", random_alnum(24));
+    let (conversation, message) =
+        store::open(&state.db, &reference, subject, first, state.now(), events::conversation_message).await?;
+    let record = ThreadRecord { conversation: (&conversation).into(), messages: vec![MessageRecord::from(&message)] };
+    Ok((StatusCode::CREATED, Json(record)))
+}
+
+/// `system` messages speak for the service or the partner: a user cannot write one.
+fn refuse_system_from_users(req: &SendMessage) -> ApiResult<()> {
+    if req.content_type == Some(ContentType::System) {
+        return Err(ApiError::validation("content_type", "users cannot send system messages"));
+    }
+    Ok(())
+}
+
+/// One of my conversations with its messages.
+#[utoipa::path(
+    get,
+    path = "/me/conversations/{ref}",
+    tag = "conversations",
+    security(("userJwt" = [])),
+    responses((status = 200, description = "The conversation", body = ThreadRecord), (status = 404, response = E404))
+)]
+pub(super) async fn get_my_conversation(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(reference): Path<String>,
+) -> ApiResult<Json<ThreadRecord>> {
+    let c = user_thread(&state, &user, &reference).await?;
+    Ok(Json(with_messages(&state, &c).await?))
+}
+
+/// Write in my conversation (reopens it: open).
+#[utoipa::path(
+    post,
+    path = "/me/conversations/{ref}/messages",
+    tag = "conversations",
+    security(("userJwt" = [])),
+    request_body = SendMessage,
+    responses(
+        (status = 201, description = "The message (direction in)", body = MessageRecord),
+        (status = 404, response = E404),
+        (status = 409, response = E409),
+    )
+)]
+pub(super) async fn write_in_my_conversation(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(reference): Path<String>,
+    ApiJson(req): ApiJson<SendMessage>,
+) -> ApiResult<(StatusCode, Json<MessageRecord>)> {
+    let c = user_thread(&state, &user, &reference).await?;
+    refuse_system_from_users(&req)?;
+    let content = crate::conversations::content(&state.db, state.config.dev, &c, &req).await?;
+    let message = content.into_message(c.partner_id, &user.phone, Direction::In, Some(c.id));
+    // A user message puts the thread back in the agents' queue, reopening a closed one.
+    let (_, m) =
+        store::append(&state.db, c.id, message, ConversationState::Open, state.now(), events::conversation_message)
+            .await
+            .map_err(ref_taken)?;
+    Ok((StatusCode::CREATED, Json(MessageRecord::from(&m))))
+}
