@@ -18,6 +18,7 @@ use crate::store::Db;
 use crate::store::writer::MessageWriter;
 use crate::webhooks::Webhooks;
 
+/// Fields that tests, benchmarks or the binary reach are public; the rest are the crate's own.
 #[derive(Clone)]
 pub struct AppState {
     /// Where everything durable lives.
@@ -25,7 +26,7 @@ pub struct AppState {
     /// Settings read at start.
     pub config: Arc<Config>,
     /// The only source of "now".
-    pub clock: SharedClock,
+    pub(crate) clock: SharedClock,
     /// Token buckets keyed by credential (`partner:7`, …).
     limiter: Arc<DefaultKeyedRateLimiter<String>>,
     /// The stricter buckets of developer keys.
@@ -33,17 +34,17 @@ pub struct AppState {
     /// Key that signs and verifies user JWTs (HS256).
     pub jwt_secret: Arc<Vec<u8>>,
     /// The group-commit writer of new messages.
-    pub messages: MessageWriter,
+    pub(crate) messages: MessageWriter,
     /// Channel providers and the delivery worker's wake-up.
-    pub delivery: Arc<Delivery>,
+    pub(crate) delivery: Arc<Delivery>,
     /// Signed outbound webhooks (the dispatcher's context; handlers send test pings through it).
     pub webhooks: Webhooks,
     /// The sandboxed Wasm runtime of `local` bots.
     pub runtime: Runtime,
     /// Woken when a broadcast is accepted.
-    pub broadcast_wake: Arc<Notify>,
+    pub(crate) broadcast_wake: Arc<Notify>,
     /// Per-address and host-wide limits of the one-time code routes.
-    pub code_limits: Arc<crate::http::abuse::CodeLimits>,
+    pub(crate) code_limits: Arc<crate::http::abuse::CodeLimits>,
     /// Which background workers run (for `/readyz`).
     pub workers: Arc<crate::health::WorkerHealth>,
 }
