@@ -7,8 +7,20 @@
 # components under /var/lib/hubbub (mount a volume there); set HUBBUB_DATABASE_URL to a postgres:// URL to use
 # PostgreSQL instead (see docs/deploy.md and docker-compose.yml).
 
+# The end-user web app (web/), built once in Node's image; the host build embeds it (HUBBUB_WEB_DIST).
+# Its types come from the generated client package (clients/typescript, a local dependency).
+FROM node:20-bookworm-slim AS web
+WORKDIR /src
+COPY clients/typescript/ clients/typescript/
+COPY web/package.json web/package-lock.json web/
+RUN cd web && npm ci --no-audit --no-fund
+COPY web/ web/
+RUN cd web && npm run build
+
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
+COPY --from=web /src/web/dist /web-dist
+ENV HUBBUB_WEB_DIST=/web-dist
 RUN rustup target add wasm32-wasip2
 COPY . .
 RUN cargo build --release -p hubbub-host \

@@ -70,6 +70,9 @@ bash tests/schemathesis/run.sh
 log "clients generated from docs/openapi.json (TypeScript, Python) build and import"
 bash tests/clients/run.sh
 
+log "the web app in headless Chromium (tests/web): Vitest, then a person's use of each area"
+bash tests/web/run.sh
+
 log "deployment files: docker-compose.yml parses and names files that exist"
 python3 -c 'import yaml' 2>/dev/null || python3 -m pip install -q pyyaml
 python3 - <<'PY'

@@ -6,7 +6,9 @@
 //!   only. Each handler describes itself (`#[utoipa::path]`, typed bodies) and [`http::documented`]
 //!   collects the routes and the OpenAPI document together; [`http::openapi`] adds what every operation
 //!   shares and serves it (committed as `docs/openapi.json`); [`http::abuse`] limits the one-time-code
-//!   routes per client address.
+//!   routes per client address; [`http::app`] serves the end-user web app (`web/`, built by `build.rs`
+//!   and embedded) on the same origin. A resource that grew is a folder of its own ([`http::bots`],
+//!   [`http::conversations`]).
 //! - [`auth`]: which credential is calling (one extractor per kind); [`error`]: the one error type of the
 //!   API, and the one place domain errors become API errors.
 //! - Domain: [`messages`] (a message's states, channels and content; [`messages::compose`]: what a send may
@@ -159,7 +161,8 @@ pub async fn serve(
     let grace = Duration::from_millis(state.config.shutdown_timeout_ms);
     let signalled = CancellationToken::new();
     let on_signal = signalled.clone();
-    tracing::info!(addr = %listener.local_addr()?, "listening");
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, "listening; the web app is at http://{addr}/");
     let server = axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
         .with_graceful_shutdown(async move {
             shutdown.await;

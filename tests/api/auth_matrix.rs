@@ -95,6 +95,8 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/me/flows/{ref}/submit", User),
     ("GET", "/api/v1/me/forms", User),
     ("GET", "/api/v1/me/messages", User),
+    ("GET", "/api/v1/me/messages/{ref}", User),
+    ("GET", "/api/v1/me/flows/{ref}", User),
     ("POST", "/api/v1/me/messages/{ref}/read", User),
     ("GET", "/api/v1/media/{id}", MediaReaders),
     ("GET", "/api/v1/messages", Partner),

@@ -57,6 +57,8 @@ async fn claimed_user_with_a_device_is_reached_in_the_hub() {
 async fn unclaimed_users_get_whatsapp_with_the_text_and_links() {
     let app = TestApp::start().await;
     let key = app.partner("acme").await;
+    // HUBBUB_PUBLIC_URL: where the app is.
+    let app_url = app.state.config.public_url.clone();
     let text = app.send_text(&key, PHONE, "Your parcel ships today").await.ok(201)["message_id"].as_i64().unwrap();
     let m = app.delivered(&key, text).await;
     assert_eq!((m["state"].as_str(), m["channel"].as_str()), (Some("sent"), Some("whatsapp")));
@@ -79,9 +81,27 @@ async fn unclaimed_users_get_whatsapp_with_the_text_and_links() {
     assert_eq!(wa.len(), 4);
     assert!(wa[0].contains("Your parcel ships today") && wa[0].starts_with("acme Inc."), "{}", wa[0]);
     assert!(wa[1].contains("Half price") && wa[1].contains("https://example.com/offer"), "{}", wa[1]);
-    assert!(wa[2].contains("November news") && wa[2].contains(&format!("/api/v1/content/{html_ref}")), "{}", wa[2]);
-    assert!(wa[3].contains("Look") && wa[3].contains(&format!("/api/v1/content/{image_ref}")), "{}", wa[3]);
-    // The content links work without credentials.
+    // Newsletters and stored media link into the app, which opens the message (after sign-in).
+    assert!(wa[2].contains("November news") && wa[2].contains(&format!("{app_url}/m/{html_ref}")), "{}", wa[2]);
+    assert!(wa[3].contains("Look") && wa[3].contains(&format!("{app_url}/m/{image_ref}")), "{}", wa[3]);
+    // A flow invitation links to its form in the app.
+    app.post(
+        &key,
+        "/api/v1/bots",
+        json!({"code": "desk", "name": "Desk", "runtime_mode": "webhook", "webhook_url": "http://127.0.0.1:9/hook"}),
+    )
+    .await
+    .ok(201);
+    let invited = app.post(&key, "/api/v1/bots/desk/flows/intake/invite", json!({"phone": PHONE})).await;
+    let flow_ref = invited.ok(201)["flow_session"]["ref"].as_str().unwrap().to_string();
+    app.delivered(&key, invited.json["flow_session"]["message_id"].as_i64().unwrap()).await;
+    let wa = app.sink(PHONE, "whatsapp").await;
+    assert!(
+        wa[4].contains("invites you to fill in") && wa[4].ends_with(&format!("{app_url}/forms/{flow_ref}")),
+        "{}",
+        wa[4]
+    );
+    // The content links (what the app's newsletter reader shows) work without credentials.
     let page = app.client.get(format!("{}/api/v1/content/{html_ref}", app.base)).send().await.unwrap();
     assert_eq!(page.status(), 200);
     assert!(page.headers()["content-security-policy"].to_str().unwrap().contains("sandbox"));

@@ -522,6 +522,9 @@ async fn offline_users_get_one_opaque_alert_by_whatsapp_then_sms() {
     let alert = wa.received()[0].json();
     let text = alert["text"]["body"].as_str().unwrap();
     assert!(text.contains("acme Inc.") && text.contains("inbox") && text.contains("open the app"), "{text}");
+    // Its link opens the message in the app, where this device decrypts it.
+    let opens = format!("https://hubbub.example.com/m/{}", m["ref"].as_str().unwrap());
+    assert!(text.ends_with(&opens), "{text}");
     assert!(!String::from_utf8_lossy(&wa.received()[0].body).contains(SECRET));
 
     // WhatsApp accepted the alert, then reports it undeliverable: the alert goes by SMS.

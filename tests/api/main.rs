@@ -19,4 +19,5 @@ mod messages;
 mod scale_out;
 mod templates;
 mod users;
+mod web_app;
 mod webhooks;

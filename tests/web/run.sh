@@ -49,16 +49,6 @@ KEY=$("$BIN" partner create --code acme --name "Acme Corp" --platform | sed -n '
 [ -n "$KEY" ] || { echo "partner create printed no api_key" >&2; exit 1; }
 
 BASE="http://127.0.0.1:$PORT"
-# A host that does not serve the app yet (API only): put the stand-in server in front of it.
-if ! curl -fsS -H 'Accept: text/html' "$BASE/" 2>/dev/null | grep -q '<div id="app">'; then
-  WEB_PORT=$(free_port)
-  HUBBUB_UPSTREAM="$BASE" PORT="$WEB_PORT" node tests/web/serve.mjs >"$TMP/serve.log" 2>&1 &
-  PIDS+=($!)
-  for _ in $(seq 1 50); do curl -fsS "http://127.0.0.1:$WEB_PORT/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
-  echo "tests/web: the host does not serve web/dist; testing through tests/web/serve.mjs" >&2
-  BASE="http://127.0.0.1:$WEB_PORT"
-fi
-
 mkdir -p target/web-screenshots
 HUBBUB_WEB_BASE="$BASE" HUBBUB_API_URL="http://127.0.0.1:$PORT" HUBBUB_API_KEY="$KEY" HUBBUB_BIN="$BIN" \
   HUBBUB_WASM_DIR="${HUBBUB_WASM_DIR:-target/wasm32-wasip2/release}" HUBBUB_SHOTS=target/web-screenshots \

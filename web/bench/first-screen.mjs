@@ -82,15 +82,6 @@ if (!base) {
     await new Promise((r) => setTimeout(r, 200));
   }
   key = JSON.parse(execFileSync(bin, ["partner", "create", "--code", "acme", "--name", "Acme Corp", "--platform"], { env }).toString()).api_key;
-  const html = await fetch(base + "/", { headers: { Accept: "text/html" } }).then((r) => r.text());
-  if (!html.includes('<div id="app">')) {
-    // An API-only host: the stand-in server in front of it.
-    const wport = await freePort();
-    const serve = spawn(process.execPath, [path.join(web, "../tests/web/serve.mjs")], { env: { ...process.env, HUBBUB_UPSTREAM: base, PORT: String(wport) }, stdio: "ignore" });
-    cleanups.push(() => serve.kill());
-    base = `http://127.0.0.1:${wport}`;
-    for (let i = 0; i < 50 && !(await fetch(base + "/healthz").then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 try {

@@ -803,6 +803,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/flows/{ref}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of my flow invitations (completed ones too: their card is read-only). */
+        get: operations["get_flow"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me/flows/{ref}/events": {
         parameters: {
             query?: never;
@@ -884,6 +901,23 @@ export interface paths {
          *     `device_uuid` when the token names none.
          */
         get: operations["my_inbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/messages/{ref}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of my messages, by ref (the app opens a message from a link); fetching it marks it delivered. */
+        get: operations["my_message"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1974,6 +2008,33 @@ export interface components {
             /** @description For people; never parsed. */
             message: string;
         };
+        /** @description One account field's value, as the user sees it. */
+        FieldValue: {
+            key: string;
+            /** @description The field's label (its key when the partner has since deleted the field). */
+            label: string;
+            /** @description The value as text: the option's label, `Yes`/`No`, or the value itself. */
+            text: string;
+            /** @description The value as stored (`selection`: the option's id). */
+            value: Record<string, never>;
+        };
+        /** @description A flow invitation as the app shows its card: where it stands, and its summary once completed. */
+        FlowCard: {
+            /** @description The bot's code. */
+            bot: string;
+            /** @description The flow's code. */
+            flow: string;
+            invited_at: string;
+            /** @description The ref of the card in the hub inbox. */
+            message_ref?: string | null;
+            /** @description The flow session's ref (`flow_…`). */
+            ref: string;
+            /** @description `invited`, `in_progress` or `completed`. */
+            state: components["schemas"]["SessionState"];
+            /** @description What the user submitted, as the bot summed it up (completed flows). */
+            summary?: Record<string, never> | null;
+            title?: string | null;
+        };
         /** @description A flow a component offers. */
         FlowInfo: {
             /** @description A resource code, unique within the component. */
@@ -2393,6 +2454,8 @@ export interface components {
         /** @description A partner, by code and name. */
         PartnerRef: {
             code: string;
+            /** @description The values this partner keeps in the account's fields (the user's own view only). */
+            fields?: components["schemas"]["FieldValue"][] | null;
             name: string;
         };
         /** @description The devices of both sides of a conversation. */
@@ -4346,6 +4409,34 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    get_flow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The flow's card */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowCard"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     flow_event: {
         parameters: {
             query?: never;
@@ -4501,6 +4592,38 @@ export interface operations {
             };
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    my_message: {
+        parameters: {
+            query?: {
+                /** @description The reading device, when the token names none */
+                device_uuid?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];

@@ -46,24 +46,29 @@ pub fn plan(priority: &str, r: Recipient) -> Vec<Channel> {
     }
 }
 
-/// The text sent by SMS or WhatsApp: the body (or rendered template), with a link for links, media and
-/// newsletters. An encrypted message is never described: the text only says one is waiting.
+/// Where the app opens a message: `/m/{ref}` (after the user signs in, when needed).
+pub fn app_link(public_url: &str, m: &Message) -> String {
+    format!("{}/m/{}", public_url.trim_end_matches('/'), m.reference)
+}
+
+/// The text sent by SMS or WhatsApp: the body (or rendered template), with a link into the app for flow
+/// invitations, newsletters and stored media (URL media and links go to their own URL). An encrypted message
+/// is never described: the text only says one is waiting, and links to it in the app.
 pub fn fallback_text(m: &Message, partner_name: &str, public_url: &str) -> String {
-    let content_link = format!("{}/api/v1/content/{}", public_url.trim_end_matches('/'), m.reference);
     if is_encrypted(m) {
-        return alert_text(partner_name);
+        return alert_text(partner_name, public_url, m);
     }
+    let in_app = app_link(public_url, m);
     let body = m.body.as_deref().unwrap_or("").trim();
     let text = match m.content_type.as_str() {
         "link" => {
             let link = &m.content["link"];
             let lead = [Some(body), link["title"].as_str()].into_iter().flatten().find(|s| !s.is_empty()).unwrap_or("");
-            format!("{lead} {}", link["url"].as_str().unwrap_or(&content_link))
+            format!("{lead} {}", link["url"].as_str().unwrap_or(&in_app))
         }
         "image" | "document" | "audio" | "video" => {
             let url = m.content["media"]["url"].as_str().unwrap_or("");
-            let url =
-                if url.starts_with("https://") || url.starts_with("http://") { url.to_string() } else { content_link };
+            let url = if url.starts_with("https://") || url.starts_with("http://") { url.to_string() } else { in_app };
             format!("{body} {url}")
         }
         "html" => {
@@ -72,9 +77,13 @@ pub fn fallback_text(m: &Message, partner_name: &str, public_url: &str) -> Strin
                 .flatten()
                 .find(|s| !s.is_empty())
                 .unwrap_or("A new newsletter");
-            format!("{title} {content_link}")
+            format!("{title} {in_app}")
         }
-        _ => body.to_string(),
+        _ => match m.content["flow"]["ref"].as_str() {
+            // A flow invitation opens its form.
+            Some(flow) => format!("{body} {}/forms/{flow}", public_url.trim_end_matches('/')),
+            None => body.to_string(),
+        },
     };
     format!("{partner_name}: {}", text.trim())
 }
@@ -84,9 +93,13 @@ pub fn is_encrypted(m: &Message) -> bool {
     m.content.get("encryption").and_then(Value::as_str) == Some("e2e")
 }
 
-/// The opaque alert about an encrypted message: who sent it and where to read it, never what it says.
-pub fn alert_text(partner_name: &str) -> String {
-    format!("{partner_name} sent you a new message. It is waiting in your Hubbub inbox: open the app to read it.")
+/// The opaque alert about an encrypted message: who sent it and the link that opens it in the app, never
+/// what it says.
+pub fn alert_text(partner_name: &str, public_url: &str, m: &Message) -> String {
+    format!(
+        "{partner_name} sent you a new message. It is waiting in your Hubbub inbox: open the app to read it: {}",
+        app_link(public_url, m)
+    )
 }
 
 /// What delivery works with — the database, the clock, the settings, the channels' providers — and the
@@ -223,7 +236,7 @@ async fn deliver(delivery: &Delivery, message_id: i64) -> Result<(), sqlx::Error
         let now = delivery.now();
         let last_seen = last_seen.unwrap_or(0);
         if devices::claim_alert(db, message.partner_id, &message.phone, message_id, last_seen, now).await? {
-            let text = alert_text(&partner_name);
+            let text = alert_text(&partner_name, &delivery.config.public_url, &message);
             for channel in [Channel::Whatsapp, Channel::Sms] {
                 let provider = delivery.provider(channel).expect("fallback channels have providers");
                 let outcome = provider.send(&message.phone, &text).await;
@@ -311,7 +324,7 @@ async fn continue_after_receipt(delivery: &Delivery, message_id: i64, resume: &s
         message.state == MessageState::Sent && message.channel.as_deref() == Some(Channel::Whatsapp.as_str());
     let outcome = if alert || still_out {
         let text = if alert {
-            alert_text(&partner_name)
+            alert_text(&partner_name, &delivery.config.public_url, &message)
         } else {
             fallback_text(&message, &partner_name, &delivery.config.public_url)
         };

@@ -49,6 +49,41 @@ pub struct AccountRecord {
 pub struct PartnerRef {
     pub code: String,
     pub name: String,
+    /// The values this partner keeps in the account's fields (the user's own view only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Vec<FieldValue>>,
+}
+
+/// One account field's value, as the user sees it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FieldValue {
+    pub key: String,
+    /// The field's label (its key when the partner has since deleted the field).
+    pub label: String,
+    /// The value as stored (`selection`: the option's id).
+    #[schema(value_type = Object)]
+    pub value: Value,
+    /// The value as text: the option's label, `Yes`/`No`, or the value itself.
+    pub text: String,
+}
+
+impl FieldValue {
+    fn new(key: &str, value: &Value, def: Option<&FieldDef>) -> FieldValue {
+        let text = match (value, def) {
+            (Value::String(id), Some(def)) if !def.options.is_empty() => {
+                def.options.iter().find(|o| &o.id == id).map_or_else(|| id.clone(), |o| o.label.clone())
+            }
+            (Value::Bool(yes), _) => (if *yes { "Yes" } else { "No" }).to_string(),
+            (Value::String(text), _) => text.clone(),
+            (other, _) => other.to_string(),
+        };
+        FieldValue {
+            key: key.to_string(),
+            label: def.map_or_else(|| key.to_string(), |d| d.label.clone()),
+            value: value.clone(),
+            text,
+        }
+    }
 }
 
 /// The account as a partner sees it.
@@ -61,19 +96,28 @@ fn partner_account(
         phone: account.phone.clone(),
         state: account.state,
         display_name: account.display_name.clone(),
-        partners: vec![PartnerRef { code: partner.code.clone(), name: partner.name.clone() }],
+        partners: vec![PartnerRef { code: partner.code.clone(), name: partner.name.clone(), fields: None }],
         fields: Some(fields.clone()),
     }
 }
 
 /// The account as its user sees it.
 pub async fn user_account(state: &AppState, account: &Account) -> ApiResult<AccountRecord> {
-    let partners = store::linked_partners(&state.db, account.id).await?;
+    let mut partners = Vec::new();
+    for linked in store::linked_partners(&state.db, account.id).await? {
+        let defs = store::list_fields(&state.db, linked.id).await?;
+        let fields = linked
+            .fields
+            .iter()
+            .map(|(key, value)| FieldValue::new(key, value, defs.iter().map(|f| &f.def).find(|d| &d.key == key)))
+            .collect();
+        partners.push(PartnerRef { code: linked.code, name: linked.name, fields: Some(fields) });
+    }
     Ok(AccountRecord {
         phone: account.phone.clone(),
         state: account.state,
         display_name: account.display_name.clone(),
-        partners: partners.into_iter().map(|(code, name)| PartnerRef { code, name }).collect(),
+        partners,
         fields: None,
     })
 }

@@ -1,4 +1,4 @@
-//! The app's side of bots: flow invitations (`/me/flows/{ref}/start|submit|events`) and in-app chat
+//! The app's side of bots: flow invitations (`/me/flows/{ref}`, `…/start|submit|events`) and in-app chat
 //! sessions (`/me/bots/{code}/sessions…`). The flow engine ([`crate::flows`]) does the work: this module
 //! reads the requests, finds the caller's session and answers what the engine made of it.
 
@@ -13,13 +13,16 @@ use utoipa_axum::routes;
 
 use super::{ApiJson, E404, E409, E502, parse_value};
 use crate::auth::UserAuth;
+use crate::clock::record_time;
 use crate::error::{ApiError, ApiResult};
-use crate::flows::{self, EventBody, Progress, Step};
+use crate::flows::{self, EventBody, Progress, SessionKind, SessionState, Step};
 use crate::state::AppState;
-use crate::store::bots;
+use crate::store::flows as flows_store;
+use crate::store::{bots, messages};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
+        .routes(routes!(get_flow))
         .routes(routes!(start_flow))
         .routes(routes!(submit_flow))
         .routes(routes!(flow_event))
@@ -36,6 +39,61 @@ struct SessionSteps {
     session: String,
     #[schema(value_type = Vec<Step>)]
     steps: Vec<Value>,
+}
+
+/// A flow invitation as the app shows its card: where it stands, and its summary once completed.
+#[derive(Debug, Serialize, ToSchema)]
+struct FlowCard {
+    /// The flow session's ref (`flow_…`).
+    #[serde(rename = "ref")]
+    reference: String,
+    /// The bot's code.
+    bot: String,
+    /// The flow's code.
+    flow: String,
+    title: Option<String>,
+    /// `invited`, `in_progress` or `completed`.
+    state: SessionState,
+    /// What the user submitted, as the bot summed it up (completed flows).
+    #[schema(value_type = Option<Object>)]
+    summary: Option<Value>,
+    /// The ref of the card in the hub inbox.
+    message_ref: Option<String>,
+    invited_at: String,
+}
+
+/// One of my flow invitations (completed ones too: their card is read-only).
+#[utoipa::path(
+    get,
+    path = "/me/flows/{ref}",
+    tag = "flows",
+    security(("userJwt" = [])),
+    responses((status = 200, description = "The flow's card", body = FlowCard), (status = 404, response = E404))
+)]
+async fn get_flow(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(reference): Path<String>,
+) -> ApiResult<Json<FlowCard>> {
+    let session = flows_store::find_for_user(&state.db, &user.phone, &reference)
+        .await?
+        .filter(|s| s.kind == SessionKind::Flow)
+        .ok_or_else(|| ApiError::not_found("flow"))?;
+    let bot = bots::find_by_id(&state.db, session.bot_id).await?.ok_or_else(|| ApiError::not_found("flow"))?;
+    let message_ref = match session.message_id {
+        Some(id) => messages::find_any(&state.db, id).await?.map(|m| m.reference),
+        None => None,
+    };
+    Ok(Json(FlowCard {
+        reference: session.reference,
+        bot: bot.code,
+        flow: session.flow.unwrap_or_default(),
+        title: session.title,
+        state: session.state,
+        summary: session.summary,
+        message_ref,
+        invited_at: record_time(session.invited_at),
+    }))
 }
 
 /// Start an invited flow.

@@ -26,6 +26,7 @@ use crate::store::{accounts, bots, flows, messages};
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(my_inbox))
+        .routes(routes!(my_message))
         .routes(routes!(read_my_message))
         .routes(routes!(my_account))
         .routes(routes!(my_bots))
@@ -92,6 +93,47 @@ fn device_view(m: &messages::Message, device: Option<&str>) -> MessageRecord {
     record
 }
 
+/// One of my messages, by ref (the app opens a message from a link); fetching it marks it delivered.
+#[utoipa::path(
+    get,
+    path = "/me/messages/{ref}",
+    tag = "users",
+    security(("userJwt" = [])),
+    params(("device_uuid" = Option<String>, Query, description = "The reading device, when the token names none")),
+    responses((status = 200, description = "The message", body = MessageRecord), (status = 404, response = E404))
+)]
+async fn my_message(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(reference): Path<String>,
+    ApiQuery(query): ApiQuery<DeviceQuery>,
+) -> ApiResult<Json<MessageRecord>> {
+    let m = my_message_by_ref(&state, &user, &reference).await?;
+    let moved = if MessageState::UNDELIVERED.contains(&m.state) {
+        advance(&state, m.id, MessageState::Delivered).await?
+    } else {
+        None
+    };
+    let device = query_text(query.device_uuid).or(user.device);
+    Ok(Json(device_view(&moved.unwrap_or(m), device.as_deref())))
+}
+
+/// A message to this user, else 404.
+async fn my_message_by_ref(state: &AppState, user: &UserAuth, reference: &str) -> ApiResult<messages::Message> {
+    messages::find_by_ref(&state.db, reference)
+        .await?
+        .filter(|m| m.phone == user.phone)
+        .ok_or_else(|| ApiError::not_found("message"))
+}
+
+/// Moves one message forward to `to` in the hub (emitting its event); `None` when it was already there.
+async fn advance(state: &AppState, id: i64, to: MessageState) -> ApiResult<Option<messages::Message>> {
+    let mut tx = state.db.writer().begin().await?;
+    let moved = messages::advance_in(&mut tx, id, to, Some("inapp"), state.now(), events::message_status).await?;
+    tx.commit().await?;
+    Ok(moved)
+}
+
 /// Mark one of my messages read.
 #[utoipa::path(
     post,
@@ -107,15 +149,8 @@ async fn read_my_message(
     Path(reference): Path<String>,
     ApiQuery(query): ApiQuery<DeviceQuery>,
 ) -> ApiResult<Json<MessageRecord>> {
-    let m = messages::find_by_ref(&state.db, &reference)
-        .await?
-        .filter(|m| m.phone == user.phone)
-        .ok_or_else(|| ApiError::not_found("message"))?;
-    let mut tx = state.db.writer().begin().await?;
-    let moved =
-        messages::advance_in(&mut tx, m.id, MessageState::Read, Some("inapp"), state.now(), events::message_status)
-            .await?;
-    tx.commit().await?;
+    let m = my_message_by_ref(&state, &user, &reference).await?;
+    let moved = advance(&state, m.id, MessageState::Read).await?;
     let device = query_text(query.device_uuid).or(user.device);
     Ok(Json(device_view(&moved.unwrap_or(m), device.as_deref())))
 }
@@ -158,7 +193,7 @@ async fn my_bots(State(state): State<AppState>, user: UserAuth) -> ApiResult<Jso
         .map(|b| MyBot {
             code: b.code,
             name: b.name,
-            partner: PartnerRef { code: b.partner_code, name: b.partner_name },
+            partner: PartnerRef { code: b.partner_code, name: b.partner_name, fields: None },
         })
         .collect();
     Ok(Json(List { data, next_cursor: None }))

@@ -1,9 +1,11 @@
 //! The HTTP API: one module per resource, each exposing `router()`, merged here under `/api/v1` with the
-//! layers every request passes through (request id, tracing, body limit) and the JSON 404 fallback.
+//! layers every request passes through (request id, tracing, body limit), and the fallback: the end-user
+//! web app's files and pages (`app`), else the JSON 404.
 //! Request parsing helpers that every resource uses live here too.
 
 pub mod abuse;
 pub mod accounts;
+pub mod app;
 pub mod bots;
 pub mod broadcasts;
 pub mod conversations;
@@ -88,7 +90,8 @@ pub fn app(state: AppState) -> Router {
     let request_timeout = Duration::from_millis(state.config.request_timeout_ms.max(1));
     let (documented, _) = documented().split_for_parts();
     documented
-        .fallback(|| async { ApiError::not_found("route") })
+        // The web app's files and pages; anything else is the API's JSON 404.
+        .fallback(app::fallback)
         .layer(DefaultBodyLimit::max(body_limit))
         // A handler that panics answers 500 in the error shape, and the host keeps serving.
         .layer(CatchPanicLayer::custom(panic_response))

@@ -47,16 +47,34 @@ pub async fn find_account(db: &Db, phone: &str) -> Result<Option<Account>, sqlx:
     row.as_ref().map(account_from_row).transpose()
 }
 
-/// The partners an account is linked to: `(code, name)`, in link order.
-pub async fn linked_partners(db: &Db, account_id: i64) -> Result<Vec<(String, String)>, sqlx::Error> {
+/// A partner an account is linked to, with the values of its account fields.
+pub struct LinkedPartner {
+    pub id: i64,
+    pub code: String,
+    pub name: String,
+    pub fields: Map<String, Value>,
+}
+
+/// The partners an account is linked to, in link order.
+pub async fn linked_partners(db: &Db, account_id: i64) -> Result<Vec<LinkedPartner>, sqlx::Error> {
     let rows = sqlx::query(
-        "SELECT p.code, p.name FROM account_links l JOIN partners p ON p.id = l.partner_id \
+        "SELECT p.id, p.code, p.name, l.fields FROM account_links l JOIN partners p ON p.id = l.partner_id \
          WHERE l.account_id = $1 ORDER BY l.linked_at, p.id",
     )
     .bind(account_id)
     .fetch_all(db.reader())
     .await?;
-    rows.iter().map(|r| Ok((r.try_get("code")?, r.try_get("name")?))).collect()
+    rows.iter()
+        .map(|r| {
+            let fields: String = r.try_get("fields")?;
+            Ok(LinkedPartner {
+                id: r.try_get("id")?,
+                code: r.try_get("code")?,
+                name: r.try_get("name")?,
+                fields: serde_json::from_str(&fields).unwrap_or_default(),
+            })
+        })
+        .collect()
 }
 
 /// The account of `phone` as one partner sees it: only when linked, with that partner's field values.

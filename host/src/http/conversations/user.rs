@@ -80,7 +80,7 @@ pub(super) async fn open_conversation(
     let partner = partners::find_by_code(&state.db, code).await?.ok_or_else(|| ApiError::not_found("partner"))?;
     let account = accounts::find_account(&state.db, &user.phone).await?;
     let linked = match &account {
-        Some(a) => accounts::linked_partners(&state.db, a.id).await?.iter().any(|(c, _)| c == code),
+        Some(a) => accounts::linked_partners(&state.db, a.id).await?.iter().any(|p| p.code == code),
         None => false,
     };
     if !linked {
