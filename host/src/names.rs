@@ -4,7 +4,7 @@
 
 /// Declares a `Copy` enum whose variants each have one string form: `as_str` (a `const fn`, so SQL text can
 /// be built from it at compile time), `parse`, `ALL`, `names`, `Display`, `FromStr` (its error names the
-/// enum and the text, for the store's decode errors), serde with the same strings, and the OpenAPI schema
+/// enum, the text and the names expected: the store's decode errors, the API's query filters), serde with the same strings, and the OpenAPI schema
 /// (`ToSchema`) listing them.
 macro_rules! string_enum {
     (
@@ -62,7 +62,9 @@ macro_rules! string_enum {
             type Err = String;
 
             fn from_str(text: &str) -> std::result::Result<$name, String> {
-                $name::parse(text).ok_or_else(|| format!("unknown {} {text:?}", stringify!($name)))
+                $name::parse(text).ok_or_else(|| {
+                    format!("unknown {} {text:?}: expected one of {}", stringify!($name), $name::names().join(", "))
+                })
             }
         }
     };

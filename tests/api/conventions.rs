@@ -489,3 +489,34 @@ async fn rate_limits_are_for_the_whole_service_when_hosts_share_the_database() {
     }
     assert_eq!(answered, [200, 200, 200, 200, 429, 429], "the service allowed its burst, not twice it");
 }
+
+#[tokio::test]
+async fn closed_set_filters_are_typed_empty_is_no_filter_and_a_stranger_value_is_422_naming_the_choices() {
+    let app = TestApp::start_with(|c| c.dev = true).await;
+    let key = app.partner_with("acme", true).await;
+    for (path, field, expected) in [
+        ("/api/v1/conversations?state=", "state", None),
+        ("/api/v1/conversations?state=open", "state", None),
+        ("/api/v1/conversations?state=shut", "state", Some("open, pending, closed")),
+        ("/api/v1/webhooks/deliveries?state=failed", "state", None),
+        ("/api/v1/webhooks/deliveries?state=", "state", None),
+        ("/api/v1/webhooks/deliveries?state=lost", "state", Some("pending, succeeded, failed, dead")),
+        ("/api/v1/dev-sink/messages?channel=sms", "channel", None),
+        ("/api/v1/dev-sink/messages?channel=", "channel", None),
+        ("/api/v1/dev-sink/messages?channel=inapp", "channel", Some("sms, whatsapp")),
+    ] {
+        let r = app.get(&key, path).await;
+        match expected {
+            None => {
+                r.ok(200);
+            }
+            Some(choices) => {
+                r.error(422, "validation");
+                assert_eq!(r.json["error"]["field"], field, "{path}");
+                let message = r.json["error"]["message"].as_str().unwrap();
+                assert!(message.contains(choices), "{path}: {message}");
+            }
+        }
+    }
+    app.stop().await;
+}

@@ -12,6 +12,7 @@ use super::{ApiQuery, E404, E422, List, PageParams, query_text};
 use crate::auth::PartnerAuth;
 use crate::clock::record_time;
 use crate::error::{ApiError, ApiResult};
+use crate::names::string_enum;
 use crate::state::AppState;
 use crate::store::dev_sink::{self, SinkRecord};
 
@@ -25,12 +26,21 @@ struct SinkFilter {
     /// Only texts to this phone (E.164).
     phone: Option<String>,
     #[param(schema_with = channel_schema)]
-    channel: Option<String>,
+    #[serde(default, deserialize_with = "super::filter")]
+    channel: Option<SinkChannel>,
+}
+
+string_enum! {
+    /// The channels whose providers the dev sink stands in for.
+    enum SinkChannel {
+        Sms = "sms",
+        Whatsapp = "whatsapp",
+    }
 }
 
 /// Only texts of this channel.
 fn channel_schema() -> utoipa::openapi::Object {
-    super::openapi::filter_of(&["sms", "whatsapp"], "Only texts of this channel")
+    super::openapi::filter_of(&SinkChannel::names(), "Only texts of this channel")
 }
 
 /// A text the SMS or WhatsApp provider would have sent.
@@ -79,11 +89,8 @@ async fn list_dev_sink(
         return Err(ApiError::forbidden("the dev sink is for the platform partner only"));
     }
     let page = page.page()?;
-    let channel = query_text(filter.channel);
-    if channel.as_deref().is_some_and(|c| c != "sms" && c != "whatsapp") {
-        return Err(ApiError::validation("channel", "channel must be sms or whatsapp"));
-    }
+    let channel = filter.channel.map(SinkChannel::as_str);
     let phone = query_text(filter.phone);
-    let rows = dev_sink::list(&state.db, phone.as_deref(), channel.as_deref(), page.before, page.fetch()).await?;
+    let rows = dev_sink::list(&state.db, phone.as_deref(), channel, page.before, page.fetch()).await?;
     Ok(Json(page.list(rows, |r| r.id, |r| SinkEntry::from(r))))
 }

@@ -259,6 +259,18 @@ impl PageParams {
     }
 }
 
+/// Reads a closed-set query filter (`#[serde(default, deserialize_with = "filter")]`): absent or empty
+/// (`?state=`) is no filter, anything else must be one of the set's names (else 422 on that parameter,
+/// through [`ApiQuery`]).
+pub fn filter<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: std::str::FromStr<Err = String>,
+{
+    let text: Option<String> = serde::Deserialize::deserialize(deserializer)?;
+    query_text(text).map(|t| t.parse().map_err(serde::de::Error::custom)).transpose()
+}
+
 /// A query parameter as [`QueryMap::text`] reads it: trimmed, and absent when empty.
 pub fn query_text(value: Option<String>) -> Option<String> {
     value.map(|v| v.trim().to_string()).filter(|v| !v.is_empty())

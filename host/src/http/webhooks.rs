@@ -14,6 +14,7 @@ use crate::auth::PartnerAuth;
 use crate::clock::{iso_time, record_time};
 use crate::error::{ApiError, ApiResult};
 use crate::events::DeliveryState;
+use crate::names::string_enum;
 use crate::state::AppState;
 use crate::store::outbox::{self, Delivery, Target};
 use crate::store::{developers, partners};
@@ -177,20 +178,45 @@ impl From<&Delivery> for DeliveryRecord {
     }
 }
 
-const DELIVERY_STATES: &[&str] = &["pending", "succeeded", "failed", "dead"];
+string_enum! {
+    /// What a deliveries list can be filtered by: a delivery's state, or `failed` (its last attempt failed
+    /// and it is still being retried: pending, with attempts).
+    enum DeliveryStateFilter {
+        Pending = "pending",
+        Succeeded = "succeeded",
+        Failed = "failed",
+        Dead = "dead",
+    }
+}
+
+impl DeliveryStateFilter {
+    /// The stored state to list, and whether only deliveries with a failed attempt count.
+    fn stored(self) -> (DeliveryState, bool) {
+        match self {
+            DeliveryStateFilter::Pending => (DeliveryState::Pending, false),
+            DeliveryStateFilter::Succeeded => (DeliveryState::Succeeded, false),
+            DeliveryStateFilter::Failed => (DeliveryState::Pending, true),
+            DeliveryStateFilter::Dead => (DeliveryState::Dead, false),
+        }
+    }
+}
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct DeliveryFilter {
     #[param(schema_with = delivery_filter_schema)]
-    state: Option<String>,
+    #[serde(default, deserialize_with = "super::filter")]
+    state: Option<DeliveryStateFilter>,
     /// Only deliveries of this event (`message.status`, …).
     event: Option<String>,
 }
 
 /// The states a delivery list can be filtered by.
 fn delivery_filter_schema() -> utoipa::openapi::Object {
-    super::openapi::filter_of(DELIVERY_STATES, "pending, succeeded, failed (retrying after a failure) or dead")
+    super::openapi::filter_of(
+        &DeliveryStateFilter::names(),
+        "pending, succeeded, failed (retrying after a failure) or dead",
+    )
 }
 
 /// Event deliveries, newest first.
@@ -212,14 +238,9 @@ async fn list_deliveries(
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> ApiResult<Json<List<DeliveryRecord>>> {
     let page = page.page()?;
-    let wanted = query_text(filter.state);
-    if wanted.as_deref().is_some_and(|s| !DELIVERY_STATES.contains(&s)) {
-        return Err(ApiError::validation("state", format!("state must be one of {}", DELIVERY_STATES.join(", "))));
-    }
-    // `failed` lists deliveries whose last attempt failed and that are still being retried.
-    let (state_filter, only_failed) = match wanted.as_deref() {
-        Some("failed") => (Some(DeliveryState::Pending), true),
-        other => (other.and_then(DeliveryState::parse), false),
+    let (state_filter, only_failed) = match filter.state.map(DeliveryStateFilter::stored) {
+        Some((state, only_failed)) => (Some(state), only_failed),
+        None => (None, false),
     };
     let event = query_text(filter.event);
     let mut rows = outbox::list_deliveries(

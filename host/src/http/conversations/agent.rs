@@ -22,7 +22,8 @@ use crate::store::messages::Created;
 #[into_params(parameter_in = Query)]
 pub(super) struct ConversationFilter {
     #[param(schema_with = state_filter_schema)]
-    state: Option<String>,
+    #[serde(default, deserialize_with = "crate::http::filter")]
+    state: Option<ConversationState>,
     /// Search in subject, contact and message bodies.
     q: Option<String>,
 }
@@ -52,15 +53,9 @@ pub(super) async fn list_conversations(
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> ApiResult<Json<List<ConversationRecord>>> {
     let page = page.page()?;
-    let wanted = match query_text(filter.state) {
-        None => None,
-        Some(text) => Some(
-            ConversationState::parse(&text)
-                .ok_or_else(|| ApiError::validation("state", "state must be open, pending or closed"))?,
-        ),
-    };
     let q = query_text(filter.q);
-    let rows = store::list_for_partner(&state.db, partner.id, wanted, q.as_deref(), page.before, page.fetch()).await?;
+    let rows =
+        store::list_for_partner(&state.db, partner.id, filter.state, q.as_deref(), page.before, page.fetch()).await?;
     Ok(Json(page.list(rows, |c| c.id, |c| ConversationRecord::from(c))))
 }
 
