@@ -120,6 +120,9 @@ mod tests {
         assert_eq!(Channel::names(), ["inapp", "whatsapp", "sms"]);
         assert_eq!(E2eMode::Conversation.as_str(), crate::e2e::MODE_CONVERSATION);
         assert_eq!(MessageState::names(), ["queued", "sent", "delivered", "read", "failed"]);
-        assert_eq!("sending".parse::<MessageState>(), Err("unknown MessageState \"sending\"".to_string()));
+        assert_eq!(
+            "sending".parse::<MessageState>(),
+            Err("unknown MessageState \"sending\": expected one of queued, sent, delivered, read, failed".to_string())
+        );
     }
 }
