@@ -3,6 +3,7 @@
 // HUBBUB_API_KEY (the platform partner acme), HUBBUB_BIN and HUBBUB_WASM_DIR.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { createCipheriv, createDecipheriv, createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -38,6 +39,71 @@ async function partner(method, p, body, headers = {}) {
   return json;
 }
 
+/** Sends `n` hub messages to the user, `batch` at a time, waiting out 429s (Retry-After). */
+async function sendMany(n, make, batch = 25) {
+  const one = async (i) => {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const res = await fetch(API + "/api/v1/messages", {
+        method: "POST",
+        headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json", "Idempotency-Key": `bulk-${PHONE}-${make(i)}` },
+        body: JSON.stringify({ phone: PHONE, body: make(i) }),
+      });
+      if (res.status === 429 || res.status === 503) {
+        const wait = Number(res.headers.get("retry-after") ?? "1");
+        await res.text();
+        await new Promise((r) => setTimeout(r, Math.max(0.1, Number.isFinite(wait) ? wait : 1) * 1000));
+        continue;
+      }
+      const text = await res.text();
+      assert.equal(res.status, 201, `POST /messages: ${res.status} ${text}`);
+      return;
+    }
+    throw new Error("POST /messages: still rate limited after 20 tries");
+  };
+  for (let i = 0; i < n; i += batch) await Promise.all(Array.from({ length: Math.min(batch, n - i) }, (_, j) => one(i + j)));
+}
+
+// The agent side of an encrypted conversation, written from docs/e2e.md with node:crypto only (never
+// web/src/e2e.ts), so that the browser's WebCrypto implementation and this one check each other.
+const b64u = (b) => Buffer.from(b).toString("base64url");
+const unb64u = (s) => Buffer.from(s, "base64url");
+const ALG = "x25519-hkdf-sha256-aes-256-gcm";
+
+function agentDevice(uuid) {
+  const { privateKey, publicKey } = generateKeyPairSync("x25519");
+  return { uuid, privateKey, pub: unb64u(publicKey.export({ format: "jwk" }).x) };
+}
+
+function gcmSeal(key, nonce, plain, aad) {
+  const c = createCipheriv("aes-256-gcm", key, nonce);
+  c.setAAD(Buffer.from(aad, "utf8"));
+  return Buffer.concat([c.update(plain), c.final(), c.getAuthTag()]);
+}
+
+function gcmOpen(key, nonce, sealed, aad) {
+  const d = createDecipheriv("aes-256-gcm", key, nonce);
+  d.setAAD(Buffer.from(aad, "utf8"));
+  d.setAuthTag(sealed.subarray(sealed.length - 16));
+  return Buffer.concat([d.update(sealed.subarray(0, sealed.length - 16)), d.final()]);
+}
+
+/** Opens a content-key wrap addressed to `dev`: shared = X25519(p, E); HKDF(salt E‖P, info prefix‖D). */
+function agentUnwrap(dev, w, aad) {
+  assert.equal(w.device_uuid, dev.uuid);
+  const E = unb64u(w.sender_eph_pub);
+  assert.equal(E.length, 32);
+  const ephPublic = createPublicKey({ key: { kty: "OKP", crv: "X25519", x: b64u(E) }, format: "jwk" });
+  const shared = diffieHellman({ privateKey: dev.privateKey, publicKey: ephPublic });
+  assert.ok(!shared.every((b) => b === 0), "not a low-order point");
+  const wrapKey = Buffer.from(hkdfSync("sha256", shared, Buffer.concat([E, dev.pub]), Buffer.from("hubbub-e2e-v1|wrap|" + dev.uuid, "utf8"), 32));
+  const k = gcmOpen(wrapKey, unb64u(w.wrap_nonce), unb64u(w.wrap), aad);
+  assert.equal(k.length, 32);
+  return k;
+}
+
+const convAad = (conv, ref) => `hubbub.conv.${conv}|msg|${ref}|v1`;
+const convKeyAad = (conv, v) => `hubbub.conv.${conv}|key|${v}|v1`;
+
 async function conversationId(subject) {
   const convs = await partner("GET", "/conversations?limit=200");
   return convs.data.find((c) => c.phone === PHONE && c.subject === subject).conversation_id;
@@ -53,6 +119,7 @@ async function localBot(code, wasm) {
 }
 
 let browser, context, page;
+let signupRef; // the signup flow test 2 completes
 const cspViolations = [];
 const pageErrors = [];
 
@@ -112,7 +179,16 @@ async function login(next = "/") {
 }
 
 before(async () => {
-  await partner("POST", "/accounts/link", { phone: PHONE, invite: false, display_name: "Ana Tester" });
+  // The partner's account fields, and their values for this user, before the user ever logs in.
+  for (const field of [
+    { key: "tier", label: "Tier", type: "selection", options: [{ id: "gold", label: "Gold" }] },
+    { key: "news", label: "Newsletter", type: "boolean" },
+  ]) {
+    await partner("POST", "/settings/account-fields", field).catch((e) => {
+      if (!/: 409 /.test(e.message)) throw e; // defined by an earlier run against the same host
+    });
+  }
+  await partner("POST", "/accounts/link", { phone: PHONE, invite: false, display_name: "Ana Tester", fields: { tier: "gold", news: true } });
   browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: ["--no-sandbox"] });
   context = await browser.newContext({ viewport: { width: 390, height: 844 } });
   page = await context.newPage();
@@ -195,6 +271,7 @@ test("2. the signup flow: field errors keep the values, then the summary; the ca
   await localBot("signup", "signup");
   const invite = await partner("POST", "/bots/signup/flows/signup/invite", { phone: PHONE });
   const ref = invite.flow_session.ref;
+  signupRef = ref;
   await page.goto(BASE + "/forms");
   await page.getByRole("link", { name: /sign ?up/i }).first().click();
   await page.getByLabel(/^Name/).waitFor();
@@ -310,6 +387,68 @@ test("3b. an encrypted conversation: the browser makes K_1, wraps it, and sends 
   await page.locator(".bubble.me", { hasText: "secret street" }).waitFor({ timeout: 10000 });
 });
 
+test("3c. an encrypted conversation with an agent device: node:crypto reads the browser's message and answers", async () => {
+  // The agent console publishes its device key first, so the browser's K_1 is wrapped for it too.
+  const agent = agentDevice(`agent-web-test-${Date.now()}`);
+  const published = await partner("POST", "/agent/devices/keys", { device_uuid: agent.uuid, identity_key_pub: b64u(agent.pub) });
+  assert.equal(published.device_uuid, agent.uuid);
+  // The user opens a new thread and turns on encryption: the browser makes K_1 and wraps it to every peer.
+  await page.goto(BASE + "/conversations/new");
+  await page.getByLabel("Partner").selectOption("acme");
+  await page.getByLabel("Subject").fill("Locker access");
+  await page.getByLabel("Message").fill("I need the code for my locker.");
+  await page.getByRole("button", { name: "Start conversation" }).click();
+  await page.waitForURL(/\/conversations\/conv_/);
+  const convRef = decodeURIComponent(new URL(page.url()).pathname.split("/").pop());
+  await page.getByRole("button", { name: "Encrypt this conversation end to end" }).click();
+  await page.getByText("🔒 end-to-end encrypted").waitFor();
+  await page.getByLabel("Your reply").fill("My customer number is 88-1234");
+  await page.getByRole("button", { name: "Send encrypted" }).click();
+  await page.locator(".bubble.me", { hasText: "88-1234" }).waitFor();
+
+  // The agent side, in this Node process: its wrap of K_1, then the user's message.
+  const id = await conversationId("Locker access");
+  const keys = await partner("GET", `/conversations/${id}/keys?device_uuid=${encodeURIComponent(agent.uuid)}`);
+  assert.equal(keys.key_version, 1);
+  const wrap = keys.wraps.find((w) => w.key_version === 1 && w.device_uuid === agent.uuid);
+  assert.ok(wrap, `the browser wrapped K_1 for the agent device: ${JSON.stringify(keys)}`);
+  assert.equal(wrap.device_kind, "agent");
+  assert.equal(wrap.uploaded_by, "user");
+  const k1 = agentUnwrap(agent, wrap, convKeyAad(convRef, 1));
+  const thread = await partner("GET", `/conversations/${id}`);
+  assert.equal(thread.ref, convRef);
+  const mine = thread.messages.at(-1);
+  assert.equal(mine.encryption, "e2e");
+  assert.equal(mine.e2e_key_version, 1);
+  const env = mine.e2e_envelope;
+  assert.equal(env.v, 1);
+  assert.equal(env.alg, ALG);
+  assert.equal(env.aad, convAad(convRef, mine.ref), "the envelope is bound to this thread and message");
+  const text = gcmOpen(k1, unb64u(env.nonce), unb64u(env.ciphertext), convAad(convRef, mine.ref)).toString("utf8");
+  assert.equal(text, "My customer number is 88-1234");
+
+  // The agent's encrypted reply with K_1, its own ref bound in the aad.
+  const ref = "msg_" + b64u(randomBytes(18));
+  const aad = convAad(convRef, ref);
+  const nonce = randomBytes(12);
+  const reply = await partner("POST", `/conversations/${id}/messages`, {
+    encrypted: true,
+    e2e_mode: "conversation",
+    e2e_key_version: 1,
+    ref,
+    e2e_envelope: { v: 1, alg: ALG, mode: "conversation", key_version: 1, nonce: b64u(nonce), aad, ciphertext: b64u(gcmSeal(k1, nonce, Buffer.from("Your locker code is 2468 🔑", "utf8"), aad)) },
+  });
+  assert.equal(reply.ref, ref);
+  assert.equal(reply.body ?? null, null);
+  // The browser shows it decrypted, without a reload (the thread polls), and again after one.
+  await page.locator(".bubble.agent", { hasText: "Your locker code is 2468 🔑" }).waitFor({ timeout: 15000 });
+  await page.reload();
+  await page.locator(".bubble.agent", { hasText: "Your locker code is 2468 🔑" }).waitFor({ timeout: 10000 });
+  assert.equal(await page.getByText("can't be read on this device").count(), 0);
+  await shoot("conversation-agent-e2e");
+  await axe("conversation-e2e");
+});
+
 test("4. an E2E hub message sealed by the reference CLI opens in the browser", async () => {
   await page.goto(BASE + "/account");
   await page.getByText("Encryption key").waitFor();
@@ -379,10 +518,35 @@ test("5b. older messages load as the user scrolls (cursor paging), newest first"
   assert.ok(ids.length > 50);
 });
 
+test("5c. an old completed form (210 newer messages) opens straight to its read-only summary", async () => {
+  assert.ok(signupRef, "test 2 completed the signup flow");
+  await sendMany(210, (i) => `Later news ${i + 1}`);
+  const newest = await partner("GET", `/messages?phone=${encodeURIComponent(PHONE)}&limit=200`);
+  assert.ok(!newest.data.some((m) => m.flow?.ref === signupRef), "the flow card is older than the newest 200 messages");
+  // A fresh page load (as from the SMS link): nothing cached, only the link's ref.
+  await page.goto(BASE + `/forms/${signupRef}`);
+  await page.getByRole("heading", { name: "Completed" }).waitFor({ timeout: 10000 });
+  await page.getByText("This form is completed and read only.").first().waitFor();
+  const summary = page.locator(".completed .summary");
+  assert.match(await summary.innerText(), /ana@example\.com/);
+  assert.equal(await page.locator("main input, main select, main textarea, main button").count(), 0);
+  assert.equal(await page.getByRole("alert").count(), 0);
+  await axe("form-completed");
+  // Another user's (or an unknown) flow: a clear message, no form.
+  await page.goto(BASE + "/forms/flow_doesnotexist000000000000");
+  await page.getByRole("alert").filter({ hasText: /not found/i }).waitFor();
+});
+
 test("6. account, logout, and an invalid or expired token returns to the login screen with a message", async () => {
   await page.goto(BASE + "/account");
   await page.getByText(PHONE).waitFor();
   await page.getByText("Acme Corp").waitFor();
+  // The partner's field values, labelled per partner: the option's label, Yes for true.
+  const acme = page.getByRole("group", { name: /Acme Corp/ });
+  await acme.waitFor();
+  const value = (label) => acme.locator("dt", { hasText: new RegExp(`^${label}$`) }).locator("xpath=following-sibling::dd[1]");
+  assert.equal(await value("Tier").innerText(), "Gold");
+  assert.equal(await value("Newsletter").innerText(), "Yes");
   await shoot("account");
   await axe("account");
   // A bad token (as after a revocation or expiry): the next /me call is 401.

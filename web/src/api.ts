@@ -15,6 +15,9 @@ export type OpenForm = S["OpenForm"];
 export type MyBot = S["MyBot"];
 export type LoggedIn = S["LoggedIn"];
 export type FlowProgress = S["FlowProgress"];
+/** One of my flows as GET /me/flows/{ref} gives it: where it stands, its summary once completed. */
+export type FlowState = S["FlowCard"];
+export type FieldValue = S["FieldValue"];
 export type Page<T> = { data: T[]; next_cursor?: string | null };
 
 /** A flow card as a message record carries it. */

@@ -33,21 +33,29 @@ export function AccountView({ logout }: { logout: () => void }) {
               <dt>Account</dt>
               <dd>{data.state}</dd>
             </div>
-            {data.fields
-              ? Object.entries(data.fields).map(([k, v]) => (
-                  <div key={k}>
-                    <dt>{k.replace(/_/g, " ")}</dt>
-                    <dd>{String(v)}</dd>
-                  </div>
-                ))
-              : null}
           </dl>
           <h2>Linked partners</h2>
           {data.partners.length ? (
-            <ul class="plain">
+            <ul class="plain partners">
               {data.partners.map((p) => (
                 <li key={p.code}>
-                  {p.name} <span class="meta">({p.code})</span>
+                  <div role="group" aria-labelledby={`partner-${p.code}`}>
+                    <h3 id={`partner-${p.code}`}>
+                      {p.name} <span class="meta">({p.code})</span>
+                    </h3>
+                    {p.fields?.length ? (
+                      <dl class="summary">
+                        {p.fields.map((f) => (
+                          <div key={f.key}>
+                            <dt>{f.label}</dt>
+                            <dd>{f.text || "—"}</dd>
+                          </div>
+                        ))}
+                      </dl>
+                    ) : (
+                      <p class="muted">No details kept.</p>
+                    )}
+                  </div>
                 </li>
               ))}
             </ul>

@@ -1,10 +1,9 @@
 // Forms: the open flow invitations, and a flow run step by step from the bot's JSON steps.
 import { useEffect, useState } from "preact/hooks";
-import { ApiError, enc, get, post, type FlowCard, type FlowProgress, type Message, type OpenForm, type Page } from "../api";
-import { useLocation } from "../router";
+import { ApiError, enc, get, post, type FlowProgress, type FlowState, type OpenForm, type Page } from "../api";
 import { interactive, StepView, Summary, type Field, type Step, type StepHandlers } from "../steps";
 import { ErrorNote, Loading, useAsync, useTitle, when } from "../util";
-import { cachedFlowCard, cachedMessage, markRead, rememberMessage } from "./inbox";
+import { cachedFlowCard, markReadRef, rememberMessage } from "./inbox";
 
 export function Forms() {
   useTitle("Forms");
@@ -33,34 +32,14 @@ export function Forms() {
 
 type Entry = { from: "bot"; step: Step } | { from: "me"; text: string };
 
-/** Finds the flow card of a flow (for its title and, once completed, its summary). */
-async function findCard(flowRef: string, messageRef: string | null): Promise<Message | undefined> {
-  const hit = (messageRef && cachedMessage(messageRef)) || cachedFlowCard(flowRef);
-  if (hit) return hit;
-  if (messageRef) {
-    try {
-      const m = await get<Message>(`/me/messages/${enc(messageRef)}`);
-      rememberMessage(m);
-      return m;
-    } catch {
-      /* fall through to the newest page */
-    }
-  }
-  const page = await get<Page<Message>>("/me/messages?limit=200");
-  page.data.forEach(rememberMessage);
-  return page.data.find((m) => (m.flow as FlowCard | null)?.ref === flowRef);
-}
-
 export function FlowRun({ flowRef }: { flowRef: string }) {
-  const { query } = useLocation();
-  const messageRef = query.get("m");
   const [entries, setEntries] = useState<Entry[]>([]);
   const [state, setState] = useState<string>("loading");
   const [summary, setSummary] = useState<Record<string, unknown> | null>(null);
-  const [card, setCard] = useState<Message | undefined>(undefined);
+  const [card, setCard] = useState<FlowState | undefined>(undefined);
   const [error, setError] = useState<unknown>(null);
   const [fields, setFields] = useState<Field[]>([]);
-  const title = (card?.flow as FlowCard | undefined)?.title || "Form";
+  const title = card ? card.title || card.flow : "Form";
   useTitle(title);
 
   const apply = (p: FlowProgress, mine?: string) => {
@@ -70,35 +49,40 @@ export function FlowRun({ flowRef }: { flowRef: string }) {
     setState(p.state);
     if (p.state === "completed") {
       setSummary((p.summary as Record<string, unknown>) ?? null);
-      if (card) rememberMessage({ ...card, flow: { ...(card.flow as FlowCard), state: "completed", summary: p.summary } });
+      // The inbox's card of this flow (if loaded) becomes read only without waiting for its next poll.
+      const m = cachedFlowCard(flowRef);
+      if (m?.flow) rememberMessage({ ...m, flow: { ...m.flow, state: "completed", summary: p.summary } });
     }
   };
 
   useEffect(() => {
     let live = true;
     (async () => {
-      const c = await findCard(flowRef, messageRef).catch(() => undefined);
-      if (!live) return;
-      setCard(c);
-      if (c) markRead(c);
-      const fc = c?.flow as FlowCard | undefined;
-      if (fc?.state === "completed") {
-        setState("completed");
-        setSummary(fc.summary ?? {});
-        return;
-      }
       try {
-        const p = await post<FlowProgress>(`/me/flows/${enc(flowRef)}/start`);
-        if (live) apply(p);
+        // Where the flow stands decides what to show: a completed one is its read-only summary.
+        const c = await get<FlowState>(`/me/flows/${enc(flowRef)}`);
+        if (!live) return;
+        setCard(c);
+        if (c.message_ref) markReadRef(c.message_ref);
+        if (c.state !== "completed") {
+          try {
+            const p = await post<FlowProgress>(`/me/flows/${enc(flowRef)}/start`);
+            if (live) apply(p);
+            return;
+          } catch (e) {
+            // Completed meanwhile (on another device): show it as it now stands.
+            if (!(e instanceof ApiError && e.status === 409)) throw e;
+          }
+        }
+        const done = c.state === "completed" ? c : await get<FlowState>(`/me/flows/${enc(flowRef)}`);
+        if (!live) return;
+        setCard(done);
+        setSummary((done.summary as Record<string, unknown> | null | undefined) ?? null);
+        setState("completed");
       } catch (e) {
         if (!live) return;
-        if (e instanceof ApiError && e.status === 409) {
-          setState("completed");
-          setSummary(fc?.summary ?? null);
-        } else {
-          setError(e);
-          setState("error");
-        }
+        setError(e instanceof ApiError && e.status === 404 ? new Error("This form was not found: it may belong to another account.") : e);
+        setState("error");
       }
     })();
     return () => {

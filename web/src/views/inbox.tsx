@@ -90,6 +90,11 @@ export async function markRead(m: Message) {
   }
 }
 
+/** Marks a message read by its ref (the cached record if the inbox has it). */
+export function markReadRef(ref: string) {
+  return markRead(cachedMessage(ref) ?? ({ ref } as Message));
+}
+
 export const unread = (m: Message) => m.direction === "out" && m.state !== "read";
 
 export function Inbox() {
@@ -265,7 +270,7 @@ function FlowCardBody({ m, card }: { m: Message; card: FlowCard }) {
   return (
     <div>
       {m.body ? <p class="text">{m.body}</p> : null}
-      <a class="button primary" href={`/forms/${enc(card.ref)}?m=${enc(m.ref)}`}>
+      <a class="button primary" href={`/forms/${enc(card.ref)}`}>
         {card.state === "in_progress" ? "Continue the form" : "Open the form"}
       </a>
     </div>
