@@ -17,7 +17,7 @@ async fn fetch(app: &TestApp, path: &str, accept: Option<&str>) -> reqwest::Resp
     request.send().await.unwrap()
 }
 
-fn header<'a>(r: &'a reqwest::Response, name: reqwest::header::HeaderName) -> &'a str {
+fn header(r: &reqwest::Response, name: reqwest::header::HeaderName) -> &str {
     r.headers().get(&name).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 

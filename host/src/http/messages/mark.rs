@@ -1,0 +1,151 @@
+//! Moving messages by hand: read, unread, and read in bulk.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::MessageRecord;
+use crate::auth::PartnerAuth;
+use crate::error::{ApiError, ApiResult};
+use crate::events;
+use crate::http::{ApiJson, parse_id};
+use crate::messages::MessageState;
+use crate::state::AppState;
+use crate::store::messages::{self as store};
+use crate::validate::is_e164;
+
+/// Moves one of the partner's messages; answers the resulting record (unchanged when already there).
+pub(super) async fn mark(
+    state: &AppState,
+    partner_id: i64,
+    raw_id: &str,
+    from: &[MessageState],
+    to: MessageState,
+) -> ApiResult<Json<MessageRecord>> {
+    let id = parse_id(raw_id, "message")?;
+    let current =
+        store::find_message(&state.db, partner_id, id).await?.ok_or_else(|| ApiError::not_found("message"))?;
+    if current.state == MessageState::Failed {
+        return Err(ApiError::conflict("the message failed to deliver; it cannot be marked"));
+    }
+    let mut tx = state.db.writer().begin().await?;
+    let moved = store::transition_in(&mut tx, id, from, to, None, state.now(), events::message_status).await?;
+    tx.commit().await?;
+    let record = match moved {
+        Some(m) => m,
+        None => store::find_message(&state.db, partner_id, id).await?.unwrap_or(current),
+    };
+    Ok(Json(MessageRecord::from(&record)))
+}
+
+/// Mark a message read.
+#[utoipa::path(
+    post,
+    path = "/messages/{id}/read",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    responses(
+        (status = 200, description = "The message", body = MessageRecord),
+        (status = 404, response = crate::http::E404),
+        (status = 409, response = crate::http::E409),
+    )
+)]
+pub(super) async fn mark_read(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<MessageRecord>> {
+    mark(&state, partner.id, &id, &MessageState::BEFORE_READ, MessageState::Read).await
+}
+
+/// Mark a read message unread (back to delivered).
+#[utoipa::path(
+    post,
+    path = "/messages/{id}/unread",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    responses(
+        (status = 200, description = "The message", body = MessageRecord),
+        (status = 404, response = crate::http::E404),
+        (status = 409, response = crate::http::E409),
+    )
+)]
+pub(super) async fn mark_unread(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<MessageRecord>> {
+    mark(&state, partner.id, &id, &[MessageState::Read], MessageState::Delivered).await
+}
+
+/// Either `message_ids` or `phone`. Ids of other partners' messages are ignored.
+#[derive(Deserialize, ToSchema)]
+pub(super) struct BulkRead {
+    #[schema(max_items = 1000)]
+    message_ids: Option<Vec<i64>>,
+    /// Every message to this user (E.164).
+    #[schema(pattern = "^\\+[1-9][0-9]{6,14}$")]
+    phone: Option<String>,
+}
+
+/// How many messages changed state.
+#[derive(Serialize, ToSchema)]
+pub(super) struct Updated {
+    updated: i64,
+}
+
+/// Mark messages read in bulk.
+#[utoipa::path(
+    post,
+    path = "/messages/read",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    request_body = BulkRead,
+    responses((status = 200, description = "How many messages changed state", body = Updated))
+)]
+pub(super) async fn mark_many_read(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    ApiJson(req): ApiJson<BulkRead>,
+) -> ApiResult<Json<Updated>> {
+    // A phone that is given must be one (an empty string is not "no phone").
+    let ids = match (&req.message_ids, req.phone.as_deref()) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::validation("message_ids", "give message_ids or phone, not both"));
+        }
+        (None, None) => {
+            return Err(ApiError::validation("message_ids", "message_ids or phone is required"));
+        }
+        (Some(ids), None) => {
+            if ids.len() > 1000 {
+                return Err(ApiError::validation("message_ids", "at most 1000 message_ids at once"));
+            }
+            store::partner_message_ids(&state.db, partner.id, None, ids).await?
+        }
+        (None, Some(phone)) => {
+            if !is_e164(phone) {
+                return Err(ApiError::validation("phone", "phone must be E.164"));
+            }
+            store::partner_message_ids(&state.db, partner.id, Some(phone), &[]).await?
+        }
+    };
+    let now = state.now();
+    let mut updated = 0;
+    let mut tx = state.db.writer().begin().await?;
+    for id in ids {
+        let moved = store::transition_in(
+            &mut tx,
+            id,
+            &MessageState::BEFORE_READ,
+            MessageState::Read,
+            None,
+            now,
+            events::message_status,
+        )
+        .await?;
+        updated += moved.is_some() as i64;
+    }
+    tx.commit().await?;
+    Ok(Json(Updated { updated }))
+}

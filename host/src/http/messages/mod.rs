@@ -1,0 +1,144 @@
+//! `/messages`: send a hub message (every content type, templates, idempotency, E2E envelopes; `send`), read
+//! one with its delivery attempts and list them (`read`), and mark read / unread (`mark`). The message record
+//! every resource answers messages with lives here.
+
+mod mark;
+mod read;
+mod send;
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::clock::record_time;
+use crate::error::{ApiError, ApiResult};
+pub use crate::messages::compose::{self, Content, MAX_BODY_BYTES, SendMessage, client_ref};
+use crate::messages::{AttemptKind, AttemptState, Channel, ContentType, Direction, MessageContent, MessageState};
+use crate::state::AppState;
+use crate::store::is_unique_violation;
+use crate::store::messages::{Message, NewMessage};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(send::send_message, read::list_messages))
+        .routes(routes!(mark::mark_many_read))
+        .routes(routes!(read::get_message))
+        .routes(routes!(mark::mark_read))
+        .routes(routes!(mark::mark_unread))
+}
+
+/// Validates a send request into a message to store. `raw` is the request body as sent.
+async fn build_message(
+    state: &AppState,
+    partner_id: i64,
+    req: SendMessage,
+    raw: &Value,
+    header_key: Option<String>,
+) -> ApiResult<NewMessage> {
+    let phone = super::required_phone(req.phone.as_deref())?;
+    let idempotency = compose::idempotency(&req, raw, header_key)?;
+    let content = validate_content(state, partner_id, &req, Some(phone)).await?;
+    let mut message = content.into_message(partner_id, phone, Direction::Out, None);
+    if let Some((key, hash)) = idempotency {
+        message.idempotency_key = Some(key);
+        message.request_hash = Some(hash);
+    }
+    Ok(message)
+}
+
+/// The content of a send request, checked (see [`compose::content`]).
+pub async fn validate_content(
+    state: &AppState,
+    partner_id: i64,
+    req: &SendMessage,
+    phone: Option<&str>,
+) -> ApiResult<Content> {
+    Ok(compose::content(&state.db, state.config.dev, partner_id, req, phone).await?)
+}
+
+/// A message as the API answers it: the common fields, the template fields of a template send, and the
+/// content fields of its type.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Message)]
+pub struct MessageRecord {
+    pub message_id: i64,
+    #[serde(rename = "ref")]
+    pub reference: String,
+    #[schema(pattern = "^\\+[1-9][0-9]{6,14}$")]
+    pub phone: String,
+    /// The sending partner's code.
+    pub partner: String,
+    pub direction: Direction,
+    #[schema(value_type = ContentType)]
+    pub content_type: String,
+    pub body: Option<String>,
+    pub state: MessageState,
+    pub priority: String,
+    /// The channel that carried it (null until sent).
+    #[schema(value_type = Option<Channel>)]
+    pub channel: Option<String>,
+    /// The support conversation it belongs to (null for hub messages).
+    pub conversation_id: Option<i64>,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template_code: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rendered_body: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lang: Option<String>,
+    #[serde(flatten)]
+    pub content: MessageContent,
+    /// With `include=attempts`: every delivery attempt, oldest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<Vec<AttemptRecord>>,
+}
+
+/// One delivery attempt of a message.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AttemptRecord {
+    pub kind: AttemptKind,
+    pub channel: Channel,
+    pub state: AttemptState,
+    pub error: Option<String>,
+    /// The provider's message id (Twilio MessageSid, WhatsApp message id); receipts are matched by it.
+    pub provider_ref: Option<String>,
+    pub at: String,
+}
+
+impl From<&Message> for MessageRecord {
+    fn from(m: &Message) -> Self {
+        let template = m.template_code.is_some();
+        MessageRecord {
+            message_id: m.id,
+            reference: m.reference.clone(),
+            phone: m.phone.clone(),
+            partner: m.partner_code.clone(),
+            direction: m.direction,
+            content_type: m.content_type.clone(),
+            body: m.body.clone(),
+            state: m.state,
+            priority: m.priority.clone(),
+            channel: m.channel.clone(),
+            conversation_id: m.conversation_id,
+            created_at: record_time(m.created_at),
+            template_code: m.template_code.clone(),
+            rendered_body: m.rendered_body.clone().filter(|_| template),
+            lang: m.lang.clone().filter(|_| template),
+            content: serde_json::from_value(m.content.clone()).unwrap_or_default(),
+            attempts: None,
+        }
+    }
+}
+
+/// The record as a JSON value (for resources whose own records embed messages).
+pub fn message_json(m: &Message) -> Value {
+    serde_json::to_value(MessageRecord::from(m)).expect("a record serialises")
+}
+
+/// Creating a message can only break a unique constraint through its ref (idempotency keys are handled
+/// in the insert): a sender-chosen ref that is already taken (refs are unique across the service) is a 409.
+pub fn ref_taken(e: sqlx::Error) -> ApiError {
+    if is_unique_violation(&e) { ApiError::conflict("ref is already used by another message") } else { e.into() }
+}

@@ -1,0 +1,107 @@
+//! Reading the partner's messages: one with its delivery attempts, and the list.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::{AttemptRecord, MessageRecord};
+use crate::auth::PartnerAuth;
+use crate::clock::record_time;
+use crate::error::{ApiError, ApiResult};
+use crate::http::{ApiQuery, List, PageParams, parse_id};
+use crate::messages::MessageState;
+use crate::state::AppState;
+use crate::store::messages::{self as store, MessageFilter};
+use crate::validate::is_e164;
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct GetMessageQuery {
+    /// `attempts` adds the delivery attempts.
+    include: Option<String>,
+}
+
+/// Get a message.
+#[utoipa::path(
+    get,
+    path = "/messages/{id}",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    params(GetMessageQuery),
+    responses(
+        (status = 200, description = "The message; with `include=attempts` also `attempts`", body = MessageRecord),
+        (status = 404, response = crate::http::E404),
+    )
+)]
+pub(super) async fn get_message(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<GetMessageQuery>,
+) -> ApiResult<Json<MessageRecord>> {
+    let id = parse_id(&id, "message")?;
+    let m = store::find_message(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("message"))?;
+    let mut record = MessageRecord::from(&m);
+    let include = query.include.unwrap_or_default();
+    if include.split(',').any(|part| part.trim() == "attempts") {
+        let attempts = store::list_attempts(&state.db, m.id).await?;
+        record.attempts = Some(
+            attempts
+                .into_iter()
+                .map(|a| AttemptRecord {
+                    kind: a.kind,
+                    channel: a.channel,
+                    state: a.state,
+                    error: a.error,
+                    provider_ref: a.provider_ref,
+                    at: record_time(a.at),
+                })
+                .collect(),
+        );
+    }
+    Ok(Json(record))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct ListMessagesQuery {
+    /// Only this user's messages (E.164; empty: every user's).
+    #[param(pattern = "^(\\+[1-9][0-9]{6,14})?$")]
+    phone: Option<String>,
+    /// Only messages in this state.
+    state: Option<MessageState>,
+    /// Search in body and phone.
+    q: Option<String>,
+}
+
+/// List messages, newest first.
+#[utoipa::path(
+    get,
+    path = "/messages",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    params(ListMessagesQuery, PageParams),
+    responses((status = 200, description = "A page of messages", body = List<MessageRecord>))
+)]
+pub(super) async fn list_messages(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    ApiQuery(query): ApiQuery<ListMessagesQuery>,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<List<MessageRecord>>> {
+    let page = page.page()?;
+    let phone = query.phone.filter(|p| !p.is_empty());
+    if phone.as_deref().is_some_and(|p| !is_e164(p)) {
+        return Err(ApiError::validation("phone", "phone must be E.164"));
+    }
+    let filter = MessageFilter {
+        phone,
+        state: query.state,
+        q: query.q.map(|q| q.trim().to_string()).filter(|q| !q.is_empty()),
+        before: page.before,
+        limit: page.fetch(),
+    };
+    let rows = store::list_messages(&state.db, partner.id, &filter).await?;
+    Ok(Json(page.list(rows, |m| m.id, |m| MessageRecord::from(m))))
+}
