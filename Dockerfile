@@ -7,7 +7,7 @@
 # components under /var/lib/hubbub (mount a volume there); set HUBBUB_DATABASE_URL to a postgres:// URL to use
 # PostgreSQL instead (see docs/deploy.md and docker-compose.yml).
 
-# The end-user web app (web/), built once in Node's image; the host build embeds it (HUBBUB_WEB_DIST).
+# The end-user web app (web/), built once in Node's image; the host build embeds it (HUBBUB_WEB_PREBUILT).
 # Its types come from the generated client package (clients/typescript, a local dependency).
 FROM node:20-bookworm-slim AS web
 WORKDIR /src
@@ -19,10 +19,10 @@ RUN cd web && npm run build
 
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
-COPY --from=web /src/web/dist /web-dist
-ENV HUBBUB_WEB_DIST=/web-dist
+ENV HUBBUB_WEB_PREBUILT=1
 RUN rustup target add wasm32-wasip2
 COPY . .
+COPY --from=web /src/web/dist web/dist
 RUN cargo build --release -p hubbub-host \
  && cargo build --release --target wasm32-wasip2 -p signup -p shop -p chat \
  && mkdir -p /out/flows \

@@ -1,30 +1,28 @@
-//! Builds the end-user web app (`web/`, TypeScript bundled by Vite) that the `hubbub` binary serves, and
-//! tells the crate where the built files are (`HUBBUB_WEB_DIR`, read by `http::app`'s embed).
+//! Builds the end-user web app (`web/`, TypeScript bundled by Vite) into `web/dist`, which the `hubbub`
+//! binary embeds (`http::app`).
 //!
-//! `HUBBUB_WEB_DIST=/path/to/dist` skips the build and embeds an app built elsewhere (a container's Node
-//! stage, a packager). Otherwise `npm ci` (when `node_modules` is missing or older than the lockfile) and
-//! `npm run build` run in `web/`, whose output is `web/dist`.
+//! `npm ci` runs when `node_modules` is missing or older than the lockfile, then `npm run build`.
+//! `HUBBUB_WEB_PREBUILT=1` skips both and takes the `web/dist` that is there (a container's Node stage built
+//! it); it must hold an `index.html`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn main() {
-    println!("cargo:rerun-if-env-changed=HUBBUB_WEB_DIST");
-    if let Ok(prebuilt) = std::env::var("HUBBUB_WEB_DIST") {
-        let dist = PathBuf::from(prebuilt);
-        if !dist.join("index.html").is_file() {
-            fail(&format!("HUBBUB_WEB_DIST={} has no index.html: build the web app there first", dist.display()));
-        }
-        println!("cargo:rerun-if-changed={}", dist.display());
-        println!("cargo:rustc-env=HUBBUB_WEB_DIR={}", dist.display());
-        return;
-    }
-
+    println!("cargo:rerun-if-env-changed=HUBBUB_WEB_PREBUILT");
     let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("../web");
     let web = web.canonicalize().unwrap_or(web);
     for input in ["src", "public", "index.html", "package.json", "package-lock.json", "vite.config.ts", "tsconfig.json"]
     {
         println!("cargo:rerun-if-changed={}", web.join(input).display());
+    }
+    let dist = web.join("dist");
+    if std::env::var_os("HUBBUB_WEB_PREBUILT").is_some() {
+        println!("cargo:rerun-if-changed={}", dist.display());
+        if !dist.join("index.html").is_file() {
+            fail(&format!("HUBBUB_WEB_PREBUILT is set but {} has no index.html", dist.display()));
+        }
+        return;
     }
     if !web.join("package.json").is_file() {
         fail(&format!("{} has no package.json: the web app's sources are missing", web.display()));
@@ -32,8 +30,8 @@ fn main() {
     if Command::new("npm").arg("--version").output().is_err() {
         fail(
             "npm was not found: building hubbub builds its web app (web/) with Node.js and npm. Install Node.js 20 \
-             or later with npm (Debian: apt-get install nodejs npm), or set HUBBUB_WEB_DIST to an app built \
-             elsewhere.",
+             or later with npm (Debian: apt-get install nodejs npm), or build web/ elsewhere into web/dist and \
+             set HUBBUB_WEB_PREBUILT=1.",
         );
     }
     let modules = web.join("node_modules/.package-lock.json");
@@ -42,11 +40,9 @@ fn main() {
         npm(&web, &["ci", "--no-audit", "--no-fund"]);
     }
     npm(&web, &["run", "build"]);
-    let dist = web.join("dist");
     if !dist.join("index.html").is_file() {
         fail(&format!("npm run build left no {}", dist.join("index.html").display()));
     }
-    println!("cargo:rustc-env=HUBBUB_WEB_DIR={}", dist.display());
 }
 
 /// Runs npm in `dir`; its output is shown only when it fails (a build script's stdout is cargo's).

@@ -12,7 +12,7 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 #[derive(rust_embed::Embed)]
-#[folder = "$HUBBUB_WEB_DIR"]
+#[folder = "../web/dist"]
 struct Assets;
 
 /// What the app's pages may load: only this origin's scripts, styles, workers and API; images and media also
