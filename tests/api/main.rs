@@ -21,3 +21,4 @@ mod templates;
 mod users;
 mod web_app;
 mod webhooks;
+mod whatsapp;

@@ -25,6 +25,7 @@ pub mod partners;
 pub mod sealing;
 pub mod settings;
 pub mod templates;
+pub mod whatsapp;
 pub mod writer;
 
 use std::time::Duration;
