@@ -108,6 +108,11 @@ async fn whatsapp_templates_are_meta_approved_and_then_sent_as_templates_at_any_
     assert_eq!(body["components"][0]["text"], "Hi {{1}}, order {{2}} shipped");
     assert_eq!(body["components"][0]["example"]["body_text"], json!([["name", "order"]]));
     assert!(template_events(&app).await.is_empty(), "pending is not a decision");
+    // It is Meta's to decide: not in the operators' queue, and their review refuses it.
+    let queue = crate::cli::hubbub(&app.db.url, &["template", "pending"]);
+    assert!(queue.status.success() && !String::from_utf8_lossy(&queue.stdout).contains("order-shipped"));
+    let review = crate::cli::hubbub(&app.db.url, &["template", "review", "--id", &id.to_string(), "--approve"]);
+    assert!(!review.status.success() && String::from_utf8_lossy(&review.stderr).contains("Meta"), "{review:?}");
 
     // Before Meta approves, a send from it cannot use it on WhatsApp outside the window: SMS.
     let send = json!({"phone": PHONE, "template_code": "order-shipped", "vars": {"name": "Ana", "order": 42}});

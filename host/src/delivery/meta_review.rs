@@ -174,7 +174,7 @@ pub async fn run_sync(delivery: Arc<Delivery>, stop: CancellationToken) {
     let Some(review) = delivery.meta_review.as_ref() else { return stop.cancelled().await };
     let every = Duration::from_secs(delivery.config.whatsapp_template_sync_s.max(1));
     loop {
-        match templates::list_awaiting_provider(&delivery.db).await {
+        match templates::list_pending(&delivery.db, true).await {
             Ok(waiting) => {
                 for t in waiting {
                     let Some(id) = t.provider_template_id.as_deref() else { continue };

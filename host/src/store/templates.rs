@@ -166,19 +166,6 @@ pub async fn set_provider_template_id(db: &Db, id: i64, provider_id: &str, now: 
     Ok(())
 }
 
-/// Templates submitted to Meta and still waiting for its decision (the background poll asks about them).
-pub async fn list_awaiting_provider(db: &Db) -> Result<Vec<Template>, sqlx::Error> {
-    let sql = const_format::concatcp!(
-        "SELECT ",
-        COLUMNS,
-        " FROM templates WHERE provider_template_id IS NOT NULL AND status = '",
-        TemplateStatus::Pending.as_str(),
-        "' ORDER BY id"
-    );
-    let rows = sqlx::query(sql).fetch_all(db.reader()).await?;
-    rows.iter().map(from_row).collect()
-}
-
 /// Applies Meta's decision about the template it knows as `provider_id`: moves it to `status` and records
 /// its `template.status` event in one transaction, only when that changes its status (a decision heard
 /// twice, from the webhook and the poll or from two hosts, is one event). `None` when nothing changed.
@@ -190,26 +177,32 @@ pub async fn decide_by_provider(
     now: Millis,
     event: impl FnOnce(&Template) -> Value,
 ) -> Result<Option<Template>, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
     let sql = const_format::concatcp!(
         "UPDATE templates SET status = $1, rejection_reason = $2, updated_at = $3 \
          WHERE provider_template_id = $4 AND status <> $1 RETURNING ",
         COLUMNS
     );
-    let row = sqlx::query(sql)
-        .bind(status.as_str())
-        .bind(reason)
-        .bind(now)
-        .bind(provider_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-    let Some(row) = row else { return Ok(None) };
+    let update = sqlx::query(sql).bind(status.as_str()).bind(reason).bind(now).bind(provider_id);
+    decide(db, update, status, now, event).await
+}
+
+/// Runs `update` (an UPDATE of one template's status RETURNING it) and, when it moved a template to a
+/// decision, records the `template.status` event `event` builds from it, in the same transaction.
+async fn decide<'q>(
+    db: &Db,
+    update: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    status: TemplateStatus,
+    now: Millis,
+    event: impl FnOnce(&Template) -> Value,
+) -> Result<Option<Template>, sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    let Some(row) = update.fetch_optional(&mut *tx).await? else { return Ok(None) };
     let template = from_row(&row)?;
     if status.is_decision() {
         let payload = event(&template);
         let key = format!("template:{}", template.id);
-        outbox::enqueue(&mut tx, outbox::Target::Partner(template.partner_id), "template.status", &payload, &key, now)
-            .await?;
+        let target = outbox::Target::Partner(template.partner_id);
+        outbox::enqueue(&mut tx, target, "template.status", &payload, &key, now).await?;
     }
     tx.commit().await?;
     Ok(Some(template))
@@ -227,41 +220,26 @@ pub async fn set_status(
     now: Millis,
     event: impl FnOnce(&Template) -> Value,
 ) -> Result<Option<Template>, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
     let sql = const_format::concatcp!(
         "UPDATE templates SET status = $1, rejection_reason = $2, updated_at = $3 \
          WHERE partner_id = $4 AND id = $5 RETURNING ",
         COLUMNS
     );
-    let row = sqlx::query(sql)
-        .bind(status.as_str())
-        .bind(reason)
-        .bind(now)
-        .bind(partner_id)
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?;
-    let Some(row) = row else { return Ok(None) };
-    let template = from_row(&row)?;
-    if status.is_decision() {
-        let payload = event(&template);
-        let key = format!("template:{}", template.id);
-        outbox::enqueue(&mut tx, outbox::Target::Partner(partner_id), "template.status", &payload, &key, now).await?;
-    }
-    tx.commit().await?;
-    Ok(Some(template))
+    let update = sqlx::query(sql).bind(status.as_str()).bind(reason).bind(now).bind(partner_id).bind(id);
+    decide(db, update, status, now, event).await
 }
 
-/// Templates waiting for a manual decision (operators' `hubbub template pending`).
-pub async fn list_pending(db: &Db) -> Result<Vec<Template>, sqlx::Error> {
+/// Templates waiting for a decision: the operators' (`hubbub template pending`), or with `at_meta` those
+/// submitted to Meta (the background poll asks about them), which are never the operators' to decide.
+pub async fn list_pending(db: &Db, at_meta: bool) -> Result<Vec<Template>, sqlx::Error> {
     let sql = const_format::concatcp!(
         "SELECT ",
         COLUMNS,
         " FROM templates WHERE status = '",
         TemplateStatus::Pending.as_str(),
-        "' ORDER BY id"
+        "' AND (provider_template_id IS NOT NULL) = ($1 = 1) ORDER BY id"
     );
-    let rows = sqlx::query(sql).fetch_all(db.reader()).await?;
+    let rows = sqlx::query(sql).bind(at_meta as i64).fetch_all(db.reader()).await?;
     rows.iter().map(from_row).collect()
 }
 
