@@ -118,6 +118,15 @@ async function localBot(code, wasm) {
   await partner("PUT", `/bots/${code}/component`, new Uint8Array(readFileSync(path.join(WASM, `${wasm}.wasm`))), { "Content-Type": "application/wasm" });
 }
 
+/** localBot, unless an earlier test (or run against the same host) made the bot already. */
+async function ensureBot(code, wasm) {
+  const res = await fetch(API + `/api/v1/bots/${code}`, { headers: { Authorization: `Bearer ${KEY}` } });
+  await res.text();
+  if (res.ok) return;
+  assert.equal(res.status, 404, `GET /bots/${code}`);
+  await localBot(code, wasm);
+}
+
 let browser, context, page;
 let signupRef; // the signup flow test 2 completes
 const cspViolations = [];
@@ -340,6 +349,167 @@ test("2b. the shop flow: a button menu, a list menu, a form and a payment step",
   await page.getByRole("button", { name: /^Pay / }).last().click();
   await page.getByText(/Paid, thank you!/).waitFor();
   await page.getByRole("heading", { name: "Completed" }).waitFor();
+});
+
+test("2c. a bot that fails keeps every answer; submitting again completes the form", async () => {
+  await ensureBot("signup", "signup");
+  const ref = (await partner("POST", "/bots/signup/flows/signup/invite", { phone: PHONE })).flow_session.ref;
+  await page.goto(BASE + `/forms/${ref}`);
+  await page.getByLabel(/^Name/).waitFor();
+  const typed = { name: "Bea Retry", email: "bea@example.com", phone: "+15553334444", birthday: "1985-07-14" };
+  await page.getByLabel(/^Name/).fill(typed.name);
+  await page.getByLabel(/^E-mail/).fill(typed.email);
+  await page.getByLabel(/^Phone/).fill(typed.phone);
+  await page.getByLabel(/^Birthday/).fill(typed.birthday);
+  await page.getByLabel(/^Plan/).selectOption("basic");
+  await page.getByLabel("Send me the newsletter").check();
+  // The bot fails this once (the host answers bot_error with 502).
+  const submitUrl = `**/api/v1/me/flows/${encodeURIComponent(ref)}/submit`;
+  let sent = null;
+  await page.route(
+    submitUrl,
+    async (route) => {
+      sent = route.request().postDataJSON();
+      await route.fulfill({ status: 502, contentType: "application/json", body: JSON.stringify({ error: { code: "bot_error", message: "the bot failed" } }) });
+    },
+    { times: 1 },
+  );
+  await page.getByRole("button", { name: "Submit" }).click();
+  const alert = page.getByRole("alert").filter({ hasText: /bot failed/i });
+  await alert.waitFor();
+  assert.equal(sent?.screen, "details");
+  assert.equal(sent?.values?.email, typed.email, "the answers were sent");
+  // Every typed value is still in its field, and nothing is marked invalid.
+  assert.equal(await page.getByLabel(/^Name/).inputValue(), typed.name);
+  assert.equal(await page.getByLabel(/^E-mail/).inputValue(), typed.email);
+  assert.equal(await page.getByLabel(/^Phone/).inputValue(), typed.phone);
+  assert.equal(await page.getByLabel(/^Birthday/).inputValue(), typed.birthday);
+  assert.equal(await page.getByLabel(/^Plan/).inputValue(), "basic");
+  assert.equal(await page.getByLabel("Send me the newsletter").isChecked(), true);
+  assert.equal(await page.locator("main [aria-invalid=true]").count(), 0, "no field is marked invalid");
+  assert.equal(await page.locator("main .field-error").count(), 0, "no field message");
+  assert.equal(await page.getByRole("button", { name: "Submit" }).isEnabled(), true, "the form can be sent again");
+  assert.equal(await page.getByRole("heading", { name: "Completed" }).count(), 0);
+  await shoot("form-bot-error");
+  await axe("form-bot-error");
+  // The bot works again: the same answers, one more press, and the summary.
+  await page.unroute(submitUrl);
+  await page.getByRole("button", { name: "Submit" }).click();
+  await page.getByRole("heading", { name: "Completed" }).waitFor();
+  const summary = await page.locator(".completed .summary").innerText();
+  for (const v of [typed.name, typed.email, typed.phone, typed.birthday, "Basic"]) assert.ok(summary.includes(v), `the summary shows ${v}: ${summary}`);
+  assert.equal(await page.getByRole("alert").filter({ hasText: /bot failed/i }).count(), 0, "the alert is gone");
+  const state = await partner("GET", `/messages?phone=${encodeURIComponent(PHONE)}&limit=50`);
+  assert.equal(state.data.find((m) => m.flow?.ref === ref)?.flow?.state, "completed");
+});
+
+test("2d. keyboard only: log in, move through the navigation, open a form and send it, focus always visible", async () => {
+  await ensureBot("signup", "signup");
+  const phone = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  const ref = (await partner("POST", "/bots/signup/flows/signup/invite", { phone })).flow_session.ref;
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const kp = await ctx.newPage();
+  const errors = [];
+  kp.on("pageerror", (e) => errors.push(String(e)));
+  let clicks = 0;
+  await kp.exposeFunction("__countClick", () => clicks++);
+  await kp.addInitScript(() => document.addEventListener("mousedown", () => window.__countClick(), true));
+  const key = (k) => kp.keyboard.press(k);
+  /** The focused element: it matches :focus-visible and shows an outline or a box shadow. */
+  const focused = async (what) => {
+    const f = await kp.evaluate(() => {
+      const el = document.activeElement;
+      if (!el || el === document.body) return null;
+      const s = getComputedStyle(el);
+      return {
+        // A date field's calendar button is focused inside the input's closed shadow tree: the input is
+        // then only :focus-within, and its own outline is what shows.
+        visible: el.matches(":focus-visible") || (el instanceof HTMLInputElement && !el.matches(":focus") && el.matches(":focus-within")),
+        outline: s.outlineStyle !== "none" && parseFloat(s.outlineWidth) > 0,
+        shadow: s.boxShadow !== "none" && s.boxShadow !== "",
+        tag: el.tagName.toLowerCase(),
+        id: el.id,
+        href: el.getAttribute("href"),
+        text: (el.textContent ?? "").trim().slice(0, 60),
+        label: el.labels?.[0]?.textContent?.trim() ?? el.getAttribute("aria-label") ?? "",
+      };
+    });
+    assert.ok(f, `${what}: something has the focus`);
+    assert.ok(f.visible, `${what}: the focused ${f.tag} matches :focus-visible ${JSON.stringify(f)}`);
+    assert.ok(f.outline || f.shadow, `${what}: the focused ${f.tag} shows an outline or shadow ${JSON.stringify(f)}`);
+    return f;
+  };
+  /** Tab (at most `max` times) until `want(focused)` holds, every stop visibly focused. */
+  const tabTo = async (what, want, max = 25) => {
+    for (let i = 0; i < max; i++) {
+      await key("Tab");
+      const f = await focused(`${what} (tab ${i + 1})`);
+      if (want(f)) return f;
+    }
+    throw new Error(`${what}: not reached in ${max} tabs`);
+  };
+  try {
+    await kp.goto(BASE + "/");
+    await kp.waitForURL(/\/login/);
+    await kp.getByLabel("Phone number").waitFor();
+    // The phone field: focused already, or the first Tab stop.
+    const start = await kp.evaluate(() => document.activeElement?.id);
+    if (start !== "phone") await tabTo("phone field", (f) => f.id === "phone");
+    else await focused("phone field");
+    await kp.keyboard.type(phone);
+    await key("Enter");
+    await kp.getByLabel("Code").waitFor();
+    await kp.waitForFunction(() => document.activeElement?.id === "code");
+    await focused("code field");
+    await kp.keyboard.type(await codeFor(phone));
+    await key("Enter");
+    await kp.waitForURL((u) => !u.pathname.startsWith("/login"));
+    await kp.getByRole("heading", { name: /^Inbox/ }).waitFor();
+    // The main navigation: Tab to Forms, Enter.
+    const nav = kp.getByRole("navigation", { name: "Main" });
+    await nav.waitFor();
+    await tabTo("Forms in the navigation", (f) => f.tag === "a" && f.href === "/forms" && f.text === "Forms");
+    await key("Enter");
+    await kp.waitForURL(/\/forms$/);
+    await kp.getByRole("heading", { name: "Forms", level: 1 }).waitFor();
+    assert.equal(await nav.getByRole("link", { name: "Forms" }).getAttribute("aria-current"), "page");
+    // The form's card: Tab to its link, Enter.
+    await kp.getByRole("link", { name: /sign ?up/i }).waitFor();
+    await tabTo("the form's card", (f) => f.tag === "a" && f.href === `/forms/${encodeURIComponent(ref)}`);
+    await key("Enter");
+    await kp.waitForURL((u) => u.pathname === `/forms/${ref}` || u.pathname === `/forms/${encodeURIComponent(ref)}`);
+    await kp.getByLabel(/^Name/).waitFor();
+    // One field, then Enter: the server's messages, the focus on the first invalid field.
+    await tabTo("the Name field", (f) => f.tag === "input" && /^Name/.test(f.label));
+    await kp.keyboard.type("Kay Board");
+    await key("Enter");
+    await kp.locator(".field-error").first().waitFor();
+    await kp.waitForFunction(() => document.activeElement?.getAttribute("aria-invalid") === "true");
+    const invalid = await focused("the first invalid field");
+    assert.match(invalid.label, /^E-mail/);
+    assert.equal(await kp.getByLabel(/^Name/).inputValue(), "Kay Board");
+    // The rest by keyboard: type, Tab, a typed-ahead option, Space for the checkbox, Enter on Submit.
+    await kp.keyboard.type("kay@example.com");
+    await tabTo("the Phone field", (f) => f.tag === "input" && /^Phone/.test(f.label));
+    await kp.keyboard.type("+15550001111");
+    await tabTo("the Plan field", (f) => f.tag === "select" && /^Plan/.test(f.label));
+    await kp.keyboard.type("Pro");
+    assert.equal(await kp.getByLabel(/^Plan/).inputValue(), "pro");
+    await tabTo("the newsletter box", (f) => f.tag === "input" && /newsletter/.test(f.label));
+    await key("Space");
+    assert.equal(await kp.getByLabel("Send me the newsletter").isChecked(), true);
+    await tabTo("the Submit button", (f) => f.tag === "button" && f.text === "Submit");
+    await key("Enter");
+    await kp.getByRole("heading", { name: "Completed" }).waitFor();
+    const summary = await kp.locator(".completed .summary").innerText();
+    assert.match(summary, /kay@example\.com/);
+    assert.match(summary, /Pro/);
+    assert.match(summary, /Kay Board/);
+    assert.equal(clicks, 0, "no mouse click");
+    assert.deepEqual(errors, []);
+  } finally {
+    await ctx.close();
+  }
 });
 
 test("3. support: open a conversation, get the agent's reply without reloading, reply", async () => {
