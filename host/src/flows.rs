@@ -323,10 +323,11 @@ impl Engine<'_> {
         Ok(())
     }
 
-    /// Turns each payment step of a bot's answer into a payment of the host (checked, with its checkout
+    /// Turns each payment step of a bot's answer (a local guest's reply, or a webhook bot's inbound reply)
+    /// into a payment of the host (checked, with its checkout
     /// opened), and the step into what the app shows: the bot's request with the payment's ref, state and
     /// checkout URL.
-    async fn open_payments(&self, bot: &Bot, session: &Session, steps: &mut [Value]) -> Result<()> {
+    pub async fn open_payments(&self, bot: &Bot, session: &Session, steps: &mut [Value]) -> Result<()> {
         for step in steps.iter_mut().filter(|s| s["type"] == "payment") {
             let request = payments::check_request(&step["payment"], self.payments.max_minor)
                 .map_err(|why| bot_error(bot, RuntimeError::Malformed(why)))?;

@@ -406,3 +406,77 @@ async fn payments_stripe_processing_then_failed_tells_the_guest_declined_and_cha
     plain.stop().await;
     app.stop().await;
 }
+
+#[tokio::test]
+async fn payments_concurrent_outcomes_call_the_guest_once() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    local_bot(&app, &key, "shop", "shop").await;
+    let token = user(&app, &key, PHONE).await;
+    let (flow, r) = shop_to_payment(&app, &key, &token).await;
+    let reference = payment_step(&r)["ref"].as_str().unwrap().to_string();
+    // Eight presses at once, of different buttons: one wins, the guest is called once.
+    let p = |a: &'static str| press(&app, &reference, a);
+    let answers =
+        tokio::join!(p("pay"), p("decline"), p("cancel"), p("pay"), p("pay"), p("decline"), p("cancel"), p("pay"));
+    let answers = [answers.0, answers.1, answers.2, answers.3, answers.4, answers.5, answers.6, answers.7];
+    assert!(answers.iter().all(|(status, _)| *status == 200));
+    let state =
+        app.get(&key, &format!("/api/v1/payments/{reference}")).await.ok(200)["state"].as_str().unwrap().to_string();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.extend(steps(&app, &token, &flow).await["steps"].as_array().unwrap().clone());
+    }
+    let answers_of_the_guest = seen.iter().filter(|s| s["type"] == "message").count();
+    assert_eq!(answers_of_the_guest, 1, "{seen:?}");
+    let events: Vec<Value> = status_events(&app, partner_id(&app, "acme").await)
+        .await
+        .into_iter()
+        .filter(|e| e["ref"] == reference.as_str())
+        .collect();
+    assert_eq!(events.len(), 2, "one transition: {events:?}");
+    assert_eq!(events[1]["state"], state.as_str());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn payments_of_webhook_bots_open_a_checkout_and_the_outcome_is_a_signed_session_event() {
+    let recv = FakeServer::start(200, 0).await;
+    let app = TestApp::start_with(|c| c.webhook_poll_ms = 20).await;
+    let key = app.partner("acme").await;
+    let bot = json!({"code": "remote", "name": "Remote", "runtime_mode": "webhook", "webhook_url": recv.url});
+    let bot_token = app.post(&key, "/api/v1/bots", bot).await.ok(201)["bot_token"].as_str().unwrap().to_string();
+    let token = user(&app, &key, PHONE).await;
+    let session = app.post(&token, "/api/v1/me/bots/remote/sessions", json!({})).await.ok(201)["session"].clone();
+    let session = session.as_str().unwrap().to_string();
+    let reply = |payment: Value| json!({"event": "reply", "data": {"session": session, "steps": [{"type": "payment", "payment": payment}]}});
+    let inbound = |body: Value| {
+        let r = app.client.post(format!("{}/api/v1/bots/remote/webhook", app.base)).bearer_auth(&bot_token).json(&body);
+        async move { Resp::from(r.send().await.unwrap()).await }
+    };
+    // A request the host does not take is refused to the bot.
+    inbound(reply(json!({"id": "p1", "amount_minor": 250, "currency": "XYZ", "description": "Tea"})))
+        .await
+        .field_error("data.steps");
+    inbound(reply(json!({"id": "p1", "amount_minor": 250, "currency": "EUR", "description": "Tea"}))).await.ok(200);
+    let got = app.get(&token, &format!("/api/v1/me/bots/remote/sessions/{session}")).await.ok(200).clone();
+    let payment = got["steps"][0]["payment"].clone();
+    let reference = payment["ref"].as_str().unwrap().to_string();
+    assert!(payment["checkout_url"].as_str().unwrap().ends_with(&format!("/pay/{reference}")));
+    assert_eq!(press(&app, &reference, "pay").await.0, 200);
+    press(&app, &reference, "pay").await;
+    crate::common::eventually("the payment event at the bot", || async {
+        recv.received().iter().any(|r| r.json()["payload"]["event"]["type"] == "payment")
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let events: Vec<Value> =
+        recv.received().iter().map(|r| r.json()).filter(|e| e["payload"]["event"]["type"] == "payment").collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["event"], "session.event");
+    assert_eq!(
+        events[0]["payload"]["event"],
+        json!({"type": "payment", "id": "p1", "status": "confirmed", "reference": reference})
+    );
+    app.stop().await;
+}

@@ -220,6 +220,16 @@ pub async fn push_pending(
     Ok(true)
 }
 
+/// Whether an inbound event id of the bot was already applied.
+pub async fn inbound_event_seen(db: &Db, bot_id: i64, event_id: &str) -> Result<bool, sqlx::Error> {
+    let seen: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM bot_inbound_events WHERE bot_id = $1 AND event_id = $2")
+        .bind(bot_id)
+        .bind(event_id)
+        .fetch_one(db.reader())
+        .await?;
+    Ok(seen > 0)
+}
+
 /// Forgets inbound event ids older than `before` (past the timestamp tolerance a replay would fail anyway).
 pub async fn forget_inbound_events(db: &Db, before: Millis) -> Result<u64, sqlx::Error> {
     let done =
