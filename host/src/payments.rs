@@ -63,12 +63,12 @@ impl PaymentState {
     /// refunded.
     pub fn may_become(self, to: PaymentState) -> bool {
         use PaymentState::*;
-        match (self, to) {
-            (RequiresPayment, Processing | Succeeded | Failed | Canceled) => true,
-            (Processing, Succeeded | Failed | Canceled) => true,
-            (Succeeded, Refunded) => true,
-            _ => false,
-        }
+        matches!(
+            (self, to),
+            (RequiresPayment, Processing | Succeeded | Failed | Canceled)
+                | (Processing, Succeeded | Failed | Canceled)
+                | (Succeeded, Refunded)
+        )
     }
 
     /// The `payment-status` the guest gets for this outcome (WIT `hubbub:bot/payments`): `confirmed`,

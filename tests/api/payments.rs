@@ -158,7 +158,7 @@ async fn payments_the_shop_flow_pays_through_the_dev_checkout_and_the_guest_hear
     assert_eq!(paid[0]["bot"], "shop");
     assert_eq!(paid[0]["session"], flow.as_str());
     assert_eq!(app.get(&key, "/api/v1/payments?bot=chat").await.ok(200)["data"], json!([]));
-    let by_phone = app.get(&key, &format!("/api/v1/payments?phone=%2B15551230000")).await.ok(200)["data"].clone();
+    let by_phone = app.get(&key, "/api/v1/payments?phone=%2B15551230000").await.ok(200)["data"].clone();
     assert_eq!(by_phone.as_array().unwrap().len(), 2);
     app.get(&key, "/api/v1/payments?state=paid").await.field_error("state");
     let events = status_events(&app, partner_id(&app, "acme").await).await;
