@@ -172,6 +172,16 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_WHATSAPP_PHONE_NUMBER_ID")]
     pub whatsapp_phone_number_id: Option<String>,
 
+    /// WhatsApp Business Account id: `whatsapp` templates are submitted to Meta's review under it
+    /// (`POST /{id}/message_templates`). Without it, they are reviewed like other templates.
+    #[arg(long, env = "HUBBUB_WHATSAPP_BUSINESS_ACCOUNT_ID")]
+    pub whatsapp_business_account_id: Option<String>,
+
+    /// How often templates waiting for Meta's decision are asked about, in seconds (Meta's
+    /// `message_template_status_update` webhook usually tells first).
+    #[arg(long, env = "HUBBUB_WHATSAPP_TEMPLATE_SYNC_S", default_value_t = 300)]
+    pub whatsapp_template_sync_s: u64,
+
     /// Meta app secret: verifies `X-Hub-Signature-256` on WhatsApp status webhooks
     /// (`POST /api/v1/providers/whatsapp/webhook`). Without it, WhatsApp receipts are refused. Or `HUBBUB_WHATSAPP_APP_SECRET_FILE`: a file holding it.
     #[arg(long, env = "HUBBUB_WHATSAPP_APP_SECRET", hide_env_values = true)]
@@ -337,6 +347,8 @@ impl std::fmt::Debug for Config {
             .field("whatsapp_base_url", &self.whatsapp_base_url)
             .field("whatsapp_token", &self.whatsapp_token.as_ref().map(|_| "[redacted]"))
             .field("whatsapp_phone_number_id", &self.whatsapp_phone_number_id)
+            .field("whatsapp_business_account_id", &self.whatsapp_business_account_id)
+            .field("whatsapp_template_sync_s", &self.whatsapp_template_sync_s)
             .field("whatsapp_app_secret", &self.whatsapp_app_secret.as_ref().map(|_| "[redacted]"))
             .field("whatsapp_verify_token", &self.whatsapp_verify_token.as_ref().map(|_| "[redacted]"))
             .field("payment_provider", &self.payment_provider)

@@ -241,6 +241,18 @@ impl From<crate::otp::OtpError> for ApiError {
     }
 }
 
+impl From<crate::delivery::meta_review::SubmitError> for ApiError {
+    fn from(e: crate::delivery::meta_review::SubmitError) -> Self {
+        use crate::delivery::meta_review::SubmitError;
+        match e {
+            SubmitError::Unavailable(why) => {
+                ApiError::unavailable(30, format!("Meta's review could not be reached; try again: {why}"))
+            }
+            SubmitError::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<sqlx::Error> for ApiError {
     fn from(err: sqlx::Error) -> Self {
         ApiError::internal(format_args!("database: {err}"))

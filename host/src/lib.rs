@@ -218,7 +218,15 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
     let delivery = supervised("delivery", Box::pin(delivery::run_worker(state.delivery.clone(), stop.clone())));
     let webhooks = supervised("webhooks", Box::pin(webhooks::run_dispatcher(state.webhooks.clone(), stop.clone())));
     let broadcasts = supervised("broadcasts", Box::pin(broadcasts::run_worker(state.fanout(), stop.clone())));
-    vec![("housekeeping", housekeeping), ("delivery", delivery), ("webhooks", webhooks), ("broadcasts", broadcasts)]
+    let meta = Box::pin(delivery::meta_review::run_sync(state.delivery.clone(), stop.clone()));
+    let templates = supervised("whatsapp-templates", meta);
+    vec![
+        ("housekeeping", housekeeping),
+        ("delivery", delivery),
+        ("webhooks", webhooks),
+        ("broadcasts", broadcasts),
+        ("whatsapp-templates", templates),
+    ]
 }
 
 #[cfg(test)]

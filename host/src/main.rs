@@ -264,7 +264,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Template { command: TemplateCommand::Pending { config } } => {
             let db = Db::open(&config, 2).await?;
-            for t in templates::list_pending(&db).await? {
+            for t in templates::list_pending(&db, false).await? {
                 println!(
                     "{}",
                     json!({"template_id": t.id, "partner_id": t.partner_id, "code": t.code, "channel": t.channel, "lang": t.lang, "body": t.body})
@@ -276,6 +276,9 @@ async fn main() -> anyhow::Result<()> {
             let template = templates::find_any(&db, id).await?.ok_or_else(|| anyhow::anyhow!("no template {id}"))?;
             if template.status != TemplateStatus::Pending {
                 anyhow::bail!("template {id} is {}, not pending", template.status);
+            }
+            if template.provider_template_id.is_some() {
+                anyhow::bail!("template {id} waits for Meta's review: Meta decides it, not an operator");
             }
             let partner = partners::find_by_id(&db, template.partner_id)
                 .await?

@@ -123,6 +123,27 @@ pub fn variables(body: &str) -> Vec<String> {
     names
 }
 
+/// The body as WhatsApp writes it: each `{{name}}` becomes `{{n}}`, its position in [`variables`] from 1
+/// (Meta's positional parameters, sent in that order).
+pub fn positional(body: &str) -> String {
+    let names = variables(body);
+    let mut out = String::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(open) = rest.find("{{") {
+        let after = &rest[open + 2..];
+        let Some(end) = after.find("}}") else { break };
+        let name = after[..end].trim();
+        out.push_str(&rest[..open]);
+        match names.iter().position(|n| n == name) {
+            Some(i) => out.push_str(&format!("{{{{{}}}}}", i + 1)),
+            None => out.push_str(&rest[open..open + 2 + end + 2]),
+        }
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Why a body could not be rendered.
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum RenderError {
@@ -216,5 +237,12 @@ mod tests {
         assert_eq!(review("Hi {{}}"), Err(TemplateProblem::BadName(String::new())));
         assert!(review("Hi {{name}}, {{ code_2 }}").is_ok());
         assert!(review("plain text with { single } braces").is_ok());
+    }
+
+    #[test]
+    fn whatsapp_bodies_are_positional_in_order_of_first_use() {
+        assert_eq!(super::positional("Hi {{name}}, order {{ order }} for {{name}}"), "Hi {{1}}, order {{2}} for {{1}}");
+        assert_eq!(super::positional("No placeholders"), "No placeholders");
+        assert_eq!(super::positional("{{a}}{{b}} and {{"), "{{1}}{{2}} and {{");
     }
 }

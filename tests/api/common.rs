@@ -1,5 +1,6 @@
 //! The test harness: a running host per test, with its own database and a manual clock.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use clap::Parser;
@@ -83,6 +84,30 @@ pub fn fake_providers(c: &mut Config, wa: &FakeServer, sms: &FakeServer) {
     c.public_url = "https://hubbub.example.com".into();
     c.whatsapp_app_secret = Some("app-secret".into());
     c.whatsapp_verify_token = Some("verify-me".into());
+}
+
+/// Posts a WhatsApp Cloud API notification to the host at `base`, signed with the app secret `app-secret`.
+pub async fn whatsapp_notify(client: &reqwest::Client, base: &str, changes: Value) -> Resp {
+    let body = serde_json::json!({"object": "whatsapp_business_account", "entry": [{"id": "1", "changes": changes}]})
+        .to_string();
+    let signature = hubbub_host::delivery::receipts::meta_signature("app-secret", body.as_bytes());
+    let r = client
+        .post(format!("{base}/api/v1/providers/whatsapp/webhook"))
+        .header("content-type", "application/json")
+        .header("x-hub-signature-256", signature)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    Resp::from(r).await
+}
+
+/// `phone` wrote to the business on WhatsApp at `at_ms` (opening its 24-hour window).
+pub async fn whatsapp_wrote(client: &reqwest::Client, base: &str, phone: &str, at_ms: i64) {
+    let message = serde_json::json!({"from": phone.trim_start_matches('+'), "id": "wamid.in", "timestamp": (at_ms / 1000).to_string(), "type": "text", "text": {"body": "hi"}});
+    let change =
+        serde_json::json!([{"field": "messages", "value": {"messaging_product": "whatsapp", "messages": [message]}}]);
+    assert_eq!(whatsapp_notify(client, base, change).await.ok(200)["inbound"], 1);
 }
 
 /// A running host.
@@ -273,6 +298,16 @@ impl TestApp {
     }
 
     /// The message as its partner sees it, with attempts.
+    /// Posts a WhatsApp Cloud API notification (signed with the fake providers' app secret).
+    pub async fn whatsapp_notify(&self, changes: Value) -> Resp {
+        whatsapp_notify(&self.client, &self.base, changes).await
+    }
+
+    /// `phone` writes to the business on WhatsApp now, which opens its 24-hour window for free-form text.
+    pub async fn whatsapp_wrote(&self, phone: &str) {
+        whatsapp_wrote(&self.client, &self.base, phone, self.now()).await;
+    }
+
     pub async fn message(&self, key: &str, id: i64) -> Value {
         self.get(key, &format!("/api/v1/messages/{id}?include=attempts")).await.ok(200).clone()
     }
@@ -341,6 +376,8 @@ pub struct FakeServer {
     pub url: String,
     pub behaviour: Arc<std::sync::Mutex<(u16, u64)>>,
     pub requests: Arc<std::sync::Mutex<Vec<Recorded>>>,
+    /// Answers set for particular paths (`answer`), instead of the provider-shaped default.
+    pub answers: Arc<std::sync::Mutex<HashMap<String, (u16, Value)>>>,
 }
 
 #[derive(Clone, Debug)]
@@ -361,22 +398,27 @@ impl FakeServer {
     pub async fn start(status: u16, delay_ms: u64) -> FakeServer {
         let behaviour = Arc::new(std::sync::Mutex::new((status, delay_ms)));
         let requests = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (b, r) = (behaviour.clone(), requests.clone());
+        let answers = Arc::new(std::sync::Mutex::new(HashMap::new()));
+        let (b, r, a) = (behaviour.clone(), requests.clone(), answers.clone());
         let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
-            let (b, r) = (b.clone(), r.clone());
+            let (b, r, a) = (b.clone(), r.clone(), a.clone());
             async move {
                 let (parts, body) = req.into_parts();
                 let body = axum::body::to_bytes(body, 16 * 1024 * 1024).await.unwrap().to_vec();
+                let path = parts.uri.path().to_string();
                 let n = {
                     let mut seen = r.lock().unwrap();
-                    seen.push(Recorded { path: parts.uri.path().to_string(), headers: parts.headers, body });
+                    seen.push(Recorded { path: path.clone(), headers: parts.headers, body });
                     seen.len()
                 };
                 let (status, delay) = *b.lock().unwrap();
                 tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+                if let Some((status, payload)) = a.lock().unwrap().get(&path).cloned() {
+                    return (axum::http::StatusCode::from_u16(status).unwrap(), axum::Json(payload));
+                }
                 // Provider-shaped answers with an id per request (`SM<n>`, `wamid.<n>`, n counting from 1);
                 // Stripe's Checkout Sessions and refunds by their paths.
-                let payload = match parts.uri.path() {
+                let payload = match path.as_str() {
                     "/v1/checkout/sessions" => serde_json::json!({"id": format!("cs_test_{n}"), "object": "checkout.session", "url": format!("https://checkout.stripe.test/c/pay/cs_test_{n}"), "error": {"message": "fake says no"}}),
                     "/v1/refunds" => serde_json::json!({"id": format!("re_test_{n}"), "object": "refund", "status": "succeeded", "error": {"message": "fake says no"}}),
                     _ => serde_json::json!({"sid": format!("SM{n}"), "messages": [{"id": format!("wamid.{n}")}], "message": "fake says no", "error": {"message": "fake says no"}}),
@@ -387,7 +429,12 @@ impl FakeServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        FakeServer { url, behaviour, requests }
+        FakeServer { url, behaviour, requests, answers }
+    }
+
+    /// Answers requests to `path` with `status` and `payload` from now on.
+    pub fn answer(&self, path: &str, status: u16, payload: Value) {
+        self.answers.lock().unwrap().insert(path.to_string(), (status, payload));
     }
 
     pub fn set(&self, status: u16, delay_ms: u64) {

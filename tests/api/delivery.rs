@@ -141,6 +141,8 @@ async fn real_providers_are_called_with_their_api_shapes() {
     let sms = FakeServer::start(201, 0).await;
     let app = TestApp::with_fake_providers(&wa, &sms).await;
     let key = app.partner("acme").await;
+    // Inside the 24-hour window: free-form WhatsApp text may go.
+    app.whatsapp_wrote(PHONE).await;
     let id = app.send_text(&key, PHONE, "via whatsapp").await.ok(201)["message_id"].as_i64().unwrap();
     assert_eq!(channels(&app.delivered(&key, id).await), vec![pair("whatsapp", "sent")]);
     let got = wa.received();
@@ -172,6 +174,8 @@ async fn whatsapp_failure_or_timeout_falls_back_to_sms_and_both_failing_is_faile
     let sms = FakeServer::start(201, 0).await;
     let app = TestApp::with_fake_providers(&wa, &sms).await;
     let key = app.partner("acme").await;
+    // Inside the 24-hour window: free-form WhatsApp text may go.
+    app.whatsapp_wrote(PHONE).await;
     let id = app.send_text(&key, PHONE, "try wa").await.ok(201)["message_id"].as_i64().unwrap();
     let m = app.delivered(&key, id).await;
     assert_eq!(channels(&m), vec![pair("whatsapp", "failed"), pair("sms", "sent")]);
@@ -247,11 +251,15 @@ async fn killed_host_loses_no_accepted_message() {
             ("HUBBUB_WHATSAPP_BASE_URL", slow.url.as_str()),
             ("HUBBUB_WHATSAPP_TOKEN", "t"),
             ("HUBBUB_WHATSAPP_PHONE_NUMBER_ID", "1"),
+            ("HUBBUB_WHATSAPP_APP_SECRET", "app-secret"),
             ("HUBBUB_LEASE_MS", "1000"),
         ],
     )
     .await;
     let client = reqwest::Client::new();
+    // Inside the 24-hour window, so WhatsApp takes free-form text.
+    let base = format!("http://127.0.0.1:{port}");
+    crate::common::whatsapp_wrote(&client, &base, PHONE, chrono::Utc::now().timestamp_millis()).await;
     let url = format!("http://127.0.0.1:{port}/api/v1/messages");
     let mut ids = Vec::new();
     for attempt in 0..200 {
@@ -358,6 +366,8 @@ async fn provider_receipts_are_verified_and_move_messages() {
     let sms = FakeServer::start(201, 0).await;
     let app = TestApp::with_fake_providers(&wa, &sms).await;
     let key = app.partner("acme").await;
+    // Inside the 24-hour window: free-form WhatsApp text may go.
+    app.whatsapp_wrote(PHONE).await;
 
     // WhatsApp: the attempt keeps the provider's id; receipts move the message to delivered, then read.
     let id = app.send_text(&key, PHONE, "your parcel").await.ok(201)["message_id"].as_i64().unwrap();
@@ -448,6 +458,7 @@ async fn a_host_keeps_the_lease_of_work_in_flight_so_no_other_host_repeats_it() 
     let a = TestApp::start_on(db.clone(), settings).await;
     let b = TestApp::start_on_clock(db, a.clock.clone(), settings).await;
     let key = a.partner("acme").await;
+    a.whatsapp_wrote(PHONE).await;
     let id = a.send_text(&key, PHONE, "only once").await.ok(201)["message_id"].as_i64().unwrap();
     eventually("a host calls the provider", || async { slow.received().len() == 1 }).await;
     let lease_until = || async {

@@ -489,6 +489,8 @@ async fn offline_users_get_one_opaque_alert_by_whatsapp_then_sms() {
     let sms = FakeServer::start(200, 0).await;
     let app = TestApp::with_fake_providers(&wa, &sms).await;
     let key = app.partner("acme").await;
+    // Inside the 24-hour window: free-form WhatsApp text may go.
+    app.whatsapp_wrote(PHONE).await;
     app.post(&key, "/api/v1/accounts/link", json!({"phone": PHONE})).await;
     // Log in with the code the (fake) SMS provider received.
     app.request(Method::POST, "/api/v1/auth/otp/start", None, Some(&json!({"phone": PHONE}))).await.ok(202);

@@ -355,6 +355,8 @@ async fn a_replayed_failure_receipt_sends_no_second_sms() {
     let sms = FakeServer::start(201, 0).await;
     let app = TestApp::with_fake_providers(&wa, &sms).await;
     let key = app.partner("acme").await;
+    // Inside the 24-hour window: free-form WhatsApp text may go.
+    app.whatsapp_wrote(PHONE).await;
     let id = app.send_text(&key, PHONE, "your parcel").await.ok(201)["message_id"].as_i64().unwrap();
     let wamid = app.delivered(&key, id).await["attempts"][0]["provider_ref"].as_str().unwrap().to_string();
     let failed = json!({"object": "whatsapp_business_account", "entry": [{"id": "1", "changes": [{"field": "messages", "value": {"statuses": [

@@ -22,3 +22,4 @@ mod templates;
 mod users;
 mod web_app;
 mod webhooks;
+mod whatsapp;

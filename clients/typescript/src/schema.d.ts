@@ -1191,8 +1191,9 @@ export interface paths {
         get: operations["whatsapp_subscribe"];
         put?: never;
         /**
-         * WhatsApp Cloud API webhook: message statuses (delivered, read, failed).
-         * @description Other notifications (incoming messages) are acknowledged and ignored.
+         * WhatsApp Cloud API webhook: message statuses (delivered, read, failed), people writing to the business
+         *     (which opens their 24-hour window for free-form text), and Meta's template decisions
+         *     (`message_template_status_update`).
          */
         post: operations["whatsapp_statuses"];
         delete?: never;
@@ -1770,7 +1771,7 @@ export interface components {
             state: components["schemas"]["AttemptState"];
         };
         /** @enum {string} */
-        AttemptState: "sent" | "failed";
+        AttemptState: "sent" | "failed" | "skipped";
         /** Format: binary */
         Binary: string;
         /** @description A bot. */
@@ -2589,6 +2590,11 @@ export interface components {
             media?: components["schemas"]["Media"] | null;
             preview?: string | null;
             subject?: string | null;
+            /**
+             * @description Template sends: the variables the template was rendered with (a WhatsApp template message carries
+             *     them as its parameters).
+             */
+            vars?: Record<string, never> | null;
         };
         /** @enum {string} */
         MessageState: "queued" | "sent" | "delivered" | "read" | "failed";
@@ -2990,8 +2996,21 @@ export interface components {
         };
         /** @description How many statuses matched our messages. */
         WhatsappApplied: {
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Statuses that matched our messages.
+             */
             applied: number;
+            /**
+             * Format: int64
+             * @description Messages from people (each opens their 24-hour window).
+             */
+            inbound: number;
+            /**
+             * Format: int64
+             * @description Template decisions that changed a template.
+             */
+            templates: number;
         };
     };
     responses: {
@@ -5393,14 +5412,14 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description Signed: X-Hub-Signature-256 = sha256=<hex HMAC-SHA256 of the body with HUBBUB_WHATSAPP_APP_SECRET>. entry[].changes[].value.statuses[] are read. */
+        /** @description Signed: X-Hub-Signature-256 = sha256=<hex HMAC-SHA256 of the body with HUBBUB_WHATSAPP_APP_SECRET>. entry[].changes[].value.statuses[] and .messages[] are read, and changes with field message_template_status_update. */
         requestBody: {
             content: {
                 "application/json": Record<string, never>;
             };
         };
         responses: {
-            /** @description How many statuses matched our messages */
+            /** @description What the notification changed */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -4,6 +4,7 @@
 //! the database, tries each channel in turn, and records every try as an attempt and every state change
 //! as a `message.status` event, in one transaction per message.
 
+pub mod meta_review;
 pub mod providers;
 pub mod receipts;
 
@@ -14,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use self::providers::Provider;
+use self::providers::{Provider, TemplateMessage};
 use crate::clock::{Millis, SharedClock};
 use crate::config::Config;
 use crate::events;
@@ -22,7 +23,7 @@ use crate::messages::{AttemptKind, AttemptState, MessageState};
 use crate::store::deliveries::NewAttempt;
 use crate::store::leases::{Held, Leased};
 use crate::store::messages::{self, Message};
-use crate::store::{Db, accounts, deliveries, devices, partners};
+use crate::store::{Db, accounts, deliveries, devices, partners, templates, whatsapp};
 
 pub use crate::messages::Channel;
 
@@ -111,6 +112,8 @@ pub struct Delivery {
     pub config: Arc<Config>,
     pub sms: Arc<dyn Provider>,
     pub whatsapp: Arc<dyn Provider>,
+    /// Meta's review of `whatsapp` templates, when the Cloud API and a business account are configured.
+    pub meta_review: Option<meta_review::MetaReview>,
     /// Woken when a message is accepted, so delivery starts without waiting for the next poll.
     pub wake: Notify,
 }
@@ -122,6 +125,7 @@ impl Delivery {
         Arc::new(Delivery {
             sms: providers::sms(&config, &db, &clock, &http),
             whatsapp: providers::whatsapp(&config, &db, &clock, &http),
+            meta_review: meta_review::MetaReview::from_config(&config, &http),
             wake: Notify::new(),
             db,
             clock,
@@ -212,26 +216,29 @@ async fn deliver(delivery: &Delivery, message_id: i64) -> Result<(), sqlx::Error
     let channels = plan(&message.priority, recipient);
     let partner_name = partners::find_by_id(db, message.partner_id).await?.map(|p| p.name).unwrap_or_default();
 
-    let mut attempts: Vec<(Channel, Result<String, String>)> = Vec::new();
+    let mut attempts: Vec<(Channel, Outcome)> = Vec::new();
     for channel in channels {
         let outcome = match delivery.provider(channel) {
-            None => Ok(String::new()),
-            Some(provider) => {
-                let text = fallback_text(&message, &partner_name, &delivery.config.public_url);
-                provider.send(&message.phone, &text).await
-            }
+            None => Outcome::Sent(String::new()),
+            Some(provider) => match whatsapp_template(delivery, channel, &message).await? {
+                Some(template) => provider.send_template(&message.phone, &template).await.into(),
+                None => {
+                    let text = fallback_text(&message, &partner_name, &delivery.config.public_url);
+                    send_free_form(delivery, provider.as_ref(), &message.phone, &text).await?
+                }
+            },
         };
-        let ok = outcome.is_ok();
+        let sent = outcome.is_sent();
         attempts.push((channel, outcome));
-        if ok {
+        if sent {
             break;
         }
     }
 
     // An encrypted message now waiting in the hub of an offline user: the opaque alert, by WhatsApp then
     // SMS, once per partner and user per offline period (the slot is taken before sending).
-    let mut alerts: Vec<(Channel, Result<String, String>)> = Vec::new();
-    let in_hub = matches!(attempts.last(), Some((Channel::Inapp, Ok(_))));
+    let mut alerts: Vec<(Channel, Outcome)> = Vec::new();
+    let in_hub = matches!(attempts.last(), Some((Channel::Inapp, Outcome::Sent(_))));
     if in_hub && is_encrypted(&message) && !recipient.online {
         let now = delivery.now();
         let last_seen = last_seen.unwrap_or(0);
@@ -239,14 +246,14 @@ async fn deliver(delivery: &Delivery, message_id: i64) -> Result<(), sqlx::Error
             let text = alert_text(&partner_name, &delivery.config.public_url, &message);
             for channel in [Channel::Whatsapp, Channel::Sms] {
                 let provider = delivery.provider(channel).expect("fallback channels have providers");
-                let outcome = provider.send(&message.phone, &text).await;
-                let ok = outcome.is_ok();
+                let outcome = send_free_form(delivery, provider.as_ref(), &message.phone, &text).await?;
+                let sent = outcome.is_sent();
                 alerts.push((channel, outcome));
-                if ok {
+                if sent {
                     break;
                 }
             }
-            if alerts.iter().all(|(_, outcome)| outcome.is_err()) {
+            if !alerts.iter().any(|(_, outcome)| outcome.is_sent()) {
                 devices::release_alert(db, message.partner_id, &message.phone, message_id).await?;
             }
         }
@@ -260,11 +267,12 @@ async fn deliver(delivery: &Delivery, message_id: i64) -> Result<(), sqlx::Error
         deliveries::record_attempt_in(&mut tx, &attempt(message_id, kind, *channel, outcome, now)).await?;
     }
     let last = attempts.last().map(|(c, _)| *c);
-    let outcome = if matches!(attempts.last(), Some((_, Ok(_)))) { MessageState::Sent } else { MessageState::Failed };
+    let outcome =
+        if attempts.last().is_some_and(|(_, o)| o.is_sent()) { MessageState::Sent } else { MessageState::Failed };
     metrics::counter!("hubbub_messages_total", "channel" => last.map(Channel::as_str).unwrap_or("none"), "state" => outcome.as_str())
         .increment(1);
     match attempts.last() {
-        Some((channel, Ok(_))) => {
+        Some((channel, Outcome::Sent(_))) => {
             messages::transition_in(
                 &mut tx,
                 message_id,
@@ -295,17 +303,106 @@ async fn deliver(delivery: &Delivery, message_id: i64) -> Result<(), sqlx::Error
     Ok(())
 }
 
-/// The attempt row of one provider try: `sent` with the provider's id, or `failed` with the reason.
+/// What became of one channel try.
+#[derive(Debug)]
+enum Outcome {
+    /// The provider took it (its message id; empty for the hub).
+    Sent(String),
+    /// The provider refused it, or could not be reached.
+    Failed(String),
+    /// Not tried: the channel cannot carry this message to this person now.
+    Skipped(&'static str),
+}
+
+impl Outcome {
+    fn is_sent(&self) -> bool {
+        matches!(self, Outcome::Sent(_))
+    }
+}
+
+impl From<Result<String, String>> for Outcome {
+    fn from(result: Result<String, String>) -> Self {
+        match result {
+            Ok(id) => Outcome::Sent(id),
+            Err(reason) => Outcome::Failed(reason),
+        }
+    }
+}
+
+/// Why a free-form WhatsApp text was not tried (Meta refuses it: error 131047).
+pub const OUTSIDE_WINDOW: &str = "outside_24h_window";
+
+/// How long after a person's last WhatsApp message free-form text may still reach them.
+const WINDOW_MS: Millis = 24 * 60 * 60 * 1000;
+
+/// Sends free-form text through `provider`, unless it is WhatsApp's Cloud API and the person has not
+/// written in the last 24 hours (then the try is skipped, and the next channel takes over).
+async fn send_free_form(
+    delivery: &Delivery,
+    provider: &dyn Provider,
+    phone: &str,
+    text: &str,
+) -> Result<Outcome, sqlx::Error> {
+    if provider.has_free_form_window() {
+        let last = whatsapp::last_inbound(&delivery.db, phone).await?;
+        if last.is_none_or(|at| delivery.now() - at >= WINDOW_MS) {
+            return Ok(Outcome::Skipped(OUTSIDE_WINDOW));
+        }
+    }
+    Ok(provider.send(phone, text).await.into())
+}
+
+/// The approved WhatsApp template a WhatsApp try of a template message goes out as (any time, inside the
+/// window or not): the partner's `whatsapp` template of the same code and language, approved by Meta when
+/// the Cloud API is the provider, with the message's variables as its parameters.
+async fn whatsapp_template(
+    delivery: &Delivery,
+    channel: Channel,
+    message: &Message,
+) -> Result<Option<TemplateMessage>, sqlx::Error> {
+    let (Channel::Whatsapp, Some(code)) = (channel, message.template_code.as_deref()) else {
+        return Ok(None);
+    };
+    let lang = message.lang.as_deref().unwrap_or("en");
+    let reviewed_by_meta = delivery.whatsapp.has_free_form_window();
+    let Some(template) =
+        templates::find_whatsapp_for_send(&delivery.db, message.partner_id, code, lang, reviewed_by_meta).await?
+    else {
+        return Ok(None);
+    };
+    let vars = message.content.get("vars").and_then(Value::as_object).cloned().unwrap_or_default();
+    let Ok(text) = crate::template::render(&template.body, &vars, crate::messages::compose::MAX_BODY_BYTES) else {
+        return Ok(None);
+    };
+    let parameters = template
+        .variables
+        .iter()
+        .map(|name| match vars.get(name) {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        })
+        .collect();
+    Ok(Some(TemplateMessage {
+        name: providers::meta_template_name(&template.code),
+        lang: template.lang,
+        parameters,
+        text,
+    }))
+}
+
+/// The attempt row of one channel try: `sent` with the provider's id, `failed` or `skipped` with the reason.
 fn attempt<'a>(
     message_id: i64,
     kind: AttemptKind,
     channel: Channel,
-    outcome: &'a Result<String, String>,
+    outcome: &'a Outcome,
     at: Millis,
 ) -> NewAttempt<'a> {
     let (state, error, provider_ref) = match outcome {
-        Ok(id) => (AttemptState::Sent, None, Some(id.as_str()).filter(|id| !id.is_empty())),
-        Err(reason) => (AttemptState::Failed, Some(reason.as_str()), None),
+        Outcome::Sent(id) => (AttemptState::Sent, None, Some(id.as_str()).filter(|id| !id.is_empty())),
+        Outcome::Failed(reason) => (AttemptState::Failed, Some(reason.as_str()), None),
+        Outcome::Skipped(reason) => (AttemptState::Skipped, Some(*reason), None),
     };
     NewAttempt { message_id, kind, channel, state, error, provider_ref, at }
 }
@@ -328,7 +425,7 @@ async fn continue_after_receipt(delivery: &Delivery, message_id: i64, resume: &s
         } else {
             fallback_text(&message, &partner_name, &delivery.config.public_url)
         };
-        Some(delivery.sms.send(&message.phone, &text).await)
+        Some(Outcome::from(delivery.sms.send(&message.phone, &text).await))
     } else {
         None
     };
@@ -339,8 +436,8 @@ async fn continue_after_receipt(delivery: &Delivery, message_id: i64, resume: &s
         deliveries::record_attempt_in(&mut tx, &attempt(message_id, kind, Channel::Sms, outcome, now)).await?;
         if !alert {
             match outcome {
-                Ok(_) => messages::set_channel_in(&mut tx, message_id, Channel::Sms.as_str(), now).await?,
-                Err(_) => {
+                Outcome::Sent(_) => messages::set_channel_in(&mut tx, message_id, Channel::Sms.as_str(), now).await?,
+                Outcome::Failed(_) | Outcome::Skipped(_) => {
                     let failed = events::message_status;
                     let (from, to) = (&[MessageState::Sent], MessageState::Failed);
                     messages::transition_in(&mut tx, message_id, from, to, Some("sms"), now, failed).await?;
@@ -350,7 +447,7 @@ async fn continue_after_receipt(delivery: &Delivery, message_id: i64, resume: &s
     }
     deliveries::finish_in(&mut tx, message_id).await?;
     tx.commit().await?;
-    if alert && outcome.as_ref().is_some_and(Result::is_err) {
+    if alert && outcome.as_ref().is_some_and(|o| !o.is_sent()) {
         devices::release_alert(db, message.partner_id, &message.phone, message_id).await?;
     }
     Ok(())

@@ -18,6 +18,39 @@ pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + 
 /// Sends a text to a phone on one channel; `Ok` carries the provider's message id, `Err` the reason.
 pub trait Provider: Send + Sync {
     fn send<'a>(&'a self, phone: &'a str, text: &'a str) -> SendFuture<'a>;
+
+    /// Sends a message from an approved template (WhatsApp); providers without templates refuse.
+    fn send_template<'a>(&'a self, phone: &'a str, template: &'a TemplateMessage) -> SendFuture<'a> {
+        let _ = (phone, template);
+        Box::pin(async { Err("this provider sends no templates".to_string()) })
+    }
+
+    /// Whether free-form text reaches only people who wrote in the last 24 hours (Meta's customer-service
+    /// window); such a provider is skipped for them unless a template is sent.
+    fn has_free_form_window(&self) -> bool {
+        false
+    }
+}
+
+/// A message sent from an approved WhatsApp template: its name and language at the provider, the body's
+/// parameters in the order of the template's placeholders, and the rendered text (what the dev sink keeps).
+#[derive(Debug, Clone)]
+pub struct TemplateMessage {
+    pub name: String,
+    pub lang: String,
+    pub parameters: Vec<String>,
+    pub text: String,
+}
+
+/// The name a template has at Meta: its code, with `_` for `-` (Meta allows lowercase letters, digits and
+/// underscores).
+pub fn meta_template_name(code: &str) -> String {
+    code.replace('-', "_")
+}
+
+/// A language as Meta writes it: `pt_BR` for `pt-BR`.
+pub fn meta_lang(lang: &str) -> String {
+    lang.replace('-', "_")
 }
 
 /// Records what would be sent; `GET /api/v1/dev-sink/messages` lists it.
@@ -27,6 +60,8 @@ pub struct DevSink {
     pub channel: Channel,
 }
 
+/// The dev sink keeps free-form text at any time (it stands in for a test number) and a template message
+/// as its rendered text.
 impl Provider for DevSink {
     fn send<'a>(&'a self, phone: &'a str, text: &'a str) -> SendFuture<'a> {
         Box::pin(async move {
@@ -35,6 +70,10 @@ impl Provider for DevSink {
                 .map_err(|e| format!("dev sink: {e}"))?;
             Ok(format!("sink_{id}"))
         })
+    }
+
+    fn send_template<'a>(&'a self, phone: &'a str, template: &'a TemplateMessage) -> SendFuture<'a> {
+        self.send(phone, &template.text)
     }
 }
 
@@ -102,32 +141,75 @@ pub struct WhatsAppCloud {
 
 impl Provider for WhatsAppCloud {
     fn send<'a>(&'a self, phone: &'a str, text: &'a str) -> SendFuture<'a> {
-        Box::pin(async move {
-            let url = format!("{}/{}/messages", self.base_url.trim_end_matches('/'), self.phone_number_id);
-            let payload = json!({
-                "messaging_product": "whatsapp",
-                "recipient_type": "individual",
-                "to": phone.trim_start_matches('+'),
-                "type": "text",
-                "text": { "preview_url": true, "body": text },
-            });
-            let response = self
-                .http
-                .post(url)
-                .bearer_auth(&self.token)
-                .json(&payload)
-                .send()
-                .await
-                .map_err(|e| describe("whatsapp", &e))?;
-            let status = response.status();
-            let body: Value = response.json().await.unwrap_or(Value::Null);
-            if !status.is_success() {
-                let detail = body["error"]["message"].as_str().unwrap_or("");
-                return Err(format!("whatsapp: HTTP {} {detail}", status.as_u16()).trim_end().to_string());
-            }
-            Ok(body["messages"][0]["id"].as_str().unwrap_or("").to_string())
-        })
+        let payload = json!({
+            "messaging_product": "whatsapp",
+            "recipient_type": "individual",
+            "to": phone.trim_start_matches('+'),
+            "type": "text",
+            "text": { "preview_url": true, "body": text },
+        });
+        Box::pin(self.post_message(payload))
     }
+
+    /// A `type: template` message: the template's name and language, and its body's parameters.
+    fn send_template<'a>(&'a self, phone: &'a str, template: &'a TemplateMessage) -> SendFuture<'a> {
+        let mut body = json!({ "name": template.name, "language": { "code": meta_lang(&template.lang) } });
+        if !template.parameters.is_empty() {
+            let parameters: Vec<Value> =
+                template.parameters.iter().map(|p| json!({ "type": "text", "text": p })).collect();
+            body["components"] = json!([{ "type": "body", "parameters": parameters }]);
+        }
+        let payload = json!({
+            "messaging_product": "whatsapp",
+            "recipient_type": "individual",
+            "to": phone.trim_start_matches('+'),
+            "type": "template",
+            "template": body,
+        });
+        Box::pin(self.post_message(payload))
+    }
+
+    fn has_free_form_window(&self) -> bool {
+        true
+    }
+}
+
+impl WhatsAppCloud {
+    /// `POST /{phone_number_id}/messages`; `Ok` with the message id Meta gave it.
+    async fn post_message(&self, payload: Value) -> Result<String, String> {
+        let url = format!("{}/{}/messages", self.base_url.trim_end_matches('/'), self.phone_number_id);
+        let body =
+            meta_call(self.http.post(url).bearer_auth(&self.token).json(&payload)).await.map_err(|e| e.reason)?;
+        Ok(body["messages"][0]["id"].as_str().unwrap_or("").to_string())
+    }
+}
+
+/// Why a Graph API call failed: the HTTP status Meta answered with (none when it was not reached), and
+/// the reason with Meta's error message.
+#[derive(Debug)]
+pub struct MetaError {
+    pub status: Option<u16>,
+    pub reason: String,
+}
+
+impl MetaError {
+    /// Meta refused the request itself (4xx): sending it again would not help.
+    pub fn is_refusal(&self) -> bool {
+        self.status.is_some_and(|s| (400..500).contains(&s))
+    }
+}
+
+/// One Graph API call: the answer's JSON on 2xx.
+pub async fn meta_call(request: reqwest::RequestBuilder) -> Result<Value, MetaError> {
+    let response = request.send().await.map_err(|e| MetaError { status: None, reason: describe("whatsapp", &e) })?;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    if !status.is_success() {
+        let detail = body["error"]["message"].as_str().unwrap_or("");
+        let reason = format!("whatsapp: HTTP {} {detail}", status.as_u16()).trim_end().to_string();
+        return Err(MetaError { status: Some(status.as_u16()), reason });
+    }
+    Ok(body)
 }
 
 fn describe(provider: &str, e: &reqwest::Error) -> String {

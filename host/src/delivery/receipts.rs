@@ -89,6 +89,21 @@ pub fn whatsapp_receipts(payload: &Value) -> Vec<(String, Receipt)> {
     out
 }
 
+/// Who wrote to the business in a WhatsApp Cloud API webhook (`entry[].changes[].value.messages[]`), and
+/// when: `(E.164 phone, milliseconds)`, for the 24-hour window.
+pub fn whatsapp_inbound(payload: &Value) -> Vec<(String, i64)> {
+    let entries = payload["entry"].as_array().into_iter().flatten();
+    let changes = entries.flat_map(|e| e["changes"].as_array().into_iter().flatten());
+    changes
+        .flat_map(|c| c["value"]["messages"].as_array().into_iter().flatten())
+        .filter_map(|m| {
+            let phone = format!("+{}", m["from"].as_str()?.trim_start_matches('+'));
+            let seconds: i64 = m["timestamp"].as_str()?.parse().ok()?;
+            crate::validate::is_e164(&phone).then_some((phone, seconds.saturating_mul(1000)))
+        })
+        .collect()
+}
+
 /// Applies one receipt; answers whether it matched a message attempt of ours. Delivered and read move the
 /// message on; a failure marks the attempt and continues the chain: after WhatsApp, the message (or the
 /// E2E alert) is queued again for SMS; after SMS, the last channel, the message fails. Receipts about an

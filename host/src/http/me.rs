@@ -108,30 +108,27 @@ async fn my_message(
     Path(reference): Path<String>,
     ApiQuery(query): ApiQuery<DeviceQuery>,
 ) -> ApiResult<Json<MessageRecord>> {
-    let m = my_message_by_ref(&state, &user, &reference).await?;
-    let moved = if MessageState::UNDELIVERED.contains(&m.state) {
-        advance(&state, m.id, MessageState::Delivered).await?
-    } else {
-        None
-    };
-    let device = query_text(query.device_uuid).or(user.device);
-    Ok(Json(device_view(&moved.unwrap_or(m), device.as_deref())))
+    Ok(Json(move_my_message(&state, &user, &reference, query, MessageState::Delivered).await?))
 }
 
-/// A message to this user, else 404.
-async fn my_message_by_ref(state: &AppState, user: &UserAuth, reference: &str) -> ApiResult<messages::Message> {
-    messages::find_by_ref(&state.db, reference)
+/// One of the user's messages (another's is 404) moved forward to `to` in the hub, each step with its
+/// event (one already there or past it is left as it is), as the reading device sees it.
+async fn move_my_message(
+    state: &AppState,
+    user: &UserAuth,
+    reference: &str,
+    query: DeviceQuery,
+    to: MessageState,
+) -> ApiResult<MessageRecord> {
+    let m = messages::find_by_ref(&state.db, reference)
         .await?
         .filter(|m| m.phone == user.phone)
-        .ok_or_else(|| ApiError::not_found("message"))
-}
-
-/// Moves one message forward to `to` in the hub (emitting its event); `None` when it was already there.
-async fn advance(state: &AppState, id: i64, to: MessageState) -> ApiResult<Option<messages::Message>> {
+        .ok_or_else(|| ApiError::not_found("message"))?;
     let mut tx = state.db.writer().begin().await?;
-    let moved = messages::advance_in(&mut tx, id, to, Some("inapp"), state.now(), events::message_status).await?;
+    let moved = messages::advance_in(&mut tx, m.id, to, Some("inapp"), state.now(), events::message_status).await?;
     tx.commit().await?;
-    Ok(moved)
+    let device = query_text(query.device_uuid).or(user.device.clone());
+    Ok(device_view(&moved.unwrap_or(m), device.as_deref()))
 }
 
 /// Mark one of my messages read.
@@ -149,10 +146,7 @@ async fn read_my_message(
     Path(reference): Path<String>,
     ApiQuery(query): ApiQuery<DeviceQuery>,
 ) -> ApiResult<Json<MessageRecord>> {
-    let m = my_message_by_ref(&state, &user, &reference).await?;
-    let moved = advance(&state, m.id, MessageState::Read).await?;
-    let device = query_text(query.device_uuid).or(user.device);
-    Ok(Json(device_view(&moved.unwrap_or(m), device.as_deref())))
+    Ok(Json(move_my_message(&state, &user, &reference, query, MessageState::Read).await?))
 }
 
 /// My account with every linked partner.

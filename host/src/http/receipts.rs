@@ -14,10 +14,11 @@ use utoipa_axum::routes;
 
 use super::{ApiQuery, E403, E404, E422, query_text};
 use crate::delivery::Channel;
-use crate::delivery::receipts;
+use crate::delivery::{meta_review, receipts};
 use crate::error::{ApiError, ApiResult};
 use crate::secrets::constant_time_eq;
 use crate::state::AppState;
+use crate::store::whatsapp;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(twilio_status)).routes(routes!(whatsapp_statuses, whatsapp_subscribe))
@@ -93,22 +94,27 @@ async fn twilio_status(
 /// How many statuses matched our messages.
 #[derive(Serialize, ToSchema)]
 struct WhatsappApplied {
+    /// Statuses that matched our messages.
     applied: i64,
+    /// Messages from people (each opens their 24-hour window).
+    inbound: i64,
+    /// Template decisions that changed a template.
+    templates: i64,
 }
 
-/// WhatsApp Cloud API webhook: message statuses (delivered, read, failed).
-///
-/// Other notifications (incoming messages) are acknowledged and ignored.
+/// WhatsApp Cloud API webhook: message statuses (delivered, read, failed), people writing to the business
+/// (which opens their 24-hour window for free-form text), and Meta's template decisions
+/// (`message_template_status_update`).
 #[utoipa::path(
     post,
     path = "/providers/whatsapp/webhook",
     tag = "providers",
     request_body(
         content = Object,
-        description = "Signed: X-Hub-Signature-256 = sha256=<hex HMAC-SHA256 of the body with HUBBUB_WHATSAPP_APP_SECRET>. entry[].changes[].value.statuses[] are read."
+        description = "Signed: X-Hub-Signature-256 = sha256=<hex HMAC-SHA256 of the body with HUBBUB_WHATSAPP_APP_SECRET>. entry[].changes[].value.statuses[] and .messages[] are read, and changes with field message_template_status_update."
     ),
     responses(
-        (status = 200, description = "How many statuses matched our messages", body = WhatsappApplied),
+        (status = 200, description = "What the notification changed", body = WhatsappApplied),
         (status = 403, response = E403),
         (status = 404, response = E404),
     )
@@ -134,7 +140,18 @@ async fn whatsapp_statuses(
     for (id, receipt) in receipts::whatsapp_receipts(&payload) {
         applied += receipts::apply(&state.delivery, Channel::Whatsapp, &id, receipt).await? as i64;
     }
-    Ok(Json(WhatsappApplied { applied }))
+    // A message from the person: the window for free-form text is open for 24 hours from it (never from
+    // a time still to come).
+    let now = state.now();
+    let inbound = receipts::whatsapp_inbound(&payload);
+    for (phone, at) in &inbound {
+        whatsapp::record_inbound(&state.db, phone, (*at).min(now)).await?;
+    }
+    let mut templates = 0;
+    for (id, status, reason) in meta_review::template_updates(&payload) {
+        templates += meta_review::apply(&state.delivery, &id, &status, reason.as_deref()).await? as i64;
+    }
+    Ok(Json(WhatsappApplied { applied, inbound: inbound.len() as i64, templates }))
 }
 
 #[derive(Deserialize, IntoParams)]

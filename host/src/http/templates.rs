@@ -197,6 +197,13 @@ async fn submit_template(
     if !t.status.can_submit() {
         return Err(ApiError::conflict(format!("the template is already {}", t.status)));
     }
+    // WhatsApp templates are Meta's to approve, when Meta's review is configured (a body our own review
+    // rejects never goes there).
+    let by_meta = state.delivery.meta_review.as_ref().filter(|_| t.channel == Channel::Whatsapp.as_str());
+    if let Some(review) = by_meta.filter(|_| template::review(&t.body).is_ok()) {
+        let submitted = review.submit(&state.delivery, &t, &partner.code).await?;
+        return Ok(Json(TemplateRecord::from(&submitted)));
+    }
     let (status, reason) =
         if state.config.auto_review() { auto_decision(&t.body) } else { (TemplateStatus::Pending, None) };
     let now = state.now();

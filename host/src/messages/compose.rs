@@ -274,6 +274,7 @@ pub async fn content(
         rendered_body = Some(text.clone());
         body = Some(text);
         lang = Some(template.lang);
+        content.vars = Some(vars);
     }
 
     if body.as_ref().is_some_and(|b| b.len() > MAX_BODY_BYTES) {

@@ -82,10 +82,13 @@ string_enum! {
 }
 
 string_enum! {
-    /// How a provider took an attempt: accepted (`sent`, later confirmed or failed by its receipts) or refused.
+    /// How a provider took an attempt: accepted (`sent`, later confirmed or failed by its receipts),
+    /// refused (`failed`), or not tried because it could not carry this message (`skipped`: free-form
+    /// WhatsApp text to someone outside the 24-hour window, `error` = `outside_24h_window`).
     pub enum AttemptState {
         Sent = "sent",
         Failed = "failed",
+        Skipped = "skipped",
     }
 }
 
@@ -122,6 +125,11 @@ pub struct MessageContent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(schema_with = crate::e2e::envelope_schema_ref)]
     pub e2e_envelope: Option<Value>,
+    /// Template sends: the variables the template was rendered with (a WhatsApp template message carries
+    /// them as its parameters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub vars: Option<serde_json::Map<String, Value>>,
     /// Flow invitations: the flow card (`ref`, `bot`, `flow`, `title`, `state`, and `summary` once completed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
