@@ -29,6 +29,14 @@ pub enum WhatsAppProviderKind {
     Cloud,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PaymentProviderKind {
+    /// The host's own checkout page (`/pay/{ref}`: Pay, Decline, Cancel); for development.
+    Dev,
+    /// Stripe Checkout (docs/providers.md).
+    Stripe,
+}
+
 #[derive(Clone, Args)]
 pub struct Config {
     /// Database URL: `sqlite://FILE?mode=rwc` (embedded, the default) or `postgres://…` (scale-out).
@@ -183,6 +191,29 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_WHATSAPP_VERIFY_TOKEN", hide_env_values = true)]
     pub whatsapp_verify_token: Option<String>,
 
+    /// Payment provider of bots' payment steps. Default: the dev checkout in dev mode, else none (a payment
+    /// step is a `bot_error` saying payments are not configured).
+    #[arg(long, env = "HUBBUB_PAYMENT_PROVIDER", value_enum)]
+    pub payment_provider: Option<PaymentProviderKind>,
+
+    /// Largest payment a bot may ask for, in the currency's minor units.
+    #[arg(long, env = "HUBBUB_PAYMENT_MAX_MINOR", default_value_t = 1_000_000)]
+    pub payment_max_minor: i64,
+
+    /// Base URL of the Stripe API (point it at a fake server in tests).
+    #[arg(long, env = "HUBBUB_STRIPE_BASE_URL", default_value = "https://api.stripe.com")]
+    pub stripe_base_url: String,
+
+    /// Stripe secret key (`sk_live_…` or `sk_test_…`). Or `HUBBUB_STRIPE_SECRET_KEY_FILE`: a file holding it.
+    #[arg(long, env = "HUBBUB_STRIPE_SECRET_KEY", hide_env_values = true)]
+    pub stripe_secret_key: Option<String>,
+
+    /// Signing secret of the Stripe webhook endpoint (`whsec_…`): verifies `Stripe-Signature` on
+    /// `POST /api/v1/providers/stripe/webhook`. Without it, Stripe events are refused. Or
+    /// `HUBBUB_STRIPE_WEBHOOK_SECRET_FILE`: a file holding it.
+    #[arg(long, env = "HUBBUB_STRIPE_WEBHOOK_SECRET", hide_env_values = true)]
+    pub stripe_webhook_secret: Option<String>,
+
     /// Timeout of one provider request, in milliseconds.
     #[arg(long, env = "HUBBUB_PROVIDER_TIMEOUT_MS", default_value_t = 10_000)]
     pub provider_timeout_ms: u64,
@@ -320,6 +351,11 @@ impl std::fmt::Debug for Config {
             .field("whatsapp_template_sync_s", &self.whatsapp_template_sync_s)
             .field("whatsapp_app_secret", &self.whatsapp_app_secret.as_ref().map(|_| "[redacted]"))
             .field("whatsapp_verify_token", &self.whatsapp_verify_token.as_ref().map(|_| "[redacted]"))
+            .field("payment_provider", &self.payment_provider)
+            .field("payment_max_minor", &self.payment_max_minor)
+            .field("stripe_base_url", &self.stripe_base_url)
+            .field("stripe_secret_key", &self.stripe_secret_key.as_ref().map(|_| "[redacted]"))
+            .field("stripe_webhook_secret", &self.stripe_webhook_secret.as_ref().map(|_| "[redacted]"))
             .field("provider_timeout_ms", &self.provider_timeout_ms)
             .field("delivery_poll_ms", &self.delivery_poll_ms)
             .field("lease_ms", &self.lease_ms)
@@ -375,6 +411,8 @@ pub const SECRET_SETTINGS: &[&str] = &[
     "whatsapp_token",
     "whatsapp_app_secret",
     "whatsapp_verify_token",
+    "stripe_secret_key",
+    "stripe_webhook_secret",
     "metrics_token",
 ];
 

@@ -194,8 +194,23 @@ impl From<crate::flows::FlowError> for ApiError {
             FlowError::NotFound(what) => ApiError::not_found(what),
             FlowError::Conflict(why) => ApiError::conflict(why),
             FlowError::Bot(_) => ApiError::bad_gateway("bot_error", e.to_string()),
+            FlowError::PaymentProvider(_) => ApiError::bad_gateway("payment_provider_error", e.to_string()),
             FlowError::Database(e) => e.into(),
             FlowError::Internal(why) => ApiError::internal(why),
+        }
+    }
+}
+
+impl From<crate::payments::PaymentError> for ApiError {
+    fn from(e: crate::payments::PaymentError) -> Self {
+        use crate::payments::PaymentError;
+        match e {
+            PaymentError::Invalid(why) => ApiError::bad_gateway("bot_error", why),
+            PaymentError::NotConfigured => ApiError::conflict(e.to_string()),
+            PaymentError::NotFound(what) => ApiError::not_found(what),
+            PaymentError::Conflict(why) => ApiError::conflict(why),
+            PaymentError::Provider(why) => ApiError::bad_gateway("payment_provider_error", why),
+            PaymentError::Database(e) => e.into(),
         }
     }
 }

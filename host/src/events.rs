@@ -92,6 +92,28 @@ pub struct ConversationMessageEvent {
     pub encrypted: Option<bool>,
 }
 
+/// `payment.status`: a payment was created or changed state. `seq` only grows per payment.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PaymentStatusEvent {
+    /// `payment.status`.
+    pub event: &'static str,
+    pub partner: String,
+    pub payment_id: i64,
+    /// The payment's ref (`pay_…`).
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// The bot's code.
+    pub bot: String,
+    pub phone: String,
+    pub state: crate::payments::PaymentState,
+    pub amount_minor: i64,
+    /// ISO 4217.
+    pub currency: String,
+    /// Grows with each change of this payment: apply an event only when its `seq` is higher than the last.
+    pub seq: i64,
+    pub at: String,
+}
+
 fn value(event: impl Serialize) -> Value {
     serde_json::to_value(event).expect("an event serialises")
 }
@@ -150,6 +172,23 @@ pub fn conversation_message(c: &Conversation, m: &Message, at: Millis) -> Value 
         at: iso_time(at),
         body: (!encrypted).then(|| m.body.clone()),
         encrypted: encrypted.then_some(true),
+    })
+}
+
+/// `payment.status` of `p` now.
+pub fn payment_status(p: &crate::store::payments::Payment, at: Millis) -> Value {
+    value(PaymentStatusEvent {
+        event: "payment.status",
+        partner: p.partner_code.clone(),
+        payment_id: p.id,
+        reference: p.reference.clone(),
+        bot: p.bot_code.clone(),
+        phone: p.phone.clone(),
+        state: p.state,
+        amount_minor: p.amount_minor,
+        currency: p.currency.clone(),
+        seq: p.seq,
+        at: iso_time(at),
     })
 }
 

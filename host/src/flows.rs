@@ -17,12 +17,14 @@ use crate::error::Invalid;
 use crate::events;
 use crate::forms::{self, FieldDef};
 use crate::names::string_enum;
+use crate::payments::{self, PaymentError, Payments};
 use crate::runtime::{Entry, GuestContext, GuestEvent, GuestReply, Runtime, RuntimeError};
 use crate::secrets::random_alnum;
 use crate::store::Db;
 use crate::store::bots::{self, Bot};
 use crate::store::flows::{self as store, Session};
 use crate::store::outbox::{self, Target};
+use crate::store::payments::Payment;
 
 string_enum! {
     /// Where a session is.
@@ -64,6 +66,9 @@ pub enum FlowError {
     /// The bot failed to answer (502 `bot_error`).
     #[error("the bot could not answer: {0}")]
     Bot(String),
+    /// The payment provider could not open a checkout (502 `payment_provider_error`).
+    #[error("the payment provider could not open a checkout: {0}")]
+    PaymentProvider(String),
     #[error(transparent)]
     Database(#[from] sqlx::Error),
     /// Stored data the engine cannot read (a bug).
@@ -83,7 +88,7 @@ impl utoipa::PartialSchema for Step {
         ObjectBuilder::new()
             .schema_type(Type::Object)
             .description(Some(
-                "message {text}; menu {style: button|list, text, sections: [{title, items: [{id, label, description}]}]}; flow_screen {screen: {id, title, kind: form|input|select, fields: [form field]}}; payment {payment: {id, amount_minor, currency, description}}; flow_completed {summary}",
+                "message {text}; menu {style: button|list, text, sections: [{title, items: [{id, label, description}]}]}; flow_screen {screen: {id, title, kind: form|input|select, fields: [form field]}}; payment {payment: {id (the bot's), ref (pay_…), amount_minor, currency, description, state, checkout_url}}: send the user to checkout_url, the outcome reaches the bot from the payment provider; flow_completed {summary}",
             ))
             .property("type", ObjectBuilder::new().schema_type(Type::String).enum_values(Some(STEP_TYPES.iter().copied())))
             .required("type")
@@ -121,7 +126,7 @@ pub struct EventBody {
     /// text: the user's text (at most 4096 characters).
     #[schema(max_length = 4096)]
     pub text: Option<String>,
-    /// select: the item id (alias `choice`, `item`); payment: the payment id.
+    /// select: the item id (alias `choice`, `item`).
     #[serde(alias = "choice", alias = "item")]
     pub id: Option<String>,
     /// submit: the screen waiting for a submission.
@@ -129,30 +134,13 @@ pub struct EventBody {
     /// submit: the values, validated against the screen's fields.
     #[schema(value_type = Option<Object>)]
     pub values: Option<Map<String, Value>>,
-    #[schema(schema_with = payment_status_schema)]
-    pub status: Option<String>,
-    /// payment: the provider's reference.
-    pub reference: Option<String>,
-    /// payment: `{id, status, reference}` instead of the fields above.
-    #[schema(value_type = Option<Object>)]
-    pub payment: Option<Value>,
 }
 
-/// `type` of a user event.
+/// `type` of a user event (a payment's outcome never comes from the app: see [`crate::payments`]).
 fn event_type_schema() -> utoipa::openapi::Object {
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::Type::String)
-        .enum_values(Some(["text", "select", "submit", "payment"]))
-        .build()
-}
-
-/// `status` of a payment event.
-fn payment_status_schema() -> utoipa::openapi::Object {
-    use utoipa::openapi::schema::{SchemaType, Type};
-    utoipa::openapi::ObjectBuilder::new()
-        .description(Some("payment: the result."))
-        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
-        .enum_values(Some([Value::from("confirmed"), "declined".into(), "cancelled".into(), Value::Null]))
+        .enum_values(Some(["text", "select", "submit"]))
         .build()
 }
 
@@ -198,19 +186,12 @@ pub fn guest_event(session: &Session, body: EventBody) -> Result<GuestEvent> {
             body.id.filter(|i| !i.is_empty()).ok_or_else(|| Invalid::new("id", "id (the chosen item) is required"))?,
         )),
         Some("submit") => submission(session, body.screen.as_deref(), body.values.unwrap_or_default()),
-        Some("payment") => {
-            let payment = body.payment.unwrap_or(Value::Null);
-            let pick = |field: &str, flat: Option<String>| {
-                flat.or_else(|| payment.get(field).and_then(Value::as_str).map(str::to_string))
-            };
-            let id = pick("id", body.id).ok_or_else(|| Invalid::new("id", "id (the payment id) is required"))?;
-            let status = pick("status", body.status).unwrap_or_default();
-            if !["confirmed", "declined", "cancelled"].contains(&status.as_str()) {
-                return Err(Invalid::new("status", "status must be confirmed, declined or cancelled").into());
-            }
-            Ok(GuestEvent::Payment { id, status, reference: pick("reference", body.reference) })
-        }
-        _ => Err(Invalid::new("type", "type must be text, select, submit or payment").into()),
+        Some("payment") => Err(Invalid::new(
+            "type",
+            "a payment's outcome comes from the payment provider, not from the app: send the user to the step's checkout_url",
+        )
+        .into()),
+        _ => Err(Invalid::new("type", "type must be text, select or submit").into()),
     }
 }
 
@@ -241,6 +222,7 @@ pub struct Engine<'a> {
     pub db: &'a Db,
     pub clock: &'a SharedClock,
     pub runtime: &'a Runtime,
+    pub payments: &'a Payments,
 }
 
 impl Engine<'_> {
@@ -280,7 +262,7 @@ impl Engine<'_> {
         }
         let ctx = GuestContext { bot: bot.code.clone(), phone: session.phone.clone() };
         let reply = self.call_guest(&bot, GuestCall::Start(Entry::Flow(flow)), ctx).await?;
-        self.apply(session, reply).await
+        self.apply(&bot, session, reply).await
     }
 
     /// Opens a chat session of the user with `bot`; answers it with the bot's first steps.
@@ -293,7 +275,7 @@ impl Engine<'_> {
         } else {
             let ctx = GuestContext { bot: bot.code.clone(), phone: phone.to_string() };
             let reply = self.call_guest(bot, GuestCall::Start(Entry::Chat), ctx).await?;
-            self.apply(&session, reply).await?
+            self.apply(bot, &session, reply).await?
         };
         Ok((session, progress.steps))
     }
@@ -308,7 +290,63 @@ impl Engine<'_> {
         let ctx = GuestContext { bot: bot.code.clone(), phone: session.phone.clone() };
         let guest_state = session.guest_state.clone().unwrap_or_default();
         let reply = self.call_guest(&bot, GuestCall::Handle(guest_state, event), ctx).await?;
-        self.apply(session, reply).await
+        self.apply(&bot, session, reply).await
+    }
+
+    /// Tells a payment's bot its outcome (`user-event::payment`), once: the caller claimed the
+    /// notification with the transition ([`crate::payments::Applied::notify_guest`]). A local bot's
+    /// answer is kept as the session's pending steps for the app to fetch (`GET /me/flows/{ref}/steps`,
+    /// `GET /me/bots/{code}/sessions/{session}`); a webhook bot gets a signed `session.event`.
+    pub async fn payment_outcome(&self, payment: &Payment) -> Result<()> {
+        let Some(status) = payment.state.guest_status() else { return Ok(()) };
+        let session = store::find_by_id(self.db, payment.session_id).await?.ok_or(FlowError::NotFound("session"))?;
+        let bot = bots::find_by_id(self.db, session.bot_id).await?.ok_or(FlowError::NotFound("bot"))?;
+        let event = GuestEvent::Payment {
+            id: payment.guest_id.clone(),
+            status: status.to_string(),
+            reference: Some(payment.reference.clone()),
+        };
+        if bot.runtime_mode == RuntimeMode::Webhook {
+            let payload = event_payload(&session, &event);
+            let mut tx = self.db.writer().begin().await?;
+            let body = events::bot_event(&bot, "session.event", payload);
+            let key = format!("session:{}", session.id);
+            outbox::enqueue(&mut tx, Target::Bot(bot.id), "session.event", &body, &key, self.now()).await?;
+            tx.commit().await?;
+            return Ok(());
+        }
+        let ctx = GuestContext { bot: bot.code.clone(), phone: session.phone.clone() };
+        let guest_state = session.guest_state.clone().unwrap_or_default();
+        let reply = self.call_guest(&bot, GuestCall::Handle(guest_state, event), ctx).await?;
+        let progress = self.apply(&bot, &session, reply).await?;
+        store::push_pending(self.db, session.id, &progress.steps, None, self.now()).await?;
+        Ok(())
+    }
+
+    /// Turns each payment step of a bot's answer (a local guest's reply, or a webhook bot's inbound reply)
+    /// into a payment of the host (checked, with its checkout
+    /// opened), and the step into what the app shows: the bot's request with the payment's ref, state and
+    /// checkout URL.
+    pub async fn open_payments(&self, bot: &Bot, session: &Session, steps: &mut [Value]) -> Result<()> {
+        for step in steps.iter_mut().filter(|s| s["type"] == "payment") {
+            let request = payments::check_request(&step["payment"], self.payments.max_minor)
+                .map_err(|why| bot_error(bot, RuntimeError::Malformed(why)))?;
+            let payment = self.payments.create(bot, session, request).await.map_err(|e| match e {
+                PaymentError::Provider(why) => FlowError::PaymentProvider(why),
+                PaymentError::Database(e) => FlowError::Database(e),
+                other => bot_error(bot, RuntimeError::Malformed(other.to_string())),
+            })?;
+            step["payment"] = json!({
+                "id": payment.guest_id,
+                "ref": payment.reference,
+                "amount_minor": payment.amount_minor,
+                "currency": payment.currency,
+                "description": payment.description,
+                "state": payment.state,
+                "checkout_url": payment.checkout_url,
+            });
+        }
+        Ok(())
     }
 
     /// Steps a `webhook`-mode bot sent since the app last asked (each is returned once).
@@ -359,7 +397,8 @@ impl Engine<'_> {
     }
 
     /// Stores what the bot answered: the session's progress, or the completed flow with its summary.
-    async fn apply(&self, session: &Session, reply: GuestReply) -> Result<Progress> {
+    async fn apply(&self, bot: &Bot, session: &Session, mut reply: GuestReply) -> Result<Progress> {
+        self.open_payments(bot, session, &mut reply.steps).await?;
         let screen = reply.steps.iter().rev().find(|s| s["type"] == "flow_screen").map(|s| s["screen"].clone());
         if let Some(done) = reply.steps.iter().find(|s| s["type"] == "flow_completed")
             && session.kind == SessionKind::Flow

@@ -49,6 +49,7 @@ pub mod messages;
 pub mod metrics;
 pub mod names;
 pub mod otp;
+pub mod payments;
 pub mod runtime;
 pub mod secrets;
 pub mod state;

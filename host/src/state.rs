@@ -47,6 +47,8 @@ pub struct AppState {
     pub(crate) code_limits: Arc<crate::http::abuse::CodeLimits>,
     /// Which background workers run (for `/readyz`).
     pub workers: Arc<crate::health::WorkerHealth>,
+    /// Payments of bots' payment steps, through the configured provider.
+    pub payments: Arc<crate::payments::Payments>,
 }
 
 /// What the state is made of that is built before it (see [`crate::prepare`]): the database, settings and
@@ -75,7 +77,9 @@ impl AppState {
         let developer_limiter = RateLimiter::keyed(Quota::per_second(dev_per_s).allow_burst(dev_burst));
         crate::metrics::handle();
         let code_limits = Arc::new(crate::http::abuse::CodeLimits::new(&config));
+        let payments = Arc::new(crate::payments::Payments::new(&config, db.clone(), clock.clone()));
         AppState {
+            payments,
             db,
             config,
             clock,
@@ -99,7 +103,7 @@ impl AppState {
 
     /// The flow engine over this host's database, clock and bot runtime.
     pub fn flows(&self) -> crate::flows::Engine<'_> {
-        crate::flows::Engine { db: &self.db, clock: &self.clock, runtime: &self.runtime }
+        crate::flows::Engine { db: &self.db, clock: &self.clock, runtime: &self.runtime, payments: &self.payments }
     }
 
     /// The broadcast worker's context.

@@ -97,6 +97,7 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/me/messages", User),
     ("GET", "/api/v1/me/messages/{ref}", User),
     ("GET", "/api/v1/me/flows/{ref}", User),
+    ("GET", "/api/v1/me/flows/{ref}/steps", User),
     ("POST", "/api/v1/me/messages/{ref}/read", User),
     ("GET", "/api/v1/media/{id}", MediaReaders),
     ("GET", "/api/v1/messages", Partner),
@@ -106,12 +107,18 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/messages/{id}/read", Partner),
     ("POST", "/api/v1/messages/{id}/unread", Partner),
     ("GET", "/api/v1/openapi.json", Open),
+    ("GET", "/api/v1/payments", Partner),
+    ("GET", "/api/v1/payments/{id}", Partner),
+    ("POST", "/api/v1/payments/{id}/refund", Partner),
+    ("GET", "/pay/{ref}", Open),
+    ("POST", "/pay/{ref}", Open),
     ("GET", "/healthz", Open),
     ("GET", "/metrics", Open),
     ("GET", "/readyz", Open),
     ("POST", "/api/v1/providers/twilio/status", Open),
     ("GET", "/api/v1/providers/whatsapp/webhook", Open),
     ("POST", "/api/v1/providers/whatsapp/webhook", Open),
+    ("POST", "/api/v1/providers/stripe/webhook", Open),
     ("GET", "/api/v1/settings/account-fields", Partner),
     ("POST", "/api/v1/settings/account-fields", Partner),
     ("DELETE", "/api/v1/settings/account-fields/{id}", Partner),
@@ -242,6 +249,8 @@ struct Fixtures {
     delivery_id: String,
     flow_ref: String,
     chat_session: String,
+    payment_id: i64,
+    payment_ref: String,
 }
 
 impl Fixtures {
@@ -271,6 +280,7 @@ impl Fixtures {
                 "account-fields" => self.field_id.to_string(),
                 "deliveries" => self.delivery_id.clone(),
                 "media" => self.media_id.clone(),
+                "payments" => self.payment_id.to_string(),
                 other => panic!("no fixture for {{id}} after {other}"),
             }
         };
@@ -283,6 +293,7 @@ impl Fixtures {
                 "{ref}" => match before {
                     "flows" => self.flow_ref.clone(),
                     "conversations" => self.conversation_ref.clone(),
+                    "pay" => self.payment_ref.clone(),
                     _ => self.message_ref.clone(),
                 },
                 "{code}" if me => "chatbot".to_string(),
@@ -371,7 +382,39 @@ async fn fixtures(app: &TestApp) -> Fixtures {
             .push(open_post(app, "/api/v1/dev/session", json!({"phone": DEV, "code": code})).await["api_key"].clone());
     }
     let spare = sessions[1].as_str().unwrap();
+    // A payment of the chat bot's session (as a guest's payment step makes one), for the payment routes.
+    let chat_ref = chat.as_str().unwrap();
+    let (session_id, bot_id): (i64, i64) = {
+        use sqlx::Row;
+        let row = sqlx::query("SELECT id, bot_id FROM flow_sessions WHERE ref = $1")
+            .bind(chat_ref)
+            .fetch_one(app.state.db.reader())
+            .await
+            .unwrap();
+        (row.get("id"), row.get("bot_id"))
+    };
+    let partner_id: i64 = sqlx::query_scalar("SELECT id FROM partners WHERE code = 'acme'")
+        .fetch_one(app.state.db.reader())
+        .await
+        .unwrap();
+    let new = hubbub_host::store::payments::NewPayment {
+        reference: format!("pay_{}", hubbub_host::secrets::random_alnum(28)),
+        partner_id,
+        partner_code: "acme".into(),
+        bot_id,
+        bot_code: "chatbot".into(),
+        session_id,
+        phone: PHONE.into(),
+        guest_id: "p1".into(),
+        amount_minor: 100,
+        currency: "EUR".into(),
+        description: "Fixture".into(),
+        provider: hubbub_host::payments::ProviderName::Dev,
+    };
+    let payment = hubbub_host::store::payments::create(&app.state.db, &new, app.now()).await.unwrap();
     Fixtures {
+        payment_id: payment.id,
+        payment_ref: payment.reference,
         developer: developer.as_str().unwrap().to_string(),
         developer_session: sessions[0].as_str().unwrap().to_string(),
         spare_key_prefix: hubbub_host::secrets::display_prefix(spare, "sk_dev_"),

@@ -416,8 +416,13 @@ impl FakeServer {
                 if let Some((status, payload)) = a.lock().unwrap().get(&path).cloned() {
                     return (axum::http::StatusCode::from_u16(status).unwrap(), axum::Json(payload));
                 }
-                // Provider-shaped answers with an id per request (`SM<n>`, `wamid.<n>`, n counting from 1).
-                let payload = serde_json::json!({"sid": format!("SM{n}"), "messages": [{"id": format!("wamid.{n}")}], "message": "fake says no", "error": {"message": "fake says no"}});
+                // Provider-shaped answers with an id per request (`SM<n>`, `wamid.<n>`, n counting from 1);
+                // Stripe's Checkout Sessions and refunds by their paths.
+                let payload = match path.as_str() {
+                    "/v1/checkout/sessions" => serde_json::json!({"id": format!("cs_test_{n}"), "object": "checkout.session", "url": format!("https://checkout.stripe.test/c/pay/cs_test_{n}"), "error": {"message": "fake says no"}}),
+                    "/v1/refunds" => serde_json::json!({"id": format!("re_test_{n}"), "object": "refund", "status": "succeeded", "error": {"message": "fake says no"}}),
+                    _ => serde_json::json!({"sid": format!("SM{n}"), "messages": [{"id": format!("wamid.{n}")}], "message": "fake says no", "error": {"message": "fake says no"}}),
+                };
                 (axum::http::StatusCode::from_u16(status).unwrap(), axum::Json(payload))
             }
         });

@@ -16,6 +16,7 @@ mod developers;
 mod e2e;
 mod hardening;
 mod messages;
+mod payments;
 mod scale_out;
 mod templates;
 mod users;

@@ -344,11 +344,27 @@ test("2b. the shop flow: a button menu, a list menu, a form and a payment step",
   await page.locator(".payment .amount").waitFor();
   await shoot("payment");
   await axe("payment");
+  // The app never says a payment went through: it sends the user to the checkout (here the host's dev
+  // checkout page), and the bot hears the outcome from there; back in the app, its answer appears.
+  assert.equal(await page.getByRole("button", { name: /^Pay / }).count(), 0);
+  await page.getByRole("link", { name: /^Pay / }).last().click();
+  await page.waitForURL(/\/pay\/pay_/);
+  await page.getByText("large coffee with milk").waitFor();
   await page.getByRole("button", { name: "Cancel" }).click();
-  await page.getByText("The payment was cancelled").waitFor();
-  await page.getByRole("button", { name: /^Pay / }).last().click();
+  await page.getByText("The payment was cancelled.").waitFor();
+  await page.getByRole("link", { name: "Back to the app" }).click();
+  await page.waitForURL(new RegExp(`/forms/${ref}$`));
+  await page.getByText("The payment was cancelled. You can try again.").waitFor();
+  await page.getByRole("link", { name: /^Pay / }).last().click();
+  await page.waitForURL(/\/pay\/pay_/);
+  await page.getByRole("button", { name: /^Pay / }).click();
+  await page.getByText("Paid. Thank you!").waitFor();
+  await page.getByRole("link", { name: "Back to the app" }).click();
+  await page.waitForURL(new RegExp(`/forms/${ref}$`));
   await page.getByText(/Paid, thank you!/).waitFor();
   await page.getByRole("heading", { name: "Completed" }).waitFor();
+  const payments = await partner("GET", "/payments?bot=shop");
+  assert.deepEqual(payments.data.map((p) => p.state), ["succeeded", "canceled"]);
 });
 
 test("2c. a bot that fails keeps every answer; submitting again completes the form", async () => {

@@ -28,8 +28,19 @@ export type Step =
   | { type: "message"; text: string }
   | { type: "menu"; style: "button" | "list"; text?: string | null; sections: { title?: string | null; items: MenuItem[] }[] }
   | { type: "flow_screen"; screen: Screen }
-  | { type: "payment"; payment: { id: string; amount_minor: number; currency: string; description?: string | null } }
+  | { type: "payment"; payment: Payment }
   | { type: "flow_completed"; summary: Record<string, unknown> };
+
+/** A payment step as the host sends it: the bot's request with the host's payment and its checkout. */
+export interface Payment {
+  id: string;
+  ref: string;
+  amount_minor: number;
+  currency: string;
+  description?: string | null;
+  state: string;
+  checkout_url?: string | null;
+}
 
 export type Values = Record<string, string | boolean>;
 
@@ -229,7 +240,9 @@ export function Summary({ summary, fields }: { summary: Record<string, unknown>;
 
 export function money(minor: number, currency: string): string {
   try {
-    return new Intl.NumberFormat(undefined, { style: "currency", currency }).format(minor / 100);
+    const format = new Intl.NumberFormat(undefined, { style: "currency", currency });
+    // Minor units of the currency: cents for EUR, none for JPY, three places for BHD.
+    return format.format(minor / 10 ** (format.resolvedOptions().maximumFractionDigits ?? 2));
   } catch {
     return `${(minor / 100).toFixed(2)} ${currency}`;
   }
@@ -238,7 +251,8 @@ export function money(minor: number, currency: string): string {
 export interface StepHandlers {
   select: (id: string, label: string) => Promise<void>;
   submit: (screen: string, values: Record<string, unknown>) => Promise<void>;
-  payment: (id: string, status: "confirmed" | "declined" | "cancelled") => Promise<void>;
+  /** The user leaves for the payment's checkout (the outcome reaches the bot from the provider). */
+  paying: (payment: Payment) => void;
 }
 
 /** One bot step. `active` is false for steps the conversation has moved past. */
@@ -290,14 +304,11 @@ export function StepView({ step, active, on, fields }: { step: Step; active: boo
           <h2>Payment</h2>
           <p class="amount">{money(p.amount_minor, p.currency)}</p>
           {p.description ? <p>{p.description}</p> : null}
-          {active ? (
+          {active && p.checkout_url ? (
             <div class="row">
-              <button type="button" class="primary" disabled={busy} onClick={() => run(() => on.payment(p.id, "confirmed"))}>
+              <a class="button primary" href={p.checkout_url} data-external onClick={() => on.paying(p)}>
                 Pay {money(p.amount_minor, p.currency)}
-              </button>
-              <button type="button" disabled={busy} onClick={() => run(() => on.payment(p.id, "cancelled"))}>
-                Cancel
-              </button>
+              </a>
             </div>
           ) : null}
           {error ? <p class="error" role="alert">{errorText(error)}</p> : null}

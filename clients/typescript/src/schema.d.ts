@@ -854,6 +854,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/flows/{ref}/steps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where a flow stands, with the steps its bot answered since the app last asked (each shown once): the
+         *     bot's answer to a payment's outcome arrives here after the user comes back from the checkout.
+         */
+        get: operations["flow_steps"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me/flows/{ref}/submit": {
         parameters: {
             query?: never;
@@ -1062,6 +1082,81 @@ export interface paths {
         get: operations["serve"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The partner's payments, newest first. */
+        get: operations["list_payments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/payments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A payment (by `payment_id` or `ref`). */
+        get: operations["get_payment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/payments/{id}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Refund a succeeded payment in full (through its provider). The state is `refunded` once the provider
+         *     confirms: at once for the dev checkout and usually for Stripe, else with Stripe's `charge.refunded`.
+         */
+        post: operations["refund_payment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/providers/stripe/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stripe's webhook: `checkout.session.completed` (paid → succeeded, else processing),
+         *     `checkout.session.async_payment_succeeded|failed`, `checkout.session.expired` (→ canceled),
+         *     `charge.refunded` (→ refunded). Each event id is applied once.
+         */
+        post: operations["stripe_webhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1319,6 +1414,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/pay/{ref}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The dev checkout page of a payment: amount, description, and Pay / Decline / Cancel while it is open. */
+        get: operations["checkout_page"];
+        put?: never;
+        /** Pay, decline or cancel on the dev checkout; answers the page with the result. */
+        post: operations["checkout_action"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/readyz": {
         parameters: {
             query?: never;
@@ -1473,6 +1586,57 @@ export interface webhooks {
             requestBody: {
                 content: {
                     "application/json": components["schemas"]["MessageStatusEvent"];
+                };
+            };
+            responses: {
+                /** @description Received; any other answer is retried with backoff */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment.status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** payment.status */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event name */
+                    "X-Service-Event": string;
+                    /** @description The delivery id: the same on every retry */
+                    "X-Service-Delivery": string;
+                    /** @description Hex HMAC-SHA256 of the raw body keyed with the whole secret */
+                    "X-Service-Signature": string;
+                    /** @description Standard Webhooks: the delivery id */
+                    "webhook-id": string;
+                    /** @description Standard Webhooks: seconds since the epoch */
+                    "webhook-timestamp": string;
+                    /** @description Standard Webhooks v1: `v1,<base64 HMAC-SHA256 of id.timestamp.body>` */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["PaymentStatusEvent"];
                 };
             };
             responses: {
@@ -1760,6 +1924,11 @@ export interface components {
         Category: "utility" | "marketing" | "authentication";
         /** @enum {string} */
         Channel: "inapp" | "whatsapp" | "sms";
+        /** @description The button pressed on the checkout page. */
+        CheckoutForm: {
+            /** @description `pay` (→ succeeded), `decline` (→ failed) or `cancel` (→ canceled). */
+            action: string;
+        };
         /** @description One offered option of a `select` field. */
         Choice: {
             id: string;
@@ -2275,6 +2444,47 @@ export interface components {
             next_cursor?: string | null;
         };
         /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_PaymentRecord: {
+            data: {
+                /**
+                 * Format: int64
+                 * @description In the currency's minor units.
+                 */
+                amount_minor: number;
+                /** @description The bot's code. */
+                bot: string;
+                /** @description Where the user pays. */
+                checkout_url?: string | null;
+                created_at: string;
+                /** @description ISO 4217. */
+                currency: string;
+                description: string;
+                /** @description The id the bot gave the payment. */
+                guest_id: string;
+                /** Format: int64 */
+                payment_id: number;
+                phone: string;
+                provider: components["schemas"]["ProviderName"];
+                /** @description The provider's own id of the checkout (Stripe: `cs_…`). */
+                provider_ref?: string | null;
+                /** @description `pay_…`: also the capability of its checkout page. */
+                ref: string;
+                /** @description When a refund was asked for (the state becomes `refunded` when the provider confirms it). */
+                refund_requested_at?: string | null;
+                /**
+                 * Format: int64
+                 * @description Grows with each state change (as in `payment.status`).
+                 */
+                seq: number;
+                /** @description The session's ref (`flow_…` or `sess_…`). */
+                session: string;
+                state: components["schemas"]["PaymentState"];
+                updated_at: string;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
         List_Template: {
             data: {
                 body: string;
@@ -2464,6 +2674,69 @@ export interface components {
             fields?: components["schemas"]["FieldValue"][] | null;
             name: string;
         };
+        /** @description A payment as partners see it. */
+        PaymentRecord: {
+            /**
+             * Format: int64
+             * @description In the currency's minor units.
+             */
+            amount_minor: number;
+            /** @description The bot's code. */
+            bot: string;
+            /** @description Where the user pays. */
+            checkout_url?: string | null;
+            created_at: string;
+            /** @description ISO 4217. */
+            currency: string;
+            description: string;
+            /** @description The id the bot gave the payment. */
+            guest_id: string;
+            /** Format: int64 */
+            payment_id: number;
+            phone: string;
+            provider: components["schemas"]["ProviderName"];
+            /** @description The provider's own id of the checkout (Stripe: `cs_…`). */
+            provider_ref?: string | null;
+            /** @description `pay_…`: also the capability of its checkout page. */
+            ref: string;
+            /** @description When a refund was asked for (the state becomes `refunded` when the provider confirms it). */
+            refund_requested_at?: string | null;
+            /**
+             * Format: int64
+             * @description Grows with each state change (as in `payment.status`).
+             */
+            seq: number;
+            /** @description The session's ref (`flow_…` or `sess_…`). */
+            session: string;
+            state: components["schemas"]["PaymentState"];
+            updated_at: string;
+        };
+        /** @enum {string} */
+        PaymentState: "requires_payment" | "processing" | "succeeded" | "failed" | "canceled" | "refunded";
+        /** @description `payment.status`: a payment was created or changed state. `seq` only grows per payment. */
+        PaymentStatusEvent: {
+            /** Format: int64 */
+            amount_minor: number;
+            at: string;
+            /** @description The bot's code. */
+            bot: string;
+            /** @description ISO 4217. */
+            currency: string;
+            /** @description `payment.status`. */
+            event: string;
+            partner: string;
+            /** Format: int64 */
+            payment_id: number;
+            phone: string;
+            /** @description The payment's ref (`pay_…`). */
+            ref: string;
+            /**
+             * Format: int64
+             * @description Grows with each change of this payment: apply an event only when its `seq` is higher than the last.
+             */
+            seq: number;
+            state: components["schemas"]["PaymentState"];
+        };
         /** @description The devices of both sides of a conversation. */
         PeerDirectory: {
             /** @description The partner's agent devices. */
@@ -2481,6 +2754,8 @@ export interface components {
             phone: string;
             ref: string;
         };
+        /** @enum {string} */
+        ProviderName: "dev" | "stripe";
         /** @description A device's identity key to publish. */
         PublishKey: {
             /** @description 1-128 of A-Z a-z 0-9 . _ : -. Users: defaults to the token's device, else a new one. Agents: required. */
@@ -2584,10 +2859,16 @@ export interface components {
              */
             webhook_url?: string | null;
         };
-        /** @description message {text}; menu {style: button|list, text, sections: [{title, items: [{id, label, description}]}]}; flow_screen {screen: {id, title, kind: form|input|select, fields: [form field]}}; payment {payment: {id, amount_minor, currency, description}}; flow_completed {summary} */
+        /** @description message {text}; menu {style: button|list, text, sections: [{title, items: [{id, label, description}]}]}; flow_screen {screen: {id, title, kind: form|input|select, fields: [form field]}}; payment {payment: {id (the bot's), ref (pay_…), amount_minor, currency, description, state, checkout_url}}: send the user to checkout_url, the outcome reaches the bot from the payment provider; flow_completed {summary} */
         Step: {
             /** @enum {string} */
             type: "message" | "menu" | "flow_screen" | "payment" | "flow_completed";
+        };
+        /** @description Whether the event changed a payment. */
+        StripeReceived: {
+            /** @description False for a repeated event, an event type payments do not use, or one that changes nothing. */
+            applied: boolean;
+            received: boolean;
         };
         /** @description A template as the API answers it. */
         Template: {
@@ -2667,23 +2948,14 @@ export interface components {
         };
         /** @description What the app sends as a user event. */
         UserEvent: {
-            /** @description select: the item id (alias `choice`, `item`); payment: the payment id. */
+            /** @description select: the item id (alias `choice`, `item`). */
             id?: string | null;
-            /** @description payment: `{id, status, reference}` instead of the fields above. */
-            payment?: Record<string, never> | null;
-            /** @description payment: the provider's reference. */
-            reference?: string | null;
             /** @description submit: the screen waiting for a submission. */
             screen?: string | null;
-            /**
-             * @description payment: the result.
-             * @enum {string|null}
-             */
-            status?: "confirmed" | "declined" | "cancelled" | null;
             /** @description text: the user's text (at most 4096 characters). */
             text?: string | null;
             /** @enum {string} */
-            type: "text" | "select" | "submit" | "payment";
+            type: "text" | "select" | "submit";
             /** @description submit: the values, validated against the screen's fields. */
             values?: Record<string, never> | null;
         };
@@ -2815,7 +3087,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `bot_error` (the bot failed to answer) or `delivery_failed` (a provider refused) */
+        /** @description `bot_error` (the bot failed to answer), `delivery_failed` (a provider refused) or `payment_provider_error` (the payment provider refused or did not answer) */
         E502: {
             headers: {
                 [name: string]: unknown;
@@ -4523,6 +4795,34 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    flow_steps: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The steps not fetched yet */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowProgress"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     submit_flow: {
         parameters: {
             query?: never;
@@ -4918,6 +5218,129 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
+            503: components["responses"]["E503"];
+        };
+    };
+    list_payments: {
+        parameters: {
+            query?: {
+                state?: "requires_payment" | "processing" | "succeeded" | "failed" | "canceled" | "refunded" | "";
+                /** @description Only payments of this bot (its code). */
+                bot?: string;
+                /** @description Only payments of this phone (E.164). */
+                phone?: string;
+                /** @description Page size: default 50, at most 200 (larger is clamped). */
+                limit?: string;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of payments */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_PaymentRecord"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    get_payment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The payment */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentRecord"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    refund_payment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The payment after the refund request */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentRecord"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            429: components["responses"]["E429"];
+            502: components["responses"]["E502"];
+            503: components["responses"]["E503"];
+        };
+    };
+    stripe_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A Stripe event. Signed: Stripe-Signature = t=<unix seconds>,v1=<hex HMAC-SHA256 of `<t>.<raw body>` with HUBBUB_STRIPE_WEBHOOK_SECRET>; at most 5 minutes old. */
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Received */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StripeReceived"];
+                };
+            };
+            400: components["responses"]["E400"];
+            404: components["responses"]["E404"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
             503: components["responses"]["E503"];
         };
     };
@@ -5438,6 +5861,63 @@ export interface operations {
             };
             401: components["responses"]["E401"];
             404: components["responses"]["E404"];
+            503: components["responses"]["E503"];
+        };
+    };
+    checkout_page: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The checkout page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            404: components["responses"]["E404"];
+            503: components["responses"]["E503"];
+        };
+    };
+    checkout_action: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["CheckoutForm"];
+            };
+        };
+        responses: {
+            /** @description The checkout page with the result */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["E400"];
+            404: components["responses"]["E404"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
             503: components["responses"]["E503"];
         };
     };

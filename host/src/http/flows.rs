@@ -23,6 +23,7 @@ use crate::store::{bots, messages};
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(get_flow))
+        .routes(routes!(flow_steps))
         .routes(routes!(start_flow))
         .routes(routes!(submit_flow))
         .routes(routes!(flow_event))
@@ -94,6 +95,29 @@ async fn get_flow(
         message_ref,
         invited_at: record_time(session.invited_at),
     }))
+}
+
+/// Where a flow stands, with the steps its bot answered since the app last asked (each shown once): the
+/// bot's answer to a payment's outcome arrives here after the user comes back from the checkout.
+#[utoipa::path(
+    get,
+    path = "/me/flows/{ref}/steps",
+    tag = "flows",
+    security(("userJwt" = [])),
+    responses((status = 200, description = "The steps not fetched yet", body = Progress), (status = 404, response = E404))
+)]
+async fn flow_steps(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(reference): Path<String>,
+) -> ApiResult<Json<Progress>> {
+    let session = flows_store::find_for_user(&state.db, &user.phone, &reference)
+        .await?
+        .filter(|s| s.kind == SessionKind::Flow)
+        .ok_or_else(|| ApiError::not_found("flow"))?;
+    let steps = state.flows().pending_steps(&session).await?;
+    let session = flows_store::find_for_user(&state.db, &user.phone, &reference).await?.unwrap_or(session);
+    Ok(Json(Progress { reference: session.reference, state: session.state, summary: session.summary, steps }))
 }
 
 /// Start an invited flow.

@@ -8,6 +8,7 @@ pub mod accounts;
 pub mod app;
 pub mod bots;
 pub mod broadcasts;
+pub mod checkout;
 pub mod conversations;
 pub mod dev_sink;
 pub mod developers;
@@ -20,6 +21,7 @@ pub mod media;
 pub mod messages;
 pub mod metrics;
 pub mod openapi;
+pub mod payments;
 pub mod receipts;
 pub mod templates;
 pub mod webhooks;
@@ -78,10 +80,12 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(bots::router())
         .merge(flows::router())
         .merge(receipts::router())
+        .merge(payments::router())
         .merge(openapi::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
-    // Outside `/api/v1`, and not counted in the request metrics.
-    openapi::base().nest("/api/v1", api).merge(health::router()).merge(metrics::router())
+    // Outside `/api/v1`, and not counted in the request metrics: probes, metrics, and the dev checkout
+    // page (a real route, so the web app's fallback never answers for it).
+    openapi::base().nest("/api/v1", api).merge(health::router()).merge(metrics::router()).merge(checkout::router())
 }
 
 /// The whole application: every route, every layer.

@@ -94,7 +94,7 @@ error_responses! {
     E413 = 413, "`payload_too_large`", false;
     E422 = 422, "`validation` (with `field`), or another 422 code such as `e2e_no_devices` or `template_not_approved`", false;
     E429 = 429, "`rate_limited`; see `Retry-After`", true;
-    E502 = 502, "`bot_error` (the bot failed to answer) or `delivery_failed` (a provider refused)", false;
+    E502 = 502, "`bot_error` (the bot failed to answer), `delivery_failed` (a provider refused) or `payment_provider_error` (the payment provider refused or did not answer)", false;
     E503 = 503, "`timeout` (the request outlived the host's request timeout) or `unavailable` (the host cannot take this work now; see `Retry-After`)", true;
 }
 
@@ -134,6 +134,7 @@ const SCHEMES: &[(&str, &str, Option<&str>)] = &[
         crate::events::TemplateStatusEvent,
         crate::events::AccountClaimedEvent,
         crate::events::ConversationMessageEvent,
+        crate::events::PaymentStatusEvent,
     )),
     modifiers(&SecuritySchemes)
 )]
@@ -224,6 +225,7 @@ fn webhooks() -> Value {
         ("template.status", "TemplateStatusEvent"),
         ("account.claimed", "AccountClaimedEvent"),
         ("conversation.message", "ConversationMessageEvent"),
+        ("payment.status", "PaymentStatusEvent"),
     ];
     let webhooks = events.iter().map(|(event, schema)| {
         let operation = json!({ "post": {

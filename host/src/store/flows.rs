@@ -113,6 +113,13 @@ pub async fn find_for_user(db: &Db, phone: &str, reference: &str) -> Result<Opti
     row.as_ref().map(from_row).transpose()
 }
 
+/// A session by id.
+pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Session>, sqlx::Error> {
+    let sql = const_format::concatcp!("SELECT ", COLUMNS, " FROM flow_sessions WHERE id = $1");
+    let row = sqlx::query(sql).bind(id).fetch_optional(db.reader()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
 /// A session of one bot by ref (inbound webhook replies).
 pub async fn find_for_bot(db: &Db, bot_id: i64, reference: &str) -> Result<Option<Session>, sqlx::Error> {
     let sql = const_format::concatcp!("SELECT ", COLUMNS, " FROM flow_sessions WHERE bot_id = $1 AND ref = $2");
@@ -211,6 +218,16 @@ pub async fn push_pending(
     }
     tx.commit().await?;
     Ok(true)
+}
+
+/// Whether an inbound event id of the bot was already applied.
+pub async fn inbound_event_seen(db: &Db, bot_id: i64, event_id: &str) -> Result<bool, sqlx::Error> {
+    let seen: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM bot_inbound_events WHERE bot_id = $1 AND event_id = $2")
+        .bind(bot_id)
+        .bind(event_id)
+        .fetch_one(db.reader())
+        .await?;
+    Ok(seen > 0)
 }
 
 /// Forgets inbound event ids older than `before` (past the timestamp tolerance a replay would fail anyway).

@@ -22,6 +22,7 @@ pub mod messages;
 pub mod otp;
 pub mod outbox;
 pub mod partners;
+pub mod payments;
 pub mod sealing;
 pub mod settings;
 pub mod templates;

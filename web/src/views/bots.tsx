@@ -51,6 +51,13 @@ export function BotChat({ code }: { code: string }) {
   const start = async () => {
     setError(null);
     setEntries([]);
+    // Back from a payment's checkout: the same session, whose bot answers the outcome (fetched by the poll).
+    const resumed = sessionStorage.getItem(`hubbub.paying.bot.${code}`);
+    if (resumed) {
+      sessionStorage.removeItem(`hubbub.paying.bot.${code}`);
+      setSession(resumed);
+      return;
+    }
     try {
       const r = await post<Steps>(base);
       setSession(r.session);
@@ -67,7 +74,7 @@ export function BotChat({ code }: { code: string }) {
     if (!session) return;
     const r = await get<Steps>(`${base}/${enc(session)}`);
     if (r.steps?.length) add(r.steps);
-  }, 4000, [session]);
+  }, 2000, [session]);
   useEffect(() => {
     end.current?.scrollIntoView?.({ block: "nearest" });
   }, [entries.length]);
@@ -79,7 +86,9 @@ export function BotChat({ code }: { code: string }) {
   const on: StepHandlers = {
     select: (id, label) => event({ type: "select", id }, label),
     submit: (screen, values) => event({ type: "submit", screen, values }, Object.values(values).filter((v) => typeof v !== "boolean").join(", ") || "Sent"),
-    payment: (id, status) => event({ type: "payment", id, status }, status === "confirmed" ? "Paid" : "Cancelled"),
+    paying: () => {
+      if (session) sessionStorage.setItem(`hubbub.paying.bot.${code}`, session);
+    },
   };
   async function sendText(e: Event) {
     e.preventDefault();

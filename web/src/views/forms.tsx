@@ -2,7 +2,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, enc, get, post, type FlowProgress, type FlowState, type OpenForm, type Page } from "../api";
 import { interactive, StepView, Summary, type Field, type Step, type StepHandlers } from "../steps";
-import { ErrorNote, Loading, useAsync, useTitle, when } from "../util";
+import { ErrorNote, Loading, useAsync, usePoll, useTitle, when } from "../util";
 import { cachedFlowCard, markReadRef, rememberMessage } from "./inbox";
 
 export function Forms() {
@@ -31,6 +31,9 @@ export function Forms() {
 }
 
 type Entry = { from: "bot"; step: Step } | { from: "me"; text: string };
+
+/** The flow whose payment the user left to pay (the checkout brings them back to `/forms/{ref}`). */
+const paying = (flowRef: string) => `hubbub.paying.flow.${flowRef}`;
 
 export function FlowRun({ flowRef }: { flowRef: string }) {
   const [entries, setEntries] = useState<Entry[]>([]);
@@ -64,6 +67,20 @@ export function FlowRun({ flowRef }: { flowRef: string }) {
         if (!live) return;
         setCard(c);
         if (c.message_ref) markReadRef(c.message_ref);
+        if (sessionStorage.getItem(paying(flowRef))) {
+          // Back from the checkout: the bot's answer to the payment arrives as the flow's new steps.
+          if (c.state !== "completed") {
+            setState("waiting");
+            return;
+          }
+          sessionStorage.removeItem(paying(flowRef));
+          const p = await get<FlowProgress>(`/me/flows/${enc(flowRef)}/steps`);
+          if (!live) return;
+          if (p.steps?.length) {
+            apply(p);
+            return;
+          }
+        }
         if (c.state !== "completed") {
           try {
             const p = await post<FlowProgress>(`/me/flows/${enc(flowRef)}/start`);
@@ -74,6 +91,7 @@ export function FlowRun({ flowRef }: { flowRef: string }) {
             if (!(e instanceof ApiError && e.status === 409)) throw e;
           }
         }
+        sessionStorage.removeItem(paying(flowRef));
         const done = c.state === "completed" ? c : await get<FlowState>(`/me/flows/${enc(flowRef)}`);
         if (!live) return;
         setCard(done);
@@ -93,14 +111,20 @@ export function FlowRun({ flowRef }: { flowRef: string }) {
   const on: StepHandlers = {
     select: async (id, label) => apply(await post<FlowProgress>(`/me/flows/${enc(flowRef)}/events`, { type: "select", id }), label),
     submit: async (screen, values) => apply(await post<FlowProgress>(`/me/flows/${enc(flowRef)}/submit`, { screen, values }), "Sent"),
-    payment: async (id, status) =>
-      apply(
-        await post<FlowProgress>(`/me/flows/${enc(flowRef)}/events`, { type: "payment", id, status, reference: status === "confirmed" ? `WEB-${Date.now()}` : undefined }),
-        status === "confirmed" ? "Paid" : "Cancelled",
-      ),
+    paying: (p) => sessionStorage.setItem(paying(flowRef), p.ref),
   };
 
   const lastInteractive = entries.map((e, i) => (e.from === "bot" && interactive(e.step) ? i : -1)).reduce((a, b) => Math.max(a, b), -1);
+  const awaitingPayment = state === "waiting" || (state === "in_progress" && lastInteractive >= 0 && entries[lastInteractive].from === "bot" && (entries[lastInteractive] as { step: Step }).step.type === "payment");
+  // While a payment is open, the bot's answer to its outcome comes from the provider: fetch it.
+  usePoll(async () => {
+    if (!awaitingPayment) return;
+    const p = await get<FlowProgress>(`/me/flows/${enc(flowRef)}/steps`);
+    if (p.steps?.length || p.state === "completed") {
+      sessionStorage.removeItem(paying(flowRef));
+      apply(p);
+    }
+  }, 1500, [awaitingPayment, flowRef]);
   const completedShown = entries.some((e) => e.from === "bot" && e.step.type === "flow_completed");
   return (
     <section aria-labelledby="flow-h" class="flow">
@@ -110,6 +134,7 @@ export function FlowRun({ flowRef }: { flowRef: string }) {
       <h1 id="flow-h">{title}</h1>
       <ErrorNote error={error} />
       {state === "loading" ? <Loading what="Opening the form" /> : null}
+      {state === "waiting" ? <Loading what="Waiting for the payment" /> : null}
       <div class="transcript" aria-live="polite">
         {entries.map((e, i) =>
           e.from === "me" ? (

@@ -115,9 +115,21 @@ pub(super) async fn bot_inbound(
             let session = flows::find_for_bot(&state.db, bot.id, &reply.session)
                 .await?
                 .ok_or_else(|| ApiError::not_found("session"))?;
-            let steps =
+            let mut steps =
                 crate::flows::check_steps(reply.steps).map_err(|why| ApiError::validation("data.steps", why))?;
             let event = event_id.as_deref().map(|id| (bot.id, id));
+            if steps.iter().any(|s| s["type"] == "payment") {
+                // A repeated event must not open its payments again.
+                if let Some((bot_id, id)) = event
+                    && flows::inbound_event_seen(&state.db, bot_id, id).await?
+                {
+                    return Ok(Json(Ack { ok: true, duplicate: true }));
+                }
+                state.flows().open_payments(&bot, &session, &mut steps).await.map_err(|e| match e {
+                    crate::flows::FlowError::Bot(why) => ApiError::validation("data.steps", why),
+                    other => other.into(),
+                })?;
+            }
             let applied = flows::push_pending(&state.db, session.id, &steps, event, state.now()).await?;
             Ok(Json(Ack { ok: true, duplicate: !applied }))
         }
