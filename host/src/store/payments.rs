@@ -292,12 +292,3 @@ pub async fn list_for_partner(
         .await?;
     rows.iter().map(from_row).collect()
 }
-
-/// How many times the guest of a payment was told its outcome (0 or 1): for tests and checks.
-pub async fn guest_notified(db: &Db, id: i64) -> Result<bool, sqlx::Error> {
-    let at: Option<Millis> = sqlx::query_scalar("SELECT guest_notified_at FROM payments WHERE id = $1")
-        .bind(id)
-        .fetch_one(db.reader())
-        .await?;
-    Ok(at.is_some())
-}
