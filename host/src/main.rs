@@ -10,7 +10,7 @@ use hubbub_host::template::TemplateStatus;
 use hubbub_host::{auth, events, secrets, validate};
 use serde_json::json;
 
-mod e2e_cli;
+mod cli;
 
 #[derive(Parser)]
 #[command(name = "hubbub", version, about = "Hubbub: partner messaging with a WebAssembly bot runtime")]
@@ -87,7 +87,12 @@ enum Command {
     /// End-to-end encryption reference client (docs/e2e.md): keygen, seal, open.
     E2e {
         #[command(subcommand)]
-        command: e2e_cli::E2eCommand,
+        command: cli::e2e::E2eCommand,
+    },
+    /// Bot authors' tools against a running host: upload a component, invite to a flow, try a flow here.
+    Bot {
+        #[command(subcommand)]
+        command: cli::bot::BotCommand,
     },
     /// Print the OpenAPI document of the API (the one served at /api/v1/openapi.json and committed as
     /// docs/openapi.json).
@@ -213,7 +218,8 @@ async fn main() -> anyhow::Result<()> {
     init_tracing(&cli.log, cli.log_format);
     let clock = Arc::new(SystemClock);
     match cli.command {
-        Command::E2e { command } => e2e_cli::run(command).await?,
+        Command::E2e { command } => cli::e2e::run(command).await?,
+        Command::Bot { command } => cli::bot::run(command).await?,
         Command::Openapi => print!("{}", hubbub_host::http::openapi::document_text()),
         Command::Secrets { command: SecretsCommand::RotateKey { new_key_file, config } } => {
             let db = Db::open(&config, 2).await?;

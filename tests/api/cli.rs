@@ -242,3 +242,54 @@ async fn a_config_file_sits_under_the_environment_and_secrets_come_from_files() 
     let both = hubbub(&["user", "token", "+15551230000"]).env("HUBBUB_JWT_SECRET", "x".repeat(40)).output().unwrap();
     assert!(String::from_utf8_lossy(&both.stderr).contains("HUBBUB_JWT_SECRET_FILE"), "{both:?}");
 }
+
+#[tokio::test]
+async fn bot_cli_uploads_invites_and_walks_a_flow_in_the_terminal() {
+    let app = TestApp::start().await;
+    let key = app.partner_with("acme", true).await;
+    let env = [("HUBBUB_API_URL", app.base.as_str()), ("HUBBUB_API_KEY", key.as_str())];
+    let wasm = format!("{}/../target/wasm32-wasip2/release/signup.wasm", env!("CARGO_MANIFEST_DIR"));
+
+    // The first upload creates the bot; the component's flows are printed.
+    let uploaded: Value =
+        serde_json::from_str(&crate::common::hubbub_with_input(&["bot", "upload", "signup", &wasm], &env, "").await)
+            .unwrap();
+    assert_eq!(uploaded["flows"][0]["code"], "signup");
+    assert_eq!(app.get(&key, "/api/v1/bots/signup").await.ok(200)["bot"]["runtime_mode"], "local");
+
+    let invited: Value = serde_json::from_str(
+        &crate::common::hubbub_with_input(&["bot", "invite", "signup", "signup", "+15551234567"], &env, "").await,
+    )
+    .unwrap();
+    assert!(invited["ref"].as_str().unwrap().starts_with("flow_"), "{invited}");
+
+    // Walking the flow as a user (logged in through the dev sink): the host refuses the bad answers, the
+    // walk asks for those again, and the flow completes.
+    let answers = [
+        "",
+        "ana@",
+        "555",
+        "",
+        "",
+        "", // name (required), e-mail, phone, birthday, plan (required), newsletter
+        "Ana",
+        "ana@example.com",
+        "+15551230000",
+        "2", // the refused ones, again
+    ]
+    .join("\n")
+        + "\n";
+    let walked = crate::common::hubbub_with_input(
+        &["bot", "try", "signup", "signup", "--phone", "+15557654321"],
+        &env,
+        &answers,
+    )
+    .await;
+    assert!(walked.contains("== Your details =="), "{walked}");
+    assert!(
+        walked.contains("The host refused some answers") && walked.contains("! not a valid e-mail address"),
+        "{walked}"
+    );
+    assert!(walked.contains("Completed.") && walked.contains("name: Ana") && walked.contains("plan: pro"), "{walked}");
+    app.stop().await;
+}

@@ -326,6 +326,32 @@ impl TestApp {
     }
 }
 
+/// Runs the `hubbub` binary with `args`, feeding `stdin`; answers stdout. On a blocking thread: the binary
+/// calls the server this test runs.
+pub async fn hubbub_with_input(args: &[&str], env: &[(&str, &str)], stdin: &str) -> String {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let stdin = stdin.to_string();
+    tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hubbub"))
+            .args(&args)
+            .envs(env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "hubbub {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    })
+    .await
+    .unwrap()
+}
+
 /// `hubbub serve` as a child process on `database_url` with the extra `env`, answered once it serves
 /// (or panics after ~10 s). Tests kill it to check what survives a crash.
 pub async fn spawn_server(database_url: &str, env: &[(&str, &str)]) -> (std::process::Child, u16) {

@@ -7,7 +7,7 @@ use hubbub_e2e::{self as e2e, Envelope, KeyPair, KeyWrap, Recipient};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{FakeServer, TestApp, eventually};
+use crate::common::{FakeServer, TestApp, eventually, hubbub_with_input};
 
 const PHONE: &str = "+15551230000";
 
@@ -611,32 +611,6 @@ async fn offline_users_get_one_opaque_alert_by_whatsapp_then_sms() {
     );
 }
 
-/// Runs the `hubbub` binary with `args`, feeding `stdin`; answers stdout. On a blocking thread: the binary
-/// calls the server this test runs.
-async fn hubbub(args: &[&str], env: &[(&str, &str)], stdin: &str) -> String {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let stdin = stdin.to_string();
-    tokio::task::spawn_blocking(move || {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hubbub"))
-            .args(&args)
-            .envs(env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "hubbub {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
-    })
-    .await
-    .unwrap()
-}
-
 #[tokio::test]
 async fn the_reference_cli_seals_for_every_device_and_opens_as_one() {
     let app = TestApp::start().await;
@@ -644,15 +618,19 @@ async fn the_reference_cli_seals_for_every_device_and_opens_as_one() {
     app.post(&key, "/api/v1/accounts/link", json!({"phone": PHONE})).await;
     let (token, _) = app.login_device(PHONE, Some("phone-1")).await;
 
-    let pair: Value = serde_json::from_str(&hubbub(&["e2e", "keygen"], &[], "").await).unwrap();
+    let pair: Value = serde_json::from_str(&hubbub_with_input(&["e2e", "keygen"], &[], "").await).unwrap();
     let public = pair["public_key"].as_str().unwrap();
     assert_eq!(e2e::decode("k", public).unwrap().len(), 32);
     app.post(&token, "/api/v1/me/devices/keys", json!({"identity_key_pub": public})).await.ok(201);
 
     let env = [("HUBBUB_API_URL", app.base.as_str()), ("HUBBUB_API_KEY", key.as_str())];
     let record: Value = serde_json::from_str(
-        &hubbub(&["e2e", "seal", "--phone", PHONE, "--partner", "acme", "--send"], &env, "Parcel 7731 is ready\n")
-            .await,
+        &hubbub_with_input(
+            &["e2e", "seal", "--phone", PHONE, "--partner", "acme", "--send"],
+            &env,
+            "Parcel 7731 is ready\n",
+        )
+        .await,
     )
     .unwrap();
     assert_eq!(record["encryption"], "e2e");
@@ -660,7 +638,7 @@ async fn the_reference_cli_seals_for_every_device_and_opens_as_one() {
 
     let inbox = app.get(&token, "/api/v1/me/messages").await.ok(200).clone();
     let private = pair["private_key"].as_str().unwrap();
-    let opened = hubbub(
+    let opened = hubbub_with_input(
         &["e2e", "open", "--private-key", private, "--device-uuid", "phone-1"],
         &[],
         &inbox["data"][0].to_string(),
@@ -671,8 +649,12 @@ async fn the_reference_cli_seals_for_every_device_and_opens_as_one() {
     // Without --send it prints the request body, bound to the given ref.
     let reference = new_ref();
     let body: Value = serde_json::from_str(
-        &hubbub(&["e2e", "seal", "--phone", PHONE, "--partner", "acme", "--ref", &reference, "--text", "hi"], &env, "")
-            .await,
+        &hubbub_with_input(
+            &["e2e", "seal", "--phone", PHONE, "--partner", "acme", "--ref", &reference, "--text", "hi"],
+            &env,
+            "",
+        )
+        .await,
     )
     .unwrap();
     assert_eq!(body["ref"], reference.as_str());

@@ -9,6 +9,8 @@ use clap::Subcommand;
 use hubbub_e2e::{Envelope, KeyPair, Recipient};
 use serde_json::{Value, json};
 
+use super::{Api, call};
+
 #[derive(Subcommand)]
 pub enum E2eCommand {
     /// Print a new device key pair: {"private_key","public_key"} (base64url X25519).
@@ -42,16 +44,6 @@ pub enum E2eCommand {
         #[arg(long)]
         device_uuid: String,
     },
-}
-
-#[derive(clap::Args)]
-pub struct Api {
-    /// The service's base URL.
-    #[arg(long, env = "HUBBUB_API_URL", default_value = "http://127.0.0.1:8080")]
-    api_url: String,
-    /// The partner API key.
-    #[arg(long, env = "HUBBUB_API_KEY", hide_env_values = true)]
-    api_key: String,
 }
 
 pub async fn run(command: E2eCommand) -> anyhow::Result<()> {
@@ -116,15 +108,4 @@ fn read_stdin() -> anyhow::Result<String> {
     let mut s = String::new();
     std::io::stdin().read_to_string(&mut s)?;
     Ok(s)
-}
-
-/// Sends a request and answers its JSON body; a non-2xx answer is an error with the body.
-async fn call(request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
-    let response = request.send().await?;
-    let status = response.status();
-    let body: Value = response.json().await.unwrap_or(Value::Null);
-    if !status.is_success() {
-        bail!("HTTP {status}: {body}");
-    }
-    Ok(body)
 }
