@@ -134,7 +134,10 @@ async fn component_upload_validates_and_reports_flows() {
     assert_eq!(component["size"], bytes.len());
     assert_eq!(component["flows"][0]["code"], "signup");
     assert_eq!(app.get(&key, "/api/v1/bots/signup").await.json["bot"]["component"]["digest"], digest);
-    upload(&app, &key, "signup", b"definitely not wasm").await.error(422, "invalid_component");
+    let refused = upload(&app, &key, "signup", b"definitely not wasm").await;
+    refused.error(422, "invalid_component");
+    // The refusal names the WIT versions this host runs.
+    assert!(refused.json["error"]["message"].as_str().unwrap().contains("hubbub:bot@0.1.0"), "{}", refused.json);
     upload(&app, &key, "signup", &[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00])
         .await
         .error(422, "invalid_component");

@@ -15,6 +15,10 @@ pub mod v0_1_0 {
 /// The WIT version new bots are built against (`wit/v{VERSION}`), and the only place it is written.
 pub const VERSION: &str = "0.1.0";
 
+/// Every WIT version this host runs components of (one bindings module each), oldest first; uploads of
+/// anything else are refused with this list.
+pub const SERVED: &[&str] = &[VERSION];
+
 /// The bindings of [`VERSION`].
 pub use v0_1_0 as latest;
 

@@ -34,6 +34,9 @@ use self::bindings::BotPre;
 
 /// The WIT version of `hubbub:bot` this host runs (`wit/v{WIT_VERSION}`).
 pub const WIT_VERSION: &str = bindings::VERSION;
+
+/// The WIT versions of `hubbub:bot` this host accepts components of.
+pub const WIT_VERSIONS_SERVED: &[&str] = bindings::SERVED;
 use self::sandbox::{GuestState, Sandbox};
 use crate::forms::FieldDef;
 

@@ -15,7 +15,7 @@ use crate::clock::record_time;
 use crate::error::{ApiError, ApiResult};
 use crate::http::openapi::Binary;
 use crate::http::{E404, E503};
-use crate::runtime::{ComponentSource, RuntimeError, WhenBusy};
+use crate::runtime::{ComponentSource, RuntimeError, WIT_VERSIONS_SERVED, WhenBusy};
 use crate::state::AppState;
 use crate::store::bots as store;
 
@@ -63,7 +63,12 @@ pub(super) async fn upload_bot_component(
             ApiError::unavailable(UPLOAD_RETRY_AFTER_S, "every component compiler is busy; upload again shortly")
         }
         RuntimeError::InvalidComponent(why) => {
-            ApiError::unprocessable("invalid_component", format!("not a hubbub:bot component: {why}"))
+            let served: Vec<String> = WIT_VERSIONS_SERVED.iter().map(|v| format!("hubbub:bot@{v}")).collect();
+            let accepted = served.join(", ");
+            ApiError::unprocessable(
+                "invalid_component",
+                format!("not a component this host runs (it accepts {accepted}, as in wit/ of the repository): {why}"),
+            )
         }
         other => ApiError::unprocessable(
             "invalid_component",
