@@ -61,6 +61,9 @@ else
   echo "advisories: skipped (the RustSec database on github.com is not reachable from this machine)"
 fi
 
+log "guest SDK: the shared form validator, the SDK (with its testing harness) and the sample bots' native tests"
+cargo test -p hubbub-forms -p hubbub-guest-sdk -p signup -p shop -p chat --features hubbub-guest-sdk/testing
+
 log "tests on SQLite"
 HUBBUB_TEST_DATABASE_URL=sqlite cargo test -- --test-threads "$THREADS"
 

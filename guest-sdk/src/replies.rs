@@ -21,21 +21,34 @@ pub use crate::wit::hubbub::bot::replies::Entry;
 /// let flow = FlowInfo::new("order", "Order a drink");
 /// ```
 pub use crate::wit::hubbub::bot::replies::FlowInfo;
-/// The answer to a start or an event: steps to show and the new session state. Build it with
+/// The answer to a start or an event: steps to show and the new session state, of the bot's
+/// [`State`](crate::Bot::State) type (`String` unless the bot says otherwise). Build it with
 /// [`Reply::new`] and the step methods.
 ///
 /// ```no_run
 /// # use hubbub_guest_sdk::{Menu, Reply};
-/// let reply = Reply::new(r#"{"step":"menu"}"#)
+/// #[derive(Default, serde::Serialize, serde::Deserialize)]
+/// struct Order {
+///     item: Option<String>,
+/// }
+///
+/// let reply: Reply<Order> = Reply::new(Order::default())
 ///     .message("Welcome!")
 ///     .menu(Menu::buttons("What would you like?").item("coffee", "Coffee").item("tea", "Tea"));
 /// ```
-pub use crate::wit::hubbub::bot::replies::Reply;
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply<S = String> {
+    /// The steps to show, in order.
+    pub steps: Vec<Step>,
+    /// The session state the host keeps and hands to the next [`Bot::handle`](crate::Bot::handle).
+    pub state: S,
+}
+
 /// One step shown to the user; usually added through the [`Reply`] builder methods.
 ///
 /// ```no_run
 /// # use hubbub_guest_sdk::{Reply, Step};
-/// let reply = Reply::new("").step(Step::Message("Hello".into()));
+/// let reply: Reply = Reply::new("").step(Step::Message("Hello".into()));
 /// ```
 pub use crate::wit::hubbub::bot::replies::Step;
 /// Something the user did in a session.
@@ -65,14 +78,20 @@ impl FlowInfo {
     }
 }
 
-impl Reply {
+impl<S> Reply<S> {
     /// A reply with no steps yet that stores `state` as the session state.
     ///
     /// ```no_run
     /// # use hubbub_guest_sdk::Reply;
-    /// let reply = Reply::new(r#"{"submits":0}"#).message("Hi");
+    /// #[derive(Default, serde::Serialize, serde::Deserialize)]
+    /// struct Signup {
+    ///     submits: u32,
+    /// }
+    ///
+    /// let typed: Reply<Signup> = Reply::new(Signup { submits: 1 }).message("Thanks");
+    /// let raw: Reply = Reply::new("chat").message("Hi");
     /// ```
-    pub fn new(state: impl Into<String>) -> Self {
+    pub fn new(state: impl Into<S>) -> Self {
         Reply { steps: Vec::new(), state: state.into() }
     }
 
@@ -80,7 +99,7 @@ impl Reply {
     ///
     /// ```no_run
     /// # use hubbub_guest_sdk::{Reply, Step};
-    /// let reply = Reply::new("").step(Step::Completed(Vec::new()));
+    /// let reply: Reply = Reply::new("").step(Step::Completed(Vec::new()));
     /// ```
     pub fn step(mut self, step: Step) -> Self {
         self.steps.push(step);
@@ -91,7 +110,7 @@ impl Reply {
     ///
     /// ```no_run
     /// # use hubbub_guest_sdk::Reply;
-    /// let reply = Reply::new("").message("Thanks, we got it.");
+    /// let reply: Reply = Reply::new("").message("Thanks, we got it.");
     /// ```
     pub fn message(self, text: impl Into<String>) -> Self {
         self.step(Step::Message(text.into()))
@@ -101,7 +120,7 @@ impl Reply {
     ///
     /// ```no_run
     /// # use hubbub_guest_sdk::{Menu, Reply};
-    /// let reply = Reply::new("").menu(Menu::buttons("Anything else?").item("yes", "Yes").item("no", "No"));
+    /// let reply: Reply = Reply::new("").menu(Menu::buttons("Anything else?").item("yes", "Yes").item("no", "No"));
     /// ```
     pub fn menu(self, menu: Menu) -> Self {
         self.step(Step::Menu(menu))
@@ -111,7 +130,7 @@ impl Reply {
     ///
     /// ```no_run
     /// # use hubbub_guest_sdk::{Field, Reply, Screen};
-    /// let reply = Reply::new("").screen(Screen::form("details", "Details").field(Field::text("name", "Name")));
+    /// let reply: Reply = Reply::new("").screen(Screen::form("details", "Details").field(Field::text("name", "Name")));
     /// ```
     pub fn screen(self, screen: Screen) -> Self {
         self.step(Step::Screen(screen))
@@ -121,7 +140,7 @@ impl Reply {
     ///
     /// ```no_run
     /// # use hubbub_guest_sdk::{PaymentRequest, Reply};
-    /// let reply = Reply::new("").payment(PaymentRequest::new("order-1", 350, "EUR", "Coffee"));
+    /// let reply: Reply = Reply::new("").payment(PaymentRequest::new("order-1", 350, "EUR", "Coffee"));
     /// ```
     pub fn payment(self, request: PaymentRequest) -> Self {
         self.step(Step::Payment(request))
@@ -131,7 +150,7 @@ impl Reply {
     ///
     /// ```no_run
     /// # use hubbub_guest_sdk::{FieldValue, Reply, Value};
-    /// let reply = Reply::new("").completed(vec![FieldValue::new("item", Value::Text("tea".into()))]);
+    /// let reply: Reply = Reply::new("").completed(vec![FieldValue::new("item", Value::Text("tea".into()))]);
     /// ```
     pub fn completed(self, summary: Vec<FieldValue>) -> Self {
         self.step(Step::Completed(summary))

@@ -184,7 +184,7 @@ async fn guest_errors_are_reported_as_guest_errors() {
     let error = start(signup, flow("nope")).await.unwrap_err();
     assert_eq!(error, RuntimeError::Guest("unknown flow nope".into()));
     let error = handle(signup, "not json", GuestEvent::Text("hi".into())).await.unwrap_err();
-    assert!(matches!(error, RuntimeError::Guest(m) if m.starts_with("bad signup state")));
+    assert!(matches!(error, RuntimeError::Guest(m) if m.starts_with("bad state for signup::SignupState")));
 }
 
 #[tokio::test]
@@ -247,7 +247,7 @@ async fn shop_order_goes_through_menus_form_and_payment() {
 async fn chat_answers_text_menu_picks_and_single_field_screens() {
     let chat = &loaded().await.chat;
     let reply = start(chat, Entry::Chat).await.unwrap();
-    assert_eq!(reply.state, "chat");
+    assert_eq!(reply.state, r#"{"events":0}"#);
     assert_eq!(reply.steps[0], json!({"type": "message", "text": "Hi! I'm the Hubbub assistant."}));
     let ids: Vec<&str> = reply.steps[1]["sections"][0]["items"]
         .as_array()
@@ -257,19 +257,20 @@ async fn chat_answers_text_menu_picks_and_single_field_screens() {
         .collect();
     assert_eq!(ids, ["help", "hours", "agent"]);
 
-    let reply = handle(chat, "chat", GuestEvent::Text("hello".into())).await.unwrap();
+    let reply = handle(chat, &reply.state, GuestEvent::Text("hello".into())).await.unwrap();
+    assert_eq!(reply.state, r#"{"events":1}"#);
     assert_eq!(reply.steps[0]["text"], "You said: hello");
 
-    let reply = handle(chat, "chat", select("help")).await.unwrap();
+    let reply = handle(chat, "", select("help")).await.unwrap();
     let topic = &reply.steps[1];
     assert_eq!(topic["screen"]["kind"], "select");
-    let reply = handle(chat, "chat", submit(topic, json!({"topic": "orders"}))).await.unwrap();
+    let reply = handle(chat, "", submit(topic, json!({"topic": "orders"}))).await.unwrap();
     assert!(reply.steps[0]["text"].as_str().unwrap().starts_with("Orders:"));
 
-    let reply = handle(chat, "chat", select("agent")).await.unwrap();
+    let reply = handle(chat, "", select("agent")).await.unwrap();
     let question = &reply.steps[1];
     assert_eq!(question["screen"]["kind"], "input");
-    let reply = handle(chat, "chat", submit(question, json!({"question": "Where is my tea?"}))).await.unwrap();
+    let reply = handle(chat, "", submit(question, json!({"question": "Where is my tea?"}))).await.unwrap();
     assert_eq!(reply.steps[0]["text"], "Thanks, an agent will get back to you about: Where is my tea?");
 
     let error = start(chat, flow("signup")).await.unwrap_err();
@@ -469,7 +470,7 @@ async fn a_restart_loads_the_artifact_instead_of_compiling() {
     assert!(reloaded.from_cache, "the artifact was not used");
     assert_eq!(reloaded.flows, loaded.flows);
     let reply = restarted.start(&reloaded.digest, "demo", Entry::Chat, ctx()).await.unwrap();
-    assert_eq!(reply.state, "chat");
+    assert_eq!(reply.state, r#"{"events":0}"#);
     drop(restarted);
 
     // A damaged artifact is replaced by a fresh compile.

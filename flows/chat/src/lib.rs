@@ -1,35 +1,46 @@
 //! Sample in-app chat bot: a greeting and a button menu, echoes of text, an answer per menu item, and
 //! one single-field screen of each kind (`topic`: select, `question`: input).
 //!
-//! It offers no flows and keeps no session state (the state is always `chat`).
+//! It offers no flows. Its state, [`ChatState`], counts the user's events (stored as `{"events":N}`).
 
 use hubbub_guest_sdk::{
     Bot, Context, Entry, Field, FlowInfo, Menu, Reply, Screen, Submission, UserEvent, export_bot, log,
 };
+use serde::{Deserialize, Serialize};
 
-const STATE: &str = "chat";
 const TOPIC: &str = "topic";
 const QUESTION: &str = "question";
 
-struct Chat;
+/// The session state kept by the host between calls.
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatState {
+    /// Events (texts, picks, submissions) the chat has answered.
+    pub events: u32,
+}
+
+/// The bot.
+pub struct Chat;
 
 impl Bot for Chat {
+    type State = ChatState;
+
     fn flows() -> Vec<FlowInfo> {
         Vec::new()
     }
 
-    fn start(entry: Entry, ctx: Context) -> Result<Reply, String> {
+    fn start(entry: Entry, ctx: Context) -> Result<Reply<ChatState>, String> {
         match entry {
             Entry::Chat => {
                 log::info(&format!("chat started with {}", ctx.phone));
-                Ok(Reply::new(STATE).message("Hi! I'm the Hubbub assistant.").menu(main_menu()))
+                Ok(Reply::new(ChatState::default()).message("Hi! I'm the Hubbub assistant.").menu(main_menu()))
             }
             Entry::Flow(code) => Err(format!("chat offers no flows (asked for {code})")),
         }
     }
 
-    fn handle(_state: String, event: UserEvent, _ctx: Context) -> Result<Reply, String> {
-        let reply = Reply::new(STATE);
+    fn handle(mut state: ChatState, event: UserEvent, _ctx: Context) -> Result<Reply<ChatState>, String> {
+        state.events += 1;
+        let reply = Reply::new(state);
         match event {
             UserEvent::Text(text) => Ok(reply.message(format!("You said: {text}")).menu(main_menu())),
             UserEvent::Select(id) => answer(reply, &id),
@@ -40,7 +51,7 @@ impl Bot for Chat {
 }
 
 /// The answer to a pick from the main menu.
-fn answer(reply: Reply, id: &str) -> Result<Reply, String> {
+fn answer(reply: Reply<ChatState>, id: &str) -> Result<Reply<ChatState>, String> {
     log::debug(&format!("menu pick {id}"));
     match id {
         "help" => Ok(reply.message("Sure, what do you need help with?").screen(Screen::select(
@@ -59,7 +70,7 @@ fn answer(reply: Reply, id: &str) -> Result<Reply, String> {
 }
 
 /// The answer to one of the single-field screens.
-fn submitted(reply: Reply, submission: &Submission) -> Result<Reply, String> {
+fn submitted(reply: Reply<ChatState>, submission: &Submission) -> Result<Reply<ChatState>, String> {
     let message = match submission.screen.as_str() {
         TOPIC => match submission.choice(TOPIC) {
             Some("orders") => "Orders: open the shop flow to order, or ask an agent about an existing one.",

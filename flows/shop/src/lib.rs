@@ -1,7 +1,7 @@
 //! Sample flow `order`: a button menu (drink), a list menu (size and extras), a delivery form, a payment,
 //! and a completion with a summary.
 //!
-//! The state is JSON of [`Order`]; `stage` says which answer the flow waits for.
+//! The state is [`Order`] (stored as JSON); `stage` says which answer the flow waits for.
 
 use hubbub_guest_sdk::{
     Bot, Context, Entry, Field, FieldValue, FlowInfo, Menu, MenuSection, PaymentRequest, PaymentResult, PaymentStatus,
@@ -14,10 +14,11 @@ const DELIVERY: &str = "delivery";
 const CURRENCY: &str = "EUR";
 
 /// Where the flow is: what it waits for next.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Stage {
+pub enum Stage {
     /// The drink menu was shown.
+    #[default]
     Item,
     /// The size and extras menu was shown.
     Size,
@@ -30,43 +31,29 @@ enum Stage {
 }
 
 /// The session state: the order as far as the user has filled it in.
-#[derive(Debug, Serialize, Deserialize)]
-struct Order {
-    stage: Stage,
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Order {
+    /// What the flow waits for.
+    pub stage: Stage,
     /// `coffee` or `tea`.
-    item: Option<String>,
+    pub item: Option<String>,
     /// `small` or `large`.
-    size: Option<String>,
+    pub size: Option<String>,
     /// `milk` or `none`.
-    extra: Option<String>,
-    address: Option<String>,
+    pub extra: Option<String>,
+    /// The delivery address.
+    pub address: Option<String>,
     /// `YYYY-MM-DD`.
-    when: Option<String>,
-    notes: Option<String>,
+    pub when: Option<String>,
+    /// Notes for the courier.
+    pub notes: Option<String>,
     /// Payment requests made so far; the request id ends with it.
-    attempts: u32,
+    pub attempts: u32,
 }
 
 impl Order {
-    fn new() -> Self {
-        Order {
-            stage: Stage::Item,
-            item: None,
-            size: None,
-            extra: None,
-            address: None,
-            when: None,
-            notes: None,
-            attempts: 0,
-        }
-    }
-
-    fn parse(state: &str) -> Result<Self, String> {
-        serde_json::from_str(state).map_err(|e| format!("bad order state: {e}"))
-    }
-
-    fn reply(&self) -> Reply {
-        Reply::new(serde_json::to_string(self).expect("order serializes"))
+    fn reply(self) -> Reply<Order> {
+        Reply::new(self)
     }
 
     fn item(&self) -> &str {
@@ -126,26 +113,28 @@ impl Order {
     }
 }
 
-struct Shop;
+/// The bot.
+pub struct Shop;
 
 impl Bot for Shop {
+    type State = Order;
+
     fn flows() -> Vec<FlowInfo> {
         vec![FlowInfo::new(FLOW, "Order a drink")]
     }
 
-    fn start(entry: Entry, ctx: Context) -> Result<Reply, String> {
+    fn start(entry: Entry, ctx: Context) -> Result<Reply<Order>, String> {
         match entry {
             Entry::Flow(code) if code == FLOW => {
                 log::info(&format!("order started for {}", ctx.phone));
-                Ok(Order::new().reply().menu(item_menu()))
+                Ok(Order::default().reply().menu(item_menu()))
             }
             Entry::Flow(code) => Err(format!("unknown flow {code}")),
             Entry::Chat => Err("shop is a flow, not a chat bot".to_string()),
         }
     }
 
-    fn handle(state: String, event: UserEvent, _ctx: Context) -> Result<Reply, String> {
-        let order = Order::parse(&state)?;
+    fn handle(order: Order, event: UserEvent, _ctx: Context) -> Result<Reply<Order>, String> {
         match (order.stage, event) {
             (Stage::Item, UserEvent::Select(item)) => pick_item(order, item),
             (Stage::Size, UserEvent::Select(id)) => pick_size_or_extra(order, id),
@@ -159,7 +148,7 @@ impl Bot for Shop {
     }
 }
 
-fn pick_item(mut order: Order, item: String) -> Result<Reply, String> {
+fn pick_item(mut order: Order, item: String) -> Result<Reply<Order>, String> {
     if item != "coffee" && item != "tea" {
         return Err(format!("unknown item {item}"));
     }
@@ -169,7 +158,7 @@ fn pick_item(mut order: Order, item: String) -> Result<Reply, String> {
 }
 
 /// A size moves on to the delivery form; an extra is noted and the sizes are asked again.
-fn pick_size_or_extra(mut order: Order, id: String) -> Result<Reply, String> {
+fn pick_size_or_extra(mut order: Order, id: String) -> Result<Reply<Order>, String> {
     match id.as_str() {
         "small" | "large" => {
             order.size = Some(id);
@@ -185,7 +174,7 @@ fn pick_size_or_extra(mut order: Order, id: String) -> Result<Reply, String> {
     }
 }
 
-fn submit_delivery(mut order: Order, submission: Submission) -> Result<Reply, String> {
+fn submit_delivery(mut order: Order, submission: Submission) -> Result<Reply<Order>, String> {
     if submission.screen != DELIVERY {
         return Err(format!("unknown screen {}", submission.screen));
     }
@@ -199,7 +188,7 @@ fn submit_delivery(mut order: Order, submission: Submission) -> Result<Reply, St
     Ok(order.reply().payment(request))
 }
 
-fn payment_done(mut order: Order, result: PaymentResult) -> Result<Reply, String> {
+fn payment_done(mut order: Order, result: PaymentResult) -> Result<Reply<Order>, String> {
     if result.id != order.payment_id() {
         return Err(format!("payment {} is not the pending one", result.id));
     }

@@ -1,7 +1,7 @@
 //! Sample flow `signup`: one form screen (`details`), completed with a summary echoing every value.
 //!
-//! State: `{"submits":N}`, the number of accepted submissions, so a test can tell whether the guest was
-//! called (the host must not call it for invalid values).
+//! State: [`SignupState`] (stored as `{"submits":N}`), the number of accepted submissions, so a test can
+//! tell whether the guest was called (the host must not call it for invalid values).
 
 use hubbub_guest_sdk::{Bot, Context, Entry, Field, FlowInfo, Reply, Screen, Submission, UserEvent, export_bot, log};
 use serde::{Deserialize, Serialize};
@@ -10,47 +10,39 @@ const FLOW: &str = "signup";
 const DETAILS: &str = "details";
 
 /// The session state kept by the host between calls.
-#[derive(Default, Serialize, Deserialize)]
-struct SignupState {
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SignupState {
     /// Submissions of `details` this guest has accepted.
-    submits: u32,
+    pub submits: u32,
 }
 
-impl SignupState {
-    fn parse(state: &str) -> Result<Self, String> {
-        serde_json::from_str(state).map_err(|e| format!("bad signup state: {e}"))
-    }
-
-    fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("state serializes")
-    }
-}
-
-struct Signup;
+/// The bot.
+pub struct Signup;
 
 impl Bot for Signup {
+    type State = SignupState;
+
     fn flows() -> Vec<FlowInfo> {
         vec![FlowInfo::new(FLOW, "Sign up")]
     }
 
-    fn start(entry: Entry, ctx: Context) -> Result<Reply, String> {
+    fn start(entry: Entry, ctx: Context) -> Result<Reply<SignupState>, String> {
         match entry {
             Entry::Flow(code) if code == FLOW => {
                 log::info(&format!("signup started for {}", ctx.phone));
-                Ok(Reply::new(SignupState::default().to_json()).screen(details_screen()))
+                Ok(Reply::new(SignupState::default()).screen(details_screen()))
             }
             Entry::Flow(code) => Err(format!("unknown flow {code}")),
             Entry::Chat => Err("signup is a flow, not a chat bot".to_string()),
         }
     }
 
-    fn handle(state: String, event: UserEvent, _ctx: Context) -> Result<Reply, String> {
-        let mut state = SignupState::parse(&state)?;
+    fn handle(mut state: SignupState, event: UserEvent, _ctx: Context) -> Result<Reply<SignupState>, String> {
         match event {
             UserEvent::Submit(Submission { screen, values }) if screen == DETAILS => {
                 state.submits += 1;
                 log::info(&format!("signup details submitted ({} so far)", state.submits));
-                Ok(Reply::new(state.to_json()).completed(values))
+                Ok(Reply::new(state).completed(values))
             }
             UserEvent::Submit(submission) => Err(format!("unknown screen {}", submission.screen)),
             other => Err(format!("signup expects a submission, got {other:?}")),

@@ -16,6 +16,8 @@ const FLOWS: [&str; 12] =
 struct Evil;
 
 impl Bot for Evil {
+    type State = String;
+
     fn flows() -> Vec<FlowInfo> {
         FLOWS.iter().map(|code| FlowInfo::new(*code, *code)).collect()
     }
