@@ -57,14 +57,10 @@ pub async fn run(command: BotCommand) -> anyhow::Result<()> {
     match command {
         BotCommand::Upload { code, file, api } => {
             let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-            let put = || {
-                http.put(api.url(&format!("/bots/{code}/component")))
-                    .bearer_auth(&api.api_key)
-                    .header(reqwest::header::CONTENT_TYPE, "application/wasm")
-                    .body(bytes.clone())
-            };
-            let response = put().send().await?;
-            let uploaded = if response.status() == reqwest::StatusCode::NOT_FOUND {
+            // The bot is created first when the partner has none of this code (so the upload's body is never
+            // sent to a 404).
+            let existing = http.get(api.url(&format!("/bots/{code}"))).bearer_auth(&api.api_key).send().await?;
+            if existing.status() == reqwest::StatusCode::NOT_FOUND {
                 let bot = json!({"code": code, "name": code, "runtime_mode": "local"});
                 let created = call(http.post(api.url("/bots")).bearer_auth(&api.api_key).json(&bot)).await?;
                 eprintln!(
@@ -72,10 +68,15 @@ pub async fn run(command: BotCommand) -> anyhow::Result<()> {
                     created["bot_token"].as_str().unwrap_or(""),
                     created["webhook_secret"].as_str().unwrap_or("")
                 );
-                call(put()).await?
             } else {
-                answer(response).await?
-            };
+                answer(existing).await?;
+            }
+            let put = http
+                .put(api.url(&format!("/bots/{code}/component")))
+                .bearer_auth(&api.api_key)
+                .header(reqwest::header::CONTENT_TYPE, "application/wasm")
+                .body(bytes);
+            let uploaded = call(put).await?;
             println!("{}", uploaded["component"]);
         }
         BotCommand::Invite { code, flow, phone, api } => {
