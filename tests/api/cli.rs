@@ -293,3 +293,61 @@ async fn bot_cli_uploads_invites_and_walks_a_flow_in_the_terminal() {
     assert!(walked.contains("Completed.") && walked.contains("name: Ana") && walked.contains("plan: pro"), "{walked}");
     app.stop().await;
 }
+
+/// Runs cargo (the one running these tests) in `dir` with the workspace's target folder, so what the suite
+/// already built is reused.
+fn cargo(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/../target"))
+        .output()
+        .expect("cargo runs")
+}
+
+#[tokio::test]
+async fn bot_new_scaffolds_a_rust_bot_whose_test_passes_and_whose_flow_completes_through_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let new = Command::new(env!("CARGO_BIN_EXE_hubbub"))
+        .args(["bot", "new", "hello-bot", "--lang", "rust", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(new.status.success(), "{}", String::from_utf8_lossy(&new.stderr));
+    let bot = dir.path().join("hello-bot");
+    for file in ["Cargo.toml", "src/lib.rs", "tests/hello.rs", "README.md"] {
+        assert!(bot.join(file).is_file(), "{file}");
+    }
+    // The same dependency versions as this workspace (nothing new to fetch or build).
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.lock"), bot.join("Cargo.lock")).unwrap();
+    let again = Command::new(env!("CARGO_BIN_EXE_hubbub"))
+        .args(["bot", "new", "hello-bot", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("already exists"));
+
+    // Its own test passes natively, with the host's validation.
+    let test = cargo(&bot, &["test", "--quiet"]);
+    assert!(
+        test.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&test.stdout),
+        String::from_utf8_lossy(&test.stderr)
+    );
+    // It builds into a component that a host runs: uploaded and walked through the API.
+    let build = cargo(&bot, &["build", "--target", "wasm32-wasip2", "--release", "--quiet"]);
+    assert!(build.status.success(), "{}", String::from_utf8_lossy(&build.stderr));
+    let wasm = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/wasm32-wasip2/release/hello_bot.wasm");
+    let app = TestApp::start().await;
+    let key = app.partner_with("acme", true).await;
+    let env = [("HUBBUB_API_URL", app.base.as_str()), ("HUBBUB_API_KEY", key.as_str())];
+    crate::common::hubbub_with_input(&["bot", "upload", "hello-bot", wasm], &env, "").await;
+    let walked = crate::common::hubbub_with_input(&["bot", "try", "hello-bot", "hello"], &env, "\n1\nAna\n").await;
+    assert!(walked.contains("Welcome!") && walked.contains("! is required"), "{walked}");
+    assert!(
+        walked.contains("Completed.") && walked.contains("name: Ana") && walked.contains("source: friend"),
+        "{walked}"
+    );
+    app.stop().await;
+}

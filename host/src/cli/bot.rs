@@ -14,6 +14,22 @@ use super::{Api, call};
 
 #[derive(Subcommand)]
 pub enum BotCommand {
+    /// Scaffold a new bot in the folder NAME: its sources with one flow (`hello`), a test of that flow run
+    /// natively with the SDK's harness, and a README with the commands to build, upload and try it.
+    New {
+        /// The bot's code, also its folder and package name, ^[a-z0-9][a-z0-9_-]{0,63}$.
+        name: String,
+        /// The language to write it in.
+        #[arg(long, value_enum, default_value_t = Lang::Rust)]
+        lang: Lang,
+        /// The guest SDK's folder (`guest-sdk` of a Hubbub checkout); by default the one this binary was built
+        /// from.
+        #[arg(long, env = "HUBBUB_GUEST_SDK", default_value = DEFAULT_SDK)]
+        sdk: PathBuf,
+        /// Where to create the folder.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
     /// Upload a component (`cargo build --target wasm32-wasip2 --release` output, or any hubbub:bot
     /// component) to the bot CODE, creating the bot (local mode) if the partner has none of that code.
     Upload {
@@ -52,9 +68,69 @@ pub enum BotCommand {
     },
 }
 
+/// The languages `bot new` writes bots in.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Lang {
+    /// Rust with the guest SDK (`cargo build --target wasm32-wasip2`).
+    Rust,
+}
+
+/// The guest SDK of the checkout this binary was built from.
+const DEFAULT_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../guest-sdk");
+
+/// The files of a new bot, by language: (path in the bot's folder, template).
+fn templates(lang: Lang) -> &'static [(&'static str, &'static str)] {
+    match lang {
+        Lang::Rust => &[
+            ("Cargo.toml", include_str!("templates/rust/Cargo.toml.tmpl")),
+            ("src/lib.rs", include_str!("templates/rust/lib.rs.tmpl")),
+            ("tests/hello.rs", include_str!("templates/rust/test.rs.tmpl")),
+            ("README.md", include_str!("templates/rust/README.md.tmpl")),
+            (".gitignore", "/target\n"),
+        ],
+    }
+}
+
+/// Writes a new bot's folder from its language's templates.
+fn scaffold(name: &str, lang: Lang, sdk: &std::path::Path, dir: &std::path::Path) -> anyhow::Result<PathBuf> {
+    if !crate_name_ok(name) {
+        bail!(
+            "{name:?} cannot name a bot and its package: a lowercase letter, then up to 63 lowercase letters, digits, - or _"
+        );
+    }
+    let sdk = sdk.canonicalize().ok().filter(|p| p.join("Cargo.toml").is_file()).with_context(|| {
+        format!("the guest SDK is not at {}: pass --sdk with the guest-sdk folder of a Hubbub checkout", sdk.display())
+    })?;
+    let root = dir.join(name);
+    if root.exists() {
+        bail!("{} already exists", root.display());
+    }
+    let sdk = sdk.to_string_lossy().replace('\\', "/");
+    for (path, template) in templates(lang) {
+        let text =
+            template.replace("{{name}}", name).replace("{{crate}}", &name.replace('-', "_")).replace("{{sdk}}", &sdk);
+        let file = root.join(path);
+        std::fs::create_dir_all(file.parent().expect("a file in the folder"))?;
+        std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
+    }
+    Ok(root)
+}
+
+/// A bot code that also names a Rust package (it starts with a letter).
+fn crate_name_ok(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && name.len() <= 64
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
 pub async fn run(command: BotCommand) -> anyhow::Result<()> {
     let http = reqwest::Client::new();
     match command {
+        BotCommand::New { name, lang, sdk, dir } => {
+            let root = scaffold(&name, lang, &sdk, &dir)?;
+            println!("{}: see its README.md to build, test, upload and try it", root.display());
+        }
         BotCommand::Upload { code, file, api } => {
             let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
             // The bot is created first when the partner has none of this code (so the upload's body is never
