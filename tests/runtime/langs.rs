@@ -186,3 +186,95 @@ async fn another_bot_answers_while_a_big_upload_compiles() {
     assert!(flows >= 1, "no start ran during the compilation ({took:?})");
     assert!(slowest < Duration::from_secs(1), "a start took {slowest:?} while the upload compiled");
 }
+
+/// The figures of docs/performance.md ("Bots in other languages"), on the build it runs in:
+/// `cargo test -p hubbub-host --test runtime langs::figures -- --ignored --nocapture` (add `--release` for
+/// release figures). Per component: size, compile (upload) time, load of its precompiled artifact, a step
+/// through the runtime (fresh store, instantiate, `start`), and a chat event over HTTP, p50 / p99.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "measurement, run on demand"]
+async fn figures() {
+    use hubbub_host::runtime::{Entry, GuestContext, Runtime, RuntimeLimits};
+
+    const STEPS: usize = 400;
+    let pct = |mut times: Vec<Duration>| {
+        times.sort();
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        format!("p50 {:.2} ms, p99 {:.2} ms", ms(times[times.len() / 2]), ms(times[times.len() * 99 / 100]))
+    };
+    // (component, the flow its `start` step runs, the chat bot and event measured over HTTP)
+    let samples = [
+        ("signup", "chat", json!({"type": "text", "text": "hello"})),
+        ("python-signup", "python-signup", json!({"type": "select", "id": "plans"})),
+        ("js-signup", "js-signup", json!({"type": "select", "id": "plans"})),
+    ];
+    for (name, chat, event) in samples {
+        let bytes = wasm(name);
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = Runtime::new(RuntimeLimits::default(), dir.path().into()).unwrap();
+        let started = Instant::now();
+        let loaded = runtime.load(&bytes).await.unwrap();
+        let compile = started.elapsed();
+        let restarted = Runtime::new(RuntimeLimits::default(), dir.path().into()).unwrap();
+        let started = Instant::now();
+        assert!(restarted.load(&bytes).await.unwrap().from_cache);
+        let artifact = started.elapsed();
+        let ctx = GuestContext { bot: "bench".into(), phone: "+31612345678".into() };
+        let mut steps = Vec::with_capacity(STEPS);
+        for i in 0..STEPS + 20 {
+            let started = Instant::now();
+            runtime.start(&loaded.digest, "bench", Entry::Flow("signup".into()), ctx.clone()).await.unwrap();
+            if i >= 20 {
+                steps.push(started.elapsed());
+            }
+        }
+
+        // Over HTTP: one chat session, events one after another.
+        let app = TestApp::start().await;
+        let key = app.partner("acme").await;
+        create_bot(&app, &key, chat).await;
+        upload(&app, &key, chat, &wasm(chat)).await.ok(200);
+        let token = user(&app, &key, PHONE).await;
+        let r = app.post(&token, &format!("/api/v1/me/bots/{chat}/sessions"), json!({})).await;
+        let session = r.ok(201)["session"].as_str().unwrap().to_string();
+        let path = format!("/api/v1/me/bots/{chat}/sessions/{session}/events");
+        let mut http = Vec::with_capacity(STEPS);
+        for i in 0..STEPS + 20 {
+            let started = Instant::now();
+            app.post(&token, &path, event.clone()).await.ok(200);
+            if i >= 20 {
+                http.push(started.elapsed());
+            }
+        }
+        app.stop().await;
+        println!(
+            "{name}: {} bytes; compile {:.2} s; artifact load {:.1} ms; runtime step {}; HTTP chat event ({chat}) {}",
+            bytes.len(),
+            compile.as_secs_f64(),
+            artifact.as_secs_f64() * 1e3,
+            pct(steps),
+            pct(http)
+        );
+    }
+}
+
+/// `result::err` from each toolchain: a Python `raise Err(…)` and a JavaScript `throw` reach the host as
+/// the bot's error message; an event the flow does not expect too.
+#[tokio::test]
+async fn errors_of_python_and_javascript_guests_reach_the_host() {
+    use hubbub_host::runtime::{Entry, GuestContext, GuestEvent, Runtime, RuntimeError, RuntimeLimits};
+
+    // The test hosts' cache directory (tests/api/common.rs): the artifacts of the tests above are reused.
+    let dir = std::env::temp_dir().join("hubbub-test-components");
+    let runtime = Runtime::new(RuntimeLimits::default(), dir).unwrap();
+    let ctx = GuestContext { bot: "demo".into(), phone: "+31612345678".into() };
+    for name in ["python-signup", "js-signup"] {
+        let loaded = runtime.load(&wasm(name)).await.unwrap();
+        let r = runtime.start(&loaded.digest, "demo", Entry::Flow("nope".into()), ctx.clone()).await;
+        assert_eq!(r, Err(RuntimeError::Guest("unknown flow nope".into())), "{name}");
+        let started = runtime.start(&loaded.digest, "demo", Entry::Flow("signup".into()), ctx.clone()).await.unwrap();
+        let text = GuestEvent::Text("hello".into());
+        let r = runtime.handle(&loaded.digest, "demo", started.state, text, ctx.clone()).await;
+        assert_eq!(r, Err(RuntimeError::Guest("expected the details screen".into())), "{name}");
+    }
+}
