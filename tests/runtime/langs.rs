@@ -183,8 +183,9 @@ async fn another_bot_answers_while_a_big_upload_compiles() {
     let (r, took) = uploading.await.unwrap();
     assert_eq!(r.ok(200)["component"]["flows"][0]["code"], "signup");
     eprintln!("python-signup compiled in {took:?}; meanwhile {flows} starts of another bot, the slowest {slowest:?}");
-    assert!(flows >= 1, "no start ran during the compilation ({took:?})");
-    assert!(slowest < Duration::from_secs(1), "a start took {slowest:?} while the upload compiled");
+    assert!(flows >= 3, "{flows} starts ran during the compilation ({took:?})");
+    // Not held up by the compilation (bounded by it, not by a fixed time: the suite runs tests in parallel).
+    assert!(slowest * 3 < took, "a start took {slowest:?} while the upload compiled for {took:?}");
 }
 
 /// The figures of docs/performance.md ("Bots in other languages"), on the build it runs in:
