@@ -17,6 +17,12 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
+/// The HTTP test harness of tests/api, for the other languages' samples over the API.
+#[path = "../api/common.rs"]
+#[allow(dead_code)]
+mod common;
+mod langs;
+
 /// The shared runtime with every test component loaded.
 struct Loaded {
     runtime: Runtime,

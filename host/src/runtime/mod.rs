@@ -369,6 +369,12 @@ impl Runtime {
         self.shared.compilers.clone().try_acquire_owned().ok()
     }
 
+    /// Compiler slots free now (for tests: whether an upload is compiling).
+    #[doc(hidden)]
+    pub fn free_compilers(&self) -> usize {
+        self.shared.compilers.available_permits()
+    }
+
     /// Whether the component with this digest is ready in memory. If not, pass its bytes to
     /// [`load`](Runtime::load) again (after a restart that uses the artifact, not the compiler).
     pub fn is_loaded(&self, digest: &str) -> bool {
