@@ -351,3 +351,67 @@ async fn bot_new_scaffolds_a_rust_bot_whose_test_passes_and_whose_flow_completes
     );
     app.stop().await;
 }
+
+/// The tools `flows/build.sh` installed for the Python and JavaScript samples.
+const LANGS_TOOLS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/langs-tools");
+
+#[tokio::test]
+async fn bot_new_scaffolds_python_and_javascript_bots_whose_flows_complete_through_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = TestApp::start().await;
+    let key = app.partner_with("acme", true).await;
+    let env = [("HUBBUB_API_URL", app.base.as_str()), ("HUBBUB_API_KEY", key.as_str())];
+    let builds: [(&str, &str, Vec<String>); 2] = [
+        (
+            "hello-py",
+            "python",
+            ["-d", "wit", "-w", "bot", "componentize", "-p", ".", "app", "-o", "hello-py.wasm"]
+                .map(String::from)
+                .to_vec(),
+        ),
+        (
+            "hello-js",
+            "js",
+            [
+                "bot.js",
+                "--wit",
+                "wit",
+                "--world-name",
+                "bot",
+                "--disable",
+                "http",
+                "fetch-event",
+                "-o",
+                "hello-js.wasm",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ),
+    ];
+    for (name, lang, args) in builds {
+        let new = Command::new(env!("CARGO_BIN_EXE_hubbub"))
+            .args(["bot", "new", name, "--lang", lang, "--dir"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(new.status.success(), "{}", String::from_utf8_lossy(&new.stderr));
+        let bot = dir.path().join(name);
+        assert!(bot.join("wit/bot.wit").is_file() && bot.join("README.md").is_file(), "{name}");
+        // Built with the toolchain its README names (installed once by flows/build.sh).
+        let tool = match lang {
+            "python" => format!("{LANGS_TOOLS}/python/bin/componentize-py"),
+            _ => format!("{LANGS_TOOLS}/node/node_modules/.bin/componentize-js"),
+        };
+        let built = Command::new(&tool).args(&args).current_dir(&bot).output().unwrap();
+        assert!(built.status.success(), "{name}: {}", String::from_utf8_lossy(&built.stderr));
+        let wasm = bot.join(format!("{name}.wasm"));
+        crate::common::hubbub_with_input(&["bot", "upload", name, wasm.to_str().unwrap()], &env, "").await;
+        let walked = crate::common::hubbub_with_input(&["bot", "try", name, "hello"], &env, "\n2\nAna\n").await;
+        assert!(walked.contains("Welcome!") && walked.contains("! is required"), "{name}: {walked}");
+        assert!(
+            walked.contains("Completed.") && walked.contains("name: Ana") && walked.contains("source: web"),
+            "{name}: {walked}"
+        );
+    }
+    app.stop().await;
+}

@@ -14,8 +14,9 @@ use super::{Api, call};
 
 #[derive(Subcommand)]
 pub enum BotCommand {
-    /// Scaffold a new bot in the folder NAME: its sources with one flow (`hello`), a test of that flow run
-    /// natively with the SDK's harness, and a README with the commands to build, upload and try it.
+    /// Scaffold a new bot in the folder NAME: its sources with one flow (`hello`) and a README with the
+    /// commands to build, upload and try it; a Rust bot also gets a test of that flow run natively with the
+    /// SDK's harness, a Python or JavaScript bot the WIT it builds against (`wit/`).
     New {
         /// The bot's code, also its folder and package name, ^[a-z0-9][a-z0-9_-]{0,63}$.
         name: String,
@@ -73,21 +74,54 @@ pub enum BotCommand {
 pub enum Lang {
     /// Rust with the guest SDK (`cargo build --target wasm32-wasip2`).
     Rust,
+    /// Python, built by componentize-py against the WIT.
+    Python,
+    /// JavaScript, built by ComponentizeJS against the WIT.
+    Js,
 }
+
+/// The WIT a bot in another language builds against: this host's version, copied into the bot's `wit/`.
+const WIT: &[(&str, &str)] = &[
+    ("wit/bot.wit", include_str!("../../../wit/v0.1.0/bot.wit")),
+    ("wit/forms.wit", include_str!("../../../wit/v0.1.0/forms.wit")),
+    ("wit/log.wit", include_str!("../../../wit/v0.1.0/log.wit")),
+    ("wit/menus.wit", include_str!("../../../wit/v0.1.0/menus.wit")),
+    ("wit/payments.wit", include_str!("../../../wit/v0.1.0/payments.wit")),
+    ("wit/replies.wit", include_str!("../../../wit/v0.1.0/replies.wit")),
+    ("wit/types.wit", include_str!("../../../wit/v0.1.0/types.wit")),
+];
 
 /// The guest SDK of the checkout this binary was built from.
 const DEFAULT_SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../guest-sdk");
 
 /// The files of a new bot, by language: (path in the bot's folder, template).
-fn templates(lang: Lang) -> &'static [(&'static str, &'static str)] {
+fn templates(lang: Lang) -> Vec<(&'static str, &'static str)> {
     match lang {
-        Lang::Rust => &[
+        Lang::Rust => vec![
             ("Cargo.toml", include_str!("templates/rust/Cargo.toml.tmpl")),
             ("src/lib.rs", include_str!("templates/rust/lib.rs.tmpl")),
             ("tests/hello.rs", include_str!("templates/rust/test.rs.tmpl")),
             ("README.md", include_str!("templates/rust/README.md.tmpl")),
             (".gitignore", "/target\n"),
         ],
+        Lang::Python => [
+            ("app.py", include_str!("templates/python/app.py.tmpl")),
+            ("requirements.txt", include_str!("templates/python/requirements.txt.tmpl")),
+            ("README.md", include_str!("templates/python/README.md.tmpl")),
+            (".gitignore", "/.venv\n*.wasm\n__pycache__/\n"),
+        ]
+        .into_iter()
+        .chain(WIT.iter().copied())
+        .collect(),
+        Lang::Js => [
+            ("bot.js", include_str!("templates/js/bot.js.tmpl")),
+            ("package.json", include_str!("templates/js/package.json.tmpl")),
+            ("README.md", include_str!("templates/js/README.md.tmpl")),
+            (".gitignore", "/node_modules\n*.wasm\n"),
+        ]
+        .into_iter()
+        .chain(WIT.iter().copied())
+        .collect(),
     }
 }
 
@@ -98,9 +132,16 @@ fn scaffold(name: &str, lang: Lang, sdk: &std::path::Path, dir: &std::path::Path
             "{name:?} cannot name a bot and its package: a lowercase letter, then up to 63 lowercase letters, digits, - or _"
         );
     }
-    let sdk = sdk.canonicalize().ok().filter(|p| p.join("Cargo.toml").is_file()).with_context(|| {
-        format!("the guest SDK is not at {}: pass --sdk with the guest-sdk folder of a Hubbub checkout", sdk.display())
-    })?;
+    // Only a Rust bot builds against the SDK's sources.
+    let sdk = match lang {
+        Lang::Rust => sdk.canonicalize().ok().filter(|p| p.join("Cargo.toml").is_file()).with_context(|| {
+            format!(
+                "the guest SDK is not at {}: pass --sdk with the guest-sdk folder of a Hubbub checkout",
+                sdk.display()
+            )
+        })?,
+        Lang::Python | Lang::Js => PathBuf::new(),
+    };
     let root = dir.join(name);
     if root.exists() {
         bail!("{} already exists", root.display());
