@@ -88,9 +88,21 @@ pub fn fake_providers(c: &mut Config, wa: &FakeServer, sms: &FakeServer) {
 
 /// Posts a WhatsApp Cloud API notification to the host at `base`, signed with the app secret `app-secret`.
 pub async fn whatsapp_notify(client: &reqwest::Client, base: &str, changes: Value) -> Resp {
+    whatsapp_notify_signed(client, base, changes, None).await
+}
+
+/// The same with `signature` as `X-Hub-Signature-256` instead of the right one (a forged notification).
+pub async fn whatsapp_notify_signed(
+    client: &reqwest::Client,
+    base: &str,
+    changes: Value,
+    signature: Option<&str>,
+) -> Resp {
     let body = serde_json::json!({"object": "whatsapp_business_account", "entry": [{"id": "1", "changes": changes}]})
         .to_string();
-    let signature = hubbub_host::delivery::receipts::meta_signature("app-secret", body.as_bytes());
+    let signature = signature
+        .map(str::to_string)
+        .unwrap_or_else(|| hubbub_host::delivery::receipts::meta_signature("app-secret", body.as_bytes()));
     let r = client
         .post(format!("{base}/api/v1/providers/whatsapp/webhook"))
         .header("content-type", "application/json")

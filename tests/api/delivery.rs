@@ -323,22 +323,10 @@ async fn dev_sink_is_for_the_platform_partner_in_dev_mode() {
     prod.get(&platform, "/api/v1/dev-sink/messages").await.error(404, "not_found");
 }
 
-/// Posts a signed WhatsApp Cloud API webhook with these statuses.
+/// Posts a WhatsApp Cloud API webhook with these statuses, signed unless `signature` is given.
 async fn whatsapp_webhook(app: &TestApp, statuses: Value, signature: Option<&str>) -> crate::common::Resp {
-    let body = json!({"object": "whatsapp_business_account", "entry": [{"id": "1", "changes": [{"field": "messages", "value": {"statuses": statuses}}]}]}).to_string();
-    let signature = signature
-        .map(str::to_string)
-        .unwrap_or_else(|| hubbub_host::delivery::receipts::meta_signature("app-secret", body.as_bytes()));
-    let r = app
-        .client
-        .post(format!("{}/api/v1/providers/whatsapp/webhook", app.base))
-        .header("content-type", "application/json")
-        .header("x-hub-signature-256", signature)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    crate::common::Resp::from(r).await
+    let changes = json!([{"field": "messages", "value": {"statuses": statuses}}]);
+    crate::common::whatsapp_notify_signed(&app.client, &app.base, changes, signature).await
 }
 
 /// Posts a Twilio status callback, signed as Twilio signs it unless `signature` is given.
