@@ -455,14 +455,21 @@ test("2d. keyboard only: log in, move through the navigation, open a form and se
     assert.ok(f.outline || f.shadow, `${what}: the focused ${f.tag} shows an outline or shadow ${JSON.stringify(f)}`);
     return f;
   };
-  /** Tab (at most `max` times) until `want(focused)` holds, every stop visibly focused. */
-  const tabTo = async (what, want, max = 25) => {
+  /** Tab (at most `max` times, Shift+Tab when `back`) until `want(focused)` holds, every stop visibly focused. */
+  const tabTo = async (what, want, max = 25, back = false) => {
     for (let i = 0; i < max; i++) {
-      await key("Tab");
+      await key(back ? "Shift+Tab" : "Tab");
       const f = await focused(`${what} (tab ${i + 1})`);
       if (want(f)) return f;
     }
     throw new Error(`${what}: not reached in ${max} tabs`);
+  };
+  /** After a navigation the focus moves to the new page's main heading (`tabindex="-1"`, visibly focused). */
+  const onHeading = async (what, id) => {
+    await kp.waitForFunction((id) => document.activeElement?.id === id, id, { timeout: 5000 }).catch(() => {});
+    const f = await kp.evaluate(() => ({ tag: document.activeElement?.tagName.toLowerCase(), id: document.activeElement?.id, tabindex: document.activeElement?.getAttribute("tabindex") }));
+    assert.deepEqual(f, { tag: "h1", id, tabindex: "-1" }, `${what}: document.activeElement is the page's heading`);
+    return focused(what);
   };
   try {
     await kp.goto(BASE + "/");
@@ -481,22 +488,25 @@ test("2d. keyboard only: log in, move through the navigation, open a form and se
     await key("Enter");
     await kp.waitForURL((u) => !u.pathname.startsWith("/login"));
     await kp.getByRole("heading", { name: /^Inbox/ }).waitFor();
-    // The main navigation: Tab to Forms, Enter.
+    // Logged in: the focus is on the inbox's heading, the main navigation just before it: Shift+Tab to Forms, Enter.
+    await onHeading("the inbox's heading", "inbox-h");
     const nav = kp.getByRole("navigation", { name: "Main" });
     await nav.waitFor();
-    await tabTo("Forms in the navigation", (f) => f.tag === "a" && f.href === "/forms" && f.text === "Forms");
+    await tabTo("Forms in the navigation", (f) => f.tag === "a" && f.href === "/forms" && f.text === "Forms", 4, true);
     await key("Enter");
     await kp.waitForURL(/\/forms$/);
     await kp.getByRole("heading", { name: "Forms", level: 1 }).waitFor();
+    await onHeading("the Forms page's heading", "forms-h");
     assert.equal(await nav.getByRole("link", { name: "Forms" }).getAttribute("aria-current"), "page");
-    // The form's card: Tab to its link, Enter.
+    // The form's card: the next Tab stop after the heading, Enter.
     await kp.getByRole("link", { name: /sign ?up/i }).waitFor();
-    await tabTo("the form's card", (f) => f.tag === "a" && f.href === `/forms/${encodeURIComponent(ref)}`);
+    await tabTo("the form's card", (f) => f.tag === "a" && f.href === `/forms/${encodeURIComponent(ref)}`, 1);
     await key("Enter");
     await kp.waitForURL((u) => u.pathname === `/forms/${ref}` || u.pathname === `/forms/${encodeURIComponent(ref)}`);
     await kp.getByLabel(/^Name/).waitFor();
+    await onHeading("the form's heading", "flow-h");
     // One field, then Enter: the server's messages, the focus on the first invalid field.
-    await tabTo("the Name field", (f) => f.tag === "input" && /^Name/.test(f.label));
+    await tabTo("the Name field", (f) => f.tag === "input" && /^Name/.test(f.label), 1);
     await kp.keyboard.type("Kay Board");
     await key("Enter");
     await kp.locator(".field-error").first().waitFor();

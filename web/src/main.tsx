@@ -2,7 +2,7 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { auth, onUnauthorized, type LoggedIn } from "./api";
 import { publishDeviceKey } from "./keystore";
-import { navigate, useLocation } from "./router";
+import { navigate, useLocation, useRouteFocus } from "./router";
 import "./styles.css";
 import { AccountView } from "./views/account";
 import { BotChat, Bots } from "./views/bots";
@@ -28,6 +28,7 @@ function App() {
   let { path, query } = useLocation();
   const [token, setToken] = useState(auth.token());
   const [flash, setFlash] = useState<string | null>(null);
+  useRouteFocus();
 
   useEffect(
     () =>
