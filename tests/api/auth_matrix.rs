@@ -330,7 +330,7 @@ async fn upload(app: &TestApp, key: &str, code: &str, component: &str) {
         .put(format!("{}/api/v1/bots/{code}/component", app.base))
         .bearer_auth(key)
         .header("content-type", "application/wasm")
-        .body(crate::bots::wasm(component))
+        .body(crate::common::wasm(component))
         .send()
         .await
         .unwrap();

@@ -5,14 +5,9 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{FakeServer, TestApp, eventually};
+use crate::common::{FakeServer, TestApp, eventually, wasm};
 
 const PHONE: &str = "+15551230000";
-
-pub fn wasm(name: &str) -> Vec<u8> {
-    let path = format!("{}/../target/wasm32-wasip2/release/{name}.wasm", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&path).unwrap_or_else(|_| panic!("{path} is missing: run `bash flows/build.sh` first"))
-}
 
 /// Creates a local bot and uploads `component`; returns (bot token, webhook secret).
 pub(crate) async fn local_bot(app: &TestApp, key: &str, code: &str, component: &str) -> (String, String) {
@@ -20,21 +15,8 @@ pub(crate) async fn local_bot(app: &TestApp, key: &str, code: &str, component: &
         .post(key, "/api/v1/bots", json!({"code": code, "name": format!("{code} bot"), "runtime_mode": "local"}))
         .await;
     let body = r.ok(201).clone();
-    upload(app, key, code, &wasm(component)).await.ok(200);
+    app.upload_component(key, code, &wasm(component)).await.ok(200);
     (body["bot_token"].as_str().unwrap().to_string(), body["webhook_secret"].as_str().unwrap().to_string())
-}
-
-async fn upload(app: &TestApp, key: &str, code: &str, bytes: &[u8]) -> crate::common::Resp {
-    let r = app
-        .client
-        .put(format!("{}/api/v1/bots/{code}/component", app.base))
-        .bearer_auth(key)
-        .header("content-type", "application/wasm")
-        .body(bytes.to_vec())
-        .send()
-        .await
-        .unwrap();
-    crate::common::Resp::from(r).await
 }
 
 /// A user linked to the partner, logged in; returns the token.
@@ -127,21 +109,21 @@ async fn component_upload_validates_and_reports_flows() {
     let key = app.partner("acme").await;
     app.post(&key, "/api/v1/bots", json!({"code": "signup", "name": "Sign-up"})).await.ok(201);
     let bytes = wasm("signup");
-    let r = upload(&app, &key, "signup", &bytes).await;
+    let r = app.upload_component(&key, "signup", &bytes).await;
     let component = r.ok(200)["component"].clone();
     let digest = format!("sha256:{}", sha2_hex(&bytes));
     assert_eq!(component["digest"], digest);
     assert_eq!(component["size"], bytes.len());
     assert_eq!(component["flows"][0]["code"], "signup");
     assert_eq!(app.get(&key, "/api/v1/bots/signup").await.json["bot"]["component"]["digest"], digest);
-    let refused = upload(&app, &key, "signup", b"definitely not wasm").await;
+    let refused = app.upload_component(&key, "signup", b"definitely not wasm").await;
     refused.error(422, "invalid_component");
     // The refusal names the WIT versions this host runs.
     assert!(refused.json["error"]["message"].as_str().unwrap().contains("hubbub:bot@0.1.0"), "{}", refused.json);
-    upload(&app, &key, "signup", &[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00])
+    app.upload_component(&key, "signup", &[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00])
         .await
         .error(422, "invalid_component");
-    upload(&app, &key, "nobody", &bytes).await.error(404, "not_found");
+    app.upload_component(&key, "nobody", &bytes).await.error(404, "not_found");
 }
 
 fn sha2_hex(bytes: &[u8]) -> String {

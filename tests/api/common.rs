@@ -86,6 +86,12 @@ pub fn fake_providers(c: &mut Config, wa: &FakeServer, sms: &FakeServer) {
     c.whatsapp_verify_token = Some("verify-me".into());
 }
 
+/// A sample component `flows/build.sh` built (`target/wasm32-wasip2/release/{name}.wasm`).
+pub fn wasm(name: &str) -> Vec<u8> {
+    let path = format!("{}/../target/wasm32-wasip2/release/{name}.wasm", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|_| panic!("{path} is missing: run `bash flows/build.sh` first"))
+}
+
 /// Posts a WhatsApp Cloud API notification to the host at `base`, signed with the app secret `app-secret`.
 pub async fn whatsapp_notify(client: &reqwest::Client, base: &str, changes: Value) -> Resp {
     whatsapp_notify_signed(client, base, changes, None).await
@@ -318,6 +324,20 @@ impl TestApp {
     /// `phone` writes to the business on WhatsApp now, which opens its 24-hour window for free-form text.
     pub async fn whatsapp_wrote(&self, phone: &str) {
         whatsapp_wrote(&self.client, &self.base, phone, self.now()).await;
+    }
+
+    /// Uploads a bot component (`PUT /bots/{code}/component`, raw `application/wasm`).
+    pub async fn upload_component(&self, key: &str, code: &str, bytes: &[u8]) -> Resp {
+        let r = self
+            .client
+            .put(format!("{}/api/v1/bots/{code}/component", self.base))
+            .bearer_auth(key)
+            .header("content-type", "application/wasm")
+            .body(bytes.to_vec())
+            .send()
+            .await
+            .unwrap();
+        Resp::from(r).await
     }
 
     pub async fn message(&self, key: &str, id: i64) -> Value {

@@ -263,13 +263,13 @@ async fn uploads_are_refused_when_compilers_are_busy_and_never_stall_precompiled
     for code in ["chat", "shop", "signup"] {
         app.post(&key, "/api/v1/bots", json!({"code": code, "name": code, "runtime_mode": "local"})).await.ok(201);
     }
-    upload("chat", crate::bots::wasm("chat")).await.ok(200);
-    upload("shop", crate::bots::wasm("shop")).await.ok(200);
+    upload("chat", crate::common::wasm("chat")).await.ok(200);
+    upload("shop", crate::common::wasm("shop")).await.ok(200);
     assert_eq!(app.state.runtime.loaded_count(), 1, "chat was dropped from memory; its artifact stays");
 
     // A long compilation holds the only compiler slot: a new component is refused at once…
     let slot = app.state.runtime.occupy_compiler().expect("a free compiler slot");
-    let busy = upload("signup", crate::bots::wasm("signup")).await;
+    let busy = upload("signup", crate::common::wasm("signup")).await;
     busy.error(503, "unavailable");
     assert!(busy.headers.get("retry-after").is_some());
     // …while a precompiled bot loads from its artifact and answers without waiting.
@@ -279,7 +279,7 @@ async fn uploads_are_refused_when_compilers_are_busy_and_never_stall_precompiled
         .expect("a precompiled bot never waits for a compilation");
     assert!(r.ok(201)["steps"].as_array().is_some_and(|s| !s.is_empty()));
     drop(slot);
-    upload("signup", crate::bots::wasm("signup")).await.ok(200);
+    upload("signup", crate::common::wasm("signup")).await.ok(200);
 
     // Over the limit is 413, and no upload file is left behind.
     upload("signup", vec![0u8; (4 << 20) + 1]).await.error(413, "payload_too_large");

@@ -9,27 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::common::{Resp, TestApp};
+use crate::common::{Resp, TestApp, wasm};
 
 const PHONE: &str = "+15551230000";
-
-fn wasm(name: &str) -> Vec<u8> {
-    let path = format!("{}/../target/wasm32-wasip2/release/{name}.wasm", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&path).unwrap_or_else(|_| panic!("{path} is missing: run `bash flows/build.sh` first"))
-}
-
-async fn upload(app: &TestApp, key: &str, code: &str, bytes: &[u8]) -> Resp {
-    let r = app
-        .client
-        .put(format!("{}/api/v1/bots/{code}/component", app.base))
-        .bearer_auth(key)
-        .header("content-type", "application/wasm")
-        .body(bytes.to_vec())
-        .send()
-        .await
-        .unwrap();
-    Resp::from(r).await
-}
 
 async fn create_bot(app: &TestApp, key: &str, code: &str) {
     app.post(key, "/api/v1/bots", json!({"code": code, "name": format!("{code} bot"), "runtime_mode": "local"}))
@@ -49,7 +31,7 @@ async fn signup_flow_over_http(sample: &str, title: &str) {
     let key = app.partner("acme").await;
     create_bot(&app, &key, "signup").await;
     let bytes = wasm(sample);
-    let r = upload(&app, &key, "signup", &bytes).await;
+    let r = app.upload_component(&key, "signup", &bytes).await;
     let component = r.ok(200)["component"].clone();
     assert_eq!(component["size"], bytes.len());
     assert_eq!(component["flows"], json!([{"code": "signup", "title": title}]));
@@ -140,7 +122,7 @@ async fn another_bot_answers_while_a_big_upload_compiles() {
     create_bot(&app, &key, "signup").await;
     create_bot(&app, &key, "big").await;
     create_bot(&app, &key, "other").await;
-    upload(&app, &key, "signup", &wasm("signup")).await.ok(200);
+    app.upload_component(&key, "signup", &wasm("signup")).await.ok(200);
     let token = user(&app, &key, PHONE).await;
     let big = wasm("python-signup");
 
@@ -166,7 +148,7 @@ async fn another_bot_answers_while_a_big_upload_compiles() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     // A second upload is refused at once rather than waiting for the compiler.
-    upload(&app, &key, "other", &wasm("js-signup")).await.error(503, "unavailable");
+    app.upload_component(&key, "other", &wasm("js-signup")).await.error(503, "unavailable");
 
     // The Rust signup bot answers whole flows while the big component compiles.
     let mut slowest = Duration::ZERO;
@@ -234,7 +216,7 @@ async fn figures() {
         let app = TestApp::start().await;
         let key = app.partner("acme").await;
         create_bot(&app, &key, chat).await;
-        upload(&app, &key, chat, &wasm(chat)).await.ok(200);
+        app.upload_component(&key, chat, &wasm(chat)).await.ok(200);
         let token = user(&app, &key, PHONE).await;
         let r = app.post(&token, &format!("/api/v1/me/bots/{chat}/sessions"), json!({})).await;
         let session = r.ok(201)["session"].as_str().unwrap().to_string();
