@@ -18,12 +18,11 @@ use tokio_util::sync::CancellationToken;
 use self::providers::{Provider, TemplateMessage};
 use crate::clock::{Millis, SharedClock};
 use crate::config::Config;
-use crate::events;
 use crate::messages::{AttemptKind, AttemptState, MessageState};
-use crate::store::deliveries::NewAttempt;
+use crate::store::deliveries::{Change, Finished, NewAttempt};
 use crate::store::leases::{Held, Leased};
 use crate::store::messages::{self, Message};
-use crate::store::{Db, accounts, deliveries, devices, partners, templates, whatsapp};
+use crate::store::{Db, deliveries, devices, templates, whatsapp};
 
 pub use crate::messages::Channel;
 
@@ -146,15 +145,18 @@ impl Delivery {
     }
 }
 
-/// Messages handled at once by one worker.
-const CLAIM_BATCH: i64 = 32;
+/// Messages claimed at once by one worker.
+const CLAIM_BATCH: i64 = 128;
 
-/// Claims and delivers due messages until `stop`.
+/// Claims and delivers due messages until `stop`. Each claimed message is routed and sent on its own
+/// task; what it did (attempts, state change and `message.status` event, the job's end) is written by one
+/// group commit, so the messages finishing together share a transaction (see `store::writer`).
 pub async fn run_worker(delivery: Arc<Delivery>, stop: CancellationToken) {
     let poll = Duration::from_millis(delivery.config.delivery_poll_ms.max(10));
     let lease_ms = delivery.config.lease_ms.max(100) as i64;
     let held = Held::new(Leased::DeliveryJobs);
     held.keep_alive(delivery.db.clone(), delivery.clock.clone(), lease_ms, stop.clone());
+    let finisher = deliveries::finisher(delivery.db.clone());
     loop {
         let claimed = match deliveries::claim_due(&delivery.db, delivery.now(), lease_ms, CLAIM_BATCH).await {
             Ok(ids) => ids,
@@ -167,13 +169,25 @@ pub async fn run_worker(delivery: Arc<Delivery>, stop: CancellationToken) {
         held.hold(claimed.iter().map(|job| job.message_id));
         let mut running = tokio::task::JoinSet::new();
         for job in claimed {
-            let delivery = delivery.clone();
-            let held = held.clone();
+            let (delivery, held, finisher) = (delivery.clone(), held.clone(), finisher.clone());
             running.spawn(async move {
                 let id = job.message_id;
-                let result = match job.resume.as_deref() {
+                let done = match job.resume.as_deref() {
                     None => deliver(&delivery, id).await,
                     Some(resume) => continue_after_receipt(&delivery, id, resume).await,
+                };
+                let result = match done {
+                    Ok(Some(done)) => {
+                        let alert = done.release_alert;
+                        let written = finisher.write(done.finished).await;
+                        if let (Ok(()), Some((partner_id, phone))) = (&written, alert) {
+                            devices::release_alert(&delivery.db, partner_id, &phone, id).await.map(drop)
+                        } else {
+                            written
+                        }
+                    }
+                    Ok(None) => Ok(()),
+                    Err(e) => Err(e),
                 };
                 // Finished (its job is gone) or failed (its lease runs out and another pass retries it).
                 held.release(id);
@@ -194,27 +208,33 @@ pub async fn run_worker(delivery: Arc<Delivery>, stop: CancellationToken) {
     }
 }
 
-/// Delivers one claimed message: routes it, tries its channels, records the outcome.
-async fn deliver(delivery: &Delivery, message_id: i64) -> Result<(), sqlx::Error> {
+/// What a delivery did, to write; and the alert slot to give back once that is written (an alert that
+/// could not be sent).
+struct Done {
+    finished: Finished,
+    release_alert: Option<(i64, String)>,
+}
+
+/// Delivers one claimed message: routes it, tries its channels, and answers what to record (`None`: the
+/// message is gone).
+async fn deliver(delivery: &Delivery, message_id: i64) -> Result<Option<Done>, sqlx::Error> {
     let db = &delivery.db;
-    let Some(message) = messages::find_any(db, message_id).await? else {
-        return Ok(());
+    let Some(found) = messages::find_to_deliver(db, message_id).await? else {
+        return Ok(None);
     };
+    let message = found.message;
     if message.state != MessageState::Queued {
-        // Already moved on (e.g. the user's app fetched it first).
-        let mut tx = db.writer().begin().await?;
-        deliveries::finish_in(&mut tx, message_id).await?;
-        return tx.commit().await;
+        // Already moved on (e.g. the user's app fetched it first): the job ends.
+        let finished = Finished { message, attempts: Vec::new(), change: None, at: delivery.now() };
+        return Ok(Some(Done { finished, release_alert: None }));
     }
-    let account = accounts::find_account(db, &message.phone).await?;
-    let last_seen = devices::last_seen(db, &message.phone).await?;
     let recipient = Recipient {
-        claimed: account.as_ref().is_some_and(|a| a.state == crate::store::accounts::AccountState::Claimed),
-        has_device: devices::has_device(db, &message.phone).await?,
-        online: last_seen.is_some_and(|t| delivery.now() - t < delivery.config.offline_after_s as i64 * 1000),
+        claimed: found.claimed,
+        has_device: found.has_device,
+        online: found.last_seen.is_some_and(|t| delivery.now() - t < delivery.config.offline_after_s as i64 * 1000),
     };
     let channels = plan(&message.priority, recipient);
-    let partner_name = partners::find_by_id(db, message.partner_id).await?.map(|p| p.name).unwrap_or_default();
+    let partner_name = found.partner_name;
 
     let mut attempts: Vec<(Channel, Outcome)> = Vec::new();
     for channel in channels {
@@ -238,10 +258,11 @@ async fn deliver(delivery: &Delivery, message_id: i64) -> Result<(), sqlx::Error
     // An encrypted message now waiting in the hub of an offline user: the opaque alert, by WhatsApp then
     // SMS, once per partner and user per offline period (the slot is taken before sending).
     let mut alerts: Vec<(Channel, Outcome)> = Vec::new();
+    let mut release_alert = None;
     let in_hub = matches!(attempts.last(), Some((Channel::Inapp, Outcome::Sent(_))));
     if in_hub && is_encrypted(&message) && !recipient.online {
         let now = delivery.now();
-        let last_seen = last_seen.unwrap_or(0);
+        let last_seen = found.last_seen.unwrap_or(0);
         if devices::claim_alert(db, message.partner_id, &message.phone, message_id, last_seen, now).await? {
             let text = alert_text(&partner_name, &delivery.config.public_url, &message);
             for channel in [Channel::Whatsapp, Channel::Sms] {
@@ -254,53 +275,25 @@ async fn deliver(delivery: &Delivery, message_id: i64) -> Result<(), sqlx::Error
                 }
             }
             if !alerts.iter().any(|(_, outcome)| outcome.is_sent()) {
-                devices::release_alert(db, message.partner_id, &message.phone, message_id).await?;
+                release_alert = Some((message.partner_id, message.phone.clone()));
             }
         }
     }
 
-    let now = delivery.now();
-    let mut tx = db.writer().begin().await?;
-    let tries =
-        attempts.iter().map(|a| (AttemptKind::Delivery, a)).chain(alerts.iter().map(|a| (AttemptKind::Alert, a)));
-    for (kind, (channel, outcome)) in tries {
-        deliveries::record_attempt_in(&mut tx, &attempt(message_id, kind, *channel, outcome, now)).await?;
-    }
     let last = attempts.last().map(|(c, _)| *c);
-    let outcome =
-        if attempts.last().is_some_and(|(_, o)| o.is_sent()) { MessageState::Sent } else { MessageState::Failed };
-    metrics::counter!("hubbub_messages_total", "channel" => last.map(Channel::as_str).unwrap_or("none"), "state" => outcome.as_str())
+    let (to, channel) = match attempts.last() {
+        Some((channel, Outcome::Sent(_))) => (MessageState::Sent, Some(*channel)),
+        _ => (MessageState::Failed, last),
+    };
+    metrics::counter!("hubbub_messages_total", "channel" => last.map(Channel::as_str).unwrap_or("none"), "state" => to.as_str())
         .increment(1);
-    match attempts.last() {
-        Some((channel, Outcome::Sent(_))) => {
-            messages::transition_in(
-                &mut tx,
-                message_id,
-                &[MessageState::Queued],
-                MessageState::Sent,
-                Some(channel.as_str()),
-                now,
-                events::message_status,
-            )
-            .await?;
-        }
-        _ => {
-            messages::transition_in(
-                &mut tx,
-                message_id,
-                &[MessageState::Queued],
-                MessageState::Failed,
-                last.map(Channel::as_str),
-                now,
-                events::message_status,
-            )
-            .await?;
-        }
-    }
-    deliveries::finish_in(&mut tx, message_id).await?;
-    tx.commit().await?;
-    tracing::info!(message_id, channels = attempts.len(), "delivery finished");
-    Ok(())
+    let tries = attempts
+        .into_iter()
+        .map(|(c, o)| attempt(AttemptKind::Delivery, c, o))
+        .chain(alerts.into_iter().map(|(c, o)| attempt(AttemptKind::Alert, c, o)))
+        .collect();
+    let change = Some(Change::State { from: &[MessageState::Queued], to, channel });
+    Ok(Some(Done { finished: Finished { message, attempts: tries, change, at: delivery.now() }, release_alert }))
 }
 
 /// What became of one channel try.
@@ -392,65 +385,54 @@ async fn whatsapp_template(
 }
 
 /// The attempt row of one channel try: `sent` with the provider's id, `failed` or `skipped` with the reason.
-fn attempt<'a>(
-    message_id: i64,
-    kind: AttemptKind,
-    channel: Channel,
-    outcome: &'a Outcome,
-    at: Millis,
-) -> NewAttempt<'a> {
+fn attempt(kind: AttemptKind, channel: Channel, outcome: Outcome) -> NewAttempt {
     let (state, error, provider_ref) = match outcome {
-        Outcome::Sent(id) => (AttemptState::Sent, None, Some(id.as_str()).filter(|id| !id.is_empty())),
-        Outcome::Failed(reason) => (AttemptState::Failed, Some(reason.as_str()), None),
-        Outcome::Skipped(reason) => (AttemptState::Skipped, Some(*reason), None),
+        Outcome::Sent(id) => (AttemptState::Sent, None, Some(id).filter(|id| !id.is_empty())),
+        Outcome::Failed(reason) => (AttemptState::Failed, Some(reason), None),
+        Outcome::Skipped(reason) => (AttemptState::Skipped, Some(reason.to_string()), None),
     };
-    NewAttempt { message_id, kind, channel, state, error, provider_ref, at }
+    NewAttempt { kind, channel, state, error, provider_ref }
 }
 
 /// Continues a chain a failure receipt broke off (see `receipts::apply`): the SMS after a message that
 /// WhatsApp accepted and then could not deliver (`sms`), or the SMS alert after such a WhatsApp alert
 /// (`alert_sms`). A message the app has fetched meanwhile needs nothing more.
-async fn continue_after_receipt(delivery: &Delivery, message_id: i64, resume: &str) -> Result<(), sqlx::Error> {
-    let db = &delivery.db;
-    let Some(message) = messages::find_any(db, message_id).await? else {
-        return Ok(());
+async fn continue_after_receipt(
+    delivery: &Delivery,
+    message_id: i64,
+    resume: &str,
+) -> Result<Option<Done>, sqlx::Error> {
+    let Some(found) = messages::find_to_deliver(&delivery.db, message_id).await? else {
+        return Ok(None);
     };
-    let partner_name = partners::find_by_id(db, message.partner_id).await?.map(|p| p.name).unwrap_or_default();
+    let (message, partner_name) = (found.message, found.partner_name);
     let alert = resume == "alert_sms";
     let still_out =
         message.state == MessageState::Sent && message.channel.as_deref() == Some(Channel::Whatsapp.as_str());
-    let outcome = if alert || still_out {
-        let text = if alert {
-            alert_text(&partner_name, &delivery.config.public_url, &message)
-        } else {
-            fallback_text(&message, &partner_name, &delivery.config.public_url)
-        };
-        Some(Outcome::from(delivery.sms.send(&message.phone, &text).await))
+    let mut finished = Finished { message, attempts: Vec::new(), change: None, at: delivery.now() };
+    if !alert && !still_out {
+        return Ok(Some(Done { finished, release_alert: None }));
+    }
+    let message = &finished.message;
+    let text = if alert {
+        alert_text(&partner_name, &delivery.config.public_url, message)
     } else {
-        None
+        fallback_text(message, &partner_name, &delivery.config.public_url)
     };
-    let now = delivery.now();
-    let mut tx = db.writer().begin().await?;
-    if let Some(outcome) = &outcome {
-        let kind = if alert { AttemptKind::Alert } else { AttemptKind::Delivery };
-        deliveries::record_attempt_in(&mut tx, &attempt(message_id, kind, Channel::Sms, outcome, now)).await?;
-        if !alert {
-            match outcome {
-                Outcome::Sent(_) => messages::set_channel_in(&mut tx, message_id, Channel::Sms.as_str(), now).await?,
-                Outcome::Failed(_) | Outcome::Skipped(_) => {
-                    let failed = events::message_status;
-                    let (from, to) = (&[MessageState::Sent], MessageState::Failed);
-                    messages::transition_in(&mut tx, message_id, from, to, Some("sms"), now, failed).await?;
-                }
-            }
-        }
+    let outcome = Outcome::from(delivery.sms.send(&message.phone, &text).await);
+    let sent = outcome.is_sent();
+    let release_alert = (alert && !sent).then(|| (message.partner_id, message.phone.clone()));
+    if !alert {
+        finished.change = Some(if sent {
+            Change::Channel(Channel::Sms)
+        } else {
+            Change::State { from: &[MessageState::Sent], to: MessageState::Failed, channel: Some(Channel::Sms) }
+        });
     }
-    deliveries::finish_in(&mut tx, message_id).await?;
-    tx.commit().await?;
-    if alert && outcome.as_ref().is_some_and(|o| !o.is_sent()) {
-        devices::release_alert(db, message.partner_id, &message.phone, message_id).await?;
-    }
-    Ok(())
+    let kind = if alert { AttemptKind::Alert } else { AttemptKind::Delivery };
+    finished.attempts.push(attempt(kind, Channel::Sms, outcome));
+    finished.at = delivery.now();
+    Ok(Some(Done { finished, release_alert }))
 }
 
 #[cfg(test)]

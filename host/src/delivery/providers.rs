@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::Channel;
 use crate::clock::SharedClock;
 use crate::config::{Config, SmsProviderKind, WhatsAppProviderKind};
+use crate::store::writer::GroupCommit;
 use crate::store::{Db, dev_sink};
 
 pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
@@ -55,7 +56,7 @@ pub fn meta_lang(lang: &str) -> String {
 
 /// Records what would be sent; `GET /api/v1/dev-sink/messages` lists it.
 pub struct DevSink {
-    pub db: Db,
+    pub sink: GroupCommit<dev_sink::Sent, i64>,
     pub clock: SharedClock,
     pub channel: Channel,
 }
@@ -65,9 +66,13 @@ pub struct DevSink {
 impl Provider for DevSink {
     fn send<'a>(&'a self, phone: &'a str, text: &'a str) -> SendFuture<'a> {
         Box::pin(async move {
-            let id = dev_sink::record(&self.db, self.channel.as_str(), phone, text, self.clock.now_ms())
-                .await
-                .map_err(|e| format!("dev sink: {e}"))?;
+            let sent = dev_sink::Sent {
+                channel: self.channel.as_str(),
+                phone: phone.to_string(),
+                text: text.to_string(),
+                at: self.clock.now_ms(),
+            };
+            let id = self.sink.write(sent).await.map_err(|e| format!("dev sink: {e}"))?;
             Ok(format!("sink_{id}"))
         })
     }
@@ -242,7 +247,7 @@ pub fn sms(config: &Config, db: &Db, clock: &SharedClock, http: &reqwest::Client
     });
     match kind {
         Some(SmsProviderKind::DevSink) => {
-            Arc::new(DevSink { db: db.clone(), clock: clock.clone(), channel: Channel::Sms })
+            Arc::new(DevSink { sink: dev_sink::writer(db.clone()), clock: clock.clone(), channel: Channel::Sms })
         }
         Some(SmsProviderKind::Twilio) => Arc::new(TwilioSms {
             http: http.clone(),
@@ -268,7 +273,7 @@ pub fn whatsapp(config: &Config, db: &Db, clock: &SharedClock, http: &reqwest::C
     });
     match kind {
         Some(WhatsAppProviderKind::DevSink) => {
-            Arc::new(DevSink { db: db.clone(), clock: clock.clone(), channel: Channel::Whatsapp })
+            Arc::new(DevSink { sink: dev_sink::writer(db.clone()), clock: clock.clone(), channel: Channel::Whatsapp })
         }
         Some(WhatsAppProviderKind::Cloud) => Arc::new(WhatsAppCloud {
             http: http.clone(),

@@ -117,7 +117,7 @@ async fn test_webhook(
     PartnerAuth(partner): PartnerAuth,
 ) -> ApiResult<Json<TestOutcome>> {
     let Some(endpoint) = webhooks::endpoint(&state.webhooks, Target::Partner(partner.id)).await? else {
-        return Ok(Json(TestOutcome { ok: false, status: None, error: Some("no webhook_url configured".into()) }));
+        return Ok(Json(TestOutcome { ok: false, status: None, error: Some(crate::store::outbox::NO_URL.into()) }));
     };
     let sample = json!({
         "event": "message.status",

@@ -3,9 +3,11 @@
 
 use sqlx::{Any, Transaction};
 
+use super::messages::{self, Message};
+use super::writer::GroupCommit;
 use super::{Backend, Db};
 use crate::clock::Millis;
-use crate::messages::{AttemptKind, AttemptState, Channel};
+use crate::messages::{AttemptKind, AttemptState, Channel, MessageState};
 
 /// Queues a message for delivery, in the transaction that creates it.
 pub async fn enqueue_in(tx: &mut Transaction<'_, Any>, message_id: i64, at: Millis) -> Result<(), sqlx::Error> {
@@ -64,41 +66,77 @@ pub async fn claim_due(db: &Db, now: Millis, lease_ms: i64, limit: i64) -> Resul
     rows.iter().map(|r| Ok(Job { message_id: r.try_get("message_id")?, resume: r.try_get("resume")? })).collect()
 }
 
-/// Removes a finished job.
-pub async fn finish_in(tx: &mut Transaction<'_, Any>, message_id: i64) -> Result<(), sqlx::Error> {
-    sqlx::query("DELETE FROM delivery_jobs WHERE message_id = $1").bind(message_id).execute(&mut **tx).await?;
-    Ok(())
-}
-
 /// One channel try of a message, to record.
 #[derive(Debug)]
-pub struct NewAttempt<'a> {
-    pub message_id: i64,
+pub struct NewAttempt {
     pub kind: AttemptKind,
     pub channel: Channel,
     pub state: AttemptState,
-    pub error: Option<&'a str>,
+    pub error: Option<String>,
     /// The provider's id of what it accepted (for its delivery receipts).
-    pub provider_ref: Option<&'a str>,
+    pub provider_ref: Option<String>,
+}
+
+/// What becomes of the message when its job finishes.
+#[derive(Debug)]
+pub enum Change {
+    /// Its state moves from one of `from` to `to` (with its history row and `message.status` event), on
+    /// `channel` (else the one it had).
+    State { from: &'static [MessageState], to: MessageState, channel: Option<Channel> },
+    /// It went out on another channel, its state unchanged (an SMS after WhatsApp failed).
+    Channel(Channel),
+}
+
+/// What a claimed job did, to write when it finishes: its channel tries, the message's change, and the
+/// job's end. Written by the delivery worker's group commit, many jobs per transaction.
+#[derive(Debug)]
+pub struct Finished {
+    /// The message as the worker read it before delivering.
+    pub message: Message,
+    pub attempts: Vec<NewAttempt>,
+    pub change: Option<Change>,
     pub at: Millis,
 }
 
-/// Records one channel try of a message.
-pub async fn record_attempt_in(tx: &mut Transaction<'_, Any>, a: &NewAttempt<'_>) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO delivery_attempts (message_id, kind, channel, state, error, provider_ref, at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
-    )
-    .bind(a.message_id)
-    .bind(a.kind.as_str())
-    .bind(a.channel.as_str())
-    .bind(a.state.as_str())
-    .bind(a.error)
-    .bind(a.provider_ref)
-    .bind(a.at)
-    .execute(&mut **tx)
-    .await?;
+/// Writes one finished job in the caller's transaction (see [`Finished`]).
+pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &Finished) -> Result<(), sqlx::Error> {
+    let id = done.message.id;
+    for a in &done.attempts {
+        sqlx::query(
+            "INSERT INTO delivery_attempts (message_id, kind, channel, state, error, provider_ref, at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(id)
+        .bind(a.kind.as_str())
+        .bind(a.channel.as_str())
+        .bind(a.state.as_str())
+        .bind(&a.error)
+        .bind(&a.provider_ref)
+        .bind(done.at)
+        .execute(&mut **tx)
+        .await?;
+    }
+    match &done.change {
+        Some(Change::State { from, to, channel }) => {
+            let channel = channel.map(Channel::as_str);
+            let event = crate::events::message_status;
+            messages::transition_read_in(tx, &done.message, from, *to, channel, done.at, event).await?;
+        }
+        Some(Change::Channel(channel)) => {
+            messages::set_channel_in(tx, id, channel.as_str(), done.at).await?;
+        }
+        None => {}
+    }
+    sqlx::query("DELETE FROM delivery_jobs WHERE message_id = $1").bind(id).execute(&mut **tx).await?;
     Ok(())
+}
+
+/// Most finished jobs written in one transaction.
+const MAX_FINISH_BATCH: usize = 256;
+
+/// The delivery worker's group commit of finished jobs (see `store::writer`).
+pub fn finisher(db: Db) -> GroupCommit<Finished, ()> {
+    GroupCommit::spawn(db, MAX_FINISH_BATCH, |tx, done| Box::pin(finish_in(tx, done)))
 }
 
 /// The attempt a provider receipt is about: found by the provider's id on that channel.

@@ -3,6 +3,7 @@
 use sqlx::Row;
 
 use super::Db;
+use super::writer::GroupCommit;
 use crate::clock::Millis;
 
 #[derive(Debug, Clone)]
@@ -14,14 +15,29 @@ pub struct SinkRecord {
     pub at: Millis,
 }
 
-pub async fn record(db: &Db, channel: &str, phone: &str, text: &str, now: Millis) -> Result<i64, sqlx::Error> {
+/// What the dev sink takes: a text that would have gone to `phone` on `channel`.
+#[derive(Debug)]
+pub struct Sent {
+    pub channel: &'static str,
+    pub phone: String,
+    pub text: String,
+    pub at: Millis,
+}
+
+/// Records one text in the caller's transaction; answers its id.
+pub async fn record_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, s: &Sent) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar("INSERT INTO dev_sink (channel, phone, text, at) VALUES ($1, $2, $3, $4) RETURNING id")
-        .bind(channel)
-        .bind(phone)
-        .bind(text)
-        .bind(now)
-        .fetch_one(db.writer())
+        .bind(s.channel)
+        .bind(&s.phone)
+        .bind(&s.text)
+        .bind(s.at)
+        .fetch_one(&mut **tx)
         .await
+}
+
+/// The sink's group commit (see `store::writer`): the texts of a delivery batch share a transaction.
+pub fn writer(db: Db) -> GroupCommit<Sent, i64> {
+    GroupCommit::spawn(db, 256, |tx, s| Box::pin(record_in(tx, s)))
 }
 
 /// Newest first, optionally for one phone and channel, below `before`.

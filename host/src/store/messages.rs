@@ -36,9 +36,11 @@ pub struct Message {
     pub created_at: Millis,
 }
 
-const SELECT: &str = "SELECT m.id, m.ref, m.partner_id, p.code AS partner_code, m.phone, m.direction, \
+const COLUMNS: &str = "SELECT m.id, m.ref, m.partner_id, p.code AS partner_code, m.phone, m.direction, \
     m.content_type, m.body, m.rendered_body, m.template_code, m.lang, m.priority, m.content, m.state, \
-    m.channel, m.seq, m.conversation_id, m.developer_id, m.created_at, m.request_hash FROM messages m JOIN partners p ON p.id = m.partner_id ";
+    m.channel, m.seq, m.conversation_id, m.developer_id, m.created_at, m.request_hash";
+const FROM: &str = " FROM messages m JOIN partners p ON p.id = m.partner_id ";
+const SELECT: &str = const_format::concatcp!(COLUMNS, FROM);
 
 fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
     let content: String = row.try_get("content")?;
@@ -132,12 +134,15 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
             return replay_or_reused(&row, m.request_hash.as_deref());
         }
     }
-    let inserted: Option<i64> = sqlx::query_scalar(
+    // The new row is answered from what was written: its id and the sender's code come back with the
+    // insert, so no read-back follows.
+    let inserted = sqlx::query(
         "INSERT INTO messages (ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, \
          priority, content, state, seq, idempotency_key, request_hash, media_id, direction, conversation_id, \
          developer_id, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $14, $15, $16, $18, $17, $17) \
-         ON CONFLICT (partner_id, idempotency_key) DO NOTHING RETURNING id",
+         ON CONFLICT (partner_id, idempotency_key) DO NOTHING \
+         RETURNING id, (SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code",
     )
     .bind(&m.reference)
     .bind(m.partner_id)
@@ -160,12 +165,13 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     .fetch_optional(&mut **tx)
     .await?;
 
-    let Some(id) = inserted else {
+    let Some(row) = inserted else {
         let sql = const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.idempotency_key = $2");
         let row = sqlx::query(sql).bind(m.partner_id).bind(&m.idempotency_key).fetch_one(&mut **tx).await?;
         return replay_or_reused(&row, m.request_hash.as_deref());
     };
 
+    let (id, partner_code): (i64, String) = (row.try_get("id")?, row.try_get("partner_code")?);
     if let Some(media) = &m.media {
         insert_media_in(tx, m.partner_id, media, now).await?;
     }
@@ -178,9 +184,27 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     if m.direction == Direction::Out {
         super::deliveries::enqueue_in(tx, id, now).await?;
     }
-    let sql = const_format::concatcp!(SELECT, "WHERE m.id = $1");
-    let row = sqlx::query(sql).bind(id).fetch_one(&mut **tx).await?;
-    Ok(Created::New(from_row(&row)?))
+    Ok(Created::New(Message {
+        id,
+        reference: m.reference.clone(),
+        partner_id: m.partner_id,
+        partner_code,
+        phone: m.phone.clone(),
+        direction: m.direction,
+        content_type: m.content_type.clone(),
+        body: m.body.clone(),
+        rendered_body: m.rendered_body.clone(),
+        template_code: m.template_code.clone(),
+        lang: m.lang.clone(),
+        priority: m.priority.clone(),
+        content: m.content.clone(),
+        state: MessageState::initial(m.direction),
+        channel: None,
+        seq: 0,
+        conversation_id: m.conversation_id,
+        developer_id: m.developer_id,
+        created_at: now,
+    }))
 }
 
 /// What a retry under `key` is answered with, when that key is taken: the original (same payload) or a
@@ -296,45 +320,84 @@ pub async fn transition_in(
     now: Millis,
     event: fn(&Message, Millis) -> Value,
 ) -> Result<Option<Message>, sqlx::Error> {
-    // Optimistic: the update applies only to the version read. When another process moved the message
-    // in between (PostgreSQL, read committed), read it again and decide again.
-    let (current, channel) = loop {
-        let sql = const_format::concatcp!(SELECT, "WHERE m.id = $1");
-        let current = match sqlx::query(sql).bind(message_id).fetch_optional(&mut **tx).await? {
-            Some(row) => from_row(&row)?,
-            None => return Ok(None),
-        };
-        if !from.contains(&current.state) {
-            return Ok(None);
-        }
-        let channel = channel.map(str::to_string).or(current.channel.clone());
-        let changed = sqlx::query(
-            "UPDATE messages SET state = $1, channel = $2, seq = seq + 1, updated_at = $3 WHERE id = $4 AND seq = $5",
-        )
+    if apply_transition(tx, message_id, from, state, channel, now).await?.is_none() {
+        return Ok(None);
+    }
+    let sql = const_format::concatcp!(SELECT, "WHERE m.id = $1");
+    let updated = from_row(&sqlx::query(sql).bind(message_id).fetch_one(&mut **tx).await?)?;
+    record_transition_in(tx, &updated, now, event).await?;
+    Ok(Some(updated))
+}
+
+/// [`transition_in`] for a message the caller has read already (the delivery worker): nothing is read
+/// inside the transaction, since only a message's state, seq and channel ever change, and those come back
+/// from the update.
+pub async fn transition_read_in(
+    tx: &mut Transaction<'_, Any>,
+    message: &Message,
+    from: &[MessageState],
+    state: MessageState,
+    channel: Option<&str>,
+    now: Millis,
+    event: fn(&Message, Millis) -> Value,
+) -> Result<Option<Message>, sqlx::Error> {
+    let Some((seq, channel)) = apply_transition(tx, message.id, from, state, channel, now).await? else {
+        return Ok(None);
+    };
+    let updated = Message { state, seq, channel, ..message.clone() };
+    record_transition_in(tx, &updated, now, event).await?;
+    Ok(Some(updated))
+}
+
+/// The state change itself, atomic on both engines (a concurrent change to the same message waits for the
+/// row and is then checked against `from` again): the message's new seq and channel (`channel`, else the
+/// one it had), or `None` when it was not in one of `from`.
+async fn apply_transition(
+    tx: &mut Transaction<'_, Any>,
+    message_id: i64,
+    from: &[MessageState],
+    state: MessageState,
+    channel: Option<&str>,
+    now: Millis,
+) -> Result<Option<(i64, Option<String>)>, sqlx::Error> {
+    if from.is_empty() {
+        return Ok(None);
+    }
+    // The states are names of a closed set, never input: written into the statement, not bound.
+    let from = from.iter().map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(", ");
+    let sql = format!(
+        "UPDATE messages SET state = $1, channel = COALESCE($2, channel), seq = seq + 1, updated_at = $3 \
+         WHERE id = $4 AND state IN ({from}) RETURNING seq, channel"
+    );
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(state.as_str())
-        .bind(&channel)
+        .bind(channel)
         .bind(now)
         .bind(message_id)
-        .bind(current.seq)
-        .execute(&mut **tx)
+        .fetch_optional(&mut **tx)
         .await?;
-        if changed.rows_affected() == 1 {
-            break (current, channel);
-        }
-    };
-    let updated = Message { state, channel: channel.clone(), seq: current.seq + 1, ..current };
+    row.map(|r| Ok((r.try_get("seq")?, r.try_get("channel")?))).transpose()
+}
+
+/// The history row and the `message.status` event of a change just applied.
+async fn record_transition_in(
+    tx: &mut Transaction<'_, Any>,
+    updated: &Message,
+    now: Millis,
+    event: fn(&Message, Millis) -> Value,
+) -> Result<(), sqlx::Error> {
     sqlx::query("INSERT INTO message_states (message_id, seq, state, channel, at) VALUES ($1, $2, $3, $4, $5)")
-        .bind(message_id)
+        .bind(updated.id)
         .bind(updated.seq)
-        .bind(state.as_str())
-        .bind(&channel)
+        .bind(updated.state.as_str())
+        .bind(&updated.channel)
         .bind(now)
         .execute(&mut **tx)
         .await?;
     let key = format!("message:{}", updated.id);
     let target = updated.developer_id.map(Target::Developer).unwrap_or(Target::Partner(updated.partner_id));
-    outbox::enqueue(tx, target, "message.status", &event(&updated, now), &key, now).await?;
-    Ok(Some(updated))
+    outbox::enqueue(tx, target, "message.status", &event(updated, now), &key, now).await?;
+    Ok(())
 }
 
 /// Moves an outgoing message forward to `target` one step at a time along queued → sent → delivered →
@@ -418,6 +481,39 @@ pub async fn find_any(db: &Db, id: i64) -> Result<Option<Message>, sqlx::Error> 
     let sql = const_format::concatcp!(SELECT, "WHERE m.id = $1");
     let row = sqlx::query(sql).bind(id).fetch_optional(db.reader()).await?;
     row.as_ref().map(from_row).transpose()
+}
+
+/// A message to deliver, with what routing needs to know of its sender and recipient.
+#[derive(Debug)]
+pub struct ToDeliver {
+    pub message: Message,
+    pub partner_name: String,
+    /// The recipient has claimed their account (signed in once).
+    pub claimed: bool,
+    pub has_device: bool,
+    /// When the recipient's app was last seen.
+    pub last_seen: Option<Millis>,
+}
+
+/// A message to deliver and what routing needs (see [`ToDeliver`]), in one read.
+pub async fn find_to_deliver(db: &Db, id: i64) -> Result<Option<ToDeliver>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        COLUMNS,
+        ", p.name AS partner_name, \
+         (SELECT COUNT(*) FROM accounts a WHERE a.phone = m.phone AND a.state = 'claimed') AS claimed, \
+         (SELECT COUNT(*) FROM devices d WHERE d.phone = m.phone) AS devices, \
+         (SELECT s.last_seen_at FROM presence s WHERE s.phone = m.phone) AS last_seen",
+        FROM,
+        "WHERE m.id = $1"
+    );
+    let Some(row) = sqlx::query(sql).bind(id).fetch_optional(db.reader()).await? else { return Ok(None) };
+    Ok(Some(ToDeliver {
+        message: from_row(&row)?,
+        partner_name: row.try_get("partner_name")?,
+        claimed: row.try_get::<i64, _>("claimed")? > 0,
+        has_device: row.try_get::<i64, _>("devices")? > 0,
+        last_seen: row.try_get("last_seen")?,
+    }))
 }
 
 /// A message by its ref, whoever sent it.

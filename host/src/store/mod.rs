@@ -48,6 +48,8 @@ pub struct Db {
     write: AnyPool,
     backend: Backend,
     keys: std::sync::Arc<sealing::Keyring>,
+    /// How many transactions each group commit (`store::writer`) runs at once.
+    write_lanes: usize,
 }
 
 static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("src/store/migrations/sqlite");
@@ -97,7 +99,7 @@ impl Db {
                 // Create the file and the schema before the readers open it.
                 SQLITE_MIGRATOR.run(&write).await?;
                 let read = options().max_connections(max_connections).connect(url).await?;
-                Db { read, write, backend, keys }
+                Db { read, write, backend, keys, write_lanes: 1 }
             }
             Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
@@ -106,7 +108,8 @@ impl Db {
                     .connect(url)
                     .await?;
                 POSTGRES_MIGRATOR.run(&pool).await?;
-                Db { read: pool.clone(), write: pool, backend, keys }
+                let write_lanes = (max_connections as usize / 4).clamp(1, 8);
+                Db { read: pool.clone(), write: pool, backend, keys, write_lanes }
             }
         };
         Ok(db)
@@ -147,6 +150,14 @@ impl Db {
     /// The pool for writes and transactions.
     pub fn writer(&self) -> &AnyPool {
         &self.write
+    }
+
+    /// How many transactions each group commit (`store::writer`) runs at once: one on SQLite, whose single
+    /// writer would only make the others wait; on PostgreSQL a quarter of the pool (4 of the default 16
+    /// connections), since one transaction at a time there is bounded by its round trips, not by the
+    /// server.
+    pub fn write_lanes(&self) -> usize {
+        self.write_lanes
     }
 
     /// The row-lock clause for claiming work: `FOR UPDATE SKIP LOCKED` on PostgreSQL, nothing on SQLite

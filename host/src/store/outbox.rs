@@ -4,6 +4,7 @@
 use serde_json::Value;
 use sqlx::{Any, Transaction};
 
+use super::writer::GroupCommit;
 use crate::clock::Millis;
 use crate::events::DeliveryState;
 use crate::secrets::random_alnum;
@@ -32,9 +33,17 @@ impl Target {
     }
 }
 
+/// Why an event of a target without a webhook URL is `dead` (the deliveries list shows it; a retry after
+/// the URL is configured sends it).
+pub const NO_URL: &str = "no webhook_url configured";
+
 /// Records one event for delivery. `ordering_key` groups events that must arrive in order (e.g. all the
 /// status changes of one message) of one target: the event names its predecessor in the group
-/// (`after_id`), and is not sent while that one is still pending. Returns the delivery id (the `X-Service-Delivery` header).
+/// (`after_id`), and is not sent while that one is still pending. Returns the delivery id (the
+/// `X-Service-Delivery` header).
+///
+/// A target that has no webhook URL now gets the event already `dead` (with [`NO_URL`]): the dispatcher
+/// would only claim it to find that out, two writes per event for nothing.
 pub async fn enqueue(
     tx: &mut Transaction<'_, Any>,
     target: Target,
@@ -43,21 +52,43 @@ pub async fn enqueue(
     ordering_key: &str,
     now: Millis,
 ) -> Result<String, sqlx::Error> {
+    // `$3` is the target's id; an endpoint is a URL (and, for partners and developers, a secret).
+    const PARTNER: &str = "EXISTS (SELECT 1 FROM partners t WHERE t.id = $3 AND t.webhook_url IS NOT NULL \
+        AND t.webhook_secret IS NOT NULL)";
+    const DEVELOPER: &str = "EXISTS (SELECT 1 FROM developers t WHERE t.id = $3 AND t.webhook_url IS NOT NULL \
+        AND t.webhook_secret IS NOT NULL)";
+    const BOT: &str = "EXISTS (SELECT 1 FROM bots t WHERE t.id = $3 AND t.webhook_url IS NOT NULL)";
+    macro_rules! insert {
+        ($has_endpoint:expr) => {
+            const_format::concatcp!(
+                "INSERT INTO outbox_events (delivery_id, target, target_id, event, payload, ordering_key, state, \
+                 last_error, next_attempt_at, created_at, updated_at, after_id) VALUES ($1, $2, $3, $4, $5, $6, \
+                 CASE WHEN ",
+                $has_endpoint,
+                " THEN 'pending' ELSE 'dead' END, CASE WHEN ",
+                $has_endpoint,
+                " THEN NULL ELSE $8 END, $7, $7, $7, \
+                 COALESCE((SELECT MAX(p.id) FROM outbox_events p WHERE p.ordering_key = $6), 0))"
+            )
+        };
+    }
+    let sql = match target {
+        Target::Partner(_) => insert!(PARTNER),
+        Target::Developer(_) => insert!(DEVELOPER),
+        Target::Bot(_) => insert!(BOT),
+    };
     let delivery_id = format!("dlv_{}", random_alnum(24));
-    sqlx::query(
-        "INSERT INTO outbox_events (delivery_id, target, target_id, event, payload, ordering_key, state, \
-         next_attempt_at, created_at, updated_at, after_id) VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7, $7, \
-         COALESCE((SELECT MAX(p.id) FROM outbox_events p WHERE p.ordering_key = $6), 0))",
-    )
-    .bind(&delivery_id)
-    .bind(target.kind())
-    .bind(target.id())
-    .bind(event)
-    .bind(payload.to_string())
-    .bind(format!("{}:{}:{ordering_key}", target.kind(), target.id()))
-    .bind(now)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(sql)
+        .bind(&delivery_id)
+        .bind(target.kind())
+        .bind(target.id())
+        .bind(event)
+        .bind(payload.to_string())
+        .bind(format!("{}:{}:{ordering_key}", target.kind(), target.id()))
+        .bind(now)
+        .bind(NO_URL)
+        .execute(&mut **tx)
+        .await?;
     Ok(delivery_id)
 }
 
@@ -184,71 +215,23 @@ pub struct Attempt {
 /// Most attempts recorded in one transaction.
 const MAX_ATTEMPT_BATCH: usize = 256;
 
-/// Group commit for attempt outcomes: concurrent deliveries' results are written by one task, many per
-/// transaction (on SQLite, one writer, this is what bounds dispatch throughput). A caller waits for its
-/// own write, so an event is never released before its outcome is stored.
+/// Group commit for attempt outcomes (see `store::writer`): concurrent deliveries' results are written
+/// many per transaction (on SQLite, one writer, this is what bounds dispatch throughput). A caller waits
+/// for its own write, so an event is never released before its outcome is stored; an attempt whose write
+/// failed is sent again when its lease runs out.
 #[derive(Clone, Debug)]
-pub struct AttemptRecorder {
-    jobs: tokio::sync::mpsc::Sender<(Attempt, tokio::sync::oneshot::Sender<Result<(), String>>)>,
-}
+pub struct AttemptRecorder(GroupCommit<Attempt, ()>);
 
 impl AttemptRecorder {
     /// Starts the recorder task; it ends when every handle is dropped.
     pub fn spawn(db: super::Db) -> AttemptRecorder {
-        let (jobs, mut rx) = tokio::sync::mpsc::channel(4 * MAX_ATTEMPT_BATCH);
-        tokio::spawn(async move {
-            let mut batch: Vec<(Attempt, tokio::sync::oneshot::Sender<Result<(), String>>)> = Vec::new();
-            while rx.recv_many(&mut batch, MAX_ATTEMPT_BATCH).await > 0 {
-                let (attempts, replies): (Vec<_>, Vec<_>) = std::mem::take(&mut batch).into_iter().unzip();
-                let results = match record_attempts(&db, &attempts).await {
-                    Ok(each) => each.into_iter().map(|r| r.map_err(|e| e.to_string())).collect(),
-                    Err(e) => vec![Err(e.to_string()); attempts.len()],
-                };
-                for (reply, result) in replies.into_iter().zip(results) {
-                    let _ = reply.send(result);
-                }
-            }
-        });
-        AttemptRecorder { jobs }
+        AttemptRecorder(GroupCommit::spawn(db, MAX_ATTEMPT_BATCH, |tx, a| Box::pin(record_attempt_in(tx, a))))
     }
 
     /// Records one attempt as part of the next batch.
     pub async fn record(&self, attempt: Attempt) -> Result<(), String> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        self.jobs.send((attempt, reply)).await.map_err(|_| "the recorder stopped".to_string())?;
-        answer.await.map_err(|_| "the recorder stopped".to_string())?
+        self.0.write(attempt).await.map_err(|e| e.to_string())
     }
-}
-
-/// Records attempts in one transaction. If that fails, each is recorded on its own, so one bad row fails
-/// only its own attempt (its event is sent again when its lease runs out), never the batch. (Savepoints
-/// per row would do the same at three round trips a row: on PostgreSQL that capped dispatch at about
-/// 1,300 events/s.)
-pub async fn record_attempts(
-    db: &super::Db,
-    attempts: &[Attempt],
-) -> Result<Vec<Result<(), sqlx::Error>>, sqlx::Error> {
-    let batch: Result<(), sqlx::Error> = async {
-        let mut tx = db.writer().begin().await?;
-        for a in attempts {
-            record_attempt_in(&mut tx, a).await?;
-        }
-        tx.commit().await
-    }
-    .await;
-    if batch.is_ok() {
-        return Ok(attempts.iter().map(|_| Ok(())).collect());
-    }
-    let mut each = Vec::with_capacity(attempts.len());
-    for a in attempts {
-        let mut tx = db.writer().begin().await?;
-        let result = record_attempt_in(&mut tx, a).await;
-        each.push(match result {
-            Ok(()) => tx.commit().await,
-            Err(e) => Err(e),
-        });
-    }
-    Ok(each)
 }
 
 async fn record_attempt_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, a: &Attempt) -> Result<(), sqlx::Error> {

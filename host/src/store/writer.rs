@@ -1,80 +1,128 @@
-//! Group commit for the hot write path: message creations from concurrent requests are collected by one
-//! task and written in a single transaction (one savepoint each, so one failure affects only its own
-//! request). On SQLite, where every write is serialised anyway, this turns N fsyncs into one.
+//! Group commit for the hot write paths. Concurrent writers hand their work to one task, which writes
+//! whatever has gathered in a single transaction: on SQLite, where every write is serialised on one
+//! connection anyway, N round trips through the writer become one transaction; on PostgreSQL N commits
+//! become one. Each caller still waits for its own write, so nothing is acknowledged before it is stored.
+//!
+//! A batch is written in one transaction without savepoints (a savepoint costs two more round trips per
+//! item). If that transaction fails, every item of the batch is written again in a transaction of its own,
+//! so one bad item fails only itself, never the others.
+//!
+//! Three paths use it: message creation ([`MessageWriter`]), the outcome of each delivery
+//! (`delivery::run_worker`), and webhook attempts (`outbox::AttemptRecorder`).
 
+use std::future::Future;
+use std::pin::Pin;
+
+use sqlx::{Any, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
 use super::Db;
 use super::messages::{Created, NewMessage, create_in};
 use crate::clock::Millis;
 
-/// Most creations written in one transaction.
-const MAX_BATCH: usize = 256;
+/// One item's write inside the batch's transaction.
+pub type WriteFn<J, R> = for<'a> fn(
+    &'a mut Transaction<'static, Any>,
+    &'a J,
+) -> Pin<Box<dyn Future<Output = Result<R, sqlx::Error>> + Send + 'a>>;
 
-struct Job {
-    message: NewMessage,
-    now: Millis,
-    reply: oneshot::Sender<Result<Created, sqlx::Error>>,
+/// Handle to a group-commit task writing items of type `J` with `write`, answering each with `R`.
+pub struct GroupCommit<J, R> {
+    jobs: mpsc::Sender<(J, oneshot::Sender<Result<R, sqlx::Error>>)>,
 }
 
-/// Handle to the batching writer task.
-#[derive(Clone, Debug)]
-pub struct MessageWriter {
-    jobs: mpsc::Sender<Job>,
+impl<J, R> Clone for GroupCommit<J, R> {
+    fn clone(&self) -> Self {
+        GroupCommit { jobs: self.jobs.clone() }
+    }
 }
 
-impl MessageWriter {
-    /// Starts the writer task; it ends when every handle is dropped.
-    pub fn spawn(db: Db) -> MessageWriter {
-        let (jobs, mut rx) = mpsc::channel::<Job>(4 * MAX_BATCH);
-        tokio::spawn(async move {
-            let mut batch = Vec::with_capacity(MAX_BATCH);
-            while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
-                write_batch(&db, std::mem::take(&mut batch)).await;
-            }
-        });
-        MessageWriter { jobs }
+impl<J, R> std::fmt::Debug for GroupCommit<J, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCommit").finish_non_exhaustive()
+    }
+}
+
+impl<J: Send + Sync + 'static, R: Send + 'static> GroupCommit<J, R> {
+    /// Starts the task (up to `max_batch` items per transaction; [`Db::write_lanes`] transactions at once);
+    /// it ends when every handle is dropped.
+    pub fn spawn(db: Db, max_batch: usize, write: WriteFn<J, R>) -> GroupCommit<J, R> {
+        let (jobs, rx) = mpsc::channel::<(J, oneshot::Sender<Result<R, sqlx::Error>>)>(4 * max_batch);
+        // Lanes take turns at the queue: one gathers a batch while others are writing theirs.
+        let rx = std::sync::Arc::new(tokio::sync::Mutex::new(rx));
+        for _ in 0..db.write_lanes() {
+            let (db, rx) = (db.clone(), rx.clone());
+            tokio::spawn(async move {
+                let mut batch = Vec::with_capacity(max_batch);
+                while rx.lock().await.recv_many(&mut batch, max_batch).await > 0 {
+                    let (items, replies): (Vec<J>, Vec<_>) = std::mem::take(&mut batch).into_iter().unzip();
+                    let results = write_batch(&db, &items, write).await;
+                    for (reply, result) in replies.into_iter().zip(results) {
+                        let _ = reply.send(result);
+                    }
+                }
+            });
+        }
+        GroupCommit { jobs }
     }
 
-    /// Creates a message (see [`create_in`]) as part of the next batch.
-    pub async fn create(&self, message: NewMessage, now: Millis) -> Result<Created, sqlx::Error> {
+    /// Writes `item` as part of the next batch, and answers once it is committed (or failed).
+    pub async fn write(&self, item: J) -> Result<R, sqlx::Error> {
         let (reply, answer) = oneshot::channel();
-        self.jobs.send(Job { message, now, reply }).await.map_err(|_| sqlx::Error::PoolClosed)?;
+        self.jobs.send((item, reply)).await.map_err(|_| sqlx::Error::PoolClosed)?;
         answer.await.map_err(|_| sqlx::Error::PoolClosed)?
     }
 }
 
-async fn write_batch(db: &Db, jobs: Vec<Job>) {
-    let mut outcomes = Vec::with_capacity(jobs.len());
-    let result: Result<(), sqlx::Error> = async {
+async fn write_batch<J, R>(db: &Db, items: &[J], write: WriteFn<J, R>) -> Vec<Result<R, sqlx::Error>> {
+    let together: Result<Vec<R>, sqlx::Error> = async {
         let mut tx = db.writer().begin().await?;
-        for job in &jobs {
-            let mut savepoint = sqlx::Connection::begin(&mut *tx).await?;
-            match create_in(&mut savepoint, &job.message, job.now).await {
-                Ok(created) => {
-                    savepoint.commit().await?;
-                    outcomes.push(Ok(created));
-                }
-                Err(e) => {
-                    savepoint.rollback().await?;
-                    outcomes.push(Err(e));
-                }
-            }
+        let mut results = Vec::with_capacity(items.len());
+        for item in items {
+            results.push(write(&mut tx, item).await?);
         }
-        tx.commit().await
+        tx.commit().await?;
+        Ok(results)
     }
     .await;
-    match result {
-        Ok(()) => {
-            for (job, outcome) in jobs.into_iter().zip(outcomes) {
-                let _ = job.reply.send(outcome);
-            }
-        }
+    match together {
+        Ok(results) => results.into_iter().map(Ok).collect(),
+        Err(e) if items.len() == 1 => vec![Err(e)],
         Err(e) => {
-            tracing::error!(error = %e, size = jobs.len(), "message batch failed");
-            for job in jobs {
-                let _ = job.reply.send(Err(sqlx::Error::Protocol(format!("batch write failed: {e}"))));
+            tracing::debug!(error = %e, size = items.len(), "a batch failed; writing its items one by one");
+            let mut each = Vec::with_capacity(items.len());
+            for item in items {
+                let result: Result<R, sqlx::Error> = async {
+                    let mut tx = db.writer().begin().await?;
+                    let result = write(&mut tx, item).await?;
+                    tx.commit().await?;
+                    Ok(result)
+                }
+                .await;
+                each.push(result);
             }
+            each
         }
+    }
+}
+
+/// Most creations written in one transaction.
+const MAX_MESSAGE_BATCH: usize = 256;
+
+/// Creates messages (see [`create_in`]) in group commits.
+#[derive(Clone, Debug)]
+pub struct MessageWriter(GroupCommit<(NewMessage, Millis), Created>);
+
+impl MessageWriter {
+    /// Starts the writer task; it ends when every handle is dropped.
+    pub fn spawn(db: Db) -> MessageWriter {
+        MessageWriter(GroupCommit::spawn(db, MAX_MESSAGE_BATCH, |tx, (message, now)| {
+            Box::pin(create_in(tx, message, *now))
+        }))
+    }
+
+    /// Creates a message as part of the next batch.
+    pub async fn create(&self, message: NewMessage, now: Millis) -> Result<Created, sqlx::Error> {
+        self.0.write((message, now)).await
     }
 }

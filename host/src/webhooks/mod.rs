@@ -309,7 +309,7 @@ async fn deliver(
 ) {
     let outcome = match target {
         Ok(Some(endpoint)) => send_signed(webhooks, &endpoint, &event.delivery_id, &event.event, &event.payload).await,
-        Ok(None) => SendOutcome { status: None, error: Some("no webhook_url configured".into()) },
+        Ok(None) => SendOutcome { status: None, error: Some(crate::store::outbox::NO_URL.into()) },
         Err(e) => {
             tracing::warn!(error = %e, "webhook endpoint lookup failed; the lease will run out and it is retried");
             return;
@@ -319,7 +319,7 @@ async fn deliver(
     let attempts = event.attempts + 1;
     let (next_state, next_at) = if outcome.ok() {
         (DeliveryState::Succeeded, now)
-    } else if outcome.error.as_deref() == Some("no webhook_url configured") {
+    } else if outcome.error.as_deref() == Some(outbox::NO_URL) {
         (DeliveryState::Dead, now)
     } else {
         match next_try(&webhooks.config.webhook_backoff_s, attempts, now) {

@@ -362,7 +362,7 @@ pub(super) async fn test_bot_webhook(
 ) -> ApiResult<Json<TestOutcome>> {
     let bot = owned(&state, &partner, &code).await?;
     let Some(url) = bot.webhook_url.clone() else {
-        return Ok(Json(TestOutcome { ok: false, status: None, error: Some("no webhook_url configured".into()) }));
+        return Ok(Json(TestOutcome { ok: false, status: None, error: Some(crate::store::outbox::NO_URL.into()) }));
     };
     let endpoint = Endpoint { url, secret: bot.webhook_secret.clone(), bot_code: Some(bot.code.clone()) };
     let body = events::bot_event(&bot, "bot.webhook.test", json!({}));

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# The whole-system benchmark table (run on demand, never in CI): a release `hubbub serve` on a fresh
+# database per row, driven by wrk from this machine. Every row is printed with the ceiling measured in
+# the same run, just before it: the same server answering its most trivial request (an unknown route, a
+# JSON 404), so a row can be read against what the machine gave at that moment.
+#
+#   bash bench/all.sh                  # every row: SQLite and, when reachable, PostgreSQL
+#   bash bench/all.sh messages flows   # only some groups: messages, flows, webhooks
+#   CONNECTIONS=128 DURATION=20s bash bench/all.sh
+#
+# Rows:
+# - POST /api/v1/messages, API-only process (HUBBUB_WORKERS=false) and the default process (delivery and
+#   webhook workers beside the API). With workers, "drain" is how long after the load stopped the last
+#   accepted message left the delivery queue (every message delivered: in the hub for linked users,
+#   otherwise through the dev providers).
+# - Bot steps over HTTP: text events to one session of the sample chat bot.
+# - Webhook events: `cargo bench --bench webhooks` (10,000 events through the outbox to a local receiver).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CONNECTIONS="${CONNECTIONS:-64}"
+DURATION="${DURATION:-10s}"
+THREADS="${THREADS:-2}"
+PG_URL="${HUBBUB_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
+GROUPS_WANTED="${*:-messages flows webhooks}"
+wants() { [[ " $GROUPS_WANTED " == *" $1 "* ]]; }
+
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
+if wants flows; then bash flows/build.sh >/dev/null; fi
+# HUBBUB_BENCH_BIN: another build of the host to measure (an earlier commit's, for a before/after).
+BIN="${HUBBUB_BENCH_BIN:-target/release/hubbub}"
+[ -n "${HUBBUB_BENCH_BIN:-}" ] || cargo build --release -p hubbub-host --bin hubbub 2>&1 | tail -1
+WORK="$(mktemp -d)"
+PID=""
+SCHEMAS=()
+SECRET_KEY="$(head -c 32 /dev/urandom | base64)"
+cleanup() {
+  [ -n "$PID" ] && kill "$PID" 2>/dev/null || true
+  for s in "${SCHEMAS[@]}"; do
+    psql -q -h 127.0.0.1 -U postgres -d test -c "SET client_min_messages = warning; DROP SCHEMA $s CASCADE" >/dev/null 2>&1 || true
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+pg_up() { pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; }
+pg_schema() {
+  local s="bench_$RANDOM$RANDOM"
+  psql -q -h 127.0.0.1 -U postgres -d test -c "CREATE SCHEMA $s" >/dev/null
+  SCHEMAS+=("$s")
+  echo "$PG_URL?options=-c%20search_path%3D$s"
+}
+
+cat > "$WORK/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer " .. os.getenv("HUBBUB_KEY")
+counter = 0
+request = function()
+  counter = counter + 1
+  local phone = string.format("+1555%07d", counter % 100000)
+  return wrk.format(nil, "/api/v1/messages", nil, '{"phone":"' .. phone .. '","body":"Your order has shipped"}')
+end
+LUA
+
+# Starts a host on database $1 (workers $2), with a partner whose key is in $KEY; $BASE is its API.
+start_host() {
+  local url="$1" workers="$2" port=$((20000 + RANDOM % 20000))
+  export HUBBUB_DATABASE_URL="$url" HUBBUB_LISTEN="127.0.0.1:$port" HUBBUB_DEV=1 HUBBUB_LOG=warn \
+    HUBBUB_RATE_LIMIT_PER_S=1000000 HUBBUB_RATE_LIMIT_BURST=1000000 HUBBUB_WORKERS="$workers" \
+    HUBBUB_METRICS_TOKEN=bench HUBBUB_SECRET_KEY="$SECRET_KEY" HUBBUB_COMPONENT_CACHE_DIR="$WORK/components" HUBBUB_JWT_SECRET=bench-secret-bench-secret-bench-secret-0123
+  KEY="$($BIN partner create --code "bench$RANDOM" --name Bench | sed -n 's/.*"api_key":"\([^"]*\)".*/\1/p')"
+  export HUBBUB_KEY="$KEY"
+  "$BIN" serve &
+  PID=$!
+  BASE="http://127.0.0.1:$port/api/v1"
+  for _ in $(seq 1 200); do curl -sf "$BASE/openapi.json" >/dev/null && return; sleep 0.1; done
+  echo "the host did not start" >&2
+  exit 1
+}
+stop_host() { kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""; }
+
+# wrk's figures from its --latency output: "req/s p50 p99".
+figures() {
+  awk '/Requests\/sec/ {rps=$2} $1=="50%" {p50=$2} $1=="99%" {p99=$2} END {printf "%.0f %s %s\n", rps, p50, p99}'
+}
+ceiling() { wrk -t"$THREADS" -c"$CONNECTIONS" -d3s --latency "$BASE/nope" | figures | cut -d' ' -f1; }
+backlog() { curl -sf -H "Authorization: Bearer bench" "${BASE%/api/v1}/metrics" | awk '$1=="hubbub_delivery_backlog" {print $2}'; }
+
+ROWS=()
+row() { ROWS+=("| $1 | $2 | $3 | $4 | $5 | $6 |"); echo "  $1: $2 req/s, p50 $3, p99 $4, drain $5 (ceiling $6/s)"; }
+
+messages() {
+  local name="$1" url="$2" workers="$3"
+  start_host "$url" "$workers"
+  local top; top="$(ceiling)"
+  read -r rps p50 p99 < <(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s "$WORK/post.lua" "${BASE%/api/v1}" | figures)
+  local drain="—"
+  if [ "$workers" = true ]; then
+    local stopped; stopped=$(date +%s%N)
+    for _ in $(seq 1 1200); do [ "$(backlog)" = "0" ] && break; sleep 0.05; done
+    drain="$(awk -v ms=$(( ($(date +%s%N) - stopped) / 1000000 )) 'BEGIN {printf "%.1f s", ms / 1000}')"
+    [ "$(backlog)" = "0" ] || drain="> 60 s"
+  fi
+  local label="POST /api/v1/messages, $name, API only"
+  [ "$workers" = true ] && label="POST /api/v1/messages, $name, with delivery + webhook workers"
+  row "$label" "$rps" "$p50" "$p99" "$drain" "$top"
+  stop_host
+}
+
+flows() {
+  start_host "sqlite://$WORK/flows.db?mode=rwc" true
+  local top; top="$(ceiling)"
+  local auth=(-H "Authorization: Bearer $KEY" -H 'Content-Type: application/json')
+  curl -sf -X POST "$BASE/bots" "${auth[@]}" -d '{"code":"chat","name":"Chat"}' >/dev/null
+  curl -sf -X PUT "$BASE/bots/chat/component" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/wasm' \
+    --data-binary @target/wasm32-wasip2/release/chat.wasm >/dev/null
+  curl -sf -X POST "$BASE/accounts/link" "${auth[@]}" -d '{"phone":"+15551230000"}' >/dev/null
+  local token session
+  token="$($BIN user token +15551230000)"
+  session="$(curl -sf -X POST "$BASE/me/bots/chat/sessions" -H "Authorization: Bearer $token" \
+    -H 'Content-Type: application/json' -d '{}' | sed -n 's/.*"session":"\([^"]*\)".*/\1/p')"
+  cat > "$WORK/event.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer $token"
+wrk.body = '{"type":"text","text":"hello"}'
+LUA
+  read -r rps p50 p99 < <(wrk -t"$THREADS" -c32 -d"$DURATION" --latency -s "$WORK/event.lua" \
+    "$BASE/me/bots/chat/sessions/$session/events" | figures)
+  row "Bot steps over HTTP (chat bot, 32 connections), SQLite" "$rps" "$p50" "$p99" "—" "$top"
+  stop_host
+}
+
+webhooks() {
+  local name="$1" url="$2"
+  start_host "$url" false
+  local top; top="$(ceiling)"
+  stop_host
+  local out
+  out="$(HUBBUB_BENCH_DATABASE_URL="$url" cargo bench -q -p hubbub-host --bench webhooks 2>/dev/null)"
+  local rate p50 p99
+  rate="$(sed -n 's/.*throughput: \([0-9]*\) events.*/\1/p' <<<"$out")"
+  p50="$(sed -n 's/.*p50 \([0-9.]* ms\).*/\1/p' <<<"$out")"
+  p99="$(sed -n 's/.*p99 \([0-9.]* ms\).*/\1/p' <<<"$out")"
+  row "Webhook events (10,000 through the outbox), $name; latency is enqueue → receipt" "$rate" "$p50" "$p99" "—" "$top"
+}
+
+if wants messages; then
+  messages SQLite "sqlite://$WORK/api.db?mode=rwc" false
+  messages SQLite "sqlite://$WORK/all.db?mode=rwc" true
+  if pg_up; then
+    messages PostgreSQL "$(pg_schema)" false
+    messages PostgreSQL "$(pg_schema)" true
+  fi
+fi
+if wants flows; then flows; fi
+if wants webhooks; then
+  webhooks SQLite "sqlite://$WORK/hooks.db?mode=rwc"
+  if pg_up; then webhooks PostgreSQL "$(pg_schema)"; fi
+fi
+
+echo
+echo "$(date -u +%F), $(nproc) cores, load generator on the same machine, $CONNECTIONS connections, $DURATION per row:"
+echo
+echo "| What | Per second | p50 | p99 | Backlog delivered after the load | Ceiling (JSON 404) |"
+echo "|---|---|---|---|---|---|"
+printf '%s\n' "${ROWS[@]}"
