@@ -21,7 +21,7 @@ use crate::config::Config;
 use crate::messages::{AttemptKind, AttemptState, MessageState};
 use crate::store::deliveries::{Change, Finished, NewAttempt};
 use crate::store::leases::{Held, Leased};
-use crate::store::messages::{self, Message};
+use crate::store::messages::{self, Message, ToDeliver};
 use crate::store::{Db, deliveries, devices, templates, whatsapp};
 
 pub use crate::messages::Channel;
@@ -167,17 +167,32 @@ pub async fn run_worker(delivery: Arc<Delivery>, stop: CancellationToken) {
         };
         let full = claimed.len() as i64 == CLAIM_BATCH;
         held.hold(claimed.iter().map(|job| job.message_id));
+        // The claimed messages and their recipients, in one read.
+        let ids: Vec<i64> = claimed.iter().map(|job| job.message_id).collect();
+        let mut found = match messages::find_to_deliver(&delivery.db, &ids).await {
+            Ok(found) => found,
+            Err(e) => {
+                // Their leases run out and another pass takes them.
+                tracing::warn!(error = %e, "reading claimed deliveries failed; will retry");
+                ids.iter().for_each(|id| held.release(*id));
+                Default::default()
+            }
+        };
         let mut running = tokio::task::JoinSet::new();
         for job in claimed {
             let (delivery, held, finisher) = (delivery.clone(), held.clone(), finisher.clone());
+            let Some(found) = found.remove(&job.message_id) else {
+                held.release(job.message_id);
+                continue;
+            };
             running.spawn(async move {
                 let id = job.message_id;
                 let done = match job.resume.as_deref() {
-                    None => deliver(&delivery, id).await,
-                    Some(resume) => continue_after_receipt(&delivery, id, resume).await,
+                    None => deliver(&delivery, found).await,
+                    Some(resume) => continue_after_receipt(&delivery, found, resume).await,
                 };
                 let result = match done {
-                    Ok(Some(done)) => {
+                    Ok(done) => {
                         let alert = done.release_alert;
                         let written = finisher.write(done.finished).await;
                         if let (Ok(()), Some((partner_id, phone))) = (&written, alert) {
@@ -186,7 +201,6 @@ pub async fn run_worker(delivery: Arc<Delivery>, stop: CancellationToken) {
                             written
                         }
                     }
-                    Ok(None) => Ok(()),
                     Err(e) => Err(e),
                 };
                 // Finished (its job is gone) or failed (its lease runs out and another pass retries it).
@@ -215,18 +229,15 @@ struct Done {
     release_alert: Option<(i64, String)>,
 }
 
-/// Delivers one claimed message: routes it, tries its channels, and answers what to record (`None`: the
-/// message is gone).
-async fn deliver(delivery: &Delivery, message_id: i64) -> Result<Option<Done>, sqlx::Error> {
+/// Delivers one claimed message: routes it, tries its channels, and answers what to record.
+async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Error> {
     let db = &delivery.db;
-    let Some(found) = messages::find_to_deliver(db, message_id).await? else {
-        return Ok(None);
-    };
     let message = found.message;
+    let message_id = message.id;
     if message.state != MessageState::Queued {
         // Already moved on (e.g. the user's app fetched it first): the job ends.
         let finished = Finished { message, attempts: Vec::new(), change: None, at: delivery.now() };
-        return Ok(Some(Done { finished, release_alert: None }));
+        return Ok(Done { finished, release_alert: None });
     }
     let recipient = Recipient {
         claimed: found.claimed,
@@ -293,7 +304,7 @@ async fn deliver(delivery: &Delivery, message_id: i64) -> Result<Option<Done>, s
         .chain(alerts.into_iter().map(|(c, o)| attempt(AttemptKind::Alert, c, o)))
         .collect();
     let change = Some(Change::State { from: &[MessageState::Queued], to, channel });
-    Ok(Some(Done { finished: Finished { message, attempts: tries, change, at: delivery.now() }, release_alert }))
+    Ok(Done { finished: Finished { message, attempts: tries, change, at: delivery.now() }, release_alert })
 }
 
 /// What became of one channel try.
@@ -397,21 +408,14 @@ fn attempt(kind: AttemptKind, channel: Channel, outcome: Outcome) -> NewAttempt 
 /// Continues a chain a failure receipt broke off (see `receipts::apply`): the SMS after a message that
 /// WhatsApp accepted and then could not deliver (`sms`), or the SMS alert after such a WhatsApp alert
 /// (`alert_sms`). A message the app has fetched meanwhile needs nothing more.
-async fn continue_after_receipt(
-    delivery: &Delivery,
-    message_id: i64,
-    resume: &str,
-) -> Result<Option<Done>, sqlx::Error> {
-    let Some(found) = messages::find_to_deliver(&delivery.db, message_id).await? else {
-        return Ok(None);
-    };
+async fn continue_after_receipt(delivery: &Delivery, found: ToDeliver, resume: &str) -> Result<Done, sqlx::Error> {
     let (message, partner_name) = (found.message, found.partner_name);
     let alert = resume == "alert_sms";
     let still_out =
         message.state == MessageState::Sent && message.channel.as_deref() == Some(Channel::Whatsapp.as_str());
     let mut finished = Finished { message, attempts: Vec::new(), change: None, at: delivery.now() };
     if !alert && !still_out {
-        return Ok(Some(Done { finished, release_alert: None }));
+        return Ok(Done { finished, release_alert: None });
     }
     let message = &finished.message;
     let text = if alert {
@@ -432,7 +436,7 @@ async fn continue_after_receipt(
     let kind = if alert { AttemptKind::Alert } else { AttemptKind::Delivery };
     finished.attempts.push(attempt(kind, Channel::Sms, outcome));
     finished.at = delivery.now();
-    Ok(Some(Done { finished, release_alert }))
+    Ok(Done { finished, release_alert })
 }
 
 #[cfg(test)]

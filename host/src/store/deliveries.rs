@@ -4,7 +4,7 @@
 use sqlx::{Any, Transaction};
 
 use super::messages::{self, Message};
-use super::writer::GroupCommit;
+use super::writer::{GroupCommit, Writes};
 use super::{Backend, Db};
 use crate::clock::Millis;
 use crate::messages::{AttemptKind, AttemptState, Channel, MessageState};
@@ -98,36 +98,64 @@ pub struct Finished {
     pub at: Millis,
 }
 
-/// Writes one finished job in the caller's transaction (see [`Finished`]).
-pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &Finished) -> Result<(), sqlx::Error> {
-    let id = done.message.id;
-    for a in &done.attempts {
-        sqlx::query(
-            "INSERT INTO delivery_attempts (message_id, kind, channel, state, error, provider_ref, at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(id)
-        .bind(a.kind.as_str())
-        .bind(a.channel.as_str())
-        .bind(a.state.as_str())
-        .bind(&a.error)
-        .bind(&a.provider_ref)
-        .bind(done.at)
-        .execute(&mut **tx)
-        .await?;
+/// Writes finished jobs in the caller's transaction (see [`Finished`]): one statement for all their
+/// attempts, one state change per kind of change (say, every message now `sent` in the hub) with one
+/// insert of the history rows and one of the events, and one statement ending the jobs.
+pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Result<(), sqlx::Error> {
+    if done.is_empty() {
+        return Ok(());
     }
-    match &done.change {
-        Some(Change::State { from, to, channel }) => {
-            let channel = channel.map(Channel::as_str);
-            let event = crate::events::message_status;
-            messages::transition_read_in(tx, &done.message, from, *to, channel, done.at, event).await?;
+    let attempts: Vec<(i64, Millis, &NewAttempt)> =
+        done.iter().flat_map(|d| d.attempts.iter().map(move |a| (d.message.id, d.at, a))).collect();
+    if !attempts.is_empty() {
+        let sql = format!(
+            "INSERT INTO delivery_attempts (message_id, kind, channel, state, error, provider_ref, at) VALUES {}",
+            super::numbered_rows(attempts.len(), "(?, ?, ?, ?, ?, ?, ?)")
+        );
+        let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(attempts.len() == 1);
+        for (id, at, a) in attempts {
+            insert = insert
+                .bind(id)
+                .bind(a.kind.as_str())
+                .bind(a.channel.as_str())
+                .bind(a.state.as_str())
+                .bind(&a.error)
+                .bind(&a.provider_ref)
+                .bind(at);
         }
-        Some(Change::Channel(channel)) => {
-            messages::set_channel_in(tx, id, channel.as_str(), done.at).await?;
-        }
-        None => {}
+        insert.execute(&mut **tx).await?;
     }
-    sqlx::query("DELETE FROM delivery_jobs WHERE message_id = $1").bind(id).execute(&mut **tx).await?;
+    // The state changes, grouped by what they are.
+    type Kind = (&'static [MessageState], MessageState, Option<Channel>);
+    let mut groups: Vec<(Kind, Vec<&Message>, Millis)> = Vec::new();
+    for d in done {
+        match &d.change {
+            Some(Change::State { from, to, channel }) => {
+                let kind = (*from, *to, *channel);
+                match groups.iter_mut().find(|(k, _, _)| *k == kind) {
+                    Some((_, messages, at)) => {
+                        messages.push(&d.message);
+                        *at = (*at).max(d.at);
+                    }
+                    None => groups.push((kind, vec![&d.message], d.at)),
+                }
+            }
+            Some(Change::Channel(channel)) => {
+                messages::set_channel_in(tx, d.message.id, channel.as_str(), d.at).await?;
+            }
+            None => {}
+        }
+    }
+    for ((from, to, channel), group, at) in groups {
+        let channel = channel.map(Channel::as_str);
+        messages::transition_read_in(tx, &group, from, to, channel, at, crate::events::message_status).await?;
+    }
+    let sql = format!("DELETE FROM delivery_jobs WHERE message_id IN ({})", super::numbered_rows(done.len(), "?"));
+    let mut delete = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(done.len() == 1);
+    for d in done {
+        delete = delete.bind(d.message.id);
+    }
+    delete.execute(&mut **tx).await?;
     Ok(())
 }
 
@@ -136,7 +164,14 @@ const MAX_FINISH_BATCH: usize = 256;
 
 /// The delivery worker's group commit of finished jobs (see `store::writer`).
 pub fn finisher(db: Db) -> GroupCommit<Finished, ()> {
-    GroupCommit::spawn(db, MAX_FINISH_BATCH, |tx, done| Box::pin(finish_in(tx, done)))
+    GroupCommit::spawn_with(
+        db,
+        MAX_FINISH_BATCH,
+        Writes {
+            batch: Some(|tx, done| Box::pin(async move { finish_in(tx, done).await.map(|()| vec![(); done.len()]) })),
+            one: |tx, done| Box::pin(finish_in(tx, std::slice::from_ref(done))),
+        },
+    )
 }
 
 /// The attempt a provider receipt is about: found by the provider's id on that channel.

@@ -184,7 +184,12 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     if m.direction == Direction::Out {
         super::deliveries::enqueue_in(tx, id, now).await?;
     }
-    Ok(Created::New(Message {
+    Ok(Created::New(stored(m, id, partner_code, now)))
+}
+
+/// The message `m` as stored under `id` (a new message, as written).
+fn stored(m: &NewMessage, id: i64, partner_code: String, now: Millis) -> Message {
+    Message {
         id,
         reference: m.reference.clone(),
         partner_id: m.partner_id,
@@ -204,7 +209,95 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
         conversation_id: m.conversation_id,
         developer_id: m.developer_id,
         created_at: now,
-    }))
+    }
+}
+
+/// [`create_in`] for many messages at once (the message writer's batch): those without an idempotency
+/// key or media — nearly all — are written with three multi-row statements (the messages, their first
+/// state rows, their delivery jobs) instead of three statements each; the others one by one. Answers in
+/// the order of `items`. Any failure (a sender-chosen ref already taken) fails the whole call.
+pub async fn create_many_in(
+    tx: &mut Transaction<'_, Any>,
+    items: &[(NewMessage, Millis)],
+) -> Result<Vec<Created>, sqlx::Error> {
+    let mut out: Vec<Option<Created>> = items.iter().map(|_| None).collect();
+    let mut plain = Vec::new();
+    for (i, (m, now)) in items.iter().enumerate() {
+        if m.idempotency_key.is_none() && m.media.is_none() {
+            plain.push(i);
+        } else {
+            out[i] = Some(create_in(tx, m, *now).await?);
+        }
+    }
+    if !plain.is_empty() {
+        let sql = format!(
+            "INSERT INTO messages (ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, \
+             priority, content, state, seq, direction, conversation_id, developer_id, created_at, updated_at) \
+             VALUES {} RETURNING id, ref, (SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code",
+            super::numbered_rows(plain.len(), "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)")
+        );
+        let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
+        for &i in &plain {
+            let (m, now) = &items[i];
+            insert = insert
+                .bind(&m.reference)
+                .bind(m.partner_id)
+                .bind(&m.phone)
+                .bind(&m.content_type)
+                .bind(&m.body)
+                .bind(&m.rendered_body)
+                .bind(&m.template_code)
+                .bind(&m.lang)
+                .bind(&m.priority)
+                .bind(m.content.to_string())
+                .bind(MessageState::initial(m.direction).as_str())
+                .bind(m.direction.as_str())
+                .bind(m.conversation_id)
+                .bind(m.developer_id)
+                .bind(*now)
+                .bind(*now);
+        }
+        // RETURNING's order is not defined: rows are matched back by their (unique) ref.
+        let mut ids = std::collections::HashMap::with_capacity(plain.len());
+        for row in insert.fetch_all(&mut **tx).await? {
+            let reference: String = row.try_get("ref")?;
+            ids.insert(reference, (row.try_get::<i64, _>("id")?, row.try_get::<String, _>("partner_code")?));
+        }
+        let mut written = Vec::with_capacity(plain.len());
+        for &i in &plain {
+            let (m, now) = &items[i];
+            let (id, code) = ids.remove(&m.reference).ok_or(sqlx::Error::RowNotFound)?;
+            written.push((i, stored(m, id, code, *now)));
+        }
+
+        let sql = format!(
+            "INSERT INTO message_states (message_id, seq, state, channel, at) VALUES {}",
+            super::numbered_rows(written.len(), "(?, 0, ?, NULL, ?)")
+        );
+        let mut states = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
+        for (_, m) in &written {
+            states = states.bind(m.id).bind(m.state.as_str()).bind(m.created_at);
+        }
+        states.execute(&mut **tx).await?;
+
+        let outgoing: Vec<&Message> =
+            written.iter().map(|(_, m)| m).filter(|m| m.direction == Direction::Out).collect();
+        if !outgoing.is_empty() {
+            let sql = format!(
+                "INSERT INTO delivery_jobs (message_id, next_attempt_at) VALUES {} ON CONFLICT (message_id) DO NOTHING",
+                super::numbered_rows(outgoing.len(), "(?, ?)")
+            );
+            let mut jobs = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
+            for m in outgoing {
+                jobs = jobs.bind(m.id).bind(m.created_at);
+            }
+            jobs.execute(&mut **tx).await?;
+        }
+        for (i, m) in written {
+            out[i] = Some(Created::New(m));
+        }
+    }
+    Ok(out.into_iter().map(|c| c.expect("every item was written")).collect())
 }
 
 /// What a retry under `key` is answered with, when that key is taken: the original (same payload) or a
@@ -320,38 +413,62 @@ pub async fn transition_in(
     now: Millis,
     event: fn(&Message, Millis) -> Value,
 ) -> Result<Option<Message>, sqlx::Error> {
-    if apply_transition(tx, message_id, from, state, channel, now).await?.is_none() {
+    if !apply_transition(tx, message_id, from, state, channel, now).await? {
         return Ok(None);
     }
     let sql = const_format::concatcp!(SELECT, "WHERE m.id = $1");
     let updated = from_row(&sqlx::query(sql).bind(message_id).fetch_one(&mut **tx).await?)?;
-    record_transition_in(tx, &updated, now, event).await?;
+    record_transitions_in(tx, std::slice::from_ref(&updated), now, event).await?;
     Ok(Some(updated))
 }
 
-/// [`transition_in`] for a message the caller has read already (the delivery worker): nothing is read
-/// inside the transaction, since only a message's state, seq and channel ever change, and those come back
-/// from the update.
+/// [`transition_in`] for messages the caller has read already (the delivery worker), all moving from one
+/// of `from` to `state` on `channel`: one update for all of them, one insert of their history rows and one
+/// of their events. Nothing is read inside the transaction, since only a message's state, seq and channel
+/// ever change, and those come back from the update. Answers the messages that moved.
 pub async fn transition_read_in(
     tx: &mut Transaction<'_, Any>,
-    message: &Message,
+    messages: &[&Message],
     from: &[MessageState],
     state: MessageState,
     channel: Option<&str>,
     now: Millis,
     event: fn(&Message, Millis) -> Value,
-) -> Result<Option<Message>, sqlx::Error> {
-    let Some((seq, channel)) = apply_transition(tx, message.id, from, state, channel, now).await? else {
-        return Ok(None);
-    };
-    let updated = Message { state, seq, channel, ..message.clone() };
-    record_transition_in(tx, &updated, now, event).await?;
-    Ok(Some(updated))
+) -> Result<Vec<Message>, sqlx::Error> {
+    if messages.is_empty() || from.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = super::numbered(&format!(
+        "UPDATE messages SET state = ?, channel = COALESCE(?, channel), seq = seq + 1, updated_at = ? \
+         WHERE id IN ({}) AND state IN ({}) RETURNING id, seq, channel",
+        vec!["?"; messages.len()].join(", "),
+        in_list(from)
+    ));
+    let mut update = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(messages.len() == 1);
+    update = update.bind(state.as_str()).bind(channel).bind(now);
+    for m in messages {
+        update = update.bind(m.id);
+    }
+    let mut moved = std::collections::HashMap::new();
+    for row in update.fetch_all(&mut **tx).await? {
+        moved.insert(row.try_get::<i64, _>("id")?, (row.try_get::<i64, _>("seq")?, row.try_get("channel")?));
+    }
+    let updated: Vec<Message> = messages
+        .iter()
+        .filter_map(|m| moved.remove(&m.id).map(|(seq, channel)| Message { state, seq, channel, ..(*m).clone() }))
+        .collect();
+    record_transitions_in(tx, &updated, now, event).await?;
+    Ok(updated)
+}
+
+/// The states of `from`, for `state IN (…)`: names of a closed set, never input, so written into the
+/// statement rather than bound.
+fn in_list(from: &[MessageState]) -> String {
+    from.iter().map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(", ")
 }
 
 /// The state change itself, atomic on both engines (a concurrent change to the same message waits for the
-/// row and is then checked against `from` again): the message's new seq and channel (`channel`, else the
-/// one it had), or `None` when it was not in one of `from`.
+/// row and is then checked against `from` again): whether the message was in one of `from` and moved.
 async fn apply_transition(
     tx: &mut Transaction<'_, Any>,
     message_id: i64,
@@ -359,44 +476,57 @@ async fn apply_transition(
     state: MessageState,
     channel: Option<&str>,
     now: Millis,
-) -> Result<Option<(i64, Option<String>)>, sqlx::Error> {
+) -> Result<bool, sqlx::Error> {
     if from.is_empty() {
-        return Ok(None);
+        return Ok(false);
     }
-    // The states are names of a closed set, never input: written into the statement, not bound.
-    let from = from.iter().map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(", ");
     let sql = format!(
         "UPDATE messages SET state = $1, channel = COALESCE($2, channel), seq = seq + 1, updated_at = $3 \
-         WHERE id = $4 AND state IN ({from}) RETURNING seq, channel"
+         WHERE id = $4 AND state IN ({})",
+        in_list(from)
     );
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+    let done = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(state.as_str())
         .bind(channel)
         .bind(now)
         .bind(message_id)
-        .fetch_optional(&mut **tx)
+        .execute(&mut **tx)
         .await?;
-    row.map(|r| Ok((r.try_get("seq")?, r.try_get("channel")?))).transpose()
+    Ok(done.rows_affected() == 1)
 }
 
-/// The history row and the `message.status` event of a change just applied.
-async fn record_transition_in(
+/// The history rows and `message.status` events of changes just applied, one statement each.
+async fn record_transitions_in(
     tx: &mut Transaction<'_, Any>,
-    updated: &Message,
+    updated: &[Message],
     now: Millis,
     event: fn(&Message, Millis) -> Value,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("INSERT INTO message_states (message_id, seq, state, channel, at) VALUES ($1, $2, $3, $4, $5)")
-        .bind(updated.id)
-        .bind(updated.seq)
-        .bind(updated.state.as_str())
-        .bind(&updated.channel)
-        .bind(now)
-        .execute(&mut **tx)
-        .await?;
-    let key = format!("message:{}", updated.id);
-    let target = updated.developer_id.map(Target::Developer).unwrap_or(Target::Partner(updated.partner_id));
-    outbox::enqueue(tx, target, "message.status", &event(updated, now), &key, now).await?;
+    if updated.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO message_states (message_id, seq, state, channel, at) VALUES {}",
+        super::numbered_rows(updated.len(), "(?, ?, ?, ?, ?)")
+    );
+    let mut states = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(updated.len() == 1);
+    for m in updated {
+        states = states.bind(m.id).bind(m.seq).bind(m.state.as_str()).bind(&m.channel).bind(now);
+    }
+    states.execute(&mut **tx).await?;
+    let payloads: Vec<Value> = updated.iter().map(|m| event(m, now)).collect();
+    let events: Vec<outbox::NewEvent> = updated
+        .iter()
+        .zip(&payloads)
+        .map(|(m, payload)| outbox::NewEvent {
+            target: m.developer_id.map(Target::Developer).unwrap_or(Target::Partner(m.partner_id)),
+            event: "message.status",
+            payload,
+            ordering_key: format!("message:{}", m.id),
+            at: now,
+        })
+        .collect();
+    outbox::enqueue_many(tx, &events).await?;
     Ok(())
 }
 
@@ -495,25 +625,36 @@ pub struct ToDeliver {
     pub last_seen: Option<Millis>,
 }
 
-/// A message to deliver and what routing needs (see [`ToDeliver`]), in one read.
-pub async fn find_to_deliver(db: &Db, id: i64) -> Result<Option<ToDeliver>, sqlx::Error> {
-    let sql = const_format::concatcp!(
-        COLUMNS,
-        ", p.name AS partner_name, \
+/// Messages to deliver and what routing needs (see [`ToDeliver`]), in one read, by id (a message that is
+/// gone is missing from the answer).
+pub async fn find_to_deliver(db: &Db, ids: &[i64]) -> Result<std::collections::HashMap<i64, ToDeliver>, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(Default::default());
+    }
+    let sql = format!(
+        "{COLUMNS}, p.name AS partner_name, \
          (SELECT COUNT(*) FROM accounts a WHERE a.phone = m.phone AND a.state = 'claimed') AS claimed, \
          (SELECT COUNT(*) FROM devices d WHERE d.phone = m.phone) AS devices, \
-         (SELECT s.last_seen_at FROM presence s WHERE s.phone = m.phone) AS last_seen",
-        FROM,
-        "WHERE m.id = $1"
+         (SELECT s.last_seen_at FROM presence s WHERE s.phone = m.phone) AS last_seen{FROM}WHERE m.id IN ({})",
+        super::numbered_rows(ids.len(), "?")
     );
-    let Some(row) = sqlx::query(sql).bind(id).fetch_optional(db.reader()).await? else { return Ok(None) };
-    Ok(Some(ToDeliver {
-        message: from_row(&row)?,
-        partner_name: row.try_get("partner_name")?,
-        claimed: row.try_get::<i64, _>("claimed")? > 0,
-        has_device: row.try_get::<i64, _>("devices")? > 0,
-        last_seen: row.try_get("last_seen")?,
-    }))
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(ids.len() == 1);
+    for id in ids {
+        query = query.bind(id);
+    }
+    let mut found = std::collections::HashMap::with_capacity(ids.len());
+    for row in query.fetch_all(db.reader()).await? {
+        let message = from_row(&row)?;
+        let to_deliver = ToDeliver {
+            partner_name: row.try_get("partner_name")?,
+            claimed: row.try_get::<i64, _>("claimed")? > 0,
+            has_device: row.try_get::<i64, _>("devices")? > 0,
+            last_seen: row.try_get("last_seen")?,
+            message,
+        };
+        found.insert(to_deliver.message.id, to_deliver);
+    }
+    Ok(found)
 }
 
 /// A message by its ref, whoever sent it.

@@ -191,6 +191,28 @@ pub fn is_unique_violation(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
+/// The rows of a multi-row statement: `template` (say `(?, ?, 0)`) `rows` times, comma-separated, each `?`
+/// numbered as the next placeholder (`($1, $2, 0), ($3, $4, 0)`); bind the values row by row.
+pub fn numbered_rows(rows: usize, template: &str) -> String {
+    numbered(&vec![template; rows].join(", "))
+}
+
+/// `sql` with each `?` numbered as the next placeholder (`$1`, `$2`, …), the form both engines take.
+pub fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + sql.len() / 4);
+    let mut n = 0;
+    for c in sql.chars() {
+        if c == '?' {
+            n += 1;
+            out.push('$');
+            out.push_str(&n.to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Escapes `%`, `_` and `\` for a `LIKE … ESCAPE '\'` pattern and wraps it in `%…%`, lower-cased.
 pub fn like_pattern(needle: &str) -> String {
     let mut out = String::with_capacity(needle.len() + 2);
@@ -203,6 +225,16 @@ pub fn like_pattern(needle: &str) -> String {
     }
     out.push('%');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn numbered_rows_number_every_placeholder_in_order() {
+        assert_eq!(super::numbered_rows(2, "(?, ?, 0)"), "($1, $2, 0), ($3, $4, 0)");
+        assert_eq!(super::numbered_rows(1, "(?)"), "($1)");
+        assert_eq!(super::numbered_rows(0, "(?)"), "");
+    }
 }
 
 #[cfg(test)]

@@ -37,6 +37,16 @@ impl Target {
 /// the URL is configured sends it).
 pub const NO_URL: &str = "no webhook_url configured";
 
+/// An event to record (see [`enqueue`]).
+#[derive(Debug)]
+pub struct NewEvent<'a> {
+    pub target: Target,
+    pub event: &'a str,
+    pub payload: &'a Value,
+    pub ordering_key: String,
+    pub at: Millis,
+}
+
 /// Records one event for delivery. `ordering_key` groups events that must arrive in order (e.g. all the
 /// status changes of one message) of one target: the event names its predecessor in the group
 /// (`after_id`), and is not sent while that one is still pending. Returns the delivery id (the
@@ -52,44 +62,66 @@ pub async fn enqueue(
     ordering_key: &str,
     now: Millis,
 ) -> Result<String, sqlx::Error> {
-    // `$3` is the target's id; an endpoint is a URL (and, for partners and developers, a secret).
-    const PARTNER: &str = "EXISTS (SELECT 1 FROM partners t WHERE t.id = $3 AND t.webhook_url IS NOT NULL \
-        AND t.webhook_secret IS NOT NULL)";
-    const DEVELOPER: &str = "EXISTS (SELECT 1 FROM developers t WHERE t.id = $3 AND t.webhook_url IS NOT NULL \
-        AND t.webhook_secret IS NOT NULL)";
-    const BOT: &str = "EXISTS (SELECT 1 FROM bots t WHERE t.id = $3 AND t.webhook_url IS NOT NULL)";
-    macro_rules! insert {
-        ($has_endpoint:expr) => {
-            const_format::concatcp!(
-                "INSERT INTO outbox_events (delivery_id, target, target_id, event, payload, ordering_key, state, \
-                 last_error, next_attempt_at, created_at, updated_at, after_id) VALUES ($1, $2, $3, $4, $5, $6, \
-                 CASE WHEN ",
-                $has_endpoint,
-                " THEN 'pending' ELSE 'dead' END, CASE WHEN ",
-                $has_endpoint,
-                " THEN NULL ELSE $8 END, $7, $7, $7, \
-                 COALESCE((SELECT MAX(p.id) FROM outbox_events p WHERE p.ordering_key = $6), 0))"
-            )
-        };
+    let one = NewEvent { target, event, payload, ordering_key: ordering_key.to_string(), at: now };
+    let mut ids = enqueue_many(tx, std::slice::from_ref(&one)).await?;
+    Ok(ids.pop().expect("one event, one id"))
+}
+
+/// [`enqueue`] for many events in one statement. Their ordering keys must differ (an event's predecessor
+/// is looked up among the rows already stored). Answers their delivery ids in order.
+pub async fn enqueue_many(tx: &mut Transaction<'_, Any>, events: &[NewEvent<'_>]) -> Result<Vec<String>, sqlx::Error> {
+    if events.is_empty() {
+        return Ok(Vec::new());
     }
-    let sql = match target {
-        Target::Partner(_) => insert!(PARTNER),
-        Target::Developer(_) => insert!(DEVELOPER),
-        Target::Bot(_) => insert!(BOT),
+    let rows: Vec<String> = events.iter().map(|e| event_row(e.target)).collect();
+    let sql = super::numbered(&format!(
+        "INSERT INTO outbox_events (delivery_id, target, target_id, event, payload, ordering_key, state, last_error, \
+         next_attempt_at, created_at, updated_at, after_id) VALUES {}",
+        rows.join(", ")
+    ));
+    let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(events.len() == 1);
+    let mut ids = Vec::with_capacity(events.len());
+    for e in events {
+        let delivery_id = format!("dlv_{}", random_alnum(24));
+        let key = format!("{}:{}:{}", e.target.kind(), e.target.id(), e.ordering_key);
+        insert = insert
+            .bind(delivery_id.clone())
+            .bind(e.target.kind())
+            .bind(e.target.id())
+            .bind(e.event.to_string())
+            .bind(e.payload.to_string())
+            .bind(key.clone())
+            .bind(e.target.id())
+            .bind(e.target.id())
+            .bind(NO_URL)
+            .bind(e.at)
+            .bind(e.at)
+            .bind(e.at)
+            .bind(key);
+        ids.push(delivery_id);
+    }
+    insert.execute(&mut **tx).await?;
+    Ok(ids)
+}
+
+/// The VALUES row of one event (placeholders `?`, bound as [`enqueue_many`] does): `pending` when its
+/// target has an endpoint — a URL and, for partners and developers, a secret — else `dead` with [`NO_URL`].
+fn event_row(target: Target) -> String {
+    let has_endpoint = match target {
+        Target::Partner(_) => {
+            "EXISTS (SELECT 1 FROM partners t WHERE t.id = ? AND t.webhook_url IS NOT NULL AND t.webhook_secret IS NOT NULL)"
+        }
+        Target::Developer(_) => {
+            "EXISTS (SELECT 1 FROM developers t WHERE t.id = ? AND t.webhook_url IS NOT NULL \
+             AND t.webhook_secret IS NOT NULL)"
+        }
+        Target::Bot(_) => "EXISTS (SELECT 1 FROM bots t WHERE t.id = ? AND t.webhook_url IS NOT NULL)",
     };
-    let delivery_id = format!("dlv_{}", random_alnum(24));
-    sqlx::query(sql)
-        .bind(&delivery_id)
-        .bind(target.kind())
-        .bind(target.id())
-        .bind(event)
-        .bind(payload.to_string())
-        .bind(format!("{}:{}:{ordering_key}", target.kind(), target.id()))
-        .bind(now)
-        .bind(NO_URL)
-        .execute(&mut **tx)
-        .await?;
-    Ok(delivery_id)
+    format!(
+        "(?, ?, ?, ?, ?, ?, CASE WHEN {has_endpoint} THEN 'pending' ELSE 'dead' END, \
+         CASE WHEN {has_endpoint} THEN NULL ELSE ? END, ?, ?, ?, \
+         COALESCE((SELECT MAX(p.id) FROM outbox_events p WHERE p.ordering_key = ?), 0))"
+    )
 }
 
 /// Events waiting to be delivered (for metrics): how many, and when the oldest was created.

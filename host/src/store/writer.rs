@@ -17,7 +17,7 @@ use sqlx::{Any, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
 use super::Db;
-use super::messages::{Created, NewMessage, create_in};
+use super::messages::{Created, NewMessage, create_in, create_many_in};
 use crate::clock::Millis;
 
 /// One item's write inside the batch's transaction.
@@ -25,6 +25,27 @@ pub type WriteFn<J, R> = for<'a> fn(
     &'a mut Transaction<'static, Any>,
     &'a J,
 ) -> Pin<Box<dyn Future<Output = Result<R, sqlx::Error>> + Send + 'a>>;
+
+/// A whole batch's write inside its transaction (fewer statements than one [`WriteFn`] per item), answering
+/// each item in order.
+pub type BatchFn<J, R> = for<'a> fn(
+    &'a mut Transaction<'static, Any>,
+    &'a [J],
+) -> Pin<Box<dyn Future<Output = Result<Vec<R>, sqlx::Error>> + Send + 'a>>;
+
+/// How a group commit writes: the whole batch at once (`batch`, when given), and each item alone (the
+/// items of a failed batch, or every item when there is no `batch`).
+pub struct Writes<J, R> {
+    pub batch: Option<BatchFn<J, R>>,
+    pub one: WriteFn<J, R>,
+}
+
+impl<J, R> Clone for Writes<J, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<J, R> Copy for Writes<J, R> {}
 
 /// Handle to a group-commit task writing items of type `J` with `write`, answering each with `R`.
 pub struct GroupCommit<J, R> {
@@ -47,6 +68,11 @@ impl<J: Send + Sync + 'static, R: Send + 'static> GroupCommit<J, R> {
     /// Starts the task (up to `max_batch` items per transaction; [`Db::write_lanes`] transactions at once);
     /// it ends when every handle is dropped.
     pub fn spawn(db: Db, max_batch: usize, write: WriteFn<J, R>) -> GroupCommit<J, R> {
+        GroupCommit::spawn_with(db, max_batch, Writes { batch: None, one: write })
+    }
+
+    /// [`GroupCommit::spawn`] with a write of the whole batch.
+    pub fn spawn_with(db: Db, max_batch: usize, write: Writes<J, R>) -> GroupCommit<J, R> {
         let (jobs, rx) = mpsc::channel::<(J, oneshot::Sender<Result<R, sqlx::Error>>)>(4 * max_batch);
         // Lanes take turns at the queue: one gathers a batch while others are writing theirs.
         let rx = std::sync::Arc::new(tokio::sync::Mutex::new(rx));
@@ -74,13 +100,19 @@ impl<J: Send + Sync + 'static, R: Send + 'static> GroupCommit<J, R> {
     }
 }
 
-async fn write_batch<J, R>(db: &Db, items: &[J], write: WriteFn<J, R>) -> Vec<Result<R, sqlx::Error>> {
+async fn write_batch<J, R>(db: &Db, items: &[J], write: Writes<J, R>) -> Vec<Result<R, sqlx::Error>> {
     let together: Result<Vec<R>, sqlx::Error> = async {
         let mut tx = db.writer().begin().await?;
-        let mut results = Vec::with_capacity(items.len());
-        for item in items {
-            results.push(write(&mut tx, item).await?);
-        }
+        let results = match write.batch {
+            Some(batch) => batch(&mut tx, items).await?,
+            None => {
+                let mut results = Vec::with_capacity(items.len());
+                for item in items {
+                    results.push((write.one)(&mut tx, item).await?);
+                }
+                results
+            }
+        };
         tx.commit().await?;
         Ok(results)
     }
@@ -94,7 +126,7 @@ async fn write_batch<J, R>(db: &Db, items: &[J], write: WriteFn<J, R>) -> Vec<Re
             for item in items {
                 let result: Result<R, sqlx::Error> = async {
                     let mut tx = db.writer().begin().await?;
-                    let result = write(&mut tx, item).await?;
+                    let result = (write.one)(&mut tx, item).await?;
                     tx.commit().await?;
                     Ok(result)
                 }
@@ -116,9 +148,14 @@ pub struct MessageWriter(GroupCommit<(NewMessage, Millis), Created>);
 impl MessageWriter {
     /// Starts the writer task; it ends when every handle is dropped.
     pub fn spawn(db: Db) -> MessageWriter {
-        MessageWriter(GroupCommit::spawn(db, MAX_MESSAGE_BATCH, |tx, (message, now)| {
-            Box::pin(create_in(tx, message, *now))
-        }))
+        MessageWriter(GroupCommit::spawn_with(
+            db,
+            MAX_MESSAGE_BATCH,
+            Writes {
+                batch: Some(|tx, items| Box::pin(create_many_in(tx, items))),
+                one: |tx, (message, now)| Box::pin(create_in(tx, message, *now)),
+            },
+        ))
     }
 
     /// Creates a message as part of the next batch.
