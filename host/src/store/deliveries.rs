@@ -102,6 +102,7 @@ pub struct Finished {
 /// attempts, one state change per kind of change (say, every message now `sent` in the hub) with one
 /// insert of the history rows and one of the events, and one statement ending the jobs.
 pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Result<(), sqlx::Error> {
+    let backend = super::backend_of(tx);
     if done.is_empty() {
         return Ok(());
     }
@@ -110,9 +111,10 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
     if !attempts.is_empty() {
         let sql = format!(
             "INSERT INTO delivery_attempts (message_id, kind, channel, state, error, provider_ref, at) VALUES {}",
-            super::numbered_rows(attempts.len(), "(?, ?, ?, ?, ?, ?, ?)")
+            super::rows(attempts.len(), "(?, ?, ?, ?, ?, ?, ?)")
         );
-        let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(attempts.len() == 1);
+        let mut insert =
+            sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(attempts.len() == 1);
         for (id, at, a) in attempts {
             insert = insert
                 .bind(id)
@@ -150,8 +152,8 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
         let channel = channel.map(Channel::as_str);
         messages::transition_read_in(tx, &group, from, to, channel, at, crate::events::message_status).await?;
     }
-    let sql = format!("DELETE FROM delivery_jobs WHERE message_id IN ({})", super::numbered_rows(done.len(), "?"));
-    let mut delete = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(done.len() == 1);
+    let sql = format!("DELETE FROM delivery_jobs WHERE message_id IN ({})", super::rows(done.len(), "?"));
+    let mut delete = sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(done.len() == 1);
     for d in done {
         delete = delete.bind(d.message.id);
     }

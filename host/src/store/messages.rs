@@ -220,6 +220,7 @@ pub async fn create_many_in(
     tx: &mut Transaction<'_, Any>,
     items: &[(NewMessage, Millis)],
 ) -> Result<Vec<Created>, sqlx::Error> {
+    let backend = super::backend_of(tx);
     let mut out: Vec<Option<Created>> = items.iter().map(|_| None).collect();
     let mut plain = Vec::new();
     for (i, (m, now)) in items.iter().enumerate() {
@@ -234,9 +235,9 @@ pub async fn create_many_in(
             "INSERT INTO messages (ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, \
              priority, content, state, seq, direction, conversation_id, developer_id, created_at, updated_at) \
              VALUES {} RETURNING id, ref, (SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code",
-            super::numbered_rows(plain.len(), "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)")
+            super::rows(plain.len(), "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)")
         );
-        let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
+        let mut insert = sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(false);
         for &i in &plain {
             let (m, now) = &items[i];
             insert = insert
@@ -272,9 +273,9 @@ pub async fn create_many_in(
 
         let sql = format!(
             "INSERT INTO message_states (message_id, seq, state, channel, at) VALUES {}",
-            super::numbered_rows(written.len(), "(?, 0, ?, NULL, ?)")
+            super::rows(written.len(), "(?, 0, ?, NULL, ?)")
         );
-        let mut states = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
+        let mut states = sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(false);
         for (_, m) in &written {
             states = states.bind(m.id).bind(m.state.as_str()).bind(m.created_at);
         }
@@ -285,9 +286,9 @@ pub async fn create_many_in(
         if !outgoing.is_empty() {
             let sql = format!(
                 "INSERT INTO delivery_jobs (message_id, next_attempt_at) VALUES {} ON CONFLICT (message_id) DO NOTHING",
-                super::numbered_rows(outgoing.len(), "(?, ?)")
+                super::rows(outgoing.len(), "(?, ?)")
             );
-            let mut jobs = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
+            let mut jobs = sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(false);
             for m in outgoing {
                 jobs = jobs.bind(m.id).bind(m.created_at);
             }
@@ -435,16 +436,18 @@ pub async fn transition_read_in(
     now: Millis,
     event: fn(&Message, Millis) -> Value,
 ) -> Result<Vec<Message>, sqlx::Error> {
+    let backend = super::backend_of(tx);
     if messages.is_empty() || from.is_empty() {
         return Ok(Vec::new());
     }
-    let sql = super::numbered(&format!(
+    let sql = format!(
         "UPDATE messages SET state = ?, channel = COALESCE(?, channel), seq = seq + 1, updated_at = ? \
          WHERE id IN ({}) AND state IN ({}) RETURNING id, seq, channel",
         vec!["?"; messages.len()].join(", "),
         in_list(from)
-    ));
-    let mut update = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(messages.len() == 1);
+    );
+    let mut update =
+        sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(messages.len() == 1);
     update = update.bind(state.as_str()).bind(channel).bind(now);
     for m in messages {
         update = update.bind(m.id);
@@ -502,14 +505,16 @@ async fn record_transitions_in(
     now: Millis,
     event: fn(&Message, Millis) -> Value,
 ) -> Result<(), sqlx::Error> {
+    let backend = super::backend_of(tx);
     if updated.is_empty() {
         return Ok(());
     }
     let sql = format!(
         "INSERT INTO message_states (message_id, seq, state, channel, at) VALUES {}",
-        super::numbered_rows(updated.len(), "(?, ?, ?, ?, ?)")
+        super::rows(updated.len(), "(?, ?, ?, ?, ?)")
     );
-    let mut states = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(updated.len() == 1);
+    let mut states =
+        sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(updated.len() == 1);
     for m in updated {
         states = states.bind(m.id).bind(m.seq).bind(m.state.as_str()).bind(&m.channel).bind(now);
     }
@@ -628,6 +633,7 @@ pub struct ToDeliver {
 /// Messages to deliver and what routing needs (see [`ToDeliver`]), in one read, by id (a message that is
 /// gone is missing from the answer).
 pub async fn find_to_deliver(db: &Db, ids: &[i64]) -> Result<std::collections::HashMap<i64, ToDeliver>, sqlx::Error> {
+    let backend = db.backend();
     if ids.is_empty() {
         return Ok(Default::default());
     }
@@ -636,9 +642,9 @@ pub async fn find_to_deliver(db: &Db, ids: &[i64]) -> Result<std::collections::H
          (SELECT COUNT(*) FROM accounts a WHERE a.phone = m.phone AND a.state = 'claimed') AS claimed, \
          (SELECT COUNT(*) FROM devices d WHERE d.phone = m.phone) AS devices, \
          (SELECT s.last_seen_at FROM presence s WHERE s.phone = m.phone) AS last_seen{FROM}WHERE m.id IN ({})",
-        super::numbered_rows(ids.len(), "?")
+        super::rows(ids.len(), "?")
     );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(ids.len() == 1);
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(ids.len() == 1);
     for id in ids {
         query = query.bind(id);
     }

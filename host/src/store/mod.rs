@@ -191,14 +191,20 @@ pub fn is_unique_violation(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
-/// The rows of a multi-row statement: `template` (say `(?, ?, 0)`) `rows` times, comma-separated, each `?`
-/// numbered as the next placeholder (`($1, $2, 0), ($3, $4, 0)`); bind the values row by row.
-pub fn numbered_rows(rows: usize, template: &str) -> String {
-    numbered(&vec![template; rows].join(", "))
+/// The rows of a multi-row statement: `template` (say `(?, ?, 0)`) `rows` times, comma-separated; the
+/// statement then goes through [`placeholders`], and its values are bound row by row.
+pub fn rows(rows: usize, template: &str) -> String {
+    vec![template; rows].join(", ")
 }
 
-/// `sql` with each `?` numbered as the next placeholder (`$1`, `$2`, …), the form both engines take.
-pub fn numbered(sql: &str) -> String {
+/// `sql` written with `?` placeholders, in the form the engine takes best: unchanged on SQLite, where
+/// anonymous parameters bind in order (SQLite looks each *named* parameter up in a list, which makes a
+/// statement of a few thousand `$N` parameters quadratic to prepare and bind); `$1`, `$2`, … on
+/// PostgreSQL, which has no other form.
+pub fn placeholders(backend: Backend, sql: &str) -> String {
+    if backend == Backend::Sqlite {
+        return sql.to_string();
+    }
     let mut out = String::with_capacity(sql.len() + sql.len() / 4);
     let mut n = 0;
     for c in sql.chars() {
@@ -211,6 +217,11 @@ pub fn numbered(sql: &str) -> String {
         }
     }
     out
+}
+
+/// The engine a connection (or transaction) talks to.
+pub fn backend_of(conn: &sqlx::AnyConnection) -> Backend {
+    if conn.backend_name() == "SQLite" { Backend::Sqlite } else { Backend::Postgres }
 }
 
 /// Escapes `%`, `_` and `\` for a `LIKE … ESCAPE '\'` pattern and wraps it in `%…%`, lower-cased.
@@ -229,11 +240,14 @@ pub fn like_pattern(needle: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::{Backend, placeholders, rows};
+
     #[test]
-    fn numbered_rows_number_every_placeholder_in_order() {
-        assert_eq!(super::numbered_rows(2, "(?, ?, 0)"), "($1, $2, 0), ($3, $4, 0)");
-        assert_eq!(super::numbered_rows(1, "(?)"), "($1)");
-        assert_eq!(super::numbered_rows(0, "(?)"), "");
+    fn placeholders_are_numbered_in_order_on_postgresql_and_anonymous_on_sqlite() {
+        assert_eq!(placeholders(Backend::Postgres, &rows(2, "(?, ?, 0)")), "($1, $2, 0), ($3, $4, 0)");
+        assert_eq!(placeholders(Backend::Sqlite, &rows(2, "(?, ?, 0)")), "(?, ?, 0), (?, ?, 0)");
+        assert_eq!(placeholders(Backend::Postgres, &rows(1, "(?)")), "($1)");
+        assert_eq!(rows(0, "(?)"), "");
     }
 }
 

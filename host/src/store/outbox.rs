@@ -70,16 +70,17 @@ pub async fn enqueue(
 /// [`enqueue`] for many events in one statement. Their ordering keys must differ (an event's predecessor
 /// is looked up among the rows already stored). Answers their delivery ids in order.
 pub async fn enqueue_many(tx: &mut Transaction<'_, Any>, events: &[NewEvent<'_>]) -> Result<Vec<String>, sqlx::Error> {
+    let backend = super::backend_of(tx);
     if events.is_empty() {
         return Ok(Vec::new());
     }
     let rows: Vec<String> = events.iter().map(|e| event_row(e.target)).collect();
-    let sql = super::numbered(&format!(
+    let sql = format!(
         "INSERT INTO outbox_events (delivery_id, target, target_id, event, payload, ordering_key, state, last_error, \
          next_attempt_at, created_at, updated_at, after_id) VALUES {}",
         rows.join(", ")
-    ));
-    let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(events.len() == 1);
+    );
+    let mut insert = sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(events.len() == 1);
     let mut ids = Vec::with_capacity(events.len());
     for e in events {
         let delivery_id = format!("dlv_{}", random_alnum(24));
