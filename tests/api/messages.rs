@@ -471,3 +471,66 @@ async fn read_unread_and_bulk_read_move_states_and_record_events() {
     assert!(p["message_ref"].as_str().unwrap().starts_with("msg_"));
     assert!(p["at"].as_str().unwrap().ends_with('Z'));
 }
+
+/// The message writer commits concurrent creations together, several rows per statement. A batch in which
+/// one message cannot be written (its ref is taken) is written again one message at a time: that message
+/// alone fails, every other one is stored — once, queued for delivery — and delivered.
+#[tokio::test]
+async fn one_bad_message_in_a_group_commit_fails_only_itself() {
+    use hubbub_host::messages::Direction;
+    use hubbub_host::store::messages::{Created, NewMessage};
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let first = app.post(&key, "/api/v1/messages", json!({"phone": "+15550001000", "body": "first"})).await;
+    let taken = first.ok(201)["ref"].as_str().unwrap().to_string();
+    let partner = hubbub_host::store::partners::find_by_code(&app.state.db, "acme").await.unwrap().unwrap();
+    let message = |i: usize, reference: String| NewMessage {
+        reference,
+        partner_id: partner.id,
+        direction: Direction::Out,
+        conversation_id: None,
+        developer_id: None,
+        phone: format!("+1555000{:04}", 2000 + i),
+        content_type: "text".into(),
+        body: Some(format!("message {i}")),
+        rendered_body: None,
+        template_code: None,
+        lang: None,
+        priority: "notification".into(),
+        content: json!({}),
+        media: None,
+        idempotency_key: None,
+        request_hash: None,
+    };
+    let now = app.state.now();
+    let writer = hubbub_host::store::writer::MessageWriter::spawn(app.state.db.clone());
+    let creations = (0..40).map(|i| {
+        let reference = if i == 17 { taken.clone() } else { format!("msg_batch{i:03}") };
+        writer.create(message(i, reference), now)
+    });
+    let results = futures_util::future::join_all(creations).await;
+    for (i, result) in results.iter().enumerate() {
+        match result {
+            Err(e) if i == 17 => assert!(hubbub_host::store::is_unique_violation(e), "{e}"),
+            Ok(Created::New(m)) if i != 17 => {
+                assert_eq!(m.reference, format!("msg_batch{i:03}"));
+                assert_eq!(m.partner_code, "acme");
+                assert_eq!(m.seq, 0);
+            }
+            other => panic!("message {i}: {other:?}"),
+        }
+    }
+    for i in [0, 16, 18, 39] {
+        let Ok(Created::New(m)) = &results[i] else { unreachable!("checked above") };
+        let got = app.get(&key, &format!("/api/v1/messages/{}", m.id)).await;
+        assert_eq!(got.ok(200)["ref"], format!("msg_batch{i:03}"));
+    }
+    let listed = app.get(&key, "/api/v1/messages?limit=100").await;
+    assert_eq!(listed.ok(200)["data"].as_array().unwrap().len(), 40, "the first message and 39 of the batch");
+    // Every stored message has its job: all of them are delivered (the dev providers take them).
+    crate::common::eventually("all delivered", || async {
+        let listed = app.get(&key, "/api/v1/messages?limit=100").await;
+        listed.json["data"].as_array().unwrap().iter().all(|m| m["state"] == "sent")
+    })
+    .await;
+}
