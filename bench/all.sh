@@ -25,12 +25,8 @@ PG_URL="${HUBBUB_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
 GROUPS_WANTED="${*:-messages flows webhooks}"
 wants() { [[ " $GROUPS_WANTED " == *" $1 "* ]]; }
 
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 if wants flows; then bash flows/build.sh >/dev/null; fi
-# HUBBUB_BENCH_BIN: another build of the host to measure (an earlier commit's, for a before/after).
-BIN="${HUBBUB_BENCH_BIN:-target/release/hubbub}"
-[ -n "${HUBBUB_BENCH_BIN:-}" ] || cargo build --release -p hubbub-host --bin hubbub 2>&1 | tail -1
-WORK="$(mktemp -d)"
+source bench/common.sh
 PID=""
 SCHEMAS=()
 SECRET_KEY="$(head -c 32 /dev/urandom | base64)"
@@ -50,17 +46,6 @@ pg_schema() {
   echo "$PG_URL?options=-c%20search_path%3D$s"
 }
 
-cat > "$WORK/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer " .. os.getenv("HUBBUB_KEY")
-counter = 0
-request = function()
-  counter = counter + 1
-  local phone = string.format("+1555%07d", counter % 100000)
-  return wrk.format(nil, "/api/v1/messages", nil, '{"phone":"' .. phone .. '","body":"Your order has shipped"}')
-end
-LUA
 
 # Starts a host on database $1 (workers $2), with a partner whose key is in $KEY; $BASE is its API.
 start_host() {
@@ -93,7 +78,7 @@ messages() {
   local name="$1" url="$2" workers="$3"
   start_host "$url" "$workers"
   local top; top="$(ceiling)"
-  read -r rps p50 p99 < <(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s "$WORK/post.lua" "${BASE%/api/v1}" | figures)
+  read -r rps p50 p99 < <(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/post.lua "${BASE%/api/v1}" | figures)
   local drain="—"
   if [ "$workers" = true ]; then
     local stopped; stopped=$(date +%s%N)

@@ -11,12 +11,11 @@ cd "$(dirname "$0")/.."
 
 ROWS="${ROWS:-1000000}"
 PG_URL="${HUBBUB_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
-BIN="${HUBBUB_BENCH_BIN:-target/release/hubbub}"
-[ -n "${HUBBUB_BENCH_BIN:-}" ] || cargo build --release -p hubbub-host --bin hubbub 2>&1 | tail -1
+source bench/common.sh
 schema="plans_$RANDOM$RANDOM"
 psql() { command psql -q -X -h 127.0.0.1 -U postgres -d test -v ON_ERROR_STOP=1 "$@"; }
 psql -c "CREATE SCHEMA $schema"
-trap 'psql -c "SET client_min_messages = warning; DROP SCHEMA $schema CASCADE" >/dev/null' EXIT
+trap 'psql -c "SET client_min_messages = warning; DROP SCHEMA $schema CASCADE" >/dev/null; rm -rf "$WORK"' EXIT
 
 # The schema, by the host's own migrations, and one partner.
 HUBBUB_DATABASE_URL="$PG_URL?options=-c%20search_path%3D$schema" HUBBUB_LOG=warn \

@@ -9,12 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 WORKERS="${WORKERS:-true}"
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 command -v perf >/dev/null || { apt-get update -qq && apt-get install -y -qq linux-perf >/dev/null; }
-BIN="${HUBBUB_BENCH_BIN:-target/release/hubbub}"
-[ -n "${HUBBUB_BENCH_BIN:-}" ] || cargo build --release -p hubbub-host --bin hubbub 2>&1 | tail -1
-WORK="$(mktemp -d)"
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+source bench/common.sh
 
 port=$((20000 + RANDOM % 20000))
 export HUBBUB_DATABASE_URL="sqlite://$WORK/p.db?mode=rwc" HUBBUB_LISTEN="127.0.0.1:$port" HUBBUB_DEV=1 \
@@ -24,18 +20,7 @@ export HUBBUB_KEY
 "$BIN" serve &
 pid=$!
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/api/v1/openapi.json" >/dev/null && break; sleep 0.1; done
-cat > "$WORK/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer " .. os.getenv("HUBBUB_KEY")
-counter = 0
-request = function()
-  counter = counter + 1
-  local phone = string.format("+1555%07d", counter % 100000)
-  return wrk.format(nil, "/api/v1/messages", nil, '{"phone":"' .. phone .. '","body":"Your order has shipped"}')
-end
-LUA
-wrk -t2 -c64 -d12s -s "$WORK/post.lua" "http://127.0.0.1:$port" > "$WORK/wrk.txt" &
+wrk -t2 -c64 -d12s -s bench/post.lua "http://127.0.0.1:$port" > "$WORK/wrk.txt" &
 sleep 2
 perf record -q -F 999 -g -p "$pid" -o "$WORK/perf.data" -- sleep 8 >/dev/null 2>&1
 wait %2 2>/dev/null || true

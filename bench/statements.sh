@@ -11,10 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 N="${N:-400}"
-BIN="${HUBBUB_BENCH_BIN:-target/release/hubbub}"
-[ -n "${HUBBUB_BENCH_BIN:-}" ] || cargo build --release -p hubbub-host --bin hubbub 2>&1 | tail -1
-WORK="$(mktemp -d)"
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+source bench/common.sh
 
 port=$((20000 + RANDOM % 20000))
 export HUBBUB_DATABASE_URL="sqlite://$WORK/count.db?mode=rwc" HUBBUB_LISTEN="127.0.0.1:$port" HUBBUB_DEV=1 \

@@ -113,6 +113,36 @@ pub enum Created {
 /// How long an idempotency key deduplicates.
 pub const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 
+/// The columns every new message is written with, and their placeholders (bound by [`bind_new`]).
+const NEW_COLUMNS: &str = "ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, priority, \
+    content, state, seq, direction, conversation_id, developer_id, created_at, updated_at";
+const NEW_ROW: &str = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?";
+
+/// Binds the [`NEW_COLUMNS`] of `m`, created at `now`.
+fn bind_new<'q>(
+    query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments>,
+    m: &'q NewMessage,
+    now: Millis,
+) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments> {
+    query
+        .bind(&m.reference)
+        .bind(m.partner_id)
+        .bind(&m.phone)
+        .bind(&m.content_type)
+        .bind(&m.body)
+        .bind(&m.rendered_body)
+        .bind(&m.template_code)
+        .bind(&m.lang)
+        .bind(&m.priority)
+        .bind(m.content.to_string())
+        .bind(MessageState::initial(m.direction).as_str())
+        .bind(m.direction.as_str())
+        .bind(m.conversation_id)
+        .bind(m.developer_id)
+        .bind(now)
+        .bind(now)
+}
+
 /// Creates a `queued` message in the caller's transaction, or finds the original under the same
 /// idempotency key. Safe under races: the unique `(partner_id, idempotency_key)` constraint decides which
 /// request creates.
@@ -136,34 +166,17 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     }
     // The new row is answered from what was written: its id and the sender's code come back with the
     // insert, so no read-back follows.
-    let inserted = sqlx::query(
-        "INSERT INTO messages (ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, \
-         priority, content, state, seq, idempotency_key, request_hash, media_id, direction, conversation_id, \
-         developer_id, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $14, $15, $16, $18, $17, $17) \
+    let sql = format!(
+        "INSERT INTO messages ({NEW_COLUMNS}, idempotency_key, request_hash, media_id) VALUES ({NEW_ROW}, ?, ?, ?) \
          ON CONFLICT (partner_id, idempotency_key) DO NOTHING \
-         RETURNING id, (SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code",
-    )
-    .bind(&m.reference)
-    .bind(m.partner_id)
-    .bind(&m.phone)
-    .bind(&m.content_type)
-    .bind(&m.body)
-    .bind(&m.rendered_body)
-    .bind(&m.template_code)
-    .bind(&m.lang)
-    .bind(&m.priority)
-    .bind(m.content.to_string())
-    .bind(MessageState::initial(m.direction).as_str())
-    .bind(&m.idempotency_key)
-    .bind(&m.request_hash)
-    .bind(m.media.as_ref().map(|media| media.id.as_str()))
-    .bind(m.direction.as_str())
-    .bind(m.conversation_id)
-    .bind(now)
-    .bind(m.developer_id)
-    .fetch_optional(&mut **tx)
-    .await?;
+         RETURNING id, (SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code"
+    );
+    let inserted = bind_new(sqlx::query(sqlx::AssertSqlSafe(super::placeholders(super::backend_of(tx), &sql))), m, now)
+        .bind(&m.idempotency_key)
+        .bind(&m.request_hash)
+        .bind(m.media.as_ref().map(|media| media.id.as_str()))
+        .fetch_optional(&mut **tx)
+        .await?;
 
     let Some(row) = inserted else {
         let sql = const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.idempotency_key = $2");
@@ -232,31 +245,14 @@ pub async fn create_many_in(
     }
     if !plain.is_empty() {
         let sql = format!(
-            "INSERT INTO messages (ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, \
-             priority, content, state, seq, direction, conversation_id, developer_id, created_at, updated_at) \
-             VALUES {} RETURNING id, ref, (SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code",
-            super::rows(plain.len(), "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)")
+            "INSERT INTO messages ({NEW_COLUMNS}) VALUES {} \
+             RETURNING id, ref, (SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code",
+            super::rows(plain.len(), &format!("({NEW_ROW})"))
         );
         let mut insert = sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(false);
         for &i in &plain {
             let (m, now) = &items[i];
-            insert = insert
-                .bind(&m.reference)
-                .bind(m.partner_id)
-                .bind(&m.phone)
-                .bind(&m.content_type)
-                .bind(&m.body)
-                .bind(&m.rendered_body)
-                .bind(&m.template_code)
-                .bind(&m.lang)
-                .bind(&m.priority)
-                .bind(m.content.to_string())
-                .bind(MessageState::initial(m.direction).as_str())
-                .bind(m.direction.as_str())
-                .bind(m.conversation_id)
-                .bind(m.developer_id)
-                .bind(*now)
-                .bind(*now);
+            insert = bind_new(insert, m, *now);
         }
         // RETURNING's order is not defined: rows are matched back by their (unique) ref.
         let mut ids = std::collections::HashMap::with_capacity(plain.len());
