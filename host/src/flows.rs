@@ -25,6 +25,7 @@ use crate::store::bots::{self, Bot};
 use crate::store::flows::{self as store, Session};
 use crate::store::outbox::{self, Target};
 use crate::store::payments::Payment;
+use crate::store::writer::GroupCommit;
 
 string_enum! {
     /// Where a session is.
@@ -223,6 +224,8 @@ pub struct Engine<'a> {
     pub clock: &'a SharedClock,
     pub runtime: &'a Runtime,
     pub payments: &'a Payments,
+    /// The group commit of steps' progress.
+    pub progress: &'a GroupCommit<store::Step, ()>,
 }
 
 impl Engine<'_> {
@@ -242,13 +245,14 @@ impl Engine<'_> {
         Ok(session)
     }
 
-    /// The user's chat session `reference` with the bot `code`.
-    pub async fn chat(&self, phone: &str, code: &str, reference: &str) -> Result<Session> {
+    /// The user's chat session `reference` with the bot `code`, and the bot.
+    pub async fn chat(&self, phone: &str, code: &str, reference: &str) -> Result<(Bot, Session)> {
         let bot = bots::find_for_user(self.db, phone, code).await?.ok_or(FlowError::NotFound("bot"))?;
-        store::find_for_user(self.db, phone, reference)
+        let session = store::find_for_user(self.db, phone, reference)
             .await?
             .filter(|s| s.kind == SessionKind::Chat && s.bot_id == bot.id)
-            .ok_or(FlowError::NotFound("session"))
+            .ok_or(FlowError::NotFound("session"))?;
+        Ok((bot, session))
     }
 
     /// Opens the flow: a local bot shows its first screen; a webhook bot is told the flow started.
@@ -283,6 +287,12 @@ impl Engine<'_> {
     /// Runs one user event of a session (flow or chat) through its bot.
     pub async fn handle(&self, session: &Session, event: GuestEvent) -> Result<Progress> {
         let bot = bots::find_by_id(self.db, session.bot_id).await?.ok_or(FlowError::NotFound("bot"))?;
+        self.handle_with(&bot, session, event).await
+    }
+
+    /// [`Engine::handle`] with the session's bot already read.
+    pub async fn handle_with(&self, bot: &Bot, session: &Session, event: GuestEvent) -> Result<Progress> {
+        debug_assert_eq!(bot.id, session.bot_id);
         if bot.runtime_mode == RuntimeMode::Webhook {
             let payload = event_payload(session, &event);
             return self.forward(&bot, session, "session.event", payload).await;
@@ -414,7 +424,8 @@ impl Engine<'_> {
                 steps: reply.steps,
             });
         }
-        store::save_progress(self.db, session.id, &reply.state, screen.as_ref()).await?;
+        let step = store::Step { session_id: session.id, guest_state: reply.state.clone(), screen };
+        self.progress.write(step).await?;
         Ok(Progress {
             reference: session.reference.clone(),
             state: SessionState::InProgress,

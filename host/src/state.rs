@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::delivery::Delivery;
 use crate::runtime::Runtime;
 use crate::store::Db;
-use crate::store::writer::MessageWriter;
+use crate::store::writer::{GroupCommit, MessageWriter};
 use crate::webhooks::Webhooks;
 
 /// Fields that tests, benchmarks or the binary reach are public; the rest are the crate's own.
@@ -49,6 +49,8 @@ pub struct AppState {
     pub workers: Arc<crate::health::WorkerHealth>,
     /// Payments of bots' payment steps, through the configured provider.
     pub payments: Arc<crate::payments::Payments>,
+    /// The group commit of bot steps' progress.
+    pub(crate) progress: GroupCommit<crate::store::flows::Step, ()>,
 }
 
 /// What the state is made of that is built before it (see [`crate::prepare`]): the database, settings and
@@ -79,6 +81,7 @@ impl AppState {
         let code_limits = Arc::new(crate::http::abuse::CodeLimits::new(&config));
         let payments = Arc::new(crate::payments::Payments::new(&config, db.clone(), clock.clone()));
         AppState {
+            progress: crate::store::flows::progress_writer(db.clone()),
             payments,
             db,
             config,
@@ -103,7 +106,13 @@ impl AppState {
 
     /// The flow engine over this host's database, clock and bot runtime.
     pub fn flows(&self) -> crate::flows::Engine<'_> {
-        crate::flows::Engine { db: &self.db, clock: &self.clock, runtime: &self.runtime, payments: &self.payments }
+        crate::flows::Engine {
+            db: &self.db,
+            clock: &self.clock,
+            runtime: &self.runtime,
+            payments: &self.payments,
+            progress: &self.progress,
+        }
     }
 
     /// The broadcast worker's context.

@@ -22,6 +22,7 @@ use crate::messages::{AttemptKind, AttemptState, MessageState};
 use crate::store::deliveries::{Change, Finished, NewAttempt};
 use crate::store::leases::{Held, Leased};
 use crate::store::messages::{self, Message, ToDeliver};
+use crate::store::writer::GroupCommit;
 use crate::store::{Db, deliveries, devices, templates, whatsapp};
 
 pub use crate::messages::Channel;
@@ -150,13 +151,29 @@ const CLAIM_BATCH: i64 = 128;
 
 /// Claims and delivers due messages until `stop`. Each claimed message is routed and sent on its own
 /// task; what it did (attempts, state change and `message.status` event, the job's end) is written by one
-/// group commit, so the messages finishing together share a transaction (see `store::writer`).
+/// group commit, so the messages finishing together share a transaction (see `store::writer`). On
+/// PostgreSQL several claim loops run at once (`Db::write_lanes`; `SKIP LOCKED` keeps them apart), so a
+/// slow batch does not hold up the next.
 pub async fn run_worker(delivery: Arc<Delivery>, stop: CancellationToken) {
-    let poll = Duration::from_millis(delivery.config.delivery_poll_ms.max(10));
     let lease_ms = delivery.config.lease_ms.max(100) as i64;
     let held = Held::new(Leased::DeliveryJobs);
     held.keep_alive(delivery.db.clone(), delivery.clock.clone(), lease_ms, stop.clone());
     let finisher = deliveries::finisher(delivery.db.clone());
+    let mut loops = tokio::task::JoinSet::new();
+    for _ in 0..delivery.db.write_lanes() {
+        loops.spawn(claim_loop(delivery.clone(), held.clone(), finisher.clone(), stop.clone()));
+    }
+    while loops.join_next().await.is_some() {}
+}
+
+async fn claim_loop(
+    delivery: Arc<Delivery>,
+    held: Arc<Held>,
+    finisher: GroupCommit<Finished, ()>,
+    stop: CancellationToken,
+) {
+    let poll = Duration::from_millis(delivery.config.delivery_poll_ms.max(10));
+    let lease_ms = delivery.config.lease_ms.max(100) as i64;
     loop {
         let claimed = match deliveries::claim_due(&delivery.db, delivery.now(), lease_ms, CLAIM_BATCH).await {
             Ok(ids) => ids,

@@ -251,9 +251,9 @@ async fn session_event(
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Json<SessionSteps>> {
     let engine = state.flows();
-    let session = engine.chat(&user.phone, &code, &reference).await?;
+    let (bot, session) = engine.chat(&user.phone, &code, &reference).await?;
     let event = flows::guest_event(&session, parse_value::<EventBody>(raw)?)?;
-    let progress = engine.handle(&session, event).await?;
+    let progress = engine.handle_with(&bot, &session, event).await?;
     Ok(Json(SessionSteps { session: session.reference, steps: progress.steps }))
 }
 
@@ -271,7 +271,7 @@ async fn session_steps(
     Path((code, reference)): Path<(String, String)>,
 ) -> ApiResult<Json<SessionSteps>> {
     let engine = state.flows();
-    let session = engine.chat(&user.phone, &code, &reference).await?;
+    let (_, session) = engine.chat(&user.phone, &code, &reference).await?;
     let steps = engine.pending_steps(&session).await?;
     Ok(Json(SessionSteps { session: session.reference, steps }))
 }

@@ -127,18 +127,39 @@ pub async fn find_for_bot(db: &Db, bot_id: i64, reference: &str) -> Result<Optio
     row.as_ref().map(from_row).transpose()
 }
 
-/// Records a step of the conversation with the guest: its new state and, when it showed one, the screen.
+/// A session's progress after a step: the guest's state and the screen it shows (none: unchanged).
+#[derive(Debug)]
+pub struct Step {
+    pub session_id: i64,
+    pub guest_state: String,
+    pub screen: Option<Value>,
+}
+
+/// Saves a session's progress (a completed session is left as it is).
 pub async fn save_progress(db: &Db, id: i64, guest_state: &str, screen: Option<&Value>) -> Result<(), sqlx::Error> {
+    let step = Step { session_id: id, guest_state: guest_state.to_string(), screen: screen.cloned() };
+    let mut tx = db.writer().begin().await?;
+    save_progress_in(&mut tx, &step).await?;
+    tx.commit().await
+}
+
+/// [`save_progress`] in the caller's transaction.
+pub async fn save_progress_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, step: &Step) -> Result<(), sqlx::Error> {
     sqlx::query(
         "UPDATE flow_sessions SET state = 'in_progress', guest_state = $1, screen = COALESCE($2, screen) \
          WHERE id = $3 AND state <> 'completed'",
     )
-    .bind(guest_state)
-    .bind(screen.map(Value::to_string))
-    .bind(id)
-    .execute(db.writer())
+    .bind(&step.guest_state)
+    .bind(step.screen.as_ref().map(Value::to_string))
+    .bind(step.session_id)
+    .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+/// The group commit of bot steps' progress (see `store::writer`): concurrent steps share a transaction.
+pub fn progress_writer(db: Db) -> super::writer::GroupCommit<Step, ()> {
+    super::writer::GroupCommit::spawn(db, 256, |tx, step| Box::pin(save_progress_in(tx, step)))
 }
 
 /// Completes a flow: the session and its card (read-only, with the summary). False when it was already

@@ -4,7 +4,7 @@
 use serde_json::Value;
 use sqlx::{Any, Transaction};
 
-use super::writer::GroupCommit;
+use super::writer::{GroupCommit, Writes};
 use crate::clock::Millis;
 use crate::events::DeliveryState;
 use crate::secrets::random_alnum;
@@ -258,13 +258,61 @@ pub struct AttemptRecorder(GroupCommit<Attempt, ()>);
 impl AttemptRecorder {
     /// Starts the recorder task; it ends when every handle is dropped.
     pub fn spawn(db: super::Db) -> AttemptRecorder {
-        AttemptRecorder(GroupCommit::spawn(db, MAX_ATTEMPT_BATCH, |tx, a| Box::pin(record_attempt_in(tx, a))))
+        AttemptRecorder(GroupCommit::spawn_with(
+            db,
+            MAX_ATTEMPT_BATCH,
+            Writes {
+                batch: Some(|tx, attempts| Box::pin(record_attempts_in(tx, attempts))),
+                one: |tx, a| Box::pin(record_attempt_in(tx, a)),
+            },
+        ))
     }
 
     /// Records one attempt as part of the next batch.
     pub async fn record(&self, attempt: Attempt) -> Result<(), String> {
         self.0.write(attempt).await.map_err(|e| e.to_string())
     }
+}
+
+/// Records a batch of attempts: the final ones (succeeded, dead) with one update per outcome — nearly
+/// always a single `succeeded, 200` for the whole batch — and the retries (each with its own next
+/// attempt) one by one.
+async fn record_attempts_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    attempts: &[Attempt],
+) -> Result<Vec<()>, sqlx::Error> {
+    let backend = super::backend_of(tx);
+    type Outcome<'a> = (DeliveryState, Option<u16>, Option<&'a str>);
+    let mut groups: Vec<(Outcome, Vec<i64>, Millis)> = Vec::new();
+    for a in attempts {
+        if a.state == DeliveryState::Pending {
+            record_attempt_in(tx, a).await?;
+            continue;
+        }
+        let outcome = (a.state, a.status, a.error.as_deref());
+        match groups.iter_mut().find(|(o, _, _)| *o == outcome) {
+            Some((_, ids, at)) => {
+                ids.push(a.id);
+                *at = (*at).max(a.now);
+            }
+            None => groups.push((outcome, vec![a.id], a.now)),
+        }
+    }
+    for ((state, status, error), ids, now) in groups {
+        let sql = format!(
+            "UPDATE outbox_events SET state = ?, attempts = attempts + 1, last_status = ?, last_error = ?, \
+             next_attempt_at = ?, lease_until = NULL, updated_at = ? WHERE id IN ({})",
+            super::rows(ids.len(), "?")
+        );
+        let mut update =
+            sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(ids.len() == 1);
+        update = update.bind(state.as_str()).bind(status.map(i64::from)).bind(error).bind(now).bind(now);
+        for id in ids {
+            update = update.bind(id);
+        }
+        update.execute(&mut **tx).await?;
+    }
+    Ok(vec![(); attempts.len()])
 }
 
 async fn record_attempt_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, a: &Attempt) -> Result<(), sqlx::Error> {
