@@ -10,7 +10,10 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-env-changed=HUBBUB_WEB_PREBUILT");
-    let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("../web");
+    // Read when the script runs, not when it was compiled: cargo may reuse a compiled build script for a
+    // checkout of the same sources in another folder.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let web = Path::new(&manifest_dir).join("../web");
     let web = web.canonicalize().unwrap_or(web);
     for input in ["src", "public", "index.html", "package.json", "package-lock.json", "vite.config.ts", "tsconfig.json"]
     {
