@@ -44,7 +44,7 @@ pub struct Config {
     pub database_url: String,
 
     /// Most database connections this process opens (PostgreSQL; SQLite uses one writer and up to this
-    /// many readers).
+    /// many readers, at most twice the machine's cores).
     #[arg(long, env = "HUBBUB_DB_MAX_CONNECTIONS", default_value_t = 16)]
     pub db_max_connections: u32,
 
