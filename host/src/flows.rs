@@ -295,12 +295,12 @@ impl Engine<'_> {
         debug_assert_eq!(bot.id, session.bot_id);
         if bot.runtime_mode == RuntimeMode::Webhook {
             let payload = event_payload(session, &event);
-            return self.forward(&bot, session, "session.event", payload).await;
+            return self.forward(bot, session, "session.event", payload).await;
         }
         let ctx = GuestContext { bot: bot.code.clone(), phone: session.phone.clone() };
         let guest_state = session.guest_state.clone().unwrap_or_default();
-        let reply = self.call_guest(&bot, GuestCall::Handle(guest_state, event), ctx).await?;
-        self.apply(&bot, session, reply).await
+        let reply = self.call_guest(bot, GuestCall::Handle(guest_state, event), ctx).await?;
+        self.apply(bot, session, reply).await
     }
 
     /// Tells a payment's bot its outcome (`user-event::payment`), once: the caller claimed the
