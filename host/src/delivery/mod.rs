@@ -161,7 +161,7 @@ pub async fn run_worker(delivery: Arc<Delivery>, stop: CancellationToken) {
     let finisher = deliveries::finisher(delivery.db.clone());
     let mut loops = tokio::task::JoinSet::new();
     for _ in 0..delivery.db.write_lanes() {
-        loops.spawn(claim_loop(delivery.clone(), held.clone(), finisher.clone(), stop.clone()));
+        loops.spawn(claim_loop(delivery.clone(), held.clone(), finisher.clone(), lease_ms, stop.clone()));
     }
     while loops.join_next().await.is_some() {}
 }
@@ -170,10 +170,10 @@ async fn claim_loop(
     delivery: Arc<Delivery>,
     held: Arc<Held>,
     finisher: GroupCommit<Finished, ()>,
+    lease_ms: i64,
     stop: CancellationToken,
 ) {
     let poll = Duration::from_millis(delivery.config.delivery_poll_ms.max(10));
-    let lease_ms = delivery.config.lease_ms.max(100) as i64;
     loop {
         let claimed = match deliveries::claim_due(&delivery.db, delivery.now(), lease_ms, CLAIM_BATCH).await {
             Ok(ids) => ids,

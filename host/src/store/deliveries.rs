@@ -9,15 +9,20 @@ use super::{Backend, Db};
 use crate::clock::Millis;
 use crate::messages::{AttemptKind, AttemptState, Channel, MessageState};
 
-/// Queues a message for delivery, in the transaction that creates it.
-pub async fn enqueue_in(tx: &mut Transaction<'_, Any>, message_id: i64, at: Millis) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO delivery_jobs (message_id, next_attempt_at) VALUES ($1, $2) ON CONFLICT (message_id) DO NOTHING",
-    )
-    .bind(message_id)
-    .bind(at)
-    .execute(&mut **tx)
-    .await?;
+/// Queues messages for delivery (`(message id, due at)`), in the transaction that creates them.
+pub async fn enqueue_in(tx: &mut Transaction<'_, Any>, jobs: &[(i64, Millis)]) -> Result<(), sqlx::Error> {
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO delivery_jobs (message_id, next_attempt_at) VALUES {} ON CONFLICT (message_id) DO NOTHING",
+        super::rows(jobs.len(), "(?, ?)")
+    );
+    let mut insert = super::query_rows(super::backend_of(tx), &sql, jobs.len());
+    for (message_id, at) in jobs {
+        insert = insert.bind(message_id).bind(at);
+    }
+    insert.execute(&mut **tx).await?;
     Ok(())
 }
 
@@ -113,8 +118,7 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
             "INSERT INTO delivery_attempts (message_id, kind, channel, state, error, provider_ref, at) VALUES {}",
             super::rows(attempts.len(), "(?, ?, ?, ?, ?, ?, ?)")
         );
-        let mut insert =
-            sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(attempts.len() == 1);
+        let mut insert = super::query_rows(backend, &sql, attempts.len());
         for (id, at, a) in attempts {
             insert = insert
                 .bind(id)
@@ -153,7 +157,7 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
         messages::transition_read_in(tx, &group, from, to, channel, at, crate::events::message_status).await?;
     }
     let sql = format!("DELETE FROM delivery_jobs WHERE message_id IN ({})", super::rows(done.len(), "?"));
-    let mut delete = sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(done.len() == 1);
+    let mut delete = super::query_rows(backend, &sql, done.len());
     for d in done {
         delete = delete.bind(d.message.id);
     }

@@ -12,13 +12,6 @@ pub async fn published_device_uuids(db: &Db, phone: &str) -> Result<Vec<String>,
         .await
 }
 
-/// Whether `phone` has at least one device (reached in-app when its account is claimed).
-pub async fn has_device(db: &Db, phone: &str) -> Result<bool, sqlx::Error> {
-    let n: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM devices WHERE phone = $1").bind(phone).fetch_one(db.reader()).await?;
-    Ok(n > 0)
-}
-
 /// Records a device of `phone` (login or key publication). `Ok(false)` when the uuid belongs to another
 /// phone's device.
 pub async fn ensure_device_in(

@@ -171,7 +171,7 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
          ON CONFLICT (partner_id, idempotency_key) DO NOTHING \
          RETURNING id, (SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code"
     );
-    let inserted = bind_new(sqlx::query(sqlx::AssertSqlSafe(super::placeholders(super::backend_of(tx), &sql))), m, now)
+    let inserted = bind_new(super::query_rows(super::backend_of(tx), &sql, 1), m, now)
         .bind(&m.idempotency_key)
         .bind(&m.request_hash)
         .bind(m.media.as_ref().map(|media| media.id.as_str()))
@@ -184,20 +184,29 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
         return replay_or_reused(&row, m.request_hash.as_deref());
     };
 
-    let (id, partner_code): (i64, String) = (row.try_get("id")?, row.try_get("partner_code")?);
+    let message = stored(m, row.try_get("id")?, row.try_get("partner_code")?, now);
     if let Some(media) = &m.media {
         insert_media_in(tx, m.partner_id, media, now).await?;
     }
-    sqlx::query("INSERT INTO message_states (message_id, seq, state, channel, at) VALUES ($1, 0, $2, NULL, $3)")
-        .bind(id)
-        .bind(MessageState::initial(m.direction).as_str())
-        .bind(now)
-        .execute(&mut **tx)
-        .await?;
-    if m.direction == Direction::Out {
-        super::deliveries::enqueue_in(tx, id, now).await?;
+    record_created_in(tx, &[&message]).await?;
+    Ok(Created::New(message))
+}
+
+/// What goes with new messages: their first state rows and, for outgoing ones, their delivery jobs.
+async fn record_created_in(tx: &mut Transaction<'_, Any>, created: &[&Message]) -> Result<(), sqlx::Error> {
+    let backend = super::backend_of(tx);
+    let sql = format!(
+        "INSERT INTO message_states (message_id, seq, state, channel, at) VALUES {}",
+        super::rows(created.len(), "(?, 0, ?, NULL, ?)")
+    );
+    let mut states = super::query_rows(backend, &sql, created.len());
+    for m in created {
+        states = states.bind(m.id).bind(m.state.as_str()).bind(m.created_at);
     }
-    Ok(Created::New(stored(m, id, partner_code, now)))
+    states.execute(&mut **tx).await?;
+    let jobs: Vec<(i64, Millis)> =
+        created.iter().filter(|m| m.direction == Direction::Out).map(|m| (m.id, m.created_at)).collect();
+    super::deliveries::enqueue_in(tx, &jobs).await
 }
 
 /// The message `m` as stored under `id` (a new message, as written).
@@ -249,7 +258,7 @@ pub async fn create_many_in(
              RETURNING id, ref, (SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code",
             super::rows(plain.len(), &format!("({NEW_ROW})"))
         );
-        let mut insert = sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(false);
+        let mut insert = super::query_rows(backend, &sql, plain.len());
         for &i in &plain {
             let (m, now) = &items[i];
             insert = bind_new(insert, m, *now);
@@ -267,29 +276,7 @@ pub async fn create_many_in(
             written.push((i, stored(m, id, code, *now)));
         }
 
-        let sql = format!(
-            "INSERT INTO message_states (message_id, seq, state, channel, at) VALUES {}",
-            super::rows(written.len(), "(?, 0, ?, NULL, ?)")
-        );
-        let mut states = sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(false);
-        for (_, m) in &written {
-            states = states.bind(m.id).bind(m.state.as_str()).bind(m.created_at);
-        }
-        states.execute(&mut **tx).await?;
-
-        let outgoing: Vec<&Message> =
-            written.iter().map(|(_, m)| m).filter(|m| m.direction == Direction::Out).collect();
-        if !outgoing.is_empty() {
-            let sql = format!(
-                "INSERT INTO delivery_jobs (message_id, next_attempt_at) VALUES {} ON CONFLICT (message_id) DO NOTHING",
-                super::rows(outgoing.len(), "(?, ?)")
-            );
-            let mut jobs = sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(false);
-            for m in outgoing {
-                jobs = jobs.bind(m.id).bind(m.created_at);
-            }
-            jobs.execute(&mut **tx).await?;
-        }
+        record_created_in(tx, &written.iter().map(|(_, m)| m).collect::<Vec<_>>()).await?;
         for (i, m) in written {
             out[i] = Some(Created::New(m));
         }
@@ -410,13 +397,10 @@ pub async fn transition_in(
     now: Millis,
     event: fn(&Message, Millis) -> Value,
 ) -> Result<Option<Message>, sqlx::Error> {
-    if !apply_transition(tx, message_id, from, state, channel, now).await? {
-        return Ok(None);
-    }
     let sql = const_format::concatcp!(SELECT, "WHERE m.id = $1");
-    let updated = from_row(&sqlx::query(sql).bind(message_id).fetch_one(&mut **tx).await?)?;
-    record_transitions_in(tx, std::slice::from_ref(&updated), now, event).await?;
-    Ok(Some(updated))
+    let Some(row) = sqlx::query(sql).bind(message_id).fetch_optional(&mut **tx).await? else { return Ok(None) };
+    let current = from_row(&row)?;
+    Ok(transition_read_in(tx, &[&current], from, state, channel, now, event).await?.pop())
 }
 
 /// [`transition_in`] for messages the caller has read already (the delivery worker), all moving from one
@@ -442,8 +426,7 @@ pub async fn transition_read_in(
         vec!["?"; messages.len()].join(", "),
         in_list(from)
     );
-    let mut update =
-        sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(messages.len() == 1);
+    let mut update = super::query_rows(backend, &sql, messages.len());
     update = update.bind(state.as_str()).bind(channel).bind(now);
     for m in messages {
         update = update.bind(m.id);
@@ -466,34 +449,6 @@ fn in_list(from: &[MessageState]) -> String {
     from.iter().map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(", ")
 }
 
-/// The state change itself, atomic on both engines (a concurrent change to the same message waits for the
-/// row and is then checked against `from` again): whether the message was in one of `from` and moved.
-async fn apply_transition(
-    tx: &mut Transaction<'_, Any>,
-    message_id: i64,
-    from: &[MessageState],
-    state: MessageState,
-    channel: Option<&str>,
-    now: Millis,
-) -> Result<bool, sqlx::Error> {
-    if from.is_empty() {
-        return Ok(false);
-    }
-    let sql = format!(
-        "UPDATE messages SET state = $1, channel = COALESCE($2, channel), seq = seq + 1, updated_at = $3 \
-         WHERE id = $4 AND state IN ({})",
-        in_list(from)
-    );
-    let done = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(state.as_str())
-        .bind(channel)
-        .bind(now)
-        .bind(message_id)
-        .execute(&mut **tx)
-        .await?;
-    Ok(done.rows_affected() == 1)
-}
-
 /// The history rows and `message.status` events of changes just applied, one statement each.
 async fn record_transitions_in(
     tx: &mut Transaction<'_, Any>,
@@ -509,8 +464,7 @@ async fn record_transitions_in(
         "INSERT INTO message_states (message_id, seq, state, channel, at) VALUES {}",
         super::rows(updated.len(), "(?, ?, ?, ?, ?)")
     );
-    let mut states =
-        sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(updated.len() == 1);
+    let mut states = super::query_rows(backend, &sql, updated.len());
     for m in updated {
         states = states.bind(m.id).bind(m.seq).bind(m.state.as_str()).bind(&m.channel).bind(now);
     }
@@ -640,7 +594,7 @@ pub async fn find_to_deliver(db: &Db, ids: &[i64]) -> Result<std::collections::H
          (SELECT s.last_seen_at FROM presence s WHERE s.phone = m.phone) AS last_seen{FROM}WHERE m.id IN ({})",
         super::rows(ids.len(), "?")
     );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(ids.len() == 1);
+    let mut query = super::query_rows(backend, &sql, ids.len());
     for id in ids {
         query = query.bind(id);
     }

@@ -224,6 +224,17 @@ pub fn placeholders(backend: Backend, sql: &str) -> String {
     out
 }
 
+/// A statement of `rows` rows written with `?` placeholders (see [`rows`]), ready to bind: placeholders in
+/// the engine's form, and kept prepared only in its one-row form (the same text every time), so statements
+/// of varying sizes do not churn the connection's statement cache.
+pub fn query_rows<'q>(
+    backend: Backend,
+    sql: &str,
+    rows: usize,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+    sqlx::query(sqlx::AssertSqlSafe(placeholders(backend, sql))).persistent(rows == 1)
+}
+
 /// The engine a connection (or transaction) talks to.
 pub fn backend_of(conn: &sqlx::AnyConnection) -> Backend {
     if conn.backend_name() == "SQLite" { Backend::Sqlite } else { Backend::Postgres }

@@ -80,7 +80,7 @@ pub async fn enqueue_many(tx: &mut Transaction<'_, Any>, events: &[NewEvent<'_>]
          next_attempt_at, created_at, updated_at, after_id) VALUES {}",
         rows.join(", ")
     );
-    let mut insert = sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(events.len() == 1);
+    let mut insert = super::query_rows(backend, &sql, events.len());
     let mut ids = Vec::with_capacity(events.len());
     for e in events {
         let delivery_id = format!("dlv_{}", random_alnum(24));
@@ -304,8 +304,7 @@ async fn record_attempts_in(
              next_attempt_at = ?, lease_until = NULL, updated_at = ? WHERE id IN ({})",
             super::rows(ids.len(), "?")
         );
-        let mut update =
-            sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql))).persistent(ids.len() == 1);
+        let mut update = super::query_rows(backend, &sql, ids.len());
         update = update.bind(state.as_str()).bind(status.map(i64::from)).bind(error).bind(now).bind(now);
         for id in ids {
             update = update.bind(id);
