@@ -67,7 +67,7 @@ explain "delivery: one message and its recipient (store::messages::find_to_deliv
      (SELECT COUNT(*) FROM devices d WHERE d.phone = m.phone) AS devices,
      (SELECT s.last_seen_at FROM presence s WHERE s.phone = m.phone) AS last_seen
    FROM messages m JOIN partners p ON p.id = m.partner_id WHERE m.id = $ROWS"
-explain "delivery: the state change (store::messages::apply_transition)" \
+explain "delivery: the state change (store::messages::transition_read_in)" \
   "UPDATE messages SET state = 'sent', channel = COALESCE('whatsapp', channel), seq = seq + 1, updated_at = $now
    WHERE id = $ROWS AND state IN ('queued') RETURNING seq, channel"
 explain "delivery: its message.status event (store::outbox::enqueue)" \
