@@ -134,7 +134,7 @@ impl FromRequestParts<AppState> for UserAuth {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         match credential(parts, state).await? {
             Credential::User(claims) => {
-                crate::store::devices::touch_presence(&state.db, &claims.sub, state.now()).await?;
+                state.presence.touch(&state.db, &claims.sub, state.now()).await?;
                 Ok(UserAuth { phone: claims.sub, device: claims.dev })
             }
             Credential::Partner(_) | Credential::Developer(_) | Credential::Bot(_) => {

@@ -51,6 +51,8 @@ pub struct AppState {
     pub payments: Arc<crate::payments::Payments>,
     /// The group commit of bot steps' progress.
     pub(crate) progress: GroupCommit<crate::store::flows::Step, ()>,
+    /// When this host last wrote each end user's activity.
+    pub(crate) presence: Arc<crate::store::devices::PresenceNotes>,
 }
 
 /// What the state is made of that is built before it (see [`crate::prepare`]): the database, settings and
@@ -95,6 +97,7 @@ impl AppState {
             code_limits,
             workers: Arc::new(crate::health::WorkerHealth::default()),
             broadcast_wake: Arc::new(Notify::new()),
+            presence: Arc::default(),
             runtime,
         }
     }

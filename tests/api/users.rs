@@ -150,6 +150,25 @@ async fn me_calls_record_presence() {
     assert_eq!(hubbub_host::store::devices::last_seen(&app.state.db, PHONE).await.unwrap().unwrap(), app.now());
 }
 
+/// Within 15 s of writing a user's activity the host sends no presence statement at all (it would wait
+/// for the database's one writer on every `/me` call); after that it writes again.
+#[tokio::test]
+async fn presence_is_written_at_most_every_15_s_per_phone() {
+    let app = TestApp::start().await;
+    let token = hubbub_host::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
+    let last_seen = || async { hubbub_host::store::devices::last_seen(&app.state.db, PHONE).await.unwrap() };
+    app.get(&token, "/api/v1/me/forms").await.ok(200);
+    assert_eq!(last_seen().await, Some(app.now()));
+    // Remove the row behind the host's back: a call that wrote would put it back.
+    sqlx::query("DELETE FROM presence").execute(app.state.db.writer()).await.unwrap();
+    app.clock.advance_ms(14_000);
+    app.get(&token, "/api/v1/me/forms").await.ok(200);
+    assert_eq!(last_seen().await, None, "no statement within 15 s of the last write");
+    app.clock.advance_ms(1_000);
+    app.get(&token, "/api/v1/me/forms").await.ok(200);
+    assert_eq!(last_seen().await, Some(app.now()), "written again 15 s after the last write");
+}
+
 #[tokio::test]
 async fn login_claims_linked_accounts_and_each_partner_gets_account_claimed() {
     let app = TestApp::start().await;
