@@ -132,7 +132,7 @@ async fn samples_load_with_their_digest_and_flows() {
         assert_eq!(sample.flows, flows, "{name}");
         assert!(loaded.runtime.is_loaded(&sample.digest), "{name}");
     }
-    assert_eq!(loaded.evil.flows.len(), 12);
+    assert_eq!(loaded.evil.flows.len(), 13);
 
     // Loading the same bytes again answers from memory.
     let again = loaded.runtime.load(&component("signup")).await.unwrap();
@@ -313,6 +313,18 @@ async fn a_guest_sleeping_in_the_host_is_stopped_by_the_wall_clock_budget() {
     assert_eq!(evil("sleep").await, Err(RuntimeError::Timeout));
     // 10 × cpu_ms of wall-clock time.
     assert!(started.elapsed() < Duration::from_millis(900), "{:?}", started.elapsed());
+}
+
+/// An instance serves one call: a guest's globals start over on every call (state travels only in the
+/// session state string).
+#[tokio::test]
+async fn every_call_gets_a_fresh_instance() {
+    for _ in 0..3 {
+        assert_eq!(messages(&evil("count").await.unwrap()), ["call 1 of this instance"]);
+    }
+    let evil_component = &loaded().await.evil;
+    let reply = handle(evil_component, "", GuestEvent::Text("count".into())).await.unwrap();
+    assert_eq!(messages(&reply), ["call 1 of this instance"]);
 }
 
 #[tokio::test]

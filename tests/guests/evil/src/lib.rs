@@ -6,12 +6,19 @@
 //! - `file`, `env`, `net`: try to read `/etc/passwd`, the environment and arguments, and the network,
 //!   and answer a message saying what happened (never an error, so a test can read it);
 //! - `sleep`: sleeps for a minute (blocking in the host, where no epoch check happens);
-//! - `logs`: floods the log, then answers normally; `ok`: a normal message.
+//! - `logs`: floods the log, then answers normally; `ok`: a normal message;
+//! - `count`: answers how many calls its instance has served, this one included (1 when every call
+//!   gets a fresh instance).
 
 use hubbub_guest_sdk::{Bot, Context, Entry, FlowInfo, Reply, Screen, UserEvent, export_bot, log};
 
-const FLOWS: [&str; 12] =
-    ["loop", "memory", "stack", "huge", "trap", "malformed", "file", "env", "net", "sleep", "logs", "ok"];
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const FLOWS: [&str; 13] =
+    ["loop", "memory", "stack", "huge", "trap", "malformed", "file", "env", "net", "sleep", "logs", "ok", "count"];
+
+/// Calls this instance has served.
+static CALLS: AtomicU32 = AtomicU32::new(0);
 
 struct Evil;
 
@@ -38,6 +45,7 @@ impl Bot for Evil {
 }
 
 fn misbehave(code: &str) -> Result<Reply, String> {
+    let calls = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
     let reply = Reply::new(code);
     match code {
         "loop" => spin(),
@@ -90,6 +98,7 @@ fn misbehave(code: &str) -> Result<Reply, String> {
             Ok(reply.message("logged"))
         }
         "ok" => Ok(reply.message("ok")),
+        "count" => Ok(reply.message(format!("call {calls} of this instance"))),
         other => Err(format!("unknown behaviour {other}")),
     }
 }
