@@ -13,7 +13,8 @@
 #   webhook workers beside the API). With workers, "drain" is how long after the load stopped the last
 #   accepted message left the delivery queue (every message delivered: in the hub for linked users,
 #   otherwise through the dev providers).
-# - Bot steps over HTTP: text events to one session of the sample chat bot.
+# - Bot steps over HTTP: events to one chat session of the sample chat bot (Rust), then of the Python and
+#   JavaScript samples (flows/python-signup, flows/js-signup).
 # - Webhook events: `cargo bench --bench webhooks` (10,000 events through the outbox to a local receiver).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -92,28 +93,37 @@ messages() {
   stop_host
 }
 
-flows() {
-  start_host "sqlite://$WORK/flows.db?mode=rwc" true
+# Bot steps over HTTP: events to one session of a sample bot's chat, 32 connections.
+# bot_steps CODE COMPONENT EVENT_JSON LABEL
+bot_steps() {
+  local code="$1" component="$2" event="$3" label="$4"
+  start_host "sqlite://$WORK/flows-$code.db?mode=rwc" true
   local top; top="$(ceiling)"
   local auth=(-H "Authorization: Bearer $KEY" -H 'Content-Type: application/json')
-  curl -sf -X POST "$BASE/bots" "${auth[@]}" -d '{"code":"chat","name":"Chat"}' >/dev/null
-  curl -sf -X PUT "$BASE/bots/chat/component" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/wasm' \
-    --data-binary @target/wasm32-wasip2/release/chat.wasm >/dev/null
+  curl -sf -X POST "$BASE/bots" "${auth[@]}" -d "{\"code\":\"$code\",\"name\":\"$code\"}" >/dev/null
+  curl -sf -X PUT "$BASE/bots/$code/component" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/wasm' \
+    --data-binary @"target/wasm32-wasip2/release/$component.wasm" >/dev/null
   curl -sf -X POST "$BASE/accounts/link" "${auth[@]}" -d '{"phone":"+15551230000"}' >/dev/null
   local token session
   token="$($BIN user token +15551230000)"
-  session="$(curl -sf -X POST "$BASE/me/bots/chat/sessions" -H "Authorization: Bearer $token" \
+  session="$(curl -sf -X POST "$BASE/me/bots/$code/sessions" -H "Authorization: Bearer $token" \
     -H 'Content-Type: application/json' -d '{}' | sed -n 's/.*"session":"\([^"]*\)".*/\1/p')"
   cat > "$WORK/event.lua" <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer $token"
-wrk.body = '{"type":"text","text":"hello"}'
+wrk.body = '$event'
 LUA
   read -r rps p50 p99 < <(wrk -t"$THREADS" -c32 -d"$DURATION" --latency -s "$WORK/event.lua" \
-    "$BASE/me/bots/chat/sessions/$session/events" | figures)
-  row "Bot steps over HTTP (chat bot, 32 connections), SQLite" "$rps" "$p50" "$p99" "—" "$top"
+    "$BASE/me/bots/$code/sessions/$session/events" | figures)
+  row "Bot steps over HTTP ($label, 32 connections), SQLite" "$rps" "$p50" "$p99" "—" "$top"
   stop_host
+}
+
+flows() {
+  bot_steps chat chat '{"type":"text","text":"hello"}' "chat bot"
+  bot_steps python-signup python-signup '{"type":"select","id":"plans"}' "Python chat"
+  bot_steps js-signup js-signup '{"type":"select","id":"plans"}' "JavaScript chat"
 }
 
 webhooks() {
