@@ -7,6 +7,7 @@
 #   bash bench/all.sh                  # every row: SQLite and, when reachable, PostgreSQL
 #   bash bench/all.sh messages flows   # only some groups: messages, flows, webhooks
 #   CONNECTIONS=128 DURATION=20s bash bench/all.sh
+#   BOT_CONNECTIONS=2 bash bench/all.sh flows   # bot steps under lighter load (default 32)
 #
 # Rows:
 # - POST /api/v1/messages, API-only process (HUBBUB_WORKERS=false) and the default process (delivery and
@@ -114,9 +115,9 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer $token"
 wrk.body = '$event'
 LUA
-  read -r rps p50 p99 < <(wrk -t"$THREADS" -c32 -d"$DURATION" --latency -s "$WORK/event.lua" \
+  read -r rps p50 p99 < <(wrk -t"$THREADS" -c"${BOT_CONNECTIONS:-32}" -d"$DURATION" --latency -s "$WORK/event.lua" \
     "$BASE/me/bots/$code/sessions/$session/events" | figures)
-  row "Bot steps over HTTP ($label, 32 connections), SQLite" "$rps" "$p50" "$p99" "—" "$top"
+  row "Bot steps over HTTP ($label, ${BOT_CONNECTIONS:-32} connections), SQLite" "$rps" "$p50" "$p99" "—" "$top"
   stop_host
 }
 
