@@ -21,6 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CONNECTIONS="${CONNECTIONS:-64}"
+BOT_CONNECTIONS="${BOT_CONNECTIONS:-32}"
 DURATION="${DURATION:-10s}"
 THREADS="${THREADS:-2}"
 PG_URL="${HUBBUB_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
@@ -94,7 +95,7 @@ messages() {
   stop_host
 }
 
-# Bot steps over HTTP: events to one session of a sample bot's chat, 32 connections.
+# Bot steps over HTTP: events to one session of a sample bot's chat, $BOT_CONNECTIONS connections.
 # bot_steps CODE COMPONENT EVENT_JSON LABEL
 bot_steps() {
   local code="$1" component="$2" event="$3" label="$4"
@@ -115,9 +116,9 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer $token"
 wrk.body = '$event'
 LUA
-  read -r rps p50 p99 < <(wrk -t"$THREADS" -c"${BOT_CONNECTIONS:-32}" -d"$DURATION" --latency -s "$WORK/event.lua" \
+  read -r rps p50 p99 < <(wrk -t"$THREADS" -c"$BOT_CONNECTIONS" -d"$DURATION" --latency -s "$WORK/event.lua" \
     "$BASE/me/bots/$code/sessions/$session/events" | figures)
-  row "Bot steps over HTTP ($label, ${BOT_CONNECTIONS:-32} connections), SQLite" "$rps" "$p50" "$p99" "—" "$top"
+  row "Bot steps over HTTP ($label, $BOT_CONNECTIONS connections), SQLite" "$rps" "$p50" "$p99" "—" "$top"
   stop_host
 }
 

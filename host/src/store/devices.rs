@@ -41,10 +41,9 @@ pub async fn ensure_device_in(
 /// How often one phone's activity is written at most.
 pub const PRESENCE_INTERVAL_MS: Millis = 15_000;
 
-/// Notes activity of `phone` (any `/me` call). Writes at most every [`PRESENCE_INTERVAL_MS`] per phone
-/// (the row is left alone when it is more recent than that); [`PresenceNotes`] skips the statement
-/// itself.
-pub async fn touch_presence(db: &Db, phone: &str, now: Millis) -> Result<(), sqlx::Error> {
+/// Writes activity of `phone`, leaving a row more recent than [`PRESENCE_INTERVAL_MS`] alone (another
+/// host may have written it). Called only through [`PresenceNotes::touch`].
+async fn touch_presence(db: &Db, phone: &str, now: Millis) -> Result<(), sqlx::Error> {
     sqlx::query(const_format::concatcp!(
         "INSERT INTO presence (phone, last_seen_at) VALUES ($1, $2) ON CONFLICT (phone) DO UPDATE \
          SET last_seen_at = excluded.last_seen_at WHERE presence.last_seen_at < excluded.last_seen_at - ",
@@ -59,18 +58,18 @@ pub async fn touch_presence(db: &Db, phone: &str, now: Millis) -> Result<(), sql
 
 /// When this host last wrote each phone's activity, so that a `/me` call within
 /// [`PRESENCE_INTERVAL_MS`] of the last write sends no statement at all (a write statement, even one
-/// that changes nothing, waits for the database's one writer). Holds the phones written within the
-/// interval, plus at most [`PresenceNotes::PRUNE_AT`] older ones.
+/// that changes nothing, waits for the database's one writer). Once it holds
+/// [`PresenceNotes::PRUNE_AT`] phones, those written longer ago than the interval are forgotten.
 #[derive(Default)]
 pub struct PresenceNotes {
     written: std::sync::Mutex<std::collections::HashMap<String, Millis>>,
 }
 
 impl PresenceNotes {
-    /// Past this many phones, those written longer ago than the interval are forgotten.
+    /// How many phones it holds before it forgets those written longer ago than the interval.
     const PRUNE_AT: usize = 100_000;
 
-    /// Notes activity of `phone`: writes it, unless this host did within the interval.
+    /// Notes activity of `phone` (any `/me` call): writes it, unless this host did within the interval.
     pub async fn touch(&self, db: &Db, phone: &str, now: Millis) -> Result<(), sqlx::Error> {
         let recent = |at: Millis| (0..PRESENCE_INTERVAL_MS).contains(&(now - at));
         if self.written().get(phone).copied().is_some_and(recent) {
