@@ -59,7 +59,7 @@ async fn touch_presence(db: &Db, phone: &str, now: Millis) -> Result<(), sqlx::E
 /// When this host last wrote each phone's activity, so that a `/me` call within
 /// [`PRESENCE_INTERVAL_MS`] of the last write sends no statement at all (a write statement, even one
 /// that changes nothing, waits for the database's one writer). Once it holds
-/// [`PresenceNotes::PRUNE_AT`] phones, those written longer ago than the interval are forgotten.
+/// `PRUNE_AT` phones, those written longer ago than the interval are forgotten.
 #[derive(Default)]
 pub struct PresenceNotes {
     written: std::sync::Mutex<std::collections::HashMap<String, Millis>>,
