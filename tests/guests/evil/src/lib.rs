@@ -8,14 +8,19 @@
 //! - `sleep`: sleeps for a minute (blocking in the host, where no epoch check happens);
 //! - `logs`: floods the log, then answers normally; `ok`: a normal message;
 //! - `count`: answers how many calls its instance has served, this one included (1 when every call
-//!   gets a fresh instance).
+//!   gets a fresh instance);
+//! - `scatter`: writes one byte to every other page of a 4 MiB static buffer (512 separate dirty runs
+//!   of memory, more than the pool's page scan collects at once) and answers how many of those bytes
+//!   it found already written (0 when its memory was reset).
 
 use hubbub_guest_sdk::{Bot, Context, Entry, FlowInfo, Reply, Screen, UserEvent, export_bot, log};
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-const FLOWS: [&str; 13] =
-    ["loop", "memory", "stack", "huge", "trap", "malformed", "file", "env", "net", "sleep", "logs", "ok", "count"];
+const FLOWS: [&str; 14] = [
+    "loop", "memory", "stack", "huge", "trap", "malformed", "file", "env", "net", "sleep", "logs", "ok", "count",
+    "scatter",
+];
 
 /// Calls this instance has served.
 static CALLS: AtomicU32 = AtomicU32::new(0);
@@ -99,6 +104,10 @@ fn misbehave(code: &str) -> Result<Reply, String> {
         }
         "ok" => Ok(reply.message("ok")),
         "count" => Ok(reply.message(format!("call {calls} of this instance"))),
+        "scatter" => {
+            let (written, found) = scatter();
+            Ok(reply.message(format!("{written} pages written, {found} found dirty")))
+        }
         other => Err(format!("unknown behaviour {other}")),
     }
 }
@@ -115,6 +124,30 @@ fn hoard() -> ! {
     loop {
         hoard.push(core::hint::black_box(vec![1u8; 1 << 20]));
     }
+}
+
+const PAGE: usize = 4096;
+const SCRATCH_BYTES: usize = 4 << 20;
+/// Zero in a fresh instance (it is part of the module's zero-initialised data).
+static mut SCRATCH: [u8; SCRATCH_BYTES] = [0; SCRATCH_BYTES];
+
+/// Writes the first byte of every other page of `SCRATCH`; returns how many pages it wrote and how many
+/// of those bytes were not zero before.
+fn scatter() -> (usize, usize) {
+    let base = (&raw mut SCRATCH).cast::<u8>();
+    let (mut written, mut found) = (0, 0);
+    for offset in (0..SCRATCH_BYTES).step_by(2 * PAGE) {
+        // SAFETY: `offset` is within `SCRATCH`, and a guest call is single-threaded.
+        unsafe {
+            let byte = base.add(offset);
+            if byte.read_volatile() != 0 {
+                found += 1;
+            }
+            byte.write_volatile(0xAA);
+        }
+        written += 1;
+    }
+    (written, found)
 }
 
 #[allow(unconditional_recursion)]

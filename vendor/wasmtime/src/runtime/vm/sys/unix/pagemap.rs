@@ -276,73 +276,103 @@ pub unsafe fn reset_with_pagemap(
         },
     };
 
-    // For now use a fixed set of regions on the stack, but in the future this
-    // may want to use a dynamically allocated vector for more regions for
-    // example.
+    // Regions are collected into a fixed buffer on the stack. When it fills
+    // before the page budget is spent, the scan resumes from where the kernel
+    // stopped (`walk_end`), so a working set of more than `MAX_REGIONS`
+    // disjoint runs is still reset in place rather than decommitted.
+    //
+    // (Hubbub's copy of wasmtime: upstream stops at the first full buffer and
+    // decommits everything after it; see vendor/README.md.)
     const MAX_REGIONS: usize = 32;
     let mut storage = [MaybeUninit::uninit(); MAX_REGIONS];
 
-    let scan_arg = PageMapScanBuilder::new(ptr::slice_from_raw_parts(ptr, len.byte_count()))
-        .max_pages(keep_resident.byte_count() / host_page_size)
-        // We specifically want pages that are NOT backed by the zero page or
-        // backed by files. Such pages mean that they haven't changed from their
-        // original contents, so they're inverted.
-        .category_inverted(Categories::PFNZERO | Categories::FILE)
-        // Search for pages that are written and present as those are the dirty
-        // pages. Additionally search for the zero page/file page as those are
-        // inverted above meaning we're searching for pages that specifically
-        // don't have those flags.
-        .category_mask(
-            Categories::WRITTEN | Categories::PRESENT | Categories::PFNZERO | Categories::FILE,
-        )
-        // Don't return any categories back. This helps group regions together
-        // since the reported set of categories is always empty and we otherwise
-        // aren't looking for anything in particular.
-        .return_mask(Categories::empty())
-        .build(&mut storage);
-
-    // SAFETY: this should be a safe ioctl as we control the fd we're operating
-    // on plus all of `scan_arg`, but this relies on `Ioctl` below being the
-    // correct implementation and such.
-    let result = match unsafe { ioctl(&pagemap.0, scan_arg) } {
-        Ok(result) => result,
-
-        // If the ioctl fails for whatever reason, we at least tried, so fall
-        // back to the default behavior.
-        //
-        // SAFETY: the safety requirement of
-        // `pagemap_disabled::reset_with_pagemap` is the same as this function.
-        Err(err) => unsafe {
-            log::warn!("failed pagemap scan {err}");
-            return crate::runtime::vm::pagemap_disabled::reset_with_pagemap(
-                None,
-                ptr,
-                len,
-                keep_resident,
-                reset_manually,
-                decommit,
-            );
-        },
-    };
-
-    // For all regions that were written in the scan reset them manually, then
-    // afterwards decommit everything else.
+    let end = ptr.addr() + len.byte_count();
+    let mut start = ptr;
+    let mut pages_left = keep_resident.byte_count() / host_page_size;
     let mut bytes_resident = 0;
-    for region in result.regions() {
-        // SAFETY: we're relying on Linux to pass in valid region ranges within
-        // the `ptr/len` we specified to the original syscall.
-        unsafe {
-            reset_manually(&mut *region.region().cast_mut());
-        }
-        bytes_resident += region.len();
-    }
+    loop {
+        let scan_arg =
+            PageMapScanBuilder::new(ptr::slice_from_raw_parts(start, end - start.addr()))
+                .max_pages(pages_left)
+                // We specifically want pages that are NOT backed by the zero
+                // page or backed by files. Such pages mean that they haven't
+                // changed from their original contents, so they're inverted.
+                .category_inverted(Categories::PFNZERO | Categories::FILE)
+                // Search for pages that are written, and not the zero page or a
+                // file page (those are inverted above, so here they must be
+                // absent).
+                .category_mask(Categories::WRITTEN | Categories::PFNZERO | Categories::FILE)
+                // A written page is dirty whether it is in memory or swapped
+                // out: a swapped-out page must be reset too, or the next
+                // instance in this slot would read what the last one wrote.
+                .category_anyof_mask(Categories::PRESENT | Categories::SWAPPED)
+                // Don't return any categories back. This helps group regions
+                // together since the reported set of categories is always
+                // empty and we otherwise aren't looking for anything in
+                // particular.
+                .return_mask(Categories::empty())
+                .build(&mut storage);
 
-    // Report everything after `walk_end` to the end of memory as memory that
-    // must be decommitted as the scan didn't reach it. Note that if `walk_end`
-    // is already at the end of memory then the byte size of the decommitted
-    // memory here will be 0 meaning that this is a noop.
-    let scan_size = result.walk_end().addr() - ptr.addr();
-    decommit(result.walk_end().cast_mut(), len.byte_count() - scan_size);
+        // SAFETY: this should be a safe ioctl as we control the fd we're
+        // operating on plus all of `scan_arg`, but this relies on `Ioctl`
+        // below being the correct implementation and such.
+        let result = match unsafe { ioctl(&pagemap.0, scan_arg) } {
+            Ok(result) => result,
+
+            // If the ioctl fails for whatever reason, we at least tried, so
+            // fall back to the default behavior for what is left. Regions
+            // already reset in place need nothing more.
+            //
+            // SAFETY: `start..end` lies within `ptr/len`, for which the caller
+            // upholds the safety requirement of
+            // `pagemap_disabled::reset_with_pagemap`.
+            Err(err) => unsafe {
+                log::warn!("failed pagemap scan {err}");
+                let rest = HostAlignedByteCount::new(end - start.addr())
+                    .expect("scan boundaries are page-aligned");
+                let keep = HostAlignedByteCount::new(pages_left * host_page_size)
+                    .expect("page multiple");
+                return bytes_resident
+                    + crate::runtime::vm::pagemap_disabled::reset_with_pagemap(
+                        None,
+                        start,
+                        rest,
+                        keep,
+                        reset_manually,
+                        decommit,
+                    );
+            },
+        };
+
+        // Reset every region found in place.
+        let regions = result.regions();
+        for region in regions {
+            // SAFETY: we're relying on Linux to pass in valid region ranges
+            // within the `start/end` we specified to the syscall.
+            unsafe {
+                reset_manually(&mut *region.region().cast_mut());
+            }
+            bytes_resident += region.len();
+            pages_left = pages_left.saturating_sub(region.len() / host_page_size);
+        }
+
+        let walk_end = result.walk_end();
+        // The whole range was scanned: nothing is left to decommit.
+        if walk_end.addr() >= end {
+            break;
+        }
+        // The buffer filled before the page budget was spent: scan on from
+        // where the kernel stopped. (`max_pages` of 0 would mean "no limit",
+        // hence the check on `pages_left`.)
+        if regions.len() == MAX_REGIONS && pages_left > 0 {
+            start = walk_end.cast_mut();
+            continue;
+        }
+        // The page budget is spent: everything after `walk_end` is given to
+        // `decommit`.
+        decommit(walk_end.cast_mut(), end - walk_end.addr());
+        break;
+    }
 
     bytes_resident
 }
@@ -465,7 +495,6 @@ mod ioctl {
         ///
         /// For more detail see the `pagemap_scan_is_interesting_page` function
         /// in the Linux kernel source.
-        #[expect(dead_code, reason = "bindings for the future if we need them")]
         pub fn category_anyof_mask(&mut self, flags: Categories) -> &mut PageMapScanBuilder {
             self.pm_scan_arg.category_anyof_mask = flags;
             self
