@@ -7,6 +7,7 @@ use crate::code::EngineCode;
 use crate::prelude::*;
 use crate::profiling_agent::ProfilingAgent;
 use crate::runtime::vm::CompiledModuleId;
+use crate::sync::OnceLock;
 use alloc::sync::Arc;
 use core::ops::Range;
 use core::str;
@@ -25,6 +26,24 @@ pub struct CompiledModule {
     index: Arc<CompiledFunctionsTable>,
     /// Sorted list, by function index, of names we have for this module.
     func_names: Vec<FunctionName>,
+    /// Where each defined function and its array-to-wasm trampoline are in
+    /// the text section, by `DefinedFuncIndex`, filled on first use.
+    ///
+    /// (Hubbub's copy of wasmtime; see vendor/README.md.) Every `VMFuncRef`
+    /// initialisation (each `ref.func`, each function import resolved at
+    /// instantiation) looks up these two locations. Through `index` that is a
+    /// search per lookup; a component whose start-up code fills its function
+    /// table with thousands of `ref.func`s pays it thousands of times per
+    /// instantiation.
+    defined_func_locs: OnceLock<Box<[DefinedFuncLocs]>>,
+}
+
+/// The text-section locations [`CompiledModule::function_range`] serves from
+/// its per-module table.
+#[derive(Copy, Clone)]
+struct DefinedFuncLocs {
+    wasm: Option<FunctionLoc>,
+    array_to_wasm: Option<FunctionLoc>,
 }
 
 impl CompiledModule {
@@ -58,6 +77,7 @@ impl CompiledModule {
             meta: info.meta,
             index,
             func_names: info.func_names,
+            defined_func_locs: OnceLock::new(),
         };
         ret.register_profiling(profiler)?;
 
@@ -125,7 +145,17 @@ impl CompiledModule {
     /// points to.
     #[inline]
     pub fn function_range(&self, key: FuncKey) -> Range<usize> {
-        let loc = self.func_loc(key);
+        let loc = match key {
+            FuncKey::DefinedWasmFunction(module, index) if module == self.module_index() => self
+                .defined_func_locs()[index.as_u32() as usize]
+                .wasm
+                .expect("defined function should be present"),
+            FuncKey::ArrayToWasmTrampoline(module, index) if module == self.module_index() => self
+                .defined_func_locs()[index.as_u32() as usize]
+                .array_to_wasm
+                .expect("defined function should be present"),
+            _ => *self.func_loc(key),
+        };
         let start = usize::try_from(loc.start).unwrap();
         let end = usize::try_from(loc.start + loc.length).unwrap();
         start..end
@@ -163,6 +193,27 @@ impl CompiledModule {
             }
             _ => None,
         }
+    }
+
+    /// The per-module table of defined functions' locations (built on first
+    /// use from `index`).
+    fn defined_func_locs(&self) -> &[DefinedFuncLocs] {
+        self.defined_func_locs.get_or_init(|| {
+            let module = self.module_index();
+            self.module
+                .defined_func_indices()
+                .map(|i| DefinedFuncLocs {
+                    wasm: self
+                        .index
+                        .func_loc(FuncKey::DefinedWasmFunction(module, i))
+                        .copied(),
+                    array_to_wasm: self
+                        .index
+                        .func_loc(FuncKey::ArrayToWasmTrampoline(module, i))
+                        .copied(),
+                })
+                .collect()
+        })
     }
 
     /// Gets the function location information for a given function index.
