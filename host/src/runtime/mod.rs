@@ -259,9 +259,11 @@ impl Runtime {
     /// Bytes of guest memory and tables that idle pooled slots keep resident (dirtied pages reset in
     /// place for the next call, `engine::KEEP_RESIDENT_MEMORY` at most per memory); 0 without pooling.
     pub fn pool_resident_bytes(&self) -> usize {
-        self.shared.sandbox.engine.pooling_allocator_metrics().map_or(0, |pool| {
-            pool.unused_memory_bytes_resident() + pool.unused_table_bytes_resident()
-        })
+        self.shared
+            .sandbox
+            .engine
+            .pooling_allocator_metrics()
+            .map_or(0, |pool| pool.unused_memory_bytes_resident() + pool.unused_table_bytes_resident())
     }
 
     /// Validates and compiles a component (on a blocking thread), keeps its precompiled artifact in the

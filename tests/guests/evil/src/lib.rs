@@ -18,7 +18,19 @@ use hubbub_guest_sdk::{Bot, Context, Entry, FlowInfo, Reply, Screen, UserEvent, 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 const FLOWS: [&str; 14] = [
-    "loop", "memory", "stack", "huge", "trap", "malformed", "file", "env", "net", "sleep", "logs", "ok", "count",
+    "loop",
+    "memory",
+    "stack",
+    "huge",
+    "trap",
+    "malformed",
+    "file",
+    "env",
+    "net",
+    "sleep",
+    "logs",
+    "ok",
+    "count",
     "scatter",
 ];
 
