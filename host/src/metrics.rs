@@ -1,7 +1,7 @@
 //! Prometheus metrics. The code records through the `metrics` facade; this module installs the exporter's
 //! recorder (once per process: a metrics registry is process-wide by nature, so every host in a test
 //! process shares it) and renders the text format for `GET /metrics`, after refreshing the gauges that are
-//! read from the database at scrape time (backlogs, broadcasts in progress).
+//! read at scrape time (backlogs and broadcasts in progress from the database; the bot runtime's pool).
 //!
 //! What is recorded, and where:
 //! - `hubbub_http_requests_total{route, method, status}`, `hubbub_http_request_duration_seconds{route, method}`:
@@ -10,6 +10,8 @@
 //!   delivery worker);
 //! - `hubbub_delivery_backlog`, `hubbub_delivery_backlog_oldest_seconds`, `hubbub_webhook_backlog`,
 //!   `hubbub_webhook_backlog_oldest_seconds`, `hubbub_broadcasts_in_progress`: gauges refreshed at scrape;
+//! - `hubbub_bot_pool_resident_bytes`: guest memory the runtime's idle pooled slots keep resident for the
+//!   next calls (up to 8 MiB per linear memory a guest dirtied), refreshed at scrape;
 //! - `hubbub_webhook_attempts_total{outcome}` (`succeeded`, `pending` = will retry, `dead`);
 //! - `hubbub_bot_calls_total{bot, outcome}` (`ok`, `timeout`, `out_of_memory`, `trap`, …),
 //!   `hubbub_bot_call_duration_seconds{bot}`;
@@ -24,6 +26,7 @@ use axum::response::Response;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::clock::Millis;
+use crate::runtime::Runtime;
 use crate::store::{Db, broadcasts, deliveries, outbox};
 
 static RECORDER: OnceLock<PrometheusHandle> = OnceLock::new();
@@ -61,8 +64,8 @@ pub async fn track_request(request: Request, next: Next) -> Response {
     response
 }
 
-/// The text exposition, with the database-backed gauges read now.
-pub async fn render(db: &Db, now: Millis) -> Result<String, sqlx::Error> {
+/// The text exposition, with the gauges read now.
+pub async fn render(db: &Db, runtime: &Runtime, now: Millis) -> Result<String, sqlx::Error> {
     let age = |oldest: Option<Millis>| oldest.map(|t| ((now - t).max(0)) as f64 / 1000.0).unwrap_or(0.0);
     let (jobs, oldest_job) = deliveries::backlog(db).await?;
     metrics::gauge!("hubbub_delivery_backlog").set(jobs as f64);
@@ -71,5 +74,6 @@ pub async fn render(db: &Db, now: Millis) -> Result<String, sqlx::Error> {
     metrics::gauge!("hubbub_webhook_backlog").set(events as f64);
     metrics::gauge!("hubbub_webhook_backlog_oldest_seconds").set(age(oldest_event));
     metrics::gauge!("hubbub_broadcasts_in_progress").set(broadcasts::in_progress(db).await? as f64);
+    metrics::gauge!("hubbub_bot_pool_resident_bytes").set(runtime.pool_resident_bytes() as f64);
     Ok(handle().render())
 }

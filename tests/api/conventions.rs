@@ -463,6 +463,7 @@ async fn metrics_are_served_to_the_scraper_only_and_the_numbers_move() {
         "hubbub_webhook_backlog",
         "hubbub_webhook_backlog_oldest_seconds",
         "hubbub_broadcasts_in_progress",
+        "hubbub_bot_pool_resident_bytes",
     ] {
         assert!(after.lines().any(|l| l.starts_with(gauge)), "{gauge} missing");
     }

@@ -1403,7 +1403,8 @@ export interface paths {
          * Prometheus metrics in the text format (outside /api/v1).
          * @description Requests by route and status with latency histograms, messages accepted and delivered by channel, delivery
          *     and webhook backlogs, webhook attempts by outcome, bot calls by bot and outcome, rate-limit refusals,
-         *     broadcasts in progress. Off (404) unless HUBBUB_METRICS_TOKEN is set; then that token as a bearer credential.
+         *     broadcasts in progress, the bot runtime's resident pool memory. Off (404) unless HUBBUB_METRICS_TOKEN is
+         *     set; then that token as a bearer credential.
          */
         get: operations["scrape"];
         put?: never;

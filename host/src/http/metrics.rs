@@ -21,7 +21,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 ///
 /// Requests by route and status with latency histograms, messages accepted and delivered by channel, delivery
 /// and webhook backlogs, webhook attempts by outcome, bot calls by bot and outcome, rate-limit refusals,
-/// broadcasts in progress. Off (404) unless HUBBUB_METRICS_TOKEN is set; then that token as a bearer credential.
+/// broadcasts in progress, the bot runtime's resident pool memory. Off (404) unless HUBBUB_METRICS_TOKEN is
+/// set; then that token as a bearer credential.
 #[utoipa::path(
     get,
     path = "/metrics",
@@ -40,6 +41,6 @@ async fn scrape(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<
     if !presented.is_some_and(|p| constant_time_eq(p.trim(), token)) {
         return Err(ApiError::unauthorized("metrics need Authorization: Bearer <HUBBUB_METRICS_TOKEN>"));
     }
-    let text = crate::metrics::render(&state.db, state.now()).await?;
+    let text = crate::metrics::render(&state.db, &state.runtime, state.now()).await?;
     Ok(([(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response())
 }
