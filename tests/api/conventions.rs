@@ -302,6 +302,8 @@ async fn shutdown_finishes_in_flight_requests() {
     stream.write_all(&body.as_bytes()[..10]).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     let db = app.state.db.clone();
+    // `stop` consumes the app; its database (on SQLite, a file in a temp dir) must outlive it for the count.
+    let _database = app.db.clone();
     let stopping = tokio::spawn(app.stop());
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     assert!(!stopping.is_finished(), "shutdown waits for the request in flight");
