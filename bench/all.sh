@@ -55,7 +55,7 @@ start_host() {
   local url="$1" workers="$2" port=$((20000 + RANDOM % 20000))
   export HUBBUB_DATABASE_URL="$url" HUBBUB_LISTEN="127.0.0.1:$port" HUBBUB_DEV=1 HUBBUB_LOG=warn \
     HUBBUB_RATE_LIMIT_PER_S=1000000 HUBBUB_RATE_LIMIT_BURST=1000000 HUBBUB_WORKERS="$workers" \
-    HUBBUB_METRICS_TOKEN=bench HUBBUB_SECRET_KEY="$SECRET_KEY" HUBBUB_COMPONENT_CACHE_DIR="$WORK/components" HUBBUB_JWT_SECRET=bench-secret-bench-secret-bench-secret-0123
+    HUBBUB_METRICS_TOKEN=$BENCH_METRICS_TOKEN HUBBUB_SECRET_KEY="$SECRET_KEY" HUBBUB_COMPONENT_CACHE_DIR="$WORK/components" HUBBUB_JWT_SECRET=$BENCH_JWT_SECRET
   KEY="$($BIN partner create --code "bench$RANDOM" --name Bench | sed -n 's/.*"api_key":"\([^"]*\)".*/\1/p')"
   export HUBBUB_KEY="$KEY"
   "$BIN" serve &
@@ -72,7 +72,7 @@ figures() {
   awk '/Requests\/sec/ {rps=$2} $1=="50%" {p50=$2} $1=="99%" {p99=$2} END {printf "%.0f %s %s\n", rps, p50, p99}'
 }
 ceiling() { wrk -t"$THREADS" -c"$CONNECTIONS" -d3s --latency "$BASE/nope" | figures | cut -d' ' -f1; }
-backlog() { curl -sf -H "Authorization: Bearer bench" "${BASE%/api/v1}/metrics" | awk '$1=="hubbub_delivery_backlog" {print $2}'; }
+backlog() { curl -sf -H "Authorization: Bearer $BENCH_METRICS_TOKEN" "${BASE%/api/v1}/metrics" | awk '$1=="hubbub_delivery_backlog" {print $2}'; }
 
 ROWS=()
 row() { ROWS+=("| $1 | $2 | $3 | $4 | $5 | $6 |"); echo "  $1: $2 req/s, p50 $3, p99 $4, drain $5 (ceiling $6/s)"; }

@@ -6,3 +6,6 @@ BIN="${HUBBUB_BENCH_BIN:-target/release/hubbub}"
 [ -n "${HUBBUB_BENCH_BIN:-}" ] || cargo build --release -p hubbub-host --bin hubbub 2>&1 | tail -1
 WORK="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+# The host refuses short or repetitive secrets: fresh random ones for each run.
+BENCH_JWT_SECRET="$(head -c 32 /dev/urandom | base64 | tr -d '=+/')"
+BENCH_METRICS_TOKEN="$(head -c 32 /dev/urandom | base64 | tr -d '=+/')"

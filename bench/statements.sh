@@ -15,7 +15,7 @@ source bench/common.sh
 
 port=$((20000 + RANDOM % 20000))
 export HUBBUB_DATABASE_URL="sqlite://$WORK/count.db?mode=rwc" HUBBUB_LISTEN="127.0.0.1:$port" HUBBUB_DEV=1 \
-  HUBBUB_RATE_LIMIT_PER_S=1000000 HUBBUB_RATE_LIMIT_BURST=1000000 HUBBUB_METRICS_TOKEN=bench
+  HUBBUB_RATE_LIMIT_PER_S=1000000 HUBBUB_RATE_LIMIT_BURST=1000000 HUBBUB_METRICS_TOKEN=$BENCH_METRICS_TOKEN
 KEY="$(HUBBUB_LOG=warn $BIN partner create --code acme --name Acme | sed -n 's/.*"api_key":"\([^"]*\)".*/\1/p')"
 HUBBUB_LOG="warn,sqlx::query=debug" NO_COLOR=1 "$BIN" serve > "$WORK/log" 2>&1 &
 base="http://127.0.0.1:$port"
@@ -27,7 +27,7 @@ seq 1 "$N" | xargs -P 16 -I{} curl -sf -o /dev/null -X POST "$base/api/v1/messag
   -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
   -d '{"phone":"+1555000{}","body":"Your order has shipped"}'
 for _ in $(seq 1 600); do
-  left=$(curl -sf -H "Authorization: Bearer bench" "$base/metrics" | awk '$1=="hubbub_delivery_backlog" {print $2}')
+  left=$(curl -sf -H "Authorization: Bearer $BENCH_METRICS_TOKEN" "$base/metrics" | awk '$1=="hubbub_delivery_backlog" {print $2}')
   [ "$left" = "0" ] && break
   sleep 0.1
 done

@@ -54,7 +54,7 @@ async fn run(wasm: &[u8]) -> anyhow::Result<()> {
     restarts.sort();
     println!("load from artifact (median/5):  {}", ms(restarts[2]));
 
-    let ctx = GuestContext { bot: "bench".into(), phone: "+31612345678".into() };
+    let ctx = GuestContext { partner: "acme".into(), bot: "bench".into(), phone: "+31612345678".into() };
     let step = || runtime.start(&loaded.digest, "bench", Entry::Flow("signup".into()), ctx.clone());
     for _ in 0..200 {
         step().await?;

@@ -59,9 +59,12 @@ fn bearer(parts: &Parts) -> Result<&str, ApiError> {
 /// Recognises and verifies any credential.
 pub async fn authenticate(state: &AppState, token: &str) -> Result<Credential, ApiError> {
     if token.matches('.').count() == 2 {
-        return verify_user_token(state, token)
-            .map(Credential::User)
-            .ok_or_else(|| ApiError::unauthorized("invalid or expired user token"));
+        let claims =
+            verify_user_token(state, token).ok_or_else(|| ApiError::unauthorized("invalid or expired user token"))?;
+        if state.revocations.is_revoked(&state.db, &claims.sub, claims.iat, state.now()).await? {
+            return Err(ApiError::unauthorized("this token was signed out everywhere: sign in again"));
+        }
+        return Ok(Credential::User(claims));
     }
     if token.starts_with("bot_") {
         let hash = digest(token);
@@ -176,7 +179,15 @@ pub fn issue_user_token(state: &AppState, phone: &str, device: Option<&str>) -> 
     Ok((token, exp * 1000))
 }
 
-/// Verifies a user JWT against the service secret and the injected clock.
+/// Signs out everywhere: every token of `phone` issued so far (this second included) is refused from now
+/// on, on every host.
+pub async fn revoke_user_tokens(state: &AppState, phone: &str) -> Result<(), sqlx::Error> {
+    let now = state.now();
+    state.revocations.revoke(&state.db, phone, now.div_euclid(1000) + 1, now).await
+}
+
+/// Verifies a user JWT against the service secret and the injected clock (not whether it was signed out:
+/// [`authenticate`] checks that).
 pub fn verify_user_token(state: &AppState, token: &str) -> Option<UserClaims> {
     let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::HS256);
     // Expiry is checked below against the injected clock, not the system's.
@@ -220,8 +231,8 @@ impl FromRequestParts<AppState> for PartnerOrBot {
         match credential(parts, state).await? {
             Credential::Partner(p) => Ok(PartnerOrBot::Partner(p)),
             Credential::Bot(b) => {
-                let peer = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
-                crate::bots::check_allowed_ips(b.allowed_ips.as_deref(), peer)?;
+                let client = crate::http::abuse::ClientIp::of(parts, state);
+                crate::bots::check_allowed_ips(b.allowed_ips.as_deref(), Some(client))?;
                 Ok(PartnerOrBot::Bot(b))
             }
             _ => Err(ApiError::forbidden("this route takes a partner key or the bot's token")),

@@ -111,6 +111,11 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_DEVELOPER_DAILY_QUOTA", default_value_t = 500)]
     pub developer_daily_quota: i64,
 
+    /// Media one end user may upload in 24 hours (conversation messages), in MiB; past it an upload is
+    /// refused (422 on `media_base64`).
+    #[arg(long, env = "HUBBUB_USER_UPLOAD_QUOTA_MB", default_value_t = 25)]
+    pub user_upload_quota_mb: i64,
+
     /// Requests per minute one client address may make to the routes that send or check one-time codes
     /// (`/auth/otp/start|verify`, `/dev/signup|verify|session`), on top of the per-phone limits.
     #[arg(long, env = "HUBBUB_CODE_RATE_LIMIT_PER_IP_PER_MIN", default_value_t = 30)]
@@ -272,6 +277,36 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_BOT_COMPILE_CONCURRENCY", default_value_t = 1)]
     pub bot_compile_concurrency: usize,
 
+    /// Data memory one component compilation may use, in MiB: compilations run in a child process whose
+    /// `RLIMIT_DATA` is this (the 240 KB Rust samples need under 24 MiB; the 18 MB Python sample about 400
+    /// MiB; components built to be costly to compile far more).
+    #[arg(long, env = "HUBBUB_BOT_COMPILE_MEMORY_MB", default_value_t = 1024)]
+    pub bot_compile_memory_mb: u64,
+
+    /// Longest one component compilation may take, in milliseconds; past it the child is killed and the
+    /// upload is refused (422 `invalid_component`).
+    #[arg(long, env = "HUBBUB_BOT_COMPILE_TIMEOUT_MS", default_value_t = 60_000)]
+    pub bot_compile_timeout_ms: u64,
+
+    /// The executable that compiles components (`<exe> compile-component`, in a bounded child process).
+    /// Default: this one.
+    #[arg(long, env = "HUBBUB_BOT_COMPILER")]
+    pub bot_compiler: Option<std::path::PathBuf>,
+
+    /// Bot calls of one partner that may run at once (of the runtime's 64 instance slots): one partner's
+    /// slow bots never hold the others' slots.
+    #[arg(long, env = "HUBBUB_BOT_PARTNER_SLOTS", default_value_t = 8)]
+    pub bot_partner_slots: usize,
+
+    /// Bot calls of one partner that may wait for a slot at once; past it a call is answered 429 with
+    /// `Retry-After`.
+    #[arg(long, env = "HUBBUB_BOT_QUEUE", default_value_t = 32)]
+    pub bot_queue: usize,
+
+    /// Longest a bot call waits for a slot, in milliseconds; past it it is answered 503 with `Retry-After`.
+    #[arg(long, env = "HUBBUB_BOT_QUEUE_WAIT_MS", default_value_t = 2_000)]
+    pub bot_queue_wait_ms: u64,
+
     /// Where precompiled bot components are kept (so a restart does not recompile). Trusted: its files
     /// are loaded as native code.
     #[arg(long, env = "HUBBUB_COMPONENT_CACHE_DIR", default_value = ".hubbub/components")]
@@ -291,6 +326,21 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_REQUEST_TIMEOUT_MS", default_value_t = 60_000)]
     pub request_timeout_ms: u64,
 
+    /// Longest a client may take to send a request's head, in milliseconds, counted from when its
+    /// connection opens or its previous response was sent; past it the connection is closed.
+    #[arg(long, env = "HUBBUB_HEADER_READ_TIMEOUT_MS", default_value_t = 10_000)]
+    pub header_read_timeout_ms: u64,
+
+    /// A connection with no request in flight for this long is closed, in milliseconds (an idle keep-alive
+    /// connection is closed by the shorter of this and the header read timeout).
+    #[arg(long, env = "HUBBUB_IDLE_TIMEOUT_MS", default_value_t = 60_000)]
+    pub idle_timeout_ms: u64,
+
+    /// Connections this host keeps open at once; past it a new one is answered 503 with `Retry-After` and
+    /// closed. Keep it under the process's open-file limit.
+    #[arg(long, env = "HUBBUB_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
+
     /// How long shutdown waits for requests in flight, then for the workers, in milliseconds; what is still
     /// running then is abandoned and logged.
     #[arg(long, env = "HUBBUB_SHUTDOWN_TIMEOUT_MS", default_value_t = 30_000)]
@@ -308,10 +358,48 @@ impl Config {
         std::num::NonZeroU32::new(limit.div_ceil(hosts).max(1)).expect("max(1) is non-zero")
     }
 
+    /// What one end user may upload.
+    pub fn upload_quota(&self) -> UploadQuota {
+        UploadQuota { bytes: self.user_upload_quota_mb.max(0) << 20, window_ms: 24 * 3_600_000 }
+    }
+
     /// Whether templates are decided at submit time.
     pub fn auto_review(&self) -> bool {
         self.dev || self.template_review == TemplateReview::Auto
     }
+
+    /// The settings a host refuses to start with, each with why: a switch that only development may use
+    /// without `HUBBUB_DEV` (the dev checkout would let anyone mark a payment paid; the dev sink would let
+    /// codes and messages vanish where only a developer reads them), and an operator's secret that is short
+    /// or of too little variety ([`crate::secrets::check_strength`]). An empty secret counts as unset.
+    pub fn refusals(&self) -> Vec<String> {
+        let mut refusals = Vec::new();
+        let dev_only = [
+            ("HUBBUB_PAYMENT_PROVIDER=dev", self.payment_provider == Some(PaymentProviderKind::Dev)),
+            ("HUBBUB_SMS_PROVIDER=dev-sink", self.sms_provider == Some(SmsProviderKind::DevSink)),
+            ("HUBBUB_WHATSAPP_PROVIDER=dev-sink", self.whatsapp_provider == Some(WhatsAppProviderKind::DevSink)),
+        ];
+        for (switch, _) in dev_only.iter().filter(|(_, set)| *set && !self.dev) {
+            refusals.push(format!(
+                "{switch} is for development only: set HUBBUB_DEV=1 on a development host, or choose a real provider"
+            ));
+        }
+        for (name, secret) in [("HUBBUB_JWT_SECRET", &self.jwt_secret), ("HUBBUB_METRICS_TOKEN", &self.metrics_token)] {
+            if let Some(secret) = secret.as_deref().filter(|s| !s.is_empty())
+                && let Err(why) = crate::secrets::check_strength(name, secret)
+            {
+                refusals.push(why);
+            }
+        }
+        refusals
+    }
+}
+
+/// How much end users may upload: bytes per user within a rolling window.
+#[derive(Debug, Clone, Copy)]
+pub struct UploadQuota {
+    pub bytes: i64,
+    pub window_ms: crate::clock::Millis,
 }
 
 impl std::fmt::Debug for Config {
@@ -368,6 +456,16 @@ impl std::fmt::Debug for Config {
             .field("bot_max_output_kb", &self.bot_max_output_kb)
             .field("bot_max_loaded", &self.bot_max_loaded)
             .field("bot_compile_concurrency", &self.bot_compile_concurrency)
+            .field("user_upload_quota_mb", &self.user_upload_quota_mb)
+            .field("header_read_timeout_ms", &self.header_read_timeout_ms)
+            .field("idle_timeout_ms", &self.idle_timeout_ms)
+            .field("max_connections", &self.max_connections)
+            .field("bot_compile_memory_mb", &self.bot_compile_memory_mb)
+            .field("bot_compile_timeout_ms", &self.bot_compile_timeout_ms)
+            .field("bot_compiler", &self.bot_compiler)
+            .field("bot_partner_slots", &self.bot_partner_slots)
+            .field("bot_queue", &self.bot_queue)
+            .field("bot_queue_wait_ms", &self.bot_queue_wait_ms)
             .field("component_cache_dir", &self.component_cache_dir)
             .field("component_limit", &self.component_limit)
             .field("metrics_token", &self.metrics_token.as_ref().map(|_| "[redacted]"))

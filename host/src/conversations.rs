@@ -1,9 +1,13 @@
 //! Support conversations: the states a thread moves through, named once for the store, the API and the
 //! events. A user's message (re)opens a thread, an agent's reply leaves it waiting for the user, and only a
-//! partner closes it. What a message in a thread may carry is decided here too ([`content`]).
+//! partner closes it. What a message in a thread may carry is decided here too ([`content`]), and what an
+//! end user may send in one ([`from_user`]): never a page or a redirect served on the service's origin,
+//! and uploads only of common types, within a quota, served as downloads.
 
 use serde_json::Value;
 
+use crate::clock::Millis;
+use crate::config::UploadQuota;
 use crate::e2e;
 use crate::error::Invalid;
 use crate::messages::compose::{self, ComposeError, Content, SendMessage};
@@ -11,7 +15,7 @@ use crate::messages::{ContentType, E2eMode, Encryption, MessageContent};
 use crate::names::string_enum;
 use crate::store::Db;
 use crate::store::conversations::Conversation;
-use crate::store::keys;
+use crate::store::{keys, messages};
 use crate::validate::is_code;
 
 string_enum! {
@@ -82,4 +86,92 @@ pub async fn content(db: &Db, dev: bool, c: &Conversation, req: &SendMessage) ->
         media: None,
         reference: compose::client_ref(req, true)?,
     })
+}
+
+/// Media types an end user may upload, each with the file name extensions it may carry.
+const USER_UPLOAD_TYPES: &[(&str, &[&str])] = &[
+    ("image/png", &["png"]),
+    ("image/jpeg", &["jpg", "jpeg"]),
+    ("image/gif", &["gif"]),
+    ("image/webp", &["webp"]),
+    ("application/pdf", &["pdf"]),
+    ("text/plain", &["txt"]),
+    ("audio/mpeg", &["mp3"]),
+    ("audio/mp4", &["m4a"]),
+    ("audio/ogg", &["ogg", "oga", "opus"]),
+    ("audio/aac", &["aac"]),
+    ("audio/webm", &["weba", "webm"]),
+    ("video/mp4", &["mp4", "m4v"]),
+    ("video/webm", &["webm"]),
+    ("video/quicktime", &["mov"]),
+];
+
+/// The leading bytes of the types that have a fixed signature: an upload must be what it says it is.
+const SIGNATURES: &[(&str, &[u8])] = &[
+    ("image/png", b"\x89PNG\r\n\x1a\n"),
+    ("image/jpeg", b"\xff\xd8\xff"),
+    ("image/gif", b"GIF8"),
+    ("application/pdf", b"%PDF-"),
+];
+
+/// What an end user may send in a conversation, on top of [`content`]: text, links (shown to agents, never
+/// redirected through the service), and media — by URL, or uploaded as one of [`USER_UPLOAD_TYPES`] whose
+/// bytes and file name agree with its type, within the user's `quota`. No `html` or `system` messages.
+/// An upload is marked as the user's, which makes it a download wherever it is served.
+pub async fn from_user(
+    db: &Db,
+    mut content: Content,
+    phone: &str,
+    quota: UploadQuota,
+    now: Millis,
+) -> Result<Content, ComposeError> {
+    let invalid = |field: &str, message: String| ComposeError::Invalid(Invalid::new(field, message));
+    if matches!(content.content_type, ContentType::Html | ContentType::System) {
+        return Err(invalid("content_type", format!("users cannot send {} messages", content.content_type)));
+    }
+    let Some(media) = content.media.as_mut() else { return Ok(content) };
+    let mimetype = media.mimetype.as_deref().unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let allowed: Vec<&str> = USER_UPLOAD_TYPES.iter().map(|(t, _)| *t).collect();
+    let Some((_, extensions)) = USER_UPLOAD_TYPES.iter().find(|(t, _)| *t == mimetype) else {
+        return Err(invalid(
+            "media_mimetype",
+            format!("an upload must be one of {} (media_mimetype)", allowed.join(", ")),
+        ));
+    };
+    let family = match content.content_type {
+        ContentType::Image => "image/",
+        ContentType::Audio => "audio/",
+        ContentType::Video => "video/",
+        _ => "",
+    };
+    if !mimetype.starts_with(family) {
+        return Err(invalid("media_mimetype", format!("a {} message carries {family}* media", content.content_type)));
+    }
+    if let Some((_, signature)) = SIGNATURES.iter().find(|(t, _)| *t == mimetype)
+        && !media.data.starts_with(signature)
+    {
+        return Err(invalid("media_base64", format!("the bytes are not {mimetype}")));
+    }
+    if mimetype == "image/webp" && !(media.data.starts_with(b"RIFF") && media.data.get(8..12) == Some(b"WEBP")) {
+        return Err(invalid("media_base64", "the bytes are not image/webp".into()));
+    }
+    if let Some(name) = &media.filename {
+        let extension = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+        if !extensions.contains(&extension.as_str()) {
+            return Err(invalid("media_filename", format!("a {mimetype} file is named .{}", extensions.join(" or ."))));
+        }
+    }
+    let used = messages::uploaded_since(db, phone, now - quota.window_ms).await?;
+    if used + media.data.len() as i64 > quota.bytes {
+        return Err(invalid(
+            "media_base64",
+            format!(
+                "over the upload quota: {} MiB per {} hours per user",
+                quota.bytes >> 20,
+                quota.window_ms / 3_600_000
+            ),
+        ));
+    }
+    media.uploaded_by = Some(phone.to_string());
+    Ok(content)
 }

@@ -101,7 +101,12 @@ impl ApiError {
     }
 
     pub fn rate_limited(retry_after_s: u64) -> Self {
-        let mut e = Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", "too many requests, slow down");
+        Self::too_many(retry_after_s, "too many requests, slow down")
+    }
+
+    /// 429 `rate_limited`, saying which limit was reached.
+    pub fn too_many(retry_after_s: u64, message: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message);
         e.retry_after_s = Some(retry_after_s.max(1));
         e
     }
@@ -195,6 +200,8 @@ impl From<crate::flows::FlowError> for ApiError {
             FlowError::Conflict(why) => ApiError::conflict(why),
             FlowError::Bot(_) => ApiError::bad_gateway("bot_error", e.to_string()),
             FlowError::PaymentProvider(_) => ApiError::bad_gateway("payment_provider_error", e.to_string()),
+            FlowError::QueueFull => ApiError::too_many(1, e.to_string()),
+            FlowError::Busy => ApiError::unavailable(1, e.to_string()),
             FlowError::Database(e) => e.into(),
             FlowError::Internal(why) => ApiError::internal(why),
         }

@@ -70,6 +70,12 @@ pub enum FlowError {
     /// The payment provider could not open a checkout (502 `payment_provider_error`).
     #[error("the payment provider could not open a checkout: {0}")]
     PaymentProvider(String),
+    /// The partner's bots already run their share of the runtime and as many calls wait as may (429).
+    #[error("too many calls of this partner's bots are waiting; slow down")]
+    QueueFull,
+    /// No runtime slot freed up in time for the call (503).
+    #[error("the bot runtime is busy; try again shortly")]
+    Busy,
     #[error(transparent)]
     Database(#[from] sqlx::Error),
     /// Stored data the engine cannot read (a bug).
@@ -245,9 +251,24 @@ impl Engine<'_> {
         Ok(session)
     }
 
-    /// The user's chat session `reference` with the bot `code`, and the bot.
-    pub async fn chat(&self, phone: &str, code: &str, reference: &str) -> Result<(Bot, Session)> {
-        let bot = bots::find_for_user(self.db, phone, code).await?.ok_or(FlowError::NotFound("bot"))?;
+    /// The bot of a linked partner that the user names by its ref, or by its code when only one of the
+    /// user's partners has a bot with that code: two partners may use the same code, and the user must
+    /// reach the one they chose, never whichever came first.
+    pub async fn user_bot(&self, phone: &str, bot: &str) -> Result<Bot> {
+        let mut found = bots::find_for_user(self.db, phone, bot).await?;
+        match found.len() {
+            0 => Err(FlowError::NotFound("bot")),
+            1 => Ok(found.remove(0)),
+            _ => Err(FlowError::Conflict(format!(
+                "more than one of your partners has a bot with the code {bot:?}: name it by its ref (bot_ref_…, as \
+                 GET /me/bots lists)"
+            ))),
+        }
+    }
+
+    /// The user's chat session `reference` with the bot `bot` (its ref, or an unambiguous code), and the bot.
+    pub async fn chat(&self, phone: &str, bot: &str, reference: &str) -> Result<(Bot, Session)> {
+        let bot = self.user_bot(phone, bot).await?;
         let session = store::find_for_user(self.db, phone, reference)
             .await?
             .filter(|s| s.kind == SessionKind::Chat && s.bot_id == bot.id)
@@ -264,7 +285,8 @@ impl Engine<'_> {
             let payload = json!({ "session": session.reference, "phone": session.phone, "flow": flow, "event": {"type": "start"} });
             return self.forward(&bot, session, "flow.start", payload).await;
         }
-        let ctx = GuestContext { bot: bot.code.clone(), phone: session.phone.clone() };
+        let ctx =
+            GuestContext { partner: bot.partner_code.clone(), bot: bot.code.clone(), phone: session.phone.clone() };
         let reply = self.call_guest(&bot, GuestCall::Start(Entry::Flow(flow)), ctx).await?;
         self.apply(&bot, session, reply).await
     }
@@ -277,7 +299,8 @@ impl Engine<'_> {
             let payload = json!({ "session": session.reference, "phone": session.phone, "event": {"type": "start"} });
             self.forward(bot, &session, "session.start", payload).await?
         } else {
-            let ctx = GuestContext { bot: bot.code.clone(), phone: phone.to_string() };
+            let ctx =
+                GuestContext { partner: bot.partner_code.clone(), bot: bot.code.clone(), phone: phone.to_string() };
             let reply = self.call_guest(bot, GuestCall::Start(Entry::Chat), ctx).await?;
             self.apply(bot, &session, reply).await?
         };
@@ -297,7 +320,8 @@ impl Engine<'_> {
             let payload = event_payload(session, &event);
             return self.forward(bot, session, "session.event", payload).await;
         }
-        let ctx = GuestContext { bot: bot.code.clone(), phone: session.phone.clone() };
+        let ctx =
+            GuestContext { partner: bot.partner_code.clone(), bot: bot.code.clone(), phone: session.phone.clone() };
         let guest_state = session.guest_state.clone().unwrap_or_default();
         let reply = self.call_guest(bot, GuestCall::Handle(guest_state, event), ctx).await?;
         self.apply(bot, session, reply).await
@@ -325,11 +349,12 @@ impl Engine<'_> {
             tx.commit().await?;
             return Ok(());
         }
-        let ctx = GuestContext { bot: bot.code.clone(), phone: session.phone.clone() };
+        let ctx =
+            GuestContext { partner: bot.partner_code.clone(), bot: bot.code.clone(), phone: session.phone.clone() };
         let guest_state = session.guest_state.clone().unwrap_or_default();
         let reply = self.call_guest(&bot, GuestCall::Handle(guest_state, event), ctx).await?;
         let progress = self.apply(&bot, &session, reply).await?;
-        store::push_pending(self.db, session.id, &progress.steps, None, self.now()).await?;
+        store::push_pending(self.db, session.id, &progress.steps).await?;
         Ok(())
     }
 
@@ -357,6 +382,30 @@ impl Engine<'_> {
             });
         }
         Ok(())
+    }
+
+    /// Applies a `webhook`-mode bot's reply in a session: opens its payments, then keeps its steps for the
+    /// app. With an `event_id` the event is claimed before anything else, so a repeat — even one that
+    /// arrives while the first is still being applied — does nothing (`Ok(false)`); if applying fails or is
+    /// abandoned, the claim is given back so the bot's retry is applied.
+    pub async fn apply_bot_reply(
+        &self,
+        bot: &Bot,
+        session: &Session,
+        mut steps: Vec<Value>,
+        event_id: Option<&str>,
+    ) -> Result<bool> {
+        let claim = match event_id {
+            Some(id) if !store::claim_inbound_event(self.db, bot.id, id, self.now()).await? => return Ok(false),
+            Some(id) => Some(EventClaim { db: self.db.clone(), bot_id: bot.id, event_id: id.to_string(), kept: false }),
+            None => None,
+        };
+        self.open_payments(bot, session, &mut steps).await?;
+        store::push_pending(self.db, session.id, &steps).await?;
+        if let Some(mut claim) = claim {
+            claim.kept = true;
+        }
+        Ok(true)
     }
 
     /// Steps a `webhook`-mode bot sent since the app last asked (each is returned once).
@@ -448,9 +497,38 @@ impl Engine<'_> {
 }
 
 /// A runtime failure, logged with the bot.
+/// A claimed inbound event: given back when dropped before it was kept (applying failed, or the request
+/// was abandoned midway).
+struct EventClaim {
+    db: Db,
+    bot_id: i64,
+    event_id: String,
+    kept: bool,
+}
+
+impl Drop for EventClaim {
+    fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
+        let (db, bot_id, event_id) = (self.db.clone(), self.bot_id, std::mem::take(&mut self.event_id));
+        tokio::spawn(async move {
+            if let Err(error) = store::release_inbound_event(&db, bot_id, &event_id).await {
+                tracing::error!(%error, bot_id, "could not give back an inbound event id; the bot's retry will be ignored");
+            }
+        });
+    }
+}
+
 fn bot_error(bot: &Bot, e: RuntimeError) -> FlowError {
-    tracing::warn!(bot = %bot.code, error = %e, "bot call failed");
-    FlowError::Bot(e.to_string())
+    match e {
+        RuntimeError::QueueFull => FlowError::QueueFull,
+        RuntimeError::Busy => FlowError::Busy,
+        e => {
+            tracing::warn!(bot = %bot.code, error = %e, "bot call failed");
+            FlowError::Bot(e.to_string())
+        }
+    }
 }
 
 /// The bot event of a user event (webhook-mode bots).

@@ -78,8 +78,12 @@ use crate::webhooks::Webhooks;
 /// message writer, delivery, webhooks, the bot runtime) and the shared state from them. Must run inside a
 /// Tokio runtime (the message writer starts).
 pub async fn prepare(config: Config, clock: SharedClock) -> anyhow::Result<AppState> {
+    let refusals = config.refusals();
+    if !refusals.is_empty() {
+        anyhow::bail!("refusing to start: {}", refusals.join("; "));
+    }
     let db = Db::open(&config, config.db_max_connections).await?;
-    let jwt_secret = match configured_jwt_secret(&config)? {
+    let jwt_secret = match configured_jwt_secret(&config) {
         Some(secret) => secret.as_bytes().to_vec(),
         None => settings::get_or_insert_secret(&db, "jwt_secret", || {
             base64::engine::general_purpose::STANDARD.encode(secrets::random_bytes::<32>())
@@ -94,6 +98,19 @@ pub async fn prepare(config: Config, clock: SharedClock) -> anyhow::Result<AppSt
         max_output_bytes: config.bot_max_output_kb.max(1) << 10,
         max_loaded_components: config.bot_max_loaded.max(1),
         max_concurrent_compiles: config.bot_compile_concurrency.max(1),
+        compiler: runtime::Compiler::Process(runtime::CompileLimits {
+            exe: match &config.bot_compiler {
+                Some(exe) => exe.clone(),
+                None => std::env::current_exe()?,
+            },
+            memory_bytes: config.bot_compile_memory_mb.max(1) << 20,
+            timeout: Duration::from_millis(config.bot_compile_timeout_ms.max(1)),
+        }),
+        slots: runtime::SlotLimits {
+            per_partner: config.bot_partner_slots.max(1),
+            queue: config.bot_queue,
+            wait: Duration::from_millis(config.bot_queue_wait_ms),
+        },
     };
     let runtime = runtime::Runtime::new(limits, config.component_cache_dir.clone())?;
     Ok(AppState::new(state::Parts {
@@ -108,21 +125,9 @@ pub async fn prepare(config: Config, clock: SharedClock) -> anyhow::Result<AppSt
     }))
 }
 
-/// Shortest `HUBBUB_JWT_SECRET` accepted, in bytes: HS256 keys shorter than the hash are guessable.
-pub const MIN_JWT_SECRET_BYTES: usize = 32;
-
-/// The operator's JWT secret: `None` when unset or empty (one is then generated), an error when it is
-/// set but shorter than [`MIN_JWT_SECRET_BYTES`].
-pub fn configured_jwt_secret(config: &Config) -> anyhow::Result<Option<&str>> {
-    match config.jwt_secret.as_deref() {
-        None | Some("") => Ok(None),
-        Some(secret) if secret.len() < MIN_JWT_SECRET_BYTES => anyhow::bail!(
-            "HUBBUB_JWT_SECRET is {} bytes long; it must be at least {MIN_JWT_SECRET_BYTES} bytes (or unset, so \
-             that a random one is generated and kept encrypted in the database)",
-            secret.len()
-        ),
-        Some(secret) => Ok(Some(secret)),
-    }
+/// The operator's JWT secret: `None` when unset or empty (one is then generated).
+fn configured_jwt_secret(config: &Config) -> Option<&str> {
+    config.jwt_secret.as_deref().filter(|s| !s.is_empty())
 }
 
 /// Serves the API on `listener` until `shutdown` resolves, then stops accepting, lets in-flight requests
@@ -164,12 +169,15 @@ pub async fn serve(
     let on_signal = signalled.clone();
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening; the web app is at http://{addr}/");
-    let server = axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            on_signal.cancel();
-        })
-        .into_future();
+    let limits = http::listener::ConnectionLimits {
+        header_read_timeout: Duration::from_millis(state.config.header_read_timeout_ms.max(1)),
+        idle_timeout: Duration::from_millis(state.config.idle_timeout_ms.max(1)),
+        max_connections: state.config.max_connections.max(1),
+    };
+    let server = http::listener::serve(listener, app, limits, async move {
+        shutdown.await;
+        on_signal.cancel();
+    });
     tokio::select! {
         served = server => served?,
         _ = async { signalled.cancelled().await; tokio::time::sleep(grace).await } => {

@@ -79,7 +79,7 @@ enum Command {
         #[command(subcommand)]
         command: TemplateCommand,
     },
-    /// Secrets at rest: rotate the key that seals them.
+    /// Secrets: make one of full entropy; rotate the key that seals them at rest.
     Secrets {
         #[command(subcommand)]
         command: SecretsCommand,
@@ -97,10 +97,22 @@ enum Command {
     /// Print the OpenAPI document of the API (the one served at /api/v1/openapi.json and committed as
     /// docs/openapi.json).
     Openapi,
+    /// Compile a bot component into its precompiled artifact: what `serve` runs in a child process whose
+    /// memory and time it bounds (HUBBUB_BOT_COMPILE_MEMORY_MB, HUBBUB_BOT_COMPILE_TIMEOUT_MS).
+    #[command(hide = true)]
+    CompileComponent {
+        #[arg(long)]
+        input: std::path::PathBuf,
+        #[arg(long)]
+        output: std::path::PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
 enum SecretsCommand {
+    /// Print a new secret of full entropy (32 random bytes, base64url): for HUBBUB_JWT_SECRET,
+    /// HUBBUB_METRICS_TOKEN or a bot's shared secrets.
+    Generate,
     /// Re-seals every stored secret (the generated JWT secret, webhook secrets) with a new key. With a key
     /// file (`HUBBUB_SECRET_KEY_FILE` or the one beside the SQLite database) the file is replaced; with
     /// `HUBBUB_SECRET_KEY`, give --new-key-file and set HUBBUB_SECRET_KEY to its content afterwards. Stop
@@ -221,6 +233,8 @@ async fn main() -> anyhow::Result<()> {
         Command::E2e { command } => cli::e2e::run(command).await?,
         Command::Bot { command } => cli::bot::run(command).await?,
         Command::Openapi => print!("{}", hubbub_host::http::openapi::document_text()),
+        Command::CompileComponent { input, output } => hubbub_host::runtime::compile_file(&input, &output)?,
+        Command::Secrets { command: SecretsCommand::Generate } => println!("{}", secrets::generate()),
         Command::Secrets { command: SecretsCommand::RotateKey { new_key_file, config } } => {
             let db = Db::open(&config, 2).await?;
             let source = hubbub_host::store::sealing::key_source(&config)?;

@@ -1,5 +1,7 @@
 //! One-time codes by SMS, shared by user login and developer sign-up: 6 digits, kept only as an HMAC
-//! keyed with the service secret, 10-minute expiry, 5 tries, at most 5 sends per phone per 15 minutes.
+//! keyed with the service secret, 10-minute expiry, 5 tries. Sends are limited per phone and client
+//! address (5 per 15 minutes) under a higher ceiling per phone (20 per 15 minutes), so a stranger at one
+//! address cannot spend the phone's sends and lock its owner out.
 
 use hmac::{Hmac, KeyInit, Mac};
 use rand::Rng;
@@ -12,7 +14,10 @@ use crate::store::{Db, otp};
 
 pub const CODE_TTL_MS: i64 = 10 * 60 * 1000;
 pub const SEND_WINDOW_MS: i64 = 15 * 60 * 1000;
+/// Codes one client address may have sent to one phone per window.
 pub const SENDS_PER_WINDOW: i64 = 5;
+/// Codes one phone may be sent per window, from all addresses together.
+pub const SENDS_PER_PHONE_CEILING: i64 = 20;
 
 /// Why a code was not issued or not accepted.
 #[derive(Debug, thiserror::Error)]
@@ -42,23 +47,28 @@ fn code_digest(codes: &Codes<'_>, phone: &str, purpose: &str, code: &str) -> Str
     hex(&mac.finalize().into_bytes())
 }
 
-/// Issues a code for `phone` and sends it by SMS with `text(code)`; `payload` is kept with the code and
-/// handed back by [`verify`] (nothing it carries takes effect before). Returns when the code expires.
+/// Issues a code for `phone`, asked for from `client`, and sends it by SMS with `text(code)`; `payload` is
+/// kept with the code and handed back by [`verify`] (nothing it carries takes effect before). Returns when
+/// the code expires.
 pub async fn start(
     codes: &Codes<'_>,
     phone: &str,
     purpose: &str,
     payload: Option<&str>,
+    client: std::net::IpAddr,
     text: impl Fn(&str) -> String,
 ) -> Result<Millis, OtpError> {
     let now = codes.clock.now_ms();
-    if otp::count_since(codes.db, phone, purpose, now - SEND_WINDOW_MS).await? >= SENDS_PER_WINDOW {
+    let client = client.to_string();
+    let (all, from_client) = otp::count_since(codes.db, phone, purpose, &client, now - SEND_WINDOW_MS).await?;
+    if from_client >= SENDS_PER_WINDOW || all >= SENDS_PER_PHONE_CEILING {
         return Err(OtpError::TooManySends { retry_after_s: (SEND_WINDOW_MS / 1000) as u64 });
     }
     let code = format!("{:06}", rand::rng().random_range(0..1_000_000u32));
     let expires_at = now + CODE_TTL_MS;
     let digest = code_digest(codes, phone, purpose, &code);
-    otp::insert_code(codes.db, phone, purpose, &digest, payload, expires_at, now).await?;
+    let new = otp::NewCode { code_hash: &digest, payload, client_addr: &client, expires_at };
+    otp::insert_code(codes.db, phone, purpose, &new, now).await?;
     codes.sms.send(phone, &text(&code)).await.map_err(|reason| OtpError::NotSent(reason.to_string()))?;
     Ok(expires_at)
 }

@@ -507,7 +507,7 @@ impl Payments {
                 Ok(store::set_checkout(&self.db, payment.id, &checkout.url, checkout.provider_ref.as_deref()).await?)
             }
             Err(why) => {
-                tracing::warn!(payment = %payment.reference, error = %why, "checkout could not be opened");
+                tracing::warn!(payment_id = payment.id, error = %why, "checkout could not be opened");
                 let mut tx = self.db.writer().begin().await?;
                 store::transition_in(&mut tx, payment.id, PaymentState::Failed, true, self.clock.now_ms()).await?;
                 tx.commit().await?;
@@ -542,10 +542,20 @@ impl Payments {
             tx.commit().await?;
             return Ok(None);
         };
-        if let (Some(amount), Some(currency)) = (outcome.amount_minor, &outcome.currency)
-            && (amount != payment.amount_minor || *currency != payment.currency)
-        {
-            tracing::warn!(payment = %payment.reference, amount, %currency, "provider event for another amount: ignored");
+        // An event that says money was taken must say how much, and it must be the payment's amount.
+        let takes_money = matches!(outcome.state, PaymentState::Succeeded | PaymentState::Processing);
+        let amount_ok = match (outcome.amount_minor, &outcome.currency) {
+            (Some(amount), Some(currency)) => amount == payment.amount_minor && *currency == payment.currency,
+            (None, None) => !takes_money,
+            _ => false,
+        };
+        if !amount_ok {
+            tracing::warn!(
+                payment_id = payment.id,
+                amount = outcome.amount_minor,
+                currency = outcome.currency.as_deref(),
+                "provider event without the payment's amount: ignored"
+            );
             tx.commit().await?;
             return Ok(Some(Applied { payment, changed: false, notify_guest: false }));
         }

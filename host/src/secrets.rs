@@ -49,9 +49,84 @@ pub fn display_prefix(secret: &str, marker: &str) -> String {
     format!("{marker}{}", &rest[..rest.len().min(8)])
 }
 
+/// Shortest secret an operator may set (`HUBBUB_JWT_SECRET`, `HUBBUB_METRICS_TOKEN`), in bytes.
+pub const MIN_SECRET_BYTES: usize = 32;
+
+/// Least variety a set secret must show, in bits (see [`estimated_bits`]).
+pub const MIN_SECRET_BITS: f64 = 128.0;
+
+/// A lower bound of how hard `secret` is to guess, in bits: its length times the Shannon entropy of its
+/// characters, or of the steps between neighbouring characters when that is smaller. Repeated characters
+/// (`aaaa…`), a repeated word (`test-secret-test-secret…`) and runs (`abcd…`, `abab…`) score low; 32 random
+/// bytes in base64 or hex score about 200 bits. It cannot see that a varied string is public (a quote, a
+/// password from a list): [`generate`] makes one that is not.
+pub fn estimated_bits(secret: &str) -> f64 {
+    fn entropy<T: Ord>(items: impl Iterator<Item = T>) -> f64 {
+        let mut counts = std::collections::BTreeMap::new();
+        let mut n = 0usize;
+        for item in items {
+            *counts.entry(item).or_insert(0usize) += 1;
+            n += 1;
+        }
+        counts.values().map(|&c| c as f64 / n as f64).map(|p| -p * p.log2()).sum()
+    }
+    let chars: Vec<char> = secret.chars().collect();
+    if chars.len() < 2 {
+        return 0.0;
+    }
+    let steps = chars.windows(2).map(|w| w[1] as i64 - w[0] as i64);
+    chars.len() as f64 * entropy(chars.iter()).min(entropy(steps))
+}
+
+/// Why the operator's secret `name` cannot be used: shorter than [`MIN_SECRET_BYTES`], or of less variety
+/// than [`MIN_SECRET_BITS`].
+pub fn check_strength(name: &str, secret: &str) -> Result<(), String> {
+    let fix = "make one with `hubbub secrets generate` (32 random bytes)";
+    if secret.len() < MIN_SECRET_BYTES {
+        return Err(format!(
+            "{name} is {} bytes long; it must be at least {MIN_SECRET_BYTES} bytes: {fix}",
+            secret.len()
+        ));
+    }
+    let bits = estimated_bits(secret);
+    if bits < MIN_SECRET_BITS {
+        return Err(format!(
+            "{name} has too little variety (about {bits:.0} bits, at least {MIN_SECRET_BITS:.0} are needed: repeated \
+             characters, words or runs are guessable): {fix}"
+        ));
+    }
+    Ok(())
+}
+
+/// A new secret of full entropy: 32 random bytes, base64url without padding (43 characters).
+pub fn generate() -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random_bytes::<32>())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn weak_secrets_are_refused_and_generated_ones_pass() {
+        for weak in [
+            "a".repeat(32),
+            "test-secret-test-secret-test-sec".to_string(),
+            "abcdefghijklmnopqrstuvwxyz012345".to_string(),
+            "ab".repeat(20),
+            "short".to_string(),
+        ] {
+            assert!(check_strength("HUBBUB_JWT_SECRET", &weak).is_err(), "{weak} was accepted");
+        }
+        for _ in 0..100 {
+            let strong = generate();
+            assert_eq!(strong.len(), 43);
+            assert!(check_strength("HUBBUB_JWT_SECRET", &strong).is_ok(), "{strong}: {}", estimated_bits(&strong));
+            let hex24 = hex(&random_bytes::<24>());
+            assert!(check_strength("HUBBUB_METRICS_TOKEN", &hex24).is_ok(), "{hex24}");
+        }
+    }
 
     #[test]
     fn partner_keys_are_unique_and_prefixed() {

@@ -53,6 +53,8 @@ pub struct AppState {
     pub(crate) progress: GroupCommit<crate::store::flows::Step, ()>,
     /// When this host last wrote each end user's activity.
     pub(crate) presence: Arc<crate::store::devices::PresenceNotes>,
+    /// What this host last read of each end user's "sign out everywhere".
+    pub(crate) revocations: Arc<crate::store::tokens::RevocationNotes>,
 }
 
 /// What the state is made of that is built before it (see [`crate::prepare`]): the database, settings and
@@ -98,6 +100,7 @@ impl AppState {
             workers: Arc::new(crate::health::WorkerHealth::default()),
             broadcast_wake: Arc::new(Notify::new()),
             presence: Arc::default(),
+            revocations: Arc::default(),
             runtime,
         }
     }

@@ -182,9 +182,48 @@ pub fn render(body: &str, vars: &Map<String, Value>, max_bytes: usize) -> Result
     Ok(out)
 }
 
+/// Longest value of one variable a developer may fill in, in characters.
+pub const MAX_PARAMETER_CHARS: usize = 200;
+
+/// Whether `value` may fill a variable of an approved template sent by a developer. As WhatsApp does for
+/// template parameters: short (at most [`MAX_PARAMETER_CHARS`] characters), with no newline or tab and no
+/// run of more than four spaces, so a variable names a value and cannot carry a message of its own past
+/// the review.
+pub fn check_parameter(value: &Value) -> Result<(), String> {
+    let text = match value {
+        Value::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
+        Value::Number(_) | Value::Bool(_) => std::borrow::Cow::Owned(value.to_string()),
+        Value::Null => return Ok(()),
+        _ => return Err("must be a string, a number or a boolean".into()),
+    };
+    if text.chars().count() > MAX_PARAMETER_CHARS {
+        return Err(format!("is at most {MAX_PARAMETER_CHARS} characters"));
+    }
+    if text.contains(['\n', '\r', '\t']) {
+        return Err("may not contain a newline or a tab".into());
+    }
+    if text.contains("     ") {
+        return Err("may not contain more than four spaces in a row".into());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parameters_are_short_single_line_values() {
+        assert!(check_parameter(&json!("Ana")).is_ok());
+        assert!(check_parameter(&json!(42)).is_ok());
+        assert!(check_parameter(&json!("a    b")).is_ok());
+        assert!(check_parameter(&json!("a     b")).is_err());
+        assert!(check_parameter(&json!("line\nbreak")).is_err());
+        assert!(check_parameter(&json!("tab\there")).is_err());
+        assert!(check_parameter(&json!("x".repeat(201))).is_err());
+        assert!(check_parameter(&json!("é".repeat(200))).is_ok());
+        assert!(check_parameter(&json!({"a": 1})).is_err());
+    }
 
     #[test]
     fn rejected_templates_may_be_submitted_again_and_decisions_are_told() {

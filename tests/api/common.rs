@@ -45,8 +45,8 @@ impl TestDb {
     }
 }
 
-/// The JWT secret of test hosts (32 bytes: the shortest the host accepts).
-pub const TEST_JWT_SECRET: &str = "test-secret-test-secret-test-sec";
+/// The JWT secret of test hosts (32 varied bytes: the shortest the host accepts).
+pub const TEST_JWT_SECRET: &str = "kR7vX2mQ9pL4wZ8nT1yB6cH3jF5sD0aG";
 
 /// The key that seals secrets at rest on test hosts (and the `hubbub` processes tests start).
 pub const TEST_SECRET_KEY: &str = "dGVzdC1rZXktdGVzdC1rZXktdGVzdC1rZXktdGVzdC0=";
@@ -65,6 +65,8 @@ pub fn test_config(database_url: &str) -> Config {
     config.db_max_connections = 4;
     config.delivery_poll_ms = 50;
     config.component_cache_dir = std::env::temp_dir().join("hubbub-test-components");
+    // Components compile in a child process, as on a host: the `hubbub` binary, not this test binary.
+    config.bot_compiler = Some(env!("CARGO_BIN_EXE_hubbub").into());
     config
 }
 

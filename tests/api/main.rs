@@ -15,6 +15,7 @@ mod delivery;
 mod developers;
 mod e2e;
 mod hardening;
+mod hardening_two;
 mod messages;
 mod payments;
 mod scale_out;

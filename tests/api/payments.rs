@@ -207,16 +207,13 @@ async fn payments_amounts_are_checked_and_a_host_without_a_provider_refuses_paym
     assert_eq!(app.get(&key, "/api/v1/payments").await.ok(200)["data"], json!([]));
     app.stop().await;
 
-    // Not dev mode and no provider: payments are not configured.
-    let app = TestApp::start_with(|c| {
-        c.dev = false;
-        c.sms_provider = Some(hubbub_host::config::SmsProviderKind::DevSink);
-        c.whatsapp_provider = Some(hubbub_host::config::WhatsAppProviderKind::DevSink);
-    })
-    .await;
+    // Not dev mode and no provider: payments are not configured. (No dev sink outside dev mode either: the
+    // user's token is issued as `hubbub user token` would.)
+    let app = TestApp::start_with(|c| c.dev = false).await;
     let key = app.partner("acme").await;
     local_bot(&app, &key, "shop", "shop").await;
-    let token = user(&app, &key, PHONE).await;
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    let token = hubbub_host::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
     let (_, r) = shop_to_payment(&app, &key, &token).await;
     r.error(502, "bot_error");
     assert!(r.json["error"]["message"].as_str().unwrap().contains("not configured"), "{}", r.json);
@@ -327,6 +324,12 @@ async fn payments_stripe_checkout_signed_events_once_in_any_order_and_refunds() 
     assert_eq!(r.status(), 400);
     assert_eq!(state().await, "requires_payment");
     assert_eq!(steps(&app, &token, &flow).await["steps"], json!([]));
+
+    // A signed event that says "paid" without saying how much changes nothing.
+    let mut no_amount = stripe_event("evt_0", "checkout.session.async_payment_succeeded", &reference, "paid");
+    no_amount["data"]["object"].as_object_mut().unwrap().remove("amount_total");
+    assert_eq!(post_stripe(&app, &no_amount, now, WEBHOOK_SECRET).await.ok(200)["applied"], false);
+    assert_eq!(state().await, "requires_payment");
 
     // Out of order: succeeded arrives before the completed-but-unpaid (processing) event.
     let r = post_stripe(&app, &succeeded, now - 200, WEBHOOK_SECRET).await;

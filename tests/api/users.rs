@@ -121,7 +121,7 @@ async fn jwt_rejections_and_credential_kinds() {
     let tampered = format!("{}.{}.{}", parts[0], forged_claims, parts[2]);
     app.get(&tampered, "/api/v1/me/messages").await.error(401, "unauthorized");
     // Signed with another secret.
-    let other = TestApp::start_with(|c| c.jwt_secret = Some("another-secret-another-secret-an".into())).await;
+    let other = TestApp::start_with(|c| c.jwt_secret = Some("mN4bV7cX1zQ8wE5rT2yU9iO3pA6sD0fG".into())).await;
     let foreign = hubbub_host::auth::issue_user_token(&other.state, PHONE, None).unwrap().0;
     app.get(&foreign, "/api/v1/me/messages").await.error(401, "unauthorized");
     // Expired.

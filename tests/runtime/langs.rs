@@ -202,7 +202,7 @@ async fn figures() {
         let started = Instant::now();
         assert!(restarted.load(&bytes).await.unwrap().from_cache);
         let artifact = started.elapsed();
-        let ctx = GuestContext { bot: "bench".into(), phone: "+31612345678".into() };
+        let ctx = GuestContext { partner: "acme".into(), bot: "bench".into(), phone: "+31612345678".into() };
         let mut steps = Vec::with_capacity(STEPS);
         for i in 0..STEPS + 20 {
             let started = Instant::now();
@@ -250,7 +250,7 @@ async fn errors_of_python_and_javascript_guests_reach_the_host() {
     // The test hosts' cache directory (tests/api/common.rs): the artifacts of the tests above are reused.
     let dir = std::env::temp_dir().join("hubbub-test-components");
     let runtime = Runtime::new(RuntimeLimits::default(), dir).unwrap();
-    let ctx = GuestContext { bot: "demo".into(), phone: "+31612345678".into() };
+    let ctx = GuestContext { partner: "acme".into(), bot: "demo".into(), phone: "+31612345678".into() };
     for name in ["python-signup", "js-signup"] {
         let loaded = runtime.load(&wasm(name)).await.unwrap();
         let r = runtime.start(&loaded.digest, "demo", Entry::Flow("nope".into()), ctx.clone()).await;

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use hubbub_host::forms::{self, FieldDef};
 use hubbub_host::runtime::{
     Entry, FlowInfo, GuestContext, GuestEvent, GuestReply, LoadedComponent, Runtime, RuntimeError, RuntimeLimits,
+    SlotLimits,
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -72,7 +73,7 @@ fn component(name: &str) -> Vec<u8> {
 }
 
 fn ctx() -> GuestContext {
-    GuestContext { bot: "demo".into(), phone: "+31612345678".into() }
+    GuestContext { partner: "acme".into(), bot: "demo".into(), phone: "+31612345678".into() }
 }
 
 fn flow(code: &str) -> Entry {
@@ -522,6 +523,55 @@ async fn a_restart_loads_the_artifact_instead_of_compiling() {
     assert!(third.start(&recompiled.digest, "demo", Entry::Chat, ctx()).await.is_ok());
     let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|entry| entry.unwrap().file_name()).collect();
     assert_eq!(leftovers.len(), 1, "only the artifact: {leftovers:?}");
+}
+
+/// The context of a call for `partner`'s bot.
+fn ctx_of(partner: &str) -> GuestContext {
+    GuestContext { partner: partner.into(), ..ctx() }
+}
+
+#[tokio::test]
+async fn partners_share_the_slots_and_a_slot_is_held_until_its_guest_returns() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("runtime-artifacts");
+    let slots = SlotLimits { per_partner: 2, queue: 2, wait: Duration::from_millis(200) };
+    let runtime = Runtime::new(RuntimeLimits { slots, ..RuntimeLimits::default() }, dir).unwrap();
+    let evil = runtime.load(&component("evil")).await.unwrap();
+    let free = runtime.free_call_slots();
+    // Partner a floods: six calls whose guests sleep (each holds its slot until its wall-clock deadline).
+    let calls: Vec<_> = (0..6)
+        .map(|_| {
+            let (runtime, digest) = (runtime.clone(), evil.digest.clone());
+            tokio::spawn(async move { runtime.start(&digest, "evil", flow("sleep"), ctx_of("a")).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(runtime.free_call_slots(), free - 2, "a holds its share and no more");
+    // Partner b is admitted at once: its call is answered while a's first two still run.
+    let answered = runtime.start(&evil.digest, "evil", flow("ok"), ctx_of("b")).await.unwrap();
+    assert_eq!(answered.steps, [json!({"type": "message", "text": "ok"})]);
+    assert!(!calls[0].is_finished() && !calls[1].is_finished(), "b did not wait behind a's calls");
+    // Of a's six: two ran (and ran out of time), two waited past the deadline, two found the queue full.
+    let mut outcomes: Vec<&str> = Vec::new();
+    for call in calls {
+        outcomes.push(match call.await.unwrap() {
+            Err(RuntimeError::Timeout) => "ran",
+            Err(RuntimeError::Busy) => "waited",
+            Err(RuntimeError::QueueFull) => "refused",
+            other => panic!("unexpected {other:?}"),
+        });
+    }
+    outcomes.sort();
+    assert_eq!(outcomes, ["ran", "ran", "refused", "refused", "waited", "waited"]);
+
+    // A caller that hangs up frees nothing while its guest still runs.
+    let call = runtime.start(&evil.digest, "evil", flow("sleep"), ctx_of("c"));
+    assert!(tokio::time::timeout(Duration::from_millis(50), call).await.is_err(), "the call was still running");
+    assert_eq!(runtime.free_call_slots(), free - 1, "the abandoned call keeps its slot until its guest returns");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while runtime.free_call_slots() != free {
+        assert!(Instant::now() < deadline, "the slot never came back");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 #[tokio::test]

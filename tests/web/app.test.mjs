@@ -761,6 +761,39 @@ test("6. account, logout, and an invalid or expired token returns to the login s
   assert.equal(await page.evaluate(() => localStorage.getItem("hubbub.token")), null);
 });
 
+test("6b. sign out everywhere ends the session in every browser", async () => {
+  const phone = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  await partner("POST", "/accounts/link", { phone, invite: false });
+  /** A browser of its own, signed in as `phone` (the token as the login screen keeps it). */
+  const signedIn = async () => {
+    await fetch(API + "/api/v1/auth/otp/start", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ phone }) });
+    const code = await codeFor(phone);
+    const res = await fetch(API + "/api/v1/auth/otp/verify", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ phone, code }) });
+    const { token } = await res.json();
+    const ctx = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    const p = await ctx.newPage();
+    await p.goto(BASE + "/login");
+    await p.evaluate((t) => localStorage.setItem("hubbub.token", t), token);
+    await p.goto(BASE + "/account");
+    await p.getByText(phone).waitFor();
+    return { ctx, p };
+  };
+  const laptop = await signedIn();
+  const other = await signedIn();
+  try {
+    laptop.p.once("dialog", (d) => d.accept());
+    await laptop.p.getByRole("button", { name: "Sign out everywhere" }).click();
+    await laptop.p.waitForURL(/\/login/);
+    // The other browser's next call is refused: back to the login screen, saying why.
+    await other.p.goto(BASE + "/conversations");
+    await other.p.waitForURL(/\/login\?next=%2Fconversations/);
+    await other.p.getByRole("alert").filter({ hasText: /signed out/ }).waitFor();
+  } finally {
+    await laptop.ctx.close();
+    await other.ctx.close();
+  }
+});
+
 test("7. no CSP violation, no page error, PWA manifest and service worker", async () => {
   const manifest = await (await fetch(BASE + "/manifest.webmanifest")).json();
   assert.ok(manifest.icons.some((i) => i.sizes === "512x512"));

@@ -24,6 +24,9 @@ export type Page<T> = { data: T[]; next_cursor?: string | null };
 export interface FlowCard {
   ref: string;
   bot: string;
+  /** The bot's ref and partner (cards made before they were added lack them). */
+  bot_ref?: string;
+  partner?: string;
   flow: string;
   title?: string | null;
   state: string;

@@ -88,7 +88,7 @@ function App() {
   else if (seg[0] === "conversations" && seg[1] === "new") view = <NewConversation />;
   else if (seg[0] === "conversations" && seg[1]) view = <ConversationView key={seg[1]} convRef={seg[1]} />;
   else if (seg[0] === "conversations") view = <Conversations />;
-  else if (seg[0] === "bots" && seg[1]) view = <BotChat key={seg[1]} code={seg[1]} />;
+  else if (seg[0] === "bots" && seg[1]) view = <BotChat key={seg[1]} bot={seg[1]} />;
   else if (seg[0] === "bots") view = <Bots />;
   else if (seg[0] === "account") view = <AccountView logout={logout} />;
   else

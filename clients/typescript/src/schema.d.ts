@@ -87,8 +87,8 @@ export interface paths {
         put?: never;
         /**
          * Send a 6-digit login code by SMS.
-         * @description At most 5 per phone per 15 minutes; the code routes together are also limited per client address and
-         *     for the whole host: 429 with Retry-After beyond.
+         * @description At most 5 per phone per client address per 15 minutes, and 20 per phone from all addresses; the code
+         *     routes together are also limited per client address and for the whole host: 429 with Retry-After beyond.
          */
         post: operations["start"];
         delete?: never;
@@ -330,7 +330,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The content an SMS or WhatsApp text links to (newsletter HTML, media); the ref is the capability. */
+        /**
+         * The content an SMS or WhatsApp text links to (newsletter HTML, media); the ref is the capability.
+         * @description Only messages a partner sent to a user are served (a user's messages are 404), and never an
+         *     end-to-end encrypted one.
+         */
         get: operations["get_content"];
         put?: never;
         post?: never;
@@ -642,7 +646,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/me/bots/{code}/sessions": {
+    "/api/v1/me/bots/{bot}/sessions": {
         parameters: {
             query?: never;
             header?: never;
@@ -659,7 +663,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/me/bots/{code}/sessions/{session}": {
+    "/api/v1/me/bots/{bot}/sessions/{session}": {
         parameters: {
             query?: never;
             header?: never;
@@ -676,7 +680,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/me/bots/{code}/sessions/{session}/events": {
+    "/api/v1/me/bots/{bot}/sessions/{session}/events": {
         parameters: {
             query?: never;
             header?: never;
@@ -958,6 +962,27 @@ export interface paths {
         /** Mark one of my messages read. */
         post: operations["read_my_message"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Sign out everywhere.
+         * @description Every token of mine issued so far (the one calling too, and any issued in the same second) is refused
+         *     from now on, on every host: at once here, within 2 seconds on the others. Sign in again for a new one.
+         */
+        delete: operations["sign_out_everywhere"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2072,7 +2097,10 @@ export interface components {
             phone: string;
             /** @description A code of the catalog (`GET /dev/templates`). */
             template_code: string;
-            /** @description Values of the template's variables. */
+            /**
+             * @description Values of the template's variables: each at most 200 characters, without newlines, tabs or runs of
+             *     more than four spaces (as WhatsApp's template parameters); 422 on `vars.NAME` otherwise.
+             */
             vars?: Record<string, never> | null;
         };
         /** @description A sign-in. */
@@ -2193,11 +2221,15 @@ export interface components {
         FlowCard: {
             /** @description The bot's code. */
             bot: string;
+            /** @description The bot's ref (`bot_ref_…`): names it unambiguously (two partners may use the same code). */
+            bot_ref: string;
             /** @description The flow's code. */
             flow: string;
             invited_at: string;
             /** @description The ref of the card in the hub inbox. */
             message_ref?: string | null;
+            /** @description The bot's partner (its code). */
+            partner: string;
             /** @description The flow session's ref (`flow_…`). */
             ref: string;
             /** @description `invited`, `in_progress` or `completed`. */
@@ -2423,6 +2455,8 @@ export interface components {
                 name: string;
                 /** @description The bot's partner. */
                 partner: components["schemas"]["PartnerRef"];
+                /** @description Names this bot in `/me/bots/{bot}/…` (two partners may give their bots the same code). */
+                ref: string;
             }[];
             /** @description Pass as `cursor` for the next page; null on the last. */
             next_cursor?: string | null;
@@ -2432,9 +2466,13 @@ export interface components {
             data: {
                 /** @description The bot's code. */
                 bot: string;
+                /** @description The bot's ref (`bot_ref_…`): names it unambiguously. */
+                bot_ref: string;
                 /** @description The flow's code. */
                 flow: string;
                 invited_at: string;
+                /** @description The bot's partner (its code). */
+                partner: string;
                 /** @description The flow session's ref (`/me/flows/{ref}/…`). */
                 ref: string;
                 /** @description `invited` or `in_progress`. */
@@ -2625,6 +2663,8 @@ export interface components {
             name: string;
             /** @description The bot's partner. */
             partner: components["schemas"]["PartnerRef"];
+            /** @description Names this bot in `/me/bots/{bot}/…` (two partners may give their bots the same code). */
+            ref: string;
         };
         /** @description The host cannot do its work: the error says which checks failed. */
         NotReady: {
@@ -2649,9 +2689,13 @@ export interface components {
         OpenForm: {
             /** @description The bot's code. */
             bot: string;
+            /** @description The bot's ref (`bot_ref_…`): names it unambiguously. */
+            bot_ref: string;
             /** @description The flow's code. */
             flow: string;
             invited_at: string;
+            /** @description The bot's partner (its code). */
+            partner: string;
             /** @description The flow session's ref (`/me/flows/{ref}/…`). */
             ref: string;
             /** @description `invited` or `in_progress`. */
@@ -4354,8 +4398,11 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A resource code */
-                code: string;
+                /**
+                 * @description The bot's ref (`bot_ref_…`, as `GET /me/bots` lists it), or its code when only one of the user's
+                 *     partners has a bot with that code (else 409: two partners may use the same code).
+                 */
+                bot: string;
             };
             cookie?: never;
         };
@@ -4384,9 +4431,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A resource code */
-                code: string;
-                /** @description An id from an earlier answer */
+                /** @description The bot's ref (`bot_ref_…`), or its code when only one of the user's partners has a bot with it. */
+                bot: string;
+                /** @description The session's ref (`sess_…`). */
                 session: string;
             };
             cookie?: never;
@@ -4414,9 +4461,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A resource code */
-                code: string;
-                /** @description An id from an earlier answer */
+                /** @description The bot's ref (`bot_ref_…`), or its code when only one of the user's partners has a bot with it. */
+                bot: string;
+                /** @description The session's ref (`sess_…`). */
                 session: string;
             };
             cookie?: never;
@@ -4977,6 +5024,28 @@ export interface operations {
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
             422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    sign_out_everywhere: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out everywhere */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };

@@ -36,7 +36,12 @@ struct CheckoutForm {
     action: Option<String>,
 }
 
+/// A payment of the dev provider, on a host in dev mode only: a production host (which refuses to start
+/// with the dev provider) answers 404 even for a dev payment left in its database.
 async fn dev_payment(state: &AppState, reference: &str) -> ApiResult<Payment> {
+    if !state.config.dev {
+        return Err(ApiError::not_found("payment"));
+    }
     store::find_by_ref(&state.db, reference)
         .await?
         .filter(|p| p.provider == ProviderName::Dev)
@@ -87,8 +92,9 @@ async fn checkout_action(
         reference: Some(payment.reference.clone()),
         provider_payment: None,
         state: to,
-        amount_minor: None,
-        currency: None,
+        // The dev checkout takes exactly what it shows.
+        amount_minor: Some(payment.amount_minor),
+        currency: Some(payment.currency.clone()),
     };
     let payment = match state.payments.apply(ProviderName::Dev, None, &outcome).await? {
         Some(applied) => {

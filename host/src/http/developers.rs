@@ -97,7 +97,7 @@ struct Signup {
     )
 )]
 async fn dev_signup(
-    _: CodeRouteLimit,
+    CodeRouteLimit(client): CodeRouteLimit,
     State(state): State<AppState>,
     ApiJson(req): ApiJson<Signup>,
 ) -> ApiResult<(StatusCode, Json<CodeSent>)> {
@@ -108,11 +108,22 @@ async fn dev_signup(
     }
     // The e-mail travels with the code: it is stored only when that code is verified.
     store::insert_signup(&state.db, &phone, state.now()).await?;
-    let expires_at = otp::start(&state.codes(), &phone, "developer", email, |code| {
-        format!("Your Hubbub developer code is {code}. It expires in 10 minutes.")
+    // The text names the e-mail (masked) the code would store, so the phone's owner can tell their sign-up's
+    // code from one a stranger asked for with the same phone.
+    let signup_for = email.map(|e| format!(" for {}", mask_email(e))).unwrap_or_default();
+    let expires_at = otp::start(&state.codes(), &phone, "developer", email, client, |code| {
+        format!("Your Hubbub developer code{signup_for} is {code}. It expires in 10 minutes.")
     })
     .await?;
     Ok((StatusCode::ACCEPTED, Json(CodeSent { phone, expires_at: record_time(expires_at) })))
+}
+
+/// An e-mail address as an SMS may show it: the first character of the name and the whole domain.
+fn mask_email(email: &str) -> String {
+    match email.split_once('@') {
+        Some((name, domain)) => format!("{}…@{domain}", name.chars().next().unwrap_or('?')),
+        None => "…".to_string(),
+    }
 }
 
 /// The phone and the code it received.
@@ -374,7 +385,8 @@ struct DevSend {
     /// A code of the catalog (`GET /dev/templates`).
     #[schema(value_type = String, required = true, pattern = "\\S")]
     template_code: Option<String>,
-    /// Values of the template's variables.
+    /// Values of the template's variables: each at most 200 characters, without newlines, tabs or runs of
+    /// more than four spaces (as WhatsApp's template parameters); 422 on `vars.NAME` otherwise.
     #[schema(value_type = Option<Object>)]
     vars: Option<Map<String, Value>>,
     /// The template's language; `en` when absent.
@@ -439,6 +451,10 @@ async fn dev_send(
         .min_by_key(|t| (t.channel != "inapp", t.id))
         .ok_or_else(not_approved)?;
     let vars = req.vars.clone().unwrap_or_default();
+    for (name, value) in &vars {
+        template::check_parameter(value)
+            .map_err(|why| ApiError::validation(format!("vars.{name}"), format!("variable {name} {why}")))?;
+    }
     let text = template::render(&template.body, &vars, super::messages::MAX_BODY_BYTES).map_err(|e| match e {
         RenderError::Missing(name) => {
             ApiError::validation(format!("vars.{name}"), format!("variable {name} is missing"))

@@ -1,5 +1,5 @@
 //! The app's side of bots: flow invitations (`/me/flows/{ref}`, `…/start|submit|events`) and in-app chat
-//! sessions (`/me/bots/{code}/sessions…`). The flow engine ([`crate::flows`]) does the work: this module
+//! sessions (`/me/bots/{bot}/sessions…`, the bot named by its ref). The flow engine ([`crate::flows`]) does the work: this module
 //! reads the requests, finds the caller's session and answers what the engine made of it.
 
 use axum::Json;
@@ -32,6 +32,25 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(session_event))
 }
 
+/// The bot a chat path names.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+struct BotPath {
+    /// The bot's ref (`bot_ref_…`, as `GET /me/bots` lists it), or its code when only one of the user's
+    /// partners has a bot with that code (else 409: two partners may use the same code).
+    bot: String,
+}
+
+/// A chat session's path: its bot (as in [`BotPath`]) and its ref.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+struct SessionPath {
+    /// The bot's ref (`bot_ref_…`), or its code when only one of the user's partners has a bot with it.
+    bot: String,
+    /// The session's ref (`sess_…`).
+    session: String,
+}
+
 /// A chat session's new steps.
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = SessionSteps)]
@@ -50,6 +69,10 @@ struct FlowCard {
     reference: String,
     /// The bot's code.
     bot: String,
+    /// The bot's ref (`bot_ref_…`): names it unambiguously (two partners may use the same code).
+    bot_ref: String,
+    /// The bot's partner (its code).
+    partner: String,
     /// The flow's code.
     flow: String,
     title: Option<String>,
@@ -88,6 +111,8 @@ async fn get_flow(
     Ok(Json(FlowCard {
         reference: session.reference,
         bot: bot.code,
+        bot_ref: bot.reference,
+        partner: bot.partner_code,
         flow: session.flow.unwrap_or_default(),
         title: session.title,
         state: session.state,
@@ -210,9 +235,10 @@ async fn flow_event(
 /// Open an in-app chat session with a bot of a linked partner.
 #[utoipa::path(
     post,
-    path = "/me/bots/{code}/sessions",
+    path = "/me/bots/{bot}/sessions",
     tag = "flows",
     security(("userJwt" = [])),
+    params(BotPath),
     responses(
         (status = 201, description = "The session and the bot's first steps", body = SessionSteps),
         (status = 404, response = E404),
@@ -223,19 +249,21 @@ async fn flow_event(
 async fn open_session(
     State(state): State<AppState>,
     user: UserAuth,
-    Path(code): Path<String>,
+    Path(BotPath { bot }): Path<BotPath>,
 ) -> ApiResult<(StatusCode, Json<SessionSteps>)> {
-    let bot = bots::find_for_user(&state.db, &user.phone, &code).await?.ok_or_else(|| ApiError::not_found("bot"))?;
-    let (session, steps) = state.flows().open_chat(&bot, &user.phone).await?;
+    let engine = state.flows();
+    let bot = engine.user_bot(&user.phone, &bot).await?;
+    let (session, steps) = engine.open_chat(&bot, &user.phone).await?;
     Ok((StatusCode::CREATED, Json(SessionSteps { session: session.reference, steps })))
 }
 
 /// A user event in a chat session.
 #[utoipa::path(
     post,
-    path = "/me/bots/{code}/sessions/{session}/events",
+    path = "/me/bots/{bot}/sessions/{session}/events",
     tag = "flows",
     security(("userJwt" = [])),
+    params(SessionPath),
     request_body = EventBody,
     responses(
         (status = 200, description = "The bot's next steps", body = SessionSteps),
@@ -247,11 +275,11 @@ async fn open_session(
 async fn session_event(
     State(state): State<AppState>,
     user: UserAuth,
-    Path((code, reference)): Path<(String, String)>,
+    Path(SessionPath { bot, session: reference }): Path<SessionPath>,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Json<SessionSteps>> {
     let engine = state.flows();
-    let (bot, session) = engine.chat(&user.phone, &code, &reference).await?;
+    let (bot, session) = engine.chat(&user.phone, &bot, &reference).await?;
     let event = flows::guest_event(&session, parse_value::<EventBody>(raw)?)?;
     let progress = engine.handle_with(&bot, &session, event).await?;
     Ok(Json(SessionSteps { session: session.reference, steps: progress.steps }))
@@ -260,18 +288,19 @@ async fn session_event(
 /// Steps a webhook-mode bot answered since the last call (each shown once).
 #[utoipa::path(
     get,
-    path = "/me/bots/{code}/sessions/{session}",
+    path = "/me/bots/{bot}/sessions/{session}",
     tag = "flows",
     security(("userJwt" = [])),
+    params(SessionPath),
     responses((status = 200, description = "The steps not fetched yet", body = SessionSteps), (status = 404, response = E404))
 )]
 async fn session_steps(
     State(state): State<AppState>,
     user: UserAuth,
-    Path((code, reference)): Path<(String, String)>,
+    Path(SessionPath { bot, session: reference }): Path<SessionPath>,
 ) -> ApiResult<Json<SessionSteps>> {
     let engine = state.flows();
-    let (_, session) = engine.chat(&user.phone, &code, &reference).await?;
+    let (_, session) = engine.chat(&user.phone, &bot, &reference).await?;
     let steps = engine.pending_steps(&session).await?;
     Ok(Json(SessionSteps { session: session.reference, steps }))
 }

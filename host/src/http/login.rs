@@ -43,8 +43,8 @@ fn phone_of(phone: Option<&str>) -> ApiResult<String> {
 
 /// Send a 6-digit login code by SMS.
 ///
-/// At most 5 per phone per 15 minutes; the code routes together are also limited per client address and
-/// for the whole host: 429 with Retry-After beyond.
+/// At most 5 per phone per client address per 15 minutes, and 20 per phone from all addresses; the code
+/// routes together are also limited per client address and for the whole host: 429 with Retry-After beyond.
 #[utoipa::path(
     post,
     path = "/auth/otp/start",
@@ -53,12 +53,12 @@ fn phone_of(phone: Option<&str>) -> ApiResult<String> {
     responses((status = 202, description = "Code sent", body = CodeSent), (status = 429, response = E429), (status = 502, response = E502))
 )]
 async fn start(
-    _: CodeRouteLimit,
+    CodeRouteLimit(client): CodeRouteLimit,
     State(state): State<AppState>,
     ApiJson(req): ApiJson<Start>,
 ) -> ApiResult<(StatusCode, Json<CodeSent>)> {
     let phone = phone_of(req.phone.as_deref())?;
-    let expires_at = otp::start(&state.codes(), &phone, "login", None, |code| {
+    let expires_at = otp::start(&state.codes(), &phone, "login", None, client, |code| {
         format!("Your Hubbub code is {code}. It expires in 10 minutes. Never share it.")
     })
     .await?;

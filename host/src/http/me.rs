@@ -31,6 +31,23 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(my_account))
         .routes(routes!(my_bots))
         .routes(routes!(my_forms))
+        .routes(routes!(sign_out_everywhere))
+}
+
+/// Sign out everywhere.
+///
+/// Every token of mine issued so far (the one calling too, and any issued in the same second) is refused
+/// from now on, on every host: at once here, within 2 seconds on the others. Sign in again for a new one.
+#[utoipa::path(
+    delete,
+    path = "/me/tokens",
+    tag = "users",
+    security(("userJwt" = [])),
+    responses((status = 204, description = "Signed out everywhere"))
+)]
+async fn sign_out_everywhere(State(state): State<AppState>, user: UserAuth) -> ApiResult<axum::http::StatusCode> {
+    crate::auth::revoke_user_tokens(&state, &user.phone).await?;
+    Ok(axum::http::StatusCode::NO_CONTENT)
 }
 
 /// The device reading: sealed messages show it only its own key wrap.
@@ -166,6 +183,9 @@ async fn my_account(State(state): State<AppState>, user: UserAuth) -> ApiResult<
 /// A bot the user can chat with.
 #[derive(Debug, Serialize, ToSchema)]
 struct MyBot {
+    /// Names this bot in `/me/bots/{bot}/…` (two partners may give their bots the same code).
+    #[serde(rename = "ref")]
+    reference: String,
     code: String,
     name: String,
     /// The bot's partner.
@@ -185,6 +205,7 @@ async fn my_bots(State(state): State<AppState>, user: UserAuth) -> ApiResult<Jso
     let data = rows
         .into_iter()
         .map(|b| MyBot {
+            reference: b.reference,
             code: b.code,
             name: b.name,
             partner: PartnerRef { code: b.partner_code, name: b.partner_name, fields: None },
@@ -201,6 +222,10 @@ struct OpenForm {
     reference: String,
     /// The bot's code.
     bot: String,
+    /// The bot's ref (`bot_ref_…`): names it unambiguously.
+    bot_ref: String,
+    /// The bot's partner (its code).
+    partner: String,
     /// The flow's code.
     flow: String,
     title: Option<String>,
@@ -224,6 +249,8 @@ async fn my_forms(State(state): State<AppState>, user: UserAuth) -> ApiResult<Js
         .map(|f| OpenForm {
             reference: f.reference,
             bot: f.bot,
+            bot_ref: f.bot_ref,
+            partner: f.partner,
             flow: f.flow,
             title: f.title,
             state: f.state,

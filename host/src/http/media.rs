@@ -1,6 +1,8 @@
 //! `/media/{id}`: base64 media uploaded with a message, stored once, served to the partner that sent
-//! it and to its recipients. `/content/{ref}`: the link SMS and WhatsApp texts carry for media and
-//! newsletters; the unguessable message ref is the capability.
+//! it and to its recipients (an end user's upload: to its partner and the user, always as a download).
+//! `/content/{ref}`: the link SMS and WhatsApp texts carry for media and newsletters; the unguessable
+//! message ref is the capability, and only what a partner sent to a user is served there — never a user's
+//! message, so no one can publish a page, a redirect or a download on the service's origin.
 
 use axum::extract::{Path, State};
 use axum::http::HeaderValue;
@@ -14,6 +16,7 @@ use axum::http::header::{CONTENT_SECURITY_POLICY, LOCATION, X_CONTENT_TYPE_OPTIO
 
 use crate::auth::{AnyAuth, Credential};
 use crate::error::{ApiError, ApiResult};
+use crate::messages::Direction;
 use crate::state::AppState;
 use crate::store::messages::{find_by_ref, find_media, media_sent_to};
 
@@ -77,12 +80,12 @@ const INLINE_TYPES: &[&str] = &[
     "video/quicktime",
 ];
 
-/// Serves stored user content so that it can never run as a page of the service's origin: `nosniff`,
-/// a `sandbox` CSP, and `attachment` for every type not in [`INLINE_TYPES`].
+/// Serves stored media so that it can never run as a page of the service's origin: `nosniff`, a
+/// `sandbox` CSP, and `attachment` for an end user's upload and for every type not in [`INLINE_TYPES`].
 fn serve_media(media: crate::store::messages::StoredMedia) -> ApiResult<Response> {
     let mime = media.mimetype.as_deref().unwrap_or("application/octet-stream");
     let essence = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    let inline = INLINE_TYPES.contains(&essence.as_str());
+    let inline = media.uploaded_by.is_none() && INLINE_TYPES.contains(&essence.as_str());
     let mut response = media.data.into_response();
     let headers = response.headers_mut();
     headers.insert(
@@ -104,6 +107,9 @@ fn serve_media(media: crate::store::messages::StoredMedia) -> ApiResult<Response
 }
 
 /// The content an SMS or WhatsApp text links to (newsletter HTML, media); the ref is the capability.
+///
+/// Only messages a partner sent to a user are served (a user's messages are 404), and never an
+/// end-to-end encrypted one.
 #[utoipa::path(
     get,
     path = "/content/{ref}",
@@ -116,7 +122,7 @@ fn serve_media(media: crate::store::messages::StoredMedia) -> ApiResult<Response
 )]
 async fn get_content(State(state): State<AppState>, Path(reference): Path<String>) -> ApiResult<Response> {
     let m = find_by_ref(&state.db, &reference).await?.ok_or_else(|| ApiError::not_found("content"))?;
-    if m.content.get("encryption").is_some() {
+    if m.direction != Direction::Out || m.content.get("encryption").is_some() {
         return Err(ApiError::not_found("content"));
     }
     let redirect = |url: &str| -> ApiResult<Response> {

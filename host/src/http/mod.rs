@@ -15,6 +15,7 @@ pub mod developers;
 pub mod flows;
 pub mod health;
 pub mod keys;
+pub mod listener;
 pub mod login;
 pub mod me;
 pub mod media;
@@ -135,14 +136,22 @@ fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> axum::respo
     ApiError::internal(format!("handler panicked: {what}")).into_response()
 }
 
-/// A request path as logs may show it: message refs are capabilities (`/content/{ref}` serves the
-/// message to whoever has it), so each `msg_…` segment is cut to its prefix.
+/// A request path as logs may show it: message and payment refs are capabilities (`/content/{ref}` serves
+/// the message, `/pay/{ref}` the dev checkout, to whoever has it), so each `msg_…` and `pay_…` segment is
+/// cut to its prefix.
 pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
-    if !path.contains("msg_") {
+    const CAPABILITIES: [&str; 2] = ["msg_", "pay_"];
+    if !CAPABILITIES.iter().any(|prefix| path.contains(prefix)) {
         return std::borrow::Cow::Borrowed(path);
     }
-    let masked: Vec<&str> =
-        path.split('/').map(|segment| if segment.starts_with("msg_") { "msg_…" } else { segment }).collect();
+    let masked: Vec<&str> = path
+        .split('/')
+        .map(|segment| match CAPABILITIES.iter().find(|prefix| segment.starts_with(**prefix)) {
+            Some(&"msg_") => "msg_…",
+            Some(_) => "pay_…",
+            None => segment,
+        })
+        .collect();
     std::borrow::Cow::Owned(masked.join("/"))
 }
 
@@ -376,5 +385,7 @@ mod tests {
         assert_eq!(super::loggable_path("/api/v1/content/msg_abcdefghijklmnopqrstuv"), "/api/v1/content/msg_…");
         assert_eq!(super::loggable_path("/api/v1/me/messages/msg_x1y2z3/read"), "/api/v1/me/messages/msg_…/read");
         assert_eq!(super::loggable_path("/api/v1/messages/42"), "/api/v1/messages/42");
+        assert_eq!(super::loggable_path("/pay/pay_abcdefghijklmnopqrstuvwxyz12"), "/pay/pay_…");
+        assert_eq!(super::loggable_path("/api/v1/payments/pay_abc"), "/api/v1/payments/pay_…");
     }
 }

@@ -233,6 +233,6 @@ pub(crate) async fn tell_guest(state: &AppState, applied: &Applied) {
         return;
     }
     if let Err(e) = state.flows().payment_outcome(&applied.payment).await {
-        tracing::warn!(payment = %applied.payment.reference, error = %e, "the bot could not take the payment outcome");
+        tracing::warn!(payment_id = applied.payment.id, error = %e, "the bot could not take the payment outcome");
     }
 }

@@ -306,6 +306,7 @@ pub async fn content(
                         mimetype: non_empty(&req.media_mimetype).map(str::to_string),
                         sha256: hex(&Sha256::digest(&data)),
                         data,
+                        uploaded_by: None,
                     };
                     (format!("/api/v1/media/{id}"), Some(new))
                 }

@@ -48,7 +48,7 @@ pub(super) fn build() -> anyhow::Result<(Engine, bool)> {
 
 /// Settings shared by both allocation strategies. A precompiled artifact only loads into an engine
 /// with compatible settings, which wasmtime checks on deserialisation.
-fn base_config() -> Config {
+pub(super) fn base_config() -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.epoch_interruption(true);

@@ -8,17 +8,25 @@
 //! - `engine`: the wasmtime engine (pooling allocator with an on-demand fallback, epoch ticker);
 //! - `sandbox`: one call in a fresh `Store` with its limits, WASI denied everything, the `log` import;
 //! - `convert`: API types to WIT types and back, with the checks on what a guest answers;
+//! - `slots`: the pooled instance slots, shared fairly between partners;
+//! - `compiler`: compilation into artifacts, in a bounded child process on a host;
 //! - `bindings`: the WIT bindings.
 //!
 //! Every call runs on tokio's blocking pool (`spawn_blocking`): a guest is CPU-bound and short, so the
 //! async workers never run guest code, and a looping guest holds one blocking thread until its time
-//! budget stops it. At most `engine::MAX_CONCURRENT_CALLS` calls run at once
-//! (one pooled instance each); more wait asynchronously.
+//! budget stops it. At most `engine::MAX_CONCURRENT_CALLS` calls run at once (one pooled instance each),
+//! at most a share of them per partner; a call keeps its slot until its guest returns, and a compilation
+//! keeps its compiler slot until it ends, whatever their callers do meanwhile.
 
 mod bindings;
+mod compiler;
 mod convert;
 mod engine;
 mod sandbox;
+mod slots;
+
+pub use self::compiler::{CompileLimits, Compiler};
+pub use self::slots::SlotLimits;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -28,6 +36,7 @@ use std::sync::{Arc, RwLock};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tracing::Instrument;
 use wasmtime::component::Component;
 
 use self::bindings::BotPre;
@@ -55,6 +64,10 @@ pub struct RuntimeLimits {
     pub max_loaded_components: usize,
     /// Compilations that may run at once. Loading a precompiled artifact never waits for them.
     pub max_concurrent_compiles: usize,
+    /// Where compilations run, and within what bounds.
+    pub compiler: Compiler,
+    /// How the instance slots are shared between partners.
+    pub slots: SlotLimits,
 }
 
 impl Default for RuntimeLimits {
@@ -65,6 +78,8 @@ impl Default for RuntimeLimits {
             max_output_bytes: 256 << 10,
             max_loaded_components: 128,
             max_concurrent_compiles: 1,
+            compiler: Compiler::InProcess,
+            slots: SlotLimits::default(),
         }
     }
 }
@@ -78,9 +93,12 @@ pub enum Entry {
     Chat,
 }
 
-/// Who a call is for, passed to the guest.
+/// Who a call is for: the guest is told the bot's code and the phone; the partner is the runtime's unit of
+/// fairness (each partner's calls hold at most its share of the instance slots).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GuestContext {
+    /// The bot's partner (its code).
+    pub partner: String,
     /// The bot's code.
     pub bot: String,
     /// The end user's E.164 phone number.
@@ -156,6 +174,12 @@ pub enum RuntimeError {
     Malformed(String),
     #[error("every compiler slot is busy; try again shortly")]
     CompilerBusy,
+    /// The partner's bots are running their share of calls and as many wait as may (answered 429).
+    #[error("too many calls of this partner's bots are waiting; slow down")]
+    QueueFull,
+    /// No slot freed up for the call within the queue's deadline (answered 503).
+    #[error("the bot runtime is busy; try again shortly")]
+    Busy,
 }
 
 impl RuntimeError {
@@ -171,6 +195,8 @@ impl RuntimeError {
             RuntimeError::OutputTooLarge => "output_too_large",
             RuntimeError::Malformed(_) => "malformed",
             RuntimeError::CompilerBusy => "compiler_busy",
+            RuntimeError::QueueFull => "queue_full",
+            RuntimeError::Busy => "busy",
         }
     }
 }
@@ -209,13 +235,15 @@ struct Shared {
     components: RwLock<HashMap<String, Loaded>>,
     /// A counter that orders uses (for least-recently-used eviction).
     uses: AtomicU64,
-    /// One permit per pooled instance: bounds the calls running at once.
-    calls: Semaphore,
+    /// The pooled instance slots, shared between partners.
+    slots: slots::Slots,
     /// One permit per compilation that may run at once (compiling is slow and memory-hungry). Loading a
     /// precompiled artifact takes none, so bots keep loading while an upload compiles.
     compilers: Arc<Semaphore>,
     /// Whether the pooling allocator could be set up.
     pooling: bool,
+    /// Where compilations run.
+    compiler: Compiler,
 }
 
 struct Loaded {
@@ -236,6 +264,7 @@ impl Runtime {
         let (engine, pooling) = engine::build()?;
         engine::spawn_epoch_ticker(engine.weak())?;
         let limits_compiles = limits.max_concurrent_compiles.max(1);
+        let (compiler, slot_limits) = (limits.compiler.clone(), limits.slots);
         let sandbox = Sandbox::new(engine, limits)?;
         Ok(Runtime {
             shared: Arc::new(Shared {
@@ -243,9 +272,10 @@ impl Runtime {
                 cache_dir,
                 components: RwLock::new(HashMap::new()),
                 uses: AtomicU64::new(0),
-                calls: Semaphore::new(engine::MAX_CONCURRENT_CALLS as usize),
+                slots: slots::Slots::new(engine::MAX_CONCURRENT_CALLS as usize, slot_limits),
                 compilers: Arc::new(Semaphore::new(limits_compiles)),
                 pooling,
+                compiler,
             }),
         })
     }
@@ -307,8 +337,15 @@ impl Runtime {
             ComponentSource::Bytes(wasm) => OwnedSource::Bytes(wasm.to_vec()),
             ComponentSource::File { path, .. } => OwnedSource::File(path.to_path_buf()),
         };
-        let task_span = span.clone();
-        let (pre, size) = tokio::task::spawn_blocking(move || task_span.in_scope(|| shared.compile(&hex, owned)))
+        // A task of its own holds the compiler slot until the compilation ends, even when the caller hangs up
+        // (the compilation cannot be cancelled, so its slot must not be freed before it is over).
+        let compilation = async move {
+            let slot = _slot;
+            let compiled = shared.compile(&hex, owned).await;
+            drop(slot);
+            compiled
+        };
+        let (pre, size) = tokio::spawn(compilation.instrument(span.clone()))
             .await
             .map_err(|_| RuntimeError::InvalidComponent("compilation failed".into()))??;
         self.finish_load(digest, pre, size, false, span).await
@@ -357,7 +394,7 @@ impl Runtime {
         span: tracing::Span,
     ) -> Result<LoadedComponent, RuntimeError> {
         let flows = self
-            .call(span, {
+            .call(LOADS, span, {
                 let pre = pre.clone();
                 let label = short(&digest).to_string();
                 move |sandbox| {
@@ -404,9 +441,10 @@ impl Runtime {
             Entry::Flow(code) => tracing::info_span!("guest_call", bot, flow = %code, event = "start"),
             Entry::Chat => tracing::info_span!("guest_call", bot, event = "start_chat"),
         };
+        let partner = ctx.partner.clone();
         let (entry, ctx) = (convert::entry(entry), convert::context(ctx));
         let bot = bot.to_string();
-        self.call(span, move |sandbox| {
+        self.call(&partner, span, move |sandbox| {
             let reply = sandbox.run(&ready.pre, &bot, |instance, store| {
                 instance.hubbub_bot_handler().call_start(store, &entry, &ctx)
             })?;
@@ -432,9 +470,10 @@ impl Runtime {
             GuestEvent::Payment { .. } => "payment",
         };
         let span = tracing::info_span!("guest_call", bot, event = kind);
+        let partner = ctx.partner.clone();
         let (event, ctx) = (convert::event(event)?, convert::context(ctx));
         let bot = bot.to_string();
-        self.call(span, move |sandbox| {
+        self.call(&partner, span, move |sandbox| {
             let reply = sandbox.run(&ready.pre, &bot, |instance, store| {
                 instance.hubbub_bot_handler().call_handle(store, &state, &event, &ctx)
             })?;
@@ -473,24 +512,50 @@ impl Runtime {
         self.shared.components.read().expect("component map poisoned").len()
     }
 
-    /// Runs `work` on the blocking pool once a call slot is free; logs a failure in `span`.
+    /// Pooled instance slots free now (for tests: whether a guest still runs).
+    #[doc(hidden)]
+    pub fn free_call_slots(&self) -> usize {
+        self.shared.slots.free()
+    }
+
+    /// Runs `work` on the blocking pool once `partner` is admitted to a slot; the slot goes with the work
+    /// and is freed when the guest returns, not when this future is dropped. Logs a failure in `span`.
     async fn call<T: Send + 'static>(
         &self,
+        partner: &str,
         span: tracing::Span,
         work: impl FnOnce(&Sandbox) -> Result<T, RuntimeError> + Send + 'static,
     ) -> Result<T, RuntimeError> {
-        let _slot = self.shared.calls.acquire().await.expect("call slots are never closed");
+        let slot = match self.shared.slots.admit(partner).await {
+            Ok(slot) => slot,
+            Err(busy) => {
+                span.in_scope(|| tracing::info!(error = %busy, partner, "guest call not admitted"));
+                return Err(busy);
+            }
+        };
         let shared = self.shared.clone();
         let task_span = span.clone();
-        let result = tokio::task::spawn_blocking(move || task_span.in_scope(|| work(&shared.sandbox)))
-            .await
-            .unwrap_or_else(|_| Err(RuntimeError::Trap("the host failed running the call".into())));
+        let result = tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            task_span.in_scope(|| work(&shared.sandbox))
+        })
+        .await
+        .unwrap_or_else(|_| Err(RuntimeError::Trap("the host failed running the call".into())));
         if let Err(error) = &result {
             span.in_scope(|| tracing::warn!(%error, "guest call failed"));
         }
         result
     }
 }
+
+/// Compiles the component in `input` into its artifact `output` with the runtime's engine settings: the
+/// work of `hubbub compile-component`, the child process a host compiles in.
+pub fn compile_file(input: &Path, output: &Path) -> anyhow::Result<()> {
+    compiler::compile_artifact(&wasmtime::Engine::new(&engine::base_config())?, input, output)
+}
+
+/// The share that calls made while loading a component (asking it for its flows) count against.
+const LOADS: &str = "(loads)";
 
 /// The bytes to compile, moved to the blocking thread.
 enum OwnedSource {
@@ -521,23 +586,55 @@ impl Shared {
         }
     }
 
-    /// Compiles a component, writes its artifact, and prepares it. Blocking.
-    fn compile(&self, hex: &str, source: OwnedSource) -> Result<(BotPre<GuestState>, usize), RuntimeError> {
-        let engine = &self.sandbox.engine;
-        let invalid = |e: wasmtime::Error| RuntimeError::InvalidComponent(truncate(&format!("{e:#}"), 300));
-        let (component, size) = match &source {
-            OwnedSource::Bytes(wasm) => (Component::from_binary(engine, wasm).map_err(invalid)?, wasm.len()),
-            OwnedSource::File(path) => {
-                let size = std::fs::metadata(path).map(|m| m.len() as usize).unwrap_or(0);
-                (Component::from_file(engine, path).map_err(invalid)?, size)
+    /// Compiles a component into its artifact (in a bounded child process on a host) and prepares it from
+    /// the artifact. An artifact that does not prepare (a component with imports this host does not
+    /// offer) is removed again.
+    async fn compile(
+        self: Arc<Self>,
+        hex: &str,
+        source: OwnedSource,
+    ) -> Result<(BotPre<GuestState>, usize), RuntimeError> {
+        let artifact = self.artifact_path(hex);
+        // Bytes (from the database) are written out first: both compilers read a file.
+        let (_written, input) = match source {
+            OwnedSource::File(path) => (None, path),
+            OwnedSource::Bytes(wasm) => {
+                let file = tempfile::Builder::new()
+                    .prefix("compile-")
+                    .suffix(".wasm")
+                    .tempfile_in(&self.cache_dir)
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, &wasm).map(|_| f))
+                    .map_err(|e| RuntimeError::InvalidComponent(format!("could not stage the component: {e}")))?;
+                let path = file.path().to_path_buf();
+                (Some(file), path)
             }
         };
-        let pre = self.instantiate_pre(&component)?;
-        let artifact = self.artifact_path(hex);
-        if let Err(error) = store_artifact(&component, &artifact) {
-            tracing::warn!(%error, path = %artifact.display(), "could not keep the compiled artifact");
+        let size = std::fs::metadata(&input).map(|m| m.len() as usize).unwrap_or(0);
+        match &self.compiler {
+            Compiler::Process(limits) => compiler::compile_in_child(limits, &input, &artifact).await?,
+            Compiler::InProcess => {
+                let (shared, input, output) = (self.clone(), input.clone(), artifact.clone());
+                tokio::task::spawn_blocking(move || {
+                    compiler::compile_artifact(&shared.sandbox.engine, &input, &output)
+                        .map_err(|e| RuntimeError::InvalidComponent(truncate(&format!("{e:#}"), 300)))
+                })
+                .await
+                .map_err(|_| RuntimeError::InvalidComponent("compilation failed".into()))??
+            }
         }
-        Ok((pre, size))
+        let shared = self.clone();
+        let hex_owned = hex.to_string();
+        let loaded = tokio::task::spawn_blocking(move || shared.load_artifact(&hex_owned))
+            .await
+            .map_err(|_| RuntimeError::InvalidComponent("loading the artifact failed".into()))?;
+        match loaded {
+            Ok(Some((pre, _))) => Ok((pre, size)),
+            Ok(None) => Err(RuntimeError::InvalidComponent("the compiled artifact could not be loaded".into())),
+            Err(error) => {
+                let _ = std::fs::remove_file(&artifact);
+                Err(error)
+            }
+        }
     }
 
     fn instantiate_pre(&self, component: &Component) -> Result<BotPre<GuestState>, RuntimeError> {
@@ -550,17 +647,6 @@ impl Shared {
             RuntimeError::InvalidComponent(truncate(&format!("no hubbub:bot/handler@{WIT_VERSION} export: {e:#}"), 300))
         })
     }
-}
-
-/// Writes the artifact under a temporary name and renames it, so a reader never sees half a file.
-fn store_artifact(component: &Component, path: &Path) -> anyhow::Result<()> {
-    let bytes = component.serialize()?;
-    let temporary = path.with_extension(format!("{}.tmp", uuid::Uuid::new_v4().simple()));
-    std::fs::write(&temporary, bytes)?;
-    std::fs::rename(&temporary, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&temporary);
-    })?;
-    Ok(())
 }
 
 impl ReadyComponent {

@@ -117,15 +117,16 @@ pub async fn find_by_token_hash(db: &Db, token_hash: &str) -> Result<Option<(Bot
     row.map(|r| Ok((from_row(db, &r)?, r.try_get("token_hash")?))).transpose()
 }
 
-/// Bots a user may talk to in the app: those of partners the phone is linked to, by code.
-pub async fn find_for_user(db: &Db, phone: &str, code: &str) -> Result<Option<Bot>, sqlx::Error> {
+/// The bots of partners `phone` is linked to that `bot` names: by its ref (`bot_ref_…`, one at most), or by
+/// its code, which two partners may share (then two are returned: the caller must not pick one).
+pub async fn find_for_user(db: &Db, phone: &str, bot: &str) -> Result<Vec<Bot>, sqlx::Error> {
     let sql = const_format::concatcp!(
         SELECT,
         "JOIN account_links l ON l.partner_id = b.partner_id JOIN accounts a ON a.id = l.account_id \
-         WHERE a.phone = $1 AND b.code = $2 ORDER BY b.id LIMIT 1"
+         WHERE a.phone = $1 AND (b.ref = $2 OR b.code = $2) ORDER BY b.id LIMIT 2"
     );
-    let row = sqlx::query(sql).bind(phone).bind(code).fetch_optional(db.reader()).await?;
-    row.as_ref().map(|r| from_row(db, r)).transpose()
+    let rows = sqlx::query(sql).bind(phone).bind(bot).fetch_all(db.reader()).await?;
+    rows.iter().map(|r| from_row(db, r)).collect()
 }
 
 /// Saves the settable fields of a bot.
@@ -232,6 +233,7 @@ pub async fn component_info(db: &Db, digest: &str) -> Result<Option<(i64, Value)
 /// A bot as the app lists it.
 #[derive(Debug, Clone)]
 pub struct BotListing {
+    pub reference: String,
     pub code: String,
     pub name: String,
     pub partner_code: String,
@@ -241,7 +243,7 @@ pub struct BotListing {
 /// The bots of the partners `phone` is linked to.
 pub async fn list_for_user(db: &Db, phone: &str) -> Result<Vec<BotListing>, sqlx::Error> {
     let rows = sqlx::query(
-        "SELECT b.code, b.name, p.code AS partner_code, p.name AS partner_name FROM bots b \
+        "SELECT b.ref, b.code, b.name, p.code AS partner_code, p.name AS partner_name FROM bots b \
          JOIN partners p ON p.id = b.partner_id JOIN account_links l ON l.partner_id = b.partner_id \
          JOIN accounts a ON a.id = l.account_id WHERE a.phone = $1 ORDER BY p.code, b.code",
     )
@@ -251,6 +253,7 @@ pub async fn list_for_user(db: &Db, phone: &str) -> Result<Vec<BotListing>, sqlx
     rows.iter()
         .map(|r| {
             Ok(BotListing {
+                reference: r.try_get("ref")?,
                 code: r.try_get("code")?,
                 name: r.try_get("name")?,
                 partner_code: r.try_get("partner_code")?,

@@ -205,31 +205,9 @@ pub async fn complete(
     Ok(true)
 }
 
-/// Appends steps a webhook-mode bot answered, for the app to fetch. When `event` (bot, event id) is
-/// given, the steps are added only if that event was not seen before, in the same transaction; answers
-/// whether they were added.
-pub async fn push_pending(
-    db: &Db,
-    id: i64,
-    steps: &[Value],
-    event: Option<(i64, &str)>,
-    now: Millis,
-) -> Result<bool, sqlx::Error> {
+/// Appends steps a bot answered, for the app to fetch.
+pub async fn push_pending(db: &Db, id: i64, steps: &[Value]) -> Result<(), sqlx::Error> {
     let mut tx = db.writer().begin().await?;
-    if let Some((bot_id, event_id)) = event {
-        let first = sqlx::query(
-            "INSERT INTO bot_inbound_events (bot_id, event_id, received_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (bot_id, event_id) DO NOTHING",
-        )
-        .bind(bot_id)
-        .bind(event_id)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        if first.rows_affected() == 0 {
-            return Ok(false);
-        }
-    }
     for step in steps {
         sqlx::query("INSERT INTO flow_pending_steps (session_id, step) VALUES ($1, $2)")
             .bind(id)
@@ -237,18 +215,32 @@ pub async fn push_pending(
             .execute(&mut *tx)
             .await?;
     }
-    tx.commit().await?;
-    Ok(true)
+    tx.commit().await
 }
 
-/// Whether an inbound event id of the bot was already applied.
-pub async fn inbound_event_seen(db: &Db, bot_id: i64, event_id: &str) -> Result<bool, sqlx::Error> {
-    let seen: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM bot_inbound_events WHERE bot_id = $1 AND event_id = $2")
+/// Claims an inbound event id of the bot before anything is done for it: true for the one caller that
+/// claimed it, false for every repeat (at once or later, on every host).
+pub async fn claim_inbound_event(db: &Db, bot_id: i64, event_id: &str, now: Millis) -> Result<bool, sqlx::Error> {
+    let claimed = sqlx::query(
+        "INSERT INTO bot_inbound_events (bot_id, event_id, received_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (bot_id, event_id) DO NOTHING",
+    )
+    .bind(bot_id)
+    .bind(event_id)
+    .bind(now)
+    .execute(db.writer())
+    .await?;
+    Ok(claimed.rows_affected() == 1)
+}
+
+/// Gives a claimed event id back, when applying it failed, so the bot's retry is applied.
+pub async fn release_inbound_event(db: &Db, bot_id: i64, event_id: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM bot_inbound_events WHERE bot_id = $1 AND event_id = $2")
         .bind(bot_id)
         .bind(event_id)
-        .fetch_one(db.reader())
+        .execute(db.writer())
         .await?;
-    Ok(seen > 0)
+    Ok(())
 }
 
 /// Forgets inbound event ids older than `before` (past the timestamp tolerance a replay would fail anyway).
@@ -281,6 +273,8 @@ pub async fn take_pending(db: &Db, id: i64) -> Result<Vec<Value>, sqlx::Error> {
 pub struct OpenForm {
     pub reference: String,
     pub bot: String,
+    pub bot_ref: String,
+    pub partner: String,
     pub flow: String,
     pub title: Option<String>,
     pub state: SessionState,
@@ -290,8 +284,8 @@ pub struct OpenForm {
 /// The user's flow invitations that are not completed, newest first.
 pub async fn open_forms(db: &Db, phone: &str) -> Result<Vec<OpenForm>, sqlx::Error> {
     let rows = sqlx::query(
-        "SELECT s.ref, b.code AS bot, s.flow, s.title, s.state, s.invited_at FROM flow_sessions s \
-         JOIN bots b ON b.id = s.bot_id WHERE s.phone = $1 AND s.kind = 'flow' AND s.state <> 'completed' \
+        "SELECT s.ref, b.code AS bot, b.ref AS bot_ref, p.code AS partner, s.flow, s.title, s.state, s.invited_at \
+         FROM flow_sessions s JOIN bots b ON b.id = s.bot_id JOIN partners p ON p.id = b.partner_id WHERE s.phone = $1 AND s.kind = 'flow' AND s.state <> 'completed' \
          ORDER BY s.id DESC",
     )
     .bind(phone)
@@ -302,6 +296,8 @@ pub async fn open_forms(db: &Db, phone: &str) -> Result<Vec<OpenForm>, sqlx::Err
             Ok(OpenForm {
                 reference: r.try_get("ref")?,
                 bot: r.try_get("bot")?,
+                bot_ref: r.try_get("bot_ref")?,
+                partner: r.try_get("partner")?,
                 flow: r.try_get::<Option<String>, _>("flow")?.unwrap_or_default(),
                 title: r.try_get("title")?,
                 state: super::decode_name(r, "state")?,

@@ -75,6 +75,8 @@ pub struct NewMedia {
     pub mimetype: Option<String>,
     pub sha256: String,
     pub data: Vec<u8>,
+    /// The end user who uploaded it (their phone); `None` for a partner's.
+    pub uploaded_by: Option<String>,
 }
 
 /// A validated message, ready to store.
@@ -543,10 +545,12 @@ pub struct StoredMedia {
     pub mimetype: Option<String>,
     pub filename: Option<String>,
     pub data: Vec<u8>,
+    /// The end user who uploaded it; `None` for a partner's.
+    pub uploaded_by: Option<String>,
 }
 
 pub async fn find_media(db: &Db, id: &str) -> Result<Option<StoredMedia>, sqlx::Error> {
-    let row = sqlx::query("SELECT partner_id, mimetype, filename, data FROM media WHERE id = $1")
+    let row = sqlx::query("SELECT partner_id, mimetype, filename, data, uploaded_by FROM media WHERE id = $1")
         .bind(id)
         .fetch_optional(db.reader())
         .await?;
@@ -556,6 +560,7 @@ pub async fn find_media(db: &Db, id: &str) -> Result<Option<StoredMedia>, sqlx::
             mimetype: r.try_get("mimetype")?,
             filename: r.try_get("filename")?,
             data: r.try_get("data")?,
+            uploaded_by: r.try_get("uploaded_by")?,
         })
     })
     .transpose()
@@ -657,8 +662,8 @@ pub async fn insert_media_in(
     now: Millis,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO media (id, partner_id, filename, mimetype, size, sha256, data, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "INSERT INTO media (id, partner_id, filename, mimetype, size, sha256, data, created_at, uploaded_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(&media.id)
     .bind(partner_id)
@@ -668,7 +673,19 @@ pub async fn insert_media_in(
     .bind(&media.sha256)
     .bind(&media.data)
     .bind(now)
+    .bind(&media.uploaded_by)
     .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+/// Bytes of media the end user `phone` uploaded since `since`.
+pub async fn uploaded_since(db: &Db, phone: &str, since: Millis) -> Result<i64, sqlx::Error> {
+    let bytes: Option<i64> =
+        sqlx::query_scalar("SELECT CAST(SUM(size) AS BIGINT) FROM media WHERE uploaded_by = $1 AND created_at >= $2")
+            .bind(phone)
+            .bind(since)
+            .fetch_one(db.reader())
+            .await?;
+    Ok(bytes.unwrap_or(0))
 }

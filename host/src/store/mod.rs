@@ -26,6 +26,7 @@ pub mod payments;
 pub mod sealing;
 pub mod settings;
 pub mod templates;
+pub mod tokens;
 pub mod whatsapp;
 pub mod writer;
 

@@ -10,42 +10,68 @@ use crate::secrets::constant_time_eq;
 /// Wrong tries that void a code.
 pub const MAX_TRIES: i64 = 5;
 
-/// How many codes were issued for `phone` and `purpose` since `since` (the send limit).
-pub async fn count_since(db: &Db, phone: &str, purpose: &str, since: Millis) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("SELECT COUNT(*) FROM otp_codes WHERE phone = $1 AND purpose = $2 AND created_at >= $3")
-        .bind(phone)
-        .bind(purpose)
-        .bind(since)
-        .fetch_one(db.reader())
-        .await
+/// How many codes were issued for `phone` and `purpose` since `since`: in all, and to the client address
+/// `client` (the send limits).
+pub async fn count_since(
+    db: &Db,
+    phone: &str,
+    purpose: &str,
+    client: &str,
+    since: Millis,
+) -> Result<(i64, i64), sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS all_codes, CAST(COALESCE(SUM(CASE WHEN client_addr = $4 THEN 1 ELSE 0 END), 0) AS BIGINT) \
+         AS from_client FROM otp_codes WHERE phone = $1 AND purpose = $2 AND created_at >= $3",
+    )
+    .bind(phone)
+    .bind(purpose)
+    .bind(since)
+    .bind(client)
+    .fetch_one(db.reader())
+    .await?;
+    Ok((row.try_get("all_codes")?, row.try_get("from_client")?))
 }
 
-/// Issues a new code (its digest), voiding the phone's earlier active codes for the same purpose.
+/// A code to issue: its digest, what it was issued with, and who asked for it.
+pub struct NewCode<'a> {
+    pub code_hash: &'a str,
+    /// What the code proves besides the phone (a developer sign-up's e-mail).
+    pub payload: Option<&'a str>,
+    pub client_addr: &'a str,
+    pub expires_at: Millis,
+}
+
+/// Issues a new code (its digest). It voids the phone's earlier active codes for the same purpose that
+/// carry the same payload; one with another payload stays valid, so the code of one sign-up cannot be
+/// voided — nor its payload replaced — by someone else's request for the same phone.
 pub async fn insert_code(
     db: &Db,
     phone: &str,
     purpose: &str,
-    code_hash: &str,
-    payload: Option<&str>,
-    expires_at: Millis,
+    code: &NewCode<'_>,
     now: Millis,
 ) -> Result<(), sqlx::Error> {
     let mut tx = db.writer().begin().await?;
-    sqlx::query("UPDATE otp_codes SET state = 'void' WHERE phone = $1 AND purpose = $2 AND state = 'active'")
-        .bind(phone)
-        .bind(purpose)
-        .execute(&mut *tx)
-        .await?;
     sqlx::query(
-        "INSERT INTO otp_codes (phone, purpose, code_hash, payload, tries, state, expires_at, created_at) \
-         VALUES ($1, $2, $3, $4, 0, 'active', $5, $6)",
+        "UPDATE otp_codes SET state = 'void' WHERE phone = $1 AND purpose = $2 AND state = 'active' \
+         AND COALESCE(payload, '') = COALESCE($3, '')",
     )
     .bind(phone)
     .bind(purpose)
-    .bind(code_hash)
-    .bind(payload)
-    .bind(expires_at)
+    .bind(code.payload)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO otp_codes (phone, purpose, code_hash, payload, tries, state, expires_at, created_at, client_addr) \
+         VALUES ($1, $2, $3, $4, 0, 'active', $5, $6, $7)",
+    )
+    .bind(phone)
+    .bind(purpose)
+    .bind(code.code_hash)
+    .bind(code.payload)
+    .bind(code.expires_at)
     .bind(now)
+    .bind(code.client_addr)
     .execute(&mut *tx)
     .await?;
     tx.commit().await
@@ -58,8 +84,10 @@ pub struct UsedCode {
     pub payload: Option<String>,
 }
 
-/// Checks a code. `Some` once per issued code: a match consumes it; a miss counts a try, and the last
-/// allowed miss voids it. Expired or void codes never match.
+/// Checks a code against the phone's active codes for `purpose`. `Some` once per issued code: a match
+/// consumes it (and voids the phone's other active codes for the purpose), with the payload it was issued
+/// with; a miss counts a try on each active code, and the last allowed miss voids them. Expired or void
+/// codes never match.
 pub async fn consume_code(
     db: &Db,
     phone: &str,
@@ -68,40 +96,54 @@ pub async fn consume_code(
     now: Millis,
 ) -> Result<Option<UsedCode>, sqlx::Error> {
     let mut tx = db.writer().begin().await?;
-    let row = sqlx::query(
-        "SELECT id, code_hash, payload, tries, expires_at FROM otp_codes \
-         WHERE phone = $1 AND purpose = $2 AND state = 'active' ORDER BY id DESC LIMIT 1",
+    sqlx::query("UPDATE otp_codes SET state = 'expired' WHERE phone = $1 AND purpose = $2 AND state = 'active' AND expires_at <= $3")
+        .bind(phone)
+        .bind(purpose)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    let rows = sqlx::query(
+        "SELECT id, code_hash, payload FROM otp_codes WHERE phone = $1 AND purpose = $2 AND state = 'active' \
+         ORDER BY id DESC",
     )
     .bind(phone)
     .bind(purpose)
-    .fetch_optional(&mut *tx)
+    .fetch_all(&mut *tx)
     .await?;
-    let Some(row) = row else { return Ok(None) };
-    let id: i64 = row.try_get("id")?;
-    let stored: String = row.try_get("code_hash")?;
-    let expires_at: i64 = row.try_get("expires_at")?;
-    if expires_at <= now {
-        sqlx::query("UPDATE otp_codes SET state = 'expired' WHERE id = $1").bind(id).execute(&mut *tx).await?;
-        tx.commit().await?;
-        return Ok(None);
+    // Every active code is compared, in constant time each, whichever matches.
+    let mut matched = None;
+    for row in &rows {
+        let stored: String = row.try_get("code_hash")?;
+        if constant_time_eq(&stored, code_hash) && matched.is_none() {
+            matched = Some((row.try_get::<i64, _>("id")?, row.try_get::<Option<String>, _>("payload")?));
+        }
     }
-    let matched = constant_time_eq(&stored, code_hash);
-    let done = if matched {
-        sqlx::query("UPDATE otp_codes SET state = 'used' WHERE id = $1 AND state = 'active'")
-            .bind(id)
+    let used = match matched {
+        Some((id, payload)) => {
+            let done = sqlx::query("UPDATE otp_codes SET state = 'used' WHERE id = $1 AND state = 'active'")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("UPDATE otp_codes SET state = 'void' WHERE phone = $1 AND purpose = $2 AND state = 'active'")
+                .bind(phone)
+                .bind(purpose)
+                .execute(&mut *tx)
+                .await?;
+            (done.rows_affected() == 1).then_some(UsedCode { payload })
+        }
+        None => {
+            sqlx::query(
+                "UPDATE otp_codes SET tries = tries + 1, state = CASE WHEN tries + 1 >= $1 THEN 'void' ELSE state END \
+                 WHERE phone = $2 AND purpose = $3 AND state = 'active'",
+            )
+            .bind(MAX_TRIES)
+            .bind(phone)
+            .bind(purpose)
             .execute(&mut *tx)
-            .await?
-    } else {
-        sqlx::query(
-            "UPDATE otp_codes SET tries = tries + 1, \
-             state = CASE WHEN tries + 1 >= $1 THEN 'void' ELSE state END WHERE id = $2 AND state = 'active'",
-        )
-        .bind(MAX_TRIES)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?
+            .await?;
+            None
+        }
     };
     tx.commit().await?;
-    let payload: Option<String> = row.try_get("payload")?;
-    Ok((matched && done.rows_affected() == 1).then_some(UsedCode { payload }))
+    Ok(used)
 }

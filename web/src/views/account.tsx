@@ -1,5 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
-import { auth, get, type Account } from "../api";
+import { api, auth, get, type Account } from "../api";
 import { encode } from "../e2e";
 import { deviceKey } from "../keystore";
 import { ErrorNote, Loading, useAsync, useTitle } from "../util";
@@ -77,9 +77,25 @@ export function AccountView({ logout }: { logout: () => void }) {
           </div>
         </dl>
       </div>
-      <button type="button" class="danger" onClick={logout}>
-        Log out
-      </button>
+      <div class="row">
+        <button type="button" class="danger" onClick={logout}>
+          Log out
+        </button>
+        <button type="button" class="danger" onClick={() => signOutEverywhere(logout)}>
+          Sign out everywhere
+        </button>
+      </div>
+      <p class="muted">Sign out everywhere ends every session of your account, on every device and browser.</p>
     </section>
   );
+}
+
+/** Ends every session of the account (this one too), then returns to the login screen. */
+async function signOutEverywhere(logout: () => void) {
+  if (!confirm("Sign out on every device and browser?")) return;
+  try {
+    await api<void>("DELETE", "/me/tokens");
+  } finally {
+    logout();
+  }
 }

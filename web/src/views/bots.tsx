@@ -17,7 +17,7 @@ export function Bots() {
         {data?.data.map((b) => (
           <li key={`${b.partner.code}/${b.code}`} class="card">
             <h2>
-              <a href={`/bots/${enc(b.code)}`}>{b.name}</a>
+              <a href={`/bots/${enc(b.ref)}`}>{b.name}</a>
             </h2>
             <p class="meta">{b.partner.name}</p>
           </li>
@@ -33,9 +33,10 @@ interface Steps {
   steps: Step[];
 }
 
-export function BotChat({ code }: { code: string }) {
+// `bot` is the bot's ref (two partners may give their bots the same code).
+export function BotChat({ bot }: { bot: string }) {
   const bots = useAsync(() => get<Page<MyBot>>("/me/bots"), []);
-  const name = bots.data?.data.find((b) => b.code === code)?.name ?? code;
+  const name = bots.data?.data.find((b) => b.ref === bot)?.name ?? "Bot";
   useTitle(name);
   const [session, setSession] = useState<string | null>(null);
   const [entries, setEntries] = useState<Entry[]>([]);
@@ -43,7 +44,7 @@ export function BotChat({ code }: { code: string }) {
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const end = useRef<HTMLDivElement>(null);
-  const base = `/me/bots/${enc(code)}/sessions`;
+  const base = `/me/bots/${enc(bot)}/sessions`;
 
   const add = (steps: Step[], mine?: string) =>
     setEntries((old) => [...old, ...(mine ? [{ from: "me" as const, text: mine }] : []), ...steps.map((step) => ({ from: "bot" as const, step }))]);
@@ -52,9 +53,9 @@ export function BotChat({ code }: { code: string }) {
     setError(null);
     setEntries([]);
     // Back from a payment's checkout: the same session, whose bot answers the outcome (fetched by the poll).
-    const resumed = sessionStorage.getItem(`hubbub.paying.bot.${code}`);
+    const resumed = sessionStorage.getItem(`hubbub.paying.bot.${bot}`);
     if (resumed) {
-      sessionStorage.removeItem(`hubbub.paying.bot.${code}`);
+      sessionStorage.removeItem(`hubbub.paying.bot.${bot}`);
       setSession(resumed);
       return;
     }
@@ -68,7 +69,7 @@ export function BotChat({ code }: { code: string }) {
   };
   useEffect(() => {
     start();
-  }, [code]);
+  }, [bot]);
   // Webhook bots answer later: fetch what they sent since.
   usePoll(async () => {
     if (!session) return;
@@ -87,7 +88,7 @@ export function BotChat({ code }: { code: string }) {
     select: (id, label) => event({ type: "select", id }, label),
     submit: (screen, values) => event({ type: "submit", screen, values }, Object.values(values).filter((v) => typeof v !== "boolean").join(", ") || "Sent"),
     paying: () => {
-      if (session) sessionStorage.setItem(`hubbub.paying.bot.${code}`, session);
+      if (session) sessionStorage.setItem(`hubbub.paying.bot.${bot}`, session);
     },
   };
   async function sendText(e: Event) {

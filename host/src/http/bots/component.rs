@@ -62,6 +62,7 @@ pub(super) async fn upload_bot_component(
         RuntimeError::CompilerBusy => {
             ApiError::unavailable(UPLOAD_RETRY_AFTER_S, "every component compiler is busy; upload again shortly")
         }
+        busy @ (RuntimeError::Busy | RuntimeError::QueueFull) => ApiError::unavailable(1, busy.to_string()),
         RuntimeError::InvalidComponent(why) => {
             let served: Vec<String> = WIT_VERSIONS_SERVED.iter().map(|v| format!("hubbub:bot@{v}")).collect();
             let accepted = served.join(", ");

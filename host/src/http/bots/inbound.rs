@@ -1,10 +1,8 @@
 //! The inbound webhook a bot answers through (bot token, secret header or body signature; `allowed_ips`).
 
-use std::net::SocketAddr;
-
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, Path, State};
+use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -12,6 +10,7 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult};
 use crate::flows::Step;
+use crate::http::abuse::ClientIp;
 use crate::http::{E404, parse_value};
 use crate::state::AppState;
 use crate::store::flows;
@@ -85,12 +84,12 @@ pub(super) struct Ack {
 pub(super) async fn bot_inbound(
     State(state): State<AppState>,
     Path(code): Path<String>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ClientIp(client): ClientIp,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<Ack>> {
     let call = crate::bots::Inbound {
-        peer: peer.ip(),
+        peer: client,
         authorization: header(&headers, "authorization"),
         bot_secret: header(&headers, "x-service-bot-secret"),
         service_signature: header(&headers, "x-service-signature"),
@@ -115,22 +114,14 @@ pub(super) async fn bot_inbound(
             let session = flows::find_for_bot(&state.db, bot.id, &reply.session)
                 .await?
                 .ok_or_else(|| ApiError::not_found("session"))?;
-            let mut steps =
+            let steps =
                 crate::flows::check_steps(reply.steps).map_err(|why| ApiError::validation("data.steps", why))?;
-            let event = event_id.as_deref().map(|id| (bot.id, id));
-            if steps.iter().any(|s| s["type"] == "payment") {
-                // A repeated event must not open its payments again.
-                if let Some((bot_id, id)) = event
-                    && flows::inbound_event_seen(&state.db, bot_id, id).await?
-                {
-                    return Ok(Json(Ack { ok: true, duplicate: true }));
-                }
-                state.flows().open_payments(&bot, &session, &mut steps).await.map_err(|e| match e {
+            let applied = state.flows().apply_bot_reply(&bot, &session, steps, event_id.as_deref()).await.map_err(
+                |e| match e {
                     crate::flows::FlowError::Bot(why) => ApiError::validation("data.steps", why),
                     other => other.into(),
-                })?;
-            }
-            let applied = flows::push_pending(&state.db, session.id, &steps, event, state.now()).await?;
+                },
+            )?;
             Ok(Json(Ack { ok: true, duplicate: !applied }))
         }
         Some(other) => Err(ApiError::validation("event", format!("unknown event {other:?}: expected reply or ping"))),

@@ -94,7 +94,7 @@ pub(super) async fn invite_to_flow(
         template_code: None,
         lang: None,
         priority: "notification".into(),
-        content: json!({ "flow": { "ref": reference, "bot": bot.code, "flow": flow, "title": title, "state": "invited" } }),
+        content: json!({ "flow": { "ref": reference, "bot": bot.code, "bot_ref": bot.reference, "partner": bot.partner_code, "flow": flow, "title": title, "state": "invited" } }),
         media: None,
         idempotency_key: None,
         request_hash: None,

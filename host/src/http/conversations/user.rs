@@ -13,7 +13,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::events;
 use crate::http::messages::{MessageRecord, SendMessage, ref_taken, validate_content};
 use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams};
-use crate::messages::{ContentType, Direction};
+use crate::messages::Direction;
 use crate::secrets::random_alnum;
 use crate::state::AppState;
 use crate::store::conversations as store;
@@ -92,22 +92,16 @@ pub(super) async fn open_conversation(
             "a conversation opens with a plaintext message; share a content key (POST …/keys), then send encrypted ones",
         ));
     }
-    refuse_system_from_users(&req.message)?;
     let content = validate_content(&state, partner.id, &req.message, Some(&user.phone)).await?;
+    let content =
+        crate::conversations::from_user(&state.db, content, &user.phone, state.config.upload_quota(), state.now())
+            .await?;
     let first = content.into_message(partner.id, &user.phone, Direction::In, None);
     let reference = format!("conv_{}", random_alnum(24));
     let (conversation, message) =
         store::open(&state.db, &reference, subject, first, state.now(), events::conversation_message).await?;
     let record = ThreadRecord { conversation: (&conversation).into(), messages: vec![MessageRecord::from(&message)] };
     Ok((StatusCode::CREATED, Json(record)))
-}
-
-/// `system` messages speak for the service or the partner: a user cannot write one.
-fn refuse_system_from_users(req: &SendMessage) -> ApiResult<()> {
-    if req.content_type == Some(ContentType::System) {
-        return Err(ApiError::validation("content_type", "users cannot send system messages"));
-    }
-    Ok(())
 }
 
 /// One of my conversations with its messages.
@@ -147,8 +141,10 @@ pub(super) async fn write_in_my_conversation(
     ApiJson(req): ApiJson<SendMessage>,
 ) -> ApiResult<(StatusCode, Json<MessageRecord>)> {
     let c = user_thread(&state, &user, &reference).await?;
-    refuse_system_from_users(&req)?;
     let content = crate::conversations::content(&state.db, state.config.dev, &c, &req).await?;
+    let content =
+        crate::conversations::from_user(&state.db, content, &user.phone, state.config.upload_quota(), state.now())
+            .await?;
     let message = content.into_message(c.partner_id, &user.phone, Direction::In, Some(c.id));
     // A user message puts the thread back in the agents' queue, reopening a closed one.
     let (_, m) =
