@@ -46,7 +46,7 @@ THREADS="${HUBBUB_TEST_THREADS:-8}"
 
 log "E2E test vector against an independent implementation (Python cryptography)"
 if python3 -c 'import cryptography' 2>/dev/null || python3 -m pip install -q cryptography 2>/dev/null; then
-  python3 tests/e2e/check_vectors.py
+  python3 tests/encryption/check_vectors.py
 else
   echo "python3 with the cryptography package is not available: skipped (the Rust unit tests check the vector too)"
 fi

@@ -1,7 +1,7 @@
 //! The E2E envelope and key wrap checks, and the small parsers beside them: never panic on any JSON.
 #![no_main]
 
-use hubbub_host::e2e::{base64url, check_envelope, check_wrap, client_ref, device_uuid, envelope_for_device, identity_key, ref_in_aad};
+use hubbub_host::encryption::{base64url, check_envelope, check_wrap, client_ref, device_uuid, envelope_for_device, identity_key, ref_in_aad};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -3,7 +3,7 @@
 #![no_main]
 
 use hubbub_host::delivery::receipts::{signature_matches, twilio_receipt, whatsapp_receipts};
-use hubbub_host::webhooks::signing::{service_signature, standard_signature, verify_service_signature, verify_standard_signature};
+use hubbub_host::signing::{service_signature, standard_signature, verify_service_signature, verify_standard_signature};
 use libfuzzer_sys::fuzz_target;
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";

@@ -6,7 +6,7 @@ use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::secrets::{constant_time_eq, digest};
 use crate::state::AppState;
 use crate::store::bots::{self, Bot};

@@ -3,22 +3,20 @@
 
 use std::net::IpAddr;
 
-use crate::names::string_enum;
+use crate::clock::Millis;
 use crate::secrets::{constant_time_eq, digest};
+use crate::signing;
 use crate::store::Db;
 use crate::store::bots::{self as store, Bot};
-use crate::webhooks::signing;
 
-string_enum! {
-    /// Where a bot's answers come from: `local`, its Wasm component run by this host in the sandbox, or
-    /// `webhook`, the partner's own server, called with signed events and answering through the inbound
-    /// webhook.
-    #[derive(Default)]
-    pub enum RuntimeMode {
-        #[default]
-        Local = "local",
-        Webhook = "webhook",
-    }
+/// How long an inbound event id is kept, in milliseconds: twice the timestamp tolerance. An event is refused
+/// once its timestamp is more than the tolerance away from now, and a timestamp may be up to the tolerance
+/// ahead of the moment the id was first seen, so past twice the tolerance no repeat can be accepted.
+pub const INBOUND_EVENT_RETENTION_MS: Millis = 2 * signing::TIMESTAMP_TOLERANCE_S * 1000;
+
+/// Forgets the inbound event ids older than [`INBOUND_EVENT_RETENTION_MS`]; answers how many.
+pub async fn forget_old_inbound_events(db: &Db, now: Millis) -> Result<u64, sqlx::Error> {
+    crate::store::flows::forget_inbound_events(db, now - INBOUND_EVENT_RETENTION_MS).await
 }
 
 /// Why a call to a bot's inbound webhook was refused.

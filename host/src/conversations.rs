@@ -8,27 +8,15 @@ use serde_json::Value;
 
 use crate::clock::Millis;
 use crate::config::UploadQuota;
-use crate::e2e;
-use crate::error::Invalid;
+use crate::encryption;
+use crate::messages::MessageContent;
 use crate::messages::compose::{self, ComposeError, Content, SendMessage};
-use crate::messages::{ContentType, E2eMode, Encryption, MessageContent};
-use crate::names::string_enum;
+use crate::names::{ContentType, E2eMode, Encryption};
 use crate::store::Db;
 use crate::store::conversations::Conversation;
 use crate::store::{keys, messages};
+use crate::validate::Invalid;
 use crate::validate::is_code;
-
-string_enum! {
-    /// Where a support conversation is.
-    pub enum ConversationState {
-        /// Waiting for an agent (the user wrote last).
-        Open = "open",
-        /// Waiting for the user (an agent replied last).
-        Pending = "pending",
-        /// Closed by the partner; the user's next message reopens it.
-        Closed = "closed",
-    }
-}
 
 /// What a message in a conversation may carry: plaintext content as any message (see
 /// [`compose::content`]), or an encrypted one (`encrypted: true, e2e_mode: "conversation",
@@ -49,7 +37,7 @@ pub async fn content(db: &Db, dev: bool, c: &Conversation, req: &SendMessage) ->
         .e2e_key_version
         .filter(|v| *v >= 1)
         .ok_or_else(|| invalid("e2e_key_version", "e2e_key_version must be a positive integer".into()))?;
-    let envelope = e2e::check_envelope(req.e2e_envelope.as_ref(), false)?;
+    let envelope = encryption::check_envelope(req.e2e_envelope.as_ref(), false)?;
     if envelope.get("key_version").is_some_and(|v| v.as_i64() != Some(version)) {
         return Err(invalid("e2e_envelope.key_version", "e2e_envelope.key_version must be e2e_key_version".into()));
     }

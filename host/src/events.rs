@@ -6,24 +6,10 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use crate::clock::{Millis, iso_time};
-use crate::messages::{Direction, MessageState};
-use crate::names::string_enum;
+use crate::names::{Channel, Direction, MessageState, TemplateStatus};
 use crate::store::conversations::Conversation;
 use crate::store::messages::Message;
 use crate::store::templates::Template;
-use crate::template::TemplateStatus;
-
-string_enum! {
-    /// Where the delivery of one event to its webhook is.
-    pub enum DeliveryState {
-        /// Waiting for its (next) attempt.
-        Pending = "pending",
-        /// The endpoint answered 2xx.
-        Succeeded = "succeeded",
-        /// Every attempt failed (or there is no endpoint): no more tries unless retried by hand.
-        Dead = "dead",
-    }
-}
 
 /// `message.status`: a delivery state change of a message. `seq` only grows per message.
 #[derive(Debug, Serialize, ToSchema)]
@@ -36,8 +22,7 @@ pub struct MessageStatusEvent {
     /// Grows with each change of this message: apply an event only when its `seq` is higher than the last.
     pub seq: i64,
     pub state: MessageState,
-    /// `inapp`, `whatsapp` or `sms`.
-    pub channel: String,
+    pub channel: Channel,
     pub phone: String,
     /// ISO 8601 UTC.
     pub at: String,
@@ -105,7 +90,7 @@ pub struct PaymentStatusEvent {
     /// The bot's code.
     pub bot: String,
     pub phone: String,
-    pub state: crate::payments::PaymentState,
+    pub state: crate::names::PaymentState,
     pub amount_minor: i64,
     /// ISO 4217.
     pub currency: String,
@@ -127,7 +112,7 @@ pub fn message_status(m: &Message, at: Millis) -> Value {
         message_id: m.id,
         seq: m.seq,
         state: m.state,
-        channel: m.channel.clone().unwrap_or_else(|| "inapp".into()),
+        channel: m.channel.unwrap_or(Channel::Inapp),
         phone: m.phone.clone(),
         at: iso_time(at),
     })

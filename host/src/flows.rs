@@ -1,4 +1,4 @@
-//! The flow engine: how a user's flow or chat session moves through its bot. A `local` bot's guest is
+//! Flows and chats ([`Flows`]): how a user's flow or chat session moves through its bot. A `local` bot's guest is
 //! called in the Wasm runtime (its component loaded first, from memory, the precompiled cache or the
 //! database); a `webhook` bot gets the user's events as signed bot events through the outbox and answers
 //! through its inbound webhook. Every submitted form is validated against the fields of the screen the bot
@@ -11,12 +11,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
-use crate::bots::RuntimeMode;
 use crate::clock::{Millis, SharedClock};
-use crate::error::Invalid;
 use crate::events;
 use crate::forms::{self, FieldDef};
-use crate::names::string_enum;
+use crate::names::{RuntimeMode, SessionKind, SessionState};
 use crate::payments::{self, PaymentError, Payments};
 use crate::runtime::{Entry, GuestContext, GuestEvent, GuestReply, Runtime, RuntimeError};
 use crate::secrets::random_alnum;
@@ -26,25 +24,7 @@ use crate::store::flows::{self as store, Session};
 use crate::store::outbox::{self, Target};
 use crate::store::payments::Payment;
 use crate::store::writer::GroupCommit;
-
-string_enum! {
-    /// Where a session is.
-    pub enum SessionState {
-        /// A flow the user was invited to and has not opened.
-        Invited = "invited",
-        InProgress = "in_progress",
-        /// A finished flow: its card is read-only.
-        Completed = "completed",
-    }
-}
-
-string_enum! {
-    /// What a session is: a flow invitation, or an in-app chat with a bot.
-    pub enum SessionKind {
-        Flow = "flow",
-        Chat = "chat",
-    }
-}
+use crate::validate::Invalid;
 
 /// The kinds of step a bot answers with.
 pub const STEP_TYPES: &[&str] = &["message", "menu", "flow_screen", "payment", "flow_completed"];
@@ -78,7 +58,7 @@ pub enum FlowError {
     Busy,
     #[error(transparent)]
     Database(#[from] sqlx::Error),
-    /// Stored data the engine cannot read (a bug).
+    /// Stored data that cannot be read (a bug).
     #[error("{0}")]
     Internal(String),
 }
@@ -224,8 +204,9 @@ enum GuestCall {
     Handle(String, GuestEvent),
 }
 
-/// What the engine works with: the database, the clock and the bot runtime.
-pub struct Engine<'a> {
+/// Flows and chats on this host: what they work with (the database, the clock, the bot runtime, payments
+/// and the group commit of progress). Named `Flows`, not an engine: the one engine here is wasmtime's.
+pub struct Flows<'a> {
     pub db: &'a Db,
     pub clock: &'a SharedClock,
     pub runtime: &'a Runtime,
@@ -234,7 +215,7 @@ pub struct Engine<'a> {
     pub progress: &'a GroupCommit<store::Step, ()>,
 }
 
-impl Engine<'_> {
+impl Flows<'_> {
     fn now(&self) -> Millis {
         self.clock.now_ms()
     }
@@ -313,7 +294,7 @@ impl Engine<'_> {
         self.handle_with(&bot, session, event).await
     }
 
-    /// [`Engine::handle`] with the session's bot already read.
+    /// [`Flows::handle`] with the session's bot already read.
     pub async fn handle_with(&self, bot: &Bot, session: &Session, event: GuestEvent) -> Result<Progress> {
         debug_assert_eq!(bot.id, session.bot_id);
         if bot.runtime_mode == RuntimeMode::Webhook {

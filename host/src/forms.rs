@@ -5,7 +5,7 @@
 
 pub use hubbub_forms::{Choice, FieldDef, FieldType, check_definitions, schema, validate};
 
-/// Account field types (CONTRACT section 5) and the form field type that validates each.
+/// Account field types (`docs/api.md` and the OpenAPI document's `AccountField`) and the form field type that validates each.
 pub const ACCOUNT_FIELD_TYPES: &[&str] = &["char", "text", "number", "date", "selection", "boolean", "email", "phone"];
 
 pub fn account_field_kind(type_name: &str) -> Option<FieldType> {

@@ -1,31 +1,32 @@
 //! Hubbub's host: the partner messaging API, its storage, delivery, webhooks and the Wasm bot runtime.
 //!
-//! Layout (one folder or file per concern; requests flow http → domain → store / runtime, and a test,
-//! `layers_only_depend_downwards`, keeps it so):
-//! - [`http`]: the HTTP API, one module per resource: extraction, authorization and response mapping
-//!   only. Each handler describes itself (`#[utoipa::path]`, typed bodies) and [`http::documented`]
-//!   collects the routes and the OpenAPI document together; [`http::openapi`] adds what every operation
-//!   shares and serves it (committed as `docs/openapi.json`); [`http::abuse`] limits the one-time-code
-//!   routes per client address; [`http::app`] serves the end-user web app (`web/`, built by `build.rs`
-//!   and embedded) on the same origin. A resource that grew is a folder of its own ([`http::bots`],
-//!   [`http::conversations`]).
-//! - [`auth`]: which credential is calling (one extractor per kind); [`error`]: the one error type of the
-//!   API, and the one place domain errors become API errors.
-//! - Domain: [`messages`] (a message's states, channels and content; [`messages::compose`]: what a send may
-//!   carry), [`conversations`] (thread states; what a thread message may carry), [`flows`] (the flow
-//!   engine: sessions, guest calls, validation before dispatch, step storage, bot events), [`bots`] (how a
-//!   bot runs; who may speak for it on its inbound webhook), [`otp`] (one-time codes), [`e2e`] (envelope
-//!   checks), [`forms`] (field validation), [`template`] (parsing, rendering, review), [`events`] (webhook
-//!   payload types), [`validate`] (phones, codes, URLs, addresses), [`secrets`] (credentials and digests).
-//!   Closed sets of names are declared with `string_enum!` ([`names`]): one string form per variant.
-//! - Workers, each with a narrow context built before the state: [`delivery`] (channel providers, the
-//!   delivery worker, provider receipts), [`webhooks`] (the outbox dispatcher and signing),
-//!   [`broadcasts`] (the fan-out worker).
-//! - [`store`]: every SQL statement, one module per aggregate, migrations for SQLite and PostgreSQL beside
-//!   them; [`store::sealing`] seals secrets at rest.
-//! - [`runtime`]: the sandboxed Wasm runtime of `local` bots (engine, limits, component cache, WIT bindings).
-//! - [`config`], [`state`], [`clock`], [`health`], [`metrics`]: settings, the shared state handlers get,
-//!   injected time, readiness, Prometheus metrics.
+//! # Layers
+//!
+//! Five floors; a file uses only its own floor and those below, and no files depend on each other in a
+//! circle (`tests/layers.rs` reads every `use` and fails naming the file, the line and the item otherwise):
+//!
+//! 1. **names**: the closed sets of stored names ([`names`]), settings ([`config`]), time ([`clock`]),
+//!    credentials ([`secrets`]), signatures ([`signing`]) and the pure checks ([`validate`], [`forms`]).
+//! 2. **store**: every SQL statement ([`store`]), the sandboxed Wasm runtime ([`runtime`]) and the SMS and
+//!    WhatsApp clients ([`providers`]); they take what they need (an event builder, a row) from their caller.
+//! 3. **domain**: what the service does — [`messages`] (sending, content, marks), [`conversations`],
+//!    [`flows`], [`bots`], [`payments`], [`otp`], [`template`], [`encryption`] (envelope checks), [`events`]
+//!    (webhook payloads), [`health`]; each with its own error enum.
+//! 4. **workers**: what runs beside the API — [`delivery`], [`webhooks`] (the outbox dispatcher),
+//!    [`broadcasts`].
+//! 5. **http**: the API ([`http`], one module per resource; [`http::error`] is its one error type and the
+//!    one place domain errors become answers), credentials ([`auth`]), the shared state ([`state`]),
+//!    [`metrics`], and this file.
+//!
+//! # Where a change goes
+//!
+//! | Change | Files |
+//! |---|---|
+//! | A new message state | `names.rs` (`MessageState`, its paths such as `HUB_PATH`), then what moves into it: `messages/mod.rs` (people's marks) or `delivery/` (the worker), and the OpenAPI document (`hubbub openapi > docs/openapi.json`) |
+//! | A new event | `events.rs` (its payload type and builder), the module that raises it (it passes the builder to the store), `http/openapi.rs` (its `webhooks` entry) and `docs/webhooks.md` |
+//! | A new endpoint | `http/<resource>.rs` (the handler: parse, call one domain function, answer), its domain function, `store/<aggregate>.rs` for new SQL (both migrations folders for new tables), a row in `tests/api/auth_matrix.rs` |
+//! | A new channel | `names.rs` (`Channel`), `providers.rs` (its client), `delivery/mod.rs` (the order channels are tried in), `config.rs` (its settings) |
+//! | A new WIT import | `wit/` (a new frozen version), `runtime/bindings.rs` (its module), `runtime/sandbox.rs` (the `Host` impl beside `GuestState`), `runtime/convert.rs` (its types) |
 //!
 //! [`prepare`] opens the database, builds the services and the state; [`serve`] runs the API on a listener
 //! until a shutdown future resolves, so tests bind port 0.
@@ -38,8 +39,7 @@ pub mod clock;
 pub mod config;
 pub mod conversations;
 pub mod delivery;
-pub mod e2e;
-pub mod error;
+pub mod encryption;
 pub mod events;
 pub mod flows;
 pub mod forms;
@@ -50,8 +50,10 @@ pub mod metrics;
 pub mod names;
 pub mod otp;
 pub mod payments;
+pub mod providers;
 pub mod runtime;
 pub mod secrets;
+pub mod signing;
 pub mod state;
 pub mod store;
 pub mod template;
@@ -70,7 +72,7 @@ use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::delivery::Delivery;
 use crate::state::AppState;
-use crate::store::writer::MessageWriter;
+use crate::store::messages::MessageWriter;
 use crate::store::{Db, settings};
 use crate::webhooks::Webhooks;
 
@@ -208,7 +210,7 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
             loop {
                 tokio::select! {
                     _ = stop.cancelled() => break,
-                    _ = tick.tick() => state.forget_idle_rate_buckets(),
+                    _ = tick.tick() => state.housekeep().await,
                 }
             }
         })
@@ -235,52 +237,4 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
         ("broadcasts", broadcasts),
         ("whatsapp-templates", templates),
     ]
-}
-
-#[cfg(test)]
-mod tests {
-    use std::path::{Path, PathBuf};
-
-    /// Every `.rs` file under `dir`, recursively.
-    fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                sources(&path, found);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                found.push(path);
-            }
-        }
-    }
-
-    /// The house reads top-down: http → domain → store / runtime. Below the HTTP layer (the domain
-    /// modules, the workers, the store and the runtime) nothing reaches up into `http`, the shared state
-    /// or the request extractors; the store reaches into no worker either.
-    #[test]
-    fn layers_only_depend_downwards() {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut files = Vec::new();
-        sources(&src, &mut files);
-        let http_layer = ["lib.rs", "main.rs", "state.rs", "auth.rs"];
-        let mut violations = Vec::new();
-        for file in files {
-            let relative = file.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
-            // The HTTP layer, and the binary's command-line clients of it.
-            if relative.starts_with("http/") || relative.starts_with("cli/") || http_layer.contains(&relative.as_str())
-            {
-                continue;
-            }
-            let text = std::fs::read_to_string(&file).unwrap();
-            let mut forbidden = vec!["crate::http", "crate::state", "crate::auth", "AppState"];
-            if relative.starts_with("store/") {
-                forbidden.extend(["crate::delivery", "crate::webhooks", "crate::broadcasts", "crate::runtime"]);
-            }
-            for word in forbidden {
-                if text.contains(word) {
-                    violations.push(format!("{relative} uses {word}"));
-                }
-            }
-        }
-        assert!(violations.is_empty(), "dependencies that point up a layer: {violations:#?}");
-    }
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use hubbub_host::clock::{Clock, SystemClock};
 use hubbub_host::config::Config;
+use hubbub_host::names::TemplateStatus;
 use hubbub_host::store::{Db, partners, templates};
-use hubbub_host::template::TemplateStatus;
 use hubbub_host::{auth, events, secrets, validate};
 use serde_json::json;
 

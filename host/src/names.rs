@@ -1,6 +1,8 @@
-//! Closed sets of names that are stored and sent as strings (states, statuses, modes): declared once with
-//! [`string_enum!`], each gets one string form per variant, used alike by the database, the API, the events
-//! and the OpenAPI document.
+//! Closed sets of names that are stored and sent as strings (states, statuses, modes, channels): declared
+//! once with [`string_enum!`], each gets one string form per variant, used alike by the database, the API,
+//! the events and the OpenAPI document. Every set stored in a column is here, at the bottom of the house,
+//! with the rules that are about the names alone (which state may follow which): the store reads and
+//! writes them without knowing the domain modules that use them.
 
 /// Declares a `Copy` enum whose variants each have one string form: `as_str` (a `const fn`, so SQL text can
 /// be built from it at compile time), `parse`, `ALL`, `names`, `Display`, `FromStr` (its error names the
@@ -72,17 +74,283 @@ macro_rules! string_enum {
 
 pub(crate) use string_enum;
 
+// Messages: where a message is, who sent it, what it carries, the channels it travels on, and its delivery attempts.
+
+string_enum! {
+    /// Where a message is (the `state` of a message record and of `message.status` events).
+    pub enum MessageState {
+        /// Accepted, waiting for the delivery worker.
+        Queued = "queued",
+        /// Handed to a channel (the hub, WhatsApp or SMS).
+        Sent = "sent",
+        /// In the user's app, or confirmed by the provider.
+        Delivered = "delivered",
+        /// Opened by the user (or marked read by the partner).
+        Read = "read",
+        /// Every channel failed.
+        Failed = "failed",
+    }
+}
+
+string_enum! {
+    /// Who sent a message: `out` from a partner (or a developer, or a bot) to a user, `in` from a user.
+    pub enum Direction {
+        Out = "out",
+        In = "in",
+    }
+}
+
+string_enum! {
+    /// What a message carries.
+    pub enum ContentType {
+        Text = "text",
+        Image = "image",
+        Document = "document",
+        Audio = "audio",
+        Video = "video",
+        Link = "link",
+        Html = "html",
+        System = "system",
+    }
+}
+
+string_enum! {
+    /// How a hub message is encrypted: only end to end.
+    pub enum Encryption {
+        E2e = "e2e",
+    }
+}
+
+string_enum! {
+    /// The end-to-end mode of a conversation message.
+    pub enum E2eMode {
+        Conversation = "conversation",
+    }
+}
+
+string_enum! {
+    /// The channels a message travels on (the `channel` of messages and attempts), a template is written
+    /// for, and a bot answers on.
+    pub enum Channel {
+        /// The in-app hub inbox.
+        Inapp = "inapp",
+        Whatsapp = "whatsapp",
+        Sms = "sms",
+    }
+}
+
+string_enum! {
+    /// What a delivery attempt carried: the message itself, or the opaque alert about an encrypted message
+    /// for a user who is not in the app.
+    pub enum AttemptKind {
+        Delivery = "delivery",
+        Alert = "alert",
+    }
+}
+
+string_enum! {
+    /// How a provider took an attempt: accepted (`sent`, later confirmed or failed by its receipts),
+    /// refused (`failed`), or not tried because it could not carry this message (`skipped`: free-form
+    /// WhatsApp text to someone outside the 24-hour window, `error` = `outside_24h_window`).
+    pub enum AttemptState {
+        Sent = "sent",
+        Failed = "failed",
+        Skipped = "skipped",
+    }
+}
+
+impl ContentType {
+    /// The types whose message carries a file (`media_url` or `media_base64`).
+    pub fn is_media(self) -> bool {
+        matches!(self, ContentType::Image | ContentType::Document | ContentType::Audio | ContentType::Video)
+    }
+}
+
+impl MessageState {
+    /// The states an outgoing message passes through to the user's app, in order.
+    pub const HUB_PATH: [MessageState; 4] =
+        [MessageState::Queued, MessageState::Sent, MessageState::Delivered, MessageState::Read];
+    /// The states of a message the user's app does not have yet.
+    pub const UNDELIVERED: [MessageState; 2] = [MessageState::Queued, MessageState::Sent];
+    /// The states a message can be marked read from.
+    pub const BEFORE_READ: [MessageState; 3] = [MessageState::Queued, MessageState::Sent, MessageState::Delivered];
+
+    /// The first state of a message: outgoing messages wait for delivery; a user's own message has reached
+    /// the partner.
+    pub fn initial(direction: Direction) -> MessageState {
+        match direction {
+            Direction::Out => MessageState::Queued,
+            Direction::In => MessageState::Delivered,
+        }
+    }
+}
+
+// Support conversations.
+
+string_enum! {
+    /// Where a support conversation is.
+    pub enum ConversationState {
+        /// Waiting for an agent (the user wrote last).
+        Open = "open",
+        /// Waiting for the user (an agent replied last).
+        Pending = "pending",
+        /// Closed by the partner; the user's next message reopens it.
+        Closed = "closed",
+    }
+}
+
+// Payments of bots' payment steps, and the moves between their states.
+
+string_enum! {
+    /// Where a payment is.
+    pub enum PaymentState {
+        /// Created; the user has not paid yet.
+        RequiresPayment = "requires_payment",
+        /// The provider has the payment but not its result yet (e.g. a bank transfer).
+        Processing = "processing",
+        /// Paid.
+        Succeeded = "succeeded",
+        /// Refused by the provider (or declined on the dev checkout).
+        Failed = "failed",
+        /// Abandoned: the checkout expired or the user cancelled it.
+        Canceled = "canceled",
+        /// Paid, then refunded in full.
+        Refunded = "refunded",
+    }
+}
+
+string_enum! {
+    /// Who takes a payment.
+    pub enum ProviderName {
+        /// The checkout page the host serves itself (development).
+        Dev = "dev",
+        /// Stripe Checkout.
+        Stripe = "stripe",
+    }
+}
+
+impl PaymentState {
+    /// Whether a payment may move from `self` to `to`. A final state never moves back (an event that
+    /// arrives late, such as a `processing` after `succeeded`, changes nothing); only `succeeded` is
+    /// refunded.
+    pub fn may_become(self, to: PaymentState) -> bool {
+        use PaymentState::*;
+        matches!(
+            (self, to),
+            (RequiresPayment, Processing | Succeeded | Failed | Canceled)
+                | (Processing, Succeeded | Failed | Canceled)
+                | (Succeeded, Refunded)
+        )
+    }
+
+    /// The `payment-status` the guest gets for this outcome (WIT `hubbub:bot/payments`): `confirmed`,
+    /// `declined` or `cancelled`; `None` for states the guest is not told about.
+    pub fn guest_status(self) -> Option<&'static str> {
+        match self {
+            PaymentState::Succeeded => Some("confirmed"),
+            PaymentState::Failed => Some("declined"),
+            PaymentState::Canceled => Some("cancelled"),
+            _ => None,
+        }
+    }
+}
+
+// Flow and chat sessions of bots.
+
+string_enum! {
+    /// Where a session is.
+    pub enum SessionState {
+        /// A flow the user was invited to and has not opened.
+        Invited = "invited",
+        InProgress = "in_progress",
+        /// A finished flow: its card is read-only.
+        Completed = "completed",
+    }
+}
+
+string_enum! {
+    /// What a session is: a flow invitation, or an in-app chat with a bot.
+    pub enum SessionKind {
+        Flow = "flow",
+        Chat = "chat",
+    }
+}
+
+// Webhook deliveries (the outbox).
+
+string_enum! {
+    /// Where the delivery of one event to its webhook is.
+    pub enum DeliveryState {
+        /// Waiting for its (next) attempt.
+        Pending = "pending",
+        /// The endpoint answered 2xx.
+        Succeeded = "succeeded",
+        /// Every attempt failed (or there is no endpoint): no more tries unless retried by hand.
+        Dead = "dead",
+    }
+}
+
+// Templates and their review.
+
+string_enum! {
+    /// Where a template is in its review (its `status`): written as a `draft`, submitted (`pending`),
+    /// then `approved` or `rejected` (a rejected template may be edited and submitted again).
+    pub enum TemplateStatus {
+        Draft = "draft",
+        Pending = "pending",
+        Approved = "approved",
+        Rejected = "rejected",
+    }
+}
+
+impl TemplateStatus {
+    /// A review decision, which the partner hears of as a `template.status` event.
+    pub fn is_decision(self) -> bool {
+        matches!(self, TemplateStatus::Approved | TemplateStatus::Rejected)
+    }
+
+    /// Whether a template in this status may be submitted for review.
+    pub fn can_submit(self) -> bool {
+        matches!(self, TemplateStatus::Draft | TemplateStatus::Rejected)
+    }
+}
+
+string_enum! {
+    /// What a template is for (WhatsApp's categories).
+    pub enum Category {
+        Utility = "utility",
+        Marketing = "marketing",
+        Authentication = "authentication",
+    }
+}
+
+// Bots.
+
+string_enum! {
+    /// Where a bot's answers come from: `local`, its Wasm component run by this host in the sandbox, or
+    /// `webhook`, the partner's own server, called with signed events and answering through the inbound
+    /// webhook.
+    #[derive(Default)]
+    pub enum RuntimeMode {
+        #[default]
+        Local = "local",
+        Webhook = "webhook",
+    }
+}
+
+// End-user accounts.
+
+string_enum! {
+    /// Whether the user has signed in (claimed the account) yet.
+    pub enum AccountState {
+        Unclaimed = "unclaimed",
+        Claimed = "claimed",
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use crate::bots::RuntimeMode;
-    use crate::conversations::ConversationState;
-    use crate::events::DeliveryState;
-    use crate::flows::{SessionKind, SessionState};
-    use crate::messages::{
-        AttemptKind, AttemptState, Channel, ContentType, Direction, E2eMode, Encryption, MessageState,
-    };
-    use crate::store::accounts::AccountState;
-    use crate::template::{Category, TemplateStatus};
+    use super::*;
 
     fn one_string_form<T>(all: &[T], as_str: fn(T) -> &'static str, parse: fn(&str) -> Option<T>)
     where
@@ -118,11 +386,24 @@ mod tests {
         one_string_form(SessionState::ALL, SessionState::as_str, SessionState::parse);
         one_string_form(SessionKind::ALL, SessionKind::as_str, SessionKind::parse);
         assert_eq!(Channel::names(), ["inapp", "whatsapp", "sms"]);
-        assert_eq!(E2eMode::Conversation.as_str(), crate::e2e::MODE_CONVERSATION);
+        assert_eq!(E2eMode::Conversation.as_str(), crate::encryption::MODE_CONVERSATION);
         assert_eq!(MessageState::names(), ["queued", "sent", "delivered", "read", "failed"]);
         assert_eq!(
             "sending".parse::<MessageState>(),
             Err("unknown MessageState \"sending\": expected one of queued, sent, delivered, read, failed".to_string())
         );
+    }
+
+    #[test]
+    fn outgoing_messages_start_queued_and_incoming_ones_delivered() {
+        assert_eq!(MessageState::initial(Direction::Out), MessageState::Queued);
+        assert_eq!(MessageState::initial(Direction::In), MessageState::Delivered);
+        assert_eq!(MessageState::HUB_PATH[..3], MessageState::BEFORE_READ);
+    }
+
+    #[test]
+    fn rejected_templates_may_be_submitted_again_and_decisions_are_told() {
+        assert!(TemplateStatus::Rejected.can_submit() && !TemplateStatus::Pending.can_submit());
+        assert!(TemplateStatus::Approved.is_decision() && !TemplateStatus::Draft.is_decision());
     }
 }

@@ -8,7 +8,7 @@ use rand::Rng;
 use sha2::Sha256;
 
 use crate::clock::{Millis, SharedClock};
-use crate::delivery::providers::Provider;
+use crate::providers::Provider;
 use crate::secrets::hex;
 use crate::store::{Db, otp};
 

@@ -5,7 +5,7 @@
 //! provider outcome — a signed Stripe event, or the dev checkout — moves a payment along
 //! `requires_payment → processing → succeeded | failed | canceled`, later `refunded`; the transition that
 //! ends a payment also claims, in the same statement, the one call of the guest with
-//! `user-event::payment` (the flow engine makes it, [`crate::flows::Engine::payment_outcome`]).
+//! `user-event::payment` (the flow engine makes it, [`crate::flows::Flows::payment_outcome`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -17,71 +17,13 @@ use serde_json::Value;
 
 use crate::clock::SharedClock;
 use crate::config::{Config, PaymentProviderKind};
-use crate::names::string_enum;
+use crate::events;
+use crate::names::{PaymentState, ProviderName};
 use crate::secrets::{constant_time_eq, random_alnum};
 use crate::store::Db;
 use crate::store::bots::Bot;
 use crate::store::flows::Session;
 use crate::store::payments::{self as store, NewPayment, Payment};
-
-string_enum! {
-    /// Where a payment is.
-    pub enum PaymentState {
-        /// Created; the user has not paid yet.
-        RequiresPayment = "requires_payment",
-        /// The provider has the payment but not its result yet (e.g. a bank transfer).
-        Processing = "processing",
-        /// Paid.
-        Succeeded = "succeeded",
-        /// Refused by the provider (or declined on the dev checkout).
-        Failed = "failed",
-        /// Abandoned: the checkout expired or the user cancelled it.
-        Canceled = "canceled",
-        /// Paid, then refunded in full.
-        Refunded = "refunded",
-    }
-}
-
-string_enum! {
-    /// Who takes a payment.
-    pub enum ProviderName {
-        /// The checkout page the host serves itself (development).
-        Dev = "dev",
-        /// Stripe Checkout.
-        Stripe = "stripe",
-    }
-}
-
-impl PaymentState {
-    /// Whether a payment in this state is over for its guest (it was told, or is told now).
-    pub fn is_final(self) -> bool {
-        matches!(self, PaymentState::Succeeded | PaymentState::Failed | PaymentState::Canceled | PaymentState::Refunded)
-    }
-
-    /// Whether a payment may move from `self` to `to`. A final state never moves back (an event that
-    /// arrives late, such as a `processing` after `succeeded`, changes nothing); only `succeeded` is
-    /// refunded.
-    pub fn may_become(self, to: PaymentState) -> bool {
-        use PaymentState::*;
-        matches!(
-            (self, to),
-            (RequiresPayment, Processing | Succeeded | Failed | Canceled)
-                | (Processing, Succeeded | Failed | Canceled)
-                | (Succeeded, Refunded)
-        )
-    }
-
-    /// The `payment-status` the guest gets for this outcome (WIT `hubbub:bot/payments`): `confirmed`,
-    /// `declined` or `cancelled`; `None` for states the guest is not told about.
-    pub fn guest_status(self) -> Option<&'static str> {
-        match self {
-            PaymentState::Succeeded => Some("confirmed"),
-            PaymentState::Failed => Some("declined"),
-            PaymentState::Canceled => Some("cancelled"),
-            _ => None,
-        }
-    }
-}
 
 /// ISO 4217 codes payments may use, with the exponent of their minor unit (cents: 2; yen: 0; fils: 3).
 pub const CURRENCIES: &[(&str, u32)] = &[
@@ -501,7 +443,7 @@ impl Payments {
             description: request.description,
             provider: provider.name(),
         };
-        let payment = store::create(&self.db, &new, now).await?;
+        let payment = store::create(&self.db, &new, now, events::payment_status).await?;
         match provider.checkout(&payment, &self.return_url(session, bot)).await {
             Ok(checkout) => {
                 Ok(store::set_checkout(&self.db, payment.id, &checkout.url, checkout.provider_ref.as_deref()).await?)
@@ -509,7 +451,15 @@ impl Payments {
             Err(why) => {
                 tracing::warn!(payment_id = payment.id, error = %why, "checkout could not be opened");
                 let mut tx = self.db.writer().begin().await?;
-                store::transition_in(&mut tx, payment.id, PaymentState::Failed, true, self.clock.now_ms()).await?;
+                store::transition_in(
+                    &mut tx,
+                    payment.id,
+                    PaymentState::Failed,
+                    true,
+                    self.clock.now_ms(),
+                    events::payment_status,
+                )
+                .await?;
                 tx.commit().await?;
                 Err(PaymentError::Provider(why))
             }
@@ -562,10 +512,11 @@ impl Payments {
         if let Some(intent) = &outcome.provider_payment {
             store::set_provider_payment_in(&mut tx, payment.id, intent).await?;
         }
-        let applied = match store::transition_in(&mut tx, payment.id, outcome.state, false, now).await? {
-            Some((payment, notify_guest)) => Applied { payment, changed: true, notify_guest },
-            None => Applied { payment, changed: false, notify_guest: false },
-        };
+        let applied =
+            match store::transition_in(&mut tx, payment.id, outcome.state, false, now, events::payment_status).await? {
+                Some((payment, notify_guest)) => Applied { payment, changed: true, notify_guest },
+                None => Applied { payment, changed: false, notify_guest: false },
+            };
         tx.commit().await?;
         Ok(Some(applied))
     }
@@ -587,7 +538,15 @@ impl Payments {
         match provider.refund(payment).await.map_err(PaymentError::Provider)? {
             RefundOutcome::Done => {
                 let mut tx = self.db.writer().begin().await?;
-                store::transition_in(&mut tx, payment.id, PaymentState::Refunded, false, self.clock.now_ms()).await?;
+                store::transition_in(
+                    &mut tx,
+                    payment.id,
+                    PaymentState::Refunded,
+                    false,
+                    self.clock.now_ms(),
+                    events::payment_status,
+                )
+                .await?;
                 tx.commit().await?;
             }
             RefundOutcome::Pending => {}
@@ -599,8 +558,8 @@ impl Payments {
 /// The app's page of a session: `/forms/{ref}` for a flow, `/bots/{code}` for a chat.
 pub fn app_path(session: &Session, bot_code: &str) -> String {
     match session.kind {
-        crate::flows::SessionKind::Flow => format!("/forms/{}", session.reference),
-        crate::flows::SessionKind::Chat => format!("/bots/{bot_code}"),
+        crate::names::SessionKind::Flow => format!("/forms/{}", session.reference),
+        crate::names::SessionKind::Chat => format!("/bots/{bot_code}"),
     }
 }
 
@@ -633,7 +592,7 @@ mod tests {
 
     #[test]
     fn final_states_never_move_back() {
-        use PaymentState::*;
+        use crate::names::PaymentState::*;
         assert!(RequiresPayment.may_become(Processing));
         assert!(Processing.may_become(Succeeded));
         assert!(!Succeeded.may_become(Processing));

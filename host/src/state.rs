@@ -15,7 +15,8 @@ use crate::config::Config;
 use crate::delivery::Delivery;
 use crate::runtime::Runtime;
 use crate::store::Db;
-use crate::store::writer::{GroupCommit, MessageWriter};
+use crate::store::messages::MessageWriter;
+use crate::store::writer::GroupCommit;
 use crate::webhooks::Webhooks;
 
 /// Fields that tests, benchmarks or the binary reach are public; the rest are the crate's own.
@@ -44,7 +45,7 @@ pub struct AppState {
     /// Woken when a broadcast is accepted.
     pub(crate) broadcast_wake: Arc<Notify>,
     /// Per-address and host-wide limits of the one-time code routes.
-    pub(crate) code_limits: Arc<crate::http::abuse::CodeLimits>,
+    pub(crate) code_limits: Arc<crate::http::code_limits::CodeLimits>,
     /// Which background workers run (for `/readyz`).
     pub workers: Arc<crate::health::WorkerHealth>,
     /// Payments of bots' payment steps, through the configured provider.
@@ -82,7 +83,7 @@ impl AppState {
         let dev_burst = config.host_share(config.developer_rate_limit_burst);
         let developer_limiter = RateLimiter::keyed(Quota::per_second(dev_per_s).allow_burst(dev_burst));
         crate::metrics::handle();
-        let code_limits = Arc::new(crate::http::abuse::CodeLimits::new(&config));
+        let code_limits = Arc::new(crate::http::code_limits::CodeLimits::new(&config));
         let payments = Arc::new(crate::payments::Payments::new(&config, db.clone(), clock.clone()));
         AppState {
             progress: crate::store::flows::progress_writer(db.clone()),
@@ -111,13 +112,24 @@ impl AppState {
     }
 
     /// The flow engine over this host's database, clock and bot runtime.
-    pub fn flows(&self) -> crate::flows::Engine<'_> {
-        crate::flows::Engine {
+    pub fn flows(&self) -> crate::flows::Flows<'_> {
+        crate::flows::Flows {
             db: &self.db,
             clock: &self.clock,
             runtime: &self.runtime,
             payments: &self.payments,
             progress: &self.progress,
+        }
+    }
+
+    /// What sending a message needs of this host, now.
+    pub fn sending(&self) -> crate::messages::send::Sending<'_> {
+        crate::messages::send::Sending {
+            db: &self.db,
+            dev: self.config.dev,
+            writer: &self.messages,
+            wake: &self.delivery.wake,
+            now: self.now(),
         }
     }
 
@@ -143,10 +155,16 @@ impl AppState {
         limiter.check_key(&key.to_string()).map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
     }
 
-    /// Drops idle buckets so the limiter's memory stays bounded.
-    pub fn forget_idle_rate_buckets(&self) {
+    /// What a host forgets every minute: idle rate-limit buckets (so the limiters' memory stays bounded) and
+    /// inbound bot event ids past their retention ([`crate::bots::INBOUND_EVENT_RETENTION_MS`]).
+    pub async fn housekeep(&self) {
         self.limiter.retain_recent();
         self.developer_limiter.retain_recent();
         self.code_limits.forget_idle();
+        match crate::bots::forget_old_inbound_events(&self.db, self.now()).await {
+            Ok(0) => {}
+            Ok(forgotten) => tracing::debug!(forgotten, "inbound event ids past their retention forgotten"),
+            Err(error) => tracing::warn!(%error, "could not forget old inbound event ids"),
+        }
     }
 }

@@ -3,43 +3,6 @@
 
 use serde_json::{Map, Value};
 
-use crate::names::string_enum;
-
-string_enum! {
-    /// Where a template is in its review (INTERFACE: `status`): written as a `draft`, submitted (`pending`),
-    /// then `approved` or `rejected` (a rejected template may be edited and submitted again).
-    pub enum TemplateStatus {
-        Draft = "draft",
-        Pending = "pending",
-        Approved = "approved",
-        Rejected = "rejected",
-    }
-}
-
-impl TemplateStatus {
-    /// A review decision, which the partner hears of as a `template.status` event.
-    pub fn is_decision(self) -> bool {
-        matches!(self, TemplateStatus::Approved | TemplateStatus::Rejected)
-    }
-
-    /// Whether a template in this status may be submitted for review.
-    pub fn can_submit(self) -> bool {
-        matches!(self, TemplateStatus::Draft | TemplateStatus::Rejected)
-    }
-}
-
-string_enum! {
-    /// What a template is for (WhatsApp's categories).
-    pub enum Category {
-        Utility = "utility",
-        Marketing = "marketing",
-        Authentication = "authentication",
-    }
-}
-
-/// The channels a template is written for.
-pub use crate::messages::Channel;
-
 /// One piece of a template body.
 #[derive(Debug, PartialEq)]
 enum Piece<'a> {
@@ -225,11 +188,6 @@ mod tests {
         assert!(check_parameter(&json!({"a": 1})).is_err());
     }
 
-    #[test]
-    fn rejected_templates_may_be_submitted_again_and_decisions_are_told() {
-        assert!(TemplateStatus::Rejected.can_submit() && !TemplateStatus::Pending.can_submit());
-        assert!(TemplateStatus::Approved.is_decision() && !TemplateStatus::Draft.is_decision());
-    }
     use serde_json::json;
 
     fn vars(v: Value) -> Map<String, Value> {

@@ -3,6 +3,31 @@
 
 pub use hubbub_forms::rules::{is_code, is_date, is_e164, is_email};
 
+/// A request field a domain rule refuses: the field (dotted for nested fields) and why. Domain modules
+/// answer it (alone or inside their own error enums); the API answers 422 `validation` naming the field.
+#[derive(Debug, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct Invalid {
+    pub field: String,
+    pub message: String,
+}
+
+/// A request's `phone`: required, and E.164.
+pub fn required_phone(phone: Option<&str>) -> Result<&str, Invalid> {
+    let phone =
+        phone.map(str::trim).filter(|p| !p.is_empty()).ok_or_else(|| Invalid::new("phone", "phone is required"))?;
+    if !is_e164(phone) {
+        return Err(Invalid::new("phone", "phone must be E.164, e.g. +15551230000"));
+    }
+    Ok(phone)
+}
+
+impl Invalid {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Invalid { field: field.into(), message: message.into() }
+    }
+}
+
 /// Whether a text has control characters (CR, LF, NUL, tab, …), which no URL we store may have: the URL
 /// parser silently drops some of them, so the stored text would differ from what was checked.
 pub fn has_control_chars(s: &str) -> bool {

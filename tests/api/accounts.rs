@@ -1,4 +1,4 @@
-//! Accounts, linking and account field definitions (CONTRACT section 5).
+//! Accounts, linking and account field definitions (docs/api.md and the OpenAPI document).
 
 use serde_json::{Value, json};
 

@@ -409,9 +409,12 @@ async fn fixtures(app: &TestApp) -> Fixtures {
         amount_minor: 100,
         currency: "EUR".into(),
         description: "Fixture".into(),
-        provider: hubbub_host::payments::ProviderName::Dev,
+        provider: hubbub_host::names::ProviderName::Dev,
     };
-    let payment = hubbub_host::store::payments::create(&app.state.db, &new, app.now()).await.unwrap();
+    let payment =
+        hubbub_host::store::payments::create(&app.state.db, &new, app.now(), hubbub_host::events::payment_status)
+            .await
+            .unwrap();
     Fixtures {
         payment_id: payment.id,
         payment_ref: payment.reference,

@@ -1,4 +1,4 @@
-//! Bots, flows and the Wasm runtime over HTTP (CONTRACT section 8): credentials, component upload, the
+//! Bots, flows and the Wasm runtime over HTTP (docs/api.md, "Bots and flows"): credentials, component upload, the
 //! sample flows end to end, validation before the guest is called, malicious guests, the inbound
 //! webhook's authentication, and `webhook`-mode bots.
 
@@ -395,7 +395,7 @@ async fn the_inbound_webhook_accepts_exactly_three_auth_methods() {
     let status = |r: reqwest::Response| r.status().as_u16();
     assert_eq!(status(send(vec![("authorization", format!("Bearer {token}"))], body.clone()).await.unwrap()), 200);
     assert_eq!(status(send(vec![("x-service-bot-secret", secret.clone())], body.clone()).await.unwrap()), 200);
-    let sig = hubbub_host::webhooks::signing::service_signature(&secret, body.as_bytes());
+    let sig = hubbub_host::signing::service_signature(&secret, body.as_bytes());
     assert_eq!(status(send(vec![("x-service-signature", format!("sha256={sig}"))], body.clone()).await.unwrap()), 200);
     assert_eq!(status(send(vec![("x-service-signature", sig.clone())], body.clone()).await.unwrap()), 200);
     // Rejections.
@@ -456,7 +456,7 @@ async fn webhook_mode_bots_get_signed_events_and_answer_through_the_inbound_webh
     assert_eq!(ping.headers["x-service-event"], "bot.webhook.test");
     assert_eq!(ping.headers["x-service-bot"], "remote");
     assert_eq!(ping.headers["x-service-bot-secret"].to_str().unwrap(), secret);
-    let sig = hubbub_host::webhooks::signing::service_signature(&secret, &ping.body);
+    let sig = hubbub_host::signing::service_signature(&secret, &ping.body);
     assert_eq!(ping.headers["x-service-signature"].to_str().unwrap(), format!("sha256={sig}"));
     let payload = ping.json();
     assert_eq!(payload["event"], "bot.webhook.test");

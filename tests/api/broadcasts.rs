@@ -1,4 +1,4 @@
-//! Broadcasts (CONTRACT section 6): 202 at once, fan-out in the background, exactly one message per
+//! Broadcasts (docs/api.md): 202 at once, fan-out in the background, exactly one message per
 //! linked and claimed user, resumable, shared media, system broadcasts for the platform partner only.
 
 use std::sync::Arc;

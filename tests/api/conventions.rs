@@ -1,4 +1,4 @@
-//! CONTRACT section 2 and the conventions: auth, the error shape, lists, limits, OpenAPI.
+//! The conventions of docs/api.md: auth, the error shape, lists, limits, OpenAPI.
 
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -1,4 +1,4 @@
-//! Support conversations and agent messages (CONTRACT section 6).
+//! Support conversations and agent messages (docs/api.md).
 
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -1,4 +1,4 @@
-//! Routing and fallback (CONTRACT section 3): the hub for claimed users with a device, otherwise WhatsApp
+//! Routing and fallback (docs/api.md, "Sending"): the hub for claimed users with a device, otherwise WhatsApp
 //! then SMS; OTPs by SMS when offline; providers that fail or time out; durability across restarts and
 //! several hosts.
 

@@ -1,4 +1,4 @@
-//! Developer accounts (CONTRACT section 10): sign-up, keys, the approved catalog, template-only sends,
+//! Developer accounts (docs/api.md and the OpenAPI document): sign-up, keys, the approved catalog, template-only sends,
 //! their webhooks, the 403 matrix, quota and rate limit.
 
 use reqwest::Method;

@@ -308,7 +308,7 @@ async fn signed_inbound_bot_events_apply_once_and_steps_are_appended() {
     let path = "/api/v1/bots/remote/webhook";
     let now = (app.now() / 1000).to_string();
     let signed = |id: &str, ts: &str, body: &str| {
-        let sig = hubbub_host::webhooks::signing::standard_signature(secret, id, ts.parse().unwrap(), body.as_bytes());
+        let sig = hubbub_host::signing::standard_signature(secret, id, ts.parse().unwrap(), body.as_bytes());
         [
             ("webhook-id".to_string(), id.to_string()),
             ("webhook-timestamp".into(), ts.into()),
@@ -611,7 +611,7 @@ async fn secrets_are_sealed_at_rest_and_the_key_rotates() {
     // The same secrets come out: old user tokens verify, the webhook secret is the one shown before.
     app.get(&token, "/api/v1/me/messages").await.ok(200);
     let r = app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&set)).await;
-    assert_eq!(r.ok(200)["webhook_secret_prefix"], hubbub_host::webhooks::signing::secret_prefix(&partner_secret));
+    assert_eq!(r.ok(200)["webhook_secret_prefix"], hubbub_host::signing::secret_prefix(&partner_secret));
     app.stop().await;
 
     // A host with another key cannot open them, and says which setting to fix.

@@ -184,11 +184,12 @@ async fn each_user_reaches_the_bot_they_chose_when_two_partners_use_one_code() {
     assert_eq!(forms[0]["partner"], "bogus");
 }
 
-#[tokio::test]
-async fn a_partner_over_its_share_of_bot_slots_is_told_to_wait() {
-    let app = TestApp::start_with(|c| {
+/// Two calls of one partner's bot whose guest sleeps, the second 100 ms after the first, on a host where a
+/// partner has one slot and `queue` places to wait (for 100 ms): answers both.
+async fn two_sleeping_calls(queue: usize) -> (Resp, Resp) {
+    let app = TestApp::start_with(move |c| {
         c.bot_partner_slots = 1;
-        c.bot_queue = 0;
+        c.bot_queue = queue;
         c.bot_queue_wait_ms = 100;
     })
     .await;
@@ -196,48 +197,28 @@ async fn a_partner_over_its_share_of_bot_slots_is_told_to_wait() {
     app.post(&key, "/api/v1/bots", json!({"code": "evil", "name": "Evil", "runtime_mode": "local"})).await.ok(201);
     app.upload_component(&key, "evil", &crate::common::wasm("evil")).await.ok(200);
     let token = linked_user(&app, &key, PHONE).await;
-    let mut refs = Vec::new();
+    let mut starts = Vec::new();
     for _ in 0..2 {
         let invite = app.post(&key, "/api/v1/bots/evil/flows/sleep/invite", json!({"phone": PHONE})).await;
-        refs.push(invite.ok(201)["flow_session"]["ref"].as_str().unwrap().to_string());
+        starts.push(format!("/api/v1/me/flows/{}/start", invite.ok(201)["flow_session"]["ref"].as_str().unwrap()));
     }
-    // One sleeping call holds acme's only slot; the next finds no room in the queue: 429 at once.
-    let first = {
-        let (app, token, r) = (&app, &token, &refs[0]);
-        async move { app.post(token, &format!("/api/v1/me/flows/{r}/start"), json!({})).await }
-    };
+    let first = app.post(&token, &starts[0], json!({}));
     let second = async {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        app.post(&token, &format!("/api/v1/me/flows/{}/start", refs[1]), json!({})).await
+        app.post(&token, &starts[1], json!({})).await
     };
-    let (first, second) = tokio::join!(first, second);
+    tokio::join!(first, second)
+}
+
+#[tokio::test]
+async fn a_partner_over_its_share_of_bot_slots_is_told_to_wait() {
+    // One sleeping call holds acme's only slot; the next finds no room in the queue: 429 at once.
+    let (first, second) = two_sleeping_calls(0).await;
     first.error(502, "bot_error");
     second.error(429, "rate_limited");
     assert_eq!(second.headers["retry-after"], "1");
-
     // With room to wait, a call that waits past the deadline is 503 with Retry-After.
-    let app = TestApp::start_with(|c| {
-        c.bot_partner_slots = 1;
-        c.bot_queue = 4;
-        c.bot_queue_wait_ms = 100;
-    })
-    .await;
-    let key = app.partner("acme").await;
-    app.post(&key, "/api/v1/bots", json!({"code": "evil", "name": "Evil", "runtime_mode": "local"})).await.ok(201);
-    app.upload_component(&key, "evil", &crate::common::wasm("evil")).await.ok(200);
-    let token = linked_user(&app, &key, PHONE).await;
-    let mut refs = Vec::new();
-    for _ in 0..2 {
-        let invite = app.post(&key, "/api/v1/bots/evil/flows/sleep/invite", json!({"phone": PHONE})).await;
-        refs.push(invite.ok(201)["flow_session"]["ref"].as_str().unwrap().to_string());
-    }
-    let first_path = format!("/api/v1/me/flows/{}/start", refs[0]);
-    let first = app.post(&token, &first_path, json!({}));
-    let second = async {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        app.post(&token, &format!("/api/v1/me/flows/{}/start", refs[1]), json!({})).await
-    };
-    let (first, second) = tokio::join!(first, second);
+    let (first, second) = two_sleeping_calls(4).await;
     first.error(502, "bot_error");
     second.error(503, "unavailable");
     assert_eq!(second.headers["retry-after"], "1");
@@ -466,39 +447,45 @@ async fn connections_past_the_cap_get_a_clear_503() {
     .await;
 }
 
-#[tokio::test]
-async fn a_replayed_signed_bot_event_opens_its_payments_once() {
+/// A webhook-mode bot `remote` of partner acme with a chat session of a linked user: the bot's webhook
+/// secret, the session's ref, the partner key and the user's token.
+async fn remote_bot_session(app: &TestApp) -> (String, Value, String, String) {
     let recv = crate::common::FakeServer::start(200, 0).await;
-    let app = TestApp::start().await;
     let key = app.partner("acme").await;
     let bot = json!({"code": "remote", "name": "Remote", "runtime_mode": "webhook", "webhook_url": recv.url});
-    let created = app.post(&key, "/api/v1/bots", bot).await.ok(201).clone();
-    let secret = created["webhook_secret"].as_str().unwrap().to_string();
-    let user = linked_user(&app, &key, PHONE).await;
+    let secret = app.post(&key, "/api/v1/bots", bot).await.ok(201)["webhook_secret"].as_str().unwrap().to_string();
+    let user = linked_user(app, &key, PHONE).await;
     let session = app.post(&user, "/api/v1/me/bots/remote/sessions", json!({})).await.ok(201)["session"].clone();
-    let step = json!({"type": "payment", "payment": {"id": "order-1", "amount_minor": 999_900, "currency": "EUR", "description": "Order"}});
-    let body = json!({"event": "reply", "data": {"session": session, "steps": [step]}}).to_string();
+    (secret, session, key, user)
+}
+
+/// Posts `steps` as the bot's signed reply in `session`, event id `id`, signed with `secret` now.
+async fn signed_reply(app: &TestApp, secret: &str, id: &str, session: &Value, steps: Value) -> Resp {
+    let body = json!({"event": "reply", "data": {"session": session, "steps": steps}}).to_string();
     let now = app.now() / 1000;
-    let signature = hubbub_host::webhooks::signing::standard_signature(&secret, "evt_pay", now, body.as_bytes());
-    let send = || {
-        let (app, body, signature) = (&app, body.clone(), signature.clone());
-        async move {
-            let r = app
-                .client
-                .post(format!("{}/api/v1/bots/remote/webhook", app.base))
-                .header("content-type", "application/json")
-                .header("webhook-id", "evt_pay")
-                .header("webhook-timestamp", now.to_string())
-                .header("webhook-signature", signature)
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-            Resp::from(r).await
-        }
-    };
+    let signature = hubbub_host::signing::standard_signature(secret, id, now, body.as_bytes());
+    let r = app
+        .client
+        .post(format!("{}/api/v1/bots/remote/webhook", app.base))
+        .header("content-type", "application/json")
+        .header("webhook-id", id)
+        .header("webhook-timestamp", now.to_string())
+        .header("webhook-signature", signature)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    Resp::from(r).await
+}
+
+#[tokio::test]
+async fn a_replayed_signed_bot_event_opens_its_payments_once() {
+    let app = TestApp::start().await;
+    let (secret, session, key, user) = remote_bot_session(&app).await;
+    let step = json!({"type": "payment", "payment": {"id": "order-1", "amount_minor": 999_900, "currency": "EUR", "description": "Order"}});
     // The same signed event, delivered 8 times at once: one reply, one payment.
-    let answers = futures_util::future::join_all((0..8).map(|_| send())).await;
+    let sends = (0..8).map(|_| signed_reply(&app, &secret, "evt_pay", &session, json!([step.clone()])));
+    let answers = futures_util::future::join_all(sends).await;
     let applied = answers.iter().filter(|r| r.ok(200)["duplicate"] != true).count();
     assert_eq!(applied, 1, "{answers:?}");
     let payments = app.get(&key, "/api/v1/payments").await.ok(200)["data"].as_array().unwrap().len();
@@ -636,4 +623,35 @@ async fn a_bot_behind_a_proxy_is_checked_against_its_client_address() {
     post_with(&app, "/api/v1/bots/hook/webhook", Some(&token), &[("x-forwarded-for", "198.51.100.1")], ping)
         .await
         .error(403, "forbidden");
+}
+
+#[tokio::test]
+async fn inbound_event_ids_are_forgotten_after_their_retention() {
+    let app = TestApp::start().await;
+    let (secret, session, _, _) = remote_bot_session(&app).await;
+    let ids = || async {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM bot_inbound_events")
+            .fetch_one(app.state.db.reader())
+            .await
+            .unwrap();
+        n
+    };
+    let send = |id: &'static str| {
+        let (app, secret, session) = (&app, secret.clone(), session.clone());
+        async move {
+            let steps = json!([{"type": "message", "text": id}]);
+            signed_reply(app, &secret, id, &session, steps).await.ok(200).clone()
+        }
+    };
+    send("evt_old").await;
+    app.clock.advance_ms(hubbub_host::bots::INBOUND_EVENT_RETENTION_MS / 2);
+    send("evt_new").await;
+    app.state.housekeep().await;
+    assert_eq!(ids().await, 2, "both are within their retention");
+    // Past the retention of the first, housekeeping forgets it and keeps the second.
+    app.clock.advance_ms(hubbub_host::bots::INBOUND_EVENT_RETENTION_MS / 2 + 1);
+    app.state.housekeep().await;
+    assert_eq!(ids().await, 1);
+    // A repeat of the one kept is still recognised.
+    assert_eq!(send("evt_new").await["duplicate"], true);
 }

@@ -13,7 +13,7 @@ mod conventions;
 mod conversations;
 mod delivery;
 mod developers;
-mod e2e;
+mod encryption;
 mod hardening;
 mod hardening_two;
 mod messages;

@@ -1,4 +1,4 @@
-//! `POST /messages` rules 1–9, idempotency, reads, lists and read marks (CONTRACT section 3).
+//! `POST /messages` rules 1–9, idempotency, reads, lists and read marks (docs/api.md, "Sending").
 
 use std::collections::HashSet;
 
@@ -477,7 +477,7 @@ async fn read_unread_and_bulk_read_move_states_and_record_events() {
 /// alone fails, every other one is stored — once, queued for delivery — and delivered.
 #[tokio::test]
 async fn one_bad_message_in_a_group_commit_fails_only_itself() {
-    use hubbub_host::messages::Direction;
+    use hubbub_host::names::Direction;
     use hubbub_host::store::messages::{Created, NewMessage};
     let app = TestApp::start().await;
     let key = app.partner("acme").await;
@@ -503,7 +503,7 @@ async fn one_bad_message_in_a_group_commit_fails_only_itself() {
         request_hash: None,
     };
     let now = app.state.now();
-    let writer = hubbub_host::store::writer::MessageWriter::spawn(app.state.db.clone());
+    let writer = hubbub_host::store::messages::MessageWriter::spawn(app.state.db.clone());
     let creations = (0..40).map(|i| {
         let reference = if i == 17 { taken.clone() } else { format!("msg_batch{i:03}") };
         writer.create(message(i, reference), now)

@@ -27,16 +27,11 @@ async fn three_hosts_one_killed_lose_and_repeat_nothing() {
     let phones: Vec<String> = (0..USERS).map(|i| format!("+1555300{i:04}")).collect();
     for phone in &phones {
         helper.post(&key, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
-        let mut tx = helper.state.db.writer().begin().await.unwrap();
-        hubbub_host::store::accounts::claim_in(&mut tx, phone, helper.now(), |p, at| {
-            hubbub_host::events::account_claimed(p, phone, at)
-        })
-        .await
-        .unwrap();
-        hubbub_host::store::devices::ensure_device_in(&mut tx, &format!("dev-{phone}"), phone, None, helper.now())
-            .await
-            .unwrap();
-        tx.commit().await.unwrap();
+        let claimed = |p: &str, at| hubbub_host::events::account_claimed(p, phone, at);
+        let device = format!("dev-{phone}");
+        let signed_in =
+            hubbub_host::store::accounts::sign_in(&helper.state.db, phone, &device, None, helper.now(), claimed);
+        assert!(signed_in.await.unwrap());
     }
 
     let lease = LEASE_MS.to_string();

@@ -1,4 +1,4 @@
-//! Templates (CONTRACT section 4): create, list, submit with the automatic and manual review.
+//! Templates (docs/api.md and the OpenAPI document): create, list, submit with the automatic and manual review.
 
 use serde_json::{Value, json};
 

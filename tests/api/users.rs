@@ -1,4 +1,4 @@
-//! End users: OTP login, user JWTs, presence and the `/me` routes (CONTRACT section 7).
+//! End users: OTP login, user JWTs, presence and the `/me` routes (docs/api.md, "The app").
 
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -1,4 +1,4 @@
-//! Durable, signed webhooks (CONTRACT section 9): a real receiver checks every signature in constant
+//! Durable, signed webhooks (docs/webhooks.md): a real receiver checks every signature in constant
 //! time and sees each event kind, retries, `dead`, ordering, isolation between partners, restarts and
 //! several dispatchers.
 

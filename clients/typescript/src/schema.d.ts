@@ -2641,8 +2641,7 @@ export interface components {
         MessageStatusEvent: {
             /** @description ISO 8601 UTC. */
             at: string;
-            /** @description `inapp`, `whatsapp` or `sms`. */
-            channel: string;
+            channel: components["schemas"]["Channel"];
             /** @description `message.status`. */
             event: string;
             /** Format: int64 */

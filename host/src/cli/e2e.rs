@@ -6,7 +6,7 @@ use std::io::Read;
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
-use hubbub_e2e::{Envelope, KeyPair, Recipient};
+use hubbub_encryption::{Envelope, KeyPair, Recipient};
 use serde_json::{Value, json};
 
 use super::{Api, call};
@@ -74,8 +74,8 @@ pub async fn run(command: E2eCommand) -> anyhow::Result<()> {
             if recipients.is_empty() {
                 bail!("{phone} has not published a device key");
             }
-            let aad = hubbub_e2e::hub_aad(&partner, &reference);
-            let envelope = hubbub_e2e::seal(plaintext.as_bytes(), &aad, &recipients, None)?;
+            let aad = hubbub_encryption::hub_aad(&partner, &reference);
+            let envelope = hubbub_encryption::seal(plaintext.as_bytes(), &aad, &recipients, None)?;
             let body = json!({"phone": phone, "ref": reference, "encryption": "e2e", "e2e_envelope": envelope});
             if send {
                 let url = format!("{}/api/v1/messages", api.api_url.trim_end_matches('/'));
@@ -101,7 +101,7 @@ pub fn open_record(record: &Value, device_uuid: &str, device: &KeyPair) -> anyho
     let (Some(partner), Some(reference)) = (partner, reference) else {
         bail!("the record has no partner and ref");
     };
-    Ok(hubbub_e2e::open(&envelope, device_uuid, device, &hubbub_e2e::hub_aad(partner, reference))?)
+    Ok(hubbub_encryption::open(&envelope, device_uuid, device, &hubbub_encryption::hub_aad(partner, reference))?)
 }
 
 fn read_stdin() -> anyhow::Result<String> {

@@ -11,12 +11,13 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::Delivery;
-use super::providers::{meta_call, meta_lang, meta_template_name};
 use crate::config::{Config, WhatsAppProviderKind};
 use crate::events;
+use crate::names::TemplateStatus;
+use crate::providers::{meta_call, meta_lang, meta_template_name};
 use crate::store::partners;
 use crate::store::templates::{self, Template};
-use crate::template::{self, TemplateStatus};
+use crate::template;
 
 /// The Graph API account templates are submitted under.
 pub struct MetaReview {

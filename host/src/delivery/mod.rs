@@ -5,7 +5,6 @@
 //! as a `message.status` event, in one transaction per message.
 
 pub mod meta_review;
-pub mod providers;
 pub mod receipts;
 
 use std::sync::Arc;
@@ -15,17 +14,17 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use self::providers::{Provider, TemplateMessage};
 use crate::clock::{Millis, SharedClock};
 use crate::config::Config;
-use crate::messages::{AttemptKind, AttemptState, MessageState};
+use crate::names::{AttemptKind, AttemptState, Channel, MessageState};
+use crate::providers::{Provider, TemplateMessage};
 use crate::store::deliveries::{Change, Finished, NewAttempt};
 use crate::store::leases::{Held, Leased};
 use crate::store::messages::{self, Message, ToDeliver};
 use crate::store::writer::GroupCommit;
 use crate::store::{Db, deliveries, devices, templates, whatsapp};
 
-pub use crate::messages::Channel;
+use crate::events;
 
 /// What routing knows about the recipient.
 #[derive(Debug, Clone, Copy)]
@@ -35,7 +34,7 @@ pub struct Recipient {
     pub online: bool,
 }
 
-/// The channels to try, in order (CONTRACT section 3).
+/// The channels to try, in order (`docs/api.md`, "Sending").
 pub fn plan(priority: &str, r: Recipient) -> Vec<Channel> {
     let in_app = r.claimed && r.has_device;
     if priority == "otp" {
@@ -121,10 +120,10 @@ pub struct Delivery {
 impl Delivery {
     /// The providers the settings choose, over their own HTTP client.
     pub fn new(db: Db, clock: SharedClock, config: Arc<Config>) -> Arc<Delivery> {
-        let http = providers::http_client(&config);
+        let http = crate::providers::http_client(&config);
         Arc::new(Delivery {
-            sms: providers::sms(&config, &db, &clock, &http),
-            whatsapp: providers::whatsapp(&config, &db, &clock, &http),
+            sms: crate::providers::sms(&config, &db, &clock, &http),
+            whatsapp: crate::providers::whatsapp(&config, &db, &clock, &http),
             meta_review: meta_review::MetaReview::from_config(&config, &http),
             wake: Notify::new(),
             db,
@@ -253,7 +252,8 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
     let message_id = message.id;
     if message.state != MessageState::Queued {
         // Already moved on (e.g. the user's app fetched it first): the job ends.
-        let finished = Finished { message, attempts: Vec::new(), change: None, at: delivery.now() };
+        let finished =
+            Finished { message, attempts: Vec::new(), change: None, at: delivery.now(), event: events::message_status };
         return Ok(Done { finished, release_alert: None });
     }
     let recipient = Recipient {
@@ -321,7 +321,10 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
         .chain(alerts.into_iter().map(|(c, o)| attempt(AttemptKind::Alert, c, o)))
         .collect();
     let change = Some(Change::State { from: &[MessageState::Queued], to, channel });
-    Ok(Done { finished: Finished { message, attempts: tries, change, at: delivery.now() }, release_alert })
+    Ok(Done {
+        finished: Finished { message, attempts: tries, change, at: delivery.now(), event: events::message_status },
+        release_alert,
+    })
 }
 
 /// What became of one channel try.
@@ -405,7 +408,7 @@ async fn whatsapp_template(
         })
         .collect();
     Ok(Some(TemplateMessage {
-        name: providers::meta_template_name(&template.code),
+        name: crate::providers::meta_template_name(&template.code),
         lang: template.lang,
         parameters,
         text,
@@ -428,9 +431,9 @@ fn attempt(kind: AttemptKind, channel: Channel, outcome: Outcome) -> NewAttempt 
 async fn continue_after_receipt(delivery: &Delivery, found: ToDeliver, resume: &str) -> Result<Done, sqlx::Error> {
     let (message, partner_name) = (found.message, found.partner_name);
     let alert = resume == "alert_sms";
-    let still_out =
-        message.state == MessageState::Sent && message.channel.as_deref() == Some(Channel::Whatsapp.as_str());
-    let mut finished = Finished { message, attempts: Vec::new(), change: None, at: delivery.now() };
+    let still_out = message.state == MessageState::Sent && message.channel == Some(Channel::Whatsapp);
+    let mut finished =
+        Finished { message, attempts: Vec::new(), change: None, at: delivery.now(), event: events::message_status };
     if !alert && !still_out {
         return Ok(Done { finished, release_alert: None });
     }

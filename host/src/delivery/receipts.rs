@@ -8,9 +8,9 @@ use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::Value;
 
-use super::{Channel, Delivery};
+use super::Delivery;
 use crate::events;
-use crate::messages::{AttemptKind, MessageState};
+use crate::names::{AttemptKind, Channel, MessageState};
 use crate::secrets::constant_time_eq;
 use crate::store::{deliveries, messages};
 
@@ -20,11 +20,6 @@ pub enum Receipt {
     Delivered,
     Read,
     Failed(String),
-}
-
-/// The status callback URL given to Twilio with every SMS, and so the URL Twilio signs.
-pub fn twilio_status_url(config: &crate::config::Config) -> String {
-    format!("{}/api/v1/providers/twilio/status", config.public_url.trim_end_matches('/'))
 }
 
 /// Twilio's `X-Twilio-Signature`: base64 HMAC-SHA1, keyed with the auth token, of the full URL Twilio
@@ -44,7 +39,7 @@ pub fn twilio_signature(auth_token: &str, url: &str, params: &[(String, String)]
 /// Meta's `X-Hub-Signature-256`: `sha256=` and the hex HMAC-SHA256 of the raw body, keyed with the app
 /// secret (the same construction as our own bot events' `X-Service-Signature`).
 pub fn meta_signature(app_secret: &str, body: &[u8]) -> String {
-    format!("sha256={}", crate::webhooks::signing::service_signature(app_secret, body))
+    format!("sha256={}", crate::signing::service_signature(app_secret, body))
 }
 
 /// Whether a presented signature is the expected one (constant time).
@@ -145,7 +140,7 @@ pub async fn apply(
     };
     let mut moved = None;
     if let Some((from, to)) = change {
-        let channel = Some(channel.as_str());
+        let channel = Some(channel);
         moved =
             messages::transition_in(&mut tx, target.message_id, from, to, channel, now, events::message_status).await?;
     }

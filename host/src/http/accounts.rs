@@ -14,10 +14,11 @@ use utoipa_axum::routes;
 
 use super::{ApiJson, E404, E409, List, parse_id};
 use crate::auth::PartnerAuth;
-use crate::error::{ApiError, ApiResult};
 use crate::forms::{self, ACCOUNT_FIELD_TYPES, Choice, FieldDef, account_field_kind};
+use crate::http::error::{ApiError, ApiResult};
+use crate::names::AccountState;
 use crate::state::AppState;
-use crate::store::accounts::{self as store, Account, AccountField, AccountState};
+use crate::store::accounts::{self as store, Account, AccountField};
 use crate::store::is_unique_violation;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -158,7 +159,7 @@ async fn link(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<Link>,
 ) -> ApiResult<Json<Linked>> {
-    let phone = super::required_phone(req.phone.as_deref())?;
+    let phone = crate::validate::required_phone(req.phone.as_deref())?;
     let display_name = req.display_name.as_deref().map(str::trim).filter(|n| !n.is_empty());
     if display_name.is_some_and(|n| n.chars().count() > 200) {
         return Err(ApiError::validation("display_name", "display_name is at most 200 characters"));

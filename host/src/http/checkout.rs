@@ -14,8 +14,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{E404, E422};
-use crate::error::{ApiError, ApiResult};
-use crate::payments::{self, Outcome, PaymentState, ProviderName};
+use crate::http::error::{ApiError, ApiResult};
+use crate::names::{PaymentState, ProviderName};
+use crate::payments::{self, Outcome};
 use crate::state::AppState;
 use crate::store::payments::{self as store, Payment};
 

@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 use super::{ApiQuery, E404, E422, List, PageParams, query_text};
 use crate::auth::PartnerAuth;
 use crate::clock::record_time;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::names::string_enum;
 use crate::state::AppState;
 use crate::store::dev_sink::{self, SinkRecord};

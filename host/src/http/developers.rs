@@ -19,7 +19,8 @@ use super::webhooks::{SetWebhook, WebhookSettings, settings};
 use super::{ApiJson, E401, E404, E409, E429, E502, List, parse_value};
 use crate::auth::DeveloperAuth;
 use crate::clock::{Millis, record_time};
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
+use crate::names::{Category, Channel};
 use crate::otp;
 use crate::secrets::{digest, display_prefix, random_alnum};
 use crate::state::AppState;
@@ -27,7 +28,7 @@ use crate::store::developers::{self as store, Developer};
 use crate::store::messages::{Created, NewMessage};
 use crate::store::outbox::Target;
 use crate::store::{is_unique_violation, partners, templates};
-use crate::template::{self, Category, Channel, RenderError};
+use crate::template::{self, RenderError};
 use crate::validate::is_email;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -68,7 +69,7 @@ impl From<&Developer> for DeveloperRecord {
 }
 
 fn phone_field(phone: Option<&str>) -> ApiResult<String> {
-    super::required_phone(phone).map(str::to_string)
+    Ok(crate::validate::required_phone(phone)?.to_string())
 }
 
 /// A developer sign-up, or the start of a sign-in.
@@ -471,7 +472,7 @@ async fn dev_send(
     let message = NewMessage {
         reference: format!("msg_{}", random_alnum(24)),
         partner_id: platform.id,
-        direction: crate::messages::Direction::Out,
+        direction: crate::names::Direction::Out,
         conversation_id: None,
         developer_id: Some(developer.id),
         phone,

@@ -14,8 +14,9 @@ use utoipa_axum::routes;
 use super::{ApiJson, E404, E409, E502, parse_value};
 use crate::auth::UserAuth;
 use crate::clock::record_time;
-use crate::error::{ApiError, ApiResult};
-use crate::flows::{self, EventBody, Progress, SessionKind, SessionState, Step};
+use crate::flows::{self, EventBody, Progress, Step};
+use crate::http::error::{ApiError, ApiResult};
+use crate::names::{SessionKind, SessionState};
 use crate::state::AppState;
 use crate::store::flows as flows_store;
 use crate::store::{bots, messages};
@@ -163,9 +164,9 @@ async fn start_flow(
     user: UserAuth,
     Path(reference): Path<String>,
 ) -> ApiResult<Json<Progress>> {
-    let engine = state.flows();
-    let session = engine.open_flow(&user.phone, &reference).await?;
-    Ok(Json(engine.start_flow(&session).await?))
+    let sessions = state.flows();
+    let session = sessions.open_flow(&user.phone, &reference).await?;
+    Ok(Json(sessions.start_flow(&session).await?))
 }
 
 /// A screen's values.
@@ -200,10 +201,10 @@ async fn submit_flow(
     Path(reference): Path<String>,
     ApiJson(req): ApiJson<Submit>,
 ) -> ApiResult<Json<Progress>> {
-    let engine = state.flows();
-    let session = engine.open_flow(&user.phone, &reference).await?;
+    let sessions = state.flows();
+    let session = sessions.open_flow(&user.phone, &reference).await?;
     let event = flows::submission(&session, req.screen.as_deref(), req.values.unwrap_or_default())?;
-    Ok(Json(engine.handle(&session, event).await?))
+    Ok(Json(sessions.handle(&session, event).await?))
 }
 
 /// Another event in a flow (menu choice, text, payment result).
@@ -226,10 +227,10 @@ async fn flow_event(
     Path(reference): Path<String>,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Json<Progress>> {
-    let engine = state.flows();
-    let session = engine.open_flow(&user.phone, &reference).await?;
+    let sessions = state.flows();
+    let session = sessions.open_flow(&user.phone, &reference).await?;
     let event = flows::guest_event(&session, parse_value::<EventBody>(raw)?)?;
-    Ok(Json(engine.handle(&session, event).await?))
+    Ok(Json(sessions.handle(&session, event).await?))
 }
 
 /// Open an in-app chat session with a bot of a linked partner.
@@ -251,9 +252,9 @@ async fn open_session(
     user: UserAuth,
     Path(BotPath { bot }): Path<BotPath>,
 ) -> ApiResult<(StatusCode, Json<SessionSteps>)> {
-    let engine = state.flows();
-    let bot = engine.user_bot(&user.phone, &bot).await?;
-    let (session, steps) = engine.open_chat(&bot, &user.phone).await?;
+    let sessions = state.flows();
+    let bot = sessions.user_bot(&user.phone, &bot).await?;
+    let (session, steps) = sessions.open_chat(&bot, &user.phone).await?;
     Ok((StatusCode::CREATED, Json(SessionSteps { session: session.reference, steps })))
 }
 
@@ -278,10 +279,10 @@ async fn session_event(
     Path(SessionPath { bot, session: reference }): Path<SessionPath>,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Json<SessionSteps>> {
-    let engine = state.flows();
-    let (bot, session) = engine.chat(&user.phone, &bot, &reference).await?;
+    let sessions = state.flows();
+    let (bot, session) = sessions.chat(&user.phone, &bot, &reference).await?;
     let event = flows::guest_event(&session, parse_value::<EventBody>(raw)?)?;
-    let progress = engine.handle_with(&bot, &session, event).await?;
+    let progress = sessions.handle_with(&bot, &session, event).await?;
     Ok(Json(SessionSteps { session: session.reference, steps: progress.steps }))
 }
 
@@ -299,8 +300,8 @@ async fn session_steps(
     user: UserAuth,
     Path(SessionPath { bot, session: reference }): Path<SessionPath>,
 ) -> ApiResult<Json<SessionSteps>> {
-    let engine = state.flows();
-    let (_, session) = engine.chat(&user.phone, &bot, &reference).await?;
-    let steps = engine.pending_steps(&session).await?;
+    let sessions = state.flows();
+    let (_, session) = sessions.chat(&user.phone, &bot, &reference).await?;
+    let steps = sessions.pending_steps(&session).await?;
     Ok(Json(SessionSteps { session: session.reference, steps }))
 }

@@ -11,15 +11,16 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiJson, E404, E409, E422, required_phone};
+use super::{ApiJson, E404, E409, E422};
 use crate::auth::{PartnerAuth, UserAuth};
-use crate::e2e;
-use crate::error::{ApiError, ApiResult};
+use crate::encryption;
+use crate::http::error::{ApiError, ApiResult};
 use crate::secrets::random_alnum;
 use crate::state::AppState;
 use crate::store::accounts;
 use crate::store::devices::{self, Device};
 use crate::store::keys::{self, AgentDevice};
+use crate::validate::required_phone;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -103,9 +104,9 @@ async fn publish_user_key(
     user: UserAuth,
     ApiJson(req): ApiJson<PublishKey>,
 ) -> ApiResult<(StatusCode, Json<DeviceKeyRecord>)> {
-    let key = e2e::identity_key(req.identity_key_pub.as_deref())?;
+    let key = encryption::identity_key(req.identity_key_pub.as_deref())?;
     let device_uuid = match req.device_uuid.as_deref().or(user.device.as_deref()) {
-        Some(uuid) => e2e::device_uuid(Some(uuid), "device_uuid")?,
+        Some(uuid) => encryption::device_uuid(Some(uuid), "device_uuid")?,
         None => format!("dev_{}", random_alnum(24)),
     };
     let platform = platform(req.platform.as_deref())?;
@@ -129,8 +130,8 @@ async fn publish_agent_key(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<PublishKey>,
 ) -> ApiResult<(StatusCode, Json<DeviceKeyRecord>)> {
-    let device_uuid = e2e::device_uuid(req.device_uuid.as_deref(), "device_uuid")?;
-    let key = e2e::identity_key(req.identity_key_pub.as_deref())?;
+    let device_uuid = encryption::device_uuid(req.device_uuid.as_deref(), "device_uuid")?;
+    let key = encryption::identity_key(req.identity_key_pub.as_deref())?;
     let platform = platform(req.platform.as_deref())?;
     let device =
         keys::publish_agent_key(&state.db, partner.id, &device_uuid, &key, platform.as_deref(), state.now()).await?;

@@ -26,7 +26,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tower::ServiceExt;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// How connections are bounded.
 #[derive(Debug, Clone, Copy)]

@@ -14,9 +14,9 @@ use super::accounts::{AccountRecord, user_account};
 use super::{ApiJson, E401, E409, E429, E502};
 use crate::auth::issue_user_token;
 use crate::clock::record_time;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::store::{accounts, devices};
+use crate::store::accounts;
 use crate::{events, otp};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -38,7 +38,7 @@ pub(super) struct CodeSent {
 }
 
 fn phone_of(phone: Option<&str>) -> ApiResult<String> {
-    super::required_phone(phone).map(str::to_string)
+    Ok(crate::validate::required_phone(phone)?.to_string())
 }
 
 /// Send a 6-digit login code by SMS.
@@ -115,19 +115,16 @@ async fn verify(
         .filter(|c| !c.is_empty())
         .ok_or_else(|| ApiError::validation("code", "code is required"))?;
     let device_uuid = match req.device_uuid.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
-        Some(d) => crate::e2e::device_uuid(Some(d), "device_uuid")?,
+        Some(d) => crate::encryption::device_uuid(Some(d), "device_uuid")?,
         None => uuid::Uuid::new_v4().to_string(),
     };
     let platform = req.platform.as_deref().map(str::trim).filter(|p| !p.is_empty());
     otp::verify(&state.codes(), &phone, "login", code).await?;
 
-    let now = state.now();
-    let mut tx = state.db.writer().begin().await?;
-    accounts::claim_in(&mut tx, &phone, now, |partner, at| events::account_claimed(partner, &phone, at)).await?;
-    if !devices::ensure_device_in(&mut tx, &device_uuid, &phone, platform, now).await? {
+    let claimed = |partner: &str, at| events::account_claimed(partner, &phone, at);
+    if !accounts::sign_in(&state.db, &phone, &device_uuid, platform, state.now(), claimed).await? {
         return Err(ApiError::conflict("device_uuid belongs to another account's device"));
     }
-    tx.commit().await?;
 
     let (token, expires_at) = issue_user_token(&state, &phone, Some(&device_uuid)).map_err(ApiError::internal)?;
     let account = accounts::find_account(&state.db, &phone)

@@ -15,11 +15,9 @@ use super::messages::MessageRecord;
 use super::{ApiQuery, E404, E422, List, PageParams, query_text};
 use crate::auth::UserAuth;
 use crate::clock::record_time;
-use crate::e2e;
-use crate::error::{ApiError, ApiResult};
-use crate::events;
-use crate::flows::SessionState;
-use crate::messages::MessageState;
+use crate::encryption;
+use crate::http::error::{ApiError, ApiResult};
+use crate::names::{MessageState, SessionState};
 use crate::state::AppState;
 use crate::store::{accounts, bots, flows, messages};
 
@@ -83,17 +81,8 @@ async fn my_inbox(
     let page = page.page()?;
     let mut rows = messages::list_hub(&state.db, &user.phone, page.before, page.fetch()).await?;
     // The app now has these messages: they are delivered, in the hub.
-    let now = state.now();
-    let mut tx = state.db.writer().begin().await?;
-    for m in rows.iter_mut().take(page.limit as usize).filter(|m| MessageState::UNDELIVERED.contains(&m.state)) {
-        if let Some(moved) =
-            messages::advance_in(&mut tx, m.id, MessageState::Delivered, Some("inapp"), now, events::message_status)
-                .await?
-        {
-            *m = moved;
-        }
-    }
-    tx.commit().await?;
+    let shown = rows.len().min(page.limit as usize);
+    crate::messages::fetched_by_app(&state.db, &mut rows[..shown], state.now()).await?;
     // Each device sees its own key wrap of a sealed message (`?device_uuid=` when the token names none).
     let device = query_text(query.device_uuid).or(user.device);
     Ok(Json(page.list(rows, |m| m.id, |m| device_view(m, device.as_deref()))))
@@ -104,7 +93,7 @@ fn device_view(m: &messages::Message, device: Option<&str>) -> MessageRecord {
     let mut record = MessageRecord::from(m);
     if let Some(envelope) = record.content.e2e_envelope.as_mut() {
         let mut view = json!({ "e2e_envelope": envelope.take() });
-        e2e::envelope_for_device(&mut view, device);
+        encryption::envelope_for_device(&mut view, device);
         *envelope = view["e2e_envelope"].take();
     }
     record
@@ -141,9 +130,7 @@ async fn move_my_message(
         .await?
         .filter(|m| m.phone == user.phone)
         .ok_or_else(|| ApiError::not_found("message"))?;
-    let mut tx = state.db.writer().begin().await?;
-    let moved = messages::advance_in(&mut tx, m.id, to, Some("inapp"), state.now(), events::message_status).await?;
-    tx.commit().await?;
+    let moved = crate::messages::advance_in_hub(&state.db, m.id, to, state.now()).await?;
     let device = query_text(query.device_uuid).or(user.device.clone());
     Ok(device_view(&moved.unwrap_or(m), device.as_deref()))
 }

@@ -15,8 +15,8 @@ use axum::http::StatusCode;
 use axum::http::header::{CONTENT_SECURITY_POLICY, LOCATION, X_CONTENT_TYPE_OPTIONS};
 
 use crate::auth::{AnyAuth, Credential};
-use crate::error::{ApiError, ApiResult};
-use crate::messages::Direction;
+use crate::http::error::{ApiError, ApiResult};
+use crate::names::Direction;
 use crate::state::AppState;
 use crate::store::messages::{find_by_ref, find_media, media_sent_to};
 

@@ -9,9 +9,11 @@ pub mod app;
 pub mod bots;
 pub mod broadcasts;
 pub mod checkout;
+pub mod code_limits;
 pub mod conversations;
 pub mod dev_sink;
 pub mod developers;
+pub mod error;
 pub mod flows;
 pub mod health;
 pub mod keys;
@@ -38,7 +40,7 @@ use axum::http::{HeaderName, StatusCode};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::time::Duration;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::set_header::SetResponseHeaderLayer;
@@ -55,7 +57,7 @@ use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::state::AppState;
 
 pub use openapi::{E400, E401, E403, E404, E409, E413, E422, E429, E502, E503};
@@ -320,14 +322,6 @@ impl Page {
         let next_cursor = if more { rows.last().map(|r| encode_cursor(id(r))) } else { None };
         List { data: rows.iter().map(render).collect(), next_cursor }
     }
-
-    /// The list body `{"data": [...], "next_cursor": …}` from `fetch()` rows.
-    pub fn respond<T>(&self, mut rows: Vec<T>, id: impl Fn(&T) -> i64, render: impl Fn(&T) -> Value) -> Value {
-        let more = rows.len() as i64 > self.limit;
-        rows.truncate(self.limit as usize);
-        let next_cursor = if more { rows.last().map(|r| encode_cursor(id(r))) } else { None };
-        json!({ "data": rows.iter().map(render).collect::<Vec<_>>(), "next_cursor": next_cursor })
-    }
 }
 
 fn encode_cursor(id: i64) -> String {
@@ -346,18 +340,6 @@ fn decode_cursor(cursor: &str) -> Result<i64, ApiError> {
 /// A path id that must be a positive integer; anything else cannot name a resource (404).
 pub fn parse_id(raw: &str, what: &str) -> Result<i64, ApiError> {
     raw.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(|| ApiError::not_found(what))
-}
-
-/// A phone field that must be present and E.164.
-pub fn required_phone(phone: Option<&str>) -> Result<&str, ApiError> {
-    let phone = phone
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .ok_or_else(|| ApiError::validation("phone", "phone is required"))?;
-    if !crate::validate::is_e164(phone) {
-        return Err(ApiError::validation("phone", "phone must be E.164, e.g. +15551230000"));
-    }
-    Ok(phone)
 }
 
 #[cfg(test)]

@@ -129,7 +129,7 @@ const SCHEMES: &[(&str, &str, Option<&str>)] = &[
     servers((url = "/")),
     components(schemas(
         ErrorBody,
-        crate::e2e::EnvelopeSchema,
+        crate::encryption::EnvelopeSchema,
         crate::events::MessageStatusEvent,
         crate::events::TemplateStatusEvent,
         crate::events::AccountClaimedEvent,

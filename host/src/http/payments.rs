@@ -15,8 +15,9 @@ use utoipa_axum::routes;
 use super::{ApiQuery, E400, E404, E409, E502, List, PageParams, query_text};
 use crate::auth::PartnerAuth;
 use crate::clock::record_time;
-use crate::error::{ApiError, ApiResult};
-use crate::payments::{self, Applied, PaymentState, ProviderName};
+use crate::http::error::{ApiError, ApiResult};
+use crate::names::{PaymentState, ProviderName};
+use crate::payments::{self, Applied};
 use crate::state::AppState;
 use crate::store::payments::{self as store, Filter, Payment};
 

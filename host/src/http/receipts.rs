@@ -13,9 +13,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiQuery, E403, E404, E422, query_text};
-use crate::delivery::Channel;
 use crate::delivery::{meta_review, receipts};
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
+use crate::names::Channel;
 use crate::secrets::constant_time_eq;
 use crate::state::AppState;
 use crate::store::whatsapp;
@@ -73,7 +73,7 @@ async fn twilio_status(
         .ok_or_else(|| ApiError::not_found("Twilio provider"))?;
     let params: Vec<(String, String)> =
         serde_urlencoded::from_bytes(&body).map_err(|_| ApiError::bad_request("body must be form-encoded"))?;
-    let mut url = receipts::twilio_status_url(&state.config);
+    let mut url = crate::providers::twilio_status_url(&state.config);
     if let Some(query) = uri.query() {
         url = format!("{url}?{query}");
     }

@@ -12,11 +12,12 @@ use utoipa_axum::routes;
 use super::{ApiJson, ApiQuery, E404, E409, List, PageParams, parse_id};
 use crate::auth::PartnerAuth;
 use crate::clock::record_time;
-use crate::error::{ApiError, ApiResult};
 use crate::events;
+use crate::http::error::{ApiError, ApiResult};
+use crate::names::{Category, Channel, TemplateStatus};
 use crate::state::AppState;
 use crate::store::templates::{self as store, NewTemplate, Template};
-use crate::template::{self, Category, Channel, TemplateStatus};
+use crate::template;
 use crate::validate::is_code;
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -12,13 +12,13 @@ use utoipa_axum::routes;
 use super::{ApiJson, ApiQuery, E404, E422, List, PageParams, query_text};
 use crate::auth::PartnerAuth;
 use crate::clock::{iso_time, record_time};
-use crate::error::{ApiError, ApiResult};
-use crate::events::DeliveryState;
-use crate::names::string_enum;
+use crate::http::error::{ApiError, ApiResult};
+use crate::names::{DeliveryState, string_enum};
+use crate::signing;
 use crate::state::AppState;
-use crate::store::outbox::{self, Delivery, Target};
+use crate::store::outbox::{self, Target, WebhookDelivery};
 use crate::store::{developers, partners};
-use crate::webhooks::{self, Endpoint, signing};
+use crate::webhooks::{self, Endpoint};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -125,7 +125,7 @@ async fn test_webhook(
         "message_ref": "msg_test00000000000000000000",
         "message_id": 0,
         "seq": 0,
-        "state": crate::messages::MessageState::Delivered,
+        "state": crate::names::MessageState::Delivered,
         "channel": "inapp",
         "phone": "+15550000000",
         "at": iso_time(state.now()),
@@ -163,8 +163,8 @@ pub struct DeliveryRecord {
     pub created_at: String,
 }
 
-impl From<&Delivery> for DeliveryRecord {
-    fn from(d: &Delivery) -> Self {
+impl From<&WebhookDelivery> for DeliveryRecord {
+    fn from(d: &WebhookDelivery) -> Self {
         DeliveryRecord {
             delivery_id: d.delivery_id.clone(),
             event: d.event.clone(),

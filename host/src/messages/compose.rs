@@ -9,13 +9,14 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
-use super::{ContentType, Direction, E2eMode, Encryption, Link, Media, MessageContent};
-use crate::e2e;
-use crate::error::Invalid;
+use super::{Link, Media, MessageContent};
+use crate::encryption;
+use crate::names::{ContentType, Direction, E2eMode, Encryption};
 use crate::secrets::{hex, random_alnum};
 use crate::store::messages::{NewMedia, NewMessage};
 use crate::store::{Db, devices, templates};
 use crate::template::{self, RenderError};
+use crate::validate::Invalid;
 use crate::validate::{check_public_url, is_code};
 
 /// Why a send request was refused.
@@ -86,7 +87,7 @@ pub struct SendMessage {
     pub(crate) preview: Option<String>,
     /// `e2e` for an end-to-end encrypted hub message (with `e2e_envelope` and no body).
     pub(crate) encryption: Option<Encryption>,
-    #[schema(schema_with = crate::e2e::envelope_schema_ref)]
+    #[schema(schema_with = crate::encryption::envelope_schema_ref)]
     pub(crate) e2e_envelope: Option<Value>,
     /// Conversation messages: true for an encrypted one (with e2e_mode, e2e_key_version, e2e_envelope).
     pub(crate) encrypted: Option<bool>,
@@ -213,7 +214,7 @@ pub async fn content(
     }
     let mut content = MessageContent::default();
 
-    // End-to-end encrypted sends carry an envelope and never a plaintext body (CONTRACT section 11).
+    // End-to-end encrypted sends carry an envelope and never a plaintext body (`docs/e2e.md`).
     let encrypted = req.encryption == Some(Encryption::E2e);
     if req.encrypted == Some(true) || req.e2e_mode.is_some() || req.e2e_key_version.is_some() {
         return Err(invalid(
@@ -226,7 +227,7 @@ pub async fn content(
     }
     if encrypted {
         let phone = phone.ok_or_else(|| invalid("encryption", "end-to-end encryption needs one recipient"))?;
-        let envelope = e2e::check_envelope(req.e2e_envelope.as_ref(), true)?;
+        let envelope = encryption::check_envelope(req.e2e_envelope.as_ref(), true)?;
         if req.body.is_some() {
             return Err(invalid("body", "a plaintext body is never accepted with an e2e envelope"));
         }
@@ -259,7 +260,7 @@ pub async fn content(
         let template = templates::find_for_send(db, partner_id, code, wanted_lang)
             .await?
             .ok_or_else(|| invalid("template_code", format!("no template {code:?} in language {wanted_lang:?}")))?;
-        if template.status == crate::template::TemplateStatus::Rejected {
+        if template.status == crate::names::TemplateStatus::Rejected {
             return Err(ComposeError::TemplateNotApproved("the template was rejected at review".into()));
         }
         let vars = req.vars.clone().unwrap_or_default();
@@ -363,10 +364,12 @@ pub async fn content(
 /// client that follows the aad rule alone still gets a message it can open.
 pub fn client_ref(req: &SendMessage, encrypted: bool) -> Result<Option<String>, ComposeError> {
     match req.client_ref.as_deref() {
-        None if encrypted => Ok(req.e2e_envelope.as_ref().and_then(|e| e["aad"].as_str()).and_then(e2e::ref_in_aad)),
+        None if encrypted => {
+            Ok(req.e2e_envelope.as_ref().and_then(|e| e["aad"].as_str()).and_then(encryption::ref_in_aad))
+        }
         None => Ok(None),
         Some(_) if !encrypted => Err(invalid("ref", "a ref can only be chosen for e2e encrypted messages")),
-        Some(r) => Ok(Some(e2e::client_ref(r)?)),
+        Some(r) => Ok(Some(encryption::client_ref(r)?)),
     }
 }
 

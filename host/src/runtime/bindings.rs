@@ -1,6 +1,6 @@
-//! Host bindings of the WIT package `hubbub:bot@0.1.0` (`wit/v0.1.0`, frozen). The interfaces that only
-//! hold types still need (empty) `Host` impls to be linked; the `log` import is implemented in
-//! [`super::sandbox`], where the per-call log budget lives.
+//! Host bindings of the WIT package `hubbub:bot@0.1.0` (`wit/v0.1.0`, frozen): generated code and the names
+//! the runtime uses from it, and nothing of the host (as Spin's `world` crate). The `Host` impls live beside
+//! the state they touch, in `super::sandbox`.
 
 /// `hubbub:bot@0.1.0`, generated from the frozen `wit/v0.1.0`. A new WIT version gets a module of its own
 /// beside this one, and [`latest`] moves to it; components built against older versions keep their module.
@@ -35,11 +35,3 @@ pub(super) use hubbub::bot::replies::{Entry, FlowInfo, Reply, Step, UserEvent};
 #[cfg(test)]
 pub(super) use hubbub::bot::types::Choice;
 pub(super) use hubbub::bot::types::{Context, Field, FieldType, FieldValue, Value};
-
-use super::sandbox::GuestState;
-
-impl hubbub::bot::types::Host for GuestState {}
-impl hubbub::bot::menus::Host for GuestState {}
-impl hubbub::bot::forms::Host for GuestState {}
-impl hubbub::bot::payments::Host for GuestState {}
-impl hubbub::bot::replies::Host for GuestState {}

@@ -1,5 +1,5 @@
 //! Conversions between the API's types and the WIT types, with the checks on what a guest answers:
-//! steps become the contract's JSON (CONTRACT §8/§11), malformed steps and oversized replies are refused.
+//! steps become the contract's JSON (`docs/api.md`, "Bots and flows"; the step shapes of the OpenAPI document), malformed steps and oversized replies are refused.
 
 use std::collections::HashSet;
 use std::io;

@@ -317,6 +317,13 @@ impl LogBudget {
     }
 }
 
+// The interfaces that only hold types still need (empty) `Host` impls to be linked.
+impl bindings::hubbub::bot::types::Host for GuestState {}
+impl bindings::hubbub::bot::menus::Host for GuestState {}
+impl bindings::hubbub::bot::forms::Host for GuestState {}
+impl bindings::hubbub::bot::payments::Host for GuestState {}
+impl bindings::hubbub::bot::replies::Host for GuestState {}
+
 impl bindings::hubbub::bot::log::Host for GuestState {
     fn log(&mut self, level: Level, message: String) {
         let line = truncate(&message, MAX_LOG_LINE);

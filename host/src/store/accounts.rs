@@ -9,14 +9,7 @@ use super::outbox::{self, Target};
 use super::{Db, is_unique_violation};
 use crate::clock::Millis;
 use crate::forms::FieldDef;
-
-crate::names::string_enum! {
-    /// Whether the user has signed in (claimed the account) yet.
-    pub enum AccountState {
-        Unclaimed = "unclaimed",
-        Claimed = "claimed",
-    }
-}
+use crate::names::AccountState;
 
 #[derive(Debug, Clone)]
 pub struct Account {
@@ -164,9 +157,28 @@ pub async fn link_account(
     Ok((account, merged))
 }
 
+/// A sign-in with a verified code, in one transaction: claims the account of `phone` ([`claim_in`]) and
+/// records the device. `Ok(false)` (and nothing written) when the device uuid is another phone's.
+pub async fn sign_in(
+    db: &Db,
+    phone: &str,
+    device_uuid: &str,
+    platform: Option<&str>,
+    now: Millis,
+    claimed_event: impl Fn(&str, Millis) -> Value,
+) -> Result<bool, sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    claim_in(&mut tx, phone, now, claimed_event).await?;
+    if !super::devices::ensure_device_in(&mut tx, device_uuid, phone, platform, now).await? {
+        return Ok(false);
+    }
+    tx.commit().await?;
+    Ok(true)
+}
+
 /// Claims the account of `phone` (creating it claimed if there was none). When it was unclaimed, every
 /// linked partner gets an `account.claimed` event (built by `event`) in the same transaction.
-pub async fn claim_in(
+async fn claim_in(
     tx: &mut Transaction<'_, Any>,
     phone: &str,
     now: Millis,
@@ -202,25 +214,6 @@ pub async fn claim_in(
     }
     let row = sqlx::query(USER_VIEW).bind(phone).fetch_one(&mut **tx).await?;
     account_from_row(&row)
-}
-
-/// Phones linked to a partner and claimed, in account order, after `after_account_id` (broadcasts).
-pub async fn linked_claimed_page(
-    db: &Db,
-    partner_id: i64,
-    after_account_id: i64,
-    limit: i64,
-) -> Result<Vec<(i64, String)>, sqlx::Error> {
-    let rows = sqlx::query(
-        "SELECT a.id, a.phone FROM account_links l JOIN accounts a ON a.id = l.account_id \
-         WHERE l.partner_id = $1 AND a.state = 'claimed' AND a.id > $2 ORDER BY a.id LIMIT $3",
-    )
-    .bind(partner_id)
-    .bind(after_account_id)
-    .bind(limit)
-    .fetch_all(db.reader())
-    .await?;
-    rows.iter().map(|r| Ok((r.try_get("id")?, r.try_get("phone")?))).collect()
 }
 
 // ---- account field definitions ----

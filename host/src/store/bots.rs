@@ -6,8 +6,8 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::{Db, decode_name, is_unique_violation};
-use crate::bots::RuntimeMode;
 use crate::clock::Millis;
+use crate::names::RuntimeMode;
 
 #[derive(Debug, Clone)]
 pub struct Bot {

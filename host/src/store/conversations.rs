@@ -10,7 +10,7 @@ use super::messages::{Created, Message, NewMessage, create_in};
 use super::outbox::{self, Target};
 use super::{Db, decode_name, like_pattern};
 use crate::clock::Millis;
-use crate::conversations::ConversationState;
+use crate::names::ConversationState;
 
 #[derive(Debug, Clone)]
 pub struct Conversation {

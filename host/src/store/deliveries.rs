@@ -7,24 +7,7 @@ use super::messages::{self, Message};
 use super::writer::{GroupCommit, Writes};
 use super::{Backend, Db};
 use crate::clock::Millis;
-use crate::messages::{AttemptKind, AttemptState, Channel, MessageState};
-
-/// Queues messages for delivery (`(message id, due at)`), in the transaction that creates them.
-pub async fn enqueue_in(tx: &mut Transaction<'_, Any>, jobs: &[(i64, Millis)]) -> Result<(), sqlx::Error> {
-    if jobs.is_empty() {
-        return Ok(());
-    }
-    let sql = format!(
-        "INSERT INTO delivery_jobs (message_id, next_attempt_at) VALUES {} ON CONFLICT (message_id) DO NOTHING",
-        super::rows(jobs.len(), "(?, ?)")
-    );
-    let mut insert = super::query_rows(super::backend_of(tx), &sql, jobs.len());
-    for (message_id, at) in jobs {
-        insert = insert.bind(message_id).bind(at);
-    }
-    insert.execute(&mut **tx).await?;
-    Ok(())
-}
+use crate::names::{AttemptKind, AttemptState, Channel, MessageState};
 
 /// Queues a message again after a failure receipt, to continue its chain: `sms` or `alert_sms`.
 pub async fn enqueue_resume_in(
@@ -101,6 +84,8 @@ pub struct Finished {
     pub attempts: Vec<NewAttempt>,
     pub change: Option<Change>,
     pub at: Millis,
+    /// Builds the `message.status` event of a change (the caller's: the store knows no event shapes).
+    pub event: fn(&Message, Millis) -> serde_json::Value,
 }
 
 /// Writes finished jobs in the caller's transaction (see [`Finished`]): one statement for all their
@@ -133,28 +118,28 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
     }
     // The state changes, grouped by what they are.
     type Kind = (&'static [MessageState], MessageState, Option<Channel>);
-    let mut groups: Vec<(Kind, Vec<&Message>, Millis)> = Vec::new();
+    type Event = fn(&Message, Millis) -> serde_json::Value;
+    let mut groups: Vec<(Kind, Vec<&Message>, Millis, Event)> = Vec::new();
     for d in done {
         match &d.change {
             Some(Change::State { from, to, channel }) => {
                 let kind = (*from, *to, *channel);
-                match groups.iter_mut().find(|(k, _, _)| *k == kind) {
-                    Some((_, messages, at)) => {
+                match groups.iter_mut().find(|(k, _, _, _)| *k == kind) {
+                    Some((_, messages, at, _)) => {
                         messages.push(&d.message);
                         *at = (*at).max(d.at);
                     }
-                    None => groups.push((kind, vec![&d.message], d.at)),
+                    None => groups.push((kind, vec![&d.message], d.at, d.event)),
                 }
             }
             Some(Change::Channel(channel)) => {
-                messages::set_channel_in(tx, d.message.id, channel.as_str(), d.at).await?;
+                messages::set_channel_in(tx, d.message.id, *channel, d.at).await?;
             }
             None => {}
         }
     }
-    for ((from, to, channel), group, at) in groups {
-        let channel = channel.map(Channel::as_str);
-        messages::transition_read_in(tx, &group, from, to, channel, at, crate::events::message_status).await?;
+    for ((from, to, channel), group, at, event) in groups {
+        messages::transition_read_in(tx, &group, from, to, channel, at, event).await?;
     }
     let sql = format!("DELETE FROM delivery_jobs WHERE message_id IN ({})", super::rows(done.len(), "?"));
     let mut delete = super::query_rows(backend, &sql, done.len());

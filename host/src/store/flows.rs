@@ -8,7 +8,7 @@ use sqlx::any::AnyRow;
 use super::Db;
 use super::messages::{Created, NewMessage, create_in};
 use crate::clock::Millis;
-use crate::flows::{SessionKind, SessionState};
+use crate::names::{SessionKind, SessionState};
 
 #[derive(Debug, Clone)]
 pub struct Session {

@@ -6,9 +6,10 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 use super::outbox::{self, Target};
+use super::writer::{GroupCommit, Writes};
 use super::{Db, decode_name, like_pattern};
 use crate::clock::Millis;
-use crate::messages::{AttemptKind, AttemptState, Channel, Direction, MessageState};
+use crate::names::{AttemptKind, AttemptState, Channel, Direction, MessageState};
 
 #[derive(Debug, Clone)]
 pub struct Message {
@@ -27,7 +28,8 @@ pub struct Message {
     /// Type-specific content: `media`, `link`, `html`, `subject`, `preview`, `encryption`, `e2e_envelope`.
     pub content: Value,
     pub state: MessageState,
-    pub channel: Option<String>,
+    /// The channel that carried it (`None` until it is sent).
+    pub channel: Option<Channel>,
     pub seq: i64,
     /// The support conversation it belongs to (`None` for hub messages).
     pub conversation_id: Option<i64>,
@@ -59,7 +61,7 @@ fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
         priority: row.try_get("priority")?,
         content: serde_json::from_str(&content).unwrap_or(Value::Null),
         state: decode_name(row, "state")?,
-        channel: row.try_get("channel")?,
+        channel: super::decode_optional_name(row, "channel")?,
         seq: row.try_get("seq")?,
         conversation_id: row.try_get("conversation_id")?,
         developer_id: row.try_get("developer_id")?,
@@ -208,7 +210,7 @@ async fn record_created_in(tx: &mut Transaction<'_, Any>, created: &[&Message]) 
     states.execute(&mut **tx).await?;
     let jobs: Vec<(i64, Millis)> =
         created.iter().filter(|m| m.direction == Direction::Out).map(|m| (m.id, m.created_at)).collect();
-    super::deliveries::enqueue_in(tx, &jobs).await
+    enqueue_in(tx, &jobs).await
 }
 
 /// The message `m` as stored under `id` (a new message, as written).
@@ -304,11 +306,11 @@ fn replay_or_reused(row: &AnyRow, request_hash: Option<&str>) -> Result<Created,
 pub async fn set_channel_in(
     tx: &mut Transaction<'_, Any>,
     id: i64,
-    channel: &str,
+    channel: Channel,
     now: Millis,
 ) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE messages SET channel = $1, updated_at = $2 WHERE id = $3")
-        .bind(channel)
+        .bind(channel.as_str())
         .bind(now)
         .bind(id)
         .execute(&mut **tx)
@@ -395,7 +397,7 @@ pub async fn transition_in(
     message_id: i64,
     from: &[MessageState],
     state: MessageState,
-    channel: Option<&str>,
+    channel: Option<Channel>,
     now: Millis,
     event: fn(&Message, Millis) -> Value,
 ) -> Result<Option<Message>, sqlx::Error> {
@@ -414,7 +416,7 @@ pub async fn transition_read_in(
     messages: &[&Message],
     from: &[MessageState],
     state: MessageState,
-    channel: Option<&str>,
+    channel: Option<Channel>,
     now: Millis,
     event: fn(&Message, Millis) -> Value,
 ) -> Result<Vec<Message>, sqlx::Error> {
@@ -429,13 +431,16 @@ pub async fn transition_read_in(
         in_list(from)
     );
     let mut update = super::query_rows(backend, &sql, messages.len());
-    update = update.bind(state.as_str()).bind(channel).bind(now);
+    update = update.bind(state.as_str()).bind(channel.map(Channel::as_str)).bind(now);
     for m in messages {
         update = update.bind(m.id);
     }
     let mut moved = std::collections::HashMap::new();
     for row in update.fetch_all(&mut **tx).await? {
-        moved.insert(row.try_get::<i64, _>("id")?, (row.try_get::<i64, _>("seq")?, row.try_get("channel")?));
+        moved.insert(
+            row.try_get::<i64, _>("id")?,
+            (row.try_get::<i64, _>("seq")?, super::decode_optional_name(&row, "channel")?),
+        );
     }
     let updated: Vec<Message> = messages
         .iter()
@@ -468,7 +473,7 @@ async fn record_transitions_in(
     );
     let mut states = super::query_rows(backend, &sql, updated.len());
     for m in updated {
-        states = states.bind(m.id).bind(m.seq).bind(m.state.as_str()).bind(&m.channel).bind(now);
+        states = states.bind(m.id).bind(m.seq).bind(m.state.as_str()).bind(m.channel.map(Channel::as_str)).bind(now);
     }
     states.execute(&mut **tx).await?;
     let payloads: Vec<Value> = updated.iter().map(|m| event(m, now)).collect();
@@ -496,7 +501,7 @@ pub async fn advance_in(
     tx: &mut Transaction<'_, Any>,
     message_id: i64,
     target: MessageState,
-    channel: Option<&str>,
+    channel: Option<Channel>,
     now: Millis,
     event: fn(&Message, Millis) -> Value,
 ) -> Result<Option<Message>, sqlx::Error> {
@@ -688,4 +693,48 @@ pub async fn uploaded_since(db: &Db, phone: &str, since: Millis) -> Result<i64, 
             .fetch_one(db.reader())
             .await?;
     Ok(bytes.unwrap_or(0))
+}
+
+/// Most creations written in one transaction.
+const MAX_MESSAGE_BATCH: usize = 256;
+
+/// Creates messages (see [`create_in`]) in group commits (`store::writer`).
+#[derive(Clone, Debug)]
+pub struct MessageWriter(GroupCommit<(NewMessage, Millis), Created>);
+
+impl MessageWriter {
+    /// Starts the writer task; it ends when every handle is dropped.
+    pub fn spawn(db: Db) -> MessageWriter {
+        MessageWriter(GroupCommit::spawn_with(
+            db,
+            MAX_MESSAGE_BATCH,
+            Writes {
+                batch: Some(|tx, items| Box::pin(create_many_in(tx, items))),
+                one: |tx, (message, now)| Box::pin(create_in(tx, message, *now)),
+            },
+        ))
+    }
+
+    /// Creates a message as part of the next batch.
+    pub async fn create(&self, message: NewMessage, now: Millis) -> Result<Created, sqlx::Error> {
+        self.0.write((message, now)).await
+    }
+}
+
+/// Queues new messages for delivery (`(message id, due at)`: a job of `deliveries`), in the transaction
+/// that creates them.
+pub async fn enqueue_in(tx: &mut Transaction<'_, Any>, jobs: &[(i64, Millis)]) -> Result<(), sqlx::Error> {
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO delivery_jobs (message_id, next_attempt_at) VALUES {} ON CONFLICT (message_id) DO NOTHING",
+        super::rows(jobs.len(), "(?, ?)")
+    );
+    let mut insert = super::query_rows(super::backend_of(tx), &sql, jobs.len());
+    for (message_id, at) in jobs {
+        insert = insert.bind(message_id).bind(at);
+    }
+    insert.execute(&mut **tx).await?;
+    Ok(())
 }

@@ -166,15 +166,6 @@ impl Db {
         self.write_lanes
     }
 
-    /// The row-lock clause for claiming work: `FOR UPDATE SKIP LOCKED` on PostgreSQL, nothing on SQLite
-    /// (where the single writer connection already serialises claims).
-    pub fn skip_locked(&self) -> &'static str {
-        match self.backend {
-            Backend::Sqlite => "",
-            Backend::Postgres => "FOR UPDATE SKIP LOCKED",
-        }
-    }
-
     pub async fn close(&self) {
         self.read.close().await;
         self.write.close().await;
@@ -190,6 +181,16 @@ pub fn decode_name<T: std::str::FromStr<Err = String>>(
     use sqlx::Row;
     let text: String = row.try_get(column)?;
     text.parse().map_err(|e: String| sqlx::Error::Decode(e.into()))
+}
+
+/// A nullable column holding one name of a `string_enum!` set.
+pub fn decode_optional_name<T: std::str::FromStr<Err = String>>(
+    row: &sqlx::any::AnyRow,
+    column: &str,
+) -> Result<Option<T>, sqlx::Error> {
+    use sqlx::Row;
+    let text: Option<String> = row.try_get(column)?;
+    text.map(|t| t.parse().map_err(|e: String| sqlx::Error::Decode(e.into()))).transpose()
 }
 
 /// True when `err` is a unique-constraint violation (both backends).

@@ -6,7 +6,7 @@ use sqlx::{Any, Transaction};
 
 use super::writer::{GroupCommit, Writes};
 use crate::clock::Millis;
-use crate::events::DeliveryState;
+use crate::names::DeliveryState;
 use crate::secrets::random_alnum;
 
 /// Who receives an event.
@@ -332,7 +332,7 @@ async fn record_attempt_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, a: &Attemp
 
 /// A delivery as the deliveries list shows it.
 #[derive(Debug, Clone)]
-pub struct Delivery {
+pub struct WebhookDelivery {
     pub id: i64,
     pub delivery_id: String,
     pub event: String,
@@ -347,9 +347,9 @@ pub struct Delivery {
 const DELIVERY_COLUMNS: &str =
     "id, delivery_id, event, state, attempts, last_status, last_error, next_attempt_at, created_at";
 
-fn delivery_from_row(r: &sqlx::any::AnyRow) -> Result<Delivery, sqlx::Error> {
+fn delivery_from_row(r: &sqlx::any::AnyRow) -> Result<WebhookDelivery, sqlx::Error> {
     use sqlx::Row;
-    Ok(Delivery {
+    Ok(WebhookDelivery {
         id: r.try_get("id")?,
         delivery_id: r.try_get("delivery_id")?,
         event: r.try_get("event")?,
@@ -370,7 +370,7 @@ pub async fn list_deliveries(
     event: Option<&str>,
     before: Option<i64>,
     limit: i64,
-) -> Result<Vec<Delivery>, sqlx::Error> {
+) -> Result<Vec<WebhookDelivery>, sqlx::Error> {
     let sql = const_format::concatcp!(
         "SELECT ",
         DELIVERY_COLUMNS,
@@ -396,7 +396,7 @@ pub async fn retry_now(
     target: Target,
     delivery_id: &str,
     now: Millis,
-) -> Result<Option<Delivery>, sqlx::Error> {
+) -> Result<Option<WebhookDelivery>, sqlx::Error> {
     let sql = const_format::concatcp!(
         "UPDATE outbox_events SET state = 'pending', next_attempt_at = $1, lease_until = NULL, updated_at = $1 \
          WHERE target = $2 AND target_id = $3 AND delivery_id = $4 RETURNING ",

@@ -8,7 +8,7 @@ use sqlx::{Any, Row, Transaction};
 use super::Db;
 use super::outbox::{self, Target};
 use crate::clock::Millis;
-use crate::payments::{PaymentState, ProviderName};
+use crate::names::{PaymentState, ProviderName};
 
 #[derive(Debug, Clone)]
 pub struct Payment {
@@ -97,8 +97,11 @@ async fn one_in(tx: &mut Transaction<'_, Any>, id: i64) -> Result<Option<Payment
     row.as_ref().map(from_row).transpose()
 }
 
+/// The `payment.status` event of a payment now, built by the caller (the store knows no event shapes).
+pub type StatusEvent = fn(&Payment, Millis) -> serde_json::Value;
+
 /// Records a new payment (`requires_payment`, seq 1) and its first `payment.status` event.
-pub async fn create(db: &Db, new: &NewPayment, now: Millis) -> Result<Payment, sqlx::Error> {
+pub async fn create(db: &Db, new: &NewPayment, now: Millis, event: StatusEvent) -> Result<Payment, sqlx::Error> {
     let mut tx = db.writer().begin().await?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO payments (ref, partner_id, bot_id, session_id, phone, guest_id, amount_minor, currency, \
@@ -119,14 +122,19 @@ pub async fn create(db: &Db, new: &NewPayment, now: Millis) -> Result<Payment, s
     .fetch_one(&mut *tx)
     .await?;
     let payment = one_in(&mut tx, id).await?.ok_or(sqlx::Error::RowNotFound)?;
-    enqueue_status(&mut tx, &payment, now).await?;
+    enqueue_status(&mut tx, &payment, now, event).await?;
     tx.commit().await?;
     Ok(payment)
 }
 
-async fn enqueue_status(tx: &mut Transaction<'_, Any>, payment: &Payment, now: Millis) -> Result<(), sqlx::Error> {
+async fn enqueue_status(
+    tx: &mut Transaction<'_, Any>,
+    payment: &Payment,
+    now: Millis,
+    event: StatusEvent,
+) -> Result<(), sqlx::Error> {
     let key = format!("payment:{}", payment.id);
-    let event = crate::events::payment_status(payment, now);
+    let event = event(payment, now);
     outbox::enqueue(tx, Target::Partner(payment.partner_id), "payment.status", &event, &key, now).await?;
     Ok(())
 }
@@ -156,6 +164,7 @@ pub async fn transition_in(
     to: PaymentState,
     suppress_guest: bool,
     now: Millis,
+    event: StatusEvent,
 ) -> Result<Option<(Payment, bool)>, sqlx::Error> {
     loop {
         let Some(current) = one_in(tx, id).await? else { return Ok(None) };
@@ -177,7 +186,7 @@ pub async fn transition_in(
         .await?;
         if changed.rows_affected() == 1 {
             let updated = one_in(tx, id).await?.ok_or(sqlx::Error::RowNotFound)?;
-            enqueue_status(tx, &updated, now).await?;
+            enqueue_status(tx, &updated, now, event).await?;
             return Ok(Some((updated, claim && !suppress_guest)));
         }
         // Another transaction moved it in between (PostgreSQL): decide again on what it is now.

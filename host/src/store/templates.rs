@@ -6,7 +6,7 @@ use sqlx::any::AnyRow;
 
 use super::{Db, decode_name, is_unique_violation, outbox};
 use crate::clock::Millis;
-use crate::template::TemplateStatus;
+use crate::names::TemplateStatus;
 
 #[derive(Debug, Clone)]
 pub struct Template {

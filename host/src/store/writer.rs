@@ -7,8 +7,9 @@
 //! item). If that transaction fails, every item of the batch is written again in a transaction of its own,
 //! so one bad item fails only itself, never the others.
 //!
-//! Three paths use it: message creation ([`MessageWriter`]), the outcome of each delivery
-//! (`delivery::run_worker`), and webhook attempts (`outbox::AttemptRecorder`).
+//! The hot write paths that use it: message creation (`messages::MessageWriter`), the outcome of each
+//! delivery (`deliveries::finisher`), webhook attempts (`outbox::AttemptRecorder`) and bots' progress
+//! (`flows::progress_writer`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -17,8 +18,6 @@ use sqlx::{Any, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
 use super::Db;
-use super::messages::{Created, NewMessage, create_in, create_many_in};
-use crate::clock::Millis;
 
 /// One item's write inside the batch's transaction.
 pub type WriteFn<J, R> = for<'a> fn(
@@ -135,31 +134,5 @@ async fn write_batch<J, R>(db: &Db, items: &[J], write: Writes<J, R>) -> Vec<Res
             }
             each
         }
-    }
-}
-
-/// Most creations written in one transaction.
-const MAX_MESSAGE_BATCH: usize = 256;
-
-/// Creates messages (see [`create_in`]) in group commits.
-#[derive(Clone, Debug)]
-pub struct MessageWriter(GroupCommit<(NewMessage, Millis), Created>);
-
-impl MessageWriter {
-    /// Starts the writer task; it ends when every handle is dropped.
-    pub fn spawn(db: Db) -> MessageWriter {
-        MessageWriter(GroupCommit::spawn_with(
-            db,
-            MAX_MESSAGE_BATCH,
-            Writes {
-                batch: Some(|tx, items| Box::pin(create_many_in(tx, items))),
-                one: |tx, (message, now)| Box::pin(create_in(tx, message, *now)),
-            },
-        ))
-    }
-
-    /// Creates a message as part of the next batch.
-    pub async fn create(&self, message: NewMessage, now: Millis) -> Result<Created, sqlx::Error> {
-        self.0.write((message, now)).await
     }
 }

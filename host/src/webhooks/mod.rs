@@ -3,8 +3,6 @@
 //! ping goes out as, and the rule for where requests may go (HTTPS to public addresses; `localhost` in
 //! dev mode).
 
-pub mod signing;
-
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -17,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Millis, SharedClock};
 use crate::config::Config;
-use crate::events::DeliveryState;
+use crate::names::DeliveryState;
 use crate::store::Db;
 use crate::store::leases::{Held, Leased};
 use crate::store::outbox::{self, Attempt, AttemptRecorder, OutboxEvent, Target};
@@ -155,7 +153,7 @@ pub async fn send_signed(
         return SendOutcome { status: None, error: Some(format!("webhook_url {why}")) };
     }
     let timestamp = webhooks.now() / 1000;
-    let signature = signing::service_signature(&endpoint.secret, body.as_bytes());
+    let signature = crate::signing::service_signature(&endpoint.secret, body.as_bytes());
     let mut request = webhooks
         .http
         .post(&endpoint.url)
@@ -166,7 +164,7 @@ pub async fn send_signed(
         .header("webhook-timestamp", timestamp.to_string())
         .header(
             "webhook-signature",
-            signing::standard_signature(&endpoint.secret, delivery_id, timestamp, body.as_bytes()),
+            crate::signing::standard_signature(&endpoint.secret, delivery_id, timestamp, body.as_bytes()),
         );
     request = match &endpoint.bot_code {
         Some(code) => request

@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 use super::{Component, owned};
 use crate::auth::PartnerAuth;
 use crate::clock::record_time;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::Binary;
 use crate::http::{E404, E503};
 use crate::runtime::{ComponentSource, RuntimeError, WIT_VERSIONS_SERVED, WhenBusy};

@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiResult};
 use crate::flows::Step;
 use crate::http::abuse::ClientIp;
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::{E404, parse_value};
 use crate::state::AppState;
 use crate::store::flows;

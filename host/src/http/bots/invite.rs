@@ -9,9 +9,9 @@ use utoipa::ToSchema;
 
 use super::owned;
 use crate::auth::PartnerAuth;
-use crate::bots::RuntimeMode;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::{ApiJson, E404};
+use crate::names::RuntimeMode;
 use crate::secrets::random_alnum;
 use crate::state::AppState;
 use crate::store::bots as store;
@@ -68,7 +68,7 @@ pub(super) async fn invite_to_flow(
     ApiJson(req): ApiJson<Invite>,
 ) -> ApiResult<(StatusCode, Json<Invited>)> {
     let bot = owned(&state, &partner, &code).await?;
-    let phone = crate::http::required_phone(req.phone.as_deref())?;
+    let phone = crate::validate::required_phone(req.phone.as_deref())?;
     // A local bot's flows are the ones its component offers.
     let title = if bot.runtime_mode == RuntimeMode::Local {
         let digest = bot.component_digest.as_deref().ok_or_else(|| ApiError::not_found("flow"))?;
@@ -84,7 +84,7 @@ pub(super) async fn invite_to_flow(
     let card = NewMessage {
         reference: format!("msg_{}", random_alnum(24)),
         partner_id: partner.id,
-        direction: crate::messages::Direction::Out,
+        direction: crate::names::Direction::Out,
         conversation_id: None,
         developer_id: None,
         phone: phone.to_string(),

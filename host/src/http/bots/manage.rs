@@ -10,17 +10,17 @@ use utoipa::ToSchema;
 
 use super::{BotRecord, BotResponse, CHANNELS, Credentials, bot_record, check_webhook_url, new_token, owned, readable};
 use crate::auth::{PartnerAuth, PartnerOrBot};
-use crate::bots::RuntimeMode;
-use crate::error::{ApiError, ApiResult};
 use crate::events;
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::webhooks::TestOutcome;
 use crate::http::{ApiJson, E404};
+use crate::names::{Channel, RuntimeMode};
 use crate::secrets::{digest, random_alnum};
+use crate::signing;
 use crate::state::AppState;
 use crate::store::bots::{self as store, Bot, NewBot};
-use crate::template::Channel;
 use crate::validate::{is_code, is_ip_list};
-use crate::webhooks::{self, Endpoint, signing};
+use crate::webhooks::{self, Endpoint};
 
 /// A new bot.
 #[derive(Deserialize, ToSchema)]

@@ -15,16 +15,16 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::auth::PartnerOrBot;
-use crate::bots::RuntimeMode;
 use crate::clock::record_time;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
+use crate::names::{Channel, RuntimeMode};
 use crate::runtime::FlowInfo;
 use crate::secrets::random_alnum;
+use crate::signing;
 use crate::state::AppState;
 use crate::store::bots::{self as store, Bot};
 use crate::store::partners::Partner;
-use crate::template::Channel;
-use crate::webhooks::{self, signing};
+use crate::webhooks;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

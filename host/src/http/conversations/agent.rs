@@ -8,15 +8,15 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::{ConversationRecord, ThreadRecord, agent_thread, with_messages};
 use crate::auth::PartnerAuth;
-use crate::conversations::ConversationState;
-use crate::error::{ApiError, ApiResult};
 use crate::events;
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::messages::{MessageRecord, SendMessage, ref_taken, validate_content};
-use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, query_text, required_phone};
-use crate::messages::{Direction, Encryption};
+use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, query_text};
+use crate::names::{ConversationState, Direction, Encryption};
 use crate::state::AppState;
 use crate::store::conversations::{self as store, Conversation};
 use crate::store::messages::Created;
+use crate::validate::required_phone;
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

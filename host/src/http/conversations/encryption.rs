@@ -11,8 +11,8 @@ use utoipa::ToSchema;
 use super::{agent_thread, user_thread};
 use crate::auth::{PartnerAuth, UserAuth};
 use crate::clock::record_time;
-use crate::e2e;
-use crate::error::{ApiError, ApiResult};
+use crate::encryption;
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::keys::DeviceKeyRecord;
 use crate::http::{ApiJson, ApiQuery, E404, E422, query_text};
 use crate::state::AppState;
@@ -122,7 +122,7 @@ pub(super) async fn upload_keys(
     let now = state.now();
     let mut rows: Vec<ConversationKey> = Vec::with_capacity(wraps.len());
     for w in &wraps {
-        let obj = e2e::check_wrap(w, "wraps", true)?;
+        let obj = encryption::check_wrap(w, "wraps", true)?;
         let text = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
         let (kind, uuid) = (text("device_kind"), text("device_uuid"));
         let known = if kind == "user" { &user_devices } else { &agent_devices };

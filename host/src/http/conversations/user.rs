@@ -8,12 +8,11 @@ use utoipa::ToSchema;
 
 use super::{ConversationRecord, ThreadRecord, user_thread, with_messages};
 use crate::auth::UserAuth;
-use crate::conversations::ConversationState;
-use crate::error::{ApiError, ApiResult};
 use crate::events;
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::messages::{MessageRecord, SendMessage, ref_taken, validate_content};
 use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams};
-use crate::messages::Direction;
+use crate::names::{ConversationState, Direction};
 use crate::secrets::random_alnum;
 use crate::state::AppState;
 use crate::store::conversations as store;

@@ -7,10 +7,9 @@ use utoipa::ToSchema;
 
 use super::MessageRecord;
 use crate::auth::PartnerAuth;
-use crate::error::{ApiError, ApiResult};
-use crate::events;
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::{ApiJson, parse_id};
-use crate::messages::MessageState;
+use crate::names::MessageState;
 use crate::state::AppState;
 use crate::store::messages::{self as store};
 use crate::validate::is_e164;
@@ -29,10 +28,8 @@ pub(super) async fn mark(
     if current.state == MessageState::Failed {
         return Err(ApiError::conflict("the message failed to deliver; it cannot be marked"));
     }
-    let mut tx = state.db.writer().begin().await?;
-    let moved = store::transition_in(&mut tx, id, from, to, None, state.now(), events::message_status).await?;
-    tx.commit().await?;
-    let record = match moved {
+    let moved = crate::messages::mark(&state.db, &[id], from, to, state.now()).await?;
+    let record = match moved.into_iter().next() {
         Some(m) => m,
         None => store::find_message(&state.db, partner_id, id).await?.unwrap_or(current),
     };
@@ -130,22 +127,8 @@ pub(super) async fn mark_many_read(
             store::partner_message_ids(&state.db, partner.id, Some(phone), &[]).await?
         }
     };
-    let now = state.now();
-    let mut updated = 0;
-    let mut tx = state.db.writer().begin().await?;
-    for id in ids {
-        let moved = store::transition_in(
-            &mut tx,
-            id,
-            &MessageState::BEFORE_READ,
-            MessageState::Read,
-            None,
-            now,
-            events::message_status,
-        )
-        .await?;
-        updated += moved.is_some() as i64;
-    }
-    tx.commit().await?;
+    let moved =
+        crate::messages::mark(&state.db, &ids, &MessageState::BEFORE_READ, MessageState::Read, state.now()).await?;
+    let updated = moved.len() as i64;
     Ok(Json(Updated { updated }))
 }

@@ -7,18 +7,18 @@ mod read;
 mod send;
 
 use serde::Serialize;
-use serde_json::Value;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::clock::record_time;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
+use crate::messages::MessageContent;
 pub use crate::messages::compose::{self, Content, MAX_BODY_BYTES, SendMessage, client_ref};
-use crate::messages::{AttemptKind, AttemptState, Channel, ContentType, Direction, MessageContent, MessageState};
+use crate::names::{AttemptKind, AttemptState, Channel, ContentType, Direction, MessageState};
 use crate::state::AppState;
 use crate::store::is_unique_violation;
-use crate::store::messages::{Message, NewMessage};
+use crate::store::messages::Message;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -27,25 +27,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(read::get_message))
         .routes(routes!(mark::mark_read))
         .routes(routes!(mark::mark_unread))
-}
-
-/// Validates a send request into a message to store. `raw` is the request body as sent.
-async fn build_message(
-    state: &AppState,
-    partner_id: i64,
-    req: SendMessage,
-    raw: &Value,
-    header_key: Option<String>,
-) -> ApiResult<NewMessage> {
-    let phone = super::required_phone(req.phone.as_deref())?;
-    let idempotency = compose::idempotency(&req, raw, header_key)?;
-    let content = validate_content(state, partner_id, &req, Some(phone)).await?;
-    let mut message = content.into_message(partner_id, phone, Direction::Out, None);
-    if let Some((key, hash)) = idempotency {
-        message.idempotency_key = Some(key);
-        message.request_hash = Some(hash);
-    }
-    Ok(message)
 }
 
 /// The content of a send request, checked (see [`compose::content`]).
@@ -77,8 +58,7 @@ pub struct MessageRecord {
     pub state: MessageState,
     pub priority: String,
     /// The channel that carried it (null until sent).
-    #[schema(value_type = Option<Channel>)]
-    pub channel: Option<String>,
+    pub channel: Option<Channel>,
     /// The support conversation it belongs to (null for hub messages).
     pub conversation_id: Option<i64>,
     pub created_at: String,
@@ -120,7 +100,7 @@ impl From<&Message> for MessageRecord {
             body: m.body.clone(),
             state: m.state,
             priority: m.priority.clone(),
-            channel: m.channel.clone(),
+            channel: m.channel,
             conversation_id: m.conversation_id,
             created_at: record_time(m.created_at),
             template_code: m.template_code.clone(),
@@ -130,11 +110,6 @@ impl From<&Message> for MessageRecord {
             attempts: None,
         }
     }
-}
-
-/// The record as a JSON value (for resources whose own records embed messages).
-pub fn message_json(m: &Message) -> Value {
-    serde_json::to_value(MessageRecord::from(m)).expect("a record serialises")
 }
 
 /// Creating a message can only break a unique constraint through its ref (idempotency keys are handled

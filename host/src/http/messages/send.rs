@@ -6,14 +6,12 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use super::{MessageRecord, build_message, ref_taken};
+use super::MessageRecord;
 use crate::auth::PartnerAuth;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::{ApiJson, parse_value};
-pub use crate::messages::compose::SendMessage;
+use crate::messages::{self, compose::SendMessage, send::Sent};
 use crate::state::AppState;
-use crate::store::is_unique_violation;
-use crate::store::messages::{self as store, Created};
 
 /// Send a hub message.
 #[utoipa::path(
@@ -41,29 +39,14 @@ pub(super) async fn send_message(
         .map_err(|_| ApiError::validation("idempotency_key", "Idempotency-Key header must be text"))?
         .filter(|k| !k.is_empty());
     let req: SendMessage = parse_value(raw.clone())?;
-    let new = build_message(&state, partner.id, req, &raw, header_key).await?;
-    let retry_key = new.idempotency_key.clone().zip(new.request_hash.clone());
-    let created = match state.messages.create(new, state.now()).await {
-        // Two identical retries racing (several hosts): the loser's chosen ref collides with the winner's
-        // message, which is the one to replay.
-        Err(e) if is_unique_violation(&e) && retry_key.is_some() => {
-            let (key, hash) = retry_key.expect("checked");
-            store::find_replay(&state.db, partner.id, &key, &hash).await?.ok_or_else(|| ref_taken(e))?
-        }
-        other => other.map_err(ref_taken)?,
+    let sent = messages::send::send(&state.sending(), partner.id, &req, &raw, header_key).await?;
+    let (m, replayed) = match &sent {
+        Sent::New(m) => (m, false),
+        Sent::Replayed(m) => (m, true),
     };
-    match created {
-        Created::New(m) => {
-            tracing::info!(message_id = m.id, "message accepted");
-            metrics::counter!("hubbub_messages_accepted_total").increment(1);
-            state.delivery.wake.notify_one();
-            Ok((StatusCode::CREATED, Json(MessageRecord::from(&m))).into_response())
-        }
-        Created::Replayed(m) => {
-            let mut response = (StatusCode::CREATED, Json(MessageRecord::from(&m))).into_response();
-            response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
-            Ok(response)
-        }
-        Created::KeyReused => Err(ApiError::idempotency_conflict()),
+    let mut response = (StatusCode::CREATED, Json(MessageRecord::from(m))).into_response();
+    if replayed {
+        response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
     }
+    Ok(response)
 }

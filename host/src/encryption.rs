@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::error::Invalid;
+use crate::validate::Invalid;
 
-pub use hubbub_e2e::{ALG, MODE_CONVERSATION, MODE_SEALED, VERSION};
+pub use hubbub_encryption::{ALG, MODE_CONVERSATION, MODE_SEALED, VERSION};
 
 /// Where the document describes an envelope (the schema `E2eEnvelope`).
 pub fn envelope_schema_ref() -> utoipa::openapi::Ref {
@@ -51,7 +51,7 @@ pub struct KeyWrapSchema {
 
 /// The bytes of a base64url string (padding optional), if it is one and non-empty.
 pub fn base64url(v: &str) -> Option<Vec<u8>> {
-    hubbub_e2e::decode("value", v).ok().filter(|b| !b.is_empty())
+    hubbub_encryption::decode("value", v).ok().filter(|b| !b.is_empty())
 }
 
 /// A base64url field of `obj` that must decode to `len` bytes (any non-empty length with `None`).
@@ -68,10 +68,10 @@ fn b64_field(obj: &Map<String, Value>, key: &str, field: &str, len: Option<usize
 /// An X25519 public key: base64url (padding optional) of exactly 32 bytes. Answers it without padding.
 pub fn identity_key(raw: Option<&str>) -> Result<String, Invalid> {
     match raw.map(str::trim).and_then(base64url) {
-        Some(bytes) if bytes.len() == 32 && hubbub_e2e::is_weak_public_key(&bytes) => {
+        Some(bytes) if bytes.len() == 32 && hubbub_encryption::is_weak_public_key(&bytes) => {
             Err(Invalid::new("identity_key_pub", "identity_key_pub is a low-order point, not a usable key"))
         }
-        Some(bytes) if bytes.len() == 32 => Ok(hubbub_e2e::encode(&bytes)),
+        Some(bytes) if bytes.len() == 32 => Ok(hubbub_encryption::encode(&bytes)),
         _ => Err(Invalid::new("identity_key_pub", "identity_key_pub must be a base64url X25519 public key (32 bytes)")),
     }
 }
@@ -111,7 +111,7 @@ pub fn ref_in_aad(aad: &str) -> Option<String> {
     }
 }
 
-/// The shape checks of an envelope, in the order CONTRACT section 11 gives: an object, `v` 1, `alg`, then
+/// The shape checks of an envelope, in the order `docs/e2e.md` gives: an object, `v` 1, `alg`, then
 /// `ciphertext` and `nonce`. `wraps_required` for sealed hub messages (one wrap per recipient device).
 pub fn check_envelope(envelope: Option<&Value>, wraps_required: bool) -> Result<&Map<String, Value>, Invalid> {
     let env = envelope
@@ -138,7 +138,7 @@ pub fn check_envelope(envelope: Option<&Value>, wraps_required: bool) -> Result<
         return Err(Invalid::new("e2e_envelope.mode", "e2e_envelope.mode must be sealed for hub messages"));
     }
     // Sealed hub messages need one wrap per recipient device; a conversation envelope may carry wraps
-    // too (INTERFACE's envelope has them), checked the same way and stored as given.
+    // too (the envelope of `docs/e2e.md` has them), checked the same way and stored as given.
     let wraps = match env.get("key_wraps") {
         None | Some(Value::Null) if !wraps_required => None,
         wraps => {
@@ -226,7 +226,7 @@ mod tests {
         no_wraps["key_wraps"] = json!([]);
         assert_eq!(field(no_wraps.clone(), true).as_deref(), Some("e2e_envelope.key_wraps"));
         assert_eq!(field(no_wraps, false), None, "conversation messages need no wraps");
-        // A conversation envelope may carry wraps (INTERFACE's envelope has them): checked, then kept.
+        // A conversation envelope may carry wraps (the envelope of `docs/e2e.md` has them): checked, then kept.
         assert_eq!(field(base.clone(), false), None, "conversation envelopes may carry wraps");
         let mut conv_bad = base.clone();
         conv_bad["key_wraps"] = json!([{"device_uuid": "d1"}]);
@@ -246,7 +246,7 @@ mod tests {
         let mut bad = wrap();
         bad["wrap"] = json!("");
         assert_eq!(check_wrap(&bad, "wraps", false).unwrap_err().field, "wraps.wrap");
-        let key = hubbub_e2e::KeyPair::generate().unwrap().public_b64();
+        let key = hubbub_encryption::KeyPair::generate().unwrap().public_b64();
         assert_eq!(identity_key(Some(&format!("{key}="))).unwrap(), key);
         assert!(identity_key(Some("AAAA")).is_err());
         assert!(identity_key(Some(&"A".repeat(43))).is_err(), "all zeros is a low-order point");

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An independent implementation of docs/e2e.md (Python `cryptography`), checked against the test vector.
 
-Run: python3 tests/e2e/check_vectors.py   (needs `pip install cryptography`)
+Run: python3 tests/encryption/check_vectors.py   (needs `pip install cryptography`)
 It derives the device key, the wrap and the ciphertext from the vector's inputs and compares them with the
 expected envelope, then opens the envelope the way a device does.
 """

@@ -1,4 +1,4 @@
-//! How every outbound event is signed (CONTRACT section 9), in two ways a receiver may choose from:
+//! How every outbound event is signed (`docs/webhooks.md`), in two ways a receiver may choose from:
 //!
 //! - `X-Service-Signature`: hex HMAC-SHA256 of the raw body, keyed with the whole secret string
 //!   (`whsec_…`, as UTF-8 bytes). Bare hex for partner and developer events, `sha256=<hex>` for bot events.

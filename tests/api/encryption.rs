@@ -3,7 +3,7 @@
 //! database for the plaintext. Sealing and opening use the reference library (`hubbub-e2e`), as a partner
 //! and an app would.
 
-use hubbub_e2e::{self as e2e, Envelope, KeyPair, KeyWrap, Recipient};
+use hubbub_encryption::{self as e2e, Envelope, KeyPair, KeyWrap, Recipient};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -337,7 +337,7 @@ async fn an_encrypted_conversation_round_trips_between_user_and_agent() {
     let last = thread["messages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(open_in_thread(&last, &agent_k1, &conv_ref), "My order 7731 never arrived");
 
-    // INTERFACE's envelope has key_wraps: a client that seals with them is accepted (their shape checked),
+    // The envelope of docs/e2e.md has key_wraps: a client that seals with them is accepted (their shape checked),
     // and they are kept as given.
     let mut with_wraps = encrypted(&k1, 1, &conv_ref, "Tracking says delivered");
     with_wraps["e2e_envelope"]["key_wraps"] = wraps.clone();

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::Channel;
 use crate::clock::SharedClock;
 use crate::config::{Config, SmsProviderKind, WhatsAppProviderKind};
+use crate::names::Channel;
 use crate::store::writer::GroupCommit;
 use crate::store::{Db, dev_sink};
 
@@ -255,7 +255,7 @@ pub fn sms(config: &Config, db: &Db, clock: &SharedClock, http: &reqwest::Client
             account_sid: config.twilio_account_sid.clone().unwrap_or_default(),
             auth_token: config.twilio_auth_token.clone().unwrap_or_default(),
             from: config.twilio_from.clone().unwrap_or_default(),
-            status_callback: Some(super::receipts::twilio_status_url(config))
+            status_callback: Some(twilio_status_url(config))
                 .filter(|url| crate::validate::check_public_url(url, false).is_ok()),
         }),
         None => Arc::new(Unconfigured("SMS")),
@@ -283,4 +283,9 @@ pub fn whatsapp(config: &Config, db: &Db, clock: &SharedClock, http: &reqwest::C
         }),
         None => Arc::new(Unconfigured("WhatsApp")),
     }
+}
+
+/// The status callback URL given to Twilio with every SMS, and so the URL Twilio signs.
+pub fn twilio_status_url(config: &crate::config::Config) -> String {
+    format!("{}/api/v1/providers/twilio/status", config.public_url.trim_end_matches('/'))
 }

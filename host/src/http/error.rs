@@ -1,13 +1,15 @@
-//! The one error type of the HTTP layer. Every non-2xx response is built here, in the contract's shape:
-//! `{"error": {"code", "message", "field"?, "fields"?}}`. Internal errors are logged and never shown.
-//! The domain modules' own errors ([`Invalid`], [`crate::otp::OtpError`], …) become `ApiError`s here, and
-//! only here.
+//! The one error type of the API, at the HTTP edge. Every non-2xx response is built here, in the error
+//! shape of `docs/api.md`: `{"error": {"code", "message", "field"?, "fields"?}}`. Internal errors are logged
+//! and never shown. The domain modules' own errors ([`Invalid`], [`crate::otp::OtpError`], …) become
+//! `ApiError`s here, and only here: no module below `http` knows this type.
 
 use std::collections::BTreeMap;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
+
+use crate::validate::Invalid;
 
 /// An error answered to an API caller.
 #[derive(Debug)]
@@ -155,21 +157,6 @@ impl std::fmt::Display for ApiError {
     }
 }
 
-/// A request field a domain rule refuses: the field (dotted for nested fields) and why. Domain modules
-/// answer it (alone or inside their own error enums); the API answers 422 `validation` naming the field.
-#[derive(Debug, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct Invalid {
-    pub field: String,
-    pub message: String,
-}
-
-impl Invalid {
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Invalid { field: field.into(), message: message.into() }
-    }
-}
-
 impl From<Invalid> for ApiError {
     fn from(e: Invalid) -> Self {
         ApiError::validation(e.field, e.message)
@@ -186,6 +173,18 @@ impl From<crate::messages::compose::ComposeError> for ApiError {
                 ApiError::unprocessable("template_not_approved", why).with_field("template_code")
             }
             ComposeError::Database(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::messages::send::SendError> for ApiError {
+    fn from(e: crate::messages::send::SendError) -> Self {
+        use crate::messages::send::SendError;
+        match e {
+            SendError::Compose(e) => e.into(),
+            SendError::IdempotencyConflict => ApiError::idempotency_conflict(),
+            SendError::RefTaken => ApiError::conflict(e.to_string()),
+            SendError::Database(e) => e.into(),
         }
     }
 }

@@ -1,0 +1,102 @@
+//! Sending a hub message, as one call: the request's content checked ([`super::compose`]), the message
+//! stored with its delivery job (the group-commit writer), an idempotent retry recognised, and the delivery
+//! worker woken.
+
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use super::compose::{self, ComposeError, SendMessage};
+use crate::clock::Millis;
+use crate::names::Direction;
+use crate::store::messages::{self as store, Created, Message, MessageWriter};
+use crate::store::{Db, is_unique_violation};
+use crate::validate::{Invalid, required_phone};
+
+/// What a send needs of the host: the database, whether dev mode allows local URLs, the writer of new
+/// messages and the delivery worker's wake-up.
+pub struct Sending<'a> {
+    pub db: &'a Db,
+    pub dev: bool,
+    pub writer: &'a MessageWriter,
+    pub wake: &'a Notify,
+    pub now: Millis,
+}
+
+/// What a send did.
+#[derive(Debug)]
+pub enum Sent {
+    /// A new message, queued for delivery.
+    New(Message),
+    /// The same `idempotency_key` with the same payload within 24 h: the original message, nothing new.
+    Replayed(Message),
+}
+
+/// Why a send was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error(transparent)]
+    Compose(#[from] ComposeError),
+    /// The same `idempotency_key` with a different payload.
+    #[error("idempotency_key was already used with a different payload")]
+    IdempotencyConflict,
+    /// A sender-chosen `ref` that another message has (refs are unique across the service).
+    #[error("ref is already used by another message")]
+    RefTaken,
+    #[error(transparent)]
+    Database(sqlx::Error),
+}
+
+impl From<Invalid> for SendError {
+    fn from(e: Invalid) -> Self {
+        SendError::Compose(ComposeError::Invalid(e))
+    }
+}
+
+impl From<sqlx::Error> for SendError {
+    /// Creating a message can only break a unique constraint through its ref (idempotency keys are handled
+    /// in the insert).
+    fn from(e: sqlx::Error) -> Self {
+        if is_unique_violation(&e) { SendError::RefTaken } else { SendError::Database(e) }
+    }
+}
+
+/// Sends `req` (whose JSON body as sent is `raw`) from the partner: checks it, stores it, wakes delivery.
+/// `header_key` is the `Idempotency-Key` header, used when the body has no `idempotency_key`.
+pub async fn send(
+    host: &Sending<'_>,
+    partner_id: i64,
+    req: &SendMessage,
+    raw: &Value,
+    header_key: Option<String>,
+) -> Result<Sent, SendError> {
+    let phone = required_phone(req.phone.as_deref())?;
+    let idempotency = compose::idempotency(req, raw, header_key)?;
+    let content = compose::content(host.db, host.dev, partner_id, req, Some(phone)).await?;
+    let mut message = content.into_message(partner_id, phone, Direction::Out, None);
+    if let Some((key, hash)) = &idempotency {
+        message.idempotency_key = Some(key.clone());
+        message.request_hash = Some(hash.clone());
+    }
+    let created = match host.writer.create(message, host.now).await {
+        // Two identical retries racing (several hosts): the loser's chosen ref collides with the winner's
+        // message, which is the one to replay.
+        Err(e) if is_unique_violation(&e) && idempotency.is_some() => {
+            let (key, hash) = idempotency.expect("checked");
+            match store::find_replay(host.db, partner_id, &key, &hash).await? {
+                Some(replay) => replay,
+                None => return Err(e.into()),
+            }
+        }
+        other => other?,
+    };
+    match created {
+        Created::New(m) => {
+            tracing::info!(message_id = m.id, "message accepted");
+            metrics::counter!("hubbub_messages_accepted_total").increment(1);
+            host.wake.notify_one();
+            Ok(Sent::New(m))
+        }
+        Created::Replayed(m) => Ok(Sent::Replayed(m)),
+        Created::KeyReused => Err(SendError::IdempotencyConflict),
+    }
+}
