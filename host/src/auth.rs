@@ -129,6 +129,9 @@ impl FromRequestParts<AppState> for PartnerAuth {
 pub struct UserAuth {
     pub phone: String,
     pub device: Option<String>,
+    /// When the token was issued and when it expires (seconds since the epoch).
+    pub issued_at_s: i64,
+    pub expires_at_s: i64,
 }
 
 impl FromRequestParts<AppState> for UserAuth {
@@ -138,7 +141,12 @@ impl FromRequestParts<AppState> for UserAuth {
         match credential(parts, state).await? {
             Credential::User(claims) => {
                 state.presence.touch(&state.db, &claims.sub, state.now()).await?;
-                Ok(UserAuth { phone: claims.sub, device: claims.dev })
+                Ok(UserAuth {
+                    phone: claims.sub,
+                    device: claims.dev,
+                    issued_at_s: claims.iat,
+                    expires_at_s: claims.exp,
+                })
             }
             Credential::Partner(_) | Credential::Developer(_) | Credential::Bot(_) => {
                 Err(ApiError::forbidden("/me routes take a user token"))

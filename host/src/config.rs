@@ -338,8 +338,27 @@ pub struct Config {
 
     /// Connections this host keeps open at once; past it a new one is answered 503 with `Retry-After` and
     /// closed. Keep it under the process's open-file limit.
-    #[arg(long, env = "HUBBUB_MAX_CONNECTIONS", default_value_t = 10_000)]
+    #[arg(long, env = "HUBBUB_MAX_CONNECTIONS", default_value_t = 16_384)]
     pub max_connections: usize,
+
+    /// Event streams (`GET /api/v1/me/events`) one user may have open on this host; past it 429.
+    #[arg(long, env = "HUBBUB_STREAMS_PER_USER", default_value_t = 10)]
+    pub streams_per_user: usize,
+
+    /// Event streams this host keeps open at once; past it 503. Each is a connection too: keep
+    /// `HUBBUB_MAX_CONNECTIONS` above it.
+    #[arg(long, env = "HUBBUB_MAX_STREAMS", default_value_t = 10_000)]
+    pub max_streams: usize,
+
+    /// How often an idle event stream sends a comment (keeping proxies from closing it) and checks that
+    /// its token still works, in milliseconds.
+    #[arg(long, env = "HUBBUB_STREAM_HEARTBEAT_MS", default_value_t = 25_000)]
+    pub stream_heartbeat_ms: u64,
+
+    /// How often a SQLite host reads its event log for streams to wake, in milliseconds (PostgreSQL hosts
+    /// are told by `LISTEN`).
+    #[arg(long, env = "HUBBUB_STREAM_POLL_MS", default_value_t = 20)]
+    pub stream_poll_ms: u64,
 
     /// How long shutdown waits for requests in flight, then for the workers, in milliseconds; what is still
     /// running then is abandoned and logged.
@@ -460,6 +479,10 @@ impl std::fmt::Debug for Config {
             .field("header_read_timeout_ms", &self.header_read_timeout_ms)
             .field("idle_timeout_ms", &self.idle_timeout_ms)
             .field("max_connections", &self.max_connections)
+            .field("streams_per_user", &self.streams_per_user)
+            .field("max_streams", &self.max_streams)
+            .field("stream_heartbeat_ms", &self.stream_heartbeat_ms)
+            .field("stream_poll_ms", &self.stream_poll_ms)
             .field("bot_compile_memory_mb", &self.bot_compile_memory_mb)
             .field("bot_compile_timeout_ms", &self.bot_compile_timeout_ms)
             .field("bot_compiler", &self.bot_compiler)

@@ -335,7 +335,7 @@ impl Flows<'_> {
         let guest_state = session.guest_state.clone().unwrap_or_default();
         let reply = self.call_guest(&bot, GuestCall::Handle(guest_state, event), ctx).await?;
         let progress = self.apply(&bot, &session, reply).await?;
-        store::push_pending(self.db, session.id, &progress.steps).await?;
+        store::push_pending(self.db, session.id, &progress.steps, self.now()).await?;
         Ok(())
     }
 
@@ -382,7 +382,7 @@ impl Flows<'_> {
             None => None,
         };
         self.open_payments(bot, session, &mut steps).await?;
-        store::push_pending(self.db, session.id, &steps).await?;
+        store::push_pending(self.db, session.id, &steps, self.now()).await?;
         if let Some(mut claim) = claim {
             claim.kept = true;
         }

@@ -176,9 +176,11 @@ pub async fn serve(
         idle_timeout: Duration::from_millis(state.config.idle_timeout_ms.max(1)),
         max_connections: state.config.max_connections.max(1),
     };
+    let streams_end = state.shutdown.clone();
     let server = http::listener::serve(listener, app, limits, async move {
         shutdown.await;
         on_signal.cancel();
+        streams_end.cancel();
     });
     tokio::select! {
         served = server => served?,
@@ -215,8 +217,15 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
             }
         })
     };
+    let wakes = tokio::spawn(http::stream::run_wakes(
+        state.db.clone(),
+        state.wakes.clone(),
+        state.config.database_url.clone(),
+        Duration::from_millis(state.config.stream_poll_ms.max(1)),
+        stop.clone(),
+    ));
     if !state.config.workers {
-        return vec![("housekeeping", housekeeping)];
+        return vec![("housekeeping", housekeeping), ("stream-wakes", wakes)];
     }
     let supervised = |name: &'static str, work: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>| {
         let running = state.workers.start(name);
@@ -232,6 +241,7 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
     let templates = supervised("whatsapp-templates", meta);
     vec![
         ("housekeeping", housekeeping),
+        ("stream-wakes", wakes),
         ("delivery", delivery),
         ("webhooks", webhooks),
         ("broadcasts", broadcasts),

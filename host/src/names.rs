@@ -348,6 +348,26 @@ string_enum! {
     }
 }
 
+// The end user's live events (`GET /me/events`).
+
+string_enum! {
+    /// What an event of a user's stream says changed; its body is what the app renders.
+    pub enum UserEventKind {
+        /// A hub message arrived (the inbox row).
+        MessageCreated = "message.created",
+        /// A hub message changed state (read or unread on another device, delivered).
+        MessageUpdated = "message.updated",
+        /// A message in one of the user's support conversations (either side's).
+        ConversationMessage = "conversation.message",
+        /// A support conversation changed state.
+        ConversationUpdated = "conversation.updated",
+        /// A flow or chat session has something new (a bot's steps, a payment's outcome).
+        FlowUpdated = "flow.updated",
+        /// The user's account changed.
+        AccountUpdated = "account.updated",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,6 +405,7 @@ mod tests {
         one_string_form(DeliveryState::ALL, DeliveryState::as_str, DeliveryState::parse);
         one_string_form(SessionState::ALL, SessionState::as_str, SessionState::parse);
         one_string_form(SessionKind::ALL, SessionKind::as_str, SessionKind::parse);
+        one_string_form(UserEventKind::ALL, UserEventKind::as_str, UserEventKind::parse);
         assert_eq!(Channel::names(), ["inapp", "whatsapp", "sms"]);
         assert_eq!(E2eMode::Conversation.as_str(), crate::encryption::MODE_CONVERSATION);
         assert_eq!(MessageState::names(), ["queued", "sent", "delivered", "read", "failed"]);

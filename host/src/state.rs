@@ -56,6 +56,11 @@ pub struct AppState {
     pub(crate) presence: Arc<crate::store::devices::PresenceNotes>,
     /// What this host last read of each end user's "sign out everywhere".
     pub(crate) revocations: Arc<crate::store::tokens::RevocationNotes>,
+    /// The event streams open on this host, and how they are woken.
+    pub streams: Arc<crate::http::streams::Streams>,
+    pub(crate) wakes: Arc<crate::store::user_events::Wakes>,
+    /// Cancelled when the host stops serving: long-lived responses (event streams) end.
+    pub(crate) shutdown: tokio_util::sync::CancellationToken,
 }
 
 /// What the state is made of that is built before it (see [`crate::prepare`]): the database, settings and
@@ -85,6 +90,7 @@ impl AppState {
         crate::metrics::handle();
         let code_limits = Arc::new(crate::http::code_limits::CodeLimits::new(&config));
         let payments = Arc::new(crate::payments::Payments::new(&config, db.clone(), clock.clone()));
+        let streams = crate::http::streams::Streams::new(config.streams_per_user.max(1), config.max_streams);
         AppState {
             progress: crate::store::flows::progress_writer(db.clone()),
             payments,
@@ -102,6 +108,9 @@ impl AppState {
             broadcast_wake: Arc::new(Notify::new()),
             presence: Arc::default(),
             revocations: Arc::default(),
+            streams,
+            wakes: Arc::default(),
+            shutdown: tokio_util::sync::CancellationToken::new(),
             runtime,
         }
     }
@@ -155,8 +164,9 @@ impl AppState {
         limiter.check_key(&key.to_string()).map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
     }
 
-    /// What a host forgets every minute: idle rate-limit buckets (so the limiters' memory stays bounded) and
-    /// inbound bot event ids past their retention ([`crate::bots::INBOUND_EVENT_RETENTION_MS`]).
+    /// What a host forgets every minute: idle rate-limit buckets (so the limiters' memory stays bounded),
+    /// inbound bot event ids past their retention ([`crate::bots::INBOUND_EVENT_RETENTION_MS`]), and users'
+    /// events and stream tickets past theirs ([`crate::store::user_events::RETENTION_MS`]).
     pub async fn housekeep(&self) {
         self.limiter.retain_recent();
         self.developer_limiter.retain_recent();
@@ -165,6 +175,10 @@ impl AppState {
             Ok(0) => {}
             Ok(forgotten) => tracing::debug!(forgotten, "inbound event ids past their retention forgotten"),
             Err(error) => tracing::warn!(%error, "could not forget old inbound event ids"),
+        }
+        let before = self.now() - crate::store::user_events::RETENTION_MS;
+        if let Err(error) = crate::store::user_events::forget_before(&self.db, before).await {
+            tracing::warn!(%error, "could not forget old user events");
         }
     }
 }

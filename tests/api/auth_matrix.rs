@@ -90,6 +90,8 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/me/conversations/{ref}/keys", User),
     ("POST", "/api/v1/me/conversations/{ref}/messages", User),
     ("POST", "/api/v1/me/devices/keys", User),
+    ("GET", "/api/v1/me/events", Open),
+    ("POST", "/api/v1/me/events/ticket", User),
     ("POST", "/api/v1/me/flows/{ref}/events", User),
     ("POST", "/api/v1/me/flows/{ref}/start", User),
     ("POST", "/api/v1/me/flows/{ref}/submit", User),

@@ -19,6 +19,7 @@ mod hardening_two;
 mod messages;
 mod payments;
 mod scale_out;
+mod stream;
 mod templates;
 mod users;
 mod web_app;

@@ -276,6 +276,41 @@ test("1. log in with the OTP, see every content type, open a newsletter, unread 
   await page.locator("img[alt='dot.png']").waitFor();
 });
 
+test("1b. live: a new message appears in the open inbox without polling; reading it in another browser updates this one", async () => {
+  await page.goto(BASE + "/");
+  await page.locator("ol.messages article").first().waitFor();
+  await page.waitForSelector("html[data-live=live]");
+  const calls = [];
+  const seen = (r) => {
+    const u = new URL(r.url());
+    if (u.pathname.startsWith("/api/")) calls.push(`${r.method()} ${u.pathname}`);
+  };
+  page.on("request", seen);
+  const body = `Live news ${Date.now()}`;
+  const sent = await send({ body });
+  await page.getByText(body).waitFor({ timeout: 3000 });
+  assert.deepEqual(calls.filter((c) => c.startsWith("GET /api/v1/me/messages")), [], "no polling of the inbox");
+  // The same user reads it in a second browser: the first one's unread marker clears by itself.
+  const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
+  const other = await browser.newContext();
+  try {
+    const p2 = await other.newPage();
+    await p2.goto(BASE + "/login");
+    await p2.evaluate((t) => localStorage.setItem("hubbub.token", t), token);
+    await p2.goto(BASE + `/m/${sent.ref}`);
+    await p2.getByText(body).waitFor();
+    const card = page.locator("ol.messages article", { hasText: body });
+    await page.waitForFunction((b) => {
+      const a = [...document.querySelectorAll("ol.messages article")].find((x) => x.textContent.includes(b));
+      return a && !a.classList.contains("unread");
+    }, body, { timeout: 5000 });
+    assert.ok(await card.count());
+  } finally {
+    await other.close();
+    page.off("request", seen);
+  }
+});
+
 test("2. the signup flow: field errors keep the values, then the summary; the card is read only", async () => {
   await localBot("signup", "signup");
   const invite = await partner("POST", "/bots/signup/flows/signup/invite", { phone: PHONE });
@@ -548,8 +583,14 @@ test("3. support: open a conversation, get the agent's reply without reloading, 
   await page.waitForURL(/\/conversations\/conv_/);
   await page.getByText("Where is my parcel?").waitFor();
   const id = await conversationId("Late parcel");
+  await page.waitForSelector("html[data-live=live]");
+  const polls = [];
+  const seen = (r) => new URL(r.url()).pathname.startsWith("/api/v1/me/conversations/") && r.method() === "GET" && polls.push(r.url());
+  page.on("request", seen);
   await partner("POST", `/conversations/${id}/messages`, { body: "It ships tomorrow, sorry for the wait." });
-  await page.locator(".bubble.agent", { hasText: "It ships tomorrow" }).waitFor({ timeout: 15000 });
+  await page.locator(".bubble.agent", { hasText: "It ships tomorrow" }).waitFor({ timeout: 5000 });
+  page.off("request", seen);
+  assert.deepEqual(polls, [], "the reply arrives live, not by polling the thread");
   await page.getByLabel("Your reply").fill("Thanks!");
   await page.getByRole("button", { name: "Send", exact: true }).click();
   await page.locator(".bubble.me", { hasText: "Thanks!" }).waitFor();

@@ -2,6 +2,7 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { auth, onUnauthorized, type LoggedIn } from "./api";
 import { publishDeviceKey } from "./keystore";
+import { close as closeLive, startLive, useLiveStatus } from "./live";
 import { navigate, useLocation, useRouteFocus } from "./router";
 import "./styles.css";
 import { AccountView } from "./views/account";
@@ -30,17 +31,26 @@ function App() {
   const [flash, setFlash] = useState<string | null>(null);
   useRouteFocus();
 
-  useEffect(
-    () =>
-      onUnauthorized(() => {
-        setToken(null);
-        resetInbox();
-        setFlash(auth.flash());
-        const here = location.pathname + location.search;
-        navigate(location.pathname === "/login" ? here : `/login?next=${encodeURIComponent(here)}`, true);
-      }),
-    [],
-  );
+  const live = useLiveStatus();
+  const signedOut = () => {
+    closeLive();
+    setToken(null);
+    resetInbox();
+    setFlash(auth.flash());
+    const here = location.pathname + location.search;
+    navigate(location.pathname === "/login" ? here : `/login?next=${encodeURIComponent(here)}`, true);
+  };
+  useEffect(() => onUnauthorized(signedOut), []);
+
+  // One live event stream while signed in; the server ends it for a signed-out token.
+  useEffect(() => {
+    if (!token) return;
+    startLive(() => {
+      auth.clear();
+      auth.flash("Your session has expired or was signed out. Please log in again.");
+      signedOut();
+    });
+  }, [token]);
 
   // Publish this browser's device key once per load (the same key again is a no-op on the server).
   useEffect(() => {
@@ -72,6 +82,7 @@ function App() {
   }
 
   const logout = () => {
+    closeLive();
     auth.clear();
     resetInbox();
     setToken(null);
@@ -122,6 +133,11 @@ function App() {
             ))}
           </ul>
         </nav>
+        {live === "reconnecting" ? (
+          <p class="live-note" role="status">
+            Reconnecting…
+          </p>
+        ) : null}
       </header>
       <main id="main" tabIndex={-1}>
         {view}

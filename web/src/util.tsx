@@ -1,32 +1,6 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "./api";
 
-/** Runs `f` now and every `ms` while the page is visible; stops on unmount. */
-export function usePoll(f: () => unknown, ms: number, deps: unknown[] = []): void {
-  const ref = useRef(f);
-  ref.current = f;
-  useEffect(() => {
-    let stop = false;
-    let timer: number | undefined;
-    const tick = async () => {
-      if (stop) return;
-      if (document.visibilityState === "visible") {
-        try {
-          await ref.current();
-        } catch {
-          /* a failed poll tries again next time */
-        }
-      }
-      if (!stop) timer = window.setTimeout(tick, ms);
-    };
-    timer = window.setTimeout(tick, ms);
-    return () => {
-      stop = true;
-      clearTimeout(timer);
-    };
-  }, deps);
-}
-
 export function errorText(e: unknown): string {
   if (e instanceof ApiError) {
     if (e.code === "bot_error") return "The bot failed to answer. Your answers are kept: try again.";

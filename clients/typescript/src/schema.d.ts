@@ -807,6 +807,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * My live events (Server-Sent Events).
+         * @description Events: `message.created` and `message.updated` (a hub message, as `GET /me/messages` lists it),
+         *     `conversation.message` (`{conversation, message}`), `conversation.updated` (the conversation),
+         *     `flow.updated` (`{ref, kind, state, bot_ref}`: fetch its new steps), `reset` (the events since the app's
+         *     last id are no longer kept: fetch afresh) and `logout` (the token was signed out or expired). Each has
+         *     an `id` that increases per user; reconnect with `Last-Event-ID` to get what was missed (kept 24 hours).
+         *     A comment line every 25 seconds keeps the connection open. Authentication is the ticket: a missing,
+         *     forged, used or expired one is 401.
+         */
+        get: operations["event_stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/events/ticket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A ticket for my event stream.
+         * @description Single use, valid for a minute; the stream it opens ends when the token that asked for it is signed out
+         *     or expires.
+         */
+        post: operations["stream_ticket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me/flows/{ref}": {
         parameters: {
             query?: never;
@@ -2908,6 +2955,12 @@ export interface components {
             /** @enum {string} */
             type: "message" | "menu" | "flow_screen" | "payment" | "flow_completed";
         };
+        /** @description A ticket that opens one event stream. */
+        StreamTicket: {
+            expires_at: string;
+            /** @description Pass it as `?ticket=` to `GET /api/v1/me/events`, within a minute, once. */
+            ticket: string;
+        };
         /** @description Whether the event changed a payment. */
         StripeReceived: {
             /** @description False for a repeated event, an event type payments do not use, or one that changes nothing. */
@@ -4743,6 +4796,65 @@ export interface operations {
             409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    event_stream: {
+        parameters: {
+            query?: {
+                /** @description From `POST /me/events/ticket`. */
+                ticket?: string;
+                /**
+                 * @description The last event id the app has (instead of the `Last-Event-ID` header): the stream replays what
+                 *     came after it.
+                 */
+                last_event_id?: string;
+            };
+            header?: {
+                /** @description The last event id the app has. */
+                "Last-Event-ID"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            401: components["responses"]["E401"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    stream_ticket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ticket */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamTicket"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };

@@ -5,7 +5,6 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -15,7 +14,6 @@ use super::messages::MessageRecord;
 use super::{ApiQuery, E404, E422, List, PageParams, query_text};
 use crate::auth::UserAuth;
 use crate::clock::record_time;
-use crate::encryption;
 use crate::http::error::{ApiError, ApiResult};
 use crate::names::{MessageState, SessionState};
 use crate::state::AppState;
@@ -85,18 +83,7 @@ async fn my_inbox(
     crate::messages::fetched_by_app(&state.db, &mut rows[..shown], state.now()).await?;
     // Each device sees its own key wrap of a sealed message (`?device_uuid=` when the token names none).
     let device = query_text(query.device_uuid).or(user.device);
-    Ok(Json(page.list(rows, |m| m.id, |m| device_view(m, device.as_deref()))))
-}
-
-/// A message as one of the user's devices sees it: the key wraps of other devices left out.
-fn device_view(m: &messages::Message, device: Option<&str>) -> MessageRecord {
-    let mut record = MessageRecord::from(m);
-    if let Some(envelope) = record.content.e2e_envelope.as_mut() {
-        let mut view = json!({ "e2e_envelope": envelope.take() });
-        encryption::envelope_for_device(&mut view, device);
-        *envelope = view["e2e_envelope"].take();
-    }
-    record
+    Ok(Json(page.list(rows, |m| m.id, |m| MessageRecord::for_device(m, device.as_deref()))))
 }
 
 /// One of my messages, by ref (the app opens a message from a link); fetching it marks it delivered.
@@ -132,7 +119,7 @@ async fn move_my_message(
         .ok_or_else(|| ApiError::not_found("message"))?;
     let moved = crate::messages::advance_in_hub(&state.db, m.id, to, state.now()).await?;
     let device = query_text(query.device_uuid).or(user.device.clone());
-    Ok(device_view(&moved.unwrap_or(m), device.as_deref()))
+    Ok(MessageRecord::for_device(&moved.unwrap_or(m), device.as_deref()))
 }
 
 /// Mark one of my messages read.

@@ -26,6 +26,8 @@ pub mod metrics;
 pub mod openapi;
 pub mod payments;
 pub mod receipts;
+pub mod stream;
+pub mod streams;
 pub mod templates;
 pub mod webhooks;
 
@@ -74,6 +76,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(accounts::router())
         .merge(login::router())
         .merge(me::router())
+        .merge(stream::router())
         .merge(dev_sink::router())
         .merge(webhooks::router())
         .merge(conversations::router())

@@ -8,9 +8,10 @@ use sqlx::any::AnyRow;
 
 use super::messages::{Created, Message, NewMessage, create_in};
 use super::outbox::{self, Target};
+use super::user_events::{self, NewUserEvent};
 use super::{Db, decode_name, like_pattern};
 use crate::clock::Millis;
-use crate::names::ConversationState;
+use crate::names::{ConversationState, UserEventKind};
 
 #[derive(Debug, Clone)]
 pub struct Conversation {
@@ -107,6 +108,13 @@ pub async fn latest_active(db: &Db, partner_id: i64, phone: &str) -> Result<Opti
     row.as_ref().map(from_row).transpose()
 }
 
+/// A conversation by id, whoever's it is (the event stream's rendering: the user's own, by its event).
+pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Conversation>, sqlx::Error> {
+    let sql = const_format::concatcp!(SELECT, "WHERE c.id = $1");
+    let row = sqlx::query(sql).bind(id).fetch_optional(db.reader()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
 /// Opens a conversation with its first (user) message.
 pub async fn open(
     db: &Db,
@@ -172,6 +180,12 @@ async fn append_in(
     let key = format!("conversation:{conversation_id}");
     let payload = event(&conversation, &message, now);
     outbox::enqueue(tx, Target::Partner(conversation.partner_id), "conversation.message", &payload, &key, now).await?;
+    let told = NewUserEvent {
+        phone: conversation.phone.clone(),
+        kind: UserEventKind::ConversationMessage,
+        subject_id: message.id,
+    };
+    user_events::append_in(tx, &[told], now).await?;
     Ok((conversation, message))
 }
 
@@ -181,17 +195,23 @@ pub async fn set_state(
     partner_id: i64,
     id: i64,
     state: ConversationState,
+    now: Millis,
 ) -> Result<Option<Conversation>, sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
     let done = sqlx::query("UPDATE conversations SET state = $1 WHERE partner_id = $2 AND id = $3")
         .bind(state.as_str())
         .bind(partner_id)
         .bind(id)
-        .execute(db.writer())
+        .execute(&mut *tx)
         .await?;
     if done.rows_affected() == 0 {
         return Ok(None);
     }
     let sql = const_format::concatcp!(SELECT, "WHERE c.id = $1");
-    let row = sqlx::query(sql).bind(id).fetch_one(db.writer()).await?;
-    Ok(Some(from_row(&row)?))
+    let conversation = from_row(&sqlx::query(sql).bind(id).fetch_one(&mut *tx).await?)?;
+    let told =
+        NewUserEvent { phone: conversation.phone.clone(), kind: UserEventKind::ConversationUpdated, subject_id: id };
+    user_events::append_in(&mut tx, &[told], now).await?;
+    tx.commit().await?;
+    Ok(Some(conversation))
 }

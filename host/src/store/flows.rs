@@ -205,9 +205,14 @@ pub async fn complete(
     Ok(true)
 }
 
-/// Appends steps a bot answered, for the app to fetch.
-pub async fn push_pending(db: &Db, id: i64, steps: &[Value]) -> Result<(), sqlx::Error> {
+/// Appends steps a bot answered, for the app to fetch, and tells the user's app (`flow.updated`).
+pub async fn push_pending(db: &Db, id: i64, steps: &[Value], now: Millis) -> Result<(), sqlx::Error> {
     let mut tx = db.writer().begin().await?;
+    let phone: String =
+        sqlx::query_scalar("SELECT phone FROM flow_sessions WHERE id = $1").bind(id).fetch_one(&mut *tx).await?;
+    let told =
+        super::user_events::NewUserEvent { phone, kind: crate::names::UserEventKind::FlowUpdated, subject_id: id };
+    super::user_events::append_in(&mut tx, &[told], now).await?;
     for step in steps {
         sqlx::query("INSERT INTO flow_pending_steps (session_id, step) VALUES ($1, $2)")
             .bind(id)

@@ -9,7 +9,7 @@ use super::outbox::{self, Target};
 use super::writer::{GroupCommit, Writes};
 use super::{Db, decode_name, like_pattern};
 use crate::clock::Millis;
-use crate::names::{AttemptKind, AttemptState, Channel, Direction, MessageState};
+use crate::names::{AttemptKind, AttemptState, Channel, Direction, MessageState, UserEventKind};
 
 #[derive(Debug, Clone)]
 pub struct Message {
@@ -489,7 +489,21 @@ async fn record_transitions_in(
         })
         .collect();
     outbox::enqueue_many(tx, &events).await?;
-    Ok(())
+    // The user's app hears of its hub messages: one arriving in the hub, and each later change.
+    let told: Vec<super::user_events::NewUserEvent> = updated
+        .iter()
+        .filter(|m| m.conversation_id.is_none() && m.channel == Some(Channel::Inapp))
+        .map(|m| super::user_events::NewUserEvent {
+            phone: m.phone.clone(),
+            kind: if m.state == MessageState::Sent {
+                UserEventKind::MessageCreated
+            } else {
+                UserEventKind::MessageUpdated
+            },
+            subject_id: m.id,
+        })
+        .collect();
+    super::user_events::append_in(tx, &told, now).await
 }
 
 /// Moves an outgoing message forward to `target` one step at a time along queued → sent → delivered →

@@ -27,6 +27,7 @@ pub mod sealing;
 pub mod settings;
 pub mod templates;
 pub mod tokens;
+pub mod user_events;
 pub mod whatsapp;
 pub mod writer;
 

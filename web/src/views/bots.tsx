@@ -2,7 +2,8 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { enc, get, post, type MyBot, type Page } from "../api";
 import { interactive, StepView, type Step, type StepHandlers } from "../steps";
-import { ErrorNote, Loading, useAsync, usePoll, useTitle } from "../util";
+import { useLive } from "../live";
+import { ErrorNote, Loading, useAsync, useTitle } from "../util";
 
 export function Bots() {
   useTitle("Bots");
@@ -71,11 +72,19 @@ export function BotChat({ bot }: { bot: string }) {
     start();
   }, [bot]);
   // Webhook bots answer later: fetch what they sent since.
-  usePoll(async () => {
+  // Webhook bots answer later, and a payment's outcome comes from the provider: the session's new steps are
+  // fetched when the stream says it has some (and once on opening, for what came while the app was away).
+  const fetchSteps = async () => {
     if (!session) return;
     const r = await get<Steps>(`${base}/${enc(session)}`);
     if (r.steps?.length) add(r.steps);
-  }, 2000, [session]);
+  };
+  useEffect(() => {
+    fetchSteps().catch(() => {});
+  }, [session]);
+  useLive(["flow.updated"], (f: { ref: string }) => {
+    if (f.ref === session) fetchSteps().catch(setError);
+  }, [session]);
   useEffect(() => {
     end.current?.scrollIntoView?.({ block: "nearest" });
   }, [entries.length]);

@@ -1,18 +1,19 @@
-// Support conversations: the list with states, a new thread, the thread with replies (polled), and
+// Support conversations: the list with states, a new thread, the thread with replies (live), and
 // end-to-end encryption with the conversation key (docs/e2e.md, "Encrypted conversations").
 import { useEffect, useRef, useState } from "preact/hooks";
 import { auth, enc, get, post, type Account, type Conversation, type ConversationKeys, type ConversationThread, type Message, type Page, type PeerDirectory } from "../api";
 import { conversationAad, conversationKeyAad, decrypt, encrypt, newContentKey, newRef, unwrapKey, wrapKey, type Envelope, type KeyWrap } from "../e2e";
 import { deviceKey, publishDeviceKey } from "../keystore";
 import { navigate } from "../router";
-import { ErrorNote, Loading, useAsync, usePoll, useTitle, when } from "../util";
+import { useLive } from "../live";
+import { ErrorNote, Loading, useAsync, useTitle, when } from "../util";
 
 const STATE_LABEL: Record<string, string> = { open: "Open", pending: "Waiting for you", closed: "Closed" };
 
 export function Conversations() {
   useTitle("Support");
   const list = useAsync(() => get<Page<Conversation>>("/me/conversations?limit=100"), []);
-  usePoll(() => get<Page<Conversation>>("/me/conversations?limit=100").then(list.set), 5000);
+  useLive(["conversation.message", "conversation.updated", "reset"], () => list.reload());
   return (
     <section aria-labelledby="conv-h">
       <div class="title-row">
@@ -156,7 +157,21 @@ class ConvKeys {
 
 export function ConversationView({ convRef }: { convRef: string }) {
   const thread = useAsync(() => get<ConversationThread>(`/me/conversations/${enc(convRef)}`), [convRef]);
-  usePoll(() => get<ConversationThread>(`/me/conversations/${enc(convRef)}`).then(thread.set), 3000, [convRef]);
+  // Live: a new message in this thread (an agent's reply, or the user's own from another device) and the
+  // thread's state; after a gap the stream could not replay, the thread is fetched again.
+  const current = useRef(thread.data);
+  current.current = thread.data;
+  useLive(["conversation.message"], ({ conversation, message }: { conversation: Conversation; message: Message }) => {
+    const t = current.current;
+    if (!t || conversation.ref !== convRef) return;
+    const messages = t.messages.some((m) => m.ref === message.ref) ? t.messages.map((m) => (m.ref === message.ref ? message : m)) : [...t.messages, message];
+    thread.set({ ...t, state: conversation.state, last_message_at: conversation.last_message_at, messages });
+  }, [convRef]);
+  useLive(["conversation.updated"], (c: Conversation) => {
+    const t = current.current;
+    if (t && c.ref === convRef) thread.set({ ...t, state: c.state });
+  }, [convRef]);
+  useLive(["reset"], () => thread.reload(), [convRef]);
   const keys = useRef(new ConvKeys(convRef));
   const [plain, setPlain] = useState<Record<string, string | null>>({});
   const [encrypted, setEncrypted] = useState(false);

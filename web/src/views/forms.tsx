@@ -2,7 +2,8 @@
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, enc, get, post, type FlowProgress, type FlowState, type OpenForm, type Page } from "../api";
 import { interactive, StepView, Summary, type Field, type Step, type StepHandlers } from "../steps";
-import { ErrorNote, Loading, useAsync, usePoll, useTitle, when } from "../util";
+import { useLive } from "../live";
+import { ErrorNote, Loading, useAsync, useTitle, when } from "../util";
 import { cachedFlowCard, markReadRef, rememberMessage } from "./inbox";
 
 export function Forms() {
@@ -116,15 +117,22 @@ export function FlowRun({ flowRef }: { flowRef: string }) {
 
   const lastInteractive = entries.map((e, i) => (e.from === "bot" && interactive(e.step) ? i : -1)).reduce((a, b) => Math.max(a, b), -1);
   const awaitingPayment = state === "waiting" || (state === "in_progress" && lastInteractive >= 0 && entries[lastInteractive].from === "bot" && (entries[lastInteractive] as { step: Step }).step.type === "payment");
-  // While a payment is open, the bot's answer to its outcome comes from the provider: fetch it.
-  usePoll(async () => {
+  // While a payment is open, the bot's answer to its outcome comes from the provider: fetched once on opening
+  // (it may have come while the user was at the checkout) and whenever the stream says the flow has news.
+  const fetchOutcome = async () => {
     if (!awaitingPayment) return;
     const p = await get<FlowProgress>(`/me/flows/${enc(flowRef)}/steps`);
     if (p.steps?.length || p.state === "completed") {
       sessionStorage.removeItem(paying(flowRef));
       apply(p);
     }
-  }, 1500, [awaitingPayment, flowRef]);
+  };
+  useEffect(() => {
+    fetchOutcome().catch(() => {});
+  }, [awaitingPayment, flowRef]);
+  useLive(["flow.updated"], (f: { ref: string }) => {
+    if (f.ref === flowRef) fetchOutcome().catch(() => {});
+  }, [awaitingPayment, flowRef]);
   const completedShown = entries.some((e) => e.from === "bot" && e.step.type === "flow_completed");
   return (
     <section aria-labelledby="flow-h" class="flow">

@@ -1,12 +1,13 @@
 // The hub: every message newest first, rendered by content type; unread markers; cursor paging as the
-// user scrolls; the newest page polled and merged; E2E messages opened in the browser.
+// user scrolls; new and changed messages arriving live (the event stream); E2E messages opened in the browser.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { auth, enc, get, post, type FlowCard, type Message, type Page } from "../api";
 import { hubAad, open, type Envelope } from "../e2e";
 import { deviceKey } from "../keystore";
 import { navigate } from "../router";
 import { Summary } from "../steps";
-import { ErrorNote, Loading, usePoll, useTitle, when } from "../util";
+import { onLive } from "../live";
+import { ErrorNote, Loading, useTitle, when } from "../util";
 
 // The inbox survives navigation: going back to it shows it at once.
 interface InboxState {
@@ -43,6 +44,14 @@ export function rememberMessage(m: Message) {
 }
 
 const PAGE = 50;
+
+// Live: a message arriving or changing (read on another device) is merged in as it comes, whether or not
+// the inbox is on screen; after a gap the stream could not replay, the newest page is fetched again.
+onLive("message.created", (m: Message) => rememberMessage(m));
+onLive("message.updated", (m: Message) => rememberMessage(m));
+onLive("reset", () => {
+  if (inbox.loaded) loadFirst().catch(() => {});
+});
 
 async function loadFirst() {
   const page = await get<Page<Message>>(`/me/messages?limit=${PAGE}`);
@@ -106,7 +115,6 @@ export function Inbox() {
   useEffect(() => {
     loadFirst().catch(setError);
   }, []);
-  usePoll(() => loadFirst().then(() => setError(null)), 4000);
 
   useEffect(() => {
     const el = sentinel.current;

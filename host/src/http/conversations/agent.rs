@@ -114,7 +114,7 @@ pub(super) async fn close_conversation(
     if req.state.as_deref() != Some(ConversationState::Closed.as_str()) {
         return Err(ApiError::validation("state", "state can only be set to closed (a user message reopens)"));
     }
-    let c = store::set_state(&state.db, partner.id, c.id, ConversationState::Closed)
+    let c = store::set_state(&state.db, partner.id, c.id, ConversationState::Closed, state.now())
         .await?
         .ok_or_else(|| ApiError::not_found("conversation"))?;
     Ok(Json(ConversationRecord::from(&c)))

@@ -87,6 +87,19 @@ pub struct AttemptRecord {
     pub at: String,
 }
 
+impl MessageRecord {
+    /// A message as one of the user's devices sees it: the key wraps of other devices left out.
+    pub fn for_device(m: &Message, device: Option<&str>) -> MessageRecord {
+        let mut record = MessageRecord::from(m);
+        if let Some(envelope) = record.content.e2e_envelope.as_mut() {
+            let mut view = serde_json::json!({ "e2e_envelope": envelope.take() });
+            crate::encryption::envelope_for_device(&mut view, device);
+            *envelope = view["e2e_envelope"].take();
+        }
+        record
+    }
+}
+
 impl From<&Message> for MessageRecord {
     fn from(m: &Message) -> Self {
         let template = m.template_code.is_some();

@@ -1,0 +1,344 @@
+//! `GET /me/events`: the signed-in user's live events, as Server-Sent Events, across all their partners.
+//!
+//! A browser's `EventSource` cannot send an `Authorization` header, and a JWT must never sit in a URL: the
+//! app first asks `POST /me/events/ticket` (with its token) for a ticket — single use, valid for a minute,
+//! stored as a digest — and opens the stream with it. Each event has the user's next number as its `id`
+//! and a JSON body the app renders without another request. Reconnecting with `Last-Event-ID` (or
+//! `?last_event_id=`) replays what was missed from the log (kept 24 hours); past that, one `reset` event
+//! tells the app to fetch afresh. A comment every `HUBBUB_STREAM_HEARTBEAT_MS` keeps proxies from closing an
+//! idle stream; when the token it was opened with is signed out or expires, a `logout` event ends it.
+//! Streams are bounded per user (`HUBBUB_STREAMS_PER_USER`, 429) and per host (`HUBBUB_MAX_STREAMS`, 503);
+//! several streams of one device all work (each gets every event). An open stream is the user's presence:
+//! noted when it opens, at each heartbeat and when it ends.
+//!
+//! Hosts learn of new events through [`Wakes`]: PostgreSQL's `LISTEN` (every append notifies), or on
+//! SQLite a tail of the log ([`run_wakes`]).
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::conversations::ConversationRecord;
+use super::messages::MessageRecord;
+use super::streams::StreamSlot;
+use super::{ApiQuery, E401, E429, E503};
+use crate::auth::UserAuth;
+use crate::clock::record_time;
+use crate::http::error::{ApiError, ApiResult};
+use crate::names::{SessionKind, UserEventKind};
+use crate::secrets::{digest, random_alnum};
+use crate::state::AppState;
+use crate::store::user_events::{self, Ticket, UserEvent, Wakes};
+use crate::store::{Backend, Db, conversations, flows, messages};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(stream_ticket)).routes(routes!(event_stream))
+}
+
+/// How long a ticket opens a stream.
+const TICKET_TTL_MS: i64 = 60_000;
+
+/// Events read from the log at once.
+const BATCH: i64 = 100;
+
+/// A ticket that opens one event stream.
+#[derive(Serialize, ToSchema)]
+#[schema(as = StreamTicket)]
+struct StreamTicket {
+    /// Pass it as `?ticket=` to `GET /api/v1/me/events`, within a minute, once.
+    ticket: String,
+    expires_at: String,
+}
+
+/// A ticket for my event stream.
+///
+/// Single use, valid for a minute; the stream it opens ends when the token that asked for it is signed out
+/// or expires.
+#[utoipa::path(
+    post,
+    path = "/me/events/ticket",
+    tag = "users",
+    security(("userJwt" = [])),
+    responses((status = 201, description = "The ticket", body = StreamTicket))
+)]
+async fn stream_ticket(State(state): State<AppState>, user: UserAuth) -> ApiResult<(StatusCode, Json<StreamTicket>)> {
+    let ticket = format!("evt_{}", random_alnum(32));
+    let expires_at = state.now() + TICKET_TTL_MS;
+    let issued =
+        Ticket { phone: user.phone, device: user.device, token_iat: user.issued_at_s, token_exp: user.expires_at_s };
+    user_events::insert_ticket(&state.db, &digest(&ticket), &issued, expires_at).await?;
+    Ok((StatusCode::CREATED, Json(StreamTicket { ticket, expires_at: record_time(expires_at) })))
+}
+
+/// How the stream is opened.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct StreamQuery {
+    /// From `POST /me/events/ticket`.
+    ticket: Option<String>,
+    /// The last event id the app has (instead of the `Last-Event-ID` header): the stream replays what
+    /// came after it.
+    last_event_id: Option<String>,
+}
+
+/// My live events (Server-Sent Events).
+///
+/// Events: `message.created` and `message.updated` (a hub message, as `GET /me/messages` lists it),
+/// `conversation.message` (`{conversation, message}`), `conversation.updated` (the conversation),
+/// `flow.updated` (`{ref, kind, state, bot_ref}`: fetch its new steps), `reset` (the events since the app's
+/// last id are no longer kept: fetch afresh) and `logout` (the token was signed out or expired). Each has
+/// an `id` that increases per user; reconnect with `Last-Event-ID` to get what was missed (kept 24 hours).
+/// A comment line every 25 seconds keeps the connection open. Authentication is the ticket: a missing,
+/// forged, used or expired one is 401.
+#[utoipa::path(
+    get,
+    path = "/me/events",
+    tag = "users",
+    params(StreamQuery, ("Last-Event-ID" = Option<String>, Header, description = "The last event id the app has.")),
+    responses(
+        (status = 200, description = "The stream", content_type = "text/event-stream", body = String),
+        (status = 401, response = E401),
+        (status = 429, response = E429),
+        (status = 503, response = E503),
+    )
+)]
+async fn event_stream(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<StreamQuery>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let refused = || ApiError::unauthorized("open the stream with a fresh ticket from POST /api/v1/me/events/ticket");
+    let ticket =
+        query.ticket.as_deref().map(str::trim).filter(|t| !t.is_empty() && t.len() <= 128).ok_or_else(refused)?;
+    let now = state.now();
+    let ticket = user_events::redeem_ticket(&state.db, &digest(ticket), now).await?.ok_or_else(refused)?;
+    if signed_out(&state, &ticket).await? {
+        return Err(ApiError::unauthorized("this token was signed out or has expired: sign in again"));
+    }
+    let slot = state.streams.open(&ticket.phone)?;
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or(query.last_event_id)
+        .and_then(|id| id.trim().parse::<i64>().ok());
+    let (newest, oldest) = user_events::bounds(&state.db, &ticket.phone).await?;
+    // Without an id the app wants what comes next; with one the log no longer reaches back to, a reset.
+    let (after, reset) = match last {
+        None => (newest, false),
+        Some(id) if id > newest || id < 0 => (newest, true),
+        Some(id) => (id, id < newest && oldest.is_none_or(|o| id + 1 < o)),
+    };
+    state.presence.touch(&state.db, &ticket.phone, now).await?;
+    let wake = state.wakes.watch(&ticket.phone);
+    tracing::debug!(phone_suffix = %suffix(&ticket.phone), after, reset, "event stream opened");
+    let live = Live {
+        state: state.clone(),
+        ticket,
+        after,
+        pending: VecDeque::new(),
+        wake,
+        heartbeat: Duration::from_millis(state.config.stream_heartbeat_ms.max(10)),
+        reset,
+        over: false,
+        _slot: slot,
+    };
+    let stream = futures_util::stream::unfold(live, |mut live| async move {
+        let event = live.next().await?;
+        Some((Ok(event), live))
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_millis(state.config.stream_heartbeat_ms.max(10)))))
+}
+
+/// The last digits of a phone, for logs.
+fn suffix(phone: &str) -> &str {
+    &phone[phone.len().saturating_sub(4)..]
+}
+
+/// Whether the token a ticket was asked with no longer works.
+async fn signed_out(state: &AppState, ticket: &Ticket) -> Result<bool, sqlx::Error> {
+    Ok(ticket.token_exp * 1000 <= state.now()
+        || state.revocations.is_revoked(&state.db, &ticket.phone, ticket.token_iat, state.now()).await?)
+}
+
+/// One open stream.
+struct Live {
+    state: AppState,
+    ticket: Ticket,
+    /// The newest event number sent.
+    after: i64,
+    /// Events read and not sent yet.
+    pending: VecDeque<Event>,
+    wake: Arc<Notify>,
+    heartbeat: Duration,
+    /// A `reset` to send first.
+    reset: bool,
+    /// Ended (a `logout` was sent, or the host stops).
+    over: bool,
+    _slot: StreamSlot,
+}
+
+impl Live {
+    /// The next event to send; `None` ends the stream.
+    async fn next(&mut self) -> Option<Event> {
+        if self.over {
+            return None;
+        }
+        if std::mem::take(&mut self.reset) {
+            return Some(Event::default().event("reset").data("{}"));
+        }
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Some(event);
+            }
+            let woken = self.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            match user_events::since(&self.state.db, &self.ticket.phone, self.after, BATCH).await {
+                Ok(events) if !events.is_empty() => {
+                    for event in events {
+                        self.after = event.seq;
+                        if let Some(rendered) = render(&self.state.db, &event, self.ticket.device.as_deref()).await {
+                            self.pending.push_back(rendered);
+                        }
+                    }
+                    continue;
+                }
+                Ok(_) => {}
+                Err(error) => tracing::warn!(%error, "an event stream could not read the log"),
+            }
+            let stop = self.state.shutdown.clone();
+            tokio::select! {
+                _ = &mut woken => {}
+                _ = tokio::time::sleep(self.heartbeat) => {
+                    let now = self.state.now();
+                    if let Err(error) = self.state.presence.touch(&self.state.db, &self.ticket.phone, now).await {
+                        tracing::warn!(%error, "an event stream could not note the user's presence");
+                    }
+                    if signed_out(&self.state, &self.ticket).await.unwrap_or(false) {
+                        self.over = true;
+                        return Some(Event::default().event("logout").data(r#"{"reason":"signed_out"}"#));
+                    }
+                }
+                _ = stop.cancelled() => return None,
+            }
+        }
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        // The wake is ours to drop first, so the registry can tell the user has no stream left.
+        let phone = self.ticket.phone.clone();
+        self.wake = Arc::new(Notify::new());
+        self.state.wakes.unwatch(&phone);
+        // The user was here until now: the offline timer (HUBBUB_OFFLINE_AFTER_S) starts as the stream ends.
+        let state = self.state.clone();
+        tokio::spawn(async move {
+            if let Err(error) = state.presence.touch(&state.db, &phone, state.now()).await {
+                tracing::warn!(%error, "a closing event stream could not note the user's presence");
+            }
+        });
+    }
+}
+
+/// An event as the stream sends it, or `None` when what it is about is gone.
+async fn render(db: &Db, event: &UserEvent, device: Option<&str>) -> Option<Event> {
+    let body: Value = match event.kind {
+        UserEventKind::MessageCreated | UserEventKind::MessageUpdated => {
+            let m = messages::find_any(db, event.subject_id).await.ok()??;
+            serde_json::to_value(MessageRecord::for_device(&m, device)).ok()?
+        }
+        UserEventKind::ConversationMessage => {
+            let m = messages::find_any(db, event.subject_id).await.ok()??;
+            let c = conversations::find_by_id(db, m.conversation_id?).await.ok()??;
+            json!({ "conversation": ConversationRecord::from(&c), "message": MessageRecord::for_device(&m, device) })
+        }
+        UserEventKind::ConversationUpdated => {
+            let c = conversations::find_by_id(db, event.subject_id).await.ok()??;
+            serde_json::to_value(ConversationRecord::from(&c)).ok()?
+        }
+        UserEventKind::FlowUpdated => {
+            let s = flows::find_by_id(db, event.subject_id).await.ok()??;
+            let bot = crate::store::bots::find_by_id(db, s.bot_id).await.ok()??;
+            let kind = if s.kind == SessionKind::Flow { "flow" } else { "chat" };
+            json!({ "ref": s.reference, "kind": kind, "state": s.state, "bot_ref": bot.reference })
+        }
+        UserEventKind::AccountUpdated => json!({}),
+    };
+    Some(Event::default().id(event.seq.to_string()).event(event.kind.as_str()).data(body.to_string()))
+}
+
+/// Wakes this host's streams when their users have new events, until `stop`: PostgreSQL's notifications
+/// (every append notifies at commit), or on SQLite a tail of the log every `poll`.
+pub async fn run_wakes(db: Db, wakes: Arc<Wakes>, database_url: String, poll: Duration, stop: CancellationToken) {
+    if db.backend() == Backend::Postgres {
+        listen(&database_url, &wakes, &stop).await;
+        return;
+    }
+    let mut after = user_events::newest_id(&db).await.unwrap_or(0);
+    let mut tick = tokio::time::interval(poll);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        if wakes.watched() == 0 {
+            after = user_events::newest_id(&db).await.unwrap_or(after);
+            continue;
+        }
+        match user_events::tail(&db, after).await {
+            Ok((phones, newest)) => {
+                after = newest;
+                phones.iter().for_each(|phone| wakes.wake(phone));
+            }
+            Err(error) => tracing::warn!(%error, "the event log could not be read"),
+        }
+    }
+}
+
+/// PostgreSQL: `LISTEN` on the events channel, reconnecting after a failure (and then waking every stream
+/// on this host, which reads what it may have missed).
+async fn listen(database_url: &str, wakes: &Wakes, stop: &CancellationToken) {
+    loop {
+        let connected = async {
+            let mut listener = sqlx::postgres::PgListener::connect(database_url).await?;
+            listener.listen(user_events::CHANNEL).await?;
+            wakes.wake_all();
+            loop {
+                let notification = listener.recv().await?;
+                wakes.wake(notification.payload());
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), sqlx::Error>(())
+        };
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            result = connected => {
+                if let Err(error) = result {
+                    tracing::warn!(%error, "the event listener lost its connection; reconnecting");
+                }
+            }
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+}

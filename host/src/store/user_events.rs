@@ -1,0 +1,254 @@
+//! The end users' event log: what each user's app is told live (`GET /me/events`), one row per event,
+//! numbered per user (`seq`). A number is taken from the user's row of `user_event_seqs` under its lock,
+//! so one user's events commit in the order of their numbers on both engines, and a stream that reads
+//! "after N" never skips one that commits late. Events are written in the transactions that make the
+//! changes they tell of, and kept [`RETENTION_MS`].
+//!
+//! Hosts learn that a user has new events through [`Wakes`]: on PostgreSQL every append sends
+//! `pg_notify('hubbub_user_events', phone)`, delivered at commit to every host's listener; on SQLite (one
+//! host) a tail of the log wakes the streams.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use sqlx::{Any, Row, Transaction};
+use tokio::sync::Notify;
+
+use super::{Backend, Db};
+use crate::clock::Millis;
+use crate::names::UserEventKind;
+
+/// How long events are kept for a stream to replay: 24 hours.
+pub const RETENTION_MS: Millis = 24 * 3_600_000;
+
+/// The PostgreSQL channel that tells hosts a user has new events (the payload is the phone).
+pub const CHANNEL: &str = "hubbub_user_events";
+
+/// An event to record for a user: what changed, and the id of what it is about (a message, a
+/// conversation, a session, an account).
+#[derive(Debug, Clone)]
+pub struct NewUserEvent {
+    pub phone: String,
+    pub kind: UserEventKind,
+    pub subject_id: i64,
+}
+
+/// Records `events` in the caller's transaction, numbering each user's in order.
+pub async fn append_in(tx: &mut Transaction<'_, Any>, events: &[NewUserEvent], now: Millis) -> Result<(), sqlx::Error> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let backend = super::backend_of(tx);
+    // One increment per user, in phone order (a consistent lock order between transactions).
+    let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
+    for e in events {
+        *counts.entry(e.phone.as_str()).or_default() += 1;
+    }
+    let sql = format!(
+        "INSERT INTO user_event_seqs (phone, last) VALUES {} ON CONFLICT (phone) DO UPDATE \
+         SET last = user_event_seqs.last + excluded.last RETURNING phone, last",
+        super::rows(counts.len(), "(?, ?)")
+    );
+    let mut upsert = super::query_rows(backend, &sql, counts.len());
+    for (phone, count) in &counts {
+        upsert = upsert.bind(*phone).bind(*count);
+    }
+    let mut next: HashMap<String, i64> = HashMap::new();
+    for row in upsert.fetch_all(&mut **tx).await? {
+        let (phone, last): (String, i64) = (row.try_get("phone")?, row.try_get("last")?);
+        let first = last - counts.get(phone.as_str()).copied().unwrap_or(0) + 1;
+        next.insert(phone, first);
+    }
+    let sql = format!(
+        "INSERT INTO user_events (phone, seq, kind, subject_id, created_at) VALUES {}",
+        super::rows(events.len(), "(?, ?, ?, ?, ?)")
+    );
+    let mut insert = super::query_rows(backend, &sql, events.len());
+    for e in events {
+        let seq = next.get_mut(&e.phone).ok_or(sqlx::Error::RowNotFound)?;
+        insert = insert.bind(&e.phone).bind(*seq).bind(e.kind.as_str()).bind(e.subject_id).bind(now);
+        *seq += 1;
+    }
+    insert.execute(&mut **tx).await?;
+    if backend == Backend::Postgres {
+        let sql = format!(
+            "SELECT pg_notify('{CHANNEL}', phone) FROM (VALUES {}) AS woken (phone)",
+            super::rows(counts.len(), "(?)")
+        );
+        let mut notify = super::query_rows(backend, &sql, counts.len());
+        for phone in counts.keys() {
+            notify = notify.bind(*phone);
+        }
+        notify.fetch_all(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// One recorded event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserEvent {
+    pub seq: i64,
+    pub kind: UserEventKind,
+    pub subject_id: i64,
+    pub created_at: Millis,
+}
+
+/// The user's events after `after` (oldest first, at most `limit`).
+pub async fn since(db: &Db, phone: &str, after: i64, limit: i64) -> Result<Vec<UserEvent>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT seq, kind, subject_id, created_at FROM user_events WHERE phone = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+    )
+    .bind(phone)
+    .bind(after)
+    .bind(limit)
+    .fetch_all(db.reader())
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(UserEvent {
+                seq: r.try_get("seq")?,
+                kind: super::decode_name(r, "kind")?,
+                subject_id: r.try_get("subject_id")?,
+                created_at: r.try_get("created_at")?,
+            })
+        })
+        .collect()
+}
+
+/// The user's newest event number (0 when none was ever recorded), and the oldest still kept.
+pub async fn bounds(db: &Db, phone: &str) -> Result<(i64, Option<i64>), sqlx::Error> {
+    let last: Option<i64> = sqlx::query_scalar("SELECT last FROM user_event_seqs WHERE phone = $1")
+        .bind(phone)
+        .fetch_optional(db.reader())
+        .await?;
+    let oldest: Option<i64> = sqlx::query_scalar("SELECT MIN(seq) FROM user_events WHERE phone = $1")
+        .bind(phone)
+        .fetch_one(db.reader())
+        .await?;
+    Ok((last.unwrap_or(0), oldest))
+}
+
+/// Forgets events and used or expired tickets older than `before`; answers how many events went.
+pub async fn forget_before(db: &Db, before: Millis) -> Result<u64, sqlx::Error> {
+    let done = sqlx::query("DELETE FROM user_events WHERE created_at < $1").bind(before).execute(db.writer()).await?;
+    sqlx::query("DELETE FROM stream_tickets WHERE expires_at < $1").bind(before).execute(db.writer()).await?;
+    Ok(done.rows_affected())
+}
+
+/// The newest log row's id: where a tail starts.
+pub async fn newest_id(db: &Db) -> Result<i64, sqlx::Error> {
+    let id: Option<i64> = sqlx::query_scalar("SELECT MAX(id) FROM user_events").fetch_one(db.reader()).await?;
+    Ok(id.unwrap_or(0))
+}
+
+/// The phones with log rows after `after_id`, and the newest id read (SQLite's tail: its one writer
+/// commits ids in order).
+pub async fn tail(db: &Db, after_id: i64) -> Result<(Vec<String>, i64), sqlx::Error> {
+    let rows = sqlx::query("SELECT id, phone FROM user_events WHERE id > $1 ORDER BY id LIMIT 10000")
+        .bind(after_id)
+        .fetch_all(db.reader())
+        .await?;
+    let mut newest = after_id;
+    let mut phones = Vec::new();
+    for r in rows {
+        newest = newest.max(r.try_get::<i64, _>("id")?);
+        let phone: String = r.try_get("phone")?;
+        if !phones.contains(&phone) {
+            phones.push(phone);
+        }
+    }
+    Ok((phones, newest))
+}
+
+/// What a stream ticket was issued for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ticket {
+    pub phone: String,
+    pub device: Option<String>,
+    /// The issue and expiry times (seconds) of the token it was asked for with: the stream ends when that
+    /// token would stop working.
+    pub token_iat: i64,
+    pub token_exp: i64,
+}
+
+/// Stores a new ticket's digest.
+pub async fn insert_ticket(db: &Db, hash: &str, ticket: &Ticket, expires_at: Millis) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO stream_tickets (ticket_hash, phone, device, token_iat, token_exp, expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(hash)
+    .bind(&ticket.phone)
+    .bind(&ticket.device)
+    .bind(ticket.token_iat)
+    .bind(ticket.token_exp)
+    .bind(expires_at)
+    .execute(db.writer())
+    .await?;
+    Ok(())
+}
+
+/// Uses a ticket: `Some` once, for an unexpired ticket with this digest; `None` after (or for an unknown
+/// or expired one).
+pub async fn redeem_ticket(db: &Db, hash: &str, now: Millis) -> Result<Option<Ticket>, sqlx::Error> {
+    let row = sqlx::query(
+        "UPDATE stream_tickets SET used_at = $1 WHERE ticket_hash = $2 AND used_at IS NULL AND expires_at > $1 \
+         RETURNING phone, device, token_iat, token_exp",
+    )
+    .bind(now)
+    .bind(hash)
+    .fetch_optional(db.writer())
+    .await?;
+    row.map(|r| {
+        Ok(Ticket {
+            phone: r.try_get("phone")?,
+            device: r.try_get("device")?,
+            token_iat: r.try_get("token_iat")?,
+            token_exp: r.try_get("token_exp")?,
+        })
+    })
+    .transpose()
+}
+
+/// Wakes the streams of a user when the user has new events: one `Notify` per user with a stream on this
+/// host, dropped when the last of them ends.
+#[derive(Default)]
+pub struct Wakes {
+    users: Mutex<HashMap<String, Arc<Notify>>>,
+}
+
+impl Wakes {
+    /// The user's `Notify`, for a stream that starts.
+    pub fn watch(&self, phone: &str) -> Arc<Notify> {
+        self.users().entry(phone.to_string()).or_insert_with(|| Arc::new(Notify::new())).clone()
+    }
+
+    /// A stream of the user ended (with its `Notify` dropped first): forget the user when no stream is left.
+    pub fn unwatch(&self, phone: &str) {
+        let mut users = self.users();
+        if users.get(phone).is_some_and(|n| Arc::strong_count(n) == 1) {
+            users.remove(phone);
+        }
+    }
+
+    /// The user has new events: wake the user's streams on this host, if any.
+    pub fn wake(&self, phone: &str) {
+        if let Some(notify) = self.users().get(phone) {
+            notify.notify_waiters();
+        }
+    }
+
+    /// Wakes every stream on this host (after the notifications may have missed some).
+    pub fn wake_all(&self) {
+        self.users().values().for_each(|n| n.notify_waiters());
+    }
+
+    /// Users with a stream on this host.
+    pub fn watched(&self) -> usize {
+        self.users().len()
+    }
+
+    fn users(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Notify>>> {
+        self.users.lock().expect("stream wakes poisoned")
+    }
+}

@@ -1,0 +1,278 @@
+//! The user's live event stream (`GET /me/events`, Server-Sent Events): tickets, events as they happen,
+//! replay after a lost connection, reset past the log, logout, bounds, and a stream on one host hearing what
+//! another host did (on PostgreSQL through LISTEN/NOTIFY).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::{Resp, TestApp, TestDb, eventually};
+
+const PHONE: &str = "+15551230000";
+
+/// One event as the stream sent it.
+#[derive(Debug, Clone)]
+struct Sent {
+    id: Option<String>,
+    event: String,
+    data: Value,
+}
+
+/// A stream read as a client reads it.
+struct EventStream {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl EventStream {
+    /// The next event (comments skipped), or `None` when nothing comes within `within` or the stream ends.
+    async fn next(&mut self, within: Duration) -> Option<Sent> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let frame: String = self.buffer.drain(..end + 2).collect();
+                let (mut id, mut event, mut data) = (None, String::from("message"), String::new());
+                for line in frame.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        id = Some(v.trim().to_string());
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        event = v.trim().to_string();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim_start());
+                    }
+                }
+                if frame.lines().all(|l| l.starts_with(':') || l.is_empty()) {
+                    continue;
+                }
+                return Some(Sent { id, event, data: serde_json::from_str(&data).unwrap_or(Value::Null) });
+            }
+            match tokio::time::timeout_at(deadline, self.response.chunk()).await {
+                Ok(Ok(Some(bytes))) => self.buffer.push_str(&String::from_utf8_lossy(&bytes).replace("\r\n", "\n")),
+                _ => return None,
+            }
+        }
+    }
+
+    /// The next event of kind `event`, skipping others.
+    async fn next_of(&mut self, event: &str) -> Sent {
+        loop {
+            let sent = self.next(Duration::from_secs(10)).await.unwrap_or_else(|| panic!("no {event} event came"));
+            if sent.event == event {
+                return sent;
+            }
+        }
+    }
+}
+
+/// A ticket for the user's stream.
+async fn ticket(app: &TestApp, token: &str) -> String {
+    app.post(token, "/api/v1/me/events/ticket", json!({})).await.ok(201)["ticket"].as_str().unwrap().to_string()
+}
+
+/// Opens the stream with `ticket` (and a last event id); answers the stream, or the refusal.
+async fn open_with(app: &TestApp, ticket: &str, last: Option<&str>) -> Result<EventStream, Resp> {
+    let mut request = app.client.get(format!("{}/api/v1/me/events?ticket={ticket}", app.base));
+    if let Some(last) = last {
+        request = request.header("last-event-id", last);
+    }
+    let response = request.send().await.unwrap();
+    if response.status() != 200 {
+        return Err(Resp::from(response).await);
+    }
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    Ok(EventStream { response, buffer: String::new() })
+}
+
+async fn open(app: &TestApp, token: &str, last: Option<&str>) -> EventStream {
+    let ticket = ticket(app, token).await;
+    open_with(app, &ticket, last).await.unwrap_or_else(|r| panic!("the stream did not open: {r:?}"))
+}
+
+async fn user(app: &TestApp, key: &str) -> String {
+    app.post(key, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    app.login(PHONE).await
+}
+
+#[tokio::test]
+async fn hub_messages_arrive_live_and_a_reconnect_replays_what_was_missed_once() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let token = user(&app, &key).await;
+    let mut stream = open(&app, &token, None).await;
+    let sent = app.send_text(&key, PHONE, "Your order shipped").await.ok(201).clone();
+    let created = stream.next_of("message.created").await;
+    assert_eq!(created.data["ref"], sent["ref"]);
+    assert_eq!(created.data["body"], "Your order shipped");
+    // Read on another device: this one hears of it.
+    let reference = sent["ref"].as_str().unwrap();
+    app.post(&token, &format!("/api/v1/me/messages/{reference}/read"), json!({})).await.ok(200);
+    // It moves through delivered to read, each step an event; a body is the message as it is when sent.
+    let updated = loop {
+        let updated = stream.next_of("message.updated").await;
+        assert_eq!(updated.data["ref"].as_str(), Some(reference));
+        if updated.data["state"] == "read" {
+            break updated;
+        }
+    };
+    let mut seen = updated.id.clone().expect("events have ids");
+    assert!(seen.parse::<i64>().unwrap() > created.id.unwrap().parse::<i64>().unwrap(), "ids increase");
+    while let Some(more) = stream.next(Duration::from_millis(300)).await {
+        seen = more.id.expect("events have ids");
+    }
+    drop(stream);
+
+    // While the app is away, another message arrives; reconnecting with the last id gets it, and only it.
+    let mut missed = Vec::new();
+    for text in ["And an invoice", "And a receipt"] {
+        let m = app.send_text(&key, PHONE, text).await.ok(201).clone();
+        let id = m["message_id"].as_i64().unwrap();
+        eventually("the message reaches the hub", || async { app.message(&key, id).await["state"] == "sent" }).await;
+        missed.push(m["ref"].clone());
+    }
+    let mut again = open(&app, &token, Some(&seen)).await;
+    for expected in &missed {
+        let event = again.next(Duration::from_secs(5)).await.expect("the missed events");
+        assert_eq!((event.event.as_str(), &event.data["ref"]), ("message.created", expected));
+    }
+    assert!(again.next(Duration::from_millis(300)).await.is_none(), "nothing twice");
+}
+
+#[tokio::test]
+async fn a_ticket_opens_one_stream_once_and_nothing_else_does() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let token = user(&app, &key).await;
+    let t = ticket(&app, &token).await;
+    let stream = open_with(&app, &t, None).await.ok().expect("the ticket works once");
+    drop(stream);
+    open_with(&app, &t, None).await.err().unwrap().error(401, "unauthorized");
+    open_with(&app, "evt_forged0000000000000000000000000", None).await.err().unwrap().error(401, "unauthorized");
+    let bare = Resp::from(app.client.get(format!("{}/api/v1/me/events", app.base)).send().await.unwrap()).await;
+    bare.error(401, "unauthorized");
+    // The user's token in the URL is no credential either.
+    open_with(&app, &token, None).await.err().unwrap().error(401, "unauthorized");
+    // An expired ticket.
+    let late = ticket(&app, &token).await;
+    app.clock.advance_ms(61_000);
+    open_with(&app, &late, None).await.err().unwrap().error(401, "unauthorized");
+    // Partner keys do not get tickets.
+    app.post(&key, "/api/v1/me/events/ticket", json!({})).await.error(403, "forbidden");
+}
+
+#[tokio::test]
+async fn past_the_kept_log_a_stream_says_reset() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let token = user(&app, &key).await;
+    let mut stream = open(&app, &token, None).await;
+    app.send_text(&key, PHONE, "one").await.ok(201);
+    let first = stream.next_of("message.created").await.id.unwrap();
+    drop(stream);
+    let mut stream = open(&app, &token, None).await;
+    app.send_text(&key, PHONE, "two").await.ok(201);
+    let second = stream.next_of("message.created").await;
+    drop(stream);
+    // A day later the log no longer holds what came after `first`.
+    app.clock.advance_ms(hubbub_host::store::user_events::RETENTION_MS + 1);
+    app.state.housekeep().await;
+    let mut stream = open(&app, &token, Some(&first)).await;
+    assert_eq!(stream.next(Duration::from_secs(5)).await.unwrap().event, "reset");
+    // From the newest id, nothing is missing: no reset.
+    drop(stream);
+    let mut stream = open(&app, &token, second.id.as_deref()).await;
+    assert!(stream.next(Duration::from_millis(300)).await.is_none());
+}
+
+#[tokio::test]
+async fn signing_out_ends_the_stream_with_a_logout_event() {
+    let app = TestApp::start_with(|c| c.stream_heartbeat_ms = 100).await;
+    let key = app.partner("acme").await;
+    let token = user(&app, &key).await;
+    let mut stream = open(&app, &token, None).await;
+    let r = app.client.delete(format!("{}/api/v1/me/tokens", app.base)).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(stream.next_of("logout").await.data["reason"], "signed_out");
+    assert!(stream.next(Duration::from_secs(2)).await.is_none(), "the stream ends");
+}
+
+#[tokio::test]
+async fn streams_are_bounded_per_user_and_per_host_with_clear_errors() {
+    let app = TestApp::start_with(|c| {
+        c.streams_per_user = 3;
+        c.max_streams = 5;
+    })
+    .await;
+    let key = app.partner("acme").await;
+    let token = user(&app, &key).await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(open(&app, &token, None).await);
+    }
+    // Many more opens from the same user: each a 429 in the error shape, and the host keeps serving.
+    for _ in 0..50 {
+        let t = ticket(&app, &token).await;
+        let refused = open_with(&app, &t, None).await.err().expect("over the user's bound");
+        refused.error(429, "rate_limited");
+        assert!(refused.headers.get("retry-after").is_some());
+    }
+    // Another user fills the host: 503.
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": "+15551230001"})).await.ok(200);
+    let other = app.login("+15551230001").await;
+    held.push(open(&app, &other, None).await);
+    held.push(open(&app, &other, None).await);
+    let t = ticket(&app, &other).await;
+    open_with(&app, &t, None).await.err().expect("over the host's bound").error(503, "unavailable");
+    assert_eq!(app.state.streams.open_count(), 5);
+    app.get(&key, "/api/v1/messages").await.ok(200);
+    // Closed streams give their places back.
+    held.clear();
+    eventually("closed streams are counted out", || async { app.state.streams.open_count() == 0 }).await;
+    open(&app, &token, None).await;
+}
+
+#[tokio::test]
+async fn conversations_and_bot_replies_arrive_live() {
+    let recv = crate::common::FakeServer::start(200, 0).await;
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let token = user(&app, &key).await;
+    let mut stream = open(&app, &token, None).await;
+    let thread = app.post(&token, "/api/v1/me/conversations", json!({"partner": "acme", "body": "Help"})).await;
+    let thread = thread.ok(201).clone();
+    let mine = stream.next_of("conversation.message").await;
+    assert_eq!(mine.data["message"]["body"], "Help");
+    let id = thread["conversation_id"].as_i64().unwrap();
+    app.post(&key, &format!("/api/v1/conversations/{id}/messages"), json!({"body": "On it"})).await.ok(201);
+    let reply = stream.next_of("conversation.message").await;
+    assert_eq!(reply.data["message"]["body"], "On it");
+    assert_eq!(reply.data["conversation"]["ref"], thread["ref"]);
+    assert_eq!(reply.data["conversation"]["state"], "pending");
+    let close = json!({"state": "closed"});
+    app.request(Method::PATCH, &format!("/api/v1/conversations/{id}"), Some(&key), Some(&close)).await.ok(200);
+    assert_eq!(stream.next_of("conversation.updated").await.data["state"], "closed");
+
+    // A webhook bot's reply: the app is told the session has new steps.
+    let bot = json!({"code": "remote", "name": "Remote", "runtime_mode": "webhook", "webhook_url": recv.url});
+    let bot = app.post(&key, "/api/v1/bots", bot).await.ok(201).clone();
+    let session = app.post(&token, "/api/v1/me/bots/remote/sessions", json!({})).await.ok(201)["session"].clone();
+    let reply = json!({"event": "reply", "data": {"session": session, "steps": [{"type": "message", "text": "Hi"}]}});
+    app.post(bot["bot_token"].as_str().unwrap(), "/api/v1/bots/remote/webhook", reply).await.ok(200);
+    let flow = stream.next_of("flow.updated").await;
+    assert_eq!((&flow.data["ref"], flow.data["kind"].as_str()), (&session, Some("chat")));
+}
+
+#[tokio::test]
+async fn a_stream_on_one_host_hears_what_another_host_did() {
+    let db = Arc::new(TestDb::new().await);
+    let a = TestApp::start_on(db.clone(), |_| {}).await;
+    let b = TestApp::start_on(db.clone(), |_| {}).await;
+    let key = a.partner("acme").await;
+    a.post(&key, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    let token = a.login(PHONE).await;
+    let mut on_b = open(&b, &token, None).await;
+    let sent = a.send_text(&key, PHONE, "Sent through host A").await.ok(201).clone();
+    let created = on_b.next_of("message.created").await;
+    assert_eq!(created.data["ref"], sent["ref"]);
+}
