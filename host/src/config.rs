@@ -81,6 +81,12 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_OFFLINE_AFTER_S", default_value_t = 300)]
     pub offline_after_s: u64,
 
+    /// Seconds a hub message waits for one of the user's devices to get it (a live stream, a fetch) before
+    /// it goes on to WhatsApp, then SMS. Partners set their own (`PUT /settings/delivery`), senders per
+    /// message (`fallback_after_s`, `null` for the hub only).
+    #[arg(long, env = "HUBBUB_HUB_FALLBACK_AFTER_S", default_value_t = 300)]
+    pub hub_fallback_after_s: u64,
+
     /// How submitted templates are decided (dev mode always reviews automatically).
     #[arg(long, env = "HUBBUB_TEMPLATE_REVIEW", value_enum, default_value = "auto")]
     pub template_review: TemplateReview,
@@ -476,6 +482,7 @@ impl std::fmt::Debug for Config {
             .field("bot_max_loaded", &self.bot_max_loaded)
             .field("bot_compile_concurrency", &self.bot_compile_concurrency)
             .field("user_upload_quota_mb", &self.user_upload_quota_mb)
+            .field("hub_fallback_after_s", &self.hub_fallback_after_s)
             .field("header_read_timeout_ms", &self.header_read_timeout_ms)
             .field("idle_timeout_ms", &self.idle_timeout_ms)
             .field("max_connections", &self.max_connections)

@@ -73,6 +73,7 @@ pub async fn content(db: &Db, dev: bool, c: &Conversation, req: &SendMessage) ->
         },
         media: None,
         reference: compose::client_ref(req, true)?,
+        fallback_after_s: None,
     })
 }
 

@@ -67,7 +67,7 @@ pub async fn track_request(request: Request, next: Next) -> Response {
 /// The text exposition, with the gauges read now.
 pub async fn render(db: &Db, runtime: &Runtime, now: Millis) -> Result<String, sqlx::Error> {
     let age = |oldest: Option<Millis>| oldest.map(|t| ((now - t).max(0)) as f64 / 1000.0).unwrap_or(0.0);
-    let (jobs, oldest_job) = deliveries::backlog(db).await?;
+    let (jobs, oldest_job) = deliveries::backlog(db, now).await?;
     metrics::gauge!("hubbub_delivery_backlog").set(jobs as f64);
     metrics::gauge!("hubbub_delivery_backlog_oldest_seconds").set(age(oldest_job));
     let (events, oldest_event) = outbox::backlog(db).await?;

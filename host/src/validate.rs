@@ -26,6 +26,11 @@ impl Invalid {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         Invalid { field: field.into(), message: message.into() }
     }
+
+    /// The same refusal of a field the request names otherwise.
+    pub fn renamed(self, field: &str) -> Self {
+        Invalid { message: self.message.replace(&self.field, field), field: field.to_string() }
+    }
 }
 
 /// Whether a text has control characters (CR, LF, NUL, tab, …), which no URL we store may have: the URL

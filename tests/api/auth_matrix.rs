@@ -125,6 +125,8 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/settings/account-fields", Partner),
     ("POST", "/api/v1/settings/account-fields", Partner),
     ("DELETE", "/api/v1/settings/account-fields/{id}", Partner),
+    ("GET", "/api/v1/settings/delivery", Partner),
+    ("PUT", "/api/v1/settings/delivery", Partner),
     ("PATCH", "/api/v1/settings/account-fields/{id}", Partner),
     ("PUT", "/api/v1/settings/webhook", Partner),
     ("POST", "/api/v1/system/broadcasts", Platform),

@@ -198,7 +198,7 @@ async fn agent_messages_attach_to_the_open_thread_or_go_to_the_hub() {
     assert_eq!(r.ok(201)["conversation_id"], Value::Null);
     app.post(&key, "/api/v1/agent/messages", json!({"body": "x"})).await.field_error("phone");
     eventually("hub messages delivered", || async {
-        hubbub_host::store::deliveries::pending_count(&app.state.db).await.unwrap() == 0
+        hubbub_host::store::deliveries::pending_count(&app.state.db, app.now()).await.unwrap() == 0
     })
     .await;
 }

@@ -293,7 +293,7 @@ async fn killed_host_loses_no_accepted_message() {
         assert_eq!(m["channel"], "whatsapp");
     }
     eventually("no job left", || async {
-        hubbub_host::store::deliveries::pending_count(&app.state.db).await.unwrap() == 0
+        hubbub_host::store::deliveries::pending_count(&app.state.db, app.now()).await.unwrap() == 0
     })
     .await;
 }

@@ -16,6 +16,7 @@ mod developers;
 mod encryption;
 mod hardening;
 mod hardening_two;
+mod hub_fallback;
 mod messages;
 mod payments;
 mod scale_out;

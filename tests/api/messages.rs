@@ -501,6 +501,7 @@ async fn one_bad_message_in_a_group_commit_fails_only_itself() {
         media: None,
         idempotency_key: None,
         request_hash: None,
+        fallback_after_s: None,
     };
     let now = app.state.now();
     let writer = hubbub_host::store::messages::MessageWriter::spawn(app.state.db.clone());

@@ -1310,6 +1310,24 @@ export interface paths {
         patch: operations["update_field"];
         trace?: never;
     };
+    "/api/v1/settings/delivery": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** My delivery settings. */
+        get: operations["get_delivery_settings"];
+        /** Set how long hub messages wait for a device before WhatsApp, then SMS. */
+        put: operations["set_delivery_settings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/settings/webhook": {
         parameters: {
             query?: never;
@@ -2110,6 +2128,26 @@ export interface components {
             /** @description `en` when absent: a language tag such as `en`, `pt-BR`, `es_419`. */
             lang?: string | null;
         };
+        /** @description The partner's delivery settings. */
+        DeliverySettings: {
+            /** @description True when the partner has not chosen: the host's default applies (`HUBBUB_HUB_FALLBACK_AFTER_S`). */
+            default: boolean;
+            /**
+             * Format: int64
+             * @description Seconds a hub message waits for one of the user's devices (a live stream, a fetch, a push
+             *     acknowledged) before it goes on to WhatsApp, then SMS; `null`: the hub only. A message may set its
+             *     own (`fallback_after_s`).
+             */
+            hub_fallback_after_s?: number | null;
+        };
+        /** @description A new fallback window. */
+        DeliverySettingsUpdate: {
+            /**
+             * Format: int64
+             * @description 0 to 604800 seconds, or `null` for the hub only. Absent: back to the host's default.
+             */
+            hub_fallback_after_s?: number | null;
+        };
         /** @enum {string} */
         DeliveryState: "pending" | "succeeded" | "dead";
         /** @description The phone and the code it received. */
@@ -2892,6 +2930,13 @@ export interface components {
             /** @description Conversation messages: true for an encrypted one (with e2e_mode, e2e_key_version, e2e_envelope). */
             encrypted?: boolean | null;
             encryption?: components["schemas"]["Encryption"] | null;
+            /**
+             * Format: int64
+             * @description Seconds a hub message waits for one of the user's devices to get it before it goes on to WhatsApp,
+             *     then SMS (0 to 604800); `null` keeps it in the hub only; absent: the partner's setting (`GET
+             *     /settings/delivery`). Codes (`priority: otp`) and encrypted messages keep their own rules.
+             */
+            fallback_after_s?: number | null;
             /** @description HTML messages (newsletters): shown sandboxed. */
             html?: string | null;
             /** @description Or header `Idempotency-Key`. Deduplicates for 24 h. */
@@ -5729,6 +5774,61 @@ export interface operations {
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    get_delivery_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliverySettings"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    set_delivery_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeliverySettingsUpdate"];
+            };
+        };
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliverySettings"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];

@@ -252,8 +252,14 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
     let message_id = message.id;
     if message.state != MessageState::Queued {
         // Already moved on (e.g. the user's app fetched it first): the job ends.
-        let finished =
-            Finished { message, attempts: Vec::new(), change: None, at: delivery.now(), event: events::message_status };
+        let finished = Finished {
+            message,
+            attempts: Vec::new(),
+            change: None,
+            at: delivery.now(),
+            event: events::message_status,
+            follow_up: None,
+        };
         return Ok(Done { finished, release_alert: None });
     }
     let recipient = Recipient {
@@ -321,8 +327,25 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
         .chain(alerts.into_iter().map(|(c, o)| attempt(AttemptKind::Alert, c, o)))
         .collect();
     let change = Some(Change::State { from: &[MessageState::Queued], to, channel });
+    // A plain message now in the hub goes on to WhatsApp, then SMS, if no device gets it within its window
+    // (an encrypted one has its alert instead; a code has its own rule).
+    let window = match found.fallback_after_s {
+        Some(seconds) if seconds < 0 => None,
+        Some(seconds) => Some(seconds),
+        None => Some(delivery.config.hub_fallback_after_s as i64),
+    };
+    let follow_up = window
+        .filter(|_| in_hub && !is_encrypted(&message) && message.priority != "otp")
+        .map(|seconds| (AFTER_HUB, delivery.now() + seconds * 1000));
     Ok(Done {
-        finished: Finished { message, attempts: tries, change, at: delivery.now(), event: events::message_status },
+        finished: Finished {
+            message,
+            attempts: tries,
+            change,
+            at: delivery.now(),
+            event: events::message_status,
+            follow_up,
+        },
         release_alert,
     })
 }
@@ -429,11 +452,20 @@ fn attempt(kind: AttemptKind, channel: Channel, outcome: Outcome) -> NewAttempt 
 /// WhatsApp accepted and then could not deliver (`sms`), or the SMS alert after such a WhatsApp alert
 /// (`alert_sms`). A message the app has fetched meanwhile needs nothing more.
 async fn continue_after_receipt(delivery: &Delivery, found: ToDeliver, resume: &str) -> Result<Done, sqlx::Error> {
+    if resume == AFTER_HUB {
+        return after_hub(delivery, found).await;
+    }
     let (message, partner_name) = (found.message, found.partner_name);
     let alert = resume == "alert_sms";
     let still_out = message.state == MessageState::Sent && message.channel == Some(Channel::Whatsapp);
-    let mut finished =
-        Finished { message, attempts: Vec::new(), change: None, at: delivery.now(), event: events::message_status };
+    let mut finished = Finished {
+        message,
+        attempts: Vec::new(),
+        change: None,
+        at: delivery.now(),
+        event: events::message_status,
+        follow_up: None,
+    };
     if !alert && !still_out {
         return Ok(Done { finished, release_alert: None });
     }
@@ -457,6 +489,47 @@ async fn continue_after_receipt(delivery: &Delivery, found: ToDeliver, resume: &
     finished.attempts.push(attempt(kind, Channel::Sms, outcome));
     finished.at = delivery.now();
     Ok(Done { finished, release_alert })
+}
+
+/// The job that continues a hub message on WhatsApp then SMS when no device got it in time.
+const AFTER_HUB: &str = "after_hub";
+
+/// The fallback after the hub: a message still only `sent` in the hub (no device got it: it is not
+/// `delivered`) goes on to WhatsApp, then SMS, as further attempts. The fallback is claimed first, so a device
+/// that gets the message at the same moment either ends the chain (it came first) or finds it on its way.
+async fn after_hub(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Error> {
+    let (message, partner_name) = (found.message, found.partner_name);
+    let waiting = message.state == MessageState::Sent && message.channel == Some(Channel::Inapp);
+    let mut finished = Finished {
+        message,
+        attempts: Vec::new(),
+        change: None,
+        at: delivery.now(),
+        event: events::message_status,
+        follow_up: None,
+    };
+    if !waiting || !messages::claim_hub_fallback(&delivery.db, finished.message.id, delivery.now()).await? {
+        return Ok(Done { finished, release_alert: None });
+    }
+    let message = &finished.message;
+    for channel in [Channel::Whatsapp, Channel::Sms] {
+        let provider = delivery.provider(channel).expect("fallback channels have providers");
+        let outcome = match whatsapp_template(delivery, channel, message).await? {
+            Some(template) => provider.send_template(&message.phone, &template).await.into(),
+            None => {
+                let text = fallback_text(message, &partner_name, &delivery.config.public_url);
+                send_free_form(delivery, provider.as_ref(), &message.phone, &text).await?
+            }
+        };
+        let sent = outcome.is_sent();
+        finished.attempts.push(attempt(AttemptKind::Delivery, channel, outcome));
+        if sent {
+            finished.change = Some(Change::Channel(channel));
+            break;
+        }
+    }
+    finished.at = delivery.now();
+    Ok(Done { finished, release_alert: None })
 }
 
 #[cfg(test)]

@@ -488,6 +488,7 @@ async fn dev_send(
         idempotency_key: key.map(|k| format!("dev:{}:{k}", developer.id)),
         request_hash: key
             .map(|_| digest(&format!("{code}|{lang}|{}|{:?}", req.phone.as_deref().unwrap_or(""), req.vars))),
+        fallback_after_s: None,
     };
     match state.messages.create(message, now).await? {
         Created::New(m) => {

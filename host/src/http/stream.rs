@@ -39,7 +39,7 @@ use super::{ApiQuery, E401, E429, E503};
 use crate::auth::UserAuth;
 use crate::clock::record_time;
 use crate::http::error::{ApiError, ApiResult};
-use crate::names::{SessionKind, UserEventKind};
+use crate::names::{MessageState, SessionKind, UserEventKind};
 use crate::secrets::{digest, random_alnum};
 use crate::state::AppState;
 use crate::store::user_events::{self, Ticket, UserEvent, Wakes};
@@ -215,6 +215,9 @@ impl Live {
                         self.after = event.seq;
                         if let Some(rendered) = render(&self.state.db, &event, self.ticket.device.as_deref()).await {
                             self.pending.push_back(rendered);
+                            if event.kind == UserEventKind::MessageCreated {
+                                self.delivered(event.subject_id).await;
+                            }
                         }
                     }
                     continue;
@@ -237,6 +240,18 @@ impl Live {
                 }
                 _ = stop.cancelled() => return None,
             }
+        }
+    }
+}
+
+impl Live {
+    /// A hub message goes down this stream: a device has it, so it is `delivered` (which ends the wait for
+    /// the fallback after the hub).
+    async fn delivered(&self, message_id: i64) {
+        let moved =
+            crate::messages::advance_in_hub(&self.state.db, message_id, MessageState::Delivered, self.state.now());
+        if let Err(error) = moved.await {
+            tracing::warn!(%error, message_id, "a message sent down a stream could not be marked delivered");
         }
     }
 }

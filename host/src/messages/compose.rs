@@ -96,10 +96,37 @@ pub struct SendMessage {
     /// Conversation messages: the content key version; its wraps must have been uploaded (…/keys).
     #[schema(minimum = 1)]
     pub(crate) e2e_key_version: Option<i64>,
+    /// Seconds a hub message waits for one of the user's devices to get it before it goes on to WhatsApp,
+    /// then SMS (0 to 604800); `null` keeps it in the hub only; absent: the partner's setting (`GET
+    /// /settings/delivery`). Codes (`priority: otp`) and encrypted messages keep their own rules.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>, nullable, minimum = 0, maximum = 604800)]
+    pub(crate) fallback_after_s: Option<Option<i64>>,
     /// E2E messages only: the sender's own ref, which its aad binds. Unique across the service: reuse is 409.
     #[serde(rename = "ref")]
     #[schema(pattern = "^msg_[A-Za-z0-9_-]{20,64}$")]
     pub(crate) client_ref: Option<String>,
+}
+
+/// A field that may be absent (`None`), `null` (`Some(None)`) or a value (`Some(Some(v))`).
+pub fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// The longest fallback window a message may ask for: a week.
+const MAX_FALLBACK_AFTER_S: i64 = 7 * 24 * 3600;
+
+/// A fallback window as stored: `None` = the partner's, `Some(-1)` = the hub only, else seconds.
+pub fn fallback_window(requested: Option<Option<i64>>) -> Result<Option<i64>, Invalid> {
+    match requested {
+        None => Ok(None),
+        Some(None) => Ok(Some(-1)),
+        Some(Some(seconds)) if (0..=MAX_FALLBACK_AFTER_S).contains(&seconds) => Ok(Some(seconds)),
+        Some(Some(_)) => Err(Invalid::new(
+            "fallback_after_s",
+            format!("fallback_after_s is 0 to {MAX_FALLBACK_AFTER_S} seconds, or null for the hub only"),
+        )),
+    }
 }
 
 impl SendMessage {
@@ -166,6 +193,8 @@ pub struct Content {
     pub media: Option<NewMedia>,
     /// The ref the sender chose (E2E sends only); otherwise the server makes one.
     pub reference: Option<String>,
+    /// The fallback window after the hub, as stored (see [`fallback_window`]).
+    pub fallback_after_s: Option<i64>,
 }
 
 impl Content {
@@ -194,6 +223,7 @@ impl Content {
             media: self.media,
             idempotency_key: None,
             request_hash: None,
+            fallback_after_s: self.fallback_after_s,
         }
     }
 }
@@ -356,6 +386,7 @@ pub async fn content(
         content,
         media,
         reference,
+        fallback_after_s: fallback_window(req.fallback_after_s)?,
     })
 }
 

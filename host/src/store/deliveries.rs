@@ -86,6 +86,8 @@ pub struct Finished {
     pub at: Millis,
     /// Builds the `message.status` event of a change (the caller's: the store knows no event shapes).
     pub event: fn(&Message, Millis) -> serde_json::Value,
+    /// A job to queue for the message once this one ends: what it continues (`after_hub`) and when.
+    pub follow_up: Option<(&'static str, Millis)>,
 }
 
 /// Writes finished jobs in the caller's transaction (see [`Finished`]): one statement for all their
@@ -147,6 +149,19 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
         delete = delete.bind(d.message.id);
     }
     delete.execute(&mut **tx).await?;
+    let follow_ups: Vec<(i64, &str, Millis)> =
+        done.iter().filter_map(|d| d.follow_up.map(|(resume, at)| (d.message.id, resume, at))).collect();
+    if !follow_ups.is_empty() {
+        let sql = format!(
+            "INSERT INTO delivery_jobs (message_id, next_attempt_at, resume) VALUES {} ON CONFLICT (message_id) DO NOTHING",
+            super::rows(follow_ups.len(), "(?, ?, ?)")
+        );
+        let mut insert = super::query_rows(backend, &sql, follow_ups.len());
+        for (id, resume, at) in follow_ups {
+            insert = insert.bind(id).bind(at).bind(resume);
+        }
+        insert.execute(&mut **tx).await?;
+    }
     Ok(())
 }
 
@@ -209,16 +224,23 @@ pub async fn fail_attempt_in(tx: &mut Transaction<'_, Any>, attempt_id: i64, err
     Ok(done.rows_affected() == 1)
 }
 
-/// Delivery jobs waiting (for metrics): how many, and the earliest `next_attempt_at` among them.
-pub async fn backlog(db: &Db) -> Result<(i64, Option<Millis>), sqlx::Error> {
+/// Delivery jobs due by `now` (for metrics): how many, and the earliest `next_attempt_at` among them. Jobs
+/// scheduled later (a fallback after the hub waiting out its window) are not a backlog.
+pub async fn backlog(db: &Db, now: Millis) -> Result<(i64, Option<Millis>), sqlx::Error> {
     use sqlx::Row;
-    let row = sqlx::query("SELECT COUNT(*) AS n, MIN(next_attempt_at) AS oldest FROM delivery_jobs")
-        .fetch_one(db.reader())
-        .await?;
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS n, MIN(next_attempt_at) AS oldest FROM delivery_jobs WHERE next_attempt_at <= $1",
+    )
+    .bind(now)
+    .fetch_one(db.reader())
+    .await?;
     Ok((row.try_get("n")?, row.try_get("oldest")?))
 }
 
-/// Jobs not yet finished (tests and operators).
-pub async fn pending_count(db: &Db) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("SELECT COUNT(*) FROM delivery_jobs").fetch_one(db.reader()).await
+/// Jobs due by `now` and not yet finished (tests and operators).
+pub async fn pending_count(db: &Db, now: Millis) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("SELECT COUNT(*) FROM delivery_jobs WHERE next_attempt_at <= $1")
+        .bind(now)
+        .fetch_one(db.reader())
+        .await
 }

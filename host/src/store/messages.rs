@@ -102,6 +102,9 @@ pub struct NewMessage {
     pub idempotency_key: Option<String>,
     /// Digest of the canonical request, to tell a retry from a different payload under the same key.
     pub request_hash: Option<String>,
+    /// Seconds without a device getting it in the hub before it goes on to WhatsApp then SMS: `None` = the
+    /// partner's setting, `Some(-1)` = the hub only.
+    pub fallback_after_s: Option<i64>,
 }
 
 /// What a create did.
@@ -119,8 +122,8 @@ pub const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 
 /// The columns every new message is written with, and their placeholders (bound by [`bind_new`]).
 const NEW_COLUMNS: &str = "ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, priority, \
-    content, state, seq, direction, conversation_id, developer_id, created_at, updated_at";
-const NEW_ROW: &str = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?";
+    content, state, seq, direction, conversation_id, developer_id, created_at, updated_at, fallback_after_s";
+const NEW_ROW: &str = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?";
 
 /// Binds the [`NEW_COLUMNS`] of `m`, created at `now`.
 fn bind_new<'q>(
@@ -145,6 +148,7 @@ fn bind_new<'q>(
         .bind(m.developer_id)
         .bind(now)
         .bind(now)
+        .bind(m.fallback_after_s)
 }
 
 /// Creates a `queued` message in the caller's transaction, or finds the original under the same
@@ -602,6 +606,9 @@ pub struct ToDeliver {
     pub has_device: bool,
     /// When the recipient's app was last seen.
     pub last_seen: Option<Millis>,
+    /// The fallback window after the hub, in seconds, as the message or its partner set it (`None`: the
+    /// host's default; `Some(-1)`: the hub only).
+    pub fallback_after_s: Option<i64>,
 }
 
 /// Messages to deliver and what routing needs (see [`ToDeliver`]), in one read, by id (a message that is
@@ -612,7 +619,7 @@ pub async fn find_to_deliver(db: &Db, ids: &[i64]) -> Result<std::collections::H
         return Ok(Default::default());
     }
     let sql = format!(
-        "{COLUMNS}, p.name AS partner_name, \
+        "{COLUMNS}, p.name AS partner_name, COALESCE(m.fallback_after_s, p.hub_fallback_after_s) AS fallback_after_s, \
          (SELECT COUNT(*) FROM accounts a WHERE a.phone = m.phone AND a.state = 'claimed') AS claimed, \
          (SELECT COUNT(*) FROM devices d WHERE d.phone = m.phone) AS devices, \
          (SELECT s.last_seen_at FROM presence s WHERE s.phone = m.phone) AS last_seen{FROM}WHERE m.id IN ({})",
@@ -630,11 +637,26 @@ pub async fn find_to_deliver(db: &Db, ids: &[i64]) -> Result<std::collections::H
             claimed: row.try_get::<i64, _>("claimed")? > 0,
             has_device: row.try_get::<i64, _>("devices")? > 0,
             last_seen: row.try_get("last_seen")?,
+            fallback_after_s: row.try_get("fallback_after_s")?,
             message,
         };
         found.insert(to_deliver.message.id, to_deliver);
     }
     Ok(found)
+}
+
+/// Claims the fallback after the hub of a message that is still only in the hub (`sent` in-app, no device
+/// got it): true for the one caller that claimed it. A device that gets the message first ends the chain.
+pub async fn claim_hub_fallback(db: &Db, id: i64, now: Millis) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE messages SET hub_fallback_at = $1 WHERE id = $2 AND state = 'sent' AND channel = 'inapp' \
+         AND hub_fallback_at IS NULL",
+    )
+    .bind(now)
+    .bind(id)
+    .execute(db.writer())
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// A message by its ref, whoever sent it.

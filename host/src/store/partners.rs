@@ -138,3 +138,22 @@ pub async fn find_platform(db: &Db) -> Result<Option<Partner>, sqlx::Error> {
     .await?;
     row.as_ref().map(from_row).transpose()
 }
+
+/// The partner's fallback window after the hub, in seconds (`None`: the host's default; `Some(-1)`: the hub
+/// only).
+pub async fn hub_fallback(db: &Db, partner_id: i64) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar("SELECT hub_fallback_after_s FROM partners WHERE id = $1")
+        .bind(partner_id)
+        .fetch_one(db.reader())
+        .await
+}
+
+/// Sets the partner's fallback window after the hub (see [`hub_fallback`]).
+pub async fn set_hub_fallback(db: &Db, partner_id: i64, seconds: Option<i64>) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE partners SET hub_fallback_after_s = $1 WHERE id = $2")
+        .bind(seconds)
+        .bind(partner_id)
+        .execute(db.writer())
+        .await?;
+    Ok(())
+}

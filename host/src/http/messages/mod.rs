@@ -2,6 +2,7 @@
 //! one with its delivery attempts and list them (`read`), and mark read / unread (`mark`). The message record
 //! every resource answers messages with lives here.
 
+mod fallback;
 mod mark;
 mod read;
 mod send;
@@ -27,6 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(read::get_message))
         .routes(routes!(mark::mark_read))
         .routes(routes!(mark::mark_unread))
+        .routes(routes!(fallback::get_delivery_settings, fallback::set_delivery_settings))
 }
 
 /// The content of a send request, checked (see [`compose::content`]).

@@ -1,0 +1,77 @@
+//! `/settings/delivery`: how long the partner's hub messages wait for one of the user's devices before they
+//! go on to WhatsApp, then SMS.
+
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::auth::PartnerAuth;
+use crate::http::error::ApiResult;
+use crate::http::{ApiJson, E422};
+use crate::messages::compose::fallback_window;
+use crate::state::AppState;
+use crate::store::partners;
+
+/// The partner's delivery settings.
+#[derive(Serialize, ToSchema)]
+#[schema(as = DeliverySettings)]
+pub(super) struct DeliverySettings {
+    /// Seconds a hub message waits for one of the user's devices (a live stream, a fetch, a push
+    /// acknowledged) before it goes on to WhatsApp, then SMS; `null`: the hub only. A message may set its
+    /// own (`fallback_after_s`).
+    #[schema(minimum = 0, maximum = 604800)]
+    hub_fallback_after_s: Option<i64>,
+    /// True when the partner has not chosen: the host's default applies (`HUBBUB_HUB_FALLBACK_AFTER_S`).
+    default: bool,
+}
+
+/// A new fallback window.
+#[derive(Deserialize, ToSchema)]
+#[schema(as = DeliverySettingsUpdate)]
+pub(super) struct Update {
+    /// 0 to 604800 seconds, or `null` for the hub only. Absent: back to the host's default.
+    #[serde(default, deserialize_with = "crate::messages::compose::present")]
+    #[schema(value_type = Option<i64>, nullable, minimum = 0, maximum = 604800)]
+    hub_fallback_after_s: Option<Option<i64>>,
+}
+
+async fn answer(state: &AppState, partner_id: i64) -> ApiResult<Json<DeliverySettings>> {
+    let stored = partners::hub_fallback(&state.db, partner_id).await?;
+    let seconds = stored.unwrap_or(state.config.hub_fallback_after_s as i64);
+    Ok(Json(DeliverySettings { hub_fallback_after_s: (seconds >= 0).then_some(seconds), default: stored.is_none() }))
+}
+
+/// My delivery settings.
+#[utoipa::path(
+    get,
+    path = "/settings/delivery",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    responses((status = 200, description = "The settings", body = DeliverySettings))
+)]
+pub(super) async fn get_delivery_settings(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+) -> ApiResult<Json<DeliverySettings>> {
+    answer(&state, partner.id).await
+}
+
+/// Set how long hub messages wait for a device before WhatsApp, then SMS.
+#[utoipa::path(
+    put,
+    path = "/settings/delivery",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    request_body = Update,
+    responses((status = 200, description = "The settings", body = DeliverySettings), (status = 422, response = E422))
+)]
+pub(super) async fn set_delivery_settings(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    ApiJson(req): ApiJson<Update>,
+) -> ApiResult<Json<DeliverySettings>> {
+    let seconds = fallback_window(req.hub_fallback_after_s).map_err(|e| e.renamed("hub_fallback_after_s"))?;
+    partners::set_hub_fallback(&state.db, partner.id, seconds).await?;
+    answer(&state, partner.id).await
+}
