@@ -154,3 +154,38 @@ async fn the_app_reads_the_account_fields_and_a_flow_card_by_ref() {
     app.get(&stranger, &format!("/api/v1/me/flows/{flow_ref}")).await.error(404, "not_found");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_app_is_served_compressed_and_its_hashed_files_cached_for_good() {
+    let app = TestApp::start().await;
+    let get = |path: String, encoding: Option<&'static str>| {
+        let app = &app;
+        async move {
+            let mut request = app.client.get(format!("{}{path}", app.base));
+            if let Some(encoding) = encoding {
+                request = request.header("accept-encoding", encoding);
+            }
+            request.send().await.unwrap()
+        }
+    };
+    let page = get("/".into(), None).await.text().await.unwrap();
+    let script = page.split("src=\"").nth(1).and_then(|s| s.split('"').next()).expect("the page loads a script");
+    assert!(script.starts_with("/assets/"), "{script}");
+    let plain = get(script.to_string(), None).await;
+    assert_eq!(header(&plain, CACHE_CONTROL), "public, max-age=31536000, immutable");
+    assert!(plain.headers().get("content-encoding").is_none());
+    let size = plain.bytes().await.unwrap().len();
+    for encoding in ["br", "gzip"] {
+        let r = get(script.to_string(), Some(encoding)).await;
+        assert_eq!(header(&r, reqwest::header::CONTENT_ENCODING), encoding);
+        assert_eq!(header(&r, CACHE_CONTROL), "public, max-age=31536000, immutable");
+        let compressed = r.bytes().await.unwrap().len();
+        assert!(compressed * 2 < size, "{encoding}: {compressed} of {size} bytes");
+    }
+    let page = get("/".into(), Some("br")).await;
+    assert_eq!(header(&page, reqwest::header::CONTENT_ENCODING), "br");
+    assert_eq!(header(&page, CACHE_CONTROL), "no-cache");
+    // The API and the event stream are not the app's files: left as they are.
+    let api = get("/api/v1/openapi.json".into(), Some("br")).await;
+    assert!(api.headers().get("content-encoding").is_none());
+}

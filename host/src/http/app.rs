@@ -1,6 +1,7 @@
 //! The end-user web app (`web/`, built by `build.rs`) on the API's own origin: its files at their paths, and
 //! `index.html` for any other page a browser opens outside `/api`, so the app's own routes (`/m/{ref}`,
-//! `/forms/{ref}`, …) load it. What is neither stays the API's JSON 404. Release builds embed the files;
+//! `/forms/{ref}`, …) load it, compressed as the browser accepts (`br`, `gzip`), its content-named files
+//! cached for good. What is neither stays the API's JSON 404. Release builds embed the files;
 //! debug builds read them from the built folder, so a rebuilt app shows without recompiling the host.
 
 use axum::extract::State;

@@ -100,8 +100,9 @@ pub fn app(state: AppState) -> Router {
     let request_timeout = Duration::from_millis(state.config.request_timeout_ms.max(1));
     let (documented, _) = documented().split_for_parts();
     documented
-        // The web app's files and pages; anything else is the API's JSON 404.
-        .fallback(app::fallback)
+        // The web app's files and pages, compressed (br or gzip, as the browser accepts); anything else is the
+        // API's JSON 404.
+        .fallback(axum::handler::Handler::layer(app::fallback, tower_http::compression::CompressionLayer::new()))
         .layer(DefaultBodyLimit::max(body_limit))
         // A handler that panics answers 500 in the error shape, and the host keeps serving.
         .layer(CatchPanicLayer::custom(panic_response))
