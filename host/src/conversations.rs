@@ -11,7 +11,7 @@ use crate::config::UploadQuota;
 use crate::encryption;
 use crate::messages::MessageContent;
 use crate::messages::compose::{self, ComposeError, Content, SendMessage};
-use crate::names::{ContentType, E2eMode, Encryption};
+use crate::names::{ContentType, Direction, E2eMode, Encryption, MessageState};
 use crate::store::Db;
 use crate::store::conversations::Conversation;
 use crate::store::{keys, messages};
@@ -163,4 +163,39 @@ pub async fn from_user(
     }
     media.uploaded_by = Some(phone.to_string());
     Ok(content)
+}
+
+/// Who reads a conversation: the user (the agents' messages become read) or the partner's agents (the
+/// user's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    User,
+    Agent,
+}
+
+impl Reader {
+    /// The direction of the messages this reader reads: those the other side wrote.
+    pub fn reads(self) -> Direction {
+        match self {
+            Reader::User => Direction::Out,
+            Reader::Agent => Direction::In,
+        }
+    }
+}
+
+/// `reader` has seen the conversation: every message the other side wrote that is not read yet becomes
+/// `read` (the user's reading walks an agent's message along the hub path), each move with its
+/// `message.status` to the partner and its `conversation.message` to the user's app. Answers how many moved.
+pub async fn read_by(db: &Db, c: &Conversation, reader: Reader, now: Millis) -> Result<usize, sqlx::Error> {
+    let unread = messages::unread_in_conversation(db, c.id, reader.reads()).await?;
+    if unread.is_empty() {
+        return Ok(0);
+    }
+    let moved = match reader {
+        Reader::User => crate::messages::read_in_hub(db, &unread, now).await?,
+        Reader::Agent => {
+            crate::messages::mark(db, &unread, &MessageState::BEFORE_READ, MessageState::Read, now).await?
+        }
+    };
+    Ok(moved.len())
 }

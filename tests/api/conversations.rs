@@ -202,3 +202,88 @@ async fn agent_messages_attach_to_the_open_thread_or_go_to_the_hub() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn read_receipts_both_ways_and_unread_counts() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let other = app.partner("globex").await;
+    let user = linked_user(&app, &key, PHONE).await;
+    let unread = |token: String| {
+        let app = &app;
+        async move { app.get(&token, "/api/v1/me/unread").await.ok(200).clone() }
+    };
+    assert_eq!(unread(user.clone()).await, json!({"messages": 0, "conversations": 0, "bots": 0, "total": 0}));
+
+    let c = app.post(&user, "/api/v1/me/conversations", json!({"partner": "acme", "body": "Hello?"})).await;
+    let c = c.ok(201).clone();
+    assert_eq!(c["unread"], 0);
+    let (id, reference) = (c["conversation_id"].as_i64().unwrap(), c["ref"].as_str().unwrap().to_string());
+    let mine = c["messages"][0]["message_id"].as_i64().unwrap();
+    // The partner has one unread message from the user; the user has nothing unread (their own message).
+    let listed = app.get(&key, "/api/v1/conversations").await;
+    assert_eq!(listed.ok(200)["data"][0]["unread"], 1);
+    assert_eq!(unread(user.clone()).await["conversations"], 0);
+
+    // Two agent replies and a hub message: unread for the user, in each area.
+    let mut replies = Vec::new();
+    for body in ["Hi!", "How can we help?"] {
+        let r = app.post(&key, &format!("/api/v1/conversations/{id}/messages"), json!({"body": body})).await;
+        replies.push(r.ok(201)["message_id"].as_i64().unwrap());
+    }
+    app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "Your parcel ships today"})).await.ok(201);
+    assert_eq!(unread(user.clone()).await, json!({"messages": 1, "conversations": 1, "bots": 0, "total": 2}));
+    let list = app.get(&user, "/api/v1/me/conversations").await;
+    assert_eq!(list.ok(200)["data"][0]["unread"], 2);
+
+    // Opening the thread hands the replies to the device (delivered); reading it makes them read.
+    let thread = app.get(&user, &format!("/api/v1/me/conversations/{reference}")).await;
+    let states: Vec<&str> =
+        thread.ok(200)["messages"].as_array().unwrap().iter().map(|m| m["state"].as_str().unwrap()).collect();
+    assert_eq!(states, ["delivered", "delivered", "delivered"]);
+    assert_eq!(thread.json["unread"], 2, "fetched is not read");
+    // Another user's or another partner's read is 404.
+    let stranger = linked_user(&app, &key, "+15551239999").await;
+    app.post(&stranger, &format!("/api/v1/me/conversations/{reference}/read"), json!({})).await.error(404, "not_found");
+    app.post(&other, &format!("/api/v1/conversations/{id}/read"), json!({})).await.error(404, "not_found");
+    let read = app.post(&user, &format!("/api/v1/me/conversations/{reference}/read"), json!({})).await;
+    let read = read.ok(200).clone();
+    assert_eq!(read["unread"], 0);
+    let out: Vec<&Value> = read["messages"].as_array().unwrap().iter().filter(|m| m["direction"] == "out").collect();
+    assert!(out.iter().all(|m| m["state"] == "read"), "{out:?}");
+    for reply in &replies {
+        assert_eq!(app.get(&key, &format!("/api/v1/messages/{reply}")).await.ok(200)["state"], "read");
+    }
+    assert_eq!(unread(user.clone()).await, json!({"messages": 1, "conversations": 0, "bots": 0, "total": 1}));
+    // The partner heard each reply move, in order, up to read; reading again moves nothing.
+    let pid = hubbub_host::store::partners::find_by_code(&app.state.db, "acme").await.unwrap().unwrap().id;
+    let statuses = || async {
+        let events = outbox::list_for_target(&app.state.db, Target::Partner(pid), Some("message.status")).await;
+        let events = events.unwrap();
+        events
+            .iter()
+            .rev()
+            .map(|(_, _, p)| (p["message_id"].as_i64().unwrap(), p["state"].to_string()))
+            .collect::<Vec<_>>()
+    };
+    let seen = statuses().await;
+    for reply in &replies {
+        let mine: Vec<&str> = seen.iter().filter(|(m, _)| m == reply).map(|(_, s)| s.trim_matches('"')).collect();
+        assert_eq!(mine.last(), Some(&"read"), "{seen:?}");
+        assert!(mine.contains(&"delivered"), "{seen:?}");
+    }
+    app.post(&user, &format!("/api/v1/me/conversations/{reference}/read"), json!({})).await.ok(200);
+    assert_eq!(statuses().await.len(), seen.len());
+
+    // The agent reads the user's message: the user sees it read.
+    assert_eq!(
+        app.get(&user, &format!("/api/v1/me/conversations/{reference}")).await.json["messages"][0]["state"],
+        "delivered"
+    );
+    let read = app.post(&key, &format!("/api/v1/conversations/{id}/read"), json!({})).await;
+    assert_eq!(read.ok(200)["unread"], 0);
+    let thread = app.get(&user, &format!("/api/v1/me/conversations/{reference}")).await;
+    let first = &thread.ok(200)["messages"][0];
+    assert_eq!((first["message_id"].as_i64(), first["state"].as_str()), (Some(mine), Some("read")));
+    assert_eq!(app.get(&key, "/api/v1/conversations").await.json["data"][0]["unread"], 0);
+}

@@ -55,6 +55,16 @@ impl EventStream {
         }
     }
 
+    /// The next event of kind `event` whose body passes `wanted`, skipping others.
+    async fn next_where(&mut self, event: &str, wanted: impl Fn(&Value) -> bool) -> Sent {
+        loop {
+            let sent = self.next_of(event).await;
+            if wanted(&sent.data) {
+                return sent;
+            }
+        }
+    }
+
     /// The next event of kind `event`, skipping others.
     async fn next_of(&mut self, event: &str) -> Sent {
         loop {
@@ -256,6 +266,21 @@ async fn conversations_and_bot_replies_arrive_live() {
     assert_eq!(reply.data["message"]["body"], "On it");
     assert_eq!(reply.data["conversation"]["ref"], thread["ref"]);
     assert_eq!(reply.data["conversation"]["state"], "pending");
+    assert_eq!(reply.data["conversation"]["unread"], 1, "the agent's reply is unread");
+    // Sent down the stream, the reply reached a device: delivered (and the stream says so).
+    let reply_id = reply.data["message"]["message_id"].clone();
+    let is = |id: &Value, state: &'static str| {
+        let id = id.clone();
+        move |d: &Value| d["message"]["message_id"] == id && d["message"]["state"] == state
+    };
+    stream.next_where("conversation.message", is(&reply_id, "delivered")).await;
+    // Read receipts: the agent reads the user's message, the user reads the reply; each side hears it.
+    app.post(&key, &format!("/api/v1/conversations/{id}/read"), json!({})).await.ok(200);
+    stream.next_where("conversation.message", is(&mine.data["message"]["message_id"], "read")).await;
+    let reference = thread["ref"].as_str().unwrap();
+    app.post(&token, &format!("/api/v1/me/conversations/{reference}/read"), json!({})).await.ok(200);
+    let read = stream.next_where("conversation.message", is(&reply_id, "read")).await;
+    assert_eq!(read.data["conversation"]["unread"], 0);
     let close = json!({"state": "closed"});
     app.request(Method::PATCH, &format!("/api/v1/conversations/{id}"), Some(&key), Some(&close)).await.ok(200);
     assert_eq!(stream.next_of("conversation.updated").await.data["state"], "closed");

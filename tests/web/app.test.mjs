@@ -132,13 +132,13 @@ let signupRef; // the signup flow test 2 completes
 const cspViolations = [];
 const pageErrors = [];
 
-async function shoot(name) {
+async function shoot(name, pg = page) {
   for (const [w, h] of [[390, 844], [1280, 800]]) {
-    await page.setViewportSize({ width: w, height: h });
-    await page.waitForTimeout(150);
-    await page.screenshot({ path: path.join(SHOTS, `${name}-${w}x${h}.png`), fullPage: false });
+    await pg.setViewportSize({ width: w, height: h });
+    await pg.waitForTimeout(150);
+    await pg.screenshot({ path: path.join(SHOTS, `${name}-${w}x${h}.png`), fullPage: false });
   }
-  await page.setViewportSize({ width: 390, height: 844 });
+  await pg.setViewportSize({ width: 390, height: 844 });
 }
 
 const axeResults = {};
@@ -602,6 +602,68 @@ test("3. support: open a conversation, get the agent's reply without reloading, 
   await page.getByRole("link", { name: "Late parcel" }).waitFor();
   await shoot("conversations");
   await axe("conversations");
+});
+
+test("3a. unread counts on the navigation, in the tab title and on the app badge; read receipts both ways", async () => {
+  const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
+  const mine = async () => (await fetch(API + "/api/v1/me/unread", { headers: { Authorization: `Bearer ${token}` } })).json();
+  const other = await browser.newContext();
+  try {
+    const p2 = await other.newPage();
+    // The Badging API exists only for an installed app: record what the app asks of it.
+    await p2.addInitScript(() => {
+      window.__badges = [];
+      navigator.setAppBadge = (n) => (window.__badges.push(n), Promise.resolve());
+      navigator.clearAppBadge = () => (window.__badges.push(0), Promise.resolve());
+    });
+    await p2.goto(BASE + "/login");
+    await p2.evaluate((t) => localStorage.setItem("hubbub.token", t), token);
+    await p2.goto(BASE + "/account");
+    await p2.waitForSelector("html[data-live=live]");
+    const before = await mine();
+    const count = (area) => p2.evaluate((a) => Number(document.querySelector(`nav [data-unread=${a}]`)?.textContent.replace(/\D/g, "") || 0), area);
+    const until = (f, what) => p2.waitForFunction(f[0], f[1], { timeout: 5000 }).catch(() => assert.fail(what));
+
+    // A hub message: the Inbox count, the title and the badge go up, live.
+    await send({ body: `Unread test ${Date.now()}` });
+    const total1 = before.total + 1;
+    await until([(n) => document.title.startsWith(`(${n}) `), total1], `the title counts ${total1}`);
+    assert.equal(await count("messages"), before.messages + 1);
+    assert.equal(await p2.evaluate(() => window.__badges.at(-1)), total1);
+    const inbox = p2.getByRole("navigation", { name: "Main" }).getByRole("link", { name: /^Inbox/ });
+    assert.match(await inbox.textContent(), /\d/);
+
+    // An agent's reply in the support thread: the Support count, seen from the Account screen.
+    const id = await conversationId("Late parcel");
+    const reply = await partner("POST", `/conversations/${id}/messages`, { body: "Is there anything else?" });
+    await until([(n) => document.title.startsWith(`(${n}) `), total1 + 1], "the title counts the agent's reply");
+    assert.equal(await count("conversations"), before.conversations + 1);
+    await p2.getByRole("navigation", { name: "Main" }).getByRole("link", { name: /^Support/ }).click();
+    const row = p2.locator(".cards li", { hasText: "Late parcel" });
+    await row.getByText("1 unread").waitFor();
+
+    // Opening the thread reads it: the partner sees the reply `read`, the counts drop.
+    await row.getByRole("link", { name: "Late parcel" }).click();
+    await p2.locator(".bubble.agent", { hasText: "Is there anything else?" }).waitFor();
+    await until([() => !document.querySelector("nav [data-unread=conversations]"), null], "the Support count clears");
+    let state;
+    for (let i = 0; i < 50 && state !== "read"; i++) {
+      state = (await partner("GET", `/messages/${reply.message_id}`)).state;
+      if (state !== "read") await p2.waitForTimeout(100);
+    }
+    assert.equal(state, "read", "the partner sees the agent's reply read");
+    assert.equal(await p2.evaluate(() => window.__badges.at(-1)), total1);
+
+    // The agent reads the user's last message: "Seen" shows under it, live.
+    const receipt = p2.locator(".bubble.me .receipt");
+    assert.equal(await receipt.textContent(), "Delivered");
+    const read = await partner("POST", `/conversations/${id}/read`);
+    assert.equal(read.unread, 0);
+    await p2.locator(".bubble.me .receipt", { hasText: "Seen" }).waitFor({ timeout: 5000 });
+    await shoot("conversation-seen", p2);
+  } finally {
+    await other.close();
+  }
 });
 
 test("3b. an encrypted conversation: the browser makes K_1, wraps it, and sends ciphertext", async () => {

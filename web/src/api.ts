@@ -8,6 +8,7 @@ type S = components["schemas"];
 export type Message = Omit<S["Message"], "flow"> & { flow?: FlowCard | null };
 export type Account = S["Account"];
 export type Conversation = S["Conversation"];
+export type Unread = S["Unread"];
 export type ConversationThread = Omit<S["ConversationThread"], "messages"> & { messages: Message[] };
 export type ConversationKeys = S["ConversationKeys"];
 export type PeerDirectory = S["PeerDirectory"];

@@ -1,8 +1,9 @@
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { auth, onUnauthorized, type LoggedIn } from "./api";
+import { auth, onUnauthorized, type LoggedIn, type Unread } from "./api";
 import { publishDeviceKey } from "./keystore";
 import { close as closeLive, startLive, useLiveStatus } from "./live";
+import { startUnread, stopUnread, useUnread } from "./unread";
 import { navigate, useLocation, useRouteFocus } from "./router";
 import "./styles.css";
 import { AccountView } from "./views/account";
@@ -12,11 +13,12 @@ import { FlowRun, Forms } from "./views/forms";
 import { Inbox, MessageView, resetInbox } from "./views/inbox";
 import { Login } from "./views/login";
 
-const NAV = [
-  { href: "/", label: "Inbox", match: (p: string) => p === "/" || p.startsWith("/m/") },
+// Each area with the unread count it shows, if any.
+const NAV: { href: string; label: string; match: (p: string) => boolean; unread?: keyof Unread }[] = [
+  { href: "/", label: "Inbox", match: (p: string) => p === "/" || p.startsWith("/m/"), unread: "messages" },
   { href: "/forms", label: "Forms", match: (p: string) => p.startsWith("/forms") },
-  { href: "/conversations", label: "Support", match: (p: string) => p.startsWith("/conversations") },
-  { href: "/bots", label: "Bots", match: (p: string) => p.startsWith("/bots") },
+  { href: "/conversations", label: "Support", match: (p: string) => p.startsWith("/conversations"), unread: "conversations" },
+  { href: "/bots", label: "Bots", match: (p: string) => p.startsWith("/bots"), unread: "bots" },
   { href: "/account", label: "Account", match: (p: string) => p.startsWith("/account") },
 ];
 
@@ -32,8 +34,10 @@ function App() {
   useRouteFocus();
 
   const live = useLiveStatus();
+  const unread = useUnread();
   const signedOut = () => {
     closeLive();
+    stopUnread();
     setToken(null);
     resetInbox();
     setFlash(auth.flash());
@@ -45,6 +49,7 @@ function App() {
   // One live event stream while signed in; the server ends it for a signed-out token.
   useEffect(() => {
     if (!token) return;
+    startUnread();
     startLive(() => {
       auth.clear();
       auth.flash("Your session has expired or was signed out. Please log in again.");
@@ -83,6 +88,7 @@ function App() {
 
   const logout = () => {
     closeLive();
+    stopUnread();
     auth.clear();
     resetInbox();
     setToken(null);
@@ -128,6 +134,13 @@ function App() {
               <li key={n.href}>
                 <a href={n.href} aria-current={n.match(path) ? "page" : undefined}>
                   {n.label}
+                  {n.unread && unread[n.unread] ? (
+                    <span class="nav-count" data-unread={n.unread}>
+                      <span class="sr-only">, </span>
+                      {unread[n.unread]}
+                      <span class="sr-only"> unread</span>
+                    </span>
+                  ) : null}
                 </a>
               </li>
             ))}

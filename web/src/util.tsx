@@ -39,9 +39,20 @@ export function Loading({ what = "Loading" }: { what?: string }) {
   );
 }
 
+// The tab title: the view's name, after the count of what is unread (set by unread.ts).
+let titleBase = "Hubbub";
+let titleCount = 0;
+const renderTitle = () => (document.title = (titleCount ? `(${titleCount}) ` : "") + titleBase);
+
+export function setTitleCount(n: number): void {
+  titleCount = n;
+  renderTitle();
+}
+
 export function useTitle(t: string): void {
   useEffect(() => {
-    document.title = t ? `${t} · Hubbub` : "Hubbub";
+    titleBase = t ? `${t} · Hubbub` : "Hubbub";
+    renderTitle();
   }, [t]);
 }
 

@@ -431,6 +431,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/conversations/{id}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An agent has seen the conversation: the user's messages in it become `read` (a `message.status` for
+         *     each; the user's app gets a `conversation.message` and shows them seen).
+         */
+        post: operations["read_conversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/dev-sink/messages": {
         parameters: {
             query?: never;
@@ -787,6 +807,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/conversations/{ref}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * I have seen my conversation: the agents' messages in it become `read` (the partner gets a
+         *     `message.status` for each, my other devices a `conversation.message`).
+         */
+        post: operations["read_my_conversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me/devices/keys": {
         parameters: {
             query?: never;
@@ -1030,6 +1070,23 @@ export interface paths {
          *     from now on, on every host: at once here, within 2 seconds on the others. Sign in again for a new one.
          */
         delete: operations["sign_out_everywhere"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/unread": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What I have not read yet: the app asks again when a live event says something changed. */
+        get: operations["my_unread"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2044,6 +2101,12 @@ export interface components {
             ref: string;
             state: components["schemas"]["ConversationState"];
             subject?: string | null;
+            /**
+             * Format: int64
+             * @description Messages from the other side not read yet: the agents' for the user (`/me/…`), the user's for the
+             *     partner. `POST …/read` reads them.
+             */
+            unread: number;
         };
         /** @description A content key wrapped for one device (the last three fields are the server's). */
         ConversationKeyWrap: {
@@ -2468,6 +2531,12 @@ export interface components {
                 ref: string;
                 state: components["schemas"]["ConversationState"];
                 subject?: string | null;
+                /**
+                 * Format: int64
+                 * @description Messages from the other side not read yet: the agents' for the user (`/me/…`), the user's for the
+                 *     partner. `POST …/read` reads them.
+                 */
+                unread: number;
             }[];
             /** @description Pass as `cursor` for the next page; null on the last. */
             next_cursor?: string | null;
@@ -3057,6 +3126,29 @@ export interface components {
             ErrorCode?: string | null;
             MessageSid: string;
             MessageStatus: string;
+        };
+        /** @description What I have not read yet, per area of the app (its navigation badges, tab title and icon badge). */
+        Unread: {
+            /**
+             * Format: int64
+             * @description Bot chats with steps the app has not taken yet.
+             */
+            bots: number;
+            /**
+             * Format: int64
+             * @description Support threads with an agent's message not read yet (`/me/conversations`).
+             */
+            conversations: number;
+            /**
+             * Format: int64
+             * @description Hub messages not read yet (`/me/messages`).
+             */
+            messages: number;
+            /**
+             * Format: int64
+             * @description The sum of the three.
+             */
+            total: number;
         };
         /** @description Changes to a bot: the fields given replace those stored. */
         UpdateBot: {
@@ -4150,6 +4242,34 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    read_conversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation, read (unread 0) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationThread"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     list_dev_sink: {
         parameters: {
             query?: {
@@ -4813,6 +4933,34 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    read_my_conversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation, read (unread 0) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationThread"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     publish_user_key: {
         parameters: {
             query?: never;
@@ -5199,6 +5347,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    my_unread: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The counts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unread"];
+                };
             };
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];

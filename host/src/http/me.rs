@@ -24,6 +24,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(my_inbox))
         .routes(routes!(my_message))
         .routes(routes!(read_my_message))
+        .routes(routes!(my_unread))
         .routes(routes!(my_account))
         .routes(routes!(my_bots))
         .routes(routes!(my_forms))
@@ -84,6 +85,38 @@ async fn my_inbox(
     // Each device sees its own key wrap of a sealed message (`?device_uuid=` when the token names none).
     let device = query_text(query.device_uuid).or(user.device);
     Ok(Json(page.list(rows, |m| m.id, |m| MessageRecord::for_device(m, device.as_deref()))))
+}
+
+/// What I have not read yet, per area of the app (its navigation badges, tab title and icon badge).
+#[derive(Serialize, ToSchema)]
+#[schema(as = Unread)]
+struct UnreadRecord {
+    /// Hub messages not read yet (`/me/messages`).
+    #[schema(minimum = 0)]
+    messages: i64,
+    /// Support threads with an agent's message not read yet (`/me/conversations`).
+    #[schema(minimum = 0)]
+    conversations: i64,
+    /// Bot chats with steps the app has not taken yet.
+    #[schema(minimum = 0)]
+    bots: i64,
+    /// The sum of the three.
+    #[schema(minimum = 0)]
+    total: i64,
+}
+
+/// What I have not read yet: the app asks again when a live event says something changed.
+#[utoipa::path(
+    get,
+    path = "/me/unread",
+    tag = "users",
+    security(("userJwt" = [])),
+    responses((status = 200, description = "The counts", body = UnreadRecord))
+)]
+async fn my_unread(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<UnreadRecord>> {
+    let u = messages::unread_of(&state.db, &user.phone).await?;
+    let total = u.messages + u.conversations + u.bots;
+    Ok(Json(UnreadRecord { messages: u.messages, conversations: u.conversations, bots: u.bots, total }))
 }
 
 /// One of my messages, by ref (the app opens a message from a link); fetching it marks it delivered.

@@ -38,10 +38,12 @@ use super::streams::StreamSlot;
 use super::{ApiQuery, E401, E429, E503};
 use crate::auth::UserAuth;
 use crate::clock::record_time;
+use crate::conversations::Reader;
 use crate::http::error::{ApiError, ApiResult};
-use crate::names::{MessageState, SessionKind, UserEventKind};
+use crate::names::{Direction, MessageState, SessionKind, UserEventKind};
 use crate::secrets::{digest, random_alnum};
 use crate::state::AppState;
+use crate::store::conversations::Conversation;
 use crate::store::user_events::{self, Ticket, UserEvent, Wakes};
 use crate::store::{Backend, Db, conversations, flows, messages};
 
@@ -213,10 +215,11 @@ impl Live {
                 Ok(events) if !events.is_empty() => {
                     for event in events {
                         self.after = event.seq;
-                        if let Some(rendered) = render(&self.state.db, &event, self.ticket.device.as_deref()).await {
+                        let device = self.ticket.device.as_deref();
+                        if let Some((rendered, carried)) = render(&self.state.db, &event, device).await {
                             self.pending.push_back(rendered);
-                            if event.kind == UserEventKind::MessageCreated {
-                                self.delivered(event.subject_id).await;
+                            if let Some(message_id) = carried {
+                                self.delivered(message_id).await;
                             }
                         }
                     }
@@ -272,21 +275,30 @@ impl Drop for Live {
     }
 }
 
-/// An event as the stream sends it, or `None` when what it is about is gone.
-async fn render(db: &Db, event: &UserEvent, device: Option<&str>) -> Option<Event> {
+/// An event as the stream sends it, with the message it hands to the device when that one was not
+/// delivered yet (a hub message, an agent's message in a conversation); `None` when what it is about is gone.
+async fn render(db: &Db, event: &UserEvent, device: Option<&str>) -> Option<(Event, Option<i64>)> {
+    let mut carried = None;
     let body: Value = match event.kind {
         UserEventKind::MessageCreated | UserEventKind::MessageUpdated => {
             let m = messages::find_any(db, event.subject_id).await.ok()??;
+            if event.kind == UserEventKind::MessageCreated {
+                carried = Some(m.id);
+            }
             serde_json::to_value(MessageRecord::for_device(&m, device)).ok()?
         }
         UserEventKind::ConversationMessage => {
             let m = messages::find_any(db, event.subject_id).await.ok()??;
             let c = conversations::find_by_id(db, m.conversation_id?).await.ok()??;
-            json!({ "conversation": ConversationRecord::from(&c), "message": MessageRecord::for_device(&m, device) })
+            if m.direction == Direction::Out && MessageState::UNDELIVERED.contains(&m.state) {
+                carried = Some(m.id);
+            }
+            let conversation = as_user_sees(db, &c).await?;
+            json!({ "conversation": conversation, "message": MessageRecord::for_device(&m, device) })
         }
         UserEventKind::ConversationUpdated => {
             let c = conversations::find_by_id(db, event.subject_id).await.ok()??;
-            serde_json::to_value(ConversationRecord::from(&c)).ok()?
+            serde_json::to_value(as_user_sees(db, &c).await?).ok()?
         }
         UserEventKind::FlowUpdated => {
             let s = flows::find_by_id(db, event.subject_id).await.ok()??;
@@ -296,7 +308,13 @@ async fn render(db: &Db, event: &UserEvent, device: Option<&str>) -> Option<Even
         }
         UserEventKind::AccountUpdated => json!({}),
     };
-    Some(Event::default().id(event.seq.to_string()).event(event.kind.as_str()).data(body.to_string()))
+    Some((Event::default().id(event.seq.to_string()).event(event.kind.as_str()).data(body.to_string()), carried))
+}
+
+/// A conversation as its user sees it (the agents' messages not read yet).
+async fn as_user_sees(db: &Db, c: &Conversation) -> Option<ConversationRecord> {
+    let unread = messages::unread_counts(db, &[c.id], Reader::User.reads()).await.ok()?;
+    Some(ConversationRecord::new(c, unread.get(&c.id).copied().unwrap_or(0)))
 }
 
 /// Wakes this host's streams when their users have new events, until `stop`: PostgreSQL's notifications

@@ -102,6 +102,19 @@ pub async fn advance_in_hub(db: &Db, id: i64, to: MessageState, now: Millis) -> 
     Ok(moved)
 }
 
+/// The user has read these messages in the app: each walks the hub path to `read` (each step with its
+/// event), in one transaction; answers those that moved.
+pub async fn read_in_hub(db: &Db, ids: &[i64], now: Millis) -> Result<Vec<Message>, sqlx::Error> {
+    let mut tx = db.writer().begin().await?;
+    let mut moved = Vec::new();
+    for id in ids {
+        let m = store::advance_in(&mut tx, *id, MessageState::Read, Some(Channel::Inapp), now, events::message_status);
+        moved.extend(m.await?);
+    }
+    tx.commit().await?;
+    Ok(moved)
+}
+
 /// The partner marks messages: each in one of `from` moves to `to`; answers those that moved.
 pub async fn mark(
     db: &Db,

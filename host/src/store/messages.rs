@@ -494,17 +494,19 @@ async fn record_transitions_in(
         .collect();
     outbox::enqueue_many(tx, &events).await?;
     // The user's app hears of its hub messages: one arriving in the hub, and each later change.
+    // And of the messages of its conversations as they move (delivered, read: the receipts either side sees).
     let told: Vec<super::user_events::NewUserEvent> = updated
         .iter()
-        .filter(|m| m.conversation_id.is_none() && m.channel == Some(Channel::Inapp))
-        .map(|m| super::user_events::NewUserEvent {
-            phone: m.phone.clone(),
-            kind: if m.state == MessageState::Sent {
-                UserEventKind::MessageCreated
-            } else {
-                UserEventKind::MessageUpdated
-            },
-            subject_id: m.id,
+        .filter_map(|m| {
+            let kind = match m.conversation_id {
+                Some(_) => UserEventKind::ConversationMessage,
+                None if m.channel == Some(Channel::Inapp) && m.state == MessageState::Sent => {
+                    UserEventKind::MessageCreated
+                }
+                None if m.channel == Some(Channel::Inapp) => UserEventKind::MessageUpdated,
+                None => return None,
+            };
+            Some(super::user_events::NewUserEvent { phone: m.phone.clone(), kind, subject_id: m.id })
         })
         .collect();
     super::user_events::append_in(tx, &told, now).await
@@ -684,6 +686,74 @@ pub async fn media_sent_to(db: &Db, media_id: &str, phone: &str) -> Result<bool,
         .fetch_one(db.reader())
         .await?;
     Ok(n > 0)
+}
+
+/// What a user has not read yet: hub messages, support threads with an agent's message, bot chats with
+/// steps the app has not taken (the latest chat with each bot: opening a bot starts a new one).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Unread {
+    pub messages: i64,
+    pub conversations: i64,
+    pub bots: i64,
+}
+
+/// Counts what `phone` has not read yet (a failed message is not waiting to be read).
+pub async fn unread_of(db: &Db, phone: &str) -> Result<Unread, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT \
+           (SELECT COUNT(*) FROM messages WHERE phone = $1 AND conversation_id IS NULL AND direction = 'out' \
+              AND state <> 'read' AND state <> 'failed') AS messages, \
+           (SELECT COUNT(DISTINCT conversation_id) FROM messages WHERE phone = $1 AND conversation_id IS NOT NULL \
+              AND direction = 'out' AND state <> 'read' AND state <> 'failed') AS conversations, \
+           (SELECT COUNT(DISTINCT s.id) FROM flow_sessions s JOIN flow_pending_steps p ON p.session_id = s.id \
+              WHERE s.phone = $1 AND s.kind = 'chat' AND s.id = (SELECT MAX(l.id) FROM flow_sessions l \
+                WHERE l.phone = s.phone AND l.bot_id = s.bot_id AND l.kind = 'chat')) AS bots",
+    )
+    .bind(phone)
+    .fetch_one(db.reader())
+    .await?;
+    Ok(Unread {
+        messages: row.try_get("messages")?,
+        conversations: row.try_get("conversations")?,
+        bots: row.try_get("bots")?,
+    })
+}
+
+/// The messages of a conversation written from `direction` that have not been read yet, oldest first.
+pub async fn unread_in_conversation(
+    db: &Db,
+    conversation_id: i64,
+    direction: Direction,
+) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT id FROM messages WHERE conversation_id = $1 AND direction = $2 AND state <> 'read' AND state <> 'failed' \
+         ORDER BY id",
+    )
+    .bind(conversation_id)
+    .bind(direction.as_str())
+    .fetch_all(db.reader())
+    .await
+}
+
+/// How many messages of each of `conversations` written from `direction` have not been read yet.
+pub async fn unread_counts(
+    db: &Db,
+    conversations: &[i64],
+    direction: Direction,
+) -> Result<std::collections::HashMap<i64, i64>, sqlx::Error> {
+    if conversations.is_empty() {
+        return Ok(Default::default());
+    }
+    let sql = format!(
+        "SELECT conversation_id, COUNT(*) AS n FROM messages WHERE direction = ? AND state <> 'read' \
+         AND state <> 'failed' AND conversation_id IN ({}) GROUP BY conversation_id",
+        super::rows(conversations.len(), "?")
+    );
+    let mut query = super::query_rows(db.backend(), &sql, conversations.len() + 1).bind(direction.as_str());
+    for id in conversations {
+        query = query.bind(id);
+    }
+    query.fetch_all(db.reader()).await?.iter().map(|r| Ok((r.try_get("conversation_id")?, r.try_get("n")?))).collect()
 }
 
 /// The messages of a conversation, oldest first (the last `limit`).

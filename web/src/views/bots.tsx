@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { enc, get, post, type MyBot, type Page } from "../api";
 import { interactive, StepView, type Step, type StepHandlers } from "../steps";
 import { useLive } from "../live";
+import { refreshUnread } from "../unread";
 import { ErrorNote, Loading, useAsync, useTitle } from "../util";
 
 export function Bots() {
@@ -77,7 +78,10 @@ export function BotChat({ bot }: { bot: string }) {
   const fetchSteps = async () => {
     if (!session) return;
     const r = await get<Steps>(`${base}/${enc(session)}`);
-    if (r.steps?.length) add(r.steps);
+    if (r.steps?.length) {
+      add(r.steps);
+      refreshUnread();
+    }
   };
   useEffect(() => {
     fetchSteps().catch(() => {});

@@ -33,6 +33,7 @@ export function Conversations() {
             </h2>
             <p class="meta">
               {c.partner} · {when(c.last_message_at)} · <span class={`status-pill s-${c.state}`}>{STATE_LABEL[c.state] ?? c.state}</span>
+              {c.unread ? <span class="badge">{c.unread} unread</span> : null}
             </p>
           </li>
         ))}
@@ -165,7 +166,7 @@ export function ConversationView({ convRef }: { convRef: string }) {
     const t = current.current;
     if (!t || conversation.ref !== convRef) return;
     const messages = t.messages.some((m) => m.ref === message.ref) ? t.messages.map((m) => (m.ref === message.ref ? message : m)) : [...t.messages, message];
-    thread.set({ ...t, state: conversation.state, last_message_at: conversation.last_message_at, messages });
+    thread.set({ ...t, state: conversation.state, unread: conversation.unread, last_message_at: conversation.last_message_at, messages });
   }, [convRef]);
   useLive(["conversation.updated"], (c: Conversation) => {
     const t = current.current;
@@ -202,6 +203,26 @@ export function ConversationView({ convRef }: { convRef: string }) {
   useEffect(() => {
     list.current?.lastElementChild?.scrollIntoView?.({ block: "nearest" });
   }, [t?.messages.length]);
+
+  // Read receipts: what the agents wrote is read once the thread is on screen (now, or when the tab
+  // becomes visible again); the partner sees it `read`, and the unread counts drop.
+  const unseen = t?.messages.filter((m) => m.direction === "out" && m.state !== "read" && m.state !== "failed").map((m) => m.ref).join(",") ?? "";
+  useEffect(() => {
+    if (!unseen) return;
+    let done = false;
+    const read = () => {
+      if (done || document.visibilityState !== "visible") return;
+      done = true;
+      post<ConversationThread>(`/me/conversations/${enc(convRef)}/read`).then(
+        (r) => current.current && thread.set({ ...current.current, unread: r.unread, messages: r.messages }),
+        () => (done = false),
+      );
+    };
+    read();
+    document.addEventListener("visibilitychange", read);
+    return () => document.removeEventListener("visibilitychange", read);
+  }, [unseen, convRef]);
+  const lastMine = t ? [...t.messages].reverse().find((m) => m.direction === "in")?.ref : undefined;
 
   async function send(e: Event) {
     e.preventDefault();
@@ -282,6 +303,11 @@ export function ConversationView({ convRef }: { convRef: string }) {
                   m.rendered_body ?? m.body
                 )}
                 <time class="meta" dateTime={m.created_at}> {when(m.created_at)}</time>
+                {m.ref === lastMine ? (
+                  <span class="receipt" data-receipt={m.state}>
+                    {m.state === "read" ? "Seen" : m.state === "failed" ? "Not sent" : "Delivered"}
+                  </span>
+                ) : null}
               </li>
             ))}
           </ol>

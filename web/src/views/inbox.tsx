@@ -104,7 +104,7 @@ export function markReadRef(ref: string) {
   return markRead(cachedMessage(ref) ?? ({ ref } as Message));
 }
 
-export const unread = (m: Message) => m.direction === "out" && m.state !== "read";
+export const unread = (m: Message) => m.direction === "out" && m.state !== "read" && m.state !== "failed";
 
 export function Inbox() {
   useTitle("Inbox");

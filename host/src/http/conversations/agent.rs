@@ -6,8 +6,9 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{ConversationRecord, ThreadRecord, agent_thread, with_messages};
+use super::{ConversationRecord, ThreadRecord, agent_thread, page_of, read, record, with_messages};
 use crate::auth::PartnerAuth;
+use crate::conversations::Reader;
 use crate::events;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::messages::{MessageRecord, SendMessage, ref_taken, validate_content};
@@ -56,7 +57,7 @@ pub(super) async fn list_conversations(
     let q = query_text(filter.q);
     let rows =
         store::list_for_partner(&state.db, partner.id, filter.state, q.as_deref(), page.before, page.fetch()).await?;
-    Ok(Json(page.list(rows, |c| c.id, |c| ConversationRecord::from(c))))
+    Ok(Json(page_of(&state, &page, rows, Reader::Agent).await?))
 }
 
 /// A conversation with its messages.
@@ -73,7 +74,28 @@ pub(super) async fn get_conversation(
     Path(id): Path<String>,
 ) -> ApiResult<Json<ThreadRecord>> {
     let c = agent_thread(&state, partner.id, &id).await?;
-    Ok(Json(with_messages(&state, &c).await?))
+    Ok(Json(with_messages(&state, &c, Reader::Agent).await?))
+}
+
+/// An agent has seen the conversation: the user's messages in it become `read` (a `message.status` for
+/// each; the user's app gets a `conversation.message` and shows them seen).
+#[utoipa::path(
+    post,
+    path = "/conversations/{id}/read",
+    tag = "conversations",
+    security(("partnerKey" = [])),
+    responses(
+        (status = 200, description = "The conversation, read (unread 0)", body = ThreadRecord),
+        (status = 404, response = E404),
+    )
+)]
+pub(super) async fn read_conversation(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ThreadRecord>> {
+    let c = agent_thread(&state, partner.id, &id).await?;
+    Ok(Json(read(&state, &c, Reader::Agent).await?))
 }
 
 /// The one change a partner makes to a conversation: closing it.
@@ -117,7 +139,7 @@ pub(super) async fn close_conversation(
     let c = store::set_state(&state.db, partner.id, c.id, ConversationState::Closed, state.now())
         .await?
         .ok_or_else(|| ApiError::not_found("conversation"))?;
-    Ok(Json(ConversationRecord::from(&c)))
+    Ok(Json(record(&state, &c, Reader::Agent).await?))
 }
 
 /// An agent's reply in a conversation: the thread now waits for the user.

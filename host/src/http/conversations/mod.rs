@@ -19,9 +19,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::messages::MessageRecord;
-use super::parse_id;
+use super::{List, Page, parse_id};
 use crate::auth::UserAuth;
 use crate::clock::record_time;
+use crate::conversations::Reader;
 use crate::http::error::{ApiError, ApiResult};
 use crate::names::ConversationState;
 use crate::state::AppState;
@@ -33,11 +34,13 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(user::list_my_conversations, user::open_conversation))
         .routes(routes!(user::get_my_conversation))
         .routes(routes!(user::write_in_my_conversation))
+        .routes(routes!(user::read_my_conversation))
         .routes(routes!(encryption::share_my_conversation_key, encryption::my_conversation_keys))
         .routes(routes!(encryption::my_conversation_devices))
         .routes(routes!(agent::list_conversations))
         .routes(routes!(agent::get_conversation, agent::close_conversation))
         .routes(routes!(agent::reply_in_conversation))
+        .routes(routes!(agent::read_conversation))
         .routes(routes!(encryption::share_conversation_key, encryption::conversation_keys))
         .routes(routes!(encryption::conversation_devices))
         .routes(routes!(agent::agent_send))
@@ -59,12 +62,16 @@ pub struct ConversationRecord {
     pub partner: String,
     pub subject: Option<String>,
     pub state: ConversationState,
+    /// Messages from the other side not read yet: the agents' for the user (`/me/…`), the user's for the
+    /// partner. `POST …/read` reads them.
+    #[schema(minimum = 0)]
+    pub unread: i64,
     pub last_message_at: String,
     pub created_at: String,
 }
 
-impl From<&Conversation> for ConversationRecord {
-    fn from(c: &Conversation) -> Self {
+impl ConversationRecord {
+    pub fn new(c: &Conversation, unread: i64) -> Self {
         ConversationRecord {
             conversation_id: c.id,
             reference: c.reference.clone(),
@@ -72,6 +79,7 @@ impl From<&Conversation> for ConversationRecord {
             partner: c.partner_code.clone(),
             subject: c.subject.clone(),
             state: c.state,
+            unread,
             last_message_at: record_time(c.last_message_at),
             created_at: record_time(c.created_at),
         }
@@ -88,9 +96,41 @@ pub struct ThreadRecord {
     pub messages: Vec<MessageRecord>,
 }
 
-async fn with_messages(state: &AppState, c: &Conversation) -> ApiResult<ThreadRecord> {
-    let rows = messages::list_conversation(&state.db, c.id, EMBEDDED_MESSAGES).await?;
-    Ok(ThreadRecord { conversation: c.into(), messages: rows.iter().map(MessageRecord::from).collect() })
+/// A conversation with its latest messages, as `reader` sees it. The user's app fetching it has the agents'
+/// messages: they become `delivered`.
+async fn with_messages(state: &AppState, c: &Conversation, reader: Reader) -> ApiResult<ThreadRecord> {
+    let mut rows = messages::list_conversation(&state.db, c.id, EMBEDDED_MESSAGES).await?;
+    if reader == Reader::User {
+        crate::messages::fetched_by_app(&state.db, &mut rows, state.now()).await?;
+    }
+    Ok(ThreadRecord {
+        conversation: record(state, c, reader).await?,
+        messages: rows.iter().map(MessageRecord::from).collect(),
+    })
+}
+
+/// A conversation as `reader` sees it, with its unread count.
+async fn record(state: &AppState, c: &Conversation, reader: Reader) -> ApiResult<ConversationRecord> {
+    let unread = messages::unread_counts(&state.db, &[c.id], reader.reads()).await?;
+    Ok(ConversationRecord::new(c, unread.get(&c.id).copied().unwrap_or(0)))
+}
+
+/// A page of conversations as `reader` sees them, each with its unread count.
+async fn page_of(
+    state: &AppState,
+    page: &Page,
+    rows: Vec<Conversation>,
+    reader: Reader,
+) -> ApiResult<List<ConversationRecord>> {
+    let ids: Vec<i64> = rows.iter().take(page.limit as usize).map(|c| c.id).collect();
+    let unread = messages::unread_counts(&state.db, &ids, reader.reads()).await?;
+    Ok(page.list(rows, |c| c.id, |c| ConversationRecord::new(c, unread.get(&c.id).copied().unwrap_or(0))))
+}
+
+/// `reader` has seen the conversation: the other side's messages become `read`; answers the thread.
+async fn read(state: &AppState, c: &Conversation, reader: Reader) -> ApiResult<ThreadRecord> {
+    crate::conversations::read_by(&state.db, c, reader, state.now()).await?;
+    with_messages(state, c, reader).await
 }
 
 /// One of the user's conversations, by ref (another user's is 404).

@@ -6,8 +6,9 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::{ConversationRecord, ThreadRecord, user_thread, with_messages};
+use super::{ConversationRecord, ThreadRecord, page_of, read, user_thread, with_messages};
 use crate::auth::UserAuth;
+use crate::conversations::Reader;
 use crate::events;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::messages::{MessageRecord, SendMessage, ref_taken, validate_content};
@@ -37,7 +38,7 @@ pub(super) async fn list_my_conversations(
 ) -> ApiResult<Json<List<ConversationRecord>>> {
     let page = page.page()?;
     let rows = store::list_for_phone(&state.db, &user.phone, page.before, page.fetch()).await?;
-    Ok(Json(page.list(rows, |c| c.id, |c| ConversationRecord::from(c))))
+    Ok(Json(page_of(&state, &page, rows, Reader::User).await?))
 }
 
 /// Open support with a partner: the first message's content fields, as for any message.
@@ -99,7 +100,10 @@ pub(super) async fn open_conversation(
     let reference = format!("conv_{}", random_alnum(24));
     let (conversation, message) =
         store::open(&state.db, &reference, subject, first, state.now(), events::conversation_message).await?;
-    let record = ThreadRecord { conversation: (&conversation).into(), messages: vec![MessageRecord::from(&message)] };
+    let record = ThreadRecord {
+        conversation: ConversationRecord::new(&conversation, 0),
+        messages: vec![MessageRecord::from(&message)],
+    };
     Ok((StatusCode::CREATED, Json(record)))
 }
 
@@ -117,7 +121,28 @@ pub(super) async fn get_my_conversation(
     Path(reference): Path<String>,
 ) -> ApiResult<Json<ThreadRecord>> {
     let c = user_thread(&state, &user, &reference).await?;
-    Ok(Json(with_messages(&state, &c).await?))
+    Ok(Json(with_messages(&state, &c, Reader::User).await?))
+}
+
+/// I have seen my conversation: the agents' messages in it become `read` (the partner gets a
+/// `message.status` for each, my other devices a `conversation.message`).
+#[utoipa::path(
+    post,
+    path = "/me/conversations/{ref}/read",
+    tag = "conversations",
+    security(("userJwt" = [])),
+    responses(
+        (status = 200, description = "The conversation, read (unread 0)", body = ThreadRecord),
+        (status = 404, response = E404),
+    )
+)]
+pub(super) async fn read_my_conversation(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(reference): Path<String>,
+) -> ApiResult<Json<ThreadRecord>> {
+    let c = user_thread(&state, &user, &reference).await?;
+    Ok(Json(read(&state, &c, Reader::User).await?))
 }
 
 /// Write in my conversation (reopens it: open).
