@@ -22,6 +22,31 @@ pub fn required_phone(phone: Option<&str>) -> Result<&str, Invalid> {
     Ok(phone)
 }
 
+/// The most words a search takes, the longest word, and the longest search.
+pub const SEARCH_WORDS: usize = 8;
+pub const SEARCH_WORD_CHARS: usize = 64;
+pub const SEARCH_CHARS: usize = 600;
+
+/// What someone typed in a search box, as the text indexes take it: its words (runs of letters and
+/// digits), lower case, each matched as the start of a word; `q` names the field when there is none or too many.
+pub fn search_words(q: &str) -> Result<Vec<String>, Invalid> {
+    if q.chars().count() > SEARCH_CHARS {
+        return Err(Invalid::new("q", format!("q is at most {SEARCH_CHARS} characters")));
+    }
+    let words: Vec<String> =
+        q.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+    if words.is_empty() {
+        return Err(Invalid::new("q", "q needs at least one word (letters or digits)"));
+    }
+    if words.len() > SEARCH_WORDS {
+        return Err(Invalid::new("q", format!("q takes at most {SEARCH_WORDS} words")));
+    }
+    if words.iter().any(|w| w.chars().count() > SEARCH_WORD_CHARS) {
+        return Err(Invalid::new("q", format!("a word of q is at most {SEARCH_WORD_CHARS} characters")));
+    }
+    Ok(words)
+}
+
 impl Invalid {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         Invalid { field: field.into(), message: message.into() }
@@ -53,6 +78,17 @@ pub fn is_http_url(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn search_words_are_letters_and_digits_lower_cased() {
+        assert_eq!(search_words("  Late PARCEL, #42!").unwrap(), ["late", "parcel", "42"]);
+        assert_eq!(search_words("Zoë's café").unwrap(), ["zoë", "s", "café"]);
+        assert_eq!(search_words("\"* OR NEAR(").unwrap(), ["or", "near"]);
+        assert_eq!(search_words("?!").unwrap_err().field, "q");
+        assert!(search_words("a b c d e f g h i").is_err());
+        assert!(search_words(&"x".repeat(65)).is_err());
+        assert!(search_words(&format!("word{}", " ".repeat(600))).is_err());
+    }
 
     #[test]
     fn urls() {

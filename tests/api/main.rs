@@ -20,6 +20,7 @@ mod hub_fallback;
 mod messages;
 mod payments;
 mod scale_out;
+mod search;
 mod stream;
 mod templates;
 mod users;

@@ -748,6 +748,45 @@ test("3c. an encrypted conversation with an agent device: node:crypto reads the 
   await axe("conversation-e2e");
 });
 
+test("3d. search: messages and conversations, by words, from the server's text index", async () => {
+  const stamp = Date.now().toString(36);
+  await send({ body: `Quarterly statement ${stamp} is ready` });
+  await send({ body: `Something else entirely ${stamp}` });
+  await page.goto(BASE + "/");
+  await page.locator("ol.messages article").first().waitFor();
+  const asked = [];
+  const seen = (r) => {
+    const u = new URL(r.url());
+    if (u.pathname === "/api/v1/me/messages" && u.searchParams.get("q")) asked.push(u.searchParams.get("q"));
+  };
+  page.on("request", seen);
+  try {
+    const box = page.getByRole("searchbox", { name: "Search messages" });
+    await box.fill(`quarter ${stamp}`);
+    const results = page.getByRole("list", { name: "Search results" });
+    await results.locator("article", { hasText: "Quarterly statement" }).waitFor();
+    assert.equal(await results.locator("article").count(), 1, "only what has every word");
+    assert.ok(asked.includes(`quarter ${stamp}`), "the server searched, not the page");
+    await box.fill(`nothing${stamp}`);
+    await page.getByText(`No messages match “nothing${stamp}”.`).waitFor();
+    await shoot("inbox-search");
+    await box.press("Escape");
+    await page.getByRole("heading", { name: /^Inbox/ }).waitFor();
+    assert.equal(await page.getByRole("list", { name: "Search results" }).count(), 0);
+  } finally {
+    page.off("request", seen);
+  }
+  // Conversations: by subject or by what either side wrote.
+  await page.goto(BASE + "/conversations");
+  const box = page.getByRole("searchbox", { name: "Search conversations" });
+  await box.fill("ships tomorrow");
+  const results = page.getByRole("list", { name: "Search results" });
+  await results.getByRole("link", { name: "Late parcel" }).waitFor();
+  await box.fill("parcel");
+  await results.getByRole("link", { name: "Late parcel" }).waitFor();
+  await axe("search");
+});
+
 test("4. an E2E hub message sealed by the reference CLI opens in the browser", async () => {
   await page.goto(BASE + "/account");
   await page.getByText("Encryption key").waitFor();

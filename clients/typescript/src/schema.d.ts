@@ -724,7 +724,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** My support threads (never bot sessions), newest first. */
+        /** My support threads (never bot sessions), newest first; with `q`, those whose subject or messages match. */
         get: operations["list_my_conversations"];
         put?: never;
         /** Open support with a linked partner, with the first message (send-message content fields). */
@@ -1007,7 +1007,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The hub inbox, newest first; returned messages become delivered.
+         * The hub inbox, newest first (or what matches `q`); returned messages become delivered.
          * @description A sealed (end-to-end encrypted) message shows only the key wrap of the reading device: the token's, or
          *     `device_uuid` when the token names none.
          */
@@ -4715,6 +4715,11 @@ export interface operations {
     list_my_conversations: {
         parameters: {
             query?: {
+                /**
+                 * @description Search: every word must start a word of the text (its body, subject, preview, link, file name), in any
+                 *     case and with or without accents; at most 8 words. Encrypted messages are not searched.
+                 */
+                q?: string;
                 /** @description Page size: default 50, at most 200 (larger is clamped). */
                 limit?: string;
                 /** @description The `next_cursor` of the previous page. */
@@ -5239,6 +5244,11 @@ export interface operations {
     my_inbox: {
         parameters: {
             query?: {
+                /**
+                 * @description Search: every word must start a word of the text (its body, subject, preview, link, file name), in any
+                 *     case and with or without accents; at most 8 words. Encrypted messages are not searched.
+                 */
+                q?: string;
                 /** @description Page size: default 50, at most 200 (larger is clamped). */
                 limit?: string;
                 /** @description The `next_cursor` of the previous page. */

@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 
 use super::accounts::{AccountRecord, PartnerRef, user_account};
 use super::messages::MessageRecord;
-use super::{ApiQuery, E404, E422, List, PageParams, query_text};
+use super::{ApiQuery, E404, E422, List, PageParams, SearchParams, query_text};
 use crate::auth::UserAuth;
 use crate::clock::record_time;
 use crate::http::error::{ApiError, ApiResult};
@@ -53,7 +53,7 @@ struct DeviceQuery {
     device_uuid: Option<String>,
 }
 
-/// The hub inbox, newest first; returned messages become delivered.
+/// The hub inbox, newest first (or what matches `q`); returned messages become delivered.
 ///
 /// A sealed (end-to-end encrypted) message shows only the key wrap of the reading device: the token's, or
 /// `device_uuid` when the token names none.
@@ -63,6 +63,7 @@ struct DeviceQuery {
     tag = "users",
     security(("userJwt" = [])),
     params(
+        SearchParams,
         PageParams,
         ("device_uuid" = Option<String>, Query, description = "The reading device, when the token names none"),
     ),
@@ -76,9 +77,11 @@ async fn my_inbox(
     user: UserAuth,
     ApiQuery(page): ApiQuery<PageParams>,
     ApiQuery(query): ApiQuery<DeviceQuery>,
+    ApiQuery(search): ApiQuery<SearchParams>,
 ) -> ApiResult<Json<List<MessageRecord>>> {
     let page = page.page()?;
-    let mut rows = messages::list_hub(&state.db, &user.phone, page.before, page.fetch()).await?;
+    let words = search.words()?;
+    let mut rows = messages::list_hub(&state.db, &user.phone, words.as_deref(), page.before, page.fetch()).await?;
     // The app now has these messages: they are delivered, in the hub.
     let shown = rows.len().min(page.limit as usize);
     crate::messages::fetched_by_app(&state.db, &mut rows[..shown], state.now()).await?;

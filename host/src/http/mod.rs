@@ -257,6 +257,26 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
     }
 }
 
+/// The search of the app's lists (`/me/messages`, `/me/conversations`).
+#[derive(Debug, Default, serde::Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SearchParams {
+    /// Search: every word must start a word of the text (its body, subject, preview, link, file name), in any
+    /// case and with or without accents; at most 8 words. Encrypted messages are not searched.
+    #[param(max_length = 600)]
+    q: Option<String>,
+}
+
+impl SearchParams {
+    /// The words searched for, if any (`422` on `q` when it has none, or too many).
+    pub fn words(self) -> Result<Option<Vec<String>>, ApiError> {
+        match query_text(self.q) {
+            Some(q) => Ok(Some(crate::validate::search_words(&q)?)),
+            None => Ok(None),
+        }
+    }
+}
+
 /// The page parameters of every list.
 #[derive(Debug, Default, serde::Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -46,17 +46,25 @@ fn from_row(row: &AnyRow) -> Result<Conversation, sqlx::Error> {
 /// Builds the `conversation.message` payload of a new message.
 pub type EventFn = fn(&Conversation, &Message, Millis) -> Value;
 
-/// A user's support threads, newest first.
+/// A user's support threads, newest first; with `words`, those whose subject or messages have them all.
 pub async fn list_for_phone(
     db: &Db,
     phone: &str,
+    words: Option<&[String]>,
     before: Option<i64>,
     limit: i64,
 ) -> Result<Vec<Conversation>, sqlx::Error> {
+    const LIST: &str = const_format::concatcp!(SELECT, "WHERE c.phone = $1 AND ($2 IS NULL OR c.id < $2) ");
+    let Some(words) = words else {
+        let sql = const_format::concatcp!(LIST, "ORDER BY c.id DESC LIMIT $3");
+        let rows = sqlx::query(sql).bind(phone).bind(before).bind(limit).fetch_all(db.reader()).await?;
+        return rows.iter().map(from_row).collect();
+    };
     let sql =
-        const_format::concatcp!(SELECT, "WHERE c.phone = $1 AND ($2 IS NULL OR c.id < $2) ORDER BY c.id DESC LIMIT $3");
-    let rows = sqlx::query(sql).bind(phone).bind(before).bind(limit).fetch_all(db.reader()).await?;
-    rows.iter().map(from_row).collect()
+        format!("{LIST} AND {} ORDER BY c.id DESC LIMIT $4", super::search::conversation_has_words(db.backend(), 3));
+    let matching = super::search::matching(db.backend(), phone, words);
+    let query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(phone).bind(before).bind(matching).bind(limit);
+    query.fetch_all(db.reader()).await?.iter().map(from_row).collect()
 }
 
 /// A partner's conversations, newest first, by state and a search over subject, contact and bodies.

@@ -669,13 +669,26 @@ pub async fn find_by_ref(db: &Db, reference: &str) -> Result<Option<Message>, sq
 }
 
 /// A page of the hub inbox of `phone` (messages outside support conversations), newest first.
-pub async fn list_hub(db: &Db, phone: &str, before: Option<i64>, limit: i64) -> Result<Vec<Message>, sqlx::Error> {
-    let sql = const_format::concatcp!(
+pub async fn list_hub(
+    db: &Db,
+    phone: &str,
+    words: Option<&[String]>,
+    before: Option<i64>,
+    limit: i64,
+) -> Result<Vec<Message>, sqlx::Error> {
+    const LIST: &str = const_format::concatcp!(
         SELECT,
-        "WHERE m.phone = $1 AND m.conversation_id IS NULL AND ($2 IS NULL OR m.id < $2) ORDER BY m.id DESC LIMIT $3"
+        "WHERE m.phone = $1 AND m.conversation_id IS NULL AND ($2 IS NULL OR m.id < $2) "
     );
-    let rows = sqlx::query(sql).bind(phone).bind(before).bind(limit).fetch_all(db.reader()).await?;
-    rows.iter().map(from_row).collect()
+    let Some(words) = words else {
+        let sql = const_format::concatcp!(LIST, "ORDER BY m.id DESC LIMIT $3");
+        let rows = sqlx::query(sql).bind(phone).bind(before).bind(limit).fetch_all(db.reader()).await?;
+        return rows.iter().map(from_row).collect();
+    };
+    let sql = format!("{LIST} AND {} ORDER BY m.id DESC LIMIT $4", super::search::message_has_words(db.backend(), 3));
+    let matching = super::search::matching(db.backend(), phone, words);
+    let query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(phone).bind(before).bind(matching).bind(limit);
+    query.fetch_all(db.reader()).await?.iter().map(from_row).collect()
 }
 
 /// Whether `phone` received a message carrying the media `media_id`.

@@ -24,6 +24,7 @@ pub mod outbox;
 pub mod partners;
 pub mod payments;
 pub mod sealing;
+pub mod search;
 pub mod settings;
 pub mod templates;
 pub mod tokens;
@@ -326,7 +327,9 @@ mod migration_tests {
         for name in sqlite {
             let (a, a_specific) = statements(&dir.join("sqlite").join(&name));
             let (b, b_specific) = statements(&dir.join("postgres").join(&name));
-            assert_eq!(a_specific, b_specific, "{name}: engine-specific statements differ in number");
+            // Each engine's own way (FTS5 triggers here, generated columns there) may take a different
+            // number of statements, but neither side may lack it.
+            assert_eq!(a_specific > 0, b_specific > 0, "{name}: one engine lacks the engine-specific part");
             assert_eq!(a.len(), b.len(), "{name}: different numbers of statements");
             for (x, y) in a.iter().zip(&b) {
                 assert_eq!(x, y, "{name}: the engines' statements drifted");

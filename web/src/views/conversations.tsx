@@ -6,6 +6,7 @@ import { conversationAad, conversationKeyAad, decrypt, encrypt, newContentKey, n
 import { deviceKey, publishDeviceKey } from "../keystore";
 import { navigate } from "../router";
 import { useLive } from "../live";
+import { SearchBox, useSearch } from "../search";
 import { ErrorNote, Loading, useAsync, useTitle, when } from "../util";
 
 const STATE_LABEL: Record<string, string> = { open: "Open", pending: "Waiting for you", closed: "Closed" };
@@ -14,6 +15,9 @@ export function Conversations() {
   useTitle("Support");
   const list = useAsync(() => get<Page<Conversation>>("/me/conversations?limit=100"), []);
   useLive(["conversation.message", "conversation.updated", "reset"], () => list.reload());
+  const search = useSearch<Conversation>("/me/conversations?limit=100");
+  const searching = search.q.trim() !== "";
+  const shown = searching ? search.results : list.data?.data;
   return (
     <section aria-labelledby="conv-h">
       <div class="title-row">
@@ -22,11 +26,17 @@ export function Conversations() {
           New conversation
         </a>
       </div>
-      <ErrorNote error={list.error} />
-      {!list.data && !list.error ? <Loading /> : null}
-      {list.data?.data.length === 0 ? <p class="empty">No conversations yet. Start one to ask a partner for help.</p> : null}
-      <ul class="cards">
-        {list.data?.data.map((c) => (
+      <SearchBox search={search} label="Search conversations" />
+      <ErrorNote error={searching ? search.error : list.error} />
+      {!shown && !(searching ? search.error : list.error) ? <Loading what={searching ? "Searching" : "Loading"} /> : null}
+      {!searching && shown?.length === 0 ? <p class="empty">No conversations yet. Start one to ask a partner for help.</p> : null}
+      {searching && shown?.length === 0 && !search.searching ? (
+        <p class="empty" role="status">
+          No conversations match “{search.q.trim()}”.
+        </p>
+      ) : null}
+      <ul class="cards" aria-label={searching ? "Search results" : undefined}>
+        {shown?.map((c) => (
           <li key={c.ref} class="card">
             <h2>
               <a href={`/conversations/${enc(c.ref)}`}>{c.subject || "Conversation"}</a>

@@ -7,6 +7,7 @@ import { deviceKey } from "../keystore";
 import { navigate } from "../router";
 import { Summary } from "../steps";
 import { onLive } from "../live";
+import { SearchBox, useSearch } from "../search";
 import { ErrorNote, Loading, useTitle, when } from "../util";
 
 // The inbox survives navigation: going back to it shows it at once.
@@ -126,12 +127,40 @@ export function Inbox() {
     return () => io.disconnect();
   }, [state.loaded, state.done]);
 
+  const search = useSearch<Message>("/me/messages");
   const count = state.items.filter(unread).length;
+  if (search.q.trim())
+    return (
+      <section aria-labelledby="inbox-h">
+        <h1 id="inbox-h">Inbox</h1>
+        <SearchBox search={search} label="Search messages" />
+        <ErrorNote error={search.error} />
+        {search.results === null || (search.searching && !search.results.length) ? <Loading what="Searching" /> : null}
+        {search.results?.length === 0 && !search.searching && !search.error ? (
+          <p class="empty" role="status">
+            No messages match “{search.q.trim()}”.
+          </p>
+        ) : null}
+        <ol class="messages" aria-label="Search results">
+          {search.results?.map((m) => (
+            <li key={m.ref}>
+              <MessageCard m={cachedMessage(m.ref) ?? m} />
+            </li>
+          ))}
+        </ol>
+        {search.more ? (
+          <button type="button" onClick={search.more}>
+            More results
+          </button>
+        ) : null}
+      </section>
+    );
   return (
     <section aria-labelledby="inbox-h">
       <h1 id="inbox-h">
         Inbox {count ? <span class="badge">{count} unread</span> : null}
       </h1>
+      <SearchBox search={search} label="Search messages" />
       <ErrorNote error={error} />
       {!state.loaded && !error ? <Loading what="Loading your messages" /> : null}
       {state.loaded && state.items.length === 0 ? <p class="empty">No messages yet. They will appear here as they arrive.</p> : null}

@@ -12,20 +12,20 @@ use crate::conversations::Reader;
 use crate::events;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::messages::{MessageRecord, SendMessage, ref_taken, validate_content};
-use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams};
+use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, SearchParams};
 use crate::names::{ConversationState, Direction};
 use crate::secrets::random_alnum;
 use crate::state::AppState;
 use crate::store::conversations as store;
 use crate::store::{accounts, partners};
 
-/// My support threads (never bot sessions), newest first.
+/// My support threads (never bot sessions), newest first; with `q`, those whose subject or messages match.
 #[utoipa::path(
     get,
     path = "/me/conversations",
     tag = "users",
     security(("userJwt" = [])),
-    params(PageParams),
+    params(SearchParams, PageParams),
     responses(
         (status = 200, description = "A page of conversations", body = List<ConversationRecord>),
         (status = 422, response = E422),
@@ -35,9 +35,11 @@ pub(super) async fn list_my_conversations(
     State(state): State<AppState>,
     user: UserAuth,
     ApiQuery(page): ApiQuery<PageParams>,
+    ApiQuery(search): ApiQuery<SearchParams>,
 ) -> ApiResult<Json<List<ConversationRecord>>> {
     let page = page.page()?;
-    let rows = store::list_for_phone(&state.db, &user.phone, page.before, page.fetch()).await?;
+    let words = search.words()?;
+    let rows = store::list_for_phone(&state.db, &user.phone, words.as_deref(), page.before, page.fetch()).await?;
     Ok(Json(page_of(&state, &page, rows, Reader::User).await?))
 }
 
