@@ -28,6 +28,7 @@ const LAYERS: &[(&str, &str)] = &[
     ("store/", "store"),
     ("runtime/", "store"),
     ("providers.rs", "store"),
+    ("webpush.rs", "store"),
     ("encryption.rs", "domain"),
     ("template.rs", "domain"),
     ("events.rs", "domain"),

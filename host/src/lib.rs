@@ -8,7 +8,7 @@
 //! 1. **names**: the closed sets of stored names ([`names`]), settings ([`config`]), time ([`clock`]),
 //!    credentials ([`secrets`]), signatures ([`signing`]) and the pure checks ([`validate`], [`forms`]).
 //! 2. **store**: every SQL statement ([`store`]), the sandboxed Wasm runtime ([`runtime`]) and the SMS and
-//!    WhatsApp clients ([`providers`]); they take what they need (an event builder, a row) from their caller.
+//!    WhatsApp clients ([`providers`]), Web Push ([`webpush`]); they take what they need (an event builder, a row) from their caller.
 //! 3. **domain**: what the service does — [`messages`] (sending, content, marks), [`conversations`],
 //!    [`flows`], [`bots`], [`payments`], [`otp`], [`template`], [`encryption`] (envelope checks), [`events`]
 //!    (webhook payloads), [`health`]; each with its own error enum.
@@ -59,6 +59,7 @@ pub mod store;
 pub mod template;
 pub mod validate;
 pub mod webhooks;
+pub mod webpush;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -93,6 +94,10 @@ pub async fn prepare(config: Config, clock: SharedClock) -> anyhow::Result<AppSt
         .await?
         .into_bytes(),
     };
+    // The host's Web Push key pair: made once, kept sealed with the other secrets, the same on every host.
+    let vapid = settings::get_or_insert_secret(&db, "vapid_private_key", webpush::Vapid::generate).await?;
+    let vapid = webpush::Vapid::from_stored(&vapid, &config.public_url).map_err(anyhow::Error::msg)?;
+    let push = Arc::new(delivery::push::Push::new(db.clone(), clock.clone(), &config, vapid, &jwt_secret));
     let config = Arc::new(config);
     let limits = runtime::RuntimeLimits {
         cpu_ms: config.bot_cpu_ms.max(1),
@@ -117,7 +122,7 @@ pub async fn prepare(config: Config, clock: SharedClock) -> anyhow::Result<AppSt
     let runtime = runtime::Runtime::new(limits, config.component_cache_dir.clone())?;
     Ok(AppState::new(state::Parts {
         messages: MessageWriter::spawn(db.clone()),
-        delivery: Delivery::new(db.clone(), clock.clone(), config.clone()),
+        delivery: Delivery::new(db.clone(), clock.clone(), config.clone(), push),
         webhooks: Webhooks::new(db.clone(), clock.clone(), config.clone()),
         runtime,
         jwt_secret,

@@ -2,10 +2,12 @@
 //! Cloud API. A provider error or timeout is a failed attempt with a reason, never a crash.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use serde_json::{Value, json};
 
 use crate::clock::SharedClock;
@@ -13,6 +15,7 @@ use crate::config::{Config, SmsProviderKind, WhatsAppProviderKind};
 use crate::names::Channel;
 use crate::store::writer::GroupCommit;
 use crate::store::{Db, dev_sink};
+use crate::validate::is_global_unicast;
 
 pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
 
@@ -234,6 +237,49 @@ pub fn http_client(config: &Config) -> reqwest::Client {
         .connect_timeout(Duration::from_millis(config.provider_timeout_ms.min(5_000)))
         .build()
         .expect("HTTP client builds")
+}
+
+/// A DNS resolver that keeps only globally routable unicast addresses (see [`is_global_unicast`]), so a URL
+/// someone else gave (a webhook, a push endpoint) cannot reach inside the network even when its DNS changes
+/// after it was checked.
+struct PublicOnly;
+
+impl Resolve for PublicOnly {
+    fn resolve(&self, name: Name) -> Resolving {
+        Box::pin(async move {
+            let host = name.as_str().to_string();
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public: Vec<SocketAddr> = addrs.into_iter().filter(|a| is_global_unicast(a.ip())).collect();
+            if public.is_empty() {
+                return Err(format!("{host} resolves to no public address").into());
+            }
+            Ok(Box::new(public.into_iter()) as Addrs)
+        })
+    }
+}
+
+/// The client for URLs other people give (webhooks, Web Push endpoints): no redirects, no proxy, the given
+/// timeout, and outside dev mode only public addresses.
+pub fn outbound_client(config: &Config, timeout_ms: u64, user_agent: &str) -> reqwest::Client {
+    let mut builder = reqwest::Client::builder()
+        .timeout(Duration::from_millis(timeout_ms))
+        .redirect(reqwest::redirect::Policy::none())
+        // A proxy from the environment (`HTTPS_PROXY`) would connect on our behalf, past the address check.
+        .no_proxy()
+        .user_agent(user_agent.to_string());
+    if !config.dev {
+        builder = builder.dns_resolver(Arc::new(PublicOnly));
+    }
+    builder.build().expect("outbound client builds")
+}
+
+/// The innermost cause of a request's error (the refused address, the TLS failure), for logs and attempts.
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = e;
+    while let Some(next) = current.source() {
+        current = next;
+    }
+    current.to_string()
 }
 
 /// The SMS provider the configuration selects.

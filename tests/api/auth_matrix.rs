@@ -100,6 +100,10 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/me/forms", User),
     ("GET", "/api/v1/me/messages", User),
     ("DELETE", "/api/v1/me/tokens", User),
+    ("GET", "/api/v1/me/push", User),
+    ("POST", "/api/v1/me/push/subscriptions", User),
+    ("DELETE", "/api/v1/me/push/subscriptions", User),
+    ("POST", "/api/v1/push/ack/{token}", Open),
     ("GET", "/api/v1/me/unread", User),
     ("GET", "/api/v1/me/messages/{ref}", User),
     ("GET", "/api/v1/me/flows/{ref}", User),
@@ -309,6 +313,8 @@ impl Fixtures {
                 "{phone}" => PHONE.to_string(),
                 "{prefix}" => self.spare_key_prefix.clone(),
                 "{session}" => self.chat_session.clone(),
+                // An acknowledgement link the host did not make (its own are in the pushes, tests/api/push.rs).
+                "{token}" => "bm90LW1hZGUtYnktdGhlLWhvc3Q".to_string(),
                 s if s.starts_with('{') => panic!("no fixture for {s} in {path}"),
                 s => s.to_string(),
             });

@@ -565,6 +565,7 @@ async fn secrets_are_sealed_at_rest_and_the_key_rotates() {
             "SELECT value FROM settings WHERE name = 'jwt_secret'",
             "SELECT webhook_secret FROM partners WHERE code = 'acme'",
             "SELECT webhook_secret FROM bots WHERE code = 'b'",
+            "SELECT value FROM settings WHERE name = 'vapid_private_key'",
         ] {
             values.push(sqlx::query_scalar(sql).fetch_one(db.reader()).await.unwrap());
         }
@@ -576,6 +577,7 @@ async fn secrets_are_sealed_at_rest_and_the_key_rotates() {
         assert!(value.starts_with("enc:v1:"), "{value}");
         assert!(!value.contains(secret.as_str()) && !value.contains(&secret[6..]), "a secret is stored in the clear");
     }
+    assert!(before[3].starts_with("enc:v1:"), "the Web Push (VAPID) private key is sealed: {}", before[3]);
     // A secret written in the clear (before sealing existed) is sealed at the next start.
     sqlx::query("UPDATE partners SET webhook_secret = $1 WHERE code = 'acme'")
         .bind(&partner_secret)
@@ -599,7 +601,7 @@ async fn secrets_are_sealed_at_rest_and_the_key_rotates() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rotated: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(rotated["resealed"], 3);
+    assert_eq!(rotated["resealed"], 4, "the JWT secret, the VAPID key and two webhook secrets");
     let new_id = rotated["key_id"].as_str().unwrap().to_string();
     assert_ne!(std::fs::read_to_string(&key_file).unwrap(), old_key);
     assert!(!dir.path().join("secret.key.new").exists());

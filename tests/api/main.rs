@@ -19,6 +19,7 @@ mod hardening_two;
 mod hub_fallback;
 mod messages;
 mod payments;
+mod push;
 mod scale_out;
 mod search;
 mod stream;

@@ -3,7 +3,8 @@
 // HUBBUB_API_KEY (the platform partner acme), HUBBUB_BIN and HUBBUB_WASM_DIR.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { createCipheriv, createDecipheriv, createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createECDH, createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, randomBytes, verify } from "node:crypto";
+import { createServer } from "node:http";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -14,6 +15,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(path.join(here, "../../web/package.json"));
 const { chromium } = require("playwright-core");
 const AXE = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
+// The http_ece package (Martin Thomson's RFC 8188/8291 code, which the web-push package uses): an
+// implementation of Web Push decryption independent of the host's.
+const ece = require("http_ece");
 
 const BASE = process.env.HUBBUB_WEB_BASE;
 const API = process.env.HUBBUB_API_URL ?? BASE;
@@ -875,6 +879,110 @@ test("5c. an old completed form (210 newer messages) opens straight to its read-
   await page.getByRole("alert").filter({ hasText: /not found/i }).waitFor();
 });
 
+test("5d. Web Push: the Account screen subscribes this device; pushes are VAPID-signed and encrypted; the service worker acknowledges and notifies", async () => {
+  // A push service of our own (Chromium's is out of reach here): it records each push and answers `status`.
+  const pushes = [];
+  let status = 201;
+  const service = createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      pushes.push({ path: req.url, headers: req.headers, body: Buffer.concat(chunks) });
+      res.writeHead(status).end();
+    });
+  });
+  await new Promise((r) => service.listen(0, "127.0.0.1", r));
+  const endpoint = `http://127.0.0.1:${service.address().port}/push/${Date.now()}`;
+  const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
+  const mine = async () => (await fetch(API + "/api/v1/me/push", { headers: { Authorization: `Bearer ${token}` } })).json();
+  const waitFor = async (what, check) => {
+    for (let i = 0; i < 100; i++) {
+      if (await check()) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.fail(what);
+  };
+  try {
+    await context.grantPermissions(["notifications"], { origin: BASE });
+    // The browser's PushManager answers a subscription at our push service with this device's key pair
+    // (made here, as a browser makes its own); the test keeps the private key to read the pushes.
+    const receiver = createECDH("prime256v1");
+    receiver.generateKeys();
+    const device = { endpoint, p256dh: b64u(receiver.getPublicKey()), auth: b64u(randomBytes(16)) };
+    await page.addInitScript((d) => {
+      const json = { endpoint: d.endpoint, expirationTime: null, keys: { p256dh: d.p256dh, auth: d.auth } };
+      const sub = (options) => ({ endpoint: d.endpoint, options, toJSON: () => json, unsubscribe: async () => (localStorage.removeItem("test.push"), true) });
+      PushManager.prototype.subscribe = async (options) => (localStorage.setItem("test.push", "1"), sub(options));
+      PushManager.prototype.getSubscription = async () => (localStorage.getItem("test.push") ? sub({}) : null);
+    }, device);
+    await page.goto(BASE + "/account");
+    await page.locator("[data-push=off]").waitFor();
+    await page.getByRole("button", { name: "Turn on notifications" }).click();
+    await page.locator("[data-push=on]").waitFor();
+    assert.equal((await mine()).subscribed, true);
+
+    // The app is closed (no page, no stream) when the message comes.
+    await page.goto("about:blank");
+    const sent = await send({ body: "Your parcel is out for delivery" });
+    await waitFor("the push service gets a push", () => pushes.length > 0);
+    const push = pushes[0];
+    assert.equal(push.headers["content-encoding"], "aes128gcm");
+    assert.equal(push.headers.ttl, "86400");
+    // VAPID (RFC 8292): an ES256 JWT for the push service's origin, signed by the key the host publishes.
+    const [, jwt, k] = push.headers.authorization.match(/^vapid t=([^,]+), k=(.+)$/);
+    assert.equal(k, (await mine()).vapid_public_key);
+    const [h, c, sig] = jwt.split(".");
+    const point = Buffer.from(k, "base64url");
+    const vapidKey = createPublicKey({ key: { kty: "EC", crv: "P-256", x: b64u(point.subarray(1, 33)), y: b64u(point.subarray(33)) }, format: "jwk" });
+    assert.ok(verify("sha256", Buffer.from(`${h}.${c}`), { key: vapidKey, dsaEncoding: "ieee-p1363" }, Buffer.from(sig, "base64url")), "the VAPID signature verifies");
+    assert.equal(JSON.parse(Buffer.from(h, "base64url")).alg, "ES256");
+    const claims = JSON.parse(Buffer.from(c, "base64url"));
+    assert.equal(claims.aud, new URL(endpoint).origin);
+    const now = Date.now() / 1000;
+    assert.ok(claims.exp > now && claims.exp <= now + 24 * 3600, `exp within a day: ${claims.exp}`);
+    // The payload (RFC 8291 aes128gcm), read with http_ece and the device's private key.
+    const notice = JSON.parse(ece.decrypt(push.body, { version: "aes128gcm", privateKey: receiver, authSecret: device.auth }).toString());
+    assert.equal(notice.body, "Your parcel is out for delivery");
+    assert.equal(notice.tag, "hub:acme");
+    assert.equal(notice.url, `/m/${sent.ref}`);
+    assert.match(notice.ack, /^\/api\/v1\/push\/ack\//);
+    assert.equal((await partner("GET", `/messages/${sent.message_id}`)).state, "sent");
+
+    // The push reaches the service worker (delivered by the DevTools protocol, as a push service would):
+    // with the app closed, it acknowledges (the message is delivered) and shows a notification.
+    const cdp = await context.newCDPSession(page);
+    const registration = new Promise((resolve) =>
+      cdp.on("ServiceWorker.workerRegistrationUpdated", ({ registrations }) => {
+        const r = registrations.find((x) => x.scopeURL.startsWith(BASE) && !x.isDeleted);
+        if (r) resolve(r.registrationId);
+      }),
+    );
+    await cdp.send("ServiceWorker.enable");
+    const registrationId = await registration;
+    await cdp.send("ServiceWorker.deliverPushMessage", { origin: new URL(BASE).origin, registrationId, data: JSON.stringify(notice) });
+    await waitFor("the service worker acknowledges the push", async () => (await partner("GET", `/messages/${sent.message_id}`)).state === "delivered");
+    await page.goto(BASE + "/account");
+    const shown = await page.evaluate(async () => (await (await navigator.serviceWorker.ready).getNotifications()).map((n) => ({ title: n.title, body: n.body, tag: n.tag })));
+    assert.deepEqual(shown, [{ title: notice.title, body: "Your parcel is out for delivery", tag: "hub:acme" }]);
+    await cdp.detach();
+
+    // Turning notifications off unsubscribes here and on the host; a subscription the push service says
+    // is gone (410) is deleted.
+    await page.locator("[data-push=on]").waitFor();
+    await page.getByRole("button", { name: "Turn off notifications" }).click();
+    await page.locator("[data-push=off]").waitFor();
+    assert.equal((await mine()).subscribed, false);
+    await page.getByRole("button", { name: "Turn on notifications" }).click();
+    await page.locator("[data-push=on]").waitFor();
+    status = 410;
+    await send({ body: "Anyone there?" });
+    await waitFor("the gone subscription is deleted", async () => (await mine()).subscribed === false);
+    await shoot("account-notifications");
+  } finally {
+    service.close();
+  }
+});
+
 test("6. account, logout, and an invalid or expired token returns to the login screen with a message", async () => {
   await page.goto(BASE + "/account");
   await page.getByText(PHONE).waitFor();
@@ -918,7 +1026,7 @@ test("6b. sign out everywhere ends the session in every browser", async () => {
     await p.evaluate((t) => localStorage.setItem("hubbub.token", t), token);
     await p.goto(BASE + "/account");
     await p.getByText(phone).waitFor();
-    return { ctx, p };
+    return { ctx, p, token };
   };
   const laptop = await signedIn();
   const other = await signedIn();
@@ -926,10 +1034,12 @@ test("6b. sign out everywhere ends the session in every browser", async () => {
     laptop.p.once("dialog", (d) => d.accept());
     await laptop.p.getByRole("button", { name: "Sign out everywhere" }).click();
     await laptop.p.waitForURL(/\/login/);
-    // The other browser's next call is refused: back to the login screen, saying why.
-    await other.p.goto(BASE + "/conversations");
-    await other.p.waitForURL(/\/login\?next=%2Fconversations/);
+    // The other browser, left open on its Account screen, is told at once (its live stream ends with a
+    // logout event): back to the login screen, saying why. Its token is refused from now on.
+    await other.p.waitForURL(/\/login\?next=%2Faccount/);
     await other.p.getByRole("alert").filter({ hasText: /signed out/ }).waitFor();
+    const refused = await fetch(API + "/api/v1/me/account", { headers: { Authorization: `Bearer ${other.token}` } });
+    assert.equal(refused.status, 401);
   } finally {
     await laptop.ctx.close();
     await other.ctx.close();

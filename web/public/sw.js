@@ -65,3 +65,48 @@ self.addEventListener("fetch", (event) => {
   }
   event.respondWith(caches.match(req).then((hit) => hit || fetch(req)));
 });
+
+// Web Push: a push carries {title, body, tag, url, ack} (encrypted for this device; an encrypted message's
+// push says only who it is from). The worker tells the host it arrived (the message becomes delivered) and
+// shows a notification unless the app is on screen; one tag per partner or conversation keeps one
+// notification each. A tap opens the message in the app.
+const APP_PATH = /^\/(?!\/)/;
+self.addEventListener("push", (event) => {
+  let n = {};
+  try {
+    n = event.data ? event.data.json() : {};
+  } catch {
+    n = {};
+  }
+  event.waitUntil(
+    (async () => {
+      if (typeof n.ack === "string" && n.ack.startsWith("/api/v1/push/ack/")) await fetch(n.ack, { method: "POST" }).catch(() => {});
+      const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
+      if (windows.some((w) => w.visibilityState === "visible" && w.focused)) return;
+      await self.registration.showNotification(n.title || "Hubbub", {
+        body: n.body || "New message",
+        tag: n.tag || undefined,
+        renotify: Boolean(n.tag),
+        icon: "/icon-192.png",
+        badge: "/icon-192.png",
+        data: { url: typeof n.url === "string" && APP_PATH.test(n.url) ? n.url : "/" },
+      });
+    })(),
+  );
+});
+
+self.addEventListener("notificationclick", (event) => {
+  event.notification.close();
+  const path = event.notification.data?.url || "/";
+  event.waitUntil(
+    (async () => {
+      const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
+      const open = windows.find((w) => new URL(w.url).origin === self.location.origin);
+      if (open) {
+        open.postMessage({ type: "open", url: path });
+        return open.focus();
+      }
+      return self.clients.openWindow(path);
+    })(),
+  );
+});

@@ -163,4 +163,9 @@ render(<App />, document.getElementById("app")!);
 
 if ("serviceWorker" in navigator && location.protocol !== "file:" && !import.meta.env.DEV) {
   window.addEventListener("load", () => navigator.serviceWorker.register("/sw.js").catch(() => {}));
+  // A tapped notification opens its message here, when the app is already open.
+  navigator.serviceWorker.addEventListener("message", (e) => {
+    const url = e.data?.type === "open" ? e.data.url : null;
+    if (typeof url === "string" && url.startsWith("/") && !url.startsWith("//")) navigate(url);
+  });
 }

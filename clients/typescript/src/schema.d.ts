@@ -1054,6 +1054,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/push": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The host's public key, and whether this device is subscribed. */
+        get: operations["push_settings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/push/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Subscribe this device to Web Push (replacing its earlier subscription). */
+        post: operations["subscribe"];
+        /** Unsubscribe this device (nothing to do when it is not subscribed). */
+        delete: operations["unsubscribe"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me/tokens": {
         parameters: {
             query?: never;
@@ -1325,6 +1360,26 @@ export interface paths {
          *     (`message_template_status_update`).
          */
         post: operations["whatsapp_statuses"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/push/ack/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A push arrived: the service worker calls the `ack` link the push carried; the message becomes
+         *     `delivered` (a device has it). The link is the credential: one the host did not make is 404.
+         */
+        post: operations["acknowledge"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2963,6 +3018,19 @@ export interface components {
             /** @description A label such as `ios` or `web`: at most 32 characters. */
             platform?: string | null;
         };
+        /** @description Web Push for this device. */
+        PushSettings: {
+            /** @description Whether this device has a subscription. */
+            subscribed: boolean;
+            /** @description The host's VAPID public key: the browser's `applicationServerKey` (base64url of a P-256 point). */
+            vapid_public_key: string;
+        };
+        /** @description A device's subscription. */
+        PushSubscription: {
+            created_at: string;
+            device_uuid: string;
+            endpoint: string;
+        };
         /** @description Each readiness check: `ok`, or what is wrong. */
         ReadinessChecks: {
             database: string;
@@ -3080,6 +3148,25 @@ export interface components {
             /** @description False for a repeated event, an event type payments do not use, or one that changes nothing. */
             applied: boolean;
             received: boolean;
+        };
+        /** @description The browser's `PushSubscription` (its `toJSON()`). */
+        Subscribe: {
+            /** @description The device, when the token names none. */
+            device_uuid?: string | null;
+            /** @description The push service's URL for this device: HTTPS at a public address. */
+            endpoint: string | null;
+            /**
+             * Format: double
+             * @description When the push service ends it (milliseconds since the epoch), if it says; not used.
+             */
+            expirationTime?: number | null;
+            keys: components["schemas"]["SubscriptionKeys"] | null;
+        };
+        SubscriptionKeys: {
+            /** @description The device's authentication secret (base64url, 16 bytes). */
+            auth: string | null;
+            /** @description The device's P-256 public key (base64url, 65 bytes). */
+            p256dh: string | null;
         };
         /** @description A template as the API answers it. */
         Template: {
@@ -5342,6 +5429,91 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    push_settings: {
+        parameters: {
+            query?: {
+                /** @description The device, when the token names none. */
+                device_uuid?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Web Push for this device */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PushSettings"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    subscribe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Subscribe"];
+            };
+        };
+        responses: {
+            /** @description Subscribed */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PushSubscription"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    unsubscribe: {
+        parameters: {
+            query?: {
+                /** @description The device, when the token names none. */
+                device_uuid?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Not subscribed (any more) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     sign_out_everywhere: {
         parameters: {
             query?: never;
@@ -5841,6 +6013,29 @@ export interface operations {
             404: components["responses"]["E404"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
+            503: components["responses"]["E503"];
+        };
+    };
+    acknowledge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description An id from an earlier answer */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Acknowledged */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["E404"];
             503: components["responses"]["E503"];
         };
     };

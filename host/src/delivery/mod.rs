@@ -5,6 +5,7 @@
 //! as a `message.status` event, in one transaction per message.
 
 pub mod meta_review;
+pub mod push;
 pub mod receipts;
 
 use std::sync::Arc;
@@ -115,17 +116,20 @@ pub struct Delivery {
     pub meta_review: Option<meta_review::MetaReview>,
     /// Woken when a message is accepted, so delivery starts without waiting for the next poll.
     pub wake: Notify,
+    /// Web Push to the user's devices when a message reaches their hub.
+    pub push: Arc<push::Push>,
 }
 
 impl Delivery {
     /// The providers the settings choose, over their own HTTP client.
-    pub fn new(db: Db, clock: SharedClock, config: Arc<Config>) -> Arc<Delivery> {
+    pub fn new(db: Db, clock: SharedClock, config: Arc<Config>, push: Arc<push::Push>) -> Arc<Delivery> {
         let http = crate::providers::http_client(&config);
         Arc::new(Delivery {
             sms: crate::providers::sms(&config, &db, &clock, &http),
             whatsapp: crate::providers::whatsapp(&config, &db, &clock, &http),
             meta_review: meta_review::MetaReview::from_config(&config, &http),
             wake: Notify::new(),
+            push,
             db,
             clock,
             config,
@@ -211,6 +215,10 @@ async fn claim_loop(
                     Ok(done) => {
                         let alert = done.release_alert;
                         let written = finisher.write(done.finished).await;
+                        // Now in the hub: the user's devices hear of it, beside this worker.
+                        if let (Ok(()), Some((message, partner_name))) = (&written, done.notify) {
+                            delivery.push.notify(message, partner_name);
+                        }
                         if let (Ok(()), Some((partner_id, phone))) = (&written, alert) {
                             devices::release_alert(&delivery.db, partner_id, &phone, id).await.map(drop)
                         } else {
@@ -243,6 +251,8 @@ async fn claim_loop(
 struct Done {
     finished: Finished,
     release_alert: Option<(i64, String)>,
+    /// A message now in the hub, and its partner's name: pushed to the user's devices once written.
+    notify: Option<(Message, String)>,
 }
 
 /// Delivers one claimed message: routes it, tries its channels, and answers what to record.
@@ -260,7 +270,7 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
             event: events::message_status,
             follow_up: None,
         };
-        return Ok(Done { finished, release_alert: None });
+        return Ok(Done { finished, release_alert: None, notify: None });
     }
     let recipient = Recipient {
         claimed: found.claimed,
@@ -337,7 +347,9 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
     let follow_up = window
         .filter(|_| in_hub && !is_encrypted(&message) && message.priority != "otp")
         .map(|seconds| (AFTER_HUB, delivery.now() + seconds * 1000));
+    let notify = in_hub.then(|| (message.clone(), partner_name.clone()));
     Ok(Done {
+        notify,
         finished: Finished {
             message,
             attempts: tries,
@@ -467,7 +479,7 @@ async fn continue_after_receipt(delivery: &Delivery, found: ToDeliver, resume: &
         follow_up: None,
     };
     if !alert && !still_out {
-        return Ok(Done { finished, release_alert: None });
+        return Ok(Done { finished, release_alert: None, notify: None });
     }
     let message = &finished.message;
     let text = if alert {
@@ -488,7 +500,7 @@ async fn continue_after_receipt(delivery: &Delivery, found: ToDeliver, resume: &
     let kind = if alert { AttemptKind::Alert } else { AttemptKind::Delivery };
     finished.attempts.push(attempt(kind, Channel::Sms, outcome));
     finished.at = delivery.now();
-    Ok(Done { finished, release_alert })
+    Ok(Done { finished, release_alert, notify: None })
 }
 
 /// The job that continues a hub message on WhatsApp then SMS when no device got it in time.
@@ -509,7 +521,7 @@ async fn after_hub(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::
         follow_up: None,
     };
     if !waiting || !messages::claim_hub_fallback(&delivery.db, finished.message.id, delivery.now()).await? {
-        return Ok(Done { finished, release_alert: None });
+        return Ok(Done { finished, release_alert: None, notify: None });
     }
     let message = &finished.message;
     for channel in [Channel::Whatsapp, Channel::Sms] {
@@ -529,7 +541,7 @@ async fn after_hub(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::
         }
     }
     finished.at = delivery.now();
-    Ok(Done { finished, release_alert: None })
+    Ok(Done { finished, release_alert: None, notify: None })
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ pub mod messages;
 pub mod metrics;
 pub mod openapi;
 pub mod payments;
+pub mod push;
 pub mod receipts;
 pub mod stream;
 pub mod streams;
@@ -77,6 +78,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(login::router())
         .merge(me::router())
         .merge(stream::router())
+        .merge(push::router())
         .merge(dev_sink::router())
         .merge(webhooks::router())
         .merge(conversations::router())

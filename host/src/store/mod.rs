@@ -23,6 +23,7 @@ pub mod otp;
 pub mod outbox;
 pub mod partners;
 pub mod payments;
+pub mod push;
 pub mod sealing;
 pub mod search;
 pub mod settings;

@@ -35,7 +35,7 @@ const SEALED_COLUMNS: &[(&str, &str, &str, &str)] = &[
 ];
 
 /// The settings rows that are secrets (other settings stay readable).
-const SECRET_SETTINGS: &[&str] = &["jwt_secret"];
+const SECRET_SETTINGS: &[&str] = &["jwt_secret", "vapid_private_key"];
 
 /// Why a sealed value could not be opened, or a key not read.
 #[derive(Debug, thiserror::Error)]

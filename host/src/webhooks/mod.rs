@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::Rng;
-use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -34,7 +33,7 @@ pub struct Webhooks {
 
 impl Webhooks {
     pub fn new(db: Db, clock: SharedClock, config: Arc<Config>) -> Webhooks {
-        let http = http_client(&config);
+        let http = crate::providers::outbound_client(&config, config.webhook_timeout_ms, "Hubbub-Webhooks/1");
         Webhooks { db, clock, config, http }
     }
 
@@ -63,39 +62,6 @@ impl SendOutcome {
     pub fn ok(&self) -> bool {
         self.error.is_none()
     }
-}
-
-/// A DNS resolver that keeps only globally routable unicast addresses (see [`is_global_unicast`]), so a
-/// webhook URL cannot reach inside the network even when its DNS changes after it was configured.
-struct PublicOnly;
-
-impl Resolve for PublicOnly {
-    fn resolve(&self, name: Name) -> Resolving {
-        Box::pin(async move {
-            let host = name.as_str().to_string();
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let public: Vec<SocketAddr> = addrs.into_iter().filter(|a| is_global_unicast(a.ip())).collect();
-            if public.is_empty() {
-                return Err(format!("{host} resolves to no public address").into());
-            }
-            Ok(Box::new(public.into_iter()) as Addrs)
-        })
-    }
-}
-
-/// The client webhooks go out with: no redirects, the configured timeout, and outside dev mode only
-/// public addresses.
-fn http_client(config: &Config) -> reqwest::Client {
-    let mut builder = reqwest::Client::builder()
-        .timeout(Duration::from_millis(config.webhook_timeout_ms))
-        .redirect(reqwest::redirect::Policy::none())
-        // A proxy from the environment (`HTTPS_PROXY`) would connect on our behalf, past the address check.
-        .no_proxy()
-        .user_agent("Hubbub-Webhooks/1");
-    if !config.dev {
-        builder = builder.dns_resolver(Arc::new(PublicOnly));
-    }
-    builder.build().expect("webhook client builds")
 }
 
 /// Checks a webhook URL when it is configured: HTTPS (localhost in dev mode), and outside dev mode a
@@ -182,19 +148,12 @@ pub async fn send_signed(
             SendOutcome { status: Some(status), error: Some(format!("HTTP {status}")) }
         }
         Err(e) if e.is_timeout() => SendOutcome { status: None, error: Some("timed out".into()) },
-        Err(e) if e.is_connect() => {
-            SendOutcome { status: None, error: Some(format!("could not connect: {}", root_cause(&e))) }
-        }
-        Err(e) => SendOutcome { status: None, error: Some(root_cause(&e)) },
+        Err(e) if e.is_connect() => SendOutcome {
+            status: None,
+            error: Some(format!("could not connect: {}", crate::providers::root_cause(&e))),
+        },
+        Err(e) => SendOutcome { status: None, error: Some(crate::providers::root_cause(&e)) },
     }
-}
-
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut current = e;
-    while let Some(next) = current.source() {
-        current = next;
-    }
-    current.to_string()
 }
 
 /// When attempt number `attempts` (1-based, just made) failed: the next try, or `None` for dead.

@@ -2,6 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { api, auth, get, type Account } from "../api";
 import { encode } from "../e2e";
 import { deviceKey } from "../keystore";
+import { pushState, turnOffPush, turnOnPush, type PushState } from "../push";
 import { ErrorNote, Loading, useAsync, useTitle } from "../util";
 
 export function AccountView({ logout }: { logout: () => void }) {
@@ -64,6 +65,7 @@ export function AccountView({ logout }: { logout: () => void }) {
           )}
         </div>
       ) : null}
+      <Notifications />
       <div class="card">
         <h2>This device</h2>
         <dl class="summary">
@@ -98,4 +100,54 @@ async function signOutEverywhere(logout: () => void) {
   } finally {
     logout();
   }
+}
+
+const PUSH_TEXT: Record<PushState, string> = {
+  on: "On: this device shows a notification when a message arrives while Hubbub is closed.",
+  off: "Off: messages wait in the app until you open it.",
+  blocked: "Blocked: this browser's settings do not let Hubbub show notifications.",
+  unsupported: "This browser cannot show notifications for Hubbub.",
+};
+
+function Notifications() {
+  const [state, setState] = useState<PushState | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    pushState().then(setState, () => setState("unsupported"));
+  }, []);
+  const change = async (on: boolean) => {
+    setBusy(true);
+    setError(null);
+    try {
+      setState(await (on ? turnOnPush() : turnOffPush()));
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="card" aria-labelledby="notif-h">
+      <h2 id="notif-h">Notifications</h2>
+      {state ? (
+        <p role="status" data-push={state}>
+          {PUSH_TEXT[state]}
+        </p>
+      ) : (
+        <Loading />
+      )}
+      <ErrorNote error={error} />
+      {state === "off" ? (
+        <button type="button" class="primary" disabled={busy} onClick={() => change(true)}>
+          Turn on notifications
+        </button>
+      ) : null}
+      {state === "on" ? (
+        <button type="button" disabled={busy} onClick={() => change(false)}>
+          Turn off notifications
+        </button>
+      ) : null}
+    </div>
+  );
 }

@@ -7,6 +7,7 @@ import { deviceKey } from "../keystore";
 import { navigate } from "../router";
 import { Summary } from "../steps";
 import { onLive } from "../live";
+import { declineOffer, shouldOffer, turnOnPush } from "../push";
 import { SearchBox, useSearch } from "../search";
 import { ErrorNote, Loading, useTitle, when } from "../util";
 
@@ -161,6 +162,7 @@ export function Inbox() {
         Inbox {count ? <span class="badge">{count} unread</span> : null}
       </h1>
       <SearchBox search={search} label="Search messages" />
+      {state.loaded && state.items.length > 0 ? <PushOffer /> : null}
       <ErrorNote error={error} />
       {!state.loaded && !error ? <Loading what="Loading your messages" /> : null}
       {state.loaded && state.items.length === 0 ? <p class="empty">No messages yet. They will appear here as they arrive.</p> : null}
@@ -413,6 +415,43 @@ function Reader({ m }: { m: Message }) {
       </div>
       {/* No scripts, no same-origin, no forms: the partner's HTML can only be read. */}
       <iframe title={title} src={`/api/v1/content/${enc(m.ref)}`} sandbox="allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer" />
+    </div>
+  );
+}
+
+/** Offers notifications once the user has messages (never on first load of an empty app); asks the browser
+ * only when they say yes. */
+function PushOffer() {
+  const [shown, setShown] = useState(shouldOffer);
+  const [error, setError] = useState<unknown>(null);
+  if (!shown) return null;
+  const yes = async () => {
+    try {
+      await turnOnPush();
+      declineOffer();
+      setShown(false);
+    } catch (e) {
+      setError(e);
+    }
+  };
+  return (
+    <div class="card offer" role="region" aria-label="Notifications">
+      <p>Get a notification when a message arrives while Hubbub is closed?</p>
+      <ErrorNote error={error} />
+      <div class="row">
+        <button type="button" class="primary" onClick={yes}>
+          Turn on notifications
+        </button>
+        <button
+          type="button"
+          onClick={() => {
+            declineOffer();
+            setShown(false);
+          }}
+        >
+          Not now
+        </button>
+      </div>
     </div>
   );
 }

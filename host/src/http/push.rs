@@ -1,0 +1,194 @@
+//! Web Push, the app's side: the host's public key, a device subscribing (the browser's `PushSubscription`)
+//! and unsubscribing, and the acknowledgement a service worker sends when a push arrives (the message is
+//! then `delivered`). One subscription per device; the endpoint must be HTTPS at a public address (the
+//! webhook rule; `http://localhost` in dev mode). What a push carries: `delivery::push`.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::{ApiJson, ApiQuery, E404, E422};
+use crate::auth::UserAuth;
+use crate::clock::record_time;
+use crate::http::error::{ApiError, ApiResult};
+use crate::names::MessageState;
+use crate::state::AppState;
+use crate::store::push;
+use crate::webpush;
+
+/// The longest endpoint taken (push services' are a few hundred characters).
+const MAX_ENDPOINT: usize = 2048;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(push_settings))
+        .routes(routes!(subscribe, unsubscribe))
+        .routes(routes!(acknowledge))
+}
+
+/// Web Push for this device.
+#[derive(Serialize, ToSchema)]
+#[schema(as = PushSettings)]
+struct PushSettingsRecord {
+    /// The host's VAPID public key: the browser's `applicationServerKey` (base64url of a P-256 point).
+    vapid_public_key: String,
+    /// Whether this device has a subscription.
+    subscribed: bool,
+}
+
+/// The device reading, when its token names none.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct DeviceParam {
+    /// The device, when the token names none.
+    device_uuid: Option<String>,
+}
+
+/// The device a request is for: its token's, else the one it names.
+fn device_of(user: &UserAuth, named: Option<&str>) -> Result<String, ApiError> {
+    match &user.device {
+        Some(device) => Ok(device.clone()),
+        None => Ok(crate::encryption::device_uuid(named, "device_uuid")?),
+    }
+}
+
+/// The host's public key, and whether this device is subscribed.
+#[utoipa::path(
+    get,
+    path = "/me/push",
+    tag = "users",
+    security(("userJwt" = [])),
+    params(DeviceParam),
+    responses((status = 200, description = "Web Push for this device", body = PushSettingsRecord), (status = 422, response = E422))
+)]
+async fn push_settings(
+    State(state): State<AppState>,
+    user: UserAuth,
+    ApiQuery(query): ApiQuery<DeviceParam>,
+) -> ApiResult<Json<PushSettingsRecord>> {
+    let device = device_of(&user, query.device_uuid.as_deref())?;
+    let subscribed = push::find(&state.db, &user.phone, &device).await?.is_some();
+    Ok(Json(PushSettingsRecord { vapid_public_key: state.delivery.push.public_key(), subscribed }))
+}
+
+/// The browser's `PushSubscription` (its `toJSON()`).
+#[derive(Deserialize, ToSchema)]
+struct Subscribe {
+    /// The push service's URL for this device: HTTPS at a public address.
+    #[schema(required = true, max_length = 2048)]
+    endpoint: Option<String>,
+    /// When the push service ends it (milliseconds since the epoch), if it says; not used.
+    #[serde(default, rename = "expirationTime")]
+    #[allow(dead_code)]
+    expiration_time: Option<f64>,
+    #[schema(required = true)]
+    keys: Option<SubscriptionKeys>,
+    /// The device, when the token names none.
+    device_uuid: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+struct SubscriptionKeys {
+    /// The device's P-256 public key (base64url, 65 bytes).
+    #[schema(required = true)]
+    p256dh: Option<String>,
+    /// The device's authentication secret (base64url, 16 bytes).
+    #[schema(required = true)]
+    auth: Option<String>,
+}
+
+/// A device's subscription.
+#[derive(Serialize, ToSchema)]
+#[schema(as = PushSubscription)]
+struct SubscriptionRecord {
+    device_uuid: String,
+    endpoint: String,
+    created_at: String,
+}
+
+/// Subscribe this device to Web Push (replacing its earlier subscription).
+#[utoipa::path(
+    post,
+    path = "/me/push/subscriptions",
+    tag = "users",
+    security(("userJwt" = [])),
+    request_body = Subscribe,
+    responses(
+        (status = 201, description = "Subscribed", body = SubscriptionRecord),
+        (status = 422, response = E422),
+    )
+)]
+async fn subscribe(
+    State(state): State<AppState>,
+    user: UserAuth,
+    ApiJson(req): ApiJson<Subscribe>,
+) -> ApiResult<(StatusCode, Json<SubscriptionRecord>)> {
+    let device = device_of(&user, req.device_uuid.as_deref())?;
+    let endpoint = req.endpoint.as_deref().map(str::trim).unwrap_or_default();
+    if endpoint.is_empty() {
+        return Err(ApiError::validation("endpoint", "endpoint is required"));
+    }
+    if endpoint.len() > MAX_ENDPOINT {
+        return Err(ApiError::validation("endpoint", format!("endpoint is at most {MAX_ENDPOINT} characters")));
+    }
+    crate::webhooks::check_url(endpoint, state.config.dev)
+        .await
+        .map_err(|why| ApiError::validation("endpoint", format!("endpoint {why}")))?;
+    let keys = req.keys.ok_or_else(|| ApiError::validation("keys", "keys (p256dh, auth) are required"))?;
+    let p256dh =
+        keys.p256dh.as_deref().ok_or_else(|| ApiError::validation("keys.p256dh", "keys.p256dh is required"))?;
+    let auth = keys.auth.as_deref().ok_or_else(|| ApiError::validation("keys.auth", "keys.auth is required"))?;
+    if p256dh.len() > 128 || auth.len() > 64 {
+        return Err(ApiError::validation("keys", "keys are a P-256 public key and a 16-byte secret"));
+    }
+    if webpush::parse_keys(p256dh, "AAAAAAAAAAAAAAAAAAAAAA").is_err() {
+        return Err(ApiError::validation(
+            "keys.p256dh",
+            "keys.p256dh must be a P-256 public key (base64url, 65 bytes)",
+        ));
+    }
+    if webpush::parse_keys(p256dh, auth).is_err() {
+        return Err(ApiError::validation("keys.auth", "keys.auth must be 16 bytes (base64url)"));
+    }
+    let s = push::subscribe(&state.db, &user.phone, &device, endpoint, p256dh, auth, state.now()).await?;
+    let record =
+        SubscriptionRecord { device_uuid: s.device_uuid, endpoint: s.endpoint, created_at: record_time(s.created_at) };
+    Ok((StatusCode::CREATED, Json(record)))
+}
+
+/// Unsubscribe this device (nothing to do when it is not subscribed).
+#[utoipa::path(
+    delete,
+    path = "/me/push/subscriptions",
+    tag = "users",
+    security(("userJwt" = [])),
+    params(DeviceParam),
+    responses((status = 204, description = "Not subscribed (any more)"), (status = 422, response = E422))
+)]
+async fn unsubscribe(
+    State(state): State<AppState>,
+    user: UserAuth,
+    ApiQuery(query): ApiQuery<DeviceParam>,
+) -> ApiResult<StatusCode> {
+    let device = device_of(&user, query.device_uuid.as_deref())?;
+    push::unsubscribe(&state.db, &user.phone, &device).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A push arrived: the service worker calls the `ack` link the push carried; the message becomes
+/// `delivered` (a device has it). The link is the credential: one the host did not make is 404.
+#[utoipa::path(
+    post,
+    path = "/push/ack/{token}",
+    tag = "users",
+    responses((status = 204, description = "Acknowledged"), (status = 404, response = E404))
+)]
+async fn acknowledge(State(state): State<AppState>, Path(token): Path<String>) -> ApiResult<StatusCode> {
+    let message_id = state.delivery.push.acknowledged(&token).ok_or_else(|| ApiError::not_found("push"))?;
+    crate::messages::advance_in_hub(&state.db, message_id, MessageState::Delivered, state.now()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
