@@ -323,7 +323,7 @@ impl Flows<'_> {
         };
         if bot.runtime_mode == RuntimeMode::Webhook {
             let payload = event_payload(&session, &event);
-            let mut tx = self.db.writer().begin().await?;
+            let mut tx = self.db.begin().await?;
             let body = events::bot_event(&bot, "session.event", payload);
             let key = format!("session:{}", session.id);
             outbox::enqueue(&mut tx, Target::Bot(bot.id), "session.event", &body, &key, self.now()).await?;
@@ -467,7 +467,7 @@ impl Flows<'_> {
     /// Sends a user event of a `webhook`-mode bot's session to the bot; answers with the steps it already
     /// sent back (the rest arrive through the inbound webhook).
     async fn forward(&self, bot: &Bot, session: &Session, event: &str, payload: Value) -> Result<Progress> {
-        let mut tx = self.db.writer().begin().await?;
+        let mut tx = self.db.begin().await?;
         let body = events::bot_event(bot, event, payload);
         let key = format!("session:{}", session.id);
         outbox::enqueue(&mut tx, Target::Bot(bot.id), event, &body, &key, self.now()).await?;

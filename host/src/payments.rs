@@ -450,7 +450,7 @@ impl Payments {
             }
             Err(why) => {
                 tracing::warn!(payment_id = payment.id, error = %why, "checkout could not be opened");
-                let mut tx = self.db.writer().begin().await?;
+                let mut tx = self.db.begin().await?;
                 store::transition_in(
                     &mut tx,
                     payment.id,
@@ -477,7 +477,7 @@ impl Payments {
         outcome: &Outcome,
     ) -> Result<Option<Applied>, PaymentError> {
         let now = self.clock.now_ms();
-        let mut tx = self.db.writer().begin().await?;
+        let mut tx = self.db.begin().await?;
         if let Some(event_id) = event_id
             && !store::first_event_in(&mut tx, provider, event_id, now).await?
         {
@@ -537,7 +537,7 @@ impl Payments {
         store::mark_refund_requested(&self.db, payment.id, self.clock.now_ms()).await?;
         match provider.refund(payment).await.map_err(PaymentError::Provider)? {
             RefundOutcome::Done => {
-                let mut tx = self.db.writer().begin().await?;
+                let mut tx = self.db.begin().await?;
                 store::transition_in(
                     &mut tx,
                     payment.id,

@@ -236,6 +236,31 @@ async fn several_hosts_on_one_database_deliver_each_message_once() {
     b.stop().await;
 }
 
+/// A host's write transaction that reads before it writes is never refused because another host on the same
+/// database wrote in between (on SQLite, a deferred transaction would answer "database is locked" at once).
+#[tokio::test]
+async fn a_write_transaction_waits_for_another_hosts_writer_instead_of_failing() {
+    let a = TestApp::start_with(|c| c.workers = false).await;
+    let b = TestApp::start_on_clock(a.db.clone(), a.clock.clone(), |c| c.workers = false).await;
+    let mut tx = a.state.db.begin().await.unwrap();
+    let before: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM settings").fetch_one(&mut *tx).await.unwrap();
+    // The other host writes while this transaction is open; it waits for this one (or, on PostgreSQL,
+    // goes on: the rows differ).
+    let other = tokio::spawn({
+        let db = b.state.db.clone();
+        async move {
+            sqlx::query("INSERT INTO settings (name, value) VALUES ('other_host', 'x')").execute(db.writer()).await
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    sqlx::query("INSERT INTO settings (name, value) VALUES ('this_host', 'y')").execute(&mut *tx).await.unwrap();
+    tx.commit().await.unwrap();
+    other.await.unwrap().unwrap();
+    let after: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM settings").fetch_one(a.state.db.reader()).await.unwrap();
+    assert_eq!(after, before + 2, "both hosts' writes are kept");
+    b.stop().await;
+}
+
 /// A message accepted with 201 is delivered even when the process dies right after answering.
 #[tokio::test]
 async fn killed_host_loses_no_accepted_message() {

@@ -115,7 +115,7 @@ pub async fn apply(
     };
     let alert = target.kind == AttemptKind::Alert;
     let now = delivery.now();
-    let mut tx = delivery.db.writer().begin().await?;
+    let mut tx = delivery.db.begin().await?;
     let mut resumed = false;
     // The state change the receipt makes, if any.
     let change: Option<(&[MessageState], MessageState)> = match (&receipt, alert) {

@@ -75,7 +75,7 @@ pub struct Link {
 /// The user's app got these messages (its inbox): each one not delivered yet moves to `delivered` in the
 /// hub, in one transaction; `messages` are updated in place.
 pub async fn fetched_by_app(db: &Db, messages: &mut [Message], now: Millis) -> Result<(), sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     for m in messages.iter_mut().filter(|m| MessageState::UNDELIVERED.contains(&m.state)) {
         let moved = store::advance_in(
             &mut tx,
@@ -96,7 +96,7 @@ pub async fn fetched_by_app(db: &Db, messages: &mut [Message], now: Millis) -> R
 /// Moves a message forward along the hub path to `to` (the app opened or read it); `None` when it is there
 /// already or past it.
 pub async fn advance_in_hub(db: &Db, id: i64, to: MessageState, now: Millis) -> Result<Option<Message>, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let moved = store::advance_in(&mut tx, id, to, Some(Channel::Inapp), now, events::message_status).await?;
     tx.commit().await?;
     Ok(moved)
@@ -105,7 +105,7 @@ pub async fn advance_in_hub(db: &Db, id: i64, to: MessageState, now: Millis) -> 
 /// The user has read these messages in the app: each walks the hub path to `read` (each step with its
 /// event), in one transaction; answers those that moved.
 pub async fn read_in_hub(db: &Db, ids: &[i64], now: Millis) -> Result<Vec<Message>, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let mut moved = Vec::new();
     for id in ids {
         let m = store::advance_in(&mut tx, *id, MessageState::Read, Some(Channel::Inapp), now, events::message_status);
@@ -123,7 +123,7 @@ pub async fn mark(
     to: MessageState,
     now: Millis,
 ) -> Result<Vec<Message>, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let mut moved = Vec::new();
     for id in ids {
         moved.extend(store::transition_in(&mut tx, *id, from, to, None, now, events::message_status).await?);

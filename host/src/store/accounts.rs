@@ -102,7 +102,7 @@ pub async fn link_account(
     fields: &Map<String, Value>,
     now: Millis,
 ) -> Result<(Account, Map<String, Value>), sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     sqlx::query(
         "INSERT INTO accounts (phone, state, created_at) VALUES ($1, 'unclaimed', $2) ON CONFLICT (phone) DO NOTHING",
     )
@@ -167,7 +167,7 @@ pub async fn sign_in(
     now: Millis,
     claimed_event: impl Fn(&str, Millis) -> Value,
 ) -> Result<bool, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     claim_in(&mut tx, phone, now, claimed_event).await?;
     if !super::devices::ensure_device_in(&mut tx, device_uuid, phone, platform, now).await? {
         return Ok(false);

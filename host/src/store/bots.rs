@@ -183,7 +183,7 @@ pub async fn set_component(
     flows: &Value,
     now: Millis,
 ) -> Result<(), sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     sqlx::query(
         "INSERT INTO components (digest, bytes, size, flows, uploaded_at) VALUES ($1, $2, $3, $4, $5) \
          ON CONFLICT (digest) DO NOTHING",

@@ -76,7 +76,7 @@ pub struct NewBroadcast {
 
 /// Stores a `queued` broadcast (and its media, once).
 pub async fn insert(db: &Db, b: &NewBroadcast, now: Millis) -> Result<Broadcast, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     if let Some(media) = &b.media {
         super::messages::insert_media_in(&mut tx, b.partner_id, media, now).await?;
     }
@@ -243,7 +243,7 @@ pub async fn fan_out_batch(
     now: Millis,
 ) -> Result<Broadcast, sqlx::Error> {
     let (count, last) = next_page(db, b, batch).await?;
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let ids: Vec<i64> = sqlx::query_scalar(page_insert_sql(db.backend(), &b.audience))
         .bind(b.partner_id)
         .bind(&b.content_type)

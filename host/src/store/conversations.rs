@@ -132,7 +132,7 @@ pub async fn open(
     now: Millis,
     event: EventFn,
 ) -> Result<(Conversation, Message), sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO conversations (ref, partner_id, phone, subject, state, last_message_at, created_at) \
          VALUES ($1, $2, $3, $4, 'open', $5, $5) RETURNING id",
@@ -159,7 +159,7 @@ pub async fn append(
     now: Millis,
     event: EventFn,
 ) -> Result<(Conversation, Message), sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     message.conversation_id = Some(conversation_id);
     let result = append_in(&mut tx, conversation_id, message, state, now, event).await?;
     tx.commit().await?;
@@ -205,7 +205,7 @@ pub async fn set_state(
     state: ConversationState,
     now: Millis,
 ) -> Result<Option<Conversation>, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let done = sqlx::query("UPDATE conversations SET state = $1 WHERE partner_id = $2 AND id = $3")
         .bind(state.as_str())
         .bind(partner_id)

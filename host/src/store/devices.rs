@@ -136,7 +136,7 @@ pub async fn publish_key(
     identity_key_pub: &str,
     now: Millis,
 ) -> Result<Option<Device>, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     if !ensure_device_in(&mut tx, device_uuid, phone, platform, now).await? {
         return Ok(None);
     }

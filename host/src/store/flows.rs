@@ -67,7 +67,7 @@ pub async fn invite(
     card: &NewMessage,
     now: Millis,
 ) -> Result<(Session, i64), sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let Created::New(message) = create_in(&mut tx, card, now).await? else {
         return Err(sqlx::Error::Protocol("flow cards carry no idempotency key".into()));
     };
@@ -138,7 +138,7 @@ pub struct Step {
 /// Saves a session's progress (a completed session is left as it is).
 pub async fn save_progress(db: &Db, id: i64, guest_state: &str, screen: Option<&Value>) -> Result<(), sqlx::Error> {
     let step = Step { session_id: id, guest_state: guest_state.to_string(), screen: screen.cloned() };
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     save_progress_in(&mut tx, &step).await?;
     tx.commit().await
 }
@@ -171,7 +171,7 @@ pub async fn complete(
     summary: &Value,
     now: Millis,
 ) -> Result<bool, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let done = sqlx::query(
         "UPDATE flow_sessions SET state = 'completed', guest_state = $1, summary = $2, completed_at = $3 \
          WHERE id = $4 AND state <> 'completed'",
@@ -207,7 +207,7 @@ pub async fn complete(
 
 /// Appends steps a bot answered, for the app to fetch, and tells the user's app (`flow.updated`).
 pub async fn push_pending(db: &Db, id: i64, steps: &[Value], now: Millis) -> Result<(), sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let phone: String =
         sqlx::query_scalar("SELECT phone FROM flow_sessions WHERE id = $1").bind(id).fetch_one(&mut *tx).await?;
     let told =
@@ -257,7 +257,7 @@ pub async fn forget_inbound_events(db: &Db, before: Millis) -> Result<u64, sqlx:
 
 /// Takes the pending steps of a session, oldest first (they are shown once).
 pub async fn take_pending(db: &Db, id: i64) -> Result<Vec<Value>, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let rows = sqlx::query("SELECT id, step FROM flow_pending_steps WHERE session_id = $1 ORDER BY id")
         .bind(id)
         .fetch_all(&mut *tx)

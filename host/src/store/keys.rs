@@ -102,7 +102,7 @@ pub async fn put_conversation_keys(
     conversation_id: i64,
     wraps: &[ConversationKey],
 ) -> Result<(), sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     for w in wraps {
         sqlx::query(
             "INSERT INTO conversation_keys (conversation_id, key_version, device_kind, device_uuid, wrap, wrap_nonce, \

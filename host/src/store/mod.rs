@@ -156,6 +156,16 @@ impl Db {
         &self.read
     }
 
+    /// Begins a write transaction. On SQLite it takes the write lock at once (`BEGIN IMMEDIATE`): a deferred
+    /// transaction that reads first and then writes cannot wait for another process's writer (SQLite answers
+    /// "database is locked" at once instead of deadlocking), and hosts sharing one file are such processes.
+    pub async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        match self.backend {
+            Backend::Sqlite => self.write.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.write.begin().await,
+        }
+    }
+
     /// The pool for writes and transactions.
     pub fn writer(&self) -> &AnyPool {
         &self.write

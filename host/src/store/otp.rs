@@ -51,7 +51,7 @@ pub async fn insert_code(
     code: &NewCode<'_>,
     now: Millis,
 ) -> Result<(), sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     sqlx::query(
         "UPDATE otp_codes SET state = 'void' WHERE phone = $1 AND purpose = $2 AND state = 'active' \
          AND COALESCE(payload, '') = COALESCE($3, '')",
@@ -95,7 +95,7 @@ pub async fn consume_code(
     code_hash: &str,
     now: Millis,
 ) -> Result<Option<UsedCode>, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     sqlx::query("UPDATE otp_codes SET state = 'expired' WHERE phone = $1 AND purpose = $2 AND state = 'active' AND expires_at <= $3")
         .bind(phone)
         .bind(purpose)

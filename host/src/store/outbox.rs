@@ -226,7 +226,7 @@ pub async fn claim_due(
 
 /// Gives claimed events back without an attempt (their endpoint is busy), in one transaction.
 pub async fn release(db: &super::Db, ids: &[i64]) -> Result<(), sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     for id in ids {
         sqlx::query("UPDATE outbox_events SET lease_until = NULL WHERE id = $1").bind(id).execute(&mut *tx).await?;
     }

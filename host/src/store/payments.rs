@@ -102,7 +102,7 @@ pub type StatusEvent = fn(&Payment, Millis) -> serde_json::Value;
 
 /// Records a new payment (`requires_payment`, seq 1) and its first `payment.status` event.
 pub async fn create(db: &Db, new: &NewPayment, now: Millis, event: StatusEvent) -> Result<Payment, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO payments (ref, partner_id, bot_id, session_id, phone, guest_id, amount_minor, currency, \
          description, state, seq, provider, created_at, updated_at) \
@@ -141,7 +141,7 @@ async fn enqueue_status(
 
 /// Stores where the user pays and the provider's checkout id.
 pub async fn set_checkout(db: &Db, id: i64, url: &str, provider_ref: Option<&str>) -> Result<Payment, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     sqlx::query("UPDATE payments SET checkout_url = $1, provider_ref = $2 WHERE id = $3")
         .bind(url)
         .bind(provider_ref)

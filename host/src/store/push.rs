@@ -42,7 +42,7 @@ pub async fn subscribe(
     auth: &str,
     now: Millis,
 ) -> Result<Subscription, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     sqlx::query("DELETE FROM push_subscriptions WHERE (phone = $1 AND device_uuid = $2) OR endpoint = $3")
         .bind(phone)
         .bind(device_uuid)

@@ -294,7 +294,7 @@ pub async fn seal_plaintext_secrets(db: &Db) -> Result<u64, sqlx::Error> {
 
 /// Re-seals every stored secret: opened with `from`, sealed with `to`. Returns how many values changed.
 async fn reseal(db: &Db, from: &Keyring, to: &Keyring) -> Result<u64, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let mut changed = 0;
     for (table, key, column, context) in SEALED_COLUMNS {
         let sql = format!("SELECT CAST({key} AS TEXT) AS k, {column} AS v FROM {table} WHERE {column} IS NOT NULL");

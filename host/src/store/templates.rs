@@ -195,7 +195,7 @@ async fn decide<'q>(
     now: Millis,
     event: impl FnOnce(&Template) -> Value,
 ) -> Result<Option<Template>, sqlx::Error> {
-    let mut tx = db.writer().begin().await?;
+    let mut tx = db.begin().await?;
     let Some(row) = update.fetch_optional(&mut *tx).await? else { return Ok(None) };
     let template = from_row(&row)?;
     if status.is_decision() {

@@ -101,7 +101,7 @@ impl<J: Send + Sync + 'static, R: Send + 'static> GroupCommit<J, R> {
 
 async fn write_batch<J, R>(db: &Db, items: &[J], write: Writes<J, R>) -> Vec<Result<R, sqlx::Error>> {
     let together: Result<Vec<R>, sqlx::Error> = async {
-        let mut tx = db.writer().begin().await?;
+        let mut tx = db.begin().await?;
         let results = match write.batch {
             Some(batch) => batch(&mut tx, items).await?,
             None => {
@@ -124,7 +124,7 @@ async fn write_batch<J, R>(db: &Db, items: &[J], write: Writes<J, R>) -> Vec<Res
             let mut each = Vec::with_capacity(items.len());
             for item in items {
                 let result: Result<R, sqlx::Error> = async {
-                    let mut tx = db.writer().begin().await?;
+                    let mut tx = db.begin().await?;
                     let result = (write.one)(&mut tx, item).await?;
                     tx.commit().await?;
                     Ok(result)
