@@ -237,9 +237,10 @@ test("1. log in with the OTP, see every content type, open a newsletter, unread 
   await page.getByRole("heading", { name: "Our spring newsletter" }).waitFor({ timeout: 15000 });
   const list = page.locator("ol.messages");
   await list.getByText("Your parcel ships tomorrow.").waitFor();
-  const img = list.locator("img[alt='dot.png']");
+  // An image's alt text is its caption, never its file name.
+  const img = list.locator("img[alt='A photo']");
   await img.waitFor();
-  await page.waitForFunction(() => [...document.querySelectorAll("img[alt='dot.png']")].every((i) => i.complete && i.naturalWidth > 0));
+  await page.waitForFunction(() => [...document.querySelectorAll("img[alt='A photo']")].every((i) => i.complete && i.naturalWidth > 0));
   assert.ok(await list.getByRole("link", { name: /Download invoice\.pdf/ }).isVisible());
   assert.equal(await list.locator("audio[src='https://media.example.com/voice.mp3']").count(), 1);
   assert.equal(await list.locator("video[src='https://media.example.com/clip.mp4']").count(), 1);
@@ -277,7 +278,47 @@ test("1. log in with the OTP, see every content type, open a newsletter, unread 
   // A deep link to one message (the SMS link shape) opens it.
   const media = server.data.find((m) => m.content_type === "image");
   await page.goto(BASE + `/m/${media.ref}`);
-  await page.locator("img[alt='dot.png']").waitFor();
+  await page.locator("img[alt='A photo']").waitFor();
+});
+
+test("1a. images open full size: zoom, next and previous, download, and back where the user was", async () => {
+  const stamp = Date.now().toString(36);
+  await send({ content_type: "image", media_base64: PNG_1PX, media_mimetype: "image/png", media_filename: "IMG_0001.png", body: `Harbour at dawn ${stamp}` });
+  await send({ content_type: "image", media_base64: PNG_1PX, media_mimetype: "image/png", media_filename: "IMG_0002.png" });
+  await page.goto(BASE + "/");
+  const list = page.locator("ol.messages");
+  const first = list.locator(`img[alt='Harbour at dawn ${stamp}']`);
+  await first.waitFor();
+  assert.equal(await list.locator("img[alt='IMG_0002.png'], img[alt='IMG_0001.png']").count(), 0, "never a file name as alt text");
+  const opener = list.getByRole("button", { name: /^Open the image full size: Image from/ }).first();
+  await opener.click();
+  await page.getByRole("dialog", { name: /^Image 1 of \d+$/ }).waitFor();
+  const viewer = page.getByRole("dialog");
+  assert.equal(await viewer.locator("img").getAttribute("alt"), "Image from acme");
+  // Zoom in: the image grows past the screen (and scrolls); zoom out again.
+  const width = async () => (await viewer.locator("img").boundingBox()).width;
+  const before = await width();
+  await viewer.getByRole("button", { name: "Zoom in" }).click();
+  await viewer.locator("[data-zoom='1.5']").waitFor();
+  assert.ok((await width()) > before, "zoomed in");
+  await page.keyboard.press("-");
+  await viewer.locator("[data-zoom='1']").waitFor();
+  // Next: the older image, with its caption; the download link is the image's own.
+  await viewer.getByRole("button", { name: "Next image" }).click();
+  await page.getByRole("dialog", { name: /^Image 2 of/ }).waitFor();
+  assert.equal(await viewer.locator("img").getAttribute("alt"), `Harbour at dawn ${stamp}`);
+  await viewer.getByText(`Harbour at dawn ${stamp}`, { exact: true }).waitFor();
+  const download = viewer.getByRole("link", { name: "Download" });
+  assert.equal(await download.getAttribute("download"), "IMG_0001.png");
+  assert.match(await download.getAttribute("href"), /^\/api\/v1\/content\/msg_/);
+  await page.keyboard.press("ArrowLeft");
+  await page.getByRole("dialog", { name: /^Image 1 of/ }).waitFor();
+  await shoot("viewer");
+  await axe("viewer");
+  // Escape closes it, and the focus is back on the image the user opened.
+  await page.keyboard.press("Escape");
+  await viewer.waitFor({ state: "detached" });
+  assert.ok(await opener.evaluate((e) => e === document.activeElement), "focus returns to the opener");
 });
 
 test("1b. live: a new message appears in the open inbox without polling; reading it in another browser updates this one", async () => {

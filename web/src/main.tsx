@@ -4,6 +4,7 @@ import { auth, onUnauthorized, type LoggedIn, type Unread } from "./api";
 import { publishDeviceKey } from "./keystore";
 import { close as closeLive, startLive, useLiveStatus } from "./live";
 import { startUnread, stopUnread, useUnread } from "./unread";
+import { ViewerHost } from "./viewer";
 import { navigate, useLocation, useRouteFocus } from "./router";
 import "./styles.css";
 import { AccountView } from "./views/account";
@@ -155,6 +156,7 @@ function App() {
       <main id="main" tabIndex={-1}>
         {view}
       </main>
+      <ViewerHost />
     </div>
   );
 }

@@ -9,6 +9,7 @@ import { Summary } from "../steps";
 import { onLive } from "../live";
 import { declineOffer, shouldOffer, turnOnPush } from "../push";
 import { SearchBox, useSearch } from "../search";
+import { openViewer, type Viewable } from "../viewer";
 import { ErrorNote, Loading, useTitle, when } from "../util";
 
 // The inbox survives navigation: going back to it shows it at once.
@@ -203,6 +204,18 @@ function heading(m: Message): string {
   return TYPE_LABEL[m.content_type] ?? "Message";
 }
 
+/** An image message as the viewer shows it: its alt text is its caption (never a file name). */
+function viewable(m: Message): Viewable {
+  const caption = (m.rendered_body ?? m.body)?.trim() || null;
+  return { ref: m.ref, src: mediaSrc(m), alt: caption ?? `Image from ${m.partner}`, caption, filename: m.media?.filename ?? null };
+}
+
+/** The images the viewer moves through from `m`: the inbox's, newest first, or `m` alone. */
+function viewables(m: Message): Viewable[] {
+  const images = inbox.items.filter((x) => x.content_type === "image" && x.encryption !== "e2e" && !x.flow);
+  return (images.some((x) => x.ref === m.ref) ? images : [m]).map(viewable);
+}
+
 /** Where a message's bytes are: its content link (the ref is the capability, so <img> needs no token). */
 function mediaSrc(m: Message): string {
   const url = m.media?.url ?? "";
@@ -238,7 +251,9 @@ function Body({ m, full }: { m: Message; full: boolean }) {
     case "image":
       return (
         <>
-          <img class="media" src={mediaSrc(m)} alt={m.media?.filename || text || "Image"} loading="lazy" />
+          <button type="button" class="media-open" onClick={() => openViewer(viewables(m), m.ref)} aria-label={`Open the image full size: ${viewable(m).alt}`}>
+            <img class="media" src={mediaSrc(m)} alt={viewable(m).alt} loading="lazy" />
+          </button>
           {caption}
         </>
       );
