@@ -287,3 +287,53 @@ async fn read_receipts_both_ways_and_unread_counts() {
     assert_eq!((first["message_id"].as_i64(), first["state"].as_str()), (Some(mine), Some("read")));
     assert_eq!(app.get(&key, "/api/v1/conversations").await.json["data"][0]["unread"], 0);
 }
+
+/// What a user wrote offline is sent with an idempotency key: however often the app retries it (a lost
+/// answer, a second tab), the conversation holds it once, and the partner hears of it once.
+#[tokio::test]
+async fn a_users_retried_write_is_kept_once() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let user = linked_user(&app, &key, PHONE).await;
+    let c = app.post(&user, "/api/v1/me/conversations", json!({"partner": "acme", "body": "Hello?"})).await;
+    let (id, reference) = (c.ok(201)["conversation_id"].as_i64().unwrap(), c.json["ref"].as_str().unwrap().to_string());
+    let path = format!("/api/v1/me/conversations/{reference}/messages");
+    let write = json!({"body": "Written on the train", "idempotency_key": "offline-7f3a"});
+    let first = app.post(&user, &path, write.clone()).await;
+    first.ok(201);
+    assert!(first.headers.get("idempotent-replayed").is_none());
+    let again = app.post(&user, &path, write.clone()).await;
+    assert_eq!(again.ok(201)["message_id"], first.json["message_id"]);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    // The header works as well as the field; another message under the same key is a conflict.
+    let header = app
+        .client
+        .post(format!("{}{path}", app.base))
+        .bearer_auth(&user)
+        .header("Idempotency-Key", "offline-7f3a")
+        .json(&json!({"body": "Written on the train"}))
+        .send();
+    let header = crate::common::Resp::from(header.await.unwrap()).await;
+    assert_eq!(header.ok(201)["message_id"], first.json["message_id"]);
+    let other = json!({"body": "Something else", "idempotency_key": "offline-7f3a"});
+    app.post(&user, &path, other).await.error(409, "idempotency_conflict");
+    app.post(&user, &path, json!({"body": "x", "idempotency_key": "k".repeat(256)}))
+        .await
+        .field_error("idempotency_key");
+
+    // The same key in another of the user's threads is another message.
+    let second = app.post(&user, "/api/v1/me/conversations", json!({"partner": "acme", "body": "Another topic"})).await;
+    let second = second.ok(201)["ref"].as_str().unwrap().to_string();
+    let elsewhere = app.post(&user, &format!("/api/v1/me/conversations/{second}/messages"), write).await;
+    assert_ne!(elsewhere.ok(201)["message_id"], first.json["message_id"]);
+
+    let thread = app.get(&key, &format!("/api/v1/conversations/{id}")).await;
+    let bodies: Vec<&str> =
+        thread.ok(200)["messages"].as_array().unwrap().iter().filter_map(|m| m["body"].as_str()).collect();
+    assert_eq!(bodies, vec!["Hello?", "Written on the train"], "written once");
+    let pid = hubbub_host::store::partners::find_by_code(&app.state.db, "acme").await.unwrap().unwrap().id;
+    let events =
+        outbox::list_for_target(&app.state.db, Target::Partner(pid), Some("conversation.message")).await.unwrap();
+    let trains = events.iter().filter(|(_, _, p)| p["body"] == "Written on the train").count();
+    assert_eq!(trains, 2, "one event for the message, one for the other thread's");
+}

@@ -2,7 +2,7 @@
 // browser). Run by tests/web/run.sh, which starts the host and gives HUBBUB_WEB_BASE, HUBBUB_API_URL,
 // HUBBUB_API_KEY (the platform partner acme), HUBBUB_BIN and HUBBUB_WASM_DIR.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { createCipheriv, createDecipheriv, createECDH, createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, randomBytes, verify } from "node:crypto";
 import { createServer } from "node:http";
 import { readFileSync } from "node:fs";
@@ -107,6 +107,15 @@ function agentUnwrap(dev, w, aad) {
 
 const convAad = (conv, ref) => `hubbub.conv.${conv}|msg|${ref}|v1`;
 const convKeyAad = (conv, v) => `hubbub.conv.${conv}|key|${v}|v1`;
+
+/** Polls `check` until it holds (5 s at most). */
+async function waitUntil(check, what) {
+  for (let i = 0; i < 50; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail(what);
+}
 
 async function conversationId(subject) {
   const convs = await partner("GET", "/conversations?limit=200");
@@ -353,6 +362,54 @@ test("1b. live: a new message appears in the open inbox without polling; reading
   } finally {
     await other.close();
     page.off("request", seen);
+  }
+});
+
+test("1c. the host is killed and restarted: the app reconnects and shows what arrived meanwhile, once", async () => {
+  // A host of this test's own on the same database (and secrets), so it can be killed without the others.
+  const port = 19000 + Math.floor(Math.random() * 900);
+  const base = `http://127.0.0.1:${port}`;
+  const start = () => spawn(BIN, ["serve"], { env: { ...process.env, HUBBUB_LISTEN: `127.0.0.1:${port}`, HUBBUB_PUBLIC_URL: base }, stdio: "ignore" });
+  const healthy = async () => {
+    for (let i = 0; i < 100; i++) {
+      const ok = await fetch(base + "/healthz").then((r) => r.ok, () => false);
+      if (ok) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.fail("the host did not start");
+  };
+  let host = start();
+  const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
+  const ctx = await browser.newContext({ viewport: { width: 390, height: 844 } });
+  try {
+    await healthy();
+    const p2 = await ctx.newPage();
+    await p2.goto(base + "/login");
+    await p2.evaluate((t) => localStorage.setItem("hubbub.token", t), token);
+    await p2.goto(base + "/");
+    await p2.locator("ol.messages article").first().waitFor();
+    await p2.waitForSelector("html[data-live=live]");
+    // Killed: the app says it is reconnecting (or offline), quietly.
+    const dead = new Promise((r) => host.once("exit", r));
+    host.kill("SIGKILL");
+    await dead;
+    await p2.waitForSelector("html[data-live=reconnecting]");
+    // Meanwhile a message arrives through the other host; then this one comes back.
+    const stamp = Date.now().toString(36);
+    await send({ body: `While you were away ${stamp}` });
+    host = start();
+    await healthy();
+    await p2.waitForSelector("html[data-live=live]", { timeout: 20000 });
+    await p2.getByText(`While you were away ${stamp}`).waitFor({ timeout: 5000 });
+    // And what comes next arrives live; each message is shown once.
+    await send({ body: `Back again ${stamp}` });
+    await p2.getByText(`Back again ${stamp}`).waitFor({ timeout: 3000 });
+    await p2.waitForTimeout(300);
+    assert.equal(await p2.getByText(`While you were away ${stamp}`).count(), 1, "shown once");
+    assert.equal(await p2.getByText(`Back again ${stamp}`).count(), 1, "shown once");
+  } finally {
+    host.kill("SIGKILL");
+    await ctx.close();
   }
 });
 
@@ -832,6 +889,57 @@ test("3d. search: messages and conversations, by words, from the server's text i
   await axe("search");
 });
 
+test("3e. offline: the inbox and a thread are shown from this device, and a reply written offline is sent once", async () => {
+  const stamp = Date.now().toString(36);
+  await send({ body: `Boarding pass ${stamp}` });
+  // A thread, read online first: both are kept in this browser.
+  await page.goto(BASE + "/conversations/new");
+  await page.getByLabel("Partner").selectOption("acme");
+  await page.getByLabel("Subject").fill(`Seat change ${stamp}`);
+  await page.getByLabel("Message").fill("Can I change my seat?");
+  await page.getByRole("button", { name: "Start conversation" }).click();
+  await page.waitForURL(/\/conversations\/conv_/);
+  const threadUrl = page.url();
+  const id = await conversationId(`Seat change ${stamp}`);
+  await partner("POST", `/conversations/${id}/messages`, { body: "Yes, pick one in the app." });
+  await page.locator(".bubble.agent", { hasText: "pick one in the app" }).waitFor();
+  await page.goto(BASE + "/");
+  await page.getByText(`Boarding pass ${stamp}`).waitFor();
+  await page.evaluate(() => navigator.serviceWorker.ready);
+
+  // Offline, the app opens from the service worker and shows what it saved, marked as such.
+  await context.setOffline(true);
+  try {
+    await page.reload();
+    await page.locator(".offline-note").waitFor();
+    assert.match(await page.locator(".offline-note").textContent(), /^Offline: showing what this device saved · saved \d/);
+    await page.getByText(`Boarding pass ${stamp}`).waitFor();
+    await page.goto(threadUrl).catch(() => {}); // a navigation: the shell again, from the worker
+    await page.locator(".bubble.agent", { hasText: "pick one in the app" }).waitFor();
+    await page.locator(".offline-note").waitFor();
+    // A reply written offline waits in the outbox.
+    await page.getByLabel("Your reply").fill("Window seat, please");
+    await page.getByRole("button", { name: "Send", exact: true }).click();
+    await page.locator(".bubble.queued", { hasText: "Window seat, please" }).getByText("Waiting to send").waitFor();
+    await shoot("offline-thread");
+    await axe("offline-thread");
+    const waiting = await partner("GET", `/conversations/${id}`);
+    assert.equal(waiting.messages.filter((m) => m.body === "Window seat, please").length, 0, "not sent while offline");
+  } finally {
+    await context.setOffline(false);
+  }
+  // Back online: sent once, shown as the user's message, and the note is gone.
+  await page.locator(".bubble.me:not(.queued)", { hasText: "Window seat, please" }).waitFor({ timeout: 10000 });
+  await page.locator(".bubble.queued").waitFor({ state: "detached" });
+  await page.locator(".offline-note").waitFor({ state: "detached" });
+  // A second try of the same outbox entry (another tab, a lost answer) writes nothing new.
+  const thread = await partner("GET", `/conversations/${id}`);
+  assert.deepEqual(thread.messages.map((m) => m.body), ["Can I change my seat?", "Yes, pick one in the app.", "Window seat, please"]);
+  await page.reload();
+  await page.locator(".bubble.me", { hasText: "Window seat, please" }).waitFor();
+  assert.equal(await page.locator(".bubble.me", { hasText: "Window seat, please" }).count(), 1, "shown once");
+});
+
 test("4. an E2E hub message sealed by the reference CLI opens in the browser", async () => {
   await page.goto(BASE + "/account");
   await page.getByText("Encryption key").waitFor();
@@ -882,6 +990,54 @@ test("5. chat with the sample bot: menus, text and a screen", async () => {
   await page.getByRole("heading", { name: "Forms" }).waitFor();
   await shoot("forms");
   await axe("forms");
+});
+
+test("5a. a webhook bot's reply appears in the open chat without polling", async () => {
+  // The partner's bot runs on the partner's server: here, a receiver that acknowledges every event.
+  const events = [];
+  const receiver = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      events.push(JSON.parse(body || "{}"));
+      res.writeHead(200, { "Content-Type": "application/json" }).end("{}");
+    });
+  });
+  await new Promise((r) => receiver.listen(0, "127.0.0.1", r));
+  try {
+    const url = `http://127.0.0.1:${receiver.address().port}/bot`;
+    const stamp = Date.now().toString(36);
+    const code = `remote${stamp}`;
+    const bot = await partner("POST", "/bots", { code, name: `Remote helper ${stamp}`, runtime_mode: "webhook", webhook_url: url });
+    await page.goto(BASE + "/bots");
+    await page.getByRole("link", { name: `Remote helper ${stamp}` }).click();
+    await page.getByLabel(/^Message to/).fill("Is my order ready?");
+    await page.getByRole("button", { name: "Send" }).click();
+    let session;
+    for (let i = 0; i < 50 && !session; i++) {
+      session = events.find((e) => e.event === "session.event" && e.payload?.event?.text === "Is my order ready?")?.payload?.session;
+      if (!session) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(session, "the bot heard the user");
+    await page.waitForSelector("html[data-live=live]");
+    const polls = [];
+    const seen = (r) => r.method() === "GET" && new URL(r.url()).pathname.includes("/sessions/") && polls.push(r.url());
+    page.on("request", seen);
+    await page.waitForTimeout(1500);
+    assert.deepEqual(polls, [], "the chat does not poll for steps");
+    // The bot answers later, through its inbound webhook: the step shows in the open chat.
+    const res = await fetch(API + `/api/v1/bots/${code}/webhook`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${bot.bot_token}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ event: "reply", data: { session, steps: [{ type: "message", text: `Ready for pickup ${stamp}` }] } }),
+    });
+    assert.equal(res.status, 200, await res.text());
+    await page.getByText(`Ready for pickup ${stamp}`).waitFor({ timeout: 3000 });
+    page.off("request", seen);
+    assert.equal(polls.length, 1, "one fetch of the new steps, after the event");
+  } finally {
+    receiver.close();
+  }
 });
 
 test("5b. older messages load as the user scrolls (cursor paging), newest first", async () => {
@@ -1050,6 +1206,22 @@ test("6. account, logout, and an invalid or expired token returns to the login s
   await page.getByRole("button", { name: "Log out" }).click();
   await page.waitForURL(/\/login/);
   assert.equal(await page.evaluate(() => localStorage.getItem("hubbub.token")), null);
+  // What was kept for offline use (3e) is gone with the session.
+  const kept = () =>
+    page.evaluate(
+      () =>
+        new Promise((resolve, reject) => {
+          const req = indexedDB.open("hubbub-offline", 1);
+          req.onerror = () => reject(req.error);
+          req.onsuccess = () => {
+            const tx = req.result.transaction(["saved", "outbox"]);
+            const saved = tx.objectStore("saved").count();
+            const outbox = tx.objectStore("outbox").count();
+            tx.oncomplete = () => resolve(saved.result + outbox.result);
+          };
+        }),
+    );
+  await waitUntil(async () => (await kept()) === 0, "signing out empties the saved messages");
 });
 
 test("6b. sign out everywhere ends the session in every browser", async () => {

@@ -2,6 +2,7 @@
 // Types come from the generated OpenAPI schema (@hubbub/client, openapi-typescript); requests are a tiny
 // fetch wrapper so that every 401 from /me can send the user back to the login screen.
 import type { components } from "@hubbub/client/src/schema";
+import { forget, reached, recall, save } from "./offline";
 
 type S = components["schemas"];
 // `flow` is an untyped object in the schema; FlowCard below is its shape (host/src/flows.rs).
@@ -55,8 +56,10 @@ export const auth = {
   set(token: string) {
     localStorage.setItem(TOKEN, token);
   },
+  /** Signs out this browser: the token, and what was kept for offline use. */
   clear() {
     localStorage.removeItem(TOKEN);
+    void forget();
   },
   /** One device uuid per browser, made once. */
   device(): string {
@@ -96,8 +99,12 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   try {
     res = await fetch(`/api/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   } catch {
+    // Offline: a read answers what it last answered (the app says it is offline); a write fails.
+    const saved = method === "GET" ? await recall<T>(path) : undefined;
+    if (saved !== undefined) return saved;
     throw new ApiError(0, "network", "The service cannot be reached. Check your connection and try again.");
   }
+  reached();
   const text = await res.text();
   let json: any = null;
   try {
@@ -115,6 +122,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     }
     throw err;
   }
+  if (method === "GET") save(path, json);
   return json as T;
 }
 

@@ -5,6 +5,8 @@ import { publishDeviceKey } from "./keystore";
 import { close as closeLive, startLive, useLiveStatus } from "./live";
 import { startUnread, stopUnread, useUnread } from "./unread";
 import { ViewerHost } from "./viewer";
+import { useOffline } from "./offline";
+import { when } from "./util";
 import { navigate, useLocation, useRouteFocus } from "./router";
 import "./styles.css";
 import { AccountView } from "./views/account";
@@ -35,6 +37,7 @@ function App() {
   useRouteFocus();
 
   const live = useLiveStatus();
+  const offline = useOffline();
   const unread = useUnread();
   const signedOut = () => {
     closeLive();
@@ -147,7 +150,12 @@ function App() {
             ))}
           </ul>
         </nav>
-        {live === "reconnecting" ? (
+        {offline.offline ? (
+          <p class="live-note offline-note" role="status">
+            Offline<span class="sr-only">: showing what this device saved</span> · saved{" "}
+            {offline.savedAt ? when(offline.savedAt) : "earlier"}
+          </p>
+        ) : live === "reconnecting" ? (
           <p class="live-note" role="status">
             Reconnecting…
           </p>

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "./api";
+import { onBackOnline } from "./offline";
 
 export function errorText(e: unknown): string {
   if (e instanceof ApiError) {
@@ -69,5 +70,7 @@ export function useAsync<T>(f: () => Promise<T>, deps: unknown[]): { data?: T; e
       live = false;
     };
   }, [...deps, n]);
+  // Shown from what was saved while offline: fetched again once the connection is back.
+  useEffect(() => onBackOnline(() => setN((x) => x + 1)), []);
   return { ...state, reload: () => setN((x) => x + 1), set: (data: T) => setState({ data }) };
 }

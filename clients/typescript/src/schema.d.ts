@@ -799,7 +799,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Write in my conversation (reopens it: open). */
+        /**
+         * Write in my conversation (reopens it: open).
+         * @description An `idempotency_key` (or the `Idempotency-Key` header) makes a retry safe, as for partner sends: within
+         *     24 h the same key in the same conversation answers the original message (`Idempotent-Replayed: true`)
+         *     and writes nothing; with a different message it is `409 idempotency_conflict`. The app sends what the
+         *     user wrote offline this way, so it is written once however often it is retried.
+         */
         post: operations["write_in_my_conversation"];
         delete?: never;
         options?: never;
@@ -4992,7 +4998,10 @@ export interface operations {
     write_in_my_conversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Deduplicates retries for 24 h (or `idempotency_key` in the body) */
+                "Idempotency-Key"?: string | null;
+            };
             path: {
                 /** @description The resource's ref, as its record gives it */
                 ref: string;
@@ -5005,7 +5014,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The message (direction in) */
+            /** @description The message (direction in); also when a retry is replayed, then with header `Idempotent-Replayed: true` */
             201: {
                 headers: {
                     [name: string]: unknown;

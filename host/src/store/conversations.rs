@@ -145,12 +145,16 @@ pub async fn open(
     .fetch_one(&mut *tx)
     .await?;
     first.conversation_id = Some(id);
-    let result = append_in(&mut tx, id, first, ConversationState::Open, now, event).await?;
+    let Created::New(first) = create_in(&mut tx, &first, now).await? else {
+        return Err(sqlx::Error::Protocol("a conversation's first message carries no idempotency key".into()));
+    };
+    let result = appended_in(&mut tx, id, first, ConversationState::Open, now, event).await?;
     tx.commit().await?;
     Ok(result)
 }
 
-/// Adds a message to a conversation and moves it to `state`.
+/// Adds a message to a conversation and moves it to `state`. A retry under the message's idempotency key
+/// answers the original (or that the key was used for something else) and changes nothing.
 pub async fn append(
     db: &Db,
     conversation_id: i64,
@@ -158,25 +162,26 @@ pub async fn append(
     state: ConversationState,
     now: Millis,
     event: EventFn,
-) -> Result<(Conversation, Message), sqlx::Error> {
+) -> Result<Created, sqlx::Error> {
     let mut tx = db.begin().await?;
     message.conversation_id = Some(conversation_id);
-    let result = append_in(&mut tx, conversation_id, message, state, now, event).await?;
+    let created = match create_in(&mut tx, &message, now).await? {
+        Created::New(m) => Created::New(appended_in(&mut tx, conversation_id, m, state, now, event).await?.1),
+        retry => retry,
+    };
     tx.commit().await?;
-    Ok(result)
+    Ok(created)
 }
 
-async fn append_in(
+/// What follows a new message in a conversation: its state and time, the partner's event, the user's.
+async fn appended_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     conversation_id: i64,
-    message: NewMessage,
+    message: Message,
     state: ConversationState,
     now: Millis,
     event: EventFn,
 ) -> Result<(Conversation, Message), sqlx::Error> {
-    let Created::New(message) = create_in(tx, &message, now).await? else {
-        return Err(sqlx::Error::Protocol("conversation messages carry no idempotency key".into()));
-    };
     sqlx::query("UPDATE conversations SET state = $1, last_message_at = $2 WHERE id = $3")
         .bind(state.as_str())
         .bind(now)

@@ -1,15 +1,28 @@
 // Support conversations: the list with states, a new thread, the thread with replies (live), and
 // end-to-end encryption with the conversation key (docs/e2e.md, "Encrypted conversations").
 import { useEffect, useRef, useState } from "preact/hooks";
-import { auth, enc, get, post, type Account, type Conversation, type ConversationKeys, type ConversationThread, type Message, type Page, type PeerDirectory } from "../api";
+import { ApiError, auth, enc, get, post, type Account, type Conversation, type ConversationKeys, type ConversationThread, type Message, type Page, type PeerDirectory } from "../api";
 import { conversationAad, conversationKeyAad, decrypt, encrypt, newContentKey, newRef, unwrapKey, wrapKey, type Envelope, type KeyWrap } from "../e2e";
 import { deviceKey, publishDeviceKey } from "../keystore";
 import { navigate } from "../router";
 import { useLive } from "../live";
 import { SearchBox, useSearch } from "../search";
-import { ErrorNote, Loading, useAsync, useTitle, when } from "../util";
+import { discard, queue, save, sendWith, useQueued } from "../offline";
+import { ErrorNote, Loading, errorText, useAsync, useTitle, when } from "../util";
 
 const STATE_LABEL: Record<string, string> = { open: "Open", pending: "Waiting for you", closed: "Closed" };
+
+// Replies written offline are sent from the outbox with their idempotency key: a retry is written once.
+sendWith(async (q) => {
+  try {
+    await post<Message>(`/me/conversations/${enc(q.conversation)}/messages`, { body: q.body, idempotency_key: q.key });
+    return "sent";
+  } catch (e) {
+    // Unreachable, busy or failing for now: tried again later. Refused (gone, invalid): said so, kept.
+    if (e instanceof ApiError && (e.status === 0 || e.status === 429 || e.status >= 500)) return "offline";
+    return { refused: errorText(e) };
+  }
+});
 
 export function Conversations() {
   useTitle("Support");
@@ -191,6 +204,17 @@ export function ConversationView({ convRef }: { convRef: string }) {
   const [busy, setBusy] = useState(false);
   const t = thread.data;
   useTitle(t?.subject || "Conversation");
+  // Replies waiting to be sent; once one goes, the thread is fetched again (the stream brings it too).
+  const waiting = useQueued(convRef);
+  // The thread as shown (live replies, receipts) is what it shows offline.
+  useEffect(() => {
+    if (t) save(`/me/conversations/${enc(convRef)}`, t);
+  }, [t]);
+  const waited = useRef(0);
+  useEffect(() => {
+    if (waiting.length < waited.current) thread.reload();
+    waited.current = waiting.length;
+  }, [waiting.length]);
   const list = useRef<HTMLOListElement>(null);
 
   useEffect(() => {
@@ -263,7 +287,12 @@ export function ConversationView({ convRef }: { convRef: string }) {
       setText("");
       if (t) thread.set({ ...t, messages: [...t.messages, sent] });
     } catch (err) {
-      setError(err);
+      // Offline: a plain reply waits in this browser and goes when the connection is back (an encrypted
+      // one needs the service for its key, so it stays in the box with the error).
+      if (err instanceof ApiError && err.status === 0 && !encrypted) {
+        await queue(convRef, body);
+        setText("");
+      } else setError(err);
     } finally {
       setBusy(false);
     }
@@ -318,6 +347,24 @@ export function ConversationView({ convRef }: { convRef: string }) {
                     {m.state === "read" ? "Seen" : m.state === "failed" ? "Not sent" : "Delivered"}
                   </span>
                 ) : null}
+              </li>
+            ))}
+            {waiting.map((q) => (
+              <li key={q.key} class="bubble me queued" data-queued={q.error ? "refused" : "waiting"}>
+                <span class="sr-only">You: </span>
+                {q.body}
+                {q.error ? (
+                  <span class="receipt" data-receipt="refused">
+                    Not sent: {q.error}{" "}
+                    <button type="button" class="link" onClick={() => discard(q.key)}>
+                      Remove
+                    </button>
+                  </span>
+                ) : (
+                  <span class="receipt" data-receipt="queued">
+                    Waiting to send
+                  </span>
+                )}
               </li>
             ))}
           </ol>

@@ -10,6 +10,7 @@ import { onLive } from "../live";
 import { declineOffer, shouldOffer, turnOnPush } from "../push";
 import { SearchBox, useSearch } from "../search";
 import { openViewer, type Viewable } from "../viewer";
+import { onBackOnline, save } from "../offline";
 import { ErrorNote, Loading, useTitle, when } from "../util";
 
 // The inbox survives navigation: going back to it shows it at once.
@@ -21,9 +22,13 @@ interface InboxState {
 }
 let inbox: InboxState = { items: [], cursor: null, done: false, loaded: false };
 const subscribers = new Set<() => void>();
+let saving: number | undefined;
 function update(f: (s: InboxState) => InboxState) {
   inbox = f(inbox);
   subscribers.forEach((s) => s());
+  // What the inbox shows (live changes too) is what it shows offline.
+  clearTimeout(saving);
+  saving = window.setTimeout(() => inbox.loaded && save(FIRST_PAGE, { data: inbox.items, next_cursor: inbox.cursor }), 300);
 }
 export function resetInbox() {
   inbox = { items: [], cursor: null, done: false, loaded: false };
@@ -47,6 +52,7 @@ export function rememberMessage(m: Message) {
 }
 
 const PAGE = 50;
+const FIRST_PAGE = `/me/messages?limit=${PAGE}`;
 
 // Live: a message arriving or changing (read on another device) is merged in as it comes, whether or not
 // the inbox is on screen; after a gap the stream could not replay, the newest page is fetched again.
@@ -55,9 +61,12 @@ onLive("message.updated", (m: Message) => rememberMessage(m));
 onLive("reset", () => {
   if (inbox.loaded) loadFirst().catch(() => {});
 });
+onBackOnline(() => {
+  if (inbox.loaded) loadFirst().catch(() => {});
+});
 
 async function loadFirst() {
-  const page = await get<Page<Message>>(`/me/messages?limit=${PAGE}`);
+  const page = await get<Page<Message>>(FIRST_PAGE);
   update((s) => ({
     ...s,
     items: merge(s.items, page.data),

@@ -151,10 +151,13 @@ pub(super) async fn reply(
 ) -> ApiResult<MessageRecord> {
     let content = crate::conversations::content(&state.db, state.config.dev, c, req).await?;
     let message = content.into_message(partner_id, &c.phone, Direction::Out, Some(c.id));
-    let (_, m) =
+    let created =
         store::append(&state.db, c.id, message, ConversationState::Pending, state.now(), events::conversation_message)
             .await
             .map_err(ref_taken)?;
+    let Created::New(m) = created else {
+        return Err(ApiError::internal("an agent's reply carries no idempotency key"));
+    };
     state.delivery.wake.notify_one();
     Ok(MessageRecord::from(&m))
 }

@@ -2,8 +2,10 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use serde::Deserialize;
+use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::{ConversationRecord, ThreadRecord, page_of, read, user_thread, with_messages};
@@ -11,12 +13,15 @@ use crate::auth::UserAuth;
 use crate::conversations::Reader;
 use crate::events;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::messages::{MessageRecord, SendMessage, ref_taken, validate_content};
-use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, SearchParams};
+
+use crate::http::messages::{MessageRecord, SendMessage, created, idempotency_header, ref_taken, validate_content};
+use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, SearchParams, parse_value};
+use crate::messages::compose;
 use crate::names::{ConversationState, Direction};
 use crate::secrets::random_alnum;
 use crate::state::AppState;
 use crate::store::conversations as store;
+use crate::store::messages::Created;
 use crate::store::{accounts, partners};
 
 /// My support threads (never bot sessions), newest first; with `q`, those whose subject or messages match.
@@ -148,14 +153,20 @@ pub(super) async fn read_my_conversation(
 }
 
 /// Write in my conversation (reopens it: open).
+///
+/// An `idempotency_key` (or the `Idempotency-Key` header) makes a retry safe, as for partner sends: within
+/// 24 h the same key in the same conversation answers the original message (`Idempotent-Replayed: true`)
+/// and writes nothing; with a different message it is `409 idempotency_conflict`. The app sends what the
+/// user wrote offline this way, so it is written once however often it is retried.
 #[utoipa::path(
     post,
     path = "/me/conversations/{ref}/messages",
     tag = "conversations",
     security(("userJwt" = [])),
+    params(("Idempotency-Key" = Option<String>, Header, description = "Deduplicates retries for 24 h (or `idempotency_key` in the body)")),
     request_body = SendMessage,
     responses(
-        (status = 201, description = "The message (direction in)", body = MessageRecord),
+        (status = 201, description = "The message (direction in); also when a retry is replayed, then with header `Idempotent-Replayed: true`", body = MessageRecord),
         (status = 404, response = E404),
         (status = 409, response = E409),
     )
@@ -164,18 +175,30 @@ pub(super) async fn write_in_my_conversation(
     State(state): State<AppState>,
     user: UserAuth,
     Path(reference): Path<String>,
-    ApiJson(req): ApiJson<SendMessage>,
-) -> ApiResult<(StatusCode, Json<MessageRecord>)> {
+    headers: HeaderMap,
+    ApiJson(raw): ApiJson<Value>,
+) -> ApiResult<Response> {
+    let req: SendMessage = parse_value(raw.clone())?;
     let c = user_thread(&state, &user, &reference).await?;
+    let idempotency = compose::idempotency(&req, &raw, idempotency_header(&headers)?)?;
     let content = crate::conversations::content(&state.db, state.config.dev, &c, &req).await?;
     let content =
         crate::conversations::from_user(&state.db, content, &user.phone, state.config.upload_quota(), state.now())
             .await?;
-    let message = content.into_message(c.partner_id, &user.phone, Direction::In, Some(c.id));
+    let mut message = content.into_message(c.partner_id, &user.phone, Direction::In, Some(c.id));
+    if let Some((key, hash)) = idempotency {
+        // Scoped to this user's thread: keys of other writers or threads never meet.
+        message.idempotency_key = Some(format!("me:{}:{}:{key}", user.phone, c.id));
+        message.request_hash = Some(hash);
+    }
     // A user message puts the thread back in the agents' queue, reopening a closed one.
-    let (_, m) =
+    let written =
         store::append(&state.db, c.id, message, ConversationState::Open, state.now(), events::conversation_message)
             .await
             .map_err(ref_taken)?;
-    Ok((StatusCode::CREATED, Json(MessageRecord::from(&m))))
+    match written {
+        Created::New(m) => Ok(created(&m, false)),
+        Created::Replayed(m) => Ok(created(&m, true)),
+        Created::KeyReused => Err(ApiError::idempotency_conflict()),
+    }
 }

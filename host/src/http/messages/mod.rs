@@ -6,6 +6,7 @@ mod fallback;
 mod mark;
 mod read;
 mod send;
+pub(crate) use send::{created, idempotency_header};
 
 use serde::Serialize;
 use utoipa::ToSchema;

@@ -32,21 +32,29 @@ pub(super) async fn send_message(
     headers: HeaderMap,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let header_key = headers
+    let req: SendMessage = parse_value(raw.clone())?;
+    let sent = messages::send::send(&state.sending(), partner.id, &req, &raw, idempotency_header(&headers)?).await?;
+    Ok(match &sent {
+        Sent::New(m) => created(m, false),
+        Sent::Replayed(m) => created(m, true),
+    })
+}
+
+/// The `Idempotency-Key` header, when one is given.
+pub(crate) fn idempotency_header(headers: &HeaderMap) -> ApiResult<Option<String>> {
+    let key = headers
         .get("idempotency-key")
         .map(|v| v.to_str().map(|s| s.trim().to_string()))
         .transpose()
-        .map_err(|_| ApiError::validation("idempotency_key", "Idempotency-Key header must be text"))?
-        .filter(|k| !k.is_empty());
-    let req: SendMessage = parse_value(raw.clone())?;
-    let sent = messages::send::send(&state.sending(), partner.id, &req, &raw, header_key).await?;
-    let (m, replayed) = match &sent {
-        Sent::New(m) => (m, false),
-        Sent::Replayed(m) => (m, true),
-    };
+        .map_err(|_| ApiError::validation("idempotency_key", "Idempotency-Key header must be text"))?;
+    Ok(key.filter(|k| !k.is_empty()))
+}
+
+/// `201` with the message; a replayed retry says so in `Idempotent-Replayed: true`.
+pub(crate) fn created(m: &crate::store::messages::Message, replayed: bool) -> Response {
     let mut response = (StatusCode::CREATED, Json(MessageRecord::from(m))).into_response();
     if replayed {
         response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
     }
-    Ok(response)
+    response
 }
