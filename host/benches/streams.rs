@@ -1,0 +1,321 @@
+//! Live-event benchmark (run on demand: `cargo bench -p hubbub-host --bench streams`; `bash bench/all.sh streams`).
+//!
+//! Starts a release `hubbub serve` (`HUBBUB_BENCH_BIN`, default `target/release/hubbub`) on a fresh SQLite
+//! database (or `HUBBUB_BENCH_DATABASE_URL=postgres://…`), makes N claimed users with a device (default
+//! 10,000; `HUBBUB_BENCH_STREAMS`), and prints:
+//!
+//! 1. sends per second (`POST /messages`, 64 in flight, 5 s) with no stream open;
+//! 2. the host's resident memory with N idle streams open (`GET /me/events`), per stream;
+//! 3. sends per second again with the N streams open, and that as a share of (1);
+//! 4. send `201` → the event read by the user's stream, at 1,000 sends/s over 1,000 of the users for 10 s:
+//!    p50, p99, max;
+//! 5. one broadcast to all N users: the time until the last stream has its `message.created`.
+//!
+//! The client runs on the same machine (2 cores here) and takes its share of them: the figures are
+//! what one host gives while a load generator runs beside it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use hubbub_host::auth::UserClaims;
+use hubbub_host::clock::{Clock, SystemClock};
+use hubbub_host::config::Config;
+use serde_json::{Value, json};
+
+#[derive(Parser)]
+struct Args {
+    #[command(flatten)]
+    config: Config,
+}
+
+const JWT_SECRET: &str = "bench-streams-jwt-secret-0123456789abcdef";
+const SECRET_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+
+/// Resident memory of `pid` in KiB (Linux).
+fn rss_kib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .unwrap_or(f64::NAN)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// When each marked body was read by a stream: body → instant.
+type Seen = Arc<Mutex<HashMap<String, Instant>>>;
+
+/// Reads one user's stream: every `message.created` whose body starts with `bench:` is recorded once
+/// (the first stream to read it, for the latency), and counted for the broadcast.
+async fn read_stream(mut response: reqwest::Response, seen: Seen, broadcast: Arc<tokio::sync::Semaphore>) {
+    let mut buffer = String::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            if !event.contains("event: message.created") {
+                continue;
+            }
+            let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
+            else {
+                continue;
+            };
+            let body = serde_json::from_str::<Value>(data).ok().and_then(|v| v["body"].as_str().map(str::to_string));
+            match body.as_deref() {
+                Some("bench:broadcast") => broadcast.add_permits(1),
+                Some(b) if b.starts_with("bench:") => {
+                    seen.lock().unwrap().entry(b.to_string()).or_insert_with(Instant::now);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Sends text messages for `seconds` with `in_flight` concurrent requests; answers sends per second.
+async fn send_rate(client: &reqwest::Client, base: &str, key: &str, phones: &[String], seconds: u64) -> f64 {
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let mut tasks = Vec::new();
+    for worker in 0..64 {
+        let (client, base, key, done) = (client.clone(), base.to_string(), key.to_string(), done.clone());
+        let phones = phones.to_vec();
+        tasks.push(tokio::spawn(async move {
+            let mut i = worker;
+            while Instant::now() < until {
+                let phone = &phones[i % phones.len()];
+                let r = client
+                    .post(format!("{base}/api/v1/messages"))
+                    .bearer_auth(&key)
+                    .json(&json!({"phone": phone, "body": "load"}))
+                    .send()
+                    .await;
+                if r.is_ok_and(|r| r.status() == 201) {
+                    done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                i += 64;
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    done.load(std::sync::atomic::Ordering::Relaxed) as f64 / seconds as f64
+}
+
+/// Waits until the delivery queue is empty (what a run accepted is delivered before the next one starts).
+async fn drain(db: &hubbub_host::store::Db) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    for _ in 0..1200 {
+        let queued: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE state = 'queued'").fetch_one(db.reader()).await?;
+        if queued == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let n: usize = std::env::var("HUBBUB_BENCH_STREAMS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    let bin = std::env::var("HUBBUB_BENCH_BIN")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../target/release/hubbub").into());
+    let dir = tempfile::tempdir()?;
+    let url = std::env::var("HUBBUB_BENCH_DATABASE_URL")
+        .unwrap_or_else(|_| format!("sqlite://{}?mode=rwc", dir.path().join("bench.db").display()));
+    let port = 20_000 + (std::process::id() % 20_000) as u16;
+    let base = format!("http://127.0.0.1:{port}");
+    let env = [
+        ("HUBBUB_DATABASE_URL", url.clone()),
+        ("HUBBUB_LISTEN", format!("127.0.0.1:{port}")),
+        ("HUBBUB_PUBLIC_URL", base.clone()),
+        ("HUBBUB_DEV", "1".into()),
+        ("HUBBUB_LOG", "warn".into()),
+        ("HUBBUB_RATE_LIMIT_PER_S", "1000000".into()),
+        ("HUBBUB_RATE_LIMIT_BURST", "1000000".into()),
+        ("HUBBUB_JWT_SECRET", JWT_SECRET.into()),
+        ("HUBBUB_SECRET_KEY", SECRET_KEY.into()),
+        ("HUBBUB_MAX_STREAMS", (n + 1000).to_string()),
+        ("HUBBUB_COMPONENT_CACHE_DIR", dir.path().join("components").display().to_string()),
+    ];
+    let partner = std::process::Command::new(&bin)
+        .args(["partner", "create", "--code", "bench", "--name", "Bench"])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()?;
+    anyhow::ensure!(partner.status.success(), "partner create: {}", String::from_utf8_lossy(&partner.stderr));
+    let key = serde_json::from_slice::<Value>(&partner.stdout)?["api_key"].as_str().unwrap_or_default().to_string();
+    let mut server = std::process::Command::new(&bin)
+        .arg("serve")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(std::process::Stdio::null())
+        .spawn()?;
+    let pid = server.id();
+    let client = reqwest::Client::builder().pool_max_idle_per_host(256).build()?;
+    for _ in 0..200 {
+        if client.get(format!("{base}/healthz")).send().await.is_ok_and(|r| r.status().is_success()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // N users linked to the partner, claimed, each with a device: their messages go to the hub.
+    let started = Instant::now();
+    let mut config = Args::try_parse_from(["bench"])?.config;
+    config.database_url = url.clone();
+    config.secret_key = Some(SECRET_KEY.into());
+    let db = hubbub_host::store::Db::open(&config, 4).await?;
+    let phones: Vec<String> = (0..n).map(|i| format!("+1555{:07}", 1_000_000 + i)).collect();
+    for chunk in phones.chunks(200) {
+        let mut links = tokio::task::JoinSet::new();
+        for phone in chunk {
+            let link = client
+                .post(format!("{base}/api/v1/accounts/link"))
+                .bearer_auth(&key)
+                .json(&json!({"phone": phone, "invite": false}))
+                .send();
+            links.spawn(link);
+        }
+        while let Some(r) = links.join_next().await {
+            anyhow::ensure!(r??.status().is_success(), "linking failed");
+        }
+    }
+    let now = SystemClock.now_ms();
+    for phone in &phones {
+        let claimed = |p: &str, at| hubbub_host::events::account_claimed(p, phone, at);
+        hubbub_host::store::accounts::sign_in(&db, phone, &format!("dev-{phone}"), Some("web"), now, claimed).await?;
+    }
+    println!("setup: {n} claimed users with a device in {:.1} s", started.elapsed().as_secs_f64());
+
+    let without = send_rate(&client, &base, &key, &phones, 5).await;
+    println!("sends without streams: {without:.0}/s (64 in flight, 5 s); delivered {:.1} s after", drain(&db).await?);
+    let before = rss_kib(pid);
+
+    // N idle streams, one per user.
+    let seen: Seen = Arc::default();
+    let broadcast = Arc::new(tokio::sync::Semaphore::new(0));
+    let exp = (now / 1000) + 3600;
+    let key_enc = jsonwebtoken::EncodingKey::from_secret(JWT_SECRET.as_bytes());
+    let started = Instant::now();
+    let stream_client = reqwest::Client::builder().pool_max_idle_per_host(0).build()?;
+    for chunk in phones.chunks(100) {
+        let mut opens = tokio::task::JoinSet::new();
+        for phone in chunk {
+            let claims = UserClaims { sub: phone.clone(), dev: Some(format!("dev-{phone}")), iat: now / 1000, exp };
+            let token = jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key_enc).unwrap();
+            let (client, stream_client, base) = (client.clone(), stream_client.clone(), base.clone());
+            opens.spawn(async move {
+                let t = client.post(format!("{base}/api/v1/me/events/ticket")).bearer_auth(&token).send().await?;
+                let ticket = t.json::<Value>().await?["ticket"].as_str().unwrap_or_default().to_string();
+                let r = stream_client.get(format!("{base}/api/v1/me/events?ticket={ticket}")).send().await?;
+                anyhow::ensure!(r.status() == 200, "stream: {}", r.status());
+                Ok::<_, anyhow::Error>(r)
+            });
+        }
+        while let Some(r) = opens.join_next().await {
+            tokio::spawn(read_stream(r??, seen.clone(), broadcast.clone()));
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after = rss_kib(pid);
+    println!(
+        "{n} idle streams opened in {:.1} s: host resident memory {:.0} MiB → {:.0} MiB, {:.1} KiB per stream",
+        started.elapsed().as_secs_f64(),
+        before / 1024.0,
+        after / 1024.0,
+        (after - before) / n as f64
+    );
+
+    let with = send_rate(&client, &base, &key, &phones, 5).await;
+    println!(
+        "sends with {n} streams open: {with:.0}/s, {:.0} % of the rate without; delivered {:.1} s after",
+        100.0 * with / without,
+        drain(&db).await?
+    );
+
+    // Latency: 1,000 sends/s over 1,000 users, each body marked; 201 → read by the stream.
+    let users = &phones[..n.min(1000)];
+    let answered: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let mut ticker = tokio::time::interval(Duration::from_millis(1));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let mut tasks = Vec::new();
+    let total = 10_000;
+    let started = Instant::now();
+    for i in 0..total {
+        ticker.tick().await;
+        let (client, base, key, answered) = (client.clone(), base.clone(), key.clone(), answered.clone());
+        let phone = users[i % users.len()].clone();
+        tasks.push(tokio::spawn(async move {
+            let body = format!("bench:{i}");
+            let r = client
+                .post(format!("{base}/api/v1/messages"))
+                .bearer_auth(&key)
+                .json(&json!({"phone": phone, "body": body}))
+                .send()
+                .await;
+            if r.is_ok_and(|r| r.status() == 201) {
+                answered.lock().unwrap().insert(body, Instant::now());
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    let offered = total as f64 / started.elapsed().as_secs_f64();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while seen.lock().unwrap().len() < answered.lock().unwrap().len() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut latencies: Vec<f64> = {
+        let (answered, seen) = (answered.lock().unwrap(), seen.lock().unwrap());
+        answered
+            .iter()
+            .filter_map(|(body, at)| {
+                seen.get(body).map(|read| read.saturating_duration_since(*at).as_secs_f64() * 1000.0)
+            })
+            .collect()
+    };
+    latencies.sort_by(|a, b| a.total_cmp(b));
+    println!(
+        "send 201 → event read, {total} sends at {offered:.0}/s over {} users: {} of {} read; p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        users.len(),
+        latencies.len(),
+        answered.lock().unwrap().len(),
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        latencies.last().copied().unwrap_or(f64::NAN)
+    );
+
+    // A broadcast to every user, each with a stream open: until the last stream has it.
+    let started = Instant::now();
+    let r = client
+        .post(format!("{base}/api/v1/broadcasts"))
+        .bearer_auth(&key)
+        .json(&json!({"body": "bench:broadcast"}))
+        .send()
+        .await?;
+    anyhow::ensure!(r.status().is_success(), "broadcast: {}", r.status());
+    let all = tokio::time::timeout(Duration::from_secs(300), broadcast.acquire_many(n as u32)).await;
+    match all {
+        Ok(_) => println!(
+            "broadcast to {n} connected users: the last had its event after {:.2} s",
+            started.elapsed().as_secs_f64()
+        ),
+        Err(_) => {
+            println!("broadcast to {n} connected users: {} of {n} had it after 300 s", broadcast.available_permits())
+        }
+    }
+    server.kill()?;
+    let _ = server.wait();
+    Ok(())
+}
