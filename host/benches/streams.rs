@@ -44,6 +44,16 @@ fn rss_kib(pid: u32) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// CPU seconds (user + system) `pid` has used so far ("self" for this process), Linux.
+fn cpu_s(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -197,8 +207,15 @@ async fn main() -> anyhow::Result<()> {
     }
     println!("setup: {n} claimed users with a device in {:.1} s", started.elapsed().as_secs_f64());
 
+    let cpu = |pid: u32| (cpu_s(&pid.to_string()), cpu_s("self"));
+    let (server_cpu, client_cpu) = cpu(pid);
     let without = send_rate(&client, &base, &key, &phones, 5).await;
+    let spent = |(s, c): (f64, f64)| {
+        let (s2, c2) = cpu(pid);
+        format!("host {:.1} CPU-s, load generator {:.1} CPU-s", s2 - s, c2 - c)
+    };
     println!("sends without streams: {without:.0}/s (64 in flight, 5 s); delivered {:.1} s after", drain(&db).await?);
+    println!("  {}", spent((server_cpu, client_cpu)));
     let before = rss_kib(pid);
 
     // N idle streams, one per user.
@@ -236,7 +253,9 @@ async fn main() -> anyhow::Result<()> {
         (after - before) / n as f64
     );
 
+    let before_cpu = cpu(pid);
     let with = send_rate(&client, &base, &key, &phones, 5).await;
+    println!("  {}", spent(before_cpu));
     println!(
         "sends with {n} streams open: {with:.0}/s, {:.0} % of the rate without; delivered {:.1} s after",
         100.0 * with / without,

@@ -52,6 +52,8 @@ pub struct AppState {
     pub payments: Arc<crate::payments::Payments>,
     /// The group commit of bot steps' progress.
     pub(crate) progress: GroupCommit<crate::store::flows::Step, ()>,
+    /// The group commit of messages handed to devices down their event streams (they become delivered).
+    pub(crate) delivered: GroupCommit<crate::messages::HandedOver, Option<crate::store::messages::Message>>,
     /// When this host last wrote each end user's activity.
     pub(crate) presence: Arc<crate::store::devices::PresenceNotes>,
     /// What this host last read of each end user's "sign out everywhere".
@@ -93,6 +95,7 @@ impl AppState {
         let streams = crate::http::streams::Streams::new(config.streams_per_user.max(1), config.max_streams);
         AppState {
             progress: crate::store::flows::progress_writer(db.clone()),
+            delivered: crate::messages::delivered_writer(db.clone()),
             payments,
             db,
             config,

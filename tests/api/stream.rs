@@ -115,6 +115,9 @@ async fn hub_messages_arrive_live_and_a_reconnect_replays_what_was_missed_once()
     let created = stream.next_of("message.created").await;
     assert_eq!(created.data["ref"], sent["ref"]);
     assert_eq!(created.data["body"], "Your order shipped");
+    // Sent down the stream, it reached a device: delivered, for the partner.
+    let id = sent["message_id"].as_i64().unwrap();
+    eventually("delivered by the stream", || async { app.message(&key, id).await["state"] == "delivered" }).await;
     // Read on another device: this one hears of it.
     let reference = sent["ref"].as_str().unwrap();
     app.post(&token, &format!("/api/v1/me/messages/{reference}/read"), json!({})).await.ok(200);

@@ -219,7 +219,7 @@ impl Live {
                         if let Some((rendered, carried)) = render(&self.state.db, &event, device).await {
                             self.pending.push_back(rendered);
                             if let Some(message_id) = carried {
-                                self.delivered(message_id).await;
+                                self.delivered(message_id);
                             }
                         }
                     }
@@ -250,12 +250,15 @@ impl Live {
 impl Live {
     /// A hub message goes down this stream: a device has it, so it is `delivered` (which ends the wait for
     /// the fallback after the hub).
-    async fn delivered(&self, message_id: i64) {
-        let moved =
-            crate::messages::advance_in_hub(&self.state.db, message_id, MessageState::Delivered, self.state.now());
-        if let Err(error) = moved.await {
-            tracing::warn!(%error, message_id, "a message sent down a stream could not be marked delivered");
-        }
+    /// Written by the group commit, without holding up the stream: the event goes out now.
+    fn delivered(&self, message_id: i64) {
+        let writer = self.state.delivered.clone();
+        let now = self.state.now();
+        tokio::spawn(async move {
+            if let Err(error) = writer.write((message_id, now)).await {
+                tracing::warn!(%error, message_id, "a message sent down a stream could not be marked delivered");
+            }
+        });
     }
 }
 

@@ -102,6 +102,25 @@ pub async fn advance_in_hub(db: &Db, id: i64, to: MessageState, now: Millis) -> 
     Ok(moved)
 }
 
+/// A message a device got down its event stream, and when.
+pub type HandedOver = (i64, Millis);
+
+/// The group commit of messages handed to devices down their event streams (see `store::writer`): each
+/// becomes `delivered`, many streams' messages in one transaction, so an open stream costs the send path
+/// a share of a transaction instead of one of its own.
+pub fn delivered_writer(db: Db) -> crate::store::writer::GroupCommit<HandedOver, Option<Message>> {
+    crate::store::writer::GroupCommit::spawn(db, 256, |tx, (id, now)| {
+        Box::pin(store::advance_in(
+            tx,
+            *id,
+            MessageState::Delivered,
+            Some(Channel::Inapp),
+            *now,
+            events::message_status,
+        ))
+    })
+}
+
 /// The user has read these messages in the app: each walks the hub path to `read` (each step with its
 /// event), in one transaction; answers those that moved.
 pub async fn read_in_hub(db: &Db, ids: &[i64], now: Millis) -> Result<Vec<Message>, sqlx::Error> {

@@ -495,8 +495,14 @@ async fn record_transitions_in(
     outbox::enqueue_many(tx, &events).await?;
     // The user's app hears of its hub messages: one arriving in the hub, and each later change.
     // And of the messages of its conversations as they move (delivered, read: the receipts either side sees).
+    // Not of a hub message becoming delivered: a device of the user's own made it so, and the app shows no
+    // "delivered" on what it receives (one event less per message for every open stream). A conversation's
+    // messages are told each move: the thread shows its receipts.
     let told: Vec<super::user_events::NewUserEvent> = updated
         .iter()
+        .filter(|m| {
+            !(m.conversation_id.is_none() && m.direction == Direction::Out && m.state == MessageState::Delivered)
+        })
         .filter_map(|m| {
             let kind = match m.conversation_id {
                 Some(_) => UserEventKind::ConversationMessage,
