@@ -5,7 +5,7 @@
 # JSON 404), so a row can be read against what the machine gave at that moment.
 #
 #   bash bench/all.sh                  # every row: SQLite and, when reachable, PostgreSQL
-#   bash bench/all.sh messages flows   # only some groups: messages, flows, webhooks
+#   bash bench/all.sh messages flows   # only some groups: messages, flows, webhooks, streams (not by default)
 #   CONNECTIONS=128 DURATION=20s bash bench/all.sh
 #   BOT_CONNECTIONS=2 bash bench/all.sh flows   # bot steps under lighter load (default 32)
 #
@@ -154,6 +154,13 @@ if wants flows; then flows; fi
 if wants webhooks; then
   webhooks SQLite "sqlite://$WORK/hooks.db?mode=rwc"
   if pg_up; then webhooks PostgreSQL "$(pg_schema)"; fi
+fi
+
+# Live events (only when asked: `bash bench/all.sh streams`): 10,000 open streams on one host, their
+# memory, sends with them open, send → event latency, a broadcast to every connected user.
+if [[ " $GROUPS_WANTED " == *" streams "* ]]; then
+  echo "== event streams (cargo bench --bench streams)"
+  HUBBUB_BENCH_BIN="$(realpath "$BIN")" cargo bench -q -p hubbub-host --bench streams 2>/dev/null
 fi
 
 echo
