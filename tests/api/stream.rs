@@ -2,6 +2,7 @@
 //! replay after a lost connection, reset past the log, logout, bounds, and a stream on one host hearing what
 //! another host did (on PostgreSQL through LISTEN/NOTIFY).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -310,4 +311,59 @@ async fn a_stream_on_one_host_hears_what_another_host_did() {
     let sent = a.send_text(&key, PHONE, "Sent through host A").await.ok(201).clone();
     let created = on_b.next_of("message.created").await;
     assert_eq!(created.data["ref"], sent["ref"]);
+}
+
+/// Ten thousand opens from one user, 32 at a time: each is refused with a clear error — the user's bound
+/// on streams (`429`), or before that the rate limit on tickets (`429`) — with `Retry-After`; none hangs,
+/// the streams already open keep working and the host keeps serving.
+#[tokio::test]
+async fn ten_thousand_opens_from_one_user_each_get_a_clear_error() {
+    let app = TestApp::start_with(|c| {
+        c.streams_per_user = 2;
+        c.rate_limit_per_s = 100;
+        c.rate_limit_burst = 200;
+    })
+    .await;
+    let key = app.partner("acme").await;
+    let token = user(&app, &key).await;
+    let mut held = vec![open(&app, &token, None).await, open(&app, &token, None).await];
+    let outcomes: Arc<std::sync::Mutex<HashMap<String, usize>>> = Arc::default();
+    let mut tasks = Vec::new();
+    for _ in 0..32 {
+        let (client, base, token, outcomes) = (app.client.clone(), app.base.clone(), token.clone(), outcomes.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..10_000 / 32 + 1 {
+                let asked = client.post(format!("{base}/api/v1/me/events/ticket")).bearer_auth(&token).send();
+                let asked = tokio::time::timeout(Duration::from_secs(10), asked).await.expect("no hang").unwrap();
+                let refused = if asked.status() == 201 {
+                    let ticket = asked.json::<Value>().await.unwrap()["ticket"].as_str().unwrap().to_string();
+                    let opened = client.get(format!("{base}/api/v1/me/events?ticket={ticket}")).send();
+                    let opened = tokio::time::timeout(Duration::from_secs(10), opened).await.expect("no hang").unwrap();
+                    assert_ne!(opened.status(), 200, "a stream past the user's bound opened");
+                    ("open", Resp::from(opened).await)
+                } else {
+                    ("ticket", Resp::from(asked).await)
+                };
+                let (step, r) = refused;
+                assert!(r.headers.get("retry-after").is_some(), "{step}: {} {:?}", r.status, r.json);
+                let what = format!("{step} {} {}", r.status.as_u16(), r.json["error"]["code"].as_str().unwrap_or("?"));
+                *outcomes.lock().unwrap().entry(what).or_default() += 1;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let outcomes = outcomes.lock().unwrap().clone();
+    assert_eq!(outcomes.values().sum::<usize>(), 32 * (10_000 / 32 + 1));
+    for what in outcomes.keys() {
+        assert!(what == "open 429 rate_limited" || what == "ticket 429 rate_limited", "{outcomes:?}");
+    }
+    assert!(outcomes.contains_key("open 429 rate_limited"), "some reached the stream bound: {outcomes:?}");
+    // The host is healthy: the two open streams still hear what happens.
+    assert_eq!(app.state.streams.open_count(), 2);
+    let sent = app.send_text(&key, PHONE, "Still here").await.ok(201).clone();
+    for stream in &mut held {
+        assert_eq!(stream.next_of("message.created").await.data["ref"], sent["ref"]);
+    }
 }
