@@ -122,6 +122,16 @@ async fn send_rate(client: &reqwest::Client, base: &str, key: &str, phones: &[St
     done.load(std::sync::atomic::Ordering::Relaxed) as f64 / seconds as f64
 }
 
+/// The host under test: stopped however the bench ends (an error included).
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Waits until the delivery queue is empty (what a run accepted is delivered before the next one starts).
 async fn drain(db: &hubbub_host::store::Db) -> anyhow::Result<f64> {
     let started = Instant::now();
@@ -165,12 +175,14 @@ async fn main() -> anyhow::Result<()> {
         .output()?;
     anyhow::ensure!(partner.status.success(), "partner create: {}", String::from_utf8_lossy(&partner.stderr));
     let key = serde_json::from_slice::<Value>(&partner.stdout)?["api_key"].as_str().unwrap_or_default().to_string();
-    let mut server = std::process::Command::new(&bin)
-        .arg("serve")
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .stdout(std::process::Stdio::null())
-        .spawn()?;
-    let pid = server.id();
+    let server = Server(
+        std::process::Command::new(&bin)
+            .arg("serve")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdout(std::process::Stdio::null())
+            .spawn()?,
+    );
+    let pid = server.0.id();
     let client = reqwest::Client::builder().pool_max_idle_per_host(256).build()?;
     for _ in 0..200 {
         if client.get(format!("{base}/healthz")).send().await.is_ok_and(|r| r.status().is_success()) {
@@ -334,7 +346,6 @@ async fn main() -> anyhow::Result<()> {
             println!("broadcast to {n} connected users: {} of {n} had it after 300 s", broadcast.available_permits())
         }
     }
-    server.kill()?;
-    let _ = server.wait();
+    drop(server);
     Ok(())
 }
