@@ -342,7 +342,10 @@ test("1b. live: a new message appears in the open inbox without polling; reading
   page.on("request", seen);
   const body = `Live news ${Date.now()}`;
   const sent = await send({ body });
+  const answered = Date.now();
+  // The figure (issue 30: within 1 s) is printed, not asserted: a loaded CI machine must not fail on time.
   await page.getByText(body).waitFor({ timeout: 3000 });
+  console.log(`1b: the message was on screen ${Date.now() - answered} ms after the send's 201`);
   assert.deepEqual(calls.filter((c) => c.startsWith("GET /api/v1/me/messages")), [], "no polling of the inbox");
   // The same user reads it in a second browser: the first one's unread marker clears by itself.
   const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
