@@ -505,3 +505,13 @@ impl FakeServer {
         self.requests.lock().unwrap().clone()
     }
 }
+
+/// (channel, state) of each attempt of a message record.
+pub fn attempts(m: &Value) -> Vec<(String, String)> {
+    m["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["channel"].as_str().unwrap().to_string(), a["state"].as_str().unwrap().to_string()))
+        .collect()
+}

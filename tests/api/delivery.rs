@@ -7,19 +7,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::common::{FakeServer, TestApp, eventually, spawn_server};
+use crate::common::{FakeServer, TestApp, attempts, eventually, spawn_server};
 use hubbub_host::store::outbox::{self, Target};
 
 const PHONE: &str = "+15551230000";
-
-fn channels(m: &Value) -> Vec<(String, String)> {
-    m["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| (a["channel"].as_str().unwrap().to_string(), a["state"].as_str().unwrap().to_string()))
-        .collect()
-}
 
 fn pair(c: &str, s: &str) -> (String, String) {
     (c.to_string(), s.to_string())
@@ -34,7 +25,7 @@ async fn claimed_user_with_a_device_is_reached_in_the_hub() {
     let m = app.delivered(&key, id).await;
     assert_eq!(m["state"], "sent");
     assert_eq!(m["channel"], "inapp");
-    assert_eq!(channels(&m), vec![pair("inapp", "sent")]);
+    assert_eq!(attempts(&m), vec![pair("inapp", "sent")]);
     assert!(app.sink(PHONE, "whatsapp").await.is_empty());
     // The user's app fetches it: delivered, then read.
     app.get(&token, "/api/v1/me/messages").await.ok(200);
@@ -62,7 +53,7 @@ async fn unclaimed_users_get_whatsapp_with_the_text_and_links() {
     let text = app.send_text(&key, PHONE, "Your parcel ships today").await.ok(201)["message_id"].as_i64().unwrap();
     let m = app.delivered(&key, text).await;
     assert_eq!((m["state"].as_str(), m["channel"].as_str()), (Some("sent"), Some("whatsapp")));
-    assert_eq!(channels(&m), vec![pair("whatsapp", "sent")]);
+    assert_eq!(attempts(&m), vec![pair("whatsapp", "sent")]);
     let link = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "link", "link_url": "https://example.com/offer", "body": "Half price"})).await;
     app.delivered(&key, link.ok(201)["message_id"].as_i64().unwrap()).await;
     let html = app
@@ -117,20 +108,20 @@ async fn otp_priority_goes_straight_to_sms_when_offline() {
     let key = app.partner("acme").await;
     let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "Code 1234", "priority": "otp"})).await;
     let m = app.delivered(&key, r.ok(201)["message_id"].as_i64().unwrap()).await;
-    assert_eq!(channels(&m), vec![pair("sms", "sent")]);
+    assert_eq!(attempts(&m), vec![pair("sms", "sent")]);
     assert!(app.sink(PHONE, "whatsapp").await.is_empty());
     // A claimed user who is online gets it in the hub; offline, by SMS.
     let token = app.login(PHONE).await;
     app.get(&token, "/api/v1/me/forms").await.ok(200);
     let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "Code 5678", "priority": "otp"})).await;
     assert_eq!(
-        channels(&app.delivered(&key, r.ok(201)["message_id"].as_i64().unwrap()).await),
+        attempts(&app.delivered(&key, r.ok(201)["message_id"].as_i64().unwrap()).await),
         vec![pair("inapp", "sent")]
     );
     app.clock.advance_ms(301_000);
     let r = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "Code 9999", "priority": "otp"})).await;
     assert_eq!(
-        channels(&app.delivered(&key, r.ok(201)["message_id"].as_i64().unwrap()).await),
+        attempts(&app.delivered(&key, r.ok(201)["message_id"].as_i64().unwrap()).await),
         vec![pair("sms", "sent")]
     );
 }
@@ -144,7 +135,7 @@ async fn real_providers_are_called_with_their_api_shapes() {
     // Inside the 24-hour window: free-form WhatsApp text may go.
     app.whatsapp_wrote(PHONE).await;
     let id = app.send_text(&key, PHONE, "via whatsapp").await.ok(201)["message_id"].as_i64().unwrap();
-    assert_eq!(channels(&app.delivered(&key, id).await), vec![pair("whatsapp", "sent")]);
+    assert_eq!(attempts(&app.delivered(&key, id).await), vec![pair("whatsapp", "sent")]);
     let got = wa.received();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].path, "/12345/messages");
@@ -156,7 +147,7 @@ async fn real_providers_are_called_with_their_api_shapes() {
     assert!(body["text"]["body"].as_str().unwrap().contains("via whatsapp"));
     let otp = app.post(&key, "/api/v1/messages", json!({"phone": PHONE, "body": "code 42", "priority": "otp"})).await;
     assert_eq!(
-        channels(&app.delivered(&key, otp.ok(201)["message_id"].as_i64().unwrap()).await),
+        attempts(&app.delivered(&key, otp.ok(201)["message_id"].as_i64().unwrap()).await),
         vec![pair("sms", "sent")]
     );
     let got = sms.received();
@@ -178,14 +169,14 @@ async fn whatsapp_failure_or_timeout_falls_back_to_sms_and_both_failing_is_faile
     app.whatsapp_wrote(PHONE).await;
     let id = app.send_text(&key, PHONE, "try wa").await.ok(201)["message_id"].as_i64().unwrap();
     let m = app.delivered(&key, id).await;
-    assert_eq!(channels(&m), vec![pair("whatsapp", "failed"), pair("sms", "sent")]);
+    assert_eq!(attempts(&m), vec![pair("whatsapp", "failed"), pair("sms", "sent")]);
     assert_eq!((m["state"].as_str(), m["channel"].as_str()), (Some("sent"), Some("sms")));
     assert!(m["attempts"][0]["error"].as_str().unwrap().contains("500"));
     // A timeout is a failed attempt too.
     wa.set(200, 2_000);
     let id = app.send_text(&key, PHONE, "slow wa").await.ok(201)["message_id"].as_i64().unwrap();
     let m = app.delivered(&key, id).await;
-    assert_eq!(channels(&m), vec![pair("whatsapp", "failed"), pair("sms", "sent")]);
+    assert_eq!(attempts(&m), vec![pair("whatsapp", "failed"), pair("sms", "sent")]);
     assert!(m["attempts"][0]["error"].as_str().unwrap().contains("timed out"), "{}", m["attempts"][0]);
     // Both failing: failed, with a message.status for it.
     wa.set(500, 0);
@@ -193,7 +184,7 @@ async fn whatsapp_failure_or_timeout_falls_back_to_sms_and_both_failing_is_faile
     let id = app.send_text(&key, PHONE, "nobody home").await.ok(201)["message_id"].as_i64().unwrap();
     let m = app.delivered(&key, id).await;
     assert_eq!(m["state"], "failed");
-    assert_eq!(channels(&m), vec![pair("whatsapp", "failed"), pair("sms", "failed")]);
+    assert_eq!(attempts(&m), vec![pair("whatsapp", "failed"), pair("sms", "failed")]);
     let pid = hubbub_host::store::partners::find_by_code(&app.state.db, "acme").await.unwrap().unwrap().id;
     let events = outbox::list_for_target(&app.state.db, Target::Partner(pid), Some("message.status")).await.unwrap();
     assert!(events.iter().any(|(_, _, p)| p["message_id"] == id && p["state"] == "failed"));
@@ -226,7 +217,7 @@ async fn several_hosts_on_one_database_deliver_each_message_once() {
     }
     for id in &ids {
         let m = a.delivered(&key, *id).await;
-        assert_eq!(channels(&m), vec![pair("whatsapp", "sent")], "message {id}");
+        assert_eq!(attempts(&m), vec![pair("whatsapp", "sent")], "message {id}");
     }
     let sent: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM dev_sink WHERE channel = 'whatsapp'")
         .fetch_one(a.state.db.reader())
@@ -414,7 +405,7 @@ async fn provider_receipts_are_verified_and_move_messages() {
     eventually("the SMS fallback", || async { app.message(&key, later).await["channel"] == "sms" }).await;
     let m = app.message(&key, later).await;
     assert_eq!(m["state"], "sent");
-    assert_eq!(channels(&m), vec![pair("whatsapp", "failed"), pair("sms", "sent")]);
+    assert_eq!(attempts(&m), vec![pair("whatsapp", "failed"), pair("sms", "sent")]);
     assert!(m["attempts"][0]["error"].as_str().unwrap().contains("131026"));
     let texts: Vec<HashMap<String, String>> =
         sms.received().iter().map(|r| serde_urlencoded::from_bytes(&r.body).unwrap()).collect();

@@ -7,19 +7,9 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{FakeServer, TestApp, eventually};
+use crate::common::{FakeServer, TestApp, attempts, eventually};
 
 const PHONE: &str = "+15551230000";
-
-/// (channel, state) of each attempt.
-fn attempts(m: &Value) -> Vec<(String, String)> {
-    m["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| (a["channel"].as_str().unwrap().to_string(), a["state"].as_str().unwrap().to_string()))
-        .collect()
-}
 
 fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
     list.iter().map(|(c, s)| (c.to_string(), s.to_string())).collect()

@@ -2,27 +2,13 @@
 // non-extractable, the CryptoKey kept in IndexedDB (structured clone keeps it unexportable).
 import { auth, post } from "./api";
 import { encode, generateDeviceKey, type DeviceKey } from "./e2e";
+import { database } from "./idb";
 
 const DB = "hubbub";
 const STORE = "keys";
 
-function idb(): Promise<IDBDatabase> {
-  return new Promise((resolve, reject) => {
-    const req = indexedDB.open(DB, 1);
-    req.onupgradeneeded = () => req.result.createObjectStore(STORE);
-    req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error);
-  });
-}
-
-async function tx<T>(mode: IDBTransactionMode, f: (s: IDBObjectStore) => IDBRequest): Promise<T> {
-  const db = await idb();
-  return new Promise((resolve, reject) => {
-    const req = f(db.transaction(STORE, mode).objectStore(STORE));
-    req.onsuccess = () => resolve(req.result as T);
-    req.onerror = () => reject(req.error);
-  });
-}
+const run = database(DB, { [STORE]: undefined });
+const tx = <T>(mode: IDBTransactionMode, f: (s: IDBObjectStore) => IDBRequest<T>) => run(STORE, mode, f);
 
 let cached: Promise<DeviceKey> | null = null;
 

@@ -3,6 +3,7 @@
 // outbox here and is sent when the connection is back, each with its own idempotency key, so a retry (a
 // lost answer, a second tab) never writes it twice. Signing out empties both.
 import { useEffect, useState } from "preact/hooks";
+import { database } from "./idb";
 
 const DB = "hubbub-offline"; // apart from the device key's database (keystore.ts), which outlives a session
 const SAVED = "saved";
@@ -18,33 +19,7 @@ export interface Queued {
   error?: string;
 }
 
-let opened: Promise<IDBDatabase> | null = null;
-function db(): Promise<IDBDatabase> {
-  opened ??= new Promise((resolve, reject) => {
-    const req = indexedDB.open(DB, 1);
-    req.onupgradeneeded = () => {
-      req.result.createObjectStore(SAVED);
-      req.result.createObjectStore(OUTBOX, { keyPath: "key" });
-    };
-    req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error);
-  });
-  opened.catch(() => (opened = null));
-  return opened;
-}
-
-function run<T>(store: string, mode: IDBTransactionMode, f: (s: IDBObjectStore) => IDBRequest<T>): Promise<T> {
-  return db().then(
-    (d) =>
-      new Promise<T>((resolve, reject) => {
-        const tx = d.transaction(store, mode);
-        const req = f(tx.objectStore(store));
-        tx.oncomplete = () => resolve(req.result);
-        tx.onerror = () => reject(tx.error);
-        tx.onabort = () => reject(tx.error);
-      }),
-  );
-}
+const run = database(DB, { [SAVED]: undefined, [OUTBOX]: { keyPath: "key" } });
 
 // Offline or not: set by the outcome of each request (and the browser's online/offline events).
 let offline = false;

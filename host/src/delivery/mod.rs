@@ -255,6 +255,25 @@ struct Done {
     notify: Option<(Message, String)>,
 }
 
+impl Done {
+    /// What to write, with no alert slot to give back and nothing to push.
+    fn only(finished: Finished) -> Done {
+        Done { finished, release_alert: None, notify: None }
+    }
+}
+
+/// What a job records when it has not (yet) tried a channel or moved its message.
+fn unchanged(delivery: &Delivery, message: Message) -> Finished {
+    Finished {
+        message,
+        attempts: Vec::new(),
+        change: None,
+        at: delivery.now(),
+        event: events::message_status,
+        follow_up: None,
+    }
+}
+
 /// Delivers one claimed message: routes it, tries its channels, and answers what to record.
 async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Error> {
     let db = &delivery.db;
@@ -262,15 +281,7 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
     let message_id = message.id;
     if message.state != MessageState::Queued {
         // Already moved on (e.g. the user's app fetched it first): the job ends.
-        let finished = Finished {
-            message,
-            attempts: Vec::new(),
-            change: None,
-            at: delivery.now(),
-            event: events::message_status,
-            follow_up: None,
-        };
-        return Ok(Done { finished, release_alert: None, notify: None });
+        return Ok(Done::only(unchanged(delivery, message)));
     }
     let recipient = Recipient {
         claimed: found.claimed,
@@ -470,16 +481,9 @@ async fn continue_after_receipt(delivery: &Delivery, found: ToDeliver, resume: &
     let (message, partner_name) = (found.message, found.partner_name);
     let alert = resume == "alert_sms";
     let still_out = message.state == MessageState::Sent && message.channel == Some(Channel::Whatsapp);
-    let mut finished = Finished {
-        message,
-        attempts: Vec::new(),
-        change: None,
-        at: delivery.now(),
-        event: events::message_status,
-        follow_up: None,
-    };
+    let mut finished = unchanged(delivery, message);
     if !alert && !still_out {
-        return Ok(Done { finished, release_alert: None, notify: None });
+        return Ok(Done::only(finished));
     }
     let message = &finished.message;
     let text = if alert {
@@ -512,16 +516,9 @@ const AFTER_HUB: &str = "after_hub";
 async fn after_hub(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Error> {
     let (message, partner_name) = (found.message, found.partner_name);
     let waiting = message.state == MessageState::Sent && message.channel == Some(Channel::Inapp);
-    let mut finished = Finished {
-        message,
-        attempts: Vec::new(),
-        change: None,
-        at: delivery.now(),
-        event: events::message_status,
-        follow_up: None,
-    };
+    let mut finished = unchanged(delivery, message);
     if !waiting || !messages::claim_hub_fallback(&delivery.db, finished.message.id, delivery.now()).await? {
-        return Ok(Done { finished, release_alert: None, notify: None });
+        return Ok(Done::only(finished));
     }
     let message = &finished.message;
     for channel in [Channel::Whatsapp, Channel::Sms] {
@@ -541,7 +538,7 @@ async fn after_hub(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::
         }
     }
     finished.at = delivery.now();
-    Ok(Done { finished, release_alert: None, notify: None })
+    Ok(Done::only(finished))
 }
 
 #[cfg(test)]

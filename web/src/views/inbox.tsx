@@ -257,15 +257,17 @@ function Body({ m, full }: { m: Message; full: boolean }) {
   const text = m.rendered_body ?? m.body;
   const caption = text ? <p class="text">{text}</p> : null;
   switch (m.content_type) {
-    case "image":
+    case "image": {
+      const alt = viewable(m).alt;
       return (
         <>
-          <button type="button" class="media-open" onClick={() => openViewer(viewables(m), m.ref)} aria-label={`Open the image full size: ${viewable(m).alt}`}>
-            <img class="media" src={mediaSrc(m)} alt={viewable(m).alt} loading="lazy" />
+          <button type="button" class="media-open" onClick={() => openViewer(viewables(m), m.ref)} aria-label={`Open the image full size: ${alt}`}>
+            <img class="media" src={mediaSrc(m)} alt={alt} loading="lazy" />
           </button>
           {caption}
         </>
       );
+    }
     case "audio":
       return (
         <>
