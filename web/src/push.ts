@@ -2,6 +2,7 @@
 // host its PushSubscription (POST /me/push/subscriptions); the service worker (public/sw.js) shows what
 // arrives and tells the host it arrived. Asked for only when the user chooses to, never on first load.
 import { api, get, post } from "./api";
+import { decode } from "./e2e";
 
 export type PushState = "unsupported" | "blocked" | "on" | "off";
 interface PushSettings {
@@ -10,11 +11,6 @@ interface PushSettings {
 }
 
 export const pushSupported = () => "serviceWorker" in navigator && "PushManager" in window && "Notification" in window;
-
-function keyBytes(b64url: string): Uint8Array {
-  const s = atob(b64url.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((b64url.length + 3) % 4));
-  return Uint8Array.from(s, (c) => c.charCodeAt(0));
-}
 
 async function registration(): Promise<ServiceWorkerRegistration | undefined> {
   return navigator.serviceWorker.getRegistration();
@@ -36,7 +32,7 @@ export async function turnOnPush(): Promise<PushState> {
   if (permission !== "granted") return permission === "denied" ? "blocked" : "off";
   const reg = await navigator.serviceWorker.ready;
   const { vapid_public_key } = await get<PushSettings>("/me/push");
-  const key = keyBytes(vapid_public_key);
+  const key = decode("the VAPID key", vapid_public_key);
   let sub = await reg.pushManager.getSubscription();
   const same = sub?.options?.applicationServerKey && new Uint8Array(sub.options.applicationServerKey).every((b, i) => b === key[i]);
   if (sub && !same) {
