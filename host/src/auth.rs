@@ -140,7 +140,7 @@ impl FromRequestParts<AppState> for UserAuth {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         match credential(parts, state).await? {
             Credential::User(claims) => {
-                state.presence.touch(&state.db, &claims.sub, state.now()).await?;
+                state.presence.touch(&claims.sub, state.now()).await?;
                 Ok(UserAuth {
                     phone: claims.sub,
                     device: claims.dev,

@@ -96,6 +96,7 @@ impl AppState {
         AppState {
             progress: crate::store::flows::progress_writer(db.clone()),
             delivered: crate::messages::delivered_writer(db.clone()),
+            presence: Arc::new(crate::store::devices::PresenceNotes::new(db.clone())),
             payments,
             db,
             config,
@@ -109,7 +110,6 @@ impl AppState {
             code_limits,
             workers: Arc::new(crate::health::WorkerHealth::default()),
             broadcast_wake: Arc::new(Notify::new()),
-            presence: Arc::default(),
             revocations: Arc::default(),
             streams,
             wakes: Arc::default(),

@@ -44,6 +44,7 @@ use crate::names::{Direction, MessageState, SessionKind, UserEventKind};
 use crate::secrets::{digest, random_alnum};
 use crate::state::AppState;
 use crate::store::conversations::Conversation;
+use crate::store::messages::Message;
 use crate::store::user_events::{self, Ticket, UserEvent, Wakes};
 use crate::store::{Backend, Db, conversations, flows, messages};
 
@@ -145,7 +146,7 @@ async fn event_stream(
         Some(id) if id > newest || id < 0 => (newest, true),
         Some(id) => (id, id < newest && oldest.is_none_or(|o| id + 1 < o)),
     };
-    state.presence.touch(&state.db, &ticket.phone, now).await?;
+    state.presence.touch(&ticket.phone, now).await?;
     let wake = state.wakes.watch(&ticket.phone);
     tracing::debug!(phone_suffix = %suffix(&ticket.phone), after, reset, "event stream opened");
     let live = Live {
@@ -154,7 +155,10 @@ async fn event_stream(
         after,
         pending: VecDeque::new(),
         wake,
-        heartbeat: Duration::from_millis(state.config.stream_heartbeat_ms.max(10)),
+        // Each stream's beat is its own, between 3/4 and all of the interval: streams opened together
+        // (a host restarted, a broadcast's readers) do not all note their presence in the same instant.
+        heartbeat: Duration::from_millis(state.config.stream_heartbeat_ms.max(10))
+            .mul_f64(rand::random_range(0.75..=1.0)),
         reset,
         over: false,
         _slot: slot,
@@ -211,12 +215,12 @@ impl Live {
             let woken = self.wake.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            match user_events::since(&self.state.db, &self.ticket.phone, self.after, BATCH).await {
+            match messages::events_since(&self.state.db, &self.ticket.phone, self.after, BATCH).await {
                 Ok(events) if !events.is_empty() => {
-                    for event in events {
+                    for (event, message) in events {
                         self.after = event.seq;
                         let device = self.ticket.device.as_deref();
-                        if let Some((rendered, carried)) = render(&self.state.db, &event, device).await {
+                        if let Some((rendered, carried)) = render(&self.state.db, &event, message, device).await {
                             self.pending.push_back(rendered);
                             if let Some(message_id) = carried {
                                 self.delivered(message_id);
@@ -233,7 +237,7 @@ impl Live {
                 _ = &mut woken => {}
                 _ = tokio::time::sleep(self.heartbeat) => {
                     let now = self.state.now();
-                    if let Err(error) = self.state.presence.touch(&self.state.db, &self.ticket.phone, now).await {
+                    if let Err(error) = self.state.presence.touch(&self.ticket.phone, now).await {
                         tracing::warn!(%error, "an event stream could not note the user's presence");
                     }
                     if signed_out(&self.state, &self.ticket).await.unwrap_or(false) {
@@ -271,27 +275,33 @@ impl Drop for Live {
         // The user was here until now: the offline timer (HUBBUB_OFFLINE_AFTER_S) starts as the stream ends.
         let state = self.state.clone();
         tokio::spawn(async move {
-            if let Err(error) = state.presence.touch(&state.db, &phone, state.now()).await {
+            if let Err(error) = state.presence.touch(&phone, state.now()).await {
                 tracing::warn!(%error, "a closing event stream could not note the user's presence");
             }
         });
     }
 }
 
-/// An event as the stream sends it, with the message it hands to the device when that one was not
-/// delivered yet (a hub message, an agent's message in a conversation); `None` when what it is about is gone.
-async fn render(db: &Db, event: &UserEvent, device: Option<&str>) -> Option<(Event, Option<i64>)> {
+/// An event as the stream sends it (with `message`, the message it is about, read with it), and the message
+/// it hands to the device when that one was not delivered yet (a hub message, an agent's message in a
+/// conversation); `None` when what it is about is gone.
+async fn render(
+    db: &Db,
+    event: &UserEvent,
+    message: Option<Message>,
+    device: Option<&str>,
+) -> Option<(Event, Option<i64>)> {
     let mut carried = None;
     let body: Value = match event.kind {
         UserEventKind::MessageCreated | UserEventKind::MessageUpdated => {
-            let m = messages::find_any(db, event.subject_id).await.ok()??;
+            let m = message?;
             if event.kind == UserEventKind::MessageCreated {
                 carried = Some(m.id);
             }
             serde_json::to_value(MessageRecord::for_device(&m, device)).ok()?
         }
         UserEventKind::ConversationMessage => {
-            let m = messages::find_any(db, event.subject_id).await.ok()??;
+            let m = message?;
             let c = conversations::find_by_id(db, m.conversation_id?).await.ok()??;
             if m.direction == Direction::Out && MessageState::UNDELIVERED.contains(&m.state) {
                 carried = Some(m.id);

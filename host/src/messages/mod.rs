@@ -109,16 +109,26 @@ pub type HandedOver = (i64, Millis);
 /// becomes `delivered`, many streams' messages in one transaction, so an open stream costs the send path
 /// a share of a transaction instead of one of its own.
 pub fn delivered_writer(db: Db) -> crate::store::writer::GroupCommit<HandedOver, Option<Message>> {
-    crate::store::writer::GroupCommit::spawn(db, 256, |tx, (id, now)| {
-        Box::pin(store::advance_in(
-            tx,
-            *id,
-            MessageState::Delivered,
-            Some(Channel::Inapp),
-            *now,
-            events::message_status,
-        ))
-    })
+    use crate::store::writer::{GroupCommit, Writes};
+    GroupCommit::spawn_with(
+        db,
+        256,
+        Writes {
+            // The batch: one read of its messages and one update per step, whatever its size.
+            batch: Some(|tx, items| {
+                Box::pin(async move {
+                    let ids: Vec<i64> = items.iter().map(|(id, _)| *id).collect();
+                    let now = items.iter().map(|(_, at)| *at).max().unwrap_or_default();
+                    let inapp = Some(Channel::Inapp);
+                    store::advance_many_in(tx, &ids, MessageState::Delivered, inapp, now, events::message_status).await
+                })
+            }),
+            one: |tx, (id, now)| {
+                let inapp = Some(Channel::Inapp);
+                Box::pin(store::advance_in(tx, *id, MessageState::Delivered, inapp, *now, events::message_status))
+            },
+        },
+    )
 }
 
 /// The user has read these messages in the app: each walks the hub path to `read` (each step with its

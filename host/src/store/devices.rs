@@ -41,41 +41,69 @@ pub async fn ensure_device_in(
 /// How often one phone's activity is written at most.
 pub const PRESENCE_INTERVAL_MS: Millis = 15_000;
 
-/// Writes activity of `phone`, leaving a row more recent than [`PRESENCE_INTERVAL_MS`] alone (another
-/// host may have written it). Called only through [`PresenceNotes::touch`].
-async fn touch_presence(db: &Db, phone: &str, now: Millis) -> Result<(), sqlx::Error> {
-    sqlx::query(const_format::concatcp!(
-        "INSERT INTO presence (phone, last_seen_at) VALUES ($1, $2) ON CONFLICT (phone) DO UPDATE \
-         SET last_seen_at = excluded.last_seen_at WHERE presence.last_seen_at < excluded.last_seen_at - ",
-        PRESENCE_INTERVAL_MS
-    ))
-    .bind(phone)
-    .bind(now)
-    .execute(db.writer())
-    .await?;
-    Ok(())
+/// Writes the activity of many phones in one statement, leaving a row more recent than
+/// [`PRESENCE_INTERVAL_MS`] alone (another host may have written it). Called only through
+/// [`PresenceNotes::touch`]'s group commit.
+fn touch_presence_many<'a>(
+    tx: &'a mut sqlx::Transaction<'static, sqlx::Any>,
+    touches: &'a [(String, Millis)],
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<()>, sqlx::Error>> + Send + 'a>> {
+    Box::pin(async move {
+        // One row per phone (the latest), or the upsert would touch a row twice.
+        let mut latest: std::collections::BTreeMap<&str, Millis> = std::collections::BTreeMap::new();
+        for (phone, at) in touches {
+            let slot = latest.entry(phone.as_str()).or_insert(*at);
+            *slot = (*slot).max(*at);
+        }
+        let backend = super::backend_of(tx);
+        let sql = format!(
+            "INSERT INTO presence (phone, last_seen_at) VALUES {} ON CONFLICT (phone) DO UPDATE \
+             SET last_seen_at = excluded.last_seen_at WHERE presence.last_seen_at < excluded.last_seen_at - {}",
+            super::rows(latest.len(), "(?, ?)"),
+            PRESENCE_INTERVAL_MS
+        );
+        let mut upsert = super::query_rows(backend, &sql, latest.len());
+        for (phone, at) in &latest {
+            upsert = upsert.bind(*phone).bind(*at);
+        }
+        upsert.execute(&mut **tx).await?;
+        Ok(vec![(); touches.len()])
+    })
 }
 
 /// When this host last wrote each phone's activity, so that a `/me` call within
 /// [`PRESENCE_INTERVAL_MS`] of the last write sends no statement at all (a write statement, even one
 /// that changes nothing, waits for the database's one writer). Once it holds
-/// `PRUNE_AT` phones, those written longer ago than the interval are forgotten.
-#[derive(Default)]
+/// `PRUNE_AT` phones, those written longer ago than the interval are forgotten. What is written goes
+/// through a group commit: ten thousand open streams' heartbeats cost the writer a few transactions, not
+/// ten thousand.
 pub struct PresenceNotes {
     written: std::sync::Mutex<std::collections::HashMap<String, Millis>>,
+    writes: super::writer::GroupCommit<(String, Millis), ()>,
 }
 
 impl PresenceNotes {
     /// How many phones it holds before it forgets those written longer ago than the interval.
     const PRUNE_AT: usize = 100_000;
 
-    /// Notes activity of `phone` (any `/me` call): writes it, unless this host did within the interval.
-    pub async fn touch(&self, db: &Db, phone: &str, now: Millis) -> Result<(), sqlx::Error> {
+    pub fn new(db: Db) -> PresenceNotes {
+        let writes = super::writer::Writes {
+            batch: Some(touch_presence_many),
+            one: |tx, touch| {
+                Box::pin(async move { touch_presence_many(tx, std::slice::from_ref(touch)).await.map(|_| ()) })
+            },
+        };
+        PresenceNotes { written: Default::default(), writes: super::writer::GroupCommit::spawn_with(db, 512, writes) }
+    }
+
+    /// Notes activity of `phone` (any `/me` call, an open stream): writes it, unless this host did within
+    /// the interval.
+    pub async fn touch(&self, phone: &str, now: Millis) -> Result<(), sqlx::Error> {
         let recent = |at: Millis| (0..PRESENCE_INTERVAL_MS).contains(&(now - at));
         if self.written().get(phone).copied().is_some_and(recent) {
             return Ok(());
         }
-        touch_presence(db, phone, now).await?;
+        self.writes.write((phone.to_string(), now)).await?;
         let mut written = self.written();
         if written.len() >= Self::PRUNE_AT {
             written.retain(|_, at| recent(*at));

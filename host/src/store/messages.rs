@@ -38,9 +38,10 @@ pub struct Message {
     pub created_at: Millis,
 }
 
-const COLUMNS: &str = "SELECT m.id, m.ref, m.partner_id, p.code AS partner_code, m.phone, m.direction, \
+const COLUMN_LIST: &str = "m.id, m.ref, m.partner_id, p.code AS partner_code, m.phone, m.direction, \
     m.content_type, m.body, m.rendered_body, m.template_code, m.lang, m.priority, m.content, m.state, \
     m.channel, m.seq, m.conversation_id, m.developer_id, m.created_at, m.request_hash";
+const COLUMNS: &str = const_format::concatcp!("SELECT ", COLUMN_LIST);
 const FROM: &str = " FROM messages m JOIN partners p ON p.id = m.partner_id ";
 const SELECT: &str = const_format::concatcp!(COLUMNS, FROM);
 
@@ -544,6 +545,49 @@ pub async fn advance_in(
     Ok(moved)
 }
 
+/// [`advance_in`] for many messages at once (the group commit of messages handed to devices): one read of
+/// them all, then per step of the hub path one update of those at that step (with its history rows and
+/// events). Answers, for each id in order, the message after the last step it took, or `None` when it did
+/// not move (already there or past it, failed, gone, or an id given twice).
+pub async fn advance_many_in(
+    tx: &mut Transaction<'_, Any>,
+    ids: &[i64],
+    target: MessageState,
+    channel: Option<Channel>,
+    now: Millis,
+    event: fn(&Message, Millis) -> Value,
+) -> Result<Vec<Option<Message>>, sqlx::Error> {
+    const HUB_PATH: [MessageState; 4] = MessageState::HUB_PATH;
+    let Some(end) = HUB_PATH.iter().position(|s| *s == target) else { return Ok(vec![None; ids.len()]) };
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let backend = super::backend_of(tx);
+    let sql = format!("{SELECT}WHERE m.id IN ({})", vec!["?"; ids.len()].join(", "));
+    let mut read = super::query_rows(backend, &sql, ids.len());
+    for id in ids {
+        read = read.bind(*id);
+    }
+    let mut current: std::collections::HashMap<i64, Message> = read
+        .fetch_all(&mut **tx)
+        .await?
+        .iter()
+        .map(from_row)
+        .map(|m| m.map(|m| (m.id, m)))
+        .collect::<Result<_, _>>()?;
+    let mut moved = std::collections::HashMap::new();
+    for step in 1..=end {
+        let at_step: Vec<&Message> = current.values().filter(|m| m.state == HUB_PATH[step - 1]).collect();
+        let stepped =
+            transition_read_in(tx, &at_step, &HUB_PATH[step - 1..step], HUB_PATH[step], channel, now, event).await?;
+        for m in stepped {
+            current.insert(m.id, m.clone());
+            moved.insert(m.id, m);
+        }
+    }
+    Ok(ids.iter().map(|id| moved.remove(id)).collect())
+}
+
 /// The ids of the partner's messages among `ids` (others' ids are dropped), or all of a phone's.
 pub async fn partner_message_ids(
     db: &Db,
@@ -595,6 +639,46 @@ pub async fn find_media(db: &Db, id: &str) -> Result<Option<StoredMedia>, sqlx::
         })
     })
     .transpose()
+}
+
+/// The user's events after `after` (oldest first, at most `limit`), each with the message it is about when
+/// it is about one (`message.*`, `conversation.message`; `None` when that message is gone): one read for
+/// what an event stream sends, instead of one for the events and one per message.
+pub async fn events_since(
+    db: &Db,
+    phone: &str,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<(super::user_events::UserEvent, Option<Message>)>, sqlx::Error> {
+    const SQL: &str = const_format::concatcp!(
+        "SELECT e.seq AS event_seq, e.kind AS event_kind, e.subject_id AS event_subject, \
+         e.created_at AS event_at, ",
+        COLUMN_LIST,
+        " FROM user_events e LEFT JOIN messages m ON m.id = e.subject_id AND e.kind IN ('",
+        UserEventKind::MessageCreated.as_str(),
+        "', '",
+        UserEventKind::MessageUpdated.as_str(),
+        "', '",
+        UserEventKind::ConversationMessage.as_str(),
+        "') LEFT JOIN partners p ON p.id = m.partner_id \
+         WHERE e.phone = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3"
+    );
+    let rows = sqlx::query(SQL).bind(phone).bind(after).bind(limit).fetch_all(db.reader()).await?;
+    rows.iter()
+        .map(|r| {
+            let event = super::user_events::UserEvent {
+                seq: r.try_get("event_seq")?,
+                kind: decode_name(r, "event_kind")?,
+                subject_id: r.try_get("event_subject")?,
+                created_at: r.try_get("event_at")?,
+            };
+            let message = match r.try_get::<Option<i64>, _>("id")? {
+                Some(_) => Some(from_row(r)?),
+                None => None,
+            };
+            Ok((event, message))
+        })
+        .collect()
 }
 
 /// A message by id, whoever sent it (delivery workers).

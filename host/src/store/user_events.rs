@@ -93,28 +93,6 @@ pub struct UserEvent {
     pub created_at: Millis,
 }
 
-/// The user's events after `after` (oldest first, at most `limit`).
-pub async fn since(db: &Db, phone: &str, after: i64, limit: i64) -> Result<Vec<UserEvent>, sqlx::Error> {
-    let rows = sqlx::query(
-        "SELECT seq, kind, subject_id, created_at FROM user_events WHERE phone = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-    )
-    .bind(phone)
-    .bind(after)
-    .bind(limit)
-    .fetch_all(db.reader())
-    .await?;
-    rows.iter()
-        .map(|r| {
-            Ok(UserEvent {
-                seq: r.try_get("seq")?,
-                kind: super::decode_name(r, "kind")?,
-                subject_id: r.try_get("subject_id")?,
-                created_at: r.try_get("created_at")?,
-            })
-        })
-        .collect()
-}
-
 /// The user's newest event number (0 when none was ever recorded), and the oldest still kept.
 pub async fn bounds(db: &Db, phone: &str) -> Result<(i64, Option<i64>), sqlx::Error> {
     let last: Option<i64> = sqlx::query_scalar("SELECT last FROM user_event_seqs WHERE phone = $1")
