@@ -28,23 +28,19 @@ pub const SEARCH_WORD_CHARS: usize = 64;
 pub const SEARCH_CHARS: usize = 600;
 
 /// What someone typed in a search box, as the text indexes take it: its words (runs of letters and
-/// digits), lower case, each matched as the start of a word; `q` names the field when there is none or too many.
+/// digits), lower case, each matched as the start of a word. As a search box does, it takes what it can
+/// rather than refusing: the first [`SEARCH_WORDS`] words, each cut to its first [`SEARCH_WORD_CHARS`]
+/// characters (still the start of the same words); no word at all is a search that matches nothing (empty).
+/// Only a text longer than [`SEARCH_CHARS`] is refused, on `q`.
 pub fn search_words(q: &str) -> Result<Vec<String>, Invalid> {
     if q.chars().count() > SEARCH_CHARS {
         return Err(Invalid::new("q", format!("q is at most {SEARCH_CHARS} characters")));
     }
-    let words: Vec<String> =
-        q.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
-    if words.is_empty() {
-        return Err(Invalid::new("q", "q needs at least one word (letters or digits)"));
-    }
-    if words.len() > SEARCH_WORDS {
-        return Err(Invalid::new("q", format!("q takes at most {SEARCH_WORDS} words")));
-    }
-    if words.iter().any(|w| w.chars().count() > SEARCH_WORD_CHARS) {
-        return Err(Invalid::new("q", format!("a word of q is at most {SEARCH_WORD_CHARS} characters")));
-    }
-    Ok(words)
+    Ok(q.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(SEARCH_WORDS)
+        .map(|w| w.chars().take(SEARCH_WORD_CHARS).collect::<String>().to_lowercase())
+        .collect())
 }
 
 impl Invalid {
@@ -84,16 +80,19 @@ mod tests {
         assert_eq!(search_words("  Late PARCEL, #42!").unwrap(), ["late", "parcel", "42"]);
         assert_eq!(search_words("Zoë's café").unwrap(), ["zoë", "s", "café"]);
         assert_eq!(search_words("\"* OR NEAR(").unwrap(), ["or", "near"]);
-        assert_eq!(search_words("?!").unwrap_err().field, "q");
-        assert!(search_words("a b c d e f g h i").is_err());
-        assert!(search_words(&"x".repeat(65)).is_err());
-        assert!(search_words(&format!("word{}", " ".repeat(600))).is_err());
+        assert!(search_words("?!").unwrap().is_empty(), "no word: a search that matches nothing");
+        assert_eq!(search_words("a b c d e f g h i").unwrap(), ["a", "b", "c", "d", "e", "f", "g", "h"]);
+        assert_eq!(search_words(&"x".repeat(65)).unwrap(), ["x".repeat(64)]);
+        assert_eq!(search_words(&format!("word{}", " ".repeat(600))).unwrap_err().field, "q");
     }
 
     #[test]
     fn urls() {
         assert!(is_http_url("https://cdn.example.com/a.png") && is_http_url("http://localhost:8080/x"));
         assert!(!is_http_url("ftp://example.com/a") && !is_http_url("not a url") && !is_http_url("https://"));
+        let long = format!("https://hooks.example.com/{}", "a".repeat(MAX_URL));
+        assert_eq!(check_public_url(&long, false).unwrap_err(), "must be at most 2048 characters");
+        assert!(check_public_url(&long[..MAX_URL], false).is_ok());
     }
 }
 
@@ -191,9 +190,15 @@ pub fn is_global_unicast(ip: std::net::IpAddr) -> bool {
     }
 }
 
+/// The longest URL stored (webhooks, media, links, push endpoints).
+pub const MAX_URL: usize = 2048;
+
 /// The URL rule for webhook and media URLs: HTTPS to a public host; in dev mode `http://localhost` and
 /// `http://127.0.0.1` too. Names are resolved later, where the URL is used; this checks the text.
 pub fn check_public_url(raw: &str, dev: bool) -> Result<reqwest::Url, &'static str> {
+    if raw.len() > MAX_URL {
+        return Err("must be at most 2048 characters");
+    }
     if has_control_chars(raw) {
         return Err("must not contain control characters");
     }

@@ -57,6 +57,12 @@ async fn create_read_rotate_and_scope_bot_credentials() {
     app.post(&key, "/api/v1/bots", json!({"code": "y", "name": "y", "runtime_mode": "webhook"}))
         .await
         .field_error("webhook_url");
+    // Webhook mode on a bot that has no URL: the request is well formed, the bot's state is in the way (409);
+    // webhook mode while clearing the URL contradicts itself (422).
+    let to_webhook = json!({"runtime_mode": "webhook"});
+    app.request(Method::PATCH, "/api/v1/bots/helper", Some(&key), Some(&to_webhook)).await.error(409, "conflict");
+    let cleared = json!({"runtime_mode": "webhook", "webhook_url": ""});
+    app.request(Method::PATCH, "/api/v1/bots/helper", Some(&key), Some(&cleared)).await.field_error("webhook_url");
     // Read with the partner key or the bot's own token; never the secrets.
     let got = app.get(&key, "/api/v1/bots/helper").await;
     assert_eq!(got.ok(200)["bot"]["code"], "helper");

@@ -2,9 +2,12 @@
 # Proves a Python client generated from docs/openapi.json by openapi-python-client installs, imports and
 # works: in a temporary directory (a virtualenv there; nothing global changes) it installs the pinned
 # generator, generates the client with --fail-on-warning (any warning about the document fails the check),
-# installs the generated package and, with no network (an in-process httpx transport answers), builds an
-# AuthenticatedClient, a SendMessage, and calls send_message and list_messages, checking the request sent
-# and the typed Message / Error / ListMessage parsed from the answers.
+# installs the generated package and
+#  1. with no network (an in-process httpx transport answers) builds an AuthenticatedClient, a SendMessage,
+#     and calls send_message and list_messages, checking the request sent and the typed Message / Error /
+#     ListMessage parsed from the answers;
+#  2. against a running host (target/debug/hubbub, or $HUBBUB_BIN; dev mode, a temporary SQLite database)
+#     links an account, sends it a message, lists with `limit`, and reads a 422 as a typed Error.
 #
 #   bash tests/clients/python.sh              (OPC_VERSION=… to try another generator version)
 set -euo pipefail
@@ -135,9 +138,52 @@ error = send_message.sync(client=client, body=SendMessage(phone="0800", body="x"
 assert isinstance(error, Error), error
 assert error.error.code == "validation" and error.error.field == "phone", error
 
-page = list_messages.sync(client=client, phone=PHONE, state=MessageState.DELIVERED, limit="10")
+page = list_messages.sync(client=client, phone=PHONE, state=MessageState.DELIVERED, limit=10)
 assert isinstance(page, ListMessage), page
 assert [m.message_id for m in page.data] == [42] and page.data[0].state == MessageState.DELIVERED, page
 assert len(sent) == 3
 PY
-echo "python client (openapi-python-client $OPC_VERSION): generated without warnings, installed, send_message / list_messages / Error typed"
+
+# 2. Against a running host.
+hubbub="${HUBBUB_BIN:-$repo/target/debug/hubbub}"
+port="$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+export HUBBUB_DATABASE_URL="sqlite://$work/hubbub.db?mode=rwc" HUBBUB_LISTEN="127.0.0.1:$port" HUBBUB_DEV=1
+export HUBBUB_JWT_SECRET="python-client-run-secret-of-32-bytes-or-more" HUBBUB_LOG=warn
+export HUBBUB_COMPONENT_CACHE_DIR="$work/components"
+key="$("$hubbub" partner create --code acme --name Acme | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["api_key"])')"
+"$hubbub" serve >"$work/server.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; rm -rf "$work"' EXIT
+for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+HUBBUB_URL="http://127.0.0.1:$port" HUBBUB_KEY="$key" "$venv/python" - <<'PY'
+import os
+
+from hubbub_api_client import AuthenticatedClient
+from hubbub_api_client.api.accounts import link
+from hubbub_api_client.api.messages import list_messages, send_message
+from hubbub_api_client.models import AccountLink, Error, Linked, ListMessage, Message, SendMessage
+
+client = AuthenticatedClient(base_url=os.environ["HUBBUB_URL"], token=os.environ["HUBBUB_KEY"])
+PHONE = "+15551239876"
+
+linked = link.sync(client=client, body=AccountLink(phone=PHONE, display_name="Ada"))
+assert isinstance(linked, Linked), linked
+assert linked.linked and linked.account.phone == PHONE and linked.account.display_name == "Ada", linked
+
+ids = []
+for text in ("first", "second"):
+    sent = send_message.sync(client=client, body=SendMessage(phone=PHONE, body=text))
+    assert isinstance(sent, Message), sent
+    assert sent.phone == PHONE and sent.body == text, sent
+    ids.append(sent.message_id)
+
+page = list_messages.sync(client=client, phone=PHONE, limit=1)
+assert isinstance(page, ListMessage), page
+assert [m.message_id for m in page.data] == [ids[1]] and page.next_cursor, page
+rest = list_messages.sync(client=client, phone=PHONE, limit=1, cursor=page.next_cursor)
+assert [m.message_id for m in rest.data] == [ids[0]], rest
+
+error = link.sync(client=client, body=AccountLink(phone="0800"))
+assert isinstance(error, Error) and error.error.code == "validation" and error.error.field == "phone", error
+PY
+echo "python client (openapi-python-client $OPC_VERSION): generated without warnings, installed; send_message / list_messages / Error typed offline; link / send / list with limit / a 422 against a running host"

@@ -51,7 +51,7 @@ export async function deliveredTo(hubbub: HubbubClient, phone: string): Promise<
   let cursor: string | undefined;
   do {
     const { data, error, response } = await hubbub.GET("/api/v1/messages", {
-      params: { query: { phone, state: "delivered", limit: "100", cursor } },
+      params: { query: { phone, state: "delivered", limit: 100, cursor } },
     });
     if (error) throw toError(response.status, error);
     for (const m of data.data) {

@@ -148,7 +148,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Update name, runtime_mode, webhook_url, channels, allowed_ips (empty clears). */
+        /**
+         * Update name, runtime_mode, webhook_url, channels, allowed_ips (empty clears).
+         * @description Webhook mode needs a URL: a change that would leave a bot in webhook mode without one is 409 (give
+         *     `webhook_url`, or `runtime_mode: local`).
+         */
         patch: operations["update_bot"];
         trace?: never;
     };
@@ -1959,6 +1963,23 @@ export interface components {
             required?: boolean | null;
             /** @enum {string} */
             type?: "char" | "text" | "number" | "date" | "selection" | "boolean" | "email" | "phone";
+        } & ({
+            options: components["schemas"]["Choice"][];
+            /** @enum {string} */
+            type: "selection";
+        } | {
+            options?: null;
+            /** @enum {string} */
+            type?: "char" | "text" | "number" | "date" | "boolean" | "email" | "phone";
+        });
+        /** @description Link a user: the account is created when it does not exist yet. */
+        AccountLink: {
+            display_name?: string | null;
+            /** @description Values of the partner's account fields (`/settings/account-fields`). */
+            fields?: Record<string, never> | null;
+            /** @description Send the user an SMS invitation (unclaimed accounts only). */
+            invite?: boolean | null;
+            phone: string;
         };
         /** @enum {string} */
         AccountState: "unclaimed" | "claimed";
@@ -2117,7 +2138,13 @@ export interface components {
             message_ids?: number[] | null;
             /** @description Every message to this user (E.164). */
             phone?: string | null;
-        };
+        } & ({
+            message_ids: number[];
+            phone?: null;
+        } | {
+            message_ids?: null;
+            phone: string;
+        });
         /** @description An approved template developers may send. */
         CatalogTemplate: {
             /** @description The text, with `{{name}}` variables. */
@@ -2230,8 +2257,14 @@ export interface components {
             code: string;
             name: string;
             runtime_mode?: components["schemas"]["RuntimeMode"] | null;
-            /** @description Required in webhook mode. */
             webhook_url?: string | null;
+        } | {
+            /** @enum {string|null} */
+            runtime_mode?: "local" | null;
+        } | {
+            /** @enum {string} */
+            runtime_mode: "webhook";
+            webhook_url: string;
         };
         /** @description Content fields as for a message; no phone, no encryption. */
         CreateBroadcast: components["schemas"]["SendMessage"] & {
@@ -2249,7 +2282,7 @@ export interface components {
             category: components["schemas"]["Category"];
             channel: components["schemas"]["Channel"];
             code: string;
-            /** @description `en` when absent: a language tag such as `en`, `pt-BR`, `es_419`. */
+            /** @description `en` when absent or empty: a language tag such as `en`, `pt-BR`, `es_419`. */
             lang?: string | null;
         };
         /** @description The partner's delivery settings. */
@@ -2321,7 +2354,10 @@ export interface components {
         };
         /** @description A developer sign-up, or the start of a sign-in. */
         DevSignup: {
-            /** @description Stored only when the code this call sends verifies the sign-up; a sign-in never changes it. */
+            /**
+             * @description Stored only when the code this call sends verifies the sign-up; a sign-in never changes it. Empty is
+             *     none.
+             */
             email?: string | null;
             phone: string;
         };
@@ -2924,6 +2960,7 @@ export interface components {
             /** @description This device's id (1-128 of A-Z a-z 0-9 . _ : -); a new one when absent. */
             device_uuid?: string | null;
             phone: string;
+            /** @description A label such as `ios` or `web`: at most 32 characters. */
             platform?: string | null;
         };
         /** @description A partner, by code and name. */
@@ -3015,9 +3052,18 @@ export interface components {
         };
         /** @enum {string} */
         ProviderName: "dev" | "stripe";
+        /** @description An agent device's identity key to publish: as [`PublishKey`], with the device named. */
+        PublishAgentKey: {
+            /** @description 1-128 of A-Z a-z 0-9 . _ : -: the agent's browser or app names itself. */
+            device_uuid: string;
+            /** @description base64url (padding optional) of a 32-byte X25519 public key */
+            identity_key_pub: string;
+            /** @description A label such as `ios` or `web`: at most 32 characters. */
+            platform?: string | null;
+        };
         /** @description A device's identity key to publish. */
         PublishKey: {
-            /** @description 1-128 of A-Z a-z 0-9 . _ : -. Users: defaults to the token's device, else a new one. Agents: required. */
+            /** @description 1-128 of A-Z a-z 0-9 . _ : -. Defaults to the token's device, else a new one. */
             device_uuid?: string | null;
             /** @description base64url (padding optional) of a 32-byte X25519 public key */
             identity_key_pub: string;
@@ -3125,17 +3171,12 @@ export interface components {
             allowed_ips?: string | null;
             /** @description A new webhook secret, shown once in the answer. */
             rotate_secret?: boolean | null;
-            /** @description HTTPS, resolving to public addresses only (localhost in dev mode). */
             webhook_url: string;
         };
         /** @description Where events go. The secret is created on first use, and again when rotated. */
         SetWebhook: {
             /** @description A new secret replaces the current one. */
             rotate_secret?: boolean | null;
-            /**
-             * @description HTTPS (localhost in dev mode), with a host that resolves only to public addresses; null or empty
-             *     clears it.
-             */
             webhook_url?: string | null;
         };
         /** @description message {text}; menu {style: button|list, text, sections: [{title, items: [{id, label, description}]}]}; flow_screen {screen: {id, title, kind: form|input|select, fields: [form field]}}; payment {payment: {id (the bot's), ref (pay_…), amount_minor, currency, description, state, checkout_url}}: send the user to checkout_url, the outcome reaches the bot from the payment provider; flow_completed {summary} */
@@ -3159,8 +3200,7 @@ export interface components {
         Subscribe: {
             /** @description The device, when the token names none. */
             device_uuid?: string | null;
-            /** @description The push service's URL for this device: HTTPS at a public address. */
-            endpoint: string | null;
+            endpoint: string;
             /**
              * Format: double
              * @description When the push service ends it (milliseconds since the epoch), if it says; not used.
@@ -3250,8 +3290,12 @@ export interface components {
             channels?: components["schemas"]["Channel"][] | null;
             name?: string | null;
             runtime_mode?: components["schemas"]["RuntimeMode"] | null;
-            /** @description Required in webhook mode; empty clears it. */
             webhook_url?: string | null;
+        } | {
+            /** @enum {string|null} */
+            runtime_mode?: "local" | null;
+        } | {
+            webhook_url?: string;
         };
         /** @description The one change a partner makes to a conversation: closing it. */
         UpdateConversation: {
@@ -3450,7 +3494,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Link"];
+                "application/json": components["schemas"]["AccountLink"];
             };
         };
         responses: {
@@ -3509,7 +3553,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["PublishKey"];
+                "application/json": components["schemas"]["PublishAgentKey"];
             };
         };
         responses: {
@@ -3713,6 +3757,7 @@ export interface operations {
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
@@ -3988,8 +4033,8 @@ export interface operations {
     list_broadcasts: {
         parameters: {
             query?: {
-                /** @description Page size: default 50, at most 200 (larger is clamped). */
-                limit?: string;
+                /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
+                limit?: number;
                 /** @description The `next_cursor` of the previous page. */
                 cursor?: string;
             };
@@ -4114,8 +4159,8 @@ export interface operations {
                 state?: "open" | "pending" | "closed" | "";
                 /** @description Search in subject, contact and message bodies. */
                 q?: string;
-                /** @description Page size: default 50, at most 200 (larger is clamped). */
-                limit?: string;
+                /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
+                limit?: number;
                 /** @description The `next_cursor` of the previous page. */
                 cursor?: string;
             };
@@ -4369,8 +4414,8 @@ export interface operations {
                 /** @description Only texts to this phone (E.164). */
                 phone?: string;
                 channel?: "sms" | "whatsapp" | "";
-                /** @description Page size: default 50, at most 200 (larger is clamped). */
-                limit?: string;
+                /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
+                limit?: number;
                 /** @description The `next_cursor` of the previous page. */
                 cursor?: string;
             };
@@ -4810,11 +4855,12 @@ export interface operations {
             query?: {
                 /**
                  * @description Search: every word must start a word of the text (its body, subject, preview, link, file name), in any
-                 *     case and with or without accents; at most 8 words. Encrypted messages are not searched.
+                 *     case and with or without accents. Words are runs of letters and digits; the first 8 count, each up to
+                 *     its first 64 characters; a `q` with no word matches nothing. Encrypted messages are not searched.
                  */
                 q?: string;
-                /** @description Page size: default 50, at most 200 (larger is clamped). */
-                limit?: string;
+                /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
+                limit?: number;
                 /** @description The `next_cursor` of the previous page. */
                 cursor?: string;
             };
@@ -5342,11 +5388,12 @@ export interface operations {
             query?: {
                 /**
                  * @description Search: every word must start a word of the text (its body, subject, preview, link, file name), in any
-                 *     case and with or without accents; at most 8 words. Encrypted messages are not searched.
+                 *     case and with or without accents. Words are runs of letters and digits; the first 8 count, each up to
+                 *     its first 64 characters; a `q` with no word matches nothing. Encrypted messages are not searched.
                  */
                 q?: string;
-                /** @description Page size: default 50, at most 200 (larger is clamped). */
-                limit?: string;
+                /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
+                limit?: number;
                 /** @description The `next_cursor` of the previous page. */
                 cursor?: string;
                 /** @description The reading device, when the token names none */
@@ -5606,8 +5653,8 @@ export interface operations {
                 state?: components["schemas"]["MessageState"];
                 /** @description Search in body and phone. */
                 q?: string;
-                /** @description Page size: default 50, at most 200 (larger is clamped). */
-                limit?: string;
+                /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
+                limit?: number;
                 /** @description The `next_cursor` of the previous page. */
                 cursor?: string;
             };
@@ -5818,8 +5865,8 @@ export interface operations {
                 bot?: string;
                 /** @description Only payments of this phone (E.164). */
                 phone?: string;
-                /** @description Page size: default 50, at most 200 (larger is clamped). */
-                limit?: string;
+                /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
+                limit?: number;
                 /** @description The `next_cursor` of the previous page. */
                 cursor?: string;
             };
@@ -6286,8 +6333,8 @@ export interface operations {
     list_templates: {
         parameters: {
             query?: {
-                /** @description Page size: default 50, at most 200 (larger is clamped). */
-                limit?: string;
+                /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
+                limit?: number;
                 /** @description The `next_cursor` of the previous page. */
                 cursor?: string;
             };
@@ -6408,8 +6455,8 @@ export interface operations {
                 state?: "pending" | "succeeded" | "failed" | "dead" | "";
                 /** @description Only deliveries of this event (`message.status`, …). */
                 event?: string;
-                /** @description Page size: default 50, at most 200 (larger is clamped). */
-                limit?: string;
+                /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
+                limit?: number;
                 /** @description The `next_cursor` of the previous page. */
                 cursor?: string;
             };

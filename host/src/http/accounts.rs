@@ -125,6 +125,7 @@ pub async fn user_account(state: &AppState, account: &Account) -> ApiResult<Acco
 
 /// Link a user: the account is created when it does not exist yet.
 #[derive(Deserialize, ToSchema)]
+#[schema(as = AccountLink)]
 struct Link {
     #[schema(value_type = String, required = true, pattern = "^\\+[1-9][0-9]{6,14}$")]
     phone: Option<String>,

@@ -78,7 +78,12 @@ fn phone_field(phone: Option<&str>) -> ApiResult<String> {
 struct Signup {
     #[schema(value_type = String, required = true, pattern = "^\\+[1-9][0-9]{6,14}$")]
     phone: Option<String>,
-    /// Stored only when the code this call sends verifies the sign-up; a sign-in never changes it.
+    /// Stored only when the code this call sends verifies the sign-up; a sign-in never changes it. Empty is
+    /// none.
+    #[schema(
+        max_length = 318,
+        pattern = "^([!-?A-~]{1,64}@(?=[^@]{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+)?$"
+    )]
     email: Option<String>,
 }
 

@@ -70,9 +70,9 @@ impl From<&AgentDevice> for DeviceKeyRecord {
 #[derive(Deserialize, ToSchema)]
 struct PublishKey {
     /// base64url (padding optional) of a 32-byte X25519 public key
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, pattern = "^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]=?$")]
     identity_key_pub: Option<String>,
-    /// 1-128 of A-Z a-z 0-9 . _ : -. Users: defaults to the token's device, else a new one. Agents: required.
+    /// 1-128 of A-Z a-z 0-9 . _ : -. Defaults to the token's device, else a new one.
     #[schema(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
     device_uuid: Option<String>,
     /// A label such as `ios` or `web`: at most 32 characters.
@@ -80,10 +80,24 @@ struct PublishKey {
     platform: Option<String>,
 }
 
-/// The optional `platform` label of a device.
-fn platform(raw: Option<&str>) -> ApiResult<Option<String>> {
+/// An agent device's identity key to publish: as [`PublishKey`], with the device named.
+#[derive(Deserialize, ToSchema)]
+struct PublishAgentKey {
+    /// base64url (padding optional) of a 32-byte X25519 public key
+    #[schema(value_type = String, required = true, pattern = "^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]=?$")]
+    identity_key_pub: Option<String>,
+    /// 1-128 of A-Z a-z 0-9 . _ : -: the agent's browser or app names itself.
+    #[schema(value_type = String, required = true, pattern = "^[A-Za-z0-9._:-]{1,128}$")]
+    device_uuid: Option<String>,
+    /// A label such as `ios` or `web`: at most 32 characters.
+    #[schema(max_length = 32)]
+    platform: Option<String>,
+}
+
+/// The optional `platform` label of a device (at sign-in too).
+pub(super) fn platform(raw: Option<&str>) -> ApiResult<Option<String>> {
     match raw.map(str::trim).filter(|p| !p.is_empty()) {
-        Some(p) if p.len() > 32 => Err(ApiError::validation("platform", "platform is at most 32 characters")),
+        Some(p) if p.chars().count() > 32 => Err(ApiError::validation("platform", "platform is at most 32 characters")),
         p => Ok(p.map(str::to_string)),
     }
 }
@@ -122,13 +136,13 @@ async fn publish_user_key(
     path = "/agent/devices/keys",
     tag = "e2e",
     security(("partnerKey" = [])),
-    request_body = PublishKey,
+    request_body = PublishAgentKey,
     responses((status = 201, description = "The agent device", body = DeviceKeyRecord))
 )]
 async fn publish_agent_key(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
-    ApiJson(req): ApiJson<PublishKey>,
+    ApiJson(req): ApiJson<PublishAgentKey>,
 ) -> ApiResult<(StatusCode, Json<DeviceKeyRecord>)> {
     let device_uuid = encryption::device_uuid(req.device_uuid.as_deref(), "device_uuid")?;
     let key = encryption::identity_key(req.identity_key_pub.as_deref())?;

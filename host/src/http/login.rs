@@ -73,7 +73,10 @@ struct Verify {
     #[schema(value_type = String, required = true, pattern = "\\S")]
     code: Option<String>,
     /// This device's id (1-128 of A-Z a-z 0-9 . _ : -); a new one when absent.
+    #[schema(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
     device_uuid: Option<String>,
+    /// A label such as `ios` or `web`: at most 32 characters.
+    #[schema(max_length = 32)]
     platform: Option<String>,
 }
 
@@ -118,7 +121,8 @@ async fn verify(
         Some(d) => crate::encryption::device_uuid(Some(d), "device_uuid")?,
         None => uuid::Uuid::new_v4().to_string(),
     };
-    let platform = req.platform.as_deref().map(str::trim).filter(|p| !p.is_empty());
+    let platform = super::keys::platform(req.platform.as_deref())?;
+    let platform = platform.as_deref();
     otp::verify(&state.codes(), &phone, "login", code).await?;
 
     let claimed = |partner: &str, at| events::account_claimed(partner, &phone, at);

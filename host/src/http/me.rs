@@ -81,6 +81,9 @@ async fn my_inbox(
 ) -> ApiResult<Json<List<MessageRecord>>> {
     let page = page.page()?;
     let words = search.words()?;
+    if words.as_ref().is_some_and(Vec::is_empty) {
+        return Ok(Json(List::empty()));
+    }
     let mut rows = messages::list_hub(&state.db, &user.phone, words.as_deref(), page.before, page.fetch()).await?;
     // The app now has these messages: they are delivered, in the hub.
     let shown = rows.len().min(page.limit as usize);

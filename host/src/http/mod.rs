@@ -196,7 +196,26 @@ pub async fn json_object<S: Send + Sync>(req: Request, state: &S) -> Result<Valu
     if !value.is_object() {
         return Err(ApiError::bad_request("body must be a JSON object"));
     }
+    let mut value = value;
+    whole_numbers_as_integers(&mut value);
     Ok(value)
+}
+
+/// JSON has one kind of number: `3.0` is the integer 3 (JSON Schema says so too, and the document's
+/// `integer` fields promise to take it), while serde would refuse it for an `i64`. Numbers with no
+/// fraction, within the range a double holds exactly, become integers; others stay as they are.
+fn whole_numbers_as_integers(value: &mut Value) {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    match value {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64().filter(|f| n.is_f64() && f.fract() == 0.0 && f.abs() <= EXACT) {
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        Value::Object(map) => map.values_mut().for_each(whole_numbers_as_integers),
+        _ => {}
+    }
 }
 
 /// Deserialises a JSON value, naming the field at fault on a type mismatch.
@@ -230,7 +249,8 @@ impl QueryMap {
 
     /// `limit` (default 50, clamped to 1..=200) and `cursor` (an id to continue below).
     pub fn page(&self) -> Result<Page, ApiError> {
-        let limit = match self.text("limit") {
+        // `limit=` (empty) is a mistake, not "no limit": the document says an integer.
+        let limit = match self.0.get("limit").map(|v| v.trim()) {
             None => DEFAULT_LIMIT,
             Some(v) => v
                 .parse::<i64>()
@@ -264,13 +284,15 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
 #[into_params(parameter_in = Query)]
 pub struct SearchParams {
     /// Search: every word must start a word of the text (its body, subject, preview, link, file name), in any
-    /// case and with or without accents; at most 8 words. Encrypted messages are not searched.
+    /// case and with or without accents. Words are runs of letters and digits; the first 8 count, each up to
+    /// its first 64 characters; a `q` with no word matches nothing. Encrypted messages are not searched.
     #[param(max_length = 600)]
     q: Option<String>,
 }
 
 impl SearchParams {
-    /// The words searched for, if any (`422` on `q` when it has none, or too many).
+    /// The words searched for, if a search was asked for (empty: one that matches nothing); `422` on `q`
+    /// when it is too long.
     pub fn words(self) -> Result<Option<Vec<String>>, ApiError> {
         match query_text(self.q) {
             Some(q) => Ok(Some(crate::validate::search_words(&q)?)),
@@ -283,9 +305,11 @@ impl SearchParams {
 #[derive(Debug, Default, serde::Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct PageParams {
-    /// Page size: default 50, at most 200 (larger is clamped).
+    /// Page size: default 50; below 1 counts as 1, above 200 as 200.
+    #[param(value_type = Option<i64>)]
     limit: Option<String>,
     /// The `next_cursor` of the previous page.
+    #[param(pattern = "^(c[1-9][0-9]{0,17})?$")]
     cursor: Option<String>,
 }
 
@@ -325,6 +349,42 @@ pub struct List<T> {
     pub next_cursor: Option<String>,
 }
 
+/// What the document says of a webhook URL (`validate::check_public_url`, one pattern for every field that
+/// takes one): HTTPS to a named host that is not `localhost`, without spaces or control characters. The
+/// host must also resolve to public addresses only, checked when it is set (not expressible here; 422 on
+/// the field). In dev mode `http://localhost` is taken too.
+const PUBLIC_URL_PATTERN: &str = "^https://(?!localhost([:/?#]|$))(?![^/?#]*\\.localhost([:/?#]|$))(?!([^/?#]*\\.)?xn--)\
+    ([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(:[1-9][0-9]{0,3})?([/?#][!-~]*)?$";
+
+/// A webhook URL that must be given.
+pub fn public_url_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .pattern(Some(PUBLIC_URL_PATTERN))
+        .max_length(Some(crate::validate::MAX_URL))
+        .build()
+}
+
+/// A webhook URL that may be left out: null or empty is none (or clears it).
+pub fn optional_public_url_schema() -> utoipa::openapi::Object {
+    let either = format!("^$|{}", PUBLIC_URL_PATTERN);
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+            utoipa::openapi::Type::String,
+            utoipa::openapi::Type::Null,
+        ]))
+        .pattern(Some(either))
+        .max_length(Some(crate::validate::MAX_URL))
+        .build()
+}
+
+impl<T> List<T> {
+    /// The one page of a list with nothing in it.
+    pub fn empty() -> List<T> {
+        List { data: Vec::new(), next_cursor: None }
+    }
+}
+
 pub const DEFAULT_LIMIT: i64 = 50;
 pub const MAX_LIMIT: i64 = 200;
 
@@ -350,16 +410,26 @@ impl Page {
     }
 }
 
+/// A cursor: `c` and the id to continue below, as [`PageParams`]'s pattern says (`^c[1-9][0-9]{0,17}$`; empty is none):
+/// a client learns from the document what the server accepts, and every string the pattern matches works.
 fn encode_cursor(id: i64) -> String {
-    URL_SAFE_NO_PAD.encode(format!("id:{id}"))
+    format!("c{id}")
 }
 
+/// A cursor of [`encode_cursor`]'s form, or one from before it (base64url of `id:{id}`), so that a client paging
+/// through a list across the upgrade carries on.
 fn decode_cursor(cursor: &str) -> Result<i64, ApiError> {
-    URL_SAFE_NO_PAD
-        .decode(cursor)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .and_then(|s| s.strip_prefix("id:").and_then(|n| n.parse().ok()))
+    let current = cursor
+        .strip_prefix('c')
+        .filter(|n| n.len() <= 18 && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit()));
+    let earlier = || {
+        let text = String::from_utf8(URL_SAFE_NO_PAD.decode(cursor).ok()?).ok()?;
+        text.strip_prefix("id:")?.parse::<i64>().ok()
+    };
+    current
+        .and_then(|n| n.parse::<i64>().ok())
+        .or_else(earlier)
+        .filter(|id| *id > 0)
         .ok_or_else(|| ApiError::validation("cursor", "cursor is not one this API returned"))
 }
 
@@ -371,6 +441,31 @@ pub fn parse_id(raw: &str, what: &str) -> Result<i64, ApiError> {
 #[cfg(test)]
 mod tests {
     use axum::body::Body;
+    use base64::Engine as _;
+
+    #[test]
+    fn a_whole_number_written_with_a_fraction_is_an_integer() {
+        let body = serde_json::json!({"a": 3.0, "b": [1.5, -2.0, 1e3], "c": {"d": 9.5e15}, "e": "3.0"});
+        let mut read = body;
+        super::whole_numbers_as_integers(&mut read);
+        assert_eq!(read, serde_json::json!({"a": 3, "b": [1.5, -2, 1000], "c": {"d": 9.5e15}, "e": "3.0"}));
+        assert!(read["a"].is_i64() && read["b"][2].is_i64() && read["c"]["d"].is_f64());
+    }
+
+    #[test]
+    fn a_cursor_is_c_and_an_id_and_one_from_before_still_works() {
+        assert_eq!(super::encode_cursor(42), "c42");
+        assert_eq!(super::decode_cursor("c42").ok(), Some(42));
+        assert_eq!(
+            super::decode_cursor(&super::encode_cursor(999_999_999_999_999_999)).ok(),
+            Some(999_999_999_999_999_999)
+        );
+        let earlier = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("id:42");
+        assert_eq!(super::decode_cursor(&earlier).ok(), Some(42));
+        for bad in ["", "c", "c0", "c01", "c-1", "c1x", "42", "zzz", "c9999999999999999999"] {
+            assert!(super::decode_cursor(bad).is_err(), "{bad:?} is not a cursor");
+        }
+    }
     use axum::routing::get;
     use tower::ServiceExt;
 

@@ -199,6 +199,7 @@ fn finish(derived: utoipa::openapi::OpenApi) -> Value {
         })
         .collect();
     doc["components"]["responses"] = Value::Object(responses);
+    rules_between_fields(&mut doc);
     for (path, ops) in doc["paths"].as_object_mut().expect("paths") {
         for operation in ops.as_object_mut().into_iter().flat_map(|ops| ops.values_mut()) {
             common_errors(operation);
@@ -206,6 +207,61 @@ fn finish(derived: utoipa::openapi::OpenApi) -> Value {
         }
     }
     doc
+}
+
+/// Rules between the fields of a request body that a derive cannot say, added to their schemas so that a
+/// client (and schemathesis) learns them before a 422: each is a JSON Schema `anyOf`/`oneOf` of the
+/// combinations the handler takes.
+fn rules_between_fields(doc: &mut Value) {
+    // Each branch is a whole object schema with typed properties, as code generators want them.
+    let object = |required: &[&str], properties: Value| json!({ "type": "object", "required": required, "properties": properties });
+    let none = json!({ "type": "null" });
+    let field_types: Vec<&str> =
+        crate::forms::ACCOUNT_FIELD_TYPES.iter().copied().filter(|t| *t != "selection").collect();
+    let rules = [
+        // `POST /messages/read`: the ids, or a phone, not both.
+        (
+            "BulkRead",
+            json!({ "oneOf": [
+                object(&["message_ids"], json!({ "message_ids": { "type": "array", "items": { "type": "integer" } }, "phone": none })),
+                object(&["phone"], json!({ "phone": { "type": "string" }, "message_ids": none })),
+            ] }),
+        ),
+        // `POST /bots`: a bot in webhook mode needs the URL its events go to.
+        (
+            "CreateBot",
+            json!({ "anyOf": [
+                object(&[], json!({ "runtime_mode": { "type": ["string", "null"], "enum": ["local", null] } })),
+                object(&["runtime_mode", "webhook_url"], json!({
+                    "runtime_mode": { "type": "string", "enum": ["webhook"] },
+                    "webhook_url": { "type": "string", "minLength": 1 },
+                })),
+            ] }),
+        ),
+        // `PATCH /bots/{code}`: webhook mode is not asked for while clearing the URL.
+        (
+            "UpdateBot",
+            json!({ "anyOf": [
+                object(&[], json!({ "runtime_mode": { "type": ["string", "null"], "enum": ["local", null] } })),
+                object(&[], json!({ "webhook_url": { "type": "string", "minLength": 1 } })),
+            ] }),
+        ),
+        // Account fields: a selection has its options, and only a selection has options.
+        (
+            "AccountFieldInput",
+            json!({ "oneOf": [
+                object(&["type", "options"], json!({
+                    "type": { "type": "string", "enum": ["selection"] },
+                    "options": { "type": "array", "minItems": 1, "items": { "$ref": "#/components/schemas/Choice" } },
+                })),
+                object(&[], json!({ "type": { "type": "string", "enum": field_types }, "options": none })),
+            ] }),
+        ),
+    ];
+    for (name, rule) in rules {
+        let schema = doc["components"]["schemas"][name].as_object_mut().unwrap_or_else(|| panic!("no schema {name}"));
+        schema.extend(rule.as_object().expect("a rule is an object").clone());
+    }
 }
 
 /// The events partners receive (OpenAPI `webhooks`), each POSTed signed to the partner's URL: the payload

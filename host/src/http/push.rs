@@ -20,9 +20,6 @@ use crate::state::AppState;
 use crate::store::push;
 use crate::webpush;
 
-/// The longest endpoint taken (push services' are a few hundred characters).
-const MAX_ENDPOINT: usize = 2048;
-
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(push_settings))
@@ -45,6 +42,7 @@ struct PushSettingsRecord {
 #[into_params(parameter_in = Query)]
 struct DeviceParam {
     /// The device, when the token names none.
+    #[param(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
     device_uuid: Option<String>,
 }
 
@@ -79,7 +77,7 @@ async fn push_settings(
 #[derive(Deserialize, ToSchema)]
 struct Subscribe {
     /// The push service's URL for this device: HTTPS at a public address.
-    #[schema(required = true, max_length = 2048)]
+    #[schema(schema_with = crate::http::public_url_schema, required = true)]
     endpoint: Option<String>,
     /// When the push service ends it (milliseconds since the epoch), if it says; not used.
     #[serde(default, rename = "expirationTime")]
@@ -88,6 +86,7 @@ struct Subscribe {
     #[schema(required = true)]
     keys: Option<SubscriptionKeys>,
     /// The device, when the token names none.
+    #[schema(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
     device_uuid: Option<String>,
 }
 
@@ -132,8 +131,11 @@ async fn subscribe(
     if endpoint.is_empty() {
         return Err(ApiError::validation("endpoint", "endpoint is required"));
     }
-    if endpoint.len() > MAX_ENDPOINT {
-        return Err(ApiError::validation("endpoint", format!("endpoint is at most {MAX_ENDPOINT} characters")));
+    if endpoint.len() > crate::validate::MAX_URL {
+        return Err(ApiError::validation(
+            "endpoint",
+            format!("endpoint is at most {} characters", crate::validate::MAX_URL),
+        ));
     }
     crate::webhooks::check_url(endpoint, state.config.dev)
         .await

@@ -71,7 +71,8 @@ struct CreateTemplate {
     code: Option<String>,
     #[schema(value_type = Channel, required = true)]
     channel: Option<Channel>,
-    /// `en` when absent: a language tag such as `en`, `pt-BR`, `es_419`.
+    /// `en` when absent or empty: a language tag such as `en`, `pt-BR`, `es_419`.
+    #[schema(pattern = "^([a-z]{2,3}([-_][A-Za-z0-9]{2,8})*)?$")]
     lang: Option<String>,
     #[schema(value_type = Category, required = true)]
     category: Option<Category>,

@@ -33,6 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub struct SetWebhook {
     /// HTTPS (localhost in dev mode), with a host that resolves only to public addresses; null or empty
     /// clears it.
+    #[schema(schema_with = crate::http::optional_public_url_schema)]
     webhook_url: Option<String>,
     /// A new secret replaces the current one.
     rotate_secret: Option<bool>,

@@ -33,6 +33,7 @@ pub(super) struct CreateBot {
     #[schema(value_type = Option<RuntimeMode>)]
     runtime_mode: Option<String>,
     /// Required in webhook mode.
+    #[schema(schema_with = crate::http::optional_public_url_schema)]
     webhook_url: Option<String>,
 }
 
@@ -166,7 +167,7 @@ pub(super) struct UpdateBot {
     #[schema(value_type = Option<RuntimeMode>)]
     runtime_mode: Option<String>,
     /// Required in webhook mode; empty clears it.
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = crate::http::optional_public_url_schema)]
     webhook_url: Option<Option<String>>,
     #[schema(value_type = Option<Vec<Channel>>, min_items = 1)]
     channels: Option<Vec<String>>,
@@ -189,13 +190,20 @@ fn set_allowed_ips(bot: &mut Bot, value: Option<&str>) -> ApiResult<()> {
 }
 
 /// Update name, runtime_mode, webhook_url, channels, allowed_ips (empty clears).
+///
+/// Webhook mode needs a URL: a change that would leave a bot in webhook mode without one is 409 (give
+/// `webhook_url`, or `runtime_mode: local`).
 #[utoipa::path(
     patch,
     path = "/bots/{code}",
     tag = "bots",
     security(("partnerKey" = [])),
     request_body = UpdateBot,
-    responses((status = 200, description = "The bot", body = BotResponse), (status = 404, response = E404))
+    responses(
+        (status = 200, description = "The bot", body = BotResponse),
+        (status = 404, response = E404),
+        (status = 409, response = crate::http::E409),
+    )
 )]
 pub(super) async fn update_bot(
     State(state): State<AppState>,
@@ -211,17 +219,24 @@ pub(super) async fn update_bot(
         }
         bot.name = name.to_string();
     }
-    if let Some(mode) = req.runtime_mode {
-        bot.runtime_mode = RuntimeMode::parse(&mode)
+    if let Some(mode) = &req.runtime_mode {
+        bot.runtime_mode = RuntimeMode::parse(mode)
             .ok_or_else(|| ApiError::validation("runtime_mode", "runtime_mode must be local or webhook"))?;
     }
+    // Webhook mode asked for while clearing the URL: the request contradicts itself (422). Otherwise a bot
+    // left in webhook mode without a URL is a clash with what is stored (409).
+    let contradicts = req.runtime_mode.as_deref().map(str::trim) == Some(RuntimeMode::Webhook.as_str())
+        && req.webhook_url.as_ref().is_some_and(|u| u.as_deref().is_none_or(|u| u.trim().is_empty()));
     if let Some(url) = req.webhook_url {
         let url = url.as_deref().map(str::trim).filter(|u| !u.is_empty());
         check_webhook_url(&state, url).await?;
         bot.webhook_url = url.map(str::to_string);
     }
     if bot.runtime_mode == RuntimeMode::Webhook && bot.webhook_url.is_none() {
-        return Err(ApiError::validation("webhook_url", "webhook_url is required in webhook runtime mode"));
+        return Err(match contradicts {
+            true => ApiError::validation("webhook_url", "webhook_url is required in webhook runtime mode"),
+            false => ApiError::conflict("a bot in webhook mode needs its webhook_url: give one, or runtime_mode local"),
+        });
     }
     if let Some(channels) = req.channels {
         if channels.is_empty() || channels.iter().any(|c| !CHANNELS.contains(&c.as_str())) {
@@ -295,7 +310,7 @@ pub(super) async fn rotate_bot_secret(
 #[schema(as = SetBotWebhook)]
 pub(super) struct SetWebhook {
     /// HTTPS, resolving to public addresses only (localhost in dev mode).
-    #[schema(value_type = String, required = true, pattern = "\\S")]
+    #[schema(schema_with = crate::http::public_url_schema, required = true)]
     webhook_url: Option<String>,
     /// A new webhook secret, shown once in the answer.
     rotate_secret: Option<bool>,

@@ -44,6 +44,9 @@ pub(super) async fn list_my_conversations(
 ) -> ApiResult<Json<List<ConversationRecord>>> {
     let page = page.page()?;
     let words = search.words()?;
+    if words.as_ref().is_some_and(Vec::is_empty) {
+        return Ok(Json(List::empty()));
+    }
     let rows = store::list_for_phone(&state.db, &user.phone, words.as_deref(), page.before, page.fetch()).await?;
     Ok(Json(page_of(&state, &page, rows, Reader::User).await?))
 }
@@ -52,7 +55,7 @@ pub(super) async fn list_my_conversations(
 #[derive(Deserialize, ToSchema)]
 pub(super) struct OpenConversation {
     /// The code of a partner the user's account is linked to.
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, pattern = "^[a-z0-9][a-z0-9_-]{0,63}$")]
     partner: Option<String>,
     #[schema(max_length = 200)]
     subject: Option<String>,
