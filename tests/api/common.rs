@@ -158,6 +158,13 @@ impl TestApp {
 
     /// Another host on the same database and the same clock (two machines whose clocks agree).
     pub async fn start_on_clock(db: Arc<TestDb>, clock: Arc<ManualClock>, adjust: impl FnOnce(&mut Config)) -> TestApp {
+        // `HUBBUB_TEST_LOG=warn` (any filter) prints the hosts' logs: what a 500 was.
+        static LOG: std::sync::Once = std::sync::Once::new();
+        LOG.call_once(|| {
+            if let Ok(filter) = std::env::var("HUBBUB_TEST_LOG") {
+                let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
+            }
+        });
         let mut config = test_config(&db.url);
         adjust(&mut config);
         let state = hubbub_host::prepare(config, clock.clone()).await.expect("host prepares");

@@ -74,23 +74,28 @@ pub struct Link {
 
 /// The user's app got these messages (its inbox): each one not delivered yet moves to `delivered` in the
 /// hub, in one transaction; `messages` are updated in place.
+///
+/// All of them move together, one statement per step (`advance_many_in`), so this transaction takes its
+/// locks in the same order as the delivery worker's (the messages, then the user's event counter): one
+/// message at a time, the two could each hold what the other waits for (a deadlock on PostgreSQL).
 pub async fn fetched_by_app(db: &Db, messages: &mut [Message], now: Millis) -> Result<(), sqlx::Error> {
+    let ids: Vec<i64> =
+        messages.iter().filter(|m| MessageState::UNDELIVERED.contains(&m.state)).map(|m| m.id).collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
     let mut tx = db.begin().await?;
-    for m in messages.iter_mut().filter(|m| MessageState::UNDELIVERED.contains(&m.state)) {
-        let moved = store::advance_in(
-            &mut tx,
-            m.id,
-            MessageState::Delivered,
-            Some(Channel::Inapp),
-            now,
-            events::message_status,
-        )
-        .await?;
-        if let Some(moved) = moved {
-            *m = moved;
+    let inapp = Some(Channel::Inapp);
+    let moved = store::advance_many_in(&mut tx, &ids, MessageState::Delivered, inapp, now, events::message_status);
+    let moved: std::collections::HashMap<i64, Message> =
+        moved.await?.into_iter().flatten().map(|m| (m.id, m)).collect();
+    tx.commit().await?;
+    for m in messages.iter_mut() {
+        if let Some(moved) = moved.get(&m.id) {
+            *m = moved.clone();
         }
     }
-    tx.commit().await
+    Ok(())
 }
 
 /// Moves a message forward along the hub path to `to` (the app opened or read it); `None` when it is there
@@ -134,12 +139,14 @@ pub fn delivered_writer(db: Db) -> crate::store::writer::GroupCommit<HandedOver,
 /// The user has read these messages in the app: each walks the hub path to `read` (each step with its
 /// event), in one transaction; answers those that moved.
 pub async fn read_in_hub(db: &Db, ids: &[i64], now: Millis) -> Result<Vec<Message>, sqlx::Error> {
-    let mut tx = db.begin().await?;
-    let mut moved = Vec::new();
-    for id in ids {
-        let m = store::advance_in(&mut tx, *id, MessageState::Read, Some(Channel::Inapp), now, events::message_status);
-        moved.extend(m.await?);
+    if ids.is_empty() {
+        return Ok(Vec::new());
     }
+    // All together, in the lock order of the delivery worker (see `fetched_by_app`).
+    let mut tx = db.begin().await?;
+    let moved =
+        store::advance_many_in(&mut tx, ids, MessageState::Read, Some(Channel::Inapp), now, events::message_status);
+    let moved: Vec<Message> = moved.await?.into_iter().flatten().collect();
     tx.commit().await?;
     Ok(moved)
 }

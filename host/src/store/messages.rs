@@ -545,9 +545,10 @@ pub async fn advance_in(
     Ok(moved)
 }
 
-/// [`advance_in`] for many messages at once (the group commit of messages handed to devices): one read of
-/// them all, then per step of the hub path one update of those at that step (with its history rows and
-/// events). Answers, for each id in order, the message after the last step it took, or `None` when it did
+/// [`advance_in`] for many messages at once (the group commit of messages handed to devices, the app's
+/// fetch and read): one read of them all, then per step of the hub path one update of those at that step
+/// (with its history rows and events). The updates lock the rows in the same order as every other update
+/// of several messages, before the user's event counter, so two such transactions never deadlock. Answers, for each id in order, the message after the last step it took, or `None` when it did
 /// not move (already there or past it, failed, gone, or an id given twice).
 pub async fn advance_many_in(
     tx: &mut Transaction<'_, Any>,
@@ -577,7 +578,9 @@ pub async fn advance_many_in(
         .collect::<Result<_, _>>()?;
     let mut moved = std::collections::HashMap::new();
     for step in 1..=end {
-        let at_step: Vec<&Message> = current.values().filter(|m| m.state == HUB_PATH[step - 1]).collect();
+        // Every message is offered to every step: the update's own `state IN (…)` decides, on the row as it
+        // is when this transaction gets it (the delivery worker may have moved it since it was read here).
+        let at_step: Vec<&Message> = current.values().collect();
         let stepped =
             transition_read_in(tx, &at_step, &HUB_PATH[step - 1..step], HUB_PATH[step], channel, now, event).await?;
         for m in stepped {
