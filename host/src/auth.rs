@@ -82,9 +82,16 @@ pub async fn authenticate(state: &AppState, token: &str) -> Result<Credential, A
         }
     } else if token.starts_with("sk_") {
         let hash = digest(token);
-        if let Some((partner, stored)) = partners::find_by_key_hash(&state.db, &hash).await?
+        if let Some((partner, key_id, stored)) = partners::find_by_key_hash(&state.db, &hash).await?
             && constant_time_eq(&stored, &hash)
         {
+            // The key's last use, written off the request's path (at most once a minute per key).
+            let (uses, db, now) = (state.key_uses.clone(), state.db.clone(), state.now());
+            tokio::spawn(async move {
+                if let Err(error) = uses.note(&db, key_id, now).await {
+                    tracing::warn!(%error, key_id, "a partner key's last use could not be written");
+                }
+            });
             return Ok(Credential::Partner(partner));
         }
     }

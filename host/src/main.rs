@@ -5,6 +5,7 @@ use std::sync::Arc;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use hubbub_host::clock::{Clock, SystemClock};
 use hubbub_host::config::Config;
+use hubbub_host::http::api_keys;
 use hubbub_host::names::TemplateStatus;
 use hubbub_host::store::{Db, partners, templates};
 use hubbub_host::{auth, events, secrets, validate};
@@ -142,10 +143,37 @@ enum PartnerCommand {
         #[command(flatten)]
         config: Config,
     },
-    /// Replace a partner's API key (the old one stops working) and print the new one once.
+    /// Replace all of a partner's API keys with one (every other key stops working) and print it once.
+    /// To replace a key without downtime, use create-key, move the clients, then revoke-key.
     RotateKey {
         #[arg(long)]
         code: String,
+        #[command(flatten)]
+        config: Config,
+    },
+    /// Add an API key beside the others and print it once: {"partner","key","api_key"}.
+    CreateKey {
+        #[arg(long)]
+        code: String,
+        /// What the key is for (shown in lists), e.g. "billing service".
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        config: Config,
+    },
+    /// List a partner's API keys (prefixes only), one JSON line each.
+    Keys {
+        #[arg(long)]
+        code: String,
+        #[command(flatten)]
+        config: Config,
+    },
+    /// Revoke one API key by its id (not the last one that works).
+    RevokeKey {
+        #[arg(long)]
+        code: String,
+        #[arg(long)]
+        id: i64,
         #[command(flatten)]
         config: Config,
     },
@@ -269,11 +297,42 @@ async fn main() -> anyhow::Result<()> {
         Command::Partner { command: PartnerCommand::RotateKey { code, config } } => {
             let db = Db::open(&config, 2).await?;
             let key = secrets::new_partner_key();
-            if !partners::replace_key(&db, &code, &secrets::digest(&key), &secrets::display_prefix(&key, "sk_")).await?
-            {
+            let (hash, prefix) = (secrets::digest(&key), secrets::display_prefix(&key, "sk_"));
+            if !partners::replace_key(&db, &code, &hash, &prefix, clock.now_ms()).await? {
                 anyhow::bail!("no partner with code {code:?}");
             }
             println!("{}", json!({ "partner": code, "api_key": key }));
+        }
+        Command::Partner { command: PartnerCommand::CreateKey { code, name, config } } => {
+            let name = api_keys::key_name(Some(&name)).map_err(|e| anyhow::anyhow!("--name: {}", e.message()))?;
+            let db = Db::open(&config, 2).await?;
+            let partner = partners::find_by_code(&db, &code)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no partner with code {code:?}"))?;
+            let key = secrets::new_partner_key();
+            let (hash, prefix) = (secrets::digest(&key), secrets::display_prefix(&key, "sk_"));
+            let created = partners::create_key(&db, partner.id, name, &hash, &prefix, clock.now_ms()).await?;
+            println!("{}", json!({ "partner": code, "key": api_keys::ApiKeyRecord::from(&created), "api_key": key }));
+        }
+        Command::Partner { command: PartnerCommand::Keys { code, config } } => {
+            let db = Db::open(&config, 2).await?;
+            let partner = partners::find_by_code(&db, &code)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no partner with code {code:?}"))?;
+            for key in partners::list_keys(&db, partner.id).await? {
+                println!("{}", json!(api_keys::ApiKeyRecord::from(&key)));
+            }
+        }
+        Command::Partner { command: PartnerCommand::RevokeKey { code, id, config } } => {
+            let db = Db::open(&config, 2).await?;
+            let partner = partners::find_by_code(&db, &code)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no partner with code {code:?}"))?;
+            match partners::revoke_key(&db, partner.id, id, clock.now_ms()).await? {
+                partners::Revoked::Done(key) => println!("{}", json!(api_keys::ApiKeyRecord::from(&key))),
+                partners::Revoked::NotFound => anyhow::bail!("partner {code:?} has no key {id}"),
+                partners::Revoked::LastKey => anyhow::bail!("key {id} is the last that works: create another first"),
+            }
         }
         Command::User { command: UserCommand::Token { phone, config } } => {
             if !validate::is_e164(&phone) {

@@ -58,6 +58,8 @@ pub struct AppState {
     pub(crate) presence: Arc<crate::store::devices::PresenceNotes>,
     /// What this host last read of each end user's "sign out everywhere".
     pub(crate) revocations: Arc<crate::store::tokens::RevocationNotes>,
+    /// When this host last wrote each partner key's `last_used_at`.
+    pub(crate) key_uses: Arc<crate::store::partners::KeyUses>,
     /// The event streams open on this host, and how they are woken.
     pub streams: Arc<crate::http::streams::Streams>,
     pub(crate) wakes: Arc<crate::store::user_events::Wakes>,
@@ -111,6 +113,7 @@ impl AppState {
             workers: Arc::new(crate::health::WorkerHealth::default()),
             broadcast_wake: Arc::new(Notify::new()),
             revocations: Arc::default(),
+            key_uses: Arc::default(),
             streams,
             wakes: Arc::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),

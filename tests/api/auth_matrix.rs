@@ -41,6 +41,9 @@ use Access::*;
 const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/accounts/link", Partner),
     ("GET", "/api/v1/accounts/{phone}", Partner),
+    ("GET", "/api/v1/api-keys", Partner),
+    ("POST", "/api/v1/api-keys", Partner),
+    ("DELETE", "/api/v1/api-keys/{id}", Partner),
     ("POST", "/api/v1/agent/devices/keys", Partner),
     ("POST", "/api/v1/agent/messages", Partner),
     ("POST", "/api/v1/auth/otp/start", Open),
@@ -258,6 +261,8 @@ struct Fixtures {
     conversation_ref: String,
     broadcast_id: i64,
     field_id: i64,
+    /// A second key of the owner's, for the revoke route (the owner's own key goes on working).
+    api_key_id: i64,
     delivery_id: String,
     flow_ref: String,
     chat_session: String,
@@ -289,6 +294,7 @@ impl Fixtures {
                 "conversations" => self.conversation_id.to_string(),
                 "broadcasts" => self.broadcast_id.to_string(),
                 "account-fields" => self.field_id.to_string(),
+                "api-keys" => self.api_key_id.to_string(),
                 "deliveries" => self.delivery_id.clone(),
                 "media" => self.media_id.clone(),
                 "payments" => self.payment_id.to_string(),
@@ -378,6 +384,8 @@ async fn fixtures(app: &TestApp) -> Fixtures {
         app.post(&owner, "/api/v1/broadcasts", json!({"body": "News"})).await.ok(202)["broadcast_id"].clone();
     let field = json!({"key": "tier", "label": "Tier", "type": "char", "required": false});
     let field_id = app.post(&owner, "/api/v1/settings/account-fields", field).await.ok(201)["id"].as_i64().unwrap();
+    let spare_api_key = app.post(&owner, "/api/v1/api-keys", json!({"name": "spare"})).await;
+    let api_key_id = spare_api_key.ok(201)["key"]["id"].as_i64().unwrap();
     let delivery =
         || async { app.get(&owner, "/api/v1/webhooks/deliveries").await.json["data"][0]["delivery_id"].clone() };
     eventually("a webhook delivery", || async { delivery().await.is_string() }).await;
@@ -444,6 +452,7 @@ async fn fixtures(app: &TestApp) -> Fixtures {
         conversation_ref: conversation["ref"].as_str().unwrap().to_string(),
         broadcast_id: broadcast.as_i64().unwrap(),
         field_id,
+        api_key_id,
         delivery_id,
         flow_ref,
         chat_session: chat.as_str().unwrap().to_string(),

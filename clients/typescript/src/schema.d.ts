@@ -76,6 +76,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * My API keys.
+         * @description Newest first, revoked ones too.
+         */
+        get: operations["list_keys"];
+        put?: never;
+        /**
+         * Create an API key.
+         * @description The key works at once, beside the others; it is in the answer this once.
+         */
+        post: operations["create_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key.
+         * @description It stops working at once, on every host. Revoking one already revoked answers it as it is; the last key
+         *     that works cannot be revoked (409: create another first).
+         */
+        delete: operations["revoke_key"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/otp/start": {
         parameters: {
             query?: never;
@@ -1988,6 +2033,25 @@ export interface components {
             /** @enum {string} */
             status: "ok";
         };
+        /** @description One of the partner's API keys (never the key itself). */
+        ApiKey: {
+            created_at: string;
+            /** Format: int64 */
+            id: number;
+            /** @description Within a minute; null when never used. */
+            last_used_at?: string | null;
+            name: string;
+            /** @description `sk_` and the key's first 8 characters. */
+            prefix: string;
+            /** @description Null while the key works. */
+            revoked_at?: string | null;
+        };
+        /** @description A new key, shown this once. */
+        ApiKeyCreated: {
+            /** @description The key itself: store it now, it is never shown again. */
+            api_key: string;
+            key: components["schemas"]["ApiKey"];
+        };
         /** @enum {string} */
         AttemptKind: "delivery" | "alert";
         /** @description One delivery attempt of a message. */
@@ -2571,6 +2635,23 @@ export interface components {
             next_cursor?: string | null;
         };
         /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_ApiKey: {
+            data: {
+                created_at: string;
+                /** Format: int64 */
+                id: number;
+                /** @description Within a minute; null when never used. */
+                last_used_at?: string | null;
+                name: string;
+                /** @description `sk_` and the key's first 8 characters. */
+                prefix: string;
+                /** @description Null while the key works. */
+                revoked_at?: string | null;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
         List_Broadcast: {
             data: {
                 /** @description `linked`, or `all` for system broadcasts. */
@@ -2915,6 +2996,11 @@ export interface components {
             partner: components["schemas"]["PartnerRef"];
             /** @description Names this bot in `/me/bots/{bot}/…` (two partners may give their bots the same code). */
             ref: string;
+        };
+        /** @description A new API key. */
+        NewApiKey: {
+            /** @description What the key is for, shown in lists: 1 to 100 characters. */
+            name: string;
         };
         /** @description The host cannot do its work: the error says which checks failed. */
         NotReady: {
@@ -3603,6 +3689,90 @@ export interface operations {
             409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    list_keys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_ApiKey"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    create_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewApiKey"];
+            };
+        };
+        responses: {
+            /** @description The key, shown once */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyCreated"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    revoke_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The key's id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, revoked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };

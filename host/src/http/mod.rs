@@ -5,6 +5,7 @@
 
 pub mod abuse;
 pub mod accounts;
+pub mod api_keys;
 pub mod app;
 pub mod bots;
 pub mod broadcasts;
@@ -75,6 +76,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(templates::router())
         .merge(media::router())
         .merge(accounts::router())
+        .merge(api_keys::router())
         .merge(login::router())
         .merge(me::router())
         .merge(stream::router())

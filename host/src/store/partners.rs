@@ -1,4 +1,6 @@
-//! Partner organisations and their API keys (stored as SHA-256 digests only).
+//! Partner organisations and their API keys (stored as SHA-256 digests only): a partner holds several keys
+//! (`partner_keys`), each named, with its prefix, when it was created, last used and revoked, so a key can be
+//! replaced without downtime.
 
 use sqlx::Row;
 use sqlx::any::AnyRow;
@@ -34,7 +36,7 @@ pub enum CreatePartnerError {
     Db(#[from] sqlx::Error),
 }
 
-/// Inserts a partner with the digest of its first API key.
+/// Inserts a partner with the digest of its first API key (named `default`).
 pub async fn insert_partner(
     db: &Db,
     code: &str,
@@ -44,6 +46,7 @@ pub async fn insert_partner(
     key_prefix: &str,
     now: Millis,
 ) -> Result<Partner, CreatePartnerError> {
+    let mut tx = db.begin().await?;
     let result = sqlx::query(
         "INSERT INTO partners (code, name, is_platform, key_hash, key_prefix, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6) \
@@ -55,34 +58,204 @@ pub async fn insert_partner(
     .bind(key_hash)
     .bind(key_prefix)
     .bind(now)
-    .fetch_one(db.writer())
+    .fetch_one(&mut *tx)
     .await;
-    match result {
-        Ok(row) => Ok(from_row(&row)?),
-        Err(e) if is_unique_violation(&e) => Err(CreatePartnerError::Duplicate(code.to_string())),
-        Err(e) => Err(e.into()),
-    }
+    let partner = match result {
+        Ok(row) => from_row(&row)?,
+        Err(e) if is_unique_violation(&e) => return Err(CreatePartnerError::Duplicate(code.to_string())),
+        Err(e) => return Err(e.into()),
+    };
+    insert_key_in(&mut tx, partner.id, "default", key_hash, key_prefix, now).await?;
+    tx.commit().await?;
+    Ok(partner)
 }
 
-/// Replaces a partner's API key; the old one stops working at once. False when no such partner.
-pub async fn replace_key(db: &Db, code: &str, key_hash: &str, key_prefix: &str) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query("UPDATE partners SET key_hash = $1, key_prefix = $2 WHERE code = $3")
+/// Replaces all of a partner's API keys with one (`rotated`): every other key stops working at once. False
+/// when no such partner.
+pub async fn replace_key(
+    db: &Db,
+    code: &str,
+    key_hash: &str,
+    key_prefix: &str,
+    now: Millis,
+) -> Result<bool, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let id: Option<i64> =
+        sqlx::query_scalar("UPDATE partners SET key_hash = $1, key_prefix = $2 WHERE code = $3 RETURNING id")
+            .bind(key_hash)
+            .bind(key_prefix)
+            .bind(code)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some(id) = id else { return Ok(false) };
+    sqlx::query("UPDATE partner_keys SET revoked_at = $1 WHERE partner_id = $2 AND revoked_at IS NULL")
+        .bind(now)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    insert_key_in(&mut tx, id, "rotated", key_hash, key_prefix, now).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// The partner whose (unrevoked) key has this digest, with the key's id and the stored digest for a
+/// constant-time re-check.
+pub async fn find_by_key_hash(db: &Db, key_hash: &str) -> Result<Option<(Partner, i64, String)>, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT p.id, p.code, p.name, p.is_platform, p.webhook_url, k.id AS key_id, k.key_hash \
+         FROM partner_keys k JOIN partners p ON p.id = k.partner_id \
+         WHERE k.key_hash = $1 AND k.revoked_at IS NULL",
+    )
+    .bind(key_hash)
+    .fetch_optional(db.reader())
+    .await?;
+    row.map(|r| Ok((from_row(&r)?, r.try_get("key_id")?, r.try_get("key_hash")?))).transpose()
+}
+
+/// One of a partner's API keys, as it is listed (never the key itself).
+#[derive(Debug, Clone)]
+pub struct PartnerKey {
+    pub id: i64,
+    pub name: String,
+    pub prefix: String,
+    pub created_at: Millis,
+    pub last_used_at: Option<Millis>,
+    pub revoked_at: Option<Millis>,
+}
+
+const KEY_COLUMNS: &str = "id, name, key_prefix, created_at, last_used_at, revoked_at";
+
+fn key_from_row(row: &AnyRow) -> Result<PartnerKey, sqlx::Error> {
+    Ok(PartnerKey {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        prefix: row.try_get("key_prefix")?,
+        created_at: row.try_get("created_at")?,
+        last_used_at: row.try_get("last_used_at")?,
+        revoked_at: row.try_get("revoked_at")?,
+    })
+}
+
+async fn insert_key_in(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    partner_id: i64,
+    name: &str,
+    key_hash: &str,
+    key_prefix: &str,
+    now: Millis,
+) -> Result<PartnerKey, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        "INSERT INTO partner_keys (partner_id, name, key_hash, key_prefix, created_at) VALUES ($1, $2, $3, $4, $5) \
+         RETURNING ",
+        KEY_COLUMNS
+    );
+    let row = sqlx::query(sql)
+        .bind(partner_id)
+        .bind(name)
         .bind(key_hash)
         .bind(key_prefix)
-        .bind(code)
-        .execute(db.writer())
+        .bind(now)
+        .fetch_one(&mut **tx)
         .await?;
-    Ok(done.rows_affected() == 1)
+    key_from_row(&row)
 }
 
-/// The partner whose key has this digest, with the stored digest for a constant-time re-check.
-pub async fn find_by_key_hash(db: &Db, key_hash: &str) -> Result<Option<(Partner, String)>, sqlx::Error> {
-    let row =
-        sqlx::query("SELECT id, code, name, is_platform, webhook_url, key_hash FROM partners WHERE key_hash = $1")
-            .bind(key_hash)
-            .fetch_optional(db.reader())
-            .await?;
-    row.map(|r| Ok((from_row(&r)?, r.try_get("key_hash")?))).transpose()
+/// A new key of the partner's.
+pub async fn create_key(
+    db: &Db,
+    partner_id: i64,
+    name: &str,
+    key_hash: &str,
+    key_prefix: &str,
+    now: Millis,
+) -> Result<PartnerKey, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let key = insert_key_in(&mut tx, partner_id, name, key_hash, key_prefix, now).await?;
+    tx.commit().await?;
+    Ok(key)
+}
+
+/// The partner's keys, newest first, revoked ones too.
+pub async fn list_keys(db: &Db, partner_id: i64) -> Result<Vec<PartnerKey>, sqlx::Error> {
+    let sql =
+        const_format::concatcp!("SELECT ", KEY_COLUMNS, " FROM partner_keys WHERE partner_id = $1 ORDER BY id DESC");
+    let rows = sqlx::query(sql).bind(partner_id).fetch_all(db.reader()).await?;
+    rows.iter().map(key_from_row).collect()
+}
+
+/// What revoking a key came to.
+pub enum Revoked {
+    /// Revoked now, or already.
+    Done(PartnerKey),
+    /// No such key of this partner's.
+    NotFound,
+    /// It is the partner's last working key: revoking it would lock the partner out.
+    LastKey,
+}
+
+/// Revokes one of the partner's keys, unless it is the last one that works.
+pub async fn revoke_key(db: &Db, partner_id: i64, key_id: i64, now: Millis) -> Result<Revoked, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let sql = const_format::concatcp!("SELECT ", KEY_COLUMNS, " FROM partner_keys WHERE id = $1 AND partner_id = $2");
+    let Some(row) = sqlx::query(sql).bind(key_id).bind(partner_id).fetch_optional(&mut *tx).await? else {
+        return Ok(Revoked::NotFound);
+    };
+    let mut key = key_from_row(&row)?;
+    if key.revoked_at.is_some() {
+        return Ok(Revoked::Done(key));
+    }
+    let others: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM partner_keys WHERE partner_id = $1 AND id <> $2 AND revoked_at IS NULL",
+    )
+    .bind(partner_id)
+    .bind(key_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    if others == 0 {
+        return Ok(Revoked::LastKey);
+    }
+    sqlx::query("UPDATE partner_keys SET revoked_at = $1 WHERE id = $2")
+        .bind(now)
+        .bind(key_id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    key.revoked_at = Some(now);
+    Ok(Revoked::Done(key))
+}
+
+/// How often a key's `last_used_at` is written at most.
+pub const KEY_USE_INTERVAL_MS: Millis = 60_000;
+
+/// When this host last wrote each key's use, so a busy key costs the writer one statement a minute, not
+/// one per request.
+#[derive(Default)]
+pub struct KeyUses {
+    written: std::sync::Mutex<std::collections::HashMap<i64, Millis>>,
+}
+
+impl KeyUses {
+    /// Notes that `key_id` was used now: written unless this host did within [`KEY_USE_INTERVAL_MS`].
+    pub async fn note(&self, db: &Db, key_id: i64, now: Millis) -> Result<(), sqlx::Error> {
+        {
+            let mut written = self.written.lock().expect("key uses poisoned");
+            if written.get(&key_id).is_some_and(|at| (0..KEY_USE_INTERVAL_MS).contains(&(now - at))) {
+                return Ok(());
+            }
+            if written.len() >= 100_000 {
+                written.retain(|_, at| (0..KEY_USE_INTERVAL_MS).contains(&(now - *at)));
+            }
+            written.insert(key_id, now);
+        }
+        sqlx::query(
+            "UPDATE partner_keys SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $1)",
+        )
+        .bind(now)
+        .bind(key_id)
+        .execute(db.writer())
+        .await?;
+        Ok(())
+    }
 }
 
 pub async fn find_by_code(db: &Db, code: &str) -> Result<Option<Partner>, sqlx::Error> {
