@@ -85,13 +85,16 @@ pub async fn authenticate(state: &AppState, token: &str) -> Result<Credential, A
         if let Some((partner, key_id, stored)) = partners::find_by_key_hash(&state.db, &hash).await?
             && constant_time_eq(&stored, &hash)
         {
-            // The key's last use, written off the request's path (at most once a minute per key).
-            let (uses, db, now) = (state.key_uses.clone(), state.db.clone(), state.now());
-            tokio::spawn(async move {
-                if let Err(error) = uses.note(&db, key_id, now).await {
-                    tracing::warn!(%error, key_id, "a partner key's last use could not be written");
-                }
-            });
+            // The key's last use, written off the request's path, at most once a minute per key.
+            let now = state.now();
+            if state.key_uses.due(key_id, now) {
+                let db = state.db.clone();
+                tokio::spawn(async move {
+                    if let Err(error) = partners::KeyUses::write(&db, key_id, now).await {
+                        tracing::warn!(%error, key_id, "a partner key's last use could not be written");
+                    }
+                });
+            }
             return Ok(Credential::Partner(partner));
         }
     }

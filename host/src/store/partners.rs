@@ -235,18 +235,22 @@ pub struct KeyUses {
 }
 
 impl KeyUses {
-    /// Notes that `key_id` was used now: written unless this host did within [`KEY_USE_INTERVAL_MS`].
-    pub async fn note(&self, db: &Db, key_id: i64, now: Millis) -> Result<(), sqlx::Error> {
-        {
-            let mut written = self.written.lock().expect("key uses poisoned");
-            if written.get(&key_id).is_some_and(|at| (0..KEY_USE_INTERVAL_MS).contains(&(now - at))) {
-                return Ok(());
-            }
-            if written.len() >= 100_000 {
-                written.retain(|_, at| (0..KEY_USE_INTERVAL_MS).contains(&(now - *at)));
-            }
-            written.insert(key_id, now);
+    /// Whether `key_id`'s use now is to be written (this host has not within [`KEY_USE_INTERVAL_MS`]); when
+    /// it is, it counts as written from now on.
+    pub fn due(&self, key_id: i64, now: Millis) -> bool {
+        let mut written = self.written.lock().expect("key uses poisoned");
+        if written.get(&key_id).is_some_and(|at| (0..KEY_USE_INTERVAL_MS).contains(&(now - at))) {
+            return false;
         }
+        if written.len() >= 100_000 {
+            written.retain(|_, at| (0..KEY_USE_INTERVAL_MS).contains(&(now - *at)));
+        }
+        written.insert(key_id, now);
+        true
+    }
+
+    /// Writes that `key_id` was used at `now` (after [`KeyUses::due`] said so).
+    pub async fn write(db: &Db, key_id: i64, now: Millis) -> Result<(), sqlx::Error> {
         sqlx::query(
             "UPDATE partner_keys SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $1)",
         )
