@@ -13,6 +13,10 @@
 //!
 //! The client runs on the same machine (2 cores here) and takes its share of them: the figures are
 //! what one host gives while a load generator runs beside it.
+//!
+//! `HUBBUB_BENCH_TWO_HOSTS=1` (with a PostgreSQL URL) starts a second host on the same database: the streams
+//! are opened on host B and every send goes through host A, so each event crosses hosts (PostgreSQL's
+//! `NOTIFY`); memory is host B's.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -182,13 +186,30 @@ async fn main() -> anyhow::Result<()> {
             .stdout(std::process::Stdio::null())
             .spawn()?,
     );
-    let pid = server.0.id();
+    let two_hosts = std::env::var("HUBBUB_BENCH_TWO_HOSTS").is_ok_and(|v| v == "1");
+    // Host B: the streams' host (host A itself when there is one host).
+    let stream_base = if two_hosts { format!("http://127.0.0.1:{}", port + 1) } else { base.clone() };
+    let second = if two_hosts {
+        let listen = format!("127.0.0.1:{}", port + 1);
+        let env_b = env.iter().map(|(k, v)| (*k, if *k == "HUBBUB_LISTEN" { listen.clone() } else { v.clone() }));
+        Some(Server(
+            std::process::Command::new(&bin).arg("serve").envs(env_b).stdout(std::process::Stdio::null()).spawn()?,
+        ))
+    } else {
+        None
+    };
+    let pid = second.as_ref().map_or(server.0.id(), |s| s.0.id());
     let client = reqwest::Client::builder().pool_max_idle_per_host(256).build()?;
-    for _ in 0..200 {
-        if client.get(format!("{base}/healthz")).send().await.is_ok_and(|r| r.status().is_success()) {
-            break;
+    for host in [&base, &stream_base] {
+        for _ in 0..200 {
+            if client.get(format!("{host}/healthz")).send().await.is_ok_and(|r| r.status().is_success()) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    if two_hosts {
+        println!("two hosts on one database: streams on host B ({stream_base}), sends through host A ({base})");
     }
 
     // N users linked to the partner, claimed, each with a device: their messages go to the hub.
@@ -242,7 +263,7 @@ async fn main() -> anyhow::Result<()> {
         for phone in chunk {
             let claims = UserClaims { sub: phone.clone(), dev: Some(format!("dev-{phone}")), iat: now / 1000, exp };
             let token = jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key_enc).unwrap();
-            let (client, stream_client, base) = (client.clone(), stream_client.clone(), base.clone());
+            let (client, stream_client, base) = (client.clone(), stream_client.clone(), stream_base.clone());
             opens.spawn(async move {
                 let t = client.post(format!("{base}/api/v1/me/events/ticket")).bearer_auth(&token).send().await?;
                 let ticket = t.json::<Value>().await?["ticket"].as_str().unwrap_or_default().to_string();
@@ -346,6 +367,7 @@ async fn main() -> anyhow::Result<()> {
             println!("broadcast to {n} connected users: {} of {n} had it after 300 s", broadcast.available_permits())
         }
     }
+    drop(second);
     drop(server);
     Ok(())
 }
