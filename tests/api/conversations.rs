@@ -337,3 +337,40 @@ async fn a_users_retried_write_is_kept_once() {
     let trains = events.iter().filter(|(_, _, p)| p["body"] == "Written on the train").count();
     assert_eq!(trains, 2, "one event for the message, one for the other thread's");
 }
+
+/// An agent's retried reply (a lost answer, a double click) is written once: the thread holds it once and
+/// the user gets it once; by the conversation's route and by `/agent/messages`, by field and by header.
+#[tokio::test]
+async fn an_agents_retried_reply_is_kept_once() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let user = linked_user(&app, &key, PHONE).await;
+    let c = app.post(&user, "/api/v1/me/conversations", json!({"partner": "acme", "body": "Where is it?"})).await;
+    let id = c.ok(201)["conversation_id"].as_i64().unwrap();
+    let path = format!("/api/v1/conversations/{id}/messages");
+    let reply = json!({"body": "On its way", "idempotency_key": "agent-42"});
+    let first = app.post(&key, &path, reply.clone()).await;
+    first.ok(201);
+    assert!(first.headers.get("idempotent-replayed").is_none());
+    let again = app.post(&key, &path, reply.clone()).await;
+    assert_eq!(again.ok(201)["message_id"], first.json["message_id"]);
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    app.post(&key, &path, json!({"body": "Something else", "idempotency_key": "agent-42"}))
+        .await
+        .error(409, "idempotency_conflict");
+    // `/agent/messages` goes to the same thread: the header works as the field does.
+    let send = |body: &'static str| {
+        let request = app.client.post(format!("{}/api/v1/agent/messages", app.base)).bearer_auth(&key);
+        request.header("Idempotency-Key", "agent-43").json(&json!({"phone": PHONE, "body": body})).send()
+    };
+    let by_header = crate::common::Resp::from(send("Tracking: 123").await.unwrap()).await;
+    let by_header_id = by_header.ok(201)["message_id"].clone();
+    let retried = crate::common::Resp::from(send("Tracking: 123").await.unwrap()).await;
+    assert_eq!(retried.ok(201)["message_id"], by_header_id);
+    assert_eq!(retried.headers["idempotent-replayed"], "true");
+
+    let thread = app.get(&key, &format!("/api/v1/conversations/{id}")).await;
+    let bodies: Vec<&str> =
+        thread.ok(200)["messages"].as_array().unwrap().iter().map(|m| m["body"].as_str().unwrap()).collect();
+    assert_eq!(bodies, ["Where is it?", "On its way", "Tracking: 123"]);
+}

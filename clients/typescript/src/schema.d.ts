@@ -67,7 +67,8 @@ export interface paths {
         /**
          * Agent send: into the latest open or pending conversation of the phone, else a hub message (conversation_id null).
          * @description Never a new conversation: only users open them. A sealed E2E message (`encryption: "e2e"` with key wraps)
-         *     is always a hub message, its `aad` names the hub; an encrypted conversation message needs a thread.
+         *     is always a hub message, its `aad` names the hub; an encrypted conversation message needs a thread. An
+         *     `idempotency_key` (or the `Idempotency-Key` header) makes a retry safe in either case.
          */
         post: operations["agent_send"];
         delete?: never;
@@ -472,7 +473,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** An agent's reply (the conversation becomes pending); delivered like any outgoing message. */
+        /**
+         * An agent's reply (the conversation becomes pending); delivered like any outgoing message.
+         * @description An `idempotency_key` (or the `Idempotency-Key` header) makes a retry safe: within 24 h the same key in
+         *     the same conversation answers the original reply (`Idempotent-Replayed: true`) and writes nothing; with a
+         *     different message it is `409 idempotency_conflict`.
+         */
         post: operations["reply_in_conversation"];
         delete?: never;
         options?: never;
@@ -3664,7 +3670,10 @@ export interface operations {
     agent_send: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Deduplicates retries for 24 h (or `idempotency_key` in the body) */
+                "Idempotency-Key"?: string | null;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3674,7 +3683,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The message */
+            /** @description The message; also when a retry is replayed, then with header `Idempotent-Replayed: true` */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -4517,7 +4526,10 @@ export interface operations {
     reply_in_conversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Deduplicates retries for 24 h (or `idempotency_key` in the body) */
+                "Idempotency-Key"?: string | null;
+            };
             path: {
                 /** @description The resource's id, as its record gives it */
                 id: string;
@@ -4530,7 +4542,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The message (direction out) */
+            /** @description The message (direction out); also when a retry is replayed, then with header `Idempotent-Replayed: true` */
             201: {
                 headers: {
                     [name: string]: unknown;

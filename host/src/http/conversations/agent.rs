@@ -2,8 +2,10 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::HeaderMap;
+use axum::response::Response;
 use serde::Deserialize;
+use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{ConversationRecord, ThreadRecord, agent_thread, page_of, read, record, with_messages};
@@ -11,8 +13,9 @@ use crate::auth::PartnerAuth;
 use crate::conversations::Reader;
 use crate::events;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::messages::{MessageRecord, SendMessage, ref_taken, validate_content};
-use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, query_text};
+use crate::http::messages::{MessageRecord, SendMessage, created, idempotency_header, ref_taken, validate_content};
+use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, parse_value, query_text};
+use crate::messages::compose;
 use crate::names::{ConversationState, Direction, Encryption};
 use crate::state::AppState;
 use crate::store::conversations::{self as store, Conversation};
@@ -148,29 +151,50 @@ pub(super) async fn reply(
     partner_id: i64,
     c: &Conversation,
     req: &SendMessage,
-) -> ApiResult<MessageRecord> {
+    idempotency: Option<(String, String)>,
+) -> ApiResult<Response> {
     let content = crate::conversations::content(&state.db, state.config.dev, c, req).await?;
-    let message = content.into_message(partner_id, &c.phone, Direction::Out, Some(c.id));
-    let created =
+    let mut message = content.into_message(partner_id, &c.phone, Direction::Out, Some(c.id));
+    if let Some((key, hash)) = idempotency {
+        // Scoped to the partner's replies in this thread: keys of the user or of other threads never meet.
+        message.idempotency_key = Some(format!("agent:{partner_id}:{}:{key}", c.id));
+        message.request_hash = Some(hash);
+    }
+    let written =
         store::append(&state.db, c.id, message, ConversationState::Pending, state.now(), events::conversation_message)
             .await
             .map_err(ref_taken)?;
-    let Created::New(m) = created else {
-        return Err(ApiError::internal("an agent's reply carries no idempotency key"));
-    };
-    state.delivery.wake.notify_one();
-    Ok(MessageRecord::from(&m))
+    match written {
+        Created::New(m) => {
+            state.delivery.wake.notify_one();
+            Ok(created(&m, false))
+        }
+        Created::Replayed(m) => Ok(created(&m, true)),
+        Created::KeyReused => Err(ApiError::idempotency_conflict()),
+    }
+}
+
+/// The request's content and its idempotency key (body or header) with the digest of what it asks.
+fn with_key(headers: &HeaderMap, raw: Value) -> ApiResult<(SendMessage, Option<(String, String)>)> {
+    let req: SendMessage = parse_value(raw.clone())?;
+    let idempotency = compose::idempotency(&req, &raw, idempotency_header(headers)?)?;
+    Ok((req, idempotency))
 }
 
 /// An agent's reply (the conversation becomes pending); delivered like any outgoing message.
+///
+/// An `idempotency_key` (or the `Idempotency-Key` header) makes a retry safe: within 24 h the same key in
+/// the same conversation answers the original reply (`Idempotent-Replayed: true`) and writes nothing; with a
+/// different message it is `409 idempotency_conflict`.
 #[utoipa::path(
     post,
     path = "/conversations/{id}/messages",
     tag = "conversations",
     security(("partnerKey" = [])),
+    params(("Idempotency-Key" = Option<String>, Header, description = "Deduplicates retries for 24 h (or `idempotency_key` in the body)")),
     request_body = SendMessage,
     responses(
-        (status = 201, description = "The message (direction out)", body = MessageRecord),
+        (status = 201, description = "The message (direction out); also when a retry is replayed, then with header `Idempotent-Replayed: true`", body = MessageRecord),
         (status = 404, response = E404),
         (status = 409, response = E409),
     )
@@ -179,33 +203,42 @@ pub(super) async fn reply_in_conversation(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
-    ApiJson(req): ApiJson<SendMessage>,
-) -> ApiResult<(StatusCode, Json<MessageRecord>)> {
+    headers: HeaderMap,
+    ApiJson(raw): ApiJson<Value>,
+) -> ApiResult<Response> {
+    let (req, idempotency) = with_key(&headers, raw)?;
     let c = agent_thread(&state, partner.id, &id).await?;
-    Ok((StatusCode::CREATED, Json(reply(&state, partner.id, &c, &req).await?)))
+    reply(&state, partner.id, &c, &req, idempotency).await
 }
 
 /// Agent send: into the latest open or pending conversation of the phone, else a hub message (conversation_id null).
 ///
 /// Never a new conversation: only users open them. A sealed E2E message (`encryption: "e2e"` with key wraps)
-/// is always a hub message, its `aad` names the hub; an encrypted conversation message needs a thread.
+/// is always a hub message, its `aad` names the hub; an encrypted conversation message needs a thread. An
+/// `idempotency_key` (or the `Idempotency-Key` header) makes a retry safe in either case.
 #[utoipa::path(
     post,
     path = "/agent/messages",
     tag = "conversations",
     security(("partnerKey" = [])),
+    params(("Idempotency-Key" = Option<String>, Header, description = "Deduplicates retries for 24 h (or `idempotency_key` in the body)")),
     request_body = SendMessage,
-    responses((status = 201, description = "The message", body = MessageRecord), (status = 409, response = E409))
+    responses(
+        (status = 201, description = "The message; also when a retry is replayed, then with header `Idempotent-Replayed: true`", body = MessageRecord),
+        (status = 409, response = E409),
+    )
 )]
 pub(super) async fn agent_send(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
-    ApiJson(req): ApiJson<SendMessage>,
-) -> ApiResult<(StatusCode, Json<MessageRecord>)> {
+    headers: HeaderMap,
+    ApiJson(raw): ApiJson<Value>,
+) -> ApiResult<Response> {
+    let (req, idempotency) = with_key(&headers, raw)?;
     let phone = required_phone(req.phone.as_deref())?.to_string();
     let sealed = req.encryption == Some(Encryption::E2e) && req.encrypted != Some(true) && req.e2e_mode.is_none();
     if !sealed && let Some(c) = store::latest_active(&state.db, partner.id, &phone).await? {
-        return Ok((StatusCode::CREATED, Json(reply(&state, partner.id, &c, &req).await?)));
+        return reply(&state, partner.id, &c, &req, idempotency).await;
     }
     if req.encrypted == Some(true) || req.e2e_mode.is_some() {
         return Err(ApiError::validation(
@@ -216,10 +249,11 @@ pub(super) async fn agent_send(
     let content = validate_content(&state, partner.id, &req, Some(&phone)).await?;
     let message = content.into_message(partner.id, &phone, Direction::Out, None);
     match state.messages.create(message, state.now()).await.map_err(ref_taken)? {
-        Created::New(m) | Created::Replayed(m) => {
+        Created::New(m) => {
             state.delivery.wake.notify_one();
-            Ok((StatusCode::CREATED, Json(MessageRecord::from(&m))))
+            Ok(created(&m, false))
         }
+        Created::Replayed(m) => Ok(created(&m, true)),
         Created::KeyReused => Err(ApiError::idempotency_conflict()),
     }
 }
