@@ -73,19 +73,15 @@ fn touch_presence_many<'a>(
 
 /// When this host last wrote each phone's activity, so that a `/me` call within
 /// [`PRESENCE_INTERVAL_MS`] of the last write sends no statement at all (a write statement, even one
-/// that changes nothing, waits for the database's one writer). Once it holds
-/// `PRUNE_AT` phones, those written longer ago than the interval are forgotten. What is written goes
+/// that changes nothing, waits for the database's one writer; `writer::WrittenWithin`). What is written goes
 /// through a group commit: ten thousand open streams' heartbeats cost the writer a few transactions, not
 /// ten thousand.
 pub struct PresenceNotes {
-    written: std::sync::Mutex<std::collections::HashMap<String, Millis>>,
+    written: super::writer::WrittenWithin<String>,
     writes: super::writer::GroupCommit<(String, Millis), ()>,
 }
 
 impl PresenceNotes {
-    /// How many phones it holds before it forgets those written longer ago than the interval.
-    const PRUNE_AT: usize = 100_000;
-
     pub fn new(db: Db) -> PresenceNotes {
         let writes = super::writer::Writes {
             batch: Some(touch_presence_many),
@@ -93,27 +89,19 @@ impl PresenceNotes {
                 Box::pin(async move { touch_presence_many(tx, std::slice::from_ref(touch)).await.map(|_| ()) })
             },
         };
-        PresenceNotes { written: Default::default(), writes: super::writer::GroupCommit::spawn_with(db, 512, writes) }
+        let written = super::writer::WrittenWithin::new(PRESENCE_INTERVAL_MS);
+        PresenceNotes { written, writes: super::writer::GroupCommit::spawn_with(db, 512, writes) }
     }
 
     /// Notes activity of `phone` (any `/me` call, an open stream): writes it, unless this host did within
     /// the interval.
     pub async fn touch(&self, phone: &str, now: Millis) -> Result<(), sqlx::Error> {
-        let recent = |at: Millis| (0..PRESENCE_INTERVAL_MS).contains(&(now - at));
-        if self.written().get(phone).copied().is_some_and(recent) {
+        if self.written.recent(phone, now) {
             return Ok(());
         }
         self.writes.write((phone.to_string(), now)).await?;
-        let mut written = self.written();
-        if written.len() >= Self::PRUNE_AT {
-            written.retain(|_, at| recent(*at));
-        }
-        written.insert(phone.to_string(), now);
+        self.written.mark(phone.to_string(), now);
         Ok(())
-    }
-
-    fn written(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Millis>> {
-        self.written.lock().expect("presence notes poisoned")
     }
 }
 

@@ -532,17 +532,7 @@ pub async fn advance_in(
     now: Millis,
     event: fn(&Message, Millis) -> Value,
 ) -> Result<Option<Message>, sqlx::Error> {
-    const HUB_PATH: [MessageState; 4] = MessageState::HUB_PATH;
-    let Some(end) = HUB_PATH.iter().position(|s| *s == target) else { return Ok(None) };
-    let mut moved = None;
-    for step in 1..=end {
-        if let Some(m) =
-            transition_in(tx, message_id, &HUB_PATH[step - 1..step], HUB_PATH[step], channel, now, event).await?
-        {
-            moved = Some(m);
-        }
-    }
-    Ok(moved)
+    Ok(advance_many_in(tx, &[message_id], target, channel, now, event).await?.pop().flatten())
 }
 
 /// [`advance_in`] for many messages at once (the group commit of messages handed to devices, the app's

@@ -229,23 +229,24 @@ pub const KEY_USE_INTERVAL_MS: Millis = 60_000;
 
 /// When this host last wrote each key's use, so a busy key costs the writer one statement a minute, not
 /// one per request.
-#[derive(Default)]
 pub struct KeyUses {
-    written: std::sync::Mutex<std::collections::HashMap<i64, Millis>>,
+    written: super::writer::WrittenWithin<i64>,
+}
+
+impl Default for KeyUses {
+    fn default() -> Self {
+        KeyUses { written: super::writer::WrittenWithin::new(KEY_USE_INTERVAL_MS) }
+    }
 }
 
 impl KeyUses {
     /// Whether `key_id`'s use now is to be written (this host has not within [`KEY_USE_INTERVAL_MS`]); when
     /// it is, it counts as written from now on.
     pub fn due(&self, key_id: i64, now: Millis) -> bool {
-        let mut written = self.written.lock().expect("key uses poisoned");
-        if written.get(&key_id).is_some_and(|at| (0..KEY_USE_INTERVAL_MS).contains(&(now - at))) {
+        if self.written.recent(&key_id, now) {
             return false;
         }
-        if written.len() >= 100_000 {
-            written.retain(|_, at| (0..KEY_USE_INTERVAL_MS).contains(&(now - *at)));
-        }
-        written.insert(key_id, now);
+        self.written.mark(key_id, now);
         true
     }
 

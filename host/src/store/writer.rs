@@ -136,3 +136,39 @@ async fn write_batch<J, R>(db: &Db, items: &[J], write: Writes<J, R>) -> Vec<Res
         }
     }
 }
+
+/// When this host last wrote something for each key, so that a write repeated within `interval` is
+/// skipped: a busy phone's presence or a busy API key's last use costs the writer one statement per
+/// interval, not one per request. Once it holds 100,000 keys, those written longer ago than the interval
+/// are forgotten.
+pub struct WrittenWithin<K> {
+    interval: crate::clock::Millis,
+    at: std::sync::Mutex<std::collections::HashMap<K, crate::clock::Millis>>,
+}
+
+impl<K: Eq + std::hash::Hash> WrittenWithin<K> {
+    const PRUNE_AT: usize = 100_000;
+
+    pub fn new(interval: crate::clock::Millis) -> Self {
+        WrittenWithin { interval, at: Default::default() }
+    }
+
+    /// Whether `key` was written within the interval before `now`.
+    pub fn recent<Q>(&self, key: &Q, now: crate::clock::Millis) -> bool
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Eq + std::hash::Hash + ?Sized,
+    {
+        let at = self.at.lock().expect("written notes poisoned");
+        at.get(key).is_some_and(|at| (0..self.interval).contains(&(now - at)))
+    }
+
+    /// Notes that `key` was written at `now`.
+    pub fn mark(&self, key: K, now: crate::clock::Millis) {
+        let mut at = self.at.lock().expect("written notes poisoned");
+        if at.len() >= Self::PRUNE_AT {
+            at.retain(|_, written| (0..self.interval).contains(&(now - *written)));
+        }
+        at.insert(key, now);
+    }
+}
