@@ -38,6 +38,7 @@ const LAYERS: &[(&str, &str)] = &[
     ("payments.rs", "domain"),
     ("bots.rs", "domain"),
     ("otp.rs", "domain"),
+    ("members.rs", "domain"),
     ("health.rs", "domain"),
     ("delivery/", "workers"),
     ("webhooks/", "workers"),

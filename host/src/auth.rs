@@ -2,8 +2,11 @@
 //! kind it accepts through an extractor. A credential that is unknown, malformed or revoked is 401; a
 //! valid credential of the wrong kind for the route is 403. Rate limits are taken per credential here.
 
-use axum::extract::FromRequestParts;
-use axum::http::header::AUTHORIZATION;
+use std::sync::{Arc, OnceLock};
+
+use axum::extract::{FromRequestParts, MatchedPath};
+use axum::http::Method;
+use axum::http::header::{AUTHORIZATION, COOKIE, ORIGIN};
 use axum::http::request::Parts;
 
 use crate::http::error::ApiError;
@@ -11,6 +14,7 @@ use crate::secrets::{constant_time_eq, digest};
 use crate::state::AppState;
 use crate::store::bots::{self, Bot};
 use crate::store::developers::{self, Developer};
+use crate::store::members::{self, Session};
 use crate::store::partners::{self, Partner};
 
 /// A verified credential.
@@ -24,6 +28,9 @@ pub enum Credential {
     /// A bot, by its `bot_<prefix>.<secret>` token: scoped to that bot. (Boxed: a bot row is far larger
     /// than the other credentials.)
     Bot(Box<Bot>),
+    /// A member of a partner, by the session cookie of a sign-in: acts for their partner, as far as their
+    /// role allows (`members::allows`).
+    Member(Box<Session>),
 }
 
 impl Credential {
@@ -34,6 +41,7 @@ impl Credential {
             Credential::User(u) => format!("user:{}", u.sub),
             Credential::Developer(d) => format!("developer:{}", d.id),
             Credential::Bot(b) => format!("bot:{}", b.id),
+            Credential::Member(s) => format!("member:{}", s.member.id),
         }
     }
 }
@@ -101,18 +109,148 @@ pub async fn authenticate(state: &AppState, token: &str) -> Result<Credential, A
     Err(ApiError::unauthorized("unknown or revoked credential"))
 }
 
+/// The member session cookie's token, if the request carries one.
+pub fn member_cookie(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|c| c.trim().strip_prefix(crate::members::COOKIE)?.strip_prefix('='))
+        .filter(|t| !t.is_empty())
+}
+
+/// The CSRF check of a cookie-authenticated request: one that changes something must come from a page of
+/// this origin — `Sec-Fetch-Site: same-origin`, or, from a browser that does not send it, an `Origin`
+/// equal to the host's public origin. Reads pass (they change nothing, and a cross-site page cannot read
+/// the answer).
+fn same_origin(parts: &Parts, state: &AppState) -> bool {
+    if matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) {
+        return true;
+    }
+    if let Some(site) = parts.headers.get("sec-fetch-site") {
+        return site.as_bytes() == b"same-origin";
+    }
+    let public = state.config.public_url.trim_end_matches('/');
+    let public_origin = match public.find("://").and_then(|i| public[i + 3..].find('/').map(|j| i + 3 + j)) {
+        Some(path) => &public[..path],
+        None => public,
+    };
+    parts.headers.get(ORIGIN).is_some_and(|o| o.as_bytes().eq_ignore_ascii_case(public_origin.as_bytes()))
+}
+
+/// A member's session from its cookie: live, of a member still on the partner, before its idle and
+/// absolute ends; its activity noted (at most once a minute).
+async fn member_session(state: &AppState, token: &str) -> Result<Credential, ApiError> {
+    let hash = digest(token);
+    let now = state.now();
+    let session = members::find_session(&state.db, &hash, now, crate::members::SESSION_IDLE_MS)
+        .await?
+        .filter(|s| constant_time_eq(&s.token_hash, &hash))
+        .ok_or_else(|| ApiError::unauthorized("the session has ended: sign in again"))?;
+    if now - session.last_seen_at >= 60_000 {
+        members::seen(&state.db, session.id, now).await?;
+    }
+    Ok(Credential::Member(Box::new(session)))
+}
+
 async fn credential(parts: &Parts, state: &AppState) -> Result<Credential, ApiError> {
-    let credential = authenticate(state, bearer(parts)?).await?;
+    let credential = match (parts.headers.contains_key(AUTHORIZATION), member_cookie(&parts.headers)) {
+        (false, Some(token)) => {
+            let member = member_session(state, token).await?;
+            if !same_origin(parts, state) {
+                return Err(ApiError::forbidden(
+                    "a cookie-authenticated request that changes something must come from this origin (CSRF)",
+                ));
+            }
+            member
+        }
+        _ => authenticate(state, bearer(parts)?).await?,
+    };
+    if let Credential::Member(session) = &credential {
+        let route = parts.extensions.get::<MatchedPath>().map(MatchedPath::as_str).unwrap_or(parts.uri.path());
+        let reads = matches!(parts.method, Method::GET | Method::HEAD);
+        if !crate::members::allows(session.member.role, reads, route) {
+            return Err(ApiError::forbidden(crate::members::refusal(session.member.role)));
+        }
+        // What the member changes is written to the audit log by the layer that put this slot here.
+        if let Some(slot) = parts.extensions.get::<AuditSlot>() {
+            let _ = slot.0.set(Acting {
+                partner_id: session.partner.id,
+                member_id: session.member.id,
+                action: format!("{} {route}", parts.method),
+                address: crate::http::abuse::ClientIp::of(parts, state).to_string(),
+            });
+        }
+    }
     let developer = matches!(credential, Credential::Developer(_));
     if let Err(wait) = state.take_rate_token(&credential.rate_key(), developer) {
         metrics::counter!("hubbub_rate_limited_total", "limit" => if developer { "developer" } else { "credential" })
             .increment(1);
         return Err(ApiError::rate_limited(wait.as_secs_f64().ceil() as u64));
     }
-    if let Credential::Partner(p) = &credential {
-        tracing::Span::current().record("partner", p.code.as_str());
+    match &credential {
+        Credential::Partner(p) => {
+            tracing::Span::current().record("partner", p.code.as_str());
+        }
+        Credential::Member(s) => {
+            tracing::Span::current().record("partner", s.partner.code.as_str());
+        }
+        _ => {}
     }
     Ok(credential)
+}
+
+/// Put on each request by the audit layer (`http::members::audit`); filled when a member's session made
+/// it, so that what they change is written to the audit log.
+#[derive(Clone, Default)]
+pub struct AuditSlot(pub Arc<OnceLock<Acting>>);
+
+/// A member acting: who, on which route (`POST /api/v1/bots/{code}/token`), from which address.
+#[derive(Debug)]
+pub struct Acting {
+    pub partner_id: i64,
+    pub member_id: i64,
+    pub action: String,
+    pub address: String,
+}
+
+/// The calling partner, and the member acting for it when a member's session made the call (none for an
+/// API key): for the routes that record who did something (invitations).
+#[derive(Debug, Clone)]
+pub struct PartnerActor {
+    pub partner: Partner,
+    pub member: Option<members::Member>,
+}
+
+impl FromRequestParts<AppState> for PartnerActor {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        match credential(parts, state).await? {
+            Credential::Partner(partner) => Ok(PartnerActor { partner, member: None }),
+            Credential::Member(s) => {
+                let s = *s;
+                Ok(PartnerActor { partner: s.partner, member: Some(s.member) })
+            }
+            _ => Err(ApiError::forbidden("this route takes a partner key or a member's session")),
+        }
+    }
+}
+
+/// The signed-in member, on the routes of their own session (`/members/me`, sign out).
+#[derive(Debug, Clone)]
+pub struct MemberAuth(pub Box<Session>);
+
+impl FromRequestParts<AppState> for MemberAuth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        match credential(parts, state).await? {
+            Credential::Member(s) => Ok(MemberAuth(s)),
+            _ => Err(ApiError::forbidden("this route takes a member's session (sign in at /console/)")),
+        }
+    }
 }
 
 /// The calling partner, on routes that take a partner API key.
@@ -125,6 +263,7 @@ impl FromRequestParts<AppState> for PartnerAuth {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         match credential(parts, state).await? {
             Credential::Partner(p) => Ok(PartnerAuth(p)),
+            Credential::Member(s) => Ok(PartnerAuth(s.partner)),
             Credential::User(_) => Err(ApiError::forbidden("a user token cannot call partner routes")),
             Credential::Developer(_) => {
                 Err(ApiError::forbidden("developer keys may only call /dev routes: partner routes need a partner key"))
@@ -158,7 +297,7 @@ impl FromRequestParts<AppState> for UserAuth {
                     expires_at_s: claims.exp,
                 })
             }
-            Credential::Partner(_) | Credential::Developer(_) | Credential::Bot(_) => {
+            Credential::Partner(_) | Credential::Developer(_) | Credential::Bot(_) | Credential::Member(_) => {
                 Err(ApiError::forbidden("/me routes take a user token"))
             }
         }
@@ -226,7 +365,9 @@ impl FromRequestParts<AppState> for DeveloperAuth {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         match credential(parts, state).await? {
             Credential::Developer(d) => Ok(DeveloperAuth(d)),
-            Credential::Partner(_) => Err(ApiError::forbidden("/dev routes take a developer key (sk_dev_…)")),
+            Credential::Partner(_) | Credential::Member(_) => {
+                Err(ApiError::forbidden("/dev routes take a developer key (sk_dev_…)"))
+            }
             Credential::User(_) | Credential::Bot(_) => {
                 Err(ApiError::forbidden("/dev routes take a developer key (sk_dev_…)"))
             }
@@ -248,6 +389,7 @@ impl FromRequestParts<AppState> for PartnerOrBot {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         match credential(parts, state).await? {
             Credential::Partner(p) => Ok(PartnerOrBot::Partner(p)),
+            Credential::Member(s) => Ok(PartnerOrBot::Partner(s.partner)),
             Credential::Bot(b) => {
                 let client = crate::http::abuse::ClientIp::of(parts, state);
                 crate::bots::check_allowed_ips(b.allowed_ips.as_deref(), Some(client))?;

@@ -45,6 +45,7 @@ pub mod flows;
 pub mod forms;
 pub mod health;
 pub mod http;
+pub mod members;
 pub mod messages;
 pub mod metrics;
 pub mod names;

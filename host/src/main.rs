@@ -6,7 +6,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use hubbub_host::clock::{Clock, SystemClock};
 use hubbub_host::config::Config;
 use hubbub_host::http::api_keys;
-use hubbub_host::names::TemplateStatus;
+use hubbub_host::names::{MemberRole, TemplateStatus};
 use hubbub_host::store::{Db, partners, templates};
 use hubbub_host::{auth, events, secrets, validate};
 use serde_json::json;
@@ -129,7 +129,8 @@ enum SecretsCommand {
 
 #[derive(Subcommand)]
 enum PartnerCommand {
-    /// Create a partner and print its first API key once: {"partner","api_key"}.
+    /// Create a partner and print its first API key and its first owner's invitation once:
+    /// {"partner","api_key","owner_invitation","invitation_expires_at"}.
     Create {
         /// Partner code, ^[a-z0-9][a-z0-9_-]{0,63}$.
         #[arg(long)]
@@ -148,6 +149,17 @@ enum PartnerCommand {
     RotateKey {
         #[arg(long)]
         code: String,
+        #[command(flatten)]
+        config: Config,
+    },
+    /// Invite a member (owner, admin or agent) and print the invitation once: {"partner","role","invitation",
+    /// "expires_at"}. It works once, within 7 days, signing in with `POST /api/v1/members/sessions`.
+    Invite {
+        #[arg(long)]
+        code: String,
+        /// owner, admin or agent.
+        #[arg(long)]
+        role: String,
         #[command(flatten)]
         config: Config,
     },
@@ -282,7 +294,7 @@ async fn main() -> anyhow::Result<()> {
             }
             let db = Db::open(&config, 2).await?;
             let key = secrets::new_partner_key();
-            partners::insert_partner(
+            let partner = partners::insert_partner(
                 &db,
                 &code,
                 &name,
@@ -292,7 +304,13 @@ async fn main() -> anyhow::Result<()> {
                 clock.now_ms(),
             )
             .await?;
-            println!("{}", json!({ "partner": code, "api_key": key }));
+            let (invitation, expires) =
+                hubbub_host::members::invite(&db, partner.id, MemberRole::Owner, None, clock.now_ms()).await?;
+            println!(
+                "{}",
+                json!({ "partner": code, "api_key": key, "owner_invitation": invitation,
+                        "invitation_expires_at": hubbub_host::clock::record_time(expires) })
+            );
         }
         Command::Partner { command: PartnerCommand::RotateKey { code, config } } => {
             let db = Db::open(&config, 2).await?;
@@ -302,6 +320,21 @@ async fn main() -> anyhow::Result<()> {
                 anyhow::bail!("no partner with code {code:?}");
             }
             println!("{}", json!({ "partner": code, "api_key": key }));
+        }
+        Command::Partner { command: PartnerCommand::Invite { code, role, config } } => {
+            let role =
+                MemberRole::parse(&role).ok_or_else(|| anyhow::anyhow!("--role is one of owner, admin, agent"))?;
+            let db = Db::open(&config, 2).await?;
+            let partner = partners::find_by_code(&db, &code)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no partner with code {code:?}"))?;
+            let (invitation, expires) =
+                hubbub_host::members::invite(&db, partner.id, role, None, clock.now_ms()).await?;
+            println!(
+                "{}",
+                json!({ "partner": code, "role": role, "invitation": invitation,
+                        "expires_at": hubbub_host::clock::record_time(expires) })
+            );
         }
         Command::Partner { command: PartnerCommand::CreateKey { code, name, config } } => {
             let name = api_keys::key_name(Some(&name)).map_err(|e| anyhow::anyhow!("--name: {}", e.message()))?;

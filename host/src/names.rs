@@ -93,6 +93,16 @@ string_enum! {
 }
 
 string_enum! {
+    /// What a member of a partner may do: `owner` everything, members included; `admin` everything but
+    /// members and the audit log; `agent` conversations and contacts only (see `members::allows`).
+    pub enum MemberRole {
+        Owner = "owner",
+        Admin = "admin",
+        Agent = "agent",
+    }
+}
+
+string_enum! {
     /// Who sent a message: `out` from a partner (or a developer, or a bot) to a user, `in` from a user.
     pub enum Direction {
         Out = "out",
@@ -406,6 +416,7 @@ mod tests {
         one_string_form(SessionState::ALL, SessionState::as_str, SessionState::parse);
         one_string_form(SessionKind::ALL, SessionKind::as_str, SessionKind::parse);
         one_string_form(UserEventKind::ALL, UserEventKind::as_str, UserEventKind::parse);
+        one_string_form(MemberRole::ALL, MemberRole::as_str, MemberRole::parse);
         assert_eq!(Channel::names(), ["inapp", "whatsapp", "sms"]);
         assert_eq!(E2eMode::Conversation.as_str(), crate::encryption::MODE_CONVERSATION);
         assert_eq!(MessageState::names(), ["queued", "sent", "delivered", "read", "failed"]);

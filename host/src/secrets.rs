@@ -43,6 +43,16 @@ pub fn new_partner_key() -> String {
     format!("sk_{}", random_alnum(40))
 }
 
+/// A new member session token (the cookie's value): `ms_` + 43 random alphanumerics.
+pub fn new_member_session() -> String {
+    format!("ms_{}", random_alnum(43))
+}
+
+/// A new member invitation: `inv_` + 40 random alphanumerics.
+pub fn new_invitation() -> String {
+    format!("inv_{}", random_alnum(40))
+}
+
 /// The displayable prefix of a credential: its kind marker plus the first 8 random characters.
 pub fn display_prefix(secret: &str, marker: &str) -> String {
     let rest = secret.strip_prefix(marker).unwrap_or(secret);

@@ -30,6 +30,8 @@ enum Access {
     MediaReaders,
     /// The inbound bot webhook: the bot's own credentials (token, secret, signatures), nothing else.
     BotWebhook,
+    /// A partner member's session cookie only (their own session's routes): every bearer credential is 403.
+    Member,
     /// No credential (sign-in, provider callbacks with their own signatures, content links, the
     /// document): whatever is sent in `Authorization` changes nothing.
     Open,
@@ -46,6 +48,7 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("DELETE", "/api/v1/api-keys/{id}", Partner),
     ("POST", "/api/v1/agent/devices/keys", Partner),
     ("POST", "/api/v1/agent/messages", Partner),
+    ("GET", "/api/v1/audit-log", Partner),
     ("POST", "/api/v1/auth/otp/start", Open),
     ("POST", "/api/v1/auth/otp/verify", Open),
     ("POST", "/api/v1/bots", Partner),
@@ -113,6 +116,14 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/me/flows/{ref}/steps", User),
     ("POST", "/api/v1/me/messages/{ref}/read", User),
     ("GET", "/api/v1/media/{id}", MediaReaders),
+    ("GET", "/api/v1/members", Partner),
+    ("POST", "/api/v1/members/invitations", Partner),
+    ("GET", "/api/v1/members/me", Member),
+    ("POST", "/api/v1/members/sessions", Open),
+    ("DELETE", "/api/v1/members/sessions", Member),
+    ("DELETE", "/api/v1/members/sessions/current", Member),
+    ("PATCH", "/api/v1/members/{id}", Partner),
+    ("DELETE", "/api/v1/members/{id}", Partner),
     ("GET", "/api/v1/messages", Partner),
     ("POST", "/api/v1/messages", Partner),
     ("POST", "/api/v1/messages/read", Partner),
@@ -263,6 +274,8 @@ struct Fixtures {
     field_id: i64,
     /// A second key of the owner's, for the revoke route (the owner's own key goes on working).
     api_key_id: i64,
+    /// An agent of the owner's, for the member routes.
+    member_id: i64,
     delivery_id: String,
     flow_ref: String,
     chat_session: String,
@@ -295,6 +308,7 @@ impl Fixtures {
                 "broadcasts" => self.broadcast_id.to_string(),
                 "account-fields" => self.field_id.to_string(),
                 "api-keys" => self.api_key_id.to_string(),
+                "members" => self.member_id.to_string(),
                 "deliveries" => self.delivery_id.clone(),
                 "media" => self.media_id.clone(),
                 "payments" => self.payment_id.to_string(),
@@ -386,6 +400,15 @@ async fn fixtures(app: &TestApp) -> Fixtures {
     let field_id = app.post(&owner, "/api/v1/settings/account-fields", field).await.ok(201)["id"].as_i64().unwrap();
     let spare_api_key = app.post(&owner, "/api/v1/api-keys", json!({"name": "spare"})).await;
     let api_key_id = spare_api_key.ok(201)["key"]["id"].as_i64().unwrap();
+    let invitation = app.post(&owner, "/api/v1/members/invitations", json!({"role": "agent"})).await;
+    let invitation = invitation.ok(201)["invitation"].as_str().unwrap().to_string();
+    const AGENT: &str = "+15557770001";
+    open_post(app, "/api/v1/auth/otp/start", json!({"phone": AGENT})).await;
+    let code = app.last_code(AGENT).await;
+    let signed_in =
+        open_post(app, "/api/v1/members/sessions", json!({"phone": AGENT, "code": code, "invitation": invitation}))
+            .await;
+    let member_id = signed_in["member"]["id"].as_i64().unwrap();
     let delivery =
         || async { app.get(&owner, "/api/v1/webhooks/deliveries").await.json["data"][0]["delivery_id"].clone() };
     eventually("a webhook delivery", || async { delivery().await.is_string() }).await;
@@ -453,6 +476,7 @@ async fn fixtures(app: &TestApp) -> Fixtures {
         broadcast_id: broadcast.as_i64().unwrap(),
         field_id,
         api_key_id,
+        member_id,
         delivery_id,
         flow_ref,
         chat_session: chat.as_str().unwrap().to_string(),

@@ -123,6 +123,66 @@ async fn base64_media_is_stored_once_and_served_to_the_sender() {
 }
 
 #[tokio::test]
+async fn audio_and_video_are_served_in_parts_so_players_can_seek() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let bytes: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    let m = app
+        .post(&key, "/api/v1/messages", json!({"phone": PHONE, "content_type": "video", "media_base64": b64, "media_mimetype": "video/mp4", "media_filename": "clip.mp4"}))
+        .await
+        .ok(201)
+        .clone();
+    let content = format!("{}/api/v1/content/{}", app.base, m["ref"].as_str().unwrap());
+    let media = format!("{}{}", app.base, m["media"]["url"].as_str().unwrap());
+    let get = |url: &str, range: Option<&str>, if_range: bool| {
+        let mut r = app.client.get(url).bearer_auth(&key);
+        if let Some(range) = range {
+            r = r.header("range", range);
+        }
+        if if_range {
+            r = r.header("if-range", "\"x\"");
+        }
+        r.send()
+    };
+    for url in [&content, &media] {
+        // The whole file says that parts can be asked for.
+        let whole = get(url, None, false).await.unwrap();
+        assert_eq!(whole.status(), 200);
+        assert_eq!(whole.headers()["accept-ranges"], "bytes");
+        assert_eq!(whole.bytes().await.unwrap().len(), 1000);
+        // One part: 206 with that part and where it is.
+        for (range, from, to) in [
+            ("bytes=100-199", 100, 199),
+            ("bytes=990-", 990, 999),
+            ("bytes=-10", 990, 999),
+            ("bytes=900-5000", 900, 999),
+        ] {
+            let part = get(url, Some(range), false).await.unwrap();
+            assert_eq!(part.status(), 206, "{range}");
+            assert_eq!(part.headers()["content-range"], format!("bytes {from}-{to}/1000"), "{range}");
+            assert_eq!(part.headers()["content-type"], "video/mp4");
+            assert_eq!(part.headers()["content-security-policy"], "sandbox; default-src 'none'");
+            assert_eq!(part.bytes().await.unwrap().to_vec(), bytes[from..=to].to_vec(), "{range}");
+        }
+        // Past the end: 416 in the error shape, with the size.
+        let past = get(url, Some("bytes=1000-"), false).await.unwrap();
+        assert_eq!(past.status(), 416);
+        assert_eq!(past.headers()["content-range"], "bytes */1000");
+        let body: serde_json::Value = past.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "range_not_satisfiable");
+        // Several ranges, an If-Range (no validator to compare) or another unit: the whole file.
+        for (range, if_range) in
+            [("bytes=0-1, 5-6", false), ("bytes=0-1", true), ("items=0-1", false), ("bytes=oops", false)]
+        {
+            let whole = get(url, Some(range), if_range).await.unwrap();
+            assert_eq!(whole.status(), 200, "{range} {if_range}");
+            assert_eq!(whole.bytes().await.unwrap().len(), 1000, "{range}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn media_urls_must_be_https_outside_dev_mode() {
     let app = TestApp::start_with(|c| c.dev = false).await;
     let key = app.partner("acme").await;

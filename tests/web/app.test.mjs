@@ -251,6 +251,7 @@ test("1. log in with the OTP, see every content type, open a newsletter, unread 
   await img.waitFor();
   await page.waitForFunction(() => [...document.querySelectorAll("img[alt='A photo']")].every((i) => i.complete && i.naturalWidth > 0));
   assert.ok(await list.getByRole("link", { name: /Download invoice\.pdf/ }).isVisible());
+  assert.ok(await list.getByRole("button", { name: "Open invoice.pdf" }).isVisible(), "a PDF opens in place");
   assert.equal(await list.locator("audio[src='https://media.example.com/voice.mp3']").count(), 1);
   assert.equal(await list.locator("video[src='https://media.example.com/clip.mp4']").count(), 1);
   const cta = list.getByRole("link", { name: "Track your parcel" });
@@ -414,6 +415,78 @@ test("1c. the host is killed and restarted: the app reconnects and shows what ar
     host.kill("SIGKILL");
     await ctx.close();
   }
+});
+
+/** A one-page PDF saying `text`, with a correct cross-reference table. */
+function onePagePdf(text) {
+  const objects = [
+    "<< /Type /Catalog /Pages 2 0 R >>",
+    "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 144] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+    null,
+    "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+  ];
+  const stream = `BT /F1 18 Tf 24 72 Td (${text}) Tj ET`;
+  objects[3] = `<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`;
+  let pdf = "%PDF-1.4\n";
+  const offsets = objects.map((body, i) => {
+    const at = pdf.length;
+    pdf += `${i + 1} 0 obj\n${body}\nendobj\n`;
+    return at;
+  });
+  const xref = pdf.length;
+  pdf += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n` + offsets.map((o) => `${String(o).padStart(10, "0")} 00000 n \n`).join("");
+  pdf += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(pdf, "latin1");
+}
+
+test("1d. documents open in place: a PDF in the browser's viewer, a CSV as text, other files download", async () => {
+  const stamp = Date.now().toString(36);
+  const pdf = onePagePdf(`Invoice ${stamp}`);
+  const csv = `item,price\n<b>tea</b>,3.50\ncake ${stamp},4.00\n`;
+  await send({ content_type: "document", media_base64: Buffer.from("PK\x03\x04 not really a document").toString("base64"), media_mimetype: "application/vnd.openxmlformats-officedocument.wordprocessingml.document", media_filename: `letter-${stamp}.docx` });
+  await send({ content_type: "document", media_base64: Buffer.from(csv).toString("base64"), media_mimetype: "text/csv", media_filename: `prices-${stamp}.csv`, body: "This month's prices" });
+  await send({ content_type: "document", media_base64: pdf.toString("base64"), media_mimetype: "application/pdf", media_filename: `invoice-${stamp}.pdf` });
+  await page.goto(BASE + "/");
+  const list = page.locator("ol.messages");
+  const openPdf = list.getByRole("button", { name: `Open invoice-${stamp}.pdf` });
+  await openPdf.waitFor();
+  // A file the browser cannot show is a download only.
+  assert.equal(await list.getByRole("button", { name: `Open letter-${stamp}.docx` }).count(), 0);
+  assert.ok(await list.getByRole("link", { name: new RegExp(`^Download letter-${stamp}\\.docx`) }).isVisible());
+
+  // The PDF opens over the app, from a blob typed application/pdf holding exactly the bytes sent.
+  await openPdf.click();
+  const viewer = page.getByRole("dialog", { name: `Document: invoice-${stamp}.pdf` });
+  await viewer.waitFor();
+  const frame = viewer.locator(`iframe[title='invoice-${stamp}.pdf']`);
+  await frame.waitFor();
+  const src = await frame.getAttribute("src");
+  assert.match(src, /^blob:/);
+  // The app's own CSP keeps even this page from fetching the blob: the frame tells what it holds.
+  assert.equal(Number(await frame.getAttribute("data-bytes")), pdf.length, "every byte sent is shown");
+  const pdfFrame = page.frames().find((f) => f.url() === src);
+  assert.ok(pdfFrame, "the PDF is a frame of its own");
+  assert.equal(await pdfFrame.evaluate(() => document.contentType), "application/pdf", "the browser shows it as a PDF");
+  assert.equal(await viewer.getByRole("button", { name: "Zoom in" }).count(), 0, "zoom is the PDF viewer's own");
+  assert.match(await viewer.getByRole("link", { name: /^Download/ }).getAttribute("download"), new RegExp(`invoice-${stamp}\\.pdf`));
+  await page.waitForTimeout(500); // the PDF viewer draws the page
+  await shoot("viewer-pdf");
+  await page.keyboard.press("Escape");
+  await viewer.waitFor({ state: "detached" });
+  assert.ok(await openPdf.evaluate((e) => e === document.activeElement), "focus returns to the opener");
+
+  // The CSV opens as text: markup in it is shown, never run or rendered; its caption under it.
+  await list.getByRole("button", { name: `Open prices-${stamp}.csv` }).click();
+  const text = page.getByRole("dialog", { name: `Document: prices-${stamp}.csv` });
+  const pre = text.locator("pre");
+  await pre.waitFor();
+  assert.equal(await pre.textContent(), csv);
+  assert.equal(await pre.locator("b").count(), 0);
+  await text.getByText("This month's prices", { exact: true }).waitFor();
+  await axe("viewer-text");
+  await text.getByRole("button", { name: "✕ Close" }).click();
+  await text.waitFor({ state: "detached" });
 });
 
 test("2. the signup flow: field errors keep the values, then the summary; the card is read only", async () => {

@@ -122,6 +122,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log.
+         * @description For the partner key and owners: every request by which a member changed something (any method but GET
+         *     and HEAD), who, when, from which address, and how it was answered. Newest first.
+         */
+        get: operations["audit_log"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/otp/start": {
         parameters: {
             query?: never;
@@ -1199,7 +1220,9 @@ export interface paths {
          * Download media uploaded as base64.
          * @description For the sending partner, or a recipient with a user JWT (developer keys and bot tokens are 403). Served
          *     with `X-Content-Type-Options: nosniff`, `Content-Security-Policy: sandbox`, and `Content-Disposition:
-         *     attachment` for every type but common images, audio and video.
+         *     attachment` for every type but common images, audio and video. A single `Range: bytes=…` is answered
+         *     with `206` and that part (so audio and video seek); several ranges, or a `Range` with `If-Range`, get
+         *     the whole file; a range past the end is `416` with `Content-Range: bytes *\/{size}`.
          */
         get: operations["get_media"];
         put?: never;
@@ -1208,6 +1231,136 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The partner's members.
+         * @description For the partner key and owners. Oldest first.
+         */
+        get: operations["list_members"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invite a member.
+         * @description For the partner key and owners. The invitation works once, within 7 days, for whichever phone signs in
+         *     with it first; that phone becomes a member with `role`.
+         */
+        post: operations["invite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** My member session. */
+        get: operations["me"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in as a member.
+         * @description With the phone and the one-time code of `POST /auth/otp/start` (same limits; the code is used up), and an
+         *     invitation for the first sign-in. Sets the session cookie (`hubbub_member`: HttpOnly, SameSite=Strict,
+         *     Secure), which ends after 8 hours without a request and 7 days after sign-in at the latest. A phone that
+         *     is a member of several partners names one in `partner` (422 otherwise, listing them).
+         */
+        post: operations["sign_in"];
+        /**
+         * Sign out everywhere.
+         * @description Ends every session of this member, in every browser, and clears this one's cookie.
+         */
+        delete: operations["sign_out_everywhere"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members/sessions/current": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Sign out.
+         * @description Ends this session and clears the cookie.
+         */
+        delete: operations["sign_out"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a member.
+         * @description For the partner key and owners. Their sessions end at once; their audit entries stay. Not the last owner
+         *     (409).
+         */
+        delete: operations["remove_member"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a member's role or name.
+         * @description For the partner key and owners. The last owner keeps the role (409).
+         */
+        patch: operations["update_member"];
         trace?: never;
     };
     "/api/v1/messages": {
@@ -2072,6 +2225,29 @@ export interface components {
         };
         /** @enum {string} */
         AttemptState: "sent" | "failed" | "skipped";
+        /** @description One thing a member changed. */
+        AuditRecord: {
+            /** @description The method and route, such as `POST /api/v1/bots/{code}/token`. */
+            action: string;
+            /** @description The client's address. */
+            address?: string | null;
+            at: string;
+            /** Format: int64 */
+            id: number;
+            /**
+             * Format: int64
+             * @description The member (null once removed) and their phone.
+             */
+            member_id?: number | null;
+            phone?: string | null;
+            /**
+             * Format: int64
+             * @description The HTTP status it was answered with.
+             */
+            status: number;
+            /** @description The path called (message and payment refs cut to their prefix). */
+            target: string;
+        };
         /** Format: binary */
         Binary: string;
         /** @description A bot. */
@@ -2603,6 +2779,16 @@ export interface components {
             /** @description The values, validated against the screen's fields. */
             values: Record<string, never>;
         };
+        /** @description An invitation, shown this once. */
+        InvitationCreated: {
+            expires_at: string;
+            /**
+             * @description The token: give it to the person invited, who signs in with it (`POST /members/sessions`). It is
+             *     never shown again, works once, and expires at `expires_at`.
+             */
+            invitation: string;
+            role: components["schemas"]["MemberRole"];
+        };
         /** @description A user's device keys, as a partner linked to them sees them. */
         KeyDirectory: {
             /** @description The caller's own agent devices only */
@@ -2653,6 +2839,33 @@ export interface components {
                 prefix: string;
                 /** @description Null while the key works. */
                 revoked_at?: string | null;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_AuditRecord: {
+            data: {
+                /** @description The method and route, such as `POST /api/v1/bots/{code}/token`. */
+                action: string;
+                /** @description The client's address. */
+                address?: string | null;
+                at: string;
+                /** Format: int64 */
+                id: number;
+                /**
+                 * Format: int64
+                 * @description The member (null once removed) and their phone.
+                 */
+                member_id?: number | null;
+                phone?: string | null;
+                /**
+                 * Format: int64
+                 * @description The HTTP status it was answered with.
+                 */
+                status: number;
+                /** @description The path called (message and payment refs cut to their prefix). */
+                target: string;
             }[];
             /** @description Pass as `cursor` for the next page; null on the last. */
             next_cursor?: string | null;
@@ -2752,6 +2965,19 @@ export interface components {
                 channel: string;
                 phone: string;
                 text: string;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_MemberRecord: {
+            data: {
+                created_at: string;
+                /** Format: int64 */
+                id: number;
+                name?: string | null;
+                phone: string;
+                role: components["schemas"]["MemberRole"];
             }[];
             /** @description Pass as `cursor` for the next page; null on the last. */
             next_cursor?: string | null;
@@ -2920,6 +3146,44 @@ export interface components {
             /** @description The URL given, or `/api/v1/media/{id}` for bytes sent in base64. */
             url: string;
         };
+        /** @description The partner a member acts for. */
+        MemberPartner: {
+            code: string;
+            name: string;
+        };
+        /** @description A member of the partner. */
+        MemberRecord: {
+            created_at: string;
+            /** Format: int64 */
+            id: number;
+            name?: string | null;
+            phone: string;
+            role: components["schemas"]["MemberRole"];
+        };
+        /** @enum {string} */
+        MemberRole: "owner" | "admin" | "agent";
+        /** @description A member's session as they see it. */
+        MemberSession: {
+            /** @description The absolute end; the session also ends after `idle_minutes` without a request. */
+            ends_at: string;
+            /** Format: int64 */
+            idle_minutes: number;
+            member: components["schemas"]["MemberRecord"];
+            partner: components["schemas"]["MemberPartner"];
+            signed_in_at: string;
+        };
+        MemberSignIn: {
+            /** @description The code sent by `POST /auth/otp/start`. */
+            code: string;
+            /**
+             * @description An invitation (`inv_…`) to accept: the phone becomes a member with its role. Without one, the phone
+             *     must be a member already.
+             */
+            invitation?: string | null;
+            /** @description The partner to sign in to, for a phone that is a member of several. */
+            partner?: string | null;
+            phone: string;
+        };
         /**
          * @description A message as the API answers it: the common fields, the template fields of a template send, and the
          *     content fields of its type.
@@ -3007,6 +3271,9 @@ export interface components {
         NewApiKey: {
             /** @description What the key is for, shown in lists: 1 to 100 characters. */
             name: string;
+        };
+        NewInvitation: {
+            role: components["schemas"]["MemberRole"];
         };
         /** @description The host cannot do its work: the error says which checks failed. */
         NotReady: {
@@ -3394,6 +3661,11 @@ export interface components {
             /** @enum {string} */
             state: "closed";
         };
+        UpdateMember: {
+            /** @description A display name: 1 to 100 characters. */
+            name?: string | null;
+            role?: components["schemas"]["MemberRole"] | null;
+        };
         /** @description How many messages changed state. */
         Updated: {
             /** Format: int64 */
@@ -3524,6 +3796,15 @@ export interface components {
         };
         /** @description `payload_too_large` */
         E413: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `range_not_satisfiable`: the range starts past the end; `Content-Range: bytes *\/{size}` gives the size */
+        E416: {
             headers: {
                 [name: string]: unknown;
             };
@@ -3782,6 +4063,36 @@ export interface operations {
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    audit_log: {
+        parameters: {
+            query?: {
+                /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_AuditRecord"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };
@@ -4321,6 +4632,15 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description Stored media: the part that `Range` asked for (as on `/media/{id}`) */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": components["schemas"]["Binary"];
+                };
+            };
             /** @description Links and media sent by URL redirect to it */
             302: {
                 headers: {
@@ -4329,6 +4649,7 @@ export interface operations {
                 content?: never;
             };
             404: components["responses"]["E404"];
+            416: components["responses"]["E416"];
             503: components["responses"]["E503"];
         };
     };
@@ -5819,9 +6140,238 @@ export interface operations {
                     "application/octet-stream": components["schemas"]["Binary"];
                 };
             };
+            /** @description The part that `Range` asked for, with `Content-Range` */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": components["schemas"]["Binary"];
+                };
+            };
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
+            416: components["responses"]["E416"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    list_members: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The members */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_MemberRecord"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    invite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewInvitation"];
+            };
+        };
+        responses: {
+            /** @description The invitation, shown once */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationCreated"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    me: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Who is signed in, for which partner, until when */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberSession"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    sign_in: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemberSignIn"];
+            };
+        };
+        responses: {
+            /** @description Signed in; the cookie is set */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberSession"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    sign_out_everywhere: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every session ended */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    sign_out: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    remove_member: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The member's id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The member removed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberRecord"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    update_member: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The member's id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateMember"];
+            };
+        };
+        responses: {
+            /** @description The member */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberRecord"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };

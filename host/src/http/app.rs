@@ -18,12 +18,13 @@ struct Assets;
 
 /// What the app's pages may load: only this origin's scripts, styles, workers and API; images and media also
 /// from HTTPS (partners' media URLs) and, in dev mode, plain HTTP; frames only from this origin (the
-/// newsletter reader shows `/api/v1/content/{ref}`, which is sandboxed by its own policy).
+/// newsletter reader shows `/api/v1/content/{ref}`, which is sandboxed by its own policy) and blobs the
+/// app made itself (the viewer shows a PDF from a blob typed `application/pdf`).
 const POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob: https:; \
-    media-src 'self' blob: https:; frame-src 'self'; connect-src 'self'; worker-src 'self'; manifest-src 'self'; \
+    media-src 'self' blob: https:; frame-src 'self' blob:; connect-src 'self'; worker-src 'self'; manifest-src 'self'; \
     object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 const DEV_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob: https: http:; \
-    media-src 'self' blob: https: http:; frame-src 'self'; connect-src 'self'; worker-src 'self'; manifest-src 'self'; \
+    media-src 'self' blob: https: http:; frame-src 'self' blob:; connect-src 'self'; worker-src 'self'; manifest-src 'self'; \
     object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// The router's fallback: an app file, the app's page, or the API's 404.

@@ -20,13 +20,23 @@ pub struct ApiError {
     field: Option<String>,
     fields: Option<BTreeMap<String, String>>,
     retry_after_s: Option<u64>,
+    /// The size a `416` names in `Content-Range: bytes */{size}`.
+    range_of: Option<u64>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into(), field: None, fields: None, retry_after_s: None }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            field: None,
+            fields: None,
+            retry_after_s: None,
+            range_of: None,
+        }
     }
 
     /// 422 `validation` on one field (dotted for nested fields).
@@ -100,6 +110,17 @@ impl ApiError {
 
     pub fn payload_too_large() -> Self {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "request body is over the size limit")
+    }
+
+    /// 416 `range_not_satisfiable`: a `Range` that starts past the end of the bytes.
+    pub fn range_not_satisfiable(len: u64) -> Self {
+        let mut e = Self::new(
+            StatusCode::RANGE_NOT_SATISFIABLE,
+            "range_not_satisfiable",
+            format!("the range asked for is outside the {len} bytes"),
+        );
+        e.range_of = Some(len);
+        e
     }
 
     pub fn rate_limited(retry_after_s: u64) -> Self {
@@ -277,6 +298,10 @@ impl IntoResponse for ApiError {
         let mut response = (self.status, axum::Json(json!({ "error": error }))).into_response();
         if let Some(secs) = self.retry_after_s {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let Some(len) = self.range_of {
+            let value = HeaderValue::from_str(&format!("bytes */{len}")).expect("digits are a header value");
+            response.headers_mut().insert(header::CONTENT_RANGE, value);
         }
         response
     }

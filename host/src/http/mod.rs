@@ -22,6 +22,7 @@ pub mod listener;
 pub mod login;
 pub mod me;
 pub mod media;
+pub mod members;
 pub mod messages;
 pub mod metrics;
 pub mod openapi;
@@ -64,7 +65,7 @@ use utoipa_axum::router::OpenApiRouter;
 use crate::http::error::ApiError;
 use crate::state::AppState;
 
-pub use openapi::{E400, E401, E403, E404, E409, E413, E422, E429, E502, E503};
+pub use openapi::{E400, E401, E403, E404, E409, E413, E416, E422, E429, E502, E503};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -77,6 +78,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(media::router())
         .merge(accounts::router())
         .merge(api_keys::router())
+        .merge(members::router())
         .merge(login::router())
         .merge(me::router())
         .merge(stream::router())
@@ -108,6 +110,8 @@ pub fn app(state: AppState) -> Router {
         // API's JSON 404.
         .fallback(axum::handler::Handler::layer(app::fallback, tower_http::compression::CompressionLayer::new()))
         .layer(DefaultBodyLimit::max(body_limit))
+        // What members change is written to the audit log (the slot is filled by `auth`).
+        .layer(axum::middleware::from_fn_with_state(state.clone(), members::audit))
         // A handler that panics answers 500 in the error shape, and the host keeps serving.
         .layer(CatchPanicLayer::custom(panic_response))
         // A request that takes longer than HUBBUB_REQUEST_TIMEOUT_MS is answered 503 `timeout`.

@@ -92,6 +92,7 @@ error_responses! {
     E404 = 404, "`not_found`: no such resource for this caller", false;
     E409 = 409, "`conflict` or `idempotency_conflict`", false;
     E413 = 413, "`payload_too_large`", false;
+    E416 = 416, "`range_not_satisfiable`: the range starts past the end; `Content-Range: bytes */{size}` gives the size", false;
     E422 = 422, "`validation` (with `field`), or another 422 code such as `e2e_no_devices` or `template_not_approved`", false;
     E429 = 429, "`rate_limited`; see `Retry-After`", true;
     E502 = 502, "`bot_error` (the bot failed to answer), `delivery_failed` (a provider refused) or `payment_provider_error` (the payment provider refused or did not answer)", false;
@@ -151,6 +152,17 @@ impl Modify for SecuritySchemes {
             scheme.bearer_format = format.map(str::to_string);
             components.add_security_scheme(*name, SecurityScheme::Http(scheme));
         }
+        let mut cookie = utoipa::openapi::security::ApiKeyValue::new(crate::members::COOKIE);
+        cookie.description = Some(
+            "A partner member's session (`POST /members/sessions`): an HttpOnly, SameSite=Strict cookie. A request \
+             that changes something must also come from this origin (`Sec-Fetch-Site: same-origin`, or an `Origin` \
+             equal to the host's public URL): the CSRF check."
+                .to_string(),
+        );
+        components.add_security_scheme(
+            "memberSession",
+            SecurityScheme::ApiKey(utoipa::openapi::security::ApiKey::Cookie(cookie)),
+        );
     }
 }
 

@@ -18,6 +18,7 @@ pub mod devices;
 pub mod flows;
 pub mod keys;
 pub mod leases;
+pub mod members;
 pub mod messages;
 pub mod otp;
 pub mod outbox;

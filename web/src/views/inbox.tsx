@@ -9,7 +9,7 @@ import { Summary } from "../steps";
 import { onLive } from "../live";
 import { declineOffer, shouldOffer, turnOnPush } from "../push";
 import { SearchBox, useSearch } from "../search";
-import { openViewer, type Viewable } from "../viewer";
+import { documentKind, openViewer, type Viewable } from "../viewer";
 import { onBackOnline, save } from "../offline";
 import { ErrorNote, Loading, useTitle, when } from "../util";
 
@@ -216,7 +216,7 @@ function heading(m: Message): string {
 /** An image message as the viewer shows it: its alt text is its caption (never a file name). */
 function viewable(m: Message): Viewable {
   const caption = (m.rendered_body ?? m.body)?.trim() || null;
-  return { ref: m.ref, src: mediaSrc(m), alt: caption ?? `Image from ${m.partner}`, caption, filename: m.media?.filename ?? null };
+  return { ref: m.ref, kind: "image", src: mediaSrc(m), alt: caption ?? `Image from ${m.partner}`, caption, filename: m.media?.filename ?? null };
 }
 
 /** The images the viewer moves through from `m`: the inbox's, newest first, or `m` alone. */
@@ -282,16 +282,28 @@ function Body({ m, full }: { m: Message; full: boolean }) {
           {caption}
         </>
       );
-    case "document":
+    case "document": {
+      const name = m.media?.filename || "document";
+      // Stored documents open in place; one a partner linked to elsewhere is that site's to show.
+      const kind = mediaSrc(m).startsWith("/") ? documentKind(m.media?.mimetype, m.media?.filename) : null;
+      const open = (): Viewable => ({ ref: m.ref, kind: kind!, src: mediaSrc(m), alt: name, caption: text?.trim() || null, filename: m.media?.filename ?? null });
       return (
         <>
           {caption}
-          <a class="button" href={mediaSrc(m)} download={m.media?.filename || true} data-external>
-            Download {m.media?.filename || "document"}
-            {m.media?.size ? ` (${Math.ceil(m.media.size / 1024)} KB)` : ""}
-          </a>
+          <div class="doc-actions">
+            {kind ? (
+              <button type="button" class="button primary" onClick={() => openViewer([open()], m.ref)} aria-label={`Open ${name}`}>
+                Open {name}
+              </button>
+            ) : null}
+            <a class="button" href={mediaSrc(m)} download={m.media?.filename || true} data-external>
+              Download {name}
+              {m.media?.size ? ` (${Math.ceil(m.media.size / 1024)} KB)` : ""}
+            </a>
+          </div>
         </>
       );
+    }
     case "link": {
       const l = m.link!;
       return (

@@ -1,0 +1,467 @@
+//! The people of a partner: members with a role (`owner`, `admin`, `agent`; `members::allows` decides what
+//! each may call), who join by a single-use invitation and sign in with their phone and a one-time code
+//! (the end-user login codes of `/auth/otp/start`, with their limits) into a session cookie; and the audit
+//! log of what members changed (`audit`, the layer that writes it).
+//!
+//! The cookie is HttpOnly and SameSite=Strict, Secure except in dev mode on `http://localhost` (or 127.0.0.1); a request
+//! it authenticates that changes something must come from this origin (the CSRF check in `auth`).
+
+use axum::Json;
+use axum::extract::{Path, Request, State};
+use axum::http::header::{SET_COOKIE, USER_AGENT};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::abuse::CodeRouteLimit;
+use super::{ApiJson, ApiQuery, E401, E403, E404, E409, E429, List, PageParams, loggable_path, parse_id};
+use crate::auth::{AuditSlot, MemberAuth, PartnerActor, PartnerAuth};
+use crate::clock::record_time;
+use crate::http::error::{ApiError, ApiResult};
+use crate::members::{COOKIE, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS};
+use crate::names::MemberRole;
+use crate::secrets::{digest, new_member_session};
+use crate::state::AppState;
+use crate::store::members::{self, Accepted, AuditEntry, AuditWrite, Changed, Member, Session};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(sign_in, sign_out_everywhere))
+        .routes(routes!(sign_out))
+        .routes(routes!(me))
+        .routes(routes!(list_members))
+        .routes(routes!(invite))
+        .routes(routes!(update_member, remove_member))
+        .routes(routes!(audit_log))
+}
+
+/// A member of the partner.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MemberRecord {
+    pub id: i64,
+    pub phone: String,
+    pub name: Option<String>,
+    pub role: MemberRole,
+    pub created_at: String,
+}
+
+impl From<&Member> for MemberRecord {
+    fn from(m: &Member) -> Self {
+        MemberRecord {
+            id: m.id,
+            phone: m.phone.clone(),
+            name: m.name.clone(),
+            role: m.role,
+            created_at: record_time(m.created_at),
+        }
+    }
+}
+
+/// The partner a member acts for.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MemberPartner {
+    pub code: String,
+    pub name: String,
+}
+
+/// A member's session as they see it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MemberSession {
+    pub member: MemberRecord,
+    pub partner: MemberPartner,
+    pub signed_in_at: String,
+    /// The absolute end; the session also ends after `idle_minutes` without a request.
+    pub ends_at: String,
+    pub idle_minutes: i64,
+}
+
+fn session_record(s: &Session) -> MemberSession {
+    MemberSession {
+        member: MemberRecord::from(&s.member),
+        partner: MemberPartner { code: s.partner.code.clone(), name: s.partner.name.clone() },
+        signed_in_at: record_time(s.created_at),
+        ends_at: record_time(s.ends_at),
+        idle_minutes: SESSION_IDLE_MS / 60_000,
+    }
+}
+
+/// The `Set-Cookie` of a session token (or of its removal, for `None`); Secure unless the host is in dev
+/// mode on `http://localhost` or `http://127.0.0.1` (where browsers keep no Secure cookie over plain HTTP).
+fn cookie(state: &AppState, token: Option<&str>) -> HeaderValue {
+    let public = state.config.public_url.as_str();
+    let local_dev = state.config.dev && ["http://localhost", "http://127.0.0.1"].iter().any(|l| public.starts_with(l));
+    let secure = if local_dev { "" } else { "; Secure" };
+    let value = match token {
+        Some(token) => {
+            format!(
+                "{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+                SESSION_ABSOLUTE_MS / 1000
+            )
+        }
+        None => format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{secure}"),
+    };
+    HeaderValue::from_str(&value).expect("a token of letters and digits is a header value")
+}
+
+#[derive(Deserialize, ToSchema)]
+#[schema(as = MemberSignIn)]
+struct SignIn {
+    #[schema(value_type = String, required = true, pattern = "^\\+[1-9][0-9]{6,14}$")]
+    phone: Option<String>,
+    /// The code sent by `POST /auth/otp/start`.
+    #[schema(value_type = String, required = true, pattern = "\\S")]
+    code: Option<String>,
+    /// An invitation (`inv_…`) to accept: the phone becomes a member with its role. Without one, the phone
+    /// must be a member already.
+    #[schema(pattern = "^inv_[A-Za-z0-9]{40}$")]
+    invitation: Option<String>,
+    /// The partner to sign in to, for a phone that is a member of several.
+    #[schema(min_length = 1, max_length = 64)]
+    partner: Option<String>,
+}
+
+/// Sign in as a member.
+///
+/// With the phone and the one-time code of `POST /auth/otp/start` (same limits; the code is used up), and an
+/// invitation for the first sign-in. Sets the session cookie (`hubbub_member`: HttpOnly, SameSite=Strict,
+/// Secure), which ends after 8 hours without a request and 7 days after sign-in at the latest. A phone that
+/// is a member of several partners names one in `partner` (422 otherwise, listing them).
+#[utoipa::path(
+    post,
+    path = "/members/sessions",
+    tag = "members",
+    request_body = SignIn,
+    responses(
+        (status = 201, description = "Signed in; the cookie is set", body = MemberSession),
+        (status = 401, response = E401),
+        (status = 403, response = E403),
+        (status = 429, response = E429),
+    )
+)]
+async fn sign_in(
+    CodeRouteLimit(client): CodeRouteLimit,
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<SignIn>,
+) -> ApiResult<Response> {
+    let phone = crate::validate::required_phone(req.phone.as_deref())?.to_string();
+    let code = req
+        .code
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| ApiError::validation("code", "code is required"))?;
+    let invitation = req.invitation.as_deref().map(str::trim).filter(|i| !i.is_empty());
+    if invitation.is_some_and(|i| !i.starts_with("inv_") || i.len() != 44) {
+        return Err(ApiError::validation("invitation", "invitation is the inv_… token of an invitation link"));
+    }
+    crate::otp::verify(&state.codes(), &phone, "login", code).await?;
+    let now = state.now();
+    let member = match invitation {
+        Some(invitation) => match members::accept(&state.db, &digest(invitation), &phone, now).await? {
+            Accepted::Member(member) => member,
+            Accepted::Unusable => {
+                return Err(ApiError::unauthorized("the invitation is unknown, used or expired: ask for a new one"));
+            }
+        },
+        None => {
+            let mut all = members::memberships(&state.db, &phone).await?;
+            let wanted = req.partner.as_deref().map(str::trim).filter(|p| !p.is_empty());
+            if let Some(code) = wanted {
+                all.retain(|(_, partner)| partner == code);
+            }
+            match all.len() {
+                0 => {
+                    return Err(ApiError::forbidden(
+                        "this phone is not a member of that partner: sign in with an invitation from its owner",
+                    ));
+                }
+                1 => all.pop().expect("one").0,
+                _ => {
+                    let codes: Vec<&str> = all.iter().map(|(_, p)| p.as_str()).collect();
+                    return Err(ApiError::validation(
+                        "partner",
+                        format!("this phone is a member of several partners: name one of {}", codes.join(", ")),
+                    ));
+                }
+            }
+        }
+    };
+    let token = new_member_session();
+    let user_agent =
+        headers.get(USER_AGENT).and_then(|v| v.to_str().ok()).map(|ua| ua.chars().take(256).collect::<String>());
+    members::start_session(
+        &state.db,
+        member.id,
+        &digest(&token),
+        now,
+        now + SESSION_ABSOLUTE_MS,
+        &client.to_string(),
+        user_agent.as_deref(),
+    )
+    .await?;
+    let session = members::find_session(&state.db, &digest(&token), now, SESSION_IDLE_MS)
+        .await?
+        .ok_or_else(|| ApiError::internal("a session just started is missing"))?;
+    Ok((StatusCode::CREATED, [(SET_COOKIE, cookie(&state, Some(&token)))], Json(session_record(&session)))
+        .into_response())
+}
+
+/// My member session.
+#[utoipa::path(
+    get,
+    path = "/members/me",
+    tag = "members",
+    security(("memberSession" = [])),
+    responses((status = 200, description = "Who is signed in, for which partner, until when", body = MemberSession), (status = 401, response = E401))
+)]
+async fn me(MemberAuth(session): MemberAuth) -> Json<MemberSession> {
+    Json(session_record(&session))
+}
+
+/// Sign out.
+///
+/// Ends this session and clears the cookie.
+#[utoipa::path(
+    delete,
+    path = "/members/sessions/current",
+    tag = "members",
+    security(("memberSession" = [])),
+    responses((status = 204, description = "Signed out"), (status = 401, response = E401))
+)]
+async fn sign_out(State(state): State<AppState>, MemberAuth(session): MemberAuth) -> ApiResult<Response> {
+    members::end_session(&state.db, session.id, state.now()).await?;
+    Ok((StatusCode::NO_CONTENT, [(SET_COOKIE, cookie(&state, None))]).into_response())
+}
+
+/// Sign out everywhere.
+///
+/// Ends every session of this member, in every browser, and clears this one's cookie.
+#[utoipa::path(
+    delete,
+    path = "/members/sessions",
+    tag = "members",
+    security(("memberSession" = [])),
+    responses((status = 204, description = "Every session ended"), (status = 401, response = E401))
+)]
+async fn sign_out_everywhere(State(state): State<AppState>, MemberAuth(session): MemberAuth) -> ApiResult<Response> {
+    members::end_sessions(&state.db, session.member.id, state.now()).await?;
+    Ok((StatusCode::NO_CONTENT, [(SET_COOKIE, cookie(&state, None))]).into_response())
+}
+
+/// The partner's members.
+///
+/// For the partner key and owners. Oldest first.
+#[utoipa::path(
+    get,
+    path = "/members",
+    tag = "members",
+    security(("partnerKey" = []), ("memberSession" = [])),
+    responses((status = 200, description = "The members", body = List<MemberRecord>), (status = 403, response = E403))
+)]
+async fn list_members(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+) -> ApiResult<Json<List<MemberRecord>>> {
+    let all = members::list(&state.db, partner.id).await?;
+    Ok(Json(List { data: all.iter().map(MemberRecord::from).collect(), next_cursor: None }))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[schema(as = NewInvitation)]
+struct NewInvitation {
+    #[schema(value_type = MemberRole, required = true)]
+    role: Option<MemberRole>,
+}
+
+/// An invitation, shown this once.
+#[derive(Serialize, ToSchema)]
+struct InvitationCreated {
+    /// The token: give it to the person invited, who signs in with it (`POST /members/sessions`). It is
+    /// never shown again, works once, and expires at `expires_at`.
+    invitation: String,
+    role: MemberRole,
+    expires_at: String,
+}
+
+/// Invite a member.
+///
+/// For the partner key and owners. The invitation works once, within 7 days, for whichever phone signs in
+/// with it first; that phone becomes a member with `role`.
+#[utoipa::path(
+    post,
+    path = "/members/invitations",
+    tag = "members",
+    security(("partnerKey" = []), ("memberSession" = [])),
+    request_body = NewInvitation,
+    responses((status = 201, description = "The invitation, shown once", body = InvitationCreated), (status = 403, response = E403))
+)]
+async fn invite(
+    State(state): State<AppState>,
+    actor: PartnerActor,
+    ApiJson(req): ApiJson<NewInvitation>,
+) -> ApiResult<(StatusCode, Json<InvitationCreated>)> {
+    let role = req.role.ok_or_else(|| ApiError::validation("role", "role is one of owner, admin, agent"))?;
+    let invited_by = actor.member.as_ref().map(|m| m.id);
+    let (invitation, expires_at) =
+        crate::members::invite(&state.db, actor.partner.id, role, invited_by, state.now()).await?;
+    Ok((StatusCode::CREATED, Json(InvitationCreated { invitation, role, expires_at: record_time(expires_at) })))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[schema(as = UpdateMember)]
+struct UpdateMember {
+    role: Option<MemberRole>,
+    /// A display name: 1 to 100 characters.
+    #[schema(min_length = 1, max_length = 100)]
+    name: Option<String>,
+}
+
+/// Change a member's role or name.
+///
+/// For the partner key and owners. The last owner keeps the role (409).
+#[utoipa::path(
+    patch,
+    path = "/members/{id}",
+    tag = "members",
+    security(("partnerKey" = []), ("memberSession" = [])),
+    params(("id" = i64, Path, description = "The member's id")),
+    request_body = UpdateMember,
+    responses(
+        (status = 200, description = "The member", body = MemberRecord),
+        (status = 404, response = E404),
+        (status = 409, response = E409),
+    )
+)]
+async fn update_member(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<UpdateMember>,
+) -> ApiResult<Json<MemberRecord>> {
+    let id = parse_id(&id, "member")?;
+    let name = match req.name.as_deref() {
+        Some(raw) => Some(super::api_keys::key_name(Some(raw))?),
+        None => None,
+    };
+    changed(members::update(&state.db, partner.id, id, req.role, name).await?)
+}
+
+fn changed(c: Changed) -> ApiResult<Json<MemberRecord>> {
+    match c {
+        Changed::Done(Some(member)) => Ok(Json(MemberRecord::from(&member))),
+        Changed::Done(None) | Changed::NotFound => Err(ApiError::not_found("member")),
+        Changed::LastOwner => {
+            Err(ApiError::conflict("the partner's last owner stays an owner: make another owner first"))
+        }
+    }
+}
+
+/// Remove a member.
+///
+/// For the partner key and owners. Their sessions end at once; their audit entries stay. Not the last owner
+/// (409).
+#[utoipa::path(
+    delete,
+    path = "/members/{id}",
+    tag = "members",
+    security(("partnerKey" = []), ("memberSession" = [])),
+    params(("id" = i64, Path, description = "The member's id")),
+    responses(
+        (status = 200, description = "The member removed", body = MemberRecord),
+        (status = 404, response = E404),
+        (status = 409, response = E409),
+    )
+)]
+async fn remove_member(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<MemberRecord>> {
+    let id = parse_id(&id, "member")?;
+    changed(members::remove(&state.db, partner.id, id, state.now()).await?)
+}
+
+/// One thing a member changed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditRecord {
+    pub id: i64,
+    /// The member (null once removed) and their phone.
+    pub member_id: Option<i64>,
+    pub phone: Option<String>,
+    /// The method and route, such as `POST /api/v1/bots/{code}/token`.
+    pub action: String,
+    /// The path called (message and payment refs cut to their prefix).
+    pub target: String,
+    /// The HTTP status it was answered with.
+    pub status: i64,
+    /// The client's address.
+    pub address: Option<String>,
+    pub at: String,
+}
+
+impl From<&AuditEntry> for AuditRecord {
+    fn from(e: &AuditEntry) -> Self {
+        AuditRecord {
+            id: e.id,
+            member_id: e.member_id,
+            phone: e.phone.clone(),
+            action: e.action.clone(),
+            target: e.target.clone(),
+            status: e.status,
+            address: e.address.clone(),
+            at: record_time(e.at),
+        }
+    }
+}
+
+/// The audit log.
+///
+/// For the partner key and owners: every request by which a member changed something (any method but GET
+/// and HEAD), who, when, from which address, and how it was answered. Newest first.
+#[utoipa::path(
+    get,
+    path = "/audit-log",
+    tag = "members",
+    security(("partnerKey" = []), ("memberSession" = [])),
+    params(PageParams),
+    responses((status = 200, description = "A page of the log", body = List<AuditRecord>), (status = 403, response = E403))
+)]
+async fn audit_log(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<List<AuditRecord>>> {
+    let page = page.page()?;
+    let rows = members::audit_log(&state.db, partner.id, page.before, page.fetch()).await?;
+    Ok(Json(page.list(rows, |e| e.id, |e| AuditRecord::from(e))))
+}
+
+/// The layer that writes the audit log: it gives each request a slot that `auth` fills when a member's
+/// session makes it, and writes an entry, before answering, for each such request that could change
+/// something. An entry that cannot be written fails the answer (500) rather than go unrecorded.
+pub async fn audit(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let slot = AuditSlot::default();
+    request.extensions_mut().insert(slot.clone());
+    let changes = !matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    let target = loggable_path(request.uri().path()).into_owned();
+    let response = next.run(request).await;
+    let Some(acting) = slot.0.get().filter(|_| changes) else { return response };
+    let entry = AuditWrite {
+        partner_id: acting.partner_id,
+        member_id: acting.member_id,
+        action: &acting.action,
+        target: &target,
+        status: response.status().as_u16(),
+        address: &acting.address,
+        at: state.now(),
+    };
+    match members::audit(&state.db, entry).await {
+        Ok(()) => response,
+        Err(e) => ApiError::internal(format_args!("the audit log could not be written: {e}")).into_response(),
+    }
+}

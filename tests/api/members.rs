@@ -1,0 +1,337 @@
+//! The people of a partner: invitations, sign-in by phone and code into a session cookie, roles, the CSRF
+//! check, sign out (everywhere), and the audit log.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::cli::hubbub;
+use crate::common::{Resp, TestApp};
+
+const OWNER: &str = "+15550100001";
+const AGENT: &str = "+15550100002";
+const ADMIN: &str = "+15550100003";
+
+/// A browser's member session: its cookie, sent the way a page of the host's origin sends it.
+struct Browser<'a> {
+    app: &'a TestApp,
+    cookie: String,
+}
+
+impl Browser<'_> {
+    async fn call(&self, method: Method, path: &str, body: Option<Value>, site: Option<&str>) -> Resp {
+        let mut r = self.app.client.request(method, format!("{}{path}", self.app.base)).header("cookie", &self.cookie);
+        if let Some(site) = site {
+            r = r.header("sec-fetch-site", site);
+        }
+        if let Some(body) = body {
+            r = r.json(&body);
+        }
+        Resp::from(r.send().await.unwrap()).await
+    }
+
+    async fn get(&self, path: &str) -> Resp {
+        self.call(Method::GET, path, None, Some("same-origin")).await
+    }
+
+    async fn send(&self, method: Method, path: &str, body: Value) -> Resp {
+        self.call(method, path, Some(body), Some("same-origin")).await
+    }
+}
+
+/// Signs `phone` in (with `invitation` when given): the answer and, on success, the browser.
+async fn sign_in<'a>(app: &'a TestApp, phone: &str, extra: Value) -> (Resp, Option<Browser<'a>>) {
+    app.request(Method::POST, "/api/v1/auth/otp/start", None, Some(&json!({"phone": phone}))).await.ok(202);
+    let code = app.last_code(phone).await;
+    let mut body = json!({"phone": phone, "code": code});
+    for (k, v) in extra.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    let r = app.client.post(format!("{}/api/v1/members/sessions", app.base)).json(&body).send().await.unwrap();
+    let set_cookie = r.headers().get("set-cookie").map(|v| v.to_str().unwrap().to_string());
+    let resp = Resp::from(r).await;
+    let browser = set_cookie.map(|c| Browser { app, cookie: c.split(';').next().unwrap().to_string() });
+    (resp, browser)
+}
+
+async fn invitation(app: &TestApp, key: &str, role: &str) -> String {
+    app.post(key, "/api/v1/members/invitations", json!({"role": role})).await.ok(201)["invitation"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn an_owner_joins_by_invitation_invites_an_agent_and_each_role_reaches_only_its_own() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let owner_invite = invitation(&app, &key, "owner").await;
+
+    // A malformed invitation, and a phone that is no member, are refused before any session exists.
+    let (r, none) = sign_in(&app, OWNER, json!({"invitation": "inv_short"})).await;
+    r.field_error("invitation");
+    assert!(none.is_none());
+    let (r, none) = sign_in(&app, OWNER, json!({})).await;
+    r.error(403, "forbidden");
+    assert!(none.is_none());
+
+    // The owner signs in with the invitation: an HttpOnly, SameSite=Strict cookie (not Secure: this is dev
+    // mode on http://127.0.0.1; see the CSRF test for an https host).
+    app.request(Method::POST, "/api/v1/auth/otp/start", None, Some(&json!({"phone": OWNER}))).await.ok(202);
+    let code = app.last_code(OWNER).await;
+    let r = app
+        .client
+        .post(format!("{}/api/v1/members/sessions", app.base))
+        .json(&json!({"phone": OWNER, "code": code, "invitation": owner_invite}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let set_cookie = r.headers()["set-cookie"].to_str().unwrap().to_string();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=604800"] {
+        assert!(set_cookie.contains(attribute), "{attribute} in {set_cookie}");
+    }
+    assert!(!set_cookie.contains("Secure"), "{set_cookie}");
+    let owner = Browser { app: &app, cookie: set_cookie.split(';').next().unwrap().to_string() };
+    let me = owner.get("/api/v1/members/me").await.ok(200).clone();
+    assert_eq!(me["member"]["role"], "owner");
+    assert_eq!(me["partner"]["code"], "acme");
+    assert_eq!(me["idle_minutes"], 480);
+
+    // The invitation worked once.
+    let (r, _) = sign_in(&app, "+15550100009", json!({"invitation": owner_invite})).await;
+    r.error(401, "unauthorized");
+
+    // The owner invites an agent and an admin from the browser.
+    let agent_invite = owner.send(Method::POST, "/api/v1/members/invitations", json!({"role": "agent"})).await;
+    let agent_invite = agent_invite.ok(201)["invitation"].as_str().unwrap().to_string();
+    let (r, agent) = sign_in(&app, AGENT, json!({"invitation": agent_invite})).await;
+    assert_eq!(r.ok(201)["member"]["role"], "agent");
+    let agent = agent.unwrap();
+    let admin_invite = owner.send(Method::POST, "/api/v1/members/invitations", json!({"role": "admin"})).await;
+    let (_, admin) =
+        sign_in(&app, ADMIN, json!({"invitation": admin_invite.ok(201)["invitation"].as_str().unwrap()})).await;
+    let admin = admin.unwrap();
+
+    // The agent: conversations and contacts; not webhooks, bots, keys, members or the audit log.
+    let globex = app.partner("globex").await;
+    let user = app.login("+15550100050").await;
+    for partner in [&key, &globex] {
+        app.post(partner, "/api/v1/accounts/link", json!({"phone": "+15550100050"})).await.ok(200);
+    }
+    let conv = app.post(&user, "/api/v1/me/conversations", json!({"partner": "acme", "body": "help"})).await;
+    let conv_id = conv.ok(201)["conversation_id"].as_i64().unwrap();
+    agent.get("/api/v1/conversations").await.ok(200);
+    agent.get(&format!("/api/v1/conversations/{conv_id}")).await.ok(200);
+    agent
+        .send(Method::POST, &format!("/api/v1/conversations/{conv_id}/messages"), json!({"body": "On it"}))
+        .await
+        .ok(201);
+    agent.get("/api/v1/accounts/+15550100050").await.ok(200);
+    agent.get("/api/v1/messages").await.ok(200);
+    for path in
+        ["/api/v1/templates", "/api/v1/api-keys", "/api/v1/members", "/api/v1/audit-log", "/api/v1/webhooks/deliveries"]
+    {
+        agent.get(path).await.error(403, "forbidden");
+    }
+    agent
+        .send(Method::PUT, "/api/v1/settings/webhook", json!({"webhook_url": "https://a.example/h"}))
+        .await
+        .error(403, "forbidden");
+    agent
+        .send(Method::POST, "/api/v1/messages", json!({"phone": "+15550100050", "body": "x"}))
+        .await
+        .error(403, "forbidden");
+    agent.send(Method::POST, "/api/v1/members/invitations", json!({"role": "owner"})).await.error(403, "forbidden");
+
+    // The admin: everything but members and the audit log.
+    admin.send(Method::PUT, "/api/v1/settings/webhook", json!({"webhook_url": "https://a.example/h"})).await.ok(200);
+    admin.get("/api/v1/api-keys").await.ok(200);
+    admin.get("/api/v1/members").await.error(403, "forbidden");
+    admin.get("/api/v1/audit-log").await.error(403, "forbidden");
+
+    // A member of acme finds nothing of globex's.
+    let theirs = app.post(&user, "/api/v1/me/conversations", json!({"partner": "globex", "body": "hi"})).await;
+    let theirs = theirs.ok(201)["conversation_id"].as_i64().unwrap();
+    app.get(&globex, &format!("/api/v1/conversations/{theirs}")).await.ok(200);
+    agent.get(&format!("/api/v1/conversations/{theirs}")).await.error(404, "not_found");
+    owner.get(&format!("/api/v1/conversations/{theirs}")).await.error(404, "not_found");
+
+    // A member's session cannot call /me or /dev routes; a bearer credential cannot call a member's own routes.
+    agent.get("/api/v1/me/messages").await.error(403, "forbidden");
+    app.get(&key, "/api/v1/members/me").await.error(403, "forbidden");
+
+    let members = app.get(&key, "/api/v1/members").await.ok(200).clone();
+    let roles: Vec<&str> = members["data"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["owner", "agent", "admin"]);
+}
+
+#[tokio::test]
+async fn a_cross_site_request_with_the_cookie_changes_nothing() {
+    let app = TestApp::start_with(|c| c.public_url = "https://hub.example".into()).await;
+    let key = app.partner("acme").await;
+    let (r, owner) = sign_in(&app, OWNER, json!({"invitation": invitation(&app, &key, "owner").await})).await;
+    assert!(r.headers["set-cookie"].to_str().unwrap().ends_with("; Secure"), "an https host's cookie is Secure");
+    let owner = owner.unwrap();
+    let invite = json!({"role": "agent"});
+    // Another site, no proof at all, or an Origin that is not the host's: 403, and nothing is made.
+    for (site, origin) in
+        [(Some("cross-site"), None), (Some("same-site"), None), (None, None), (None, Some("https://evil.example"))]
+    {
+        let mut r = app
+            .client
+            .post(format!("{}/api/v1/members/invitations", app.base))
+            .header("cookie", &owner.cookie)
+            .json(&invite);
+        if let Some(site) = site {
+            r = r.header("sec-fetch-site", site);
+        }
+        if let Some(origin) = origin {
+            r = r.header("origin", origin);
+        }
+        let r = Resp::from(r.send().await.unwrap()).await;
+        r.error(403, "forbidden");
+        assert!(r.json["error"]["message"].as_str().unwrap().contains("CSRF"), "{site:?} {origin:?}");
+    }
+    // Reads pass (a cross-site page cannot read the answer); the host's own origin passes.
+    owner.call(Method::GET, "/api/v1/members/me", None, Some("cross-site")).await.ok(200);
+    let r = app
+        .client
+        .post(format!("{}/api/v1/members/invitations", app.base))
+        .header("cookie", &owner.cookie)
+        .header("origin", "https://hub.example")
+        .json(&invite)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    owner.send(Method::POST, "/api/v1/members/invitations", invite).await.ok(201);
+    // Only the two accepted calls made invitations.
+    let made: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM member_invitations").fetch_one(app.state.db.reader()).await.unwrap();
+    assert_eq!(made, 3);
+}
+
+#[tokio::test]
+async fn the_audit_log_says_who_changed_what_when_and_from_where() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let (_, owner) = sign_in(&app, OWNER, json!({"invitation": invitation(&app, &key, "owner").await})).await;
+    let owner = owner.unwrap();
+    let before = app.now();
+    owner.send(Method::PUT, "/api/v1/settings/webhook", json!({"webhook_url": "https://a.example/h"})).await.ok(200);
+    owner.send(Method::POST, "/api/v1/api-keys", json!({"name": ""})).await.field_error("name");
+    owner.get("/api/v1/api-keys").await.ok(200);
+    // What the partner key changes is the key's, not a member's: not in the log.
+    app.post(&key, "/api/v1/api-keys", json!({"name": "deploy"})).await.ok(201);
+
+    let log = owner.get("/api/v1/audit-log").await.ok(200).clone();
+    let entries = log["data"].as_array().unwrap();
+    let actions: Vec<&str> = entries.iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert_eq!(
+        actions,
+        ["POST /api/v1/api-keys", "PUT /api/v1/settings/webhook"],
+        "reads and key calls are not logged"
+    );
+    assert_eq!(entries[0]["status"], 422, "a refused change is logged with its answer");
+    assert_eq!(entries[1]["status"], 200);
+    assert_eq!(entries[1]["target"], "/api/v1/settings/webhook");
+    assert_eq!(entries[1]["phone"], OWNER);
+    assert_eq!(entries[1]["address"], "127.0.0.1");
+    assert!(entries[1]["at"].as_str().unwrap() >= hubbub_host::clock::record_time(before).as_str());
+    // The partner key reads it too; paging works.
+    let page = app.get(&key, "/api/v1/audit-log?limit=1").await.ok(200).clone();
+    assert_eq!(page["data"].as_array().unwrap().len(), 1);
+    let cursor = page["next_cursor"].as_str().unwrap();
+    let next = app.get(&key, &format!("/api/v1/audit-log?limit=1&cursor={cursor}")).await.ok(200).clone();
+    assert_eq!(next["data"][0]["action"], "PUT /api/v1/settings/webhook");
+}
+
+#[tokio::test]
+async fn sessions_end_on_sign_out_everywhere_when_idle_and_when_the_member_is_removed() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let (_, first) = sign_in(&app, OWNER, json!({"invitation": invitation(&app, &key, "owner").await})).await;
+    let first = first.unwrap();
+    let (r, second) = sign_in(&app, OWNER, json!({})).await;
+    r.ok(201);
+    let second = second.unwrap();
+    first.get("/api/v1/members/me").await.ok(200);
+    second.get("/api/v1/members/me").await.ok(200);
+
+    // Sign out: this browser only; the cookie is cleared.
+    let r = second.call(Method::DELETE, "/api/v1/members/sessions/current", None, Some("same-origin")).await;
+    assert_eq!(r.status.as_u16(), 204);
+    second.get("/api/v1/members/me").await.error(401, "unauthorized");
+    first.get("/api/v1/members/me").await.ok(200);
+
+    // Sign out everywhere ends the others too.
+    let (_, third) = sign_in(&app, OWNER, json!({})).await;
+    let third = third.unwrap();
+    let r = third.call(Method::DELETE, "/api/v1/members/sessions", None, Some("same-origin")).await;
+    assert_eq!(r.status.as_u16(), 204);
+    first.get("/api/v1/members/me").await.error(401, "unauthorized");
+    third.get("/api/v1/members/me").await.error(401, "unauthorized");
+
+    // Idle for 8 hours: the session ends; activity within them keeps it.
+    let (_, idle) = sign_in(&app, OWNER, json!({})).await;
+    let idle = idle.unwrap();
+    app.clock.advance_ms(7 * 3600 * 1000);
+    idle.get("/api/v1/members/me").await.ok(200);
+    app.clock.advance_ms(7 * 3600 * 1000);
+    idle.get("/api/v1/members/me").await.ok(200);
+    app.clock.advance_ms(8 * 3600 * 1000 + 1);
+    idle.get("/api/v1/members/me").await.error(401, "unauthorized");
+
+    // The last owner can be neither demoted nor removed; a removed agent's session ends at once.
+    let (_, owner) = sign_in(&app, OWNER, json!({})).await;
+    let owner = owner.unwrap();
+    let owner_id = owner.get("/api/v1/members/me").await.ok(200)["member"]["id"].as_i64().unwrap();
+    app.request(Method::PATCH, &format!("/api/v1/members/{owner_id}"), Some(&key), Some(&json!({"role": "agent"})))
+        .await
+        .error(409, "conflict");
+    app.request(Method::DELETE, &format!("/api/v1/members/{owner_id}"), Some(&key), None).await.error(409, "conflict");
+    let (_, agent) = sign_in(&app, AGENT, json!({"invitation": invitation(&app, &key, "agent").await})).await;
+    let agent = agent.unwrap();
+    let agent_id = agent.get("/api/v1/members/me").await.ok(200)["member"]["id"].as_i64().unwrap();
+    let renamed = owner.send(Method::PATCH, &format!("/api/v1/members/{agent_id}"), json!({"name": "Ana"})).await;
+    assert_eq!(renamed.ok(200)["name"], "Ana");
+    owner.call(Method::DELETE, &format!("/api/v1/members/{agent_id}"), None, Some("same-origin")).await.ok(200);
+    agent.get("/api/v1/members/me").await.error(401, "unauthorized");
+    let other = app.partner("globex").await;
+    app.request(Method::DELETE, &format!("/api/v1/members/{owner_id}"), Some(&other), None)
+        .await
+        .error(404, "not_found");
+}
+
+#[tokio::test]
+async fn a_phone_that_is_a_member_of_two_partners_names_one() {
+    let app = TestApp::start().await;
+    let acme = app.partner("acme").await;
+    let globex = app.partner("globex").await;
+    sign_in(&app, OWNER, json!({"invitation": invitation(&app, &acme, "owner").await})).await.0.ok(201);
+    sign_in(&app, OWNER, json!({"invitation": invitation(&app, &globex, "agent").await})).await.0.ok(201);
+    let (r, _) = sign_in(&app, OWNER, json!({})).await;
+    assert_eq!(r.error(422, "validation").as_deref(), Some("partner"));
+    assert!(r.json["error"]["message"].as_str().unwrap().contains("acme, globex"));
+    let (r, browser) = sign_in(&app, OWNER, json!({"partner": "globex"})).await;
+    assert_eq!(r.ok(201)["member"]["role"], "agent");
+    assert_eq!(browser.unwrap().get("/api/v1/members/me").await.ok(200)["partner"]["code"], "globex");
+    sign_in(&app, OWNER, json!({"partner": "initech"})).await.0.error(403, "forbidden");
+}
+
+#[tokio::test]
+async fn partner_create_prints_the_first_owners_invitation() {
+    let app = TestApp::start().await;
+    let out = hubbub(&app.db.url, &["partner", "create", "--code", "initech", "--name", "Initech"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let created: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let invitation = created["owner_invitation"].as_str().unwrap();
+    assert!(invitation.starts_with("inv_"));
+    let (r, _) = sign_in(&app, OWNER, json!({"invitation": invitation})).await;
+    assert_eq!(r.ok(201)["member"]["role"], "owner");
+    let out = hubbub(&app.db.url, &["partner", "invite", "--code", "initech", "--role", "agent"]);
+    let made: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (r, _) = sign_in(&app, AGENT, json!({"invitation": made["invitation"]})).await;
+    assert_eq!(r.ok(201)["partner"]["code"], "initech");
+    assert!(!hubbub(&app.db.url, &["partner", "invite", "--code", "initech", "--role", "boss"]).status.success());
+}
