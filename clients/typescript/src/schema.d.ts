@@ -3662,7 +3662,7 @@ export interface components {
             state: "closed";
         };
         UpdateMember: {
-            /** @description A display name: 1 to 100 characters. */
+            /** @description A display name: 1 to 100 characters, no control characters. */
             name?: string | null;
             role?: components["schemas"]["MemberRole"] | null;
         };

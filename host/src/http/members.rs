@@ -316,8 +316,12 @@ async fn invite(
 #[schema(as = UpdateMember)]
 struct UpdateMember {
     role: Option<MemberRole>,
-    /// A display name: 1 to 100 characters.
-    #[schema(min_length = 1, max_length = 100)]
+    /// A display name: 1 to 100 characters, no control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = "^[^\\x00-\\x1F\\x7F-\\x9F]*[^\\s\\x00-\\x1F\\x7F-\\x9F][^\\x00-\\x1F\\x7F-\\x9F]*$"
+    )]
     name: Option<String>,
 }
 
