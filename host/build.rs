@@ -15,8 +15,17 @@ fn main() {
     let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let web = Path::new(&manifest_dir).join("../web");
     let web = web.canonicalize().unwrap_or(web);
-    for input in ["src", "public", "index.html", "package.json", "package-lock.json", "vite.config.ts", "tsconfig.json"]
-    {
+    for input in [
+        "src",
+        "public",
+        "index.html",
+        "console",
+        "package.json",
+        "package-lock.json",
+        "vite.config.ts",
+        "vite.console.config.ts",
+        "tsconfig.json",
+    ] {
         println!("cargo:rerun-if-changed={}", web.join(input).display());
     }
     let dist = web.join("dist");

@@ -130,7 +130,7 @@ enum SecretsCommand {
 #[derive(Subcommand)]
 enum PartnerCommand {
     /// Create a partner and print its first API key and its first owner's invitation once:
-    /// {"partner","api_key","owner_invitation","invitation_expires_at"}.
+    /// {"partner","api_key","owner_invitation","owner_invitation_link","invitation_expires_at"}.
     Create {
         /// Partner code, ^[a-z0-9][a-z0-9_-]{0,63}$.
         #[arg(long)]
@@ -153,7 +153,7 @@ enum PartnerCommand {
         config: Config,
     },
     /// Invite a member (owner, admin or agent) and print the invitation once: {"partner","role","invitation",
-    /// "expires_at"}. It works once, within 7 days, signing in with `POST /api/v1/members/sessions`.
+    /// "link","expires_at"}. It works once, within 7 days: the link opens the console's sign-in.
     Invite {
         #[arg(long)]
         code: String,
@@ -309,6 +309,7 @@ async fn main() -> anyhow::Result<()> {
             println!(
                 "{}",
                 json!({ "partner": code, "api_key": key, "owner_invitation": invitation,
+                        "owner_invitation_link": hubbub_host::members::invitation_link(&config.public_url, &invitation),
                         "invitation_expires_at": hubbub_host::clock::record_time(expires) })
             );
         }
@@ -333,6 +334,7 @@ async fn main() -> anyhow::Result<()> {
             println!(
                 "{}",
                 json!({ "partner": code, "role": role, "invitation": invitation,
+                        "link": hubbub_host::members::invitation_link(&config.public_url, &invitation),
                         "expires_at": hubbub_host::clock::record_time(expires) })
             );
         }

@@ -21,8 +21,11 @@ const AGENT_ROUTES: &[&str] = &["/api/v1/conversations", "/api/v1/agent/"];
 /// flow sessions, payments) and the media of those messages.
 const AGENT_READS: &[&str] =
     &["/api/v1/accounts", "/api/v1/messages", "/api/v1/flows", "/api/v1/payments", "/api/v1/media/"];
-/// Routes only an owner may use: the members and the audit log.
+/// Routes only an owner may use: the members and the audit log (every member may read who the members
+/// are, to assign a conversation).
 const OWNER_ROUTES: &[&str] = &["/api/v1/members", "/api/v1/audit-log"];
+/// Routes every member may read.
+const MEMBER_READS: &[&str] = &["/api/v1/members"];
 /// Routes every member may use for their own session (who am I, sign out, sign out everywhere).
 const OWN_SESSION_ROUTES: &[&str] = &["/api/v1/members/me", "/api/v1/members/sessions"];
 
@@ -35,7 +38,7 @@ fn under(route: &str, prefixes: &[&str]) -> bool {
 /// Whether a member with `role` may call the route `route` (the matched route template, such as
 /// `/api/v1/bots/{code}`), on their own partner; `reads` when the method only reads (GET, HEAD).
 pub fn allows(role: MemberRole, reads: bool, route: &str) -> bool {
-    if under(route, OWN_SESSION_ROUTES) {
+    if under(route, OWN_SESSION_ROUTES) || (reads && MEMBER_READS.contains(&route)) {
         return true;
     }
     match role {
@@ -70,6 +73,11 @@ pub async fn invite(
     Ok((token, made.expires_at))
 }
 
+/// The console's sign-in page carrying `invitation` in its fragment (never sent to a server, never logged).
+pub fn invitation_link(public_url: &str, invitation: &str) -> String {
+    format!("{}/console/#{invitation}", public_url.trim_end_matches('/'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +104,8 @@ mod tests {
         assert!(!allows(MemberRole::Agent, get, "/api/v1/api-keys"));
         // A prefix is a whole segment: `/api/v1/messagesX` is not under `/api/v1/messages`.
         assert!(!allows(MemberRole::Agent, get, "/api/v1/messagesX"));
-        assert!(!allows(MemberRole::Admin, get, "/api/v1/members"));
+        assert!(allows(MemberRole::Agent, get, "/api/v1/members"), "who to assign to");
+        assert!(!allows(MemberRole::Agent, get, "/api/v1/members/{id}"));
+        assert!(!allows(MemberRole::Admin, post, "/api/v1/members/{id}"));
     }
 }

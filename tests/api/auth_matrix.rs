@@ -74,6 +74,8 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/conversations/{id}/keys", Partner),
     ("POST", "/api/v1/conversations/{id}/messages", Partner),
     ("POST", "/api/v1/conversations/{id}/read", Partner),
+    ("GET", "/api/v1/conversations/{id}/notes", Partner),
+    ("POST", "/api/v1/conversations/{id}/notes", Partner),
     ("GET", "/api/v1/dev-sink/messages", Platform),
     ("GET", "/api/v1/dev/keys", Developer),
     ("DELETE", "/api/v1/dev/keys/{prefix}", Developer),

@@ -128,9 +128,8 @@ async fn an_owner_joins_by_invitation_invites_an_agent_and_each_role_reaches_onl
         .ok(201);
     agent.get("/api/v1/accounts/+15550100050").await.ok(200);
     agent.get("/api/v1/messages").await.ok(200);
-    for path in
-        ["/api/v1/templates", "/api/v1/api-keys", "/api/v1/members", "/api/v1/audit-log", "/api/v1/webhooks/deliveries"]
-    {
+    agent.get("/api/v1/members").await.ok(200); // whom to assign a conversation to
+    for path in ["/api/v1/templates", "/api/v1/api-keys", "/api/v1/audit-log", "/api/v1/webhooks/deliveries"] {
         agent.get(path).await.error(403, "forbidden");
     }
     agent
@@ -146,7 +145,7 @@ async fn an_owner_joins_by_invitation_invites_an_agent_and_each_role_reaches_onl
     // The admin: everything but members and the audit log.
     admin.send(Method::PUT, "/api/v1/settings/webhook", json!({"webhook_url": "https://a.example/h"})).await.ok(200);
     admin.get("/api/v1/api-keys").await.ok(200);
-    admin.get("/api/v1/members").await.error(403, "forbidden");
+    admin.send(Method::POST, "/api/v1/members/invitations", json!({"role": "agent"})).await.error(403, "forbidden");
     admin.get("/api/v1/audit-log").await.error(403, "forbidden");
 
     // A member of acme finds nothing of globex's.
@@ -334,4 +333,80 @@ async fn partner_create_prints_the_first_owners_invitation() {
     let (r, _) = sign_in(&app, AGENT, json!({"invitation": made["invitation"]})).await;
     assert_eq!(r.ok(201)["partner"]["code"], "initech");
     assert!(!hubbub(&app.db.url, &["partner", "invite", "--code", "initech", "--role", "boss"]).status.success());
+}
+
+#[tokio::test]
+async fn agents_assign_conversations_and_keep_notes_the_user_never_sees() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let (_, ana) = sign_in(&app, AGENT, json!({"invitation": invitation(&app, &key, "agent").await})).await;
+    let ana = ana.unwrap();
+    let (_, bo) = sign_in(&app, ADMIN, json!({"invitation": invitation(&app, &key, "agent").await})).await;
+    let bo = bo.unwrap();
+    let ana_id = ana.get("/api/v1/members/me").await.ok(200)["member"]["id"].as_i64().unwrap();
+    let bo_id = bo.get("/api/v1/members/me").await.ok(200)["member"]["id"].as_i64().unwrap();
+    const USER: &str = "+15550100060";
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": USER})).await.ok(200);
+    let user = app.login(USER).await;
+    let mut ids = Vec::new();
+    for body in ["first", "second", "third"] {
+        let c = app.post(&user, "/api/v1/me/conversations", json!({"partner": "acme", "body": body})).await;
+        ids.push(c.ok(201)["conversation_id"].as_i64().unwrap());
+    }
+    let listed = |r: &Value| -> Vec<i64> {
+        r["data"].as_array().unwrap().iter().map(|c| c["conversation_id"].as_i64().unwrap()).collect()
+    };
+    assert_eq!(listed(ana.get("/api/v1/conversations?assigned=none").await.ok(200)), [ids[2], ids[1], ids[0]]);
+
+    // Ana takes the first, and gives the second to Bo.
+    let path = |id: i64| format!("/api/v1/conversations/{id}");
+    let mine = ana.send(Method::PATCH, &path(ids[0]), json!({"assignee_id": ana_id})).await;
+    assert_eq!(mine.ok(200)["assignee_id"], ana_id);
+    ana.send(Method::PATCH, &path(ids[1]), json!({"assignee_id": bo_id})).await.ok(200);
+    assert_eq!(listed(ana.get("/api/v1/conversations?assigned=me").await.ok(200)), [ids[0]]);
+    assert_eq!(listed(bo.get("/api/v1/conversations?assigned=me").await.ok(200)), [ids[1]]);
+    assert_eq!(listed(bo.get("/api/v1/conversations?assigned=none").await.ok(200)), [ids[2]]);
+    assert_eq!(listed(app.get(&key, &format!("/api/v1/conversations?assigned={bo_id}")).await.ok(200)), [ids[1]]);
+    assert_eq!(listed(ana.get("/api/v1/conversations").await.ok(200)).len(), 3);
+    // With the key, `me` means nobody: it is a member's word.
+    assert_eq!(
+        app.get(&key, "/api/v1/conversations?assigned=me").await.error(422, "validation").as_deref(),
+        Some("assigned")
+    );
+    assert_eq!(
+        app.get(&key, "/api/v1/conversations?assigned=x").await.error(422, "validation").as_deref(),
+        Some("assigned")
+    );
+    // Unassign; a stranger (another partner's member, or no one) cannot be the assignee.
+    let back = ana.send(Method::PATCH, &path(ids[1]), json!({"assignee_id": null})).await;
+    assert!(back.ok(200)["assignee_id"].is_null());
+    ana.send(Method::PATCH, &path(ids[1]), json!({"assignee_id": 99999})).await.field_error("assignee_id");
+    ana.send(Method::PATCH, &path(ids[1]), json!({})).await.field_error("state");
+    // Assign and close in one change.
+    let closed = ana.send(Method::PATCH, &path(ids[2]), json!({"assignee_id": bo_id, "state": "closed"})).await;
+    assert_eq!(closed.ok(200)["state"], "closed");
+    assert_eq!(closed.json["assignee_id"], bo_id);
+
+    // A note: the agents see it with its author; the user sees neither it nor the assignee.
+    let note =
+        ana.send(Method::POST, &format!("{}/notes", path(ids[0])), json!({"body": "VIP: refund approved"})).await;
+    assert_eq!(note.ok(201)["phone"], AGENT);
+    ana.send(Method::POST, &format!("{}/notes", path(ids[0])), json!({"body": "  "})).await.field_error("body");
+    let notes = bo.get(&format!("{}/notes", path(ids[0]))).await.ok(200).clone();
+    assert_eq!(notes["data"][0]["body"], "VIP: refund approved");
+    assert_eq!(notes["data"][0]["member_id"], ana_id);
+    let theirs = app.get(&user, "/api/v1/me/conversations").await.ok(200).clone();
+    assert!(!theirs.to_string().contains("VIP") && !theirs.to_string().contains("assignee"), "{theirs}");
+    let thread_ref =
+        theirs["data"].as_array().unwrap().iter().find(|c| c["conversation_id"] == ids[0]).unwrap()["ref"].clone();
+    let thread =
+        app.get(&user, &format!("/api/v1/me/conversations/{}", thread_ref.as_str().unwrap())).await.ok(200).clone();
+    assert!(!thread.to_string().contains("VIP") && !thread.to_string().contains("assignee"), "{thread}");
+    let other = app.partner("globex").await;
+    app.get(&other, &format!("{}/notes", path(ids[0]))).await.error(404, "not_found");
+
+    // A removed member's assignments and notes stay, without the link.
+    app.request(Method::DELETE, &format!("/api/v1/members/{ana_id}"), Some(&key), None).await.ok(200);
+    assert!(app.get(&key, &path(ids[0])).await.ok(200)["assignee_id"].is_null());
+    assert!(app.get(&key, &format!("{}/notes", path(ids[0]))).await.ok(200)["data"][0]["member_id"].is_null());
 }

@@ -42,6 +42,25 @@ async fn the_root_url_and_every_app_path_show_the_app_with_a_strict_policy() {
         assert_eq!(r.text().await.unwrap(), page, "{path}");
     }
 
+    // The partner console is a page of its own, at /console/ and below, with the same policy; its script is
+    // not the app's.
+    let console = fetch(&app, "/console/", Some(PAGE)).await;
+    assert_eq!(header(&console, CONTENT_SECURITY_POLICY), policy);
+    let console = console.text().await.unwrap();
+    assert!(console.contains("id=\"console\"") && console != page, "{console}");
+    for path in ["/console", "/console/c/12", "/console/members"] {
+        let r = fetch(&app, path, Some(PAGE)).await;
+        assert_eq!(r.status(), 200, "{path}");
+        assert_eq!(r.text().await.unwrap(), console, "{path}");
+    }
+    let app_scripts = |html: &str| -> Vec<String> {
+        html.split("src=\"").skip(1).filter_map(|s| s.split('"').next()).map(str::to_string).collect()
+    };
+    assert!(
+        app_scripts(&console).iter().all(|s| !app_scripts(&page).contains(s)),
+        "neither page loads the other's code"
+    );
+
     // Every script the page names is served, cached for good (its name is its content).
     let scripts: Vec<&str> =
         page.split("src=\"").skip(1).filter_map(|s| s.split('"').next()).filter(|s| s.ends_with(".js")).collect();

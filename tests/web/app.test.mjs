@@ -156,9 +156,9 @@ async function shoot(name, pg = page) {
 
 const axeResults = {};
 /** axe-core on the current page: no serious or critical violation. */
-async function axe(area) {
-  await page.evaluate(AXE); // evaluated by the driver, not a page <script>: the CSP stays strict
-  const r = await page.evaluate(async () => {
+async function axe(area, pg = page) {
+  await pg.evaluate(AXE); // evaluated by the driver, not a page <script>: the CSP stays strict
+  const r = await pg.evaluate(async () => {
     // @ts-ignore
     const res = await window.axe.run(document, { resultTypes: ["violations"] });
     return res.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 5) }));
@@ -780,6 +780,113 @@ test("3. support: open a conversation, get the agent's reply without reloading, 
   await page.getByRole("link", { name: "Late parcel" }).waitFor();
   await shoot("conversations");
   await axe("conversations");
+});
+
+test("3f. the partner console: an owner joins by invitation and invites an agent, who answers the user live, assigns, notes and closes", async () => {
+  const stamp = Date.now().toString(36);
+  const OWNER = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  const AGENT = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  const { link } = await partner("POST", "/members/invitations", { role: "owner" });
+  assert.match(link, /\/console\/#inv_/);
+  const signIn = async (pg, phone, url) => {
+    await pg.goto(url);
+    await pg.getByLabel("Phone number").fill(phone);
+    await pg.getByRole("button", { name: "Send code" }).click();
+    await pg.getByLabel("Code").fill(await codeFor(phone));
+    await pg.getByRole("button", { name: "Sign in" }).click();
+    await pg.getByRole("heading", { name: "Conversations", level: 1 }).waitFor();
+    assert.equal(new URL(pg.url()).hash, "", "the invitation leaves the address bar");
+  };
+  const owners = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const agents = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  try {
+    // The owner opens the invitation link, signs in, and invites an agent from the Members page.
+    const owner = await owners.newPage();
+    owner.on("pageerror", (e) => pageErrors.push(String(e)));
+    await signIn(owner, OWNER, link);
+    const cookies = await owners.cookies();
+    const session = cookies.find((c) => c.name === "hubbub_member");
+    assert.ok(session?.httpOnly && session.sameSite === "Strict", "an HttpOnly, SameSite=Strict session cookie");
+    assert.equal(await owner.evaluate(() => document.cookie.includes("hubbub_member")), false, "script cannot read it");
+    await owner.getByRole("link", { name: "Members" }).click();
+    await owner.getByRole("heading", { name: "Members", level: 1 }).waitFor();
+    await owner.getByLabel("Role", { exact: true }).selectOption("agent");
+    await owner.getByRole("button", { name: "Create invitation" }).click();
+    const agentLink = await owner.getByLabel("Invitation link").inputValue();
+    assert.match(agentLink, /\/console\/#inv_/);
+    await axe("console-members", owner);
+
+    // The user opens a conversation in the app.
+    await page.goto(BASE + "/conversations");
+    await page.getByRole("link", { name: "New conversation" }).click();
+    await page.getByLabel("Partner").selectOption("acme");
+    await page.getByLabel("Subject").fill(`Refund ${stamp}`);
+    await page.getByLabel("Message").fill("I was charged twice.");
+    await page.getByRole("button", { name: "Start conversation" }).click();
+    await page.waitForURL(/\/conversations\/conv_/);
+    await page.waitForSelector("html[data-live=live]");
+
+    // The agent signs in with their link and finds it among the open, unassigned conversations.
+    const agent = await agents.newPage();
+    agent.on("pageerror", (e) => pageErrors.push(String(e)));
+    await signIn(agent, AGENT, agentLink);
+    assert.equal(await agent.getByRole("link", { name: "Members" }).count(), 0, "an agent has no Members page");
+    await agent.getByLabel("Assigned").selectOption("none");
+    const row = agent.getByRole("link", { name: new RegExp(`Refund ${stamp}`) });
+    await row.waitFor();
+    assert.match(await row.textContent(), /1 unread/);
+    await row.click();
+    await agent.getByRole("heading", { name: new RegExp(`Refund ${stamp}`), level: 2 }).waitFor();
+    await agent.getByText("I was charged twice.").waitFor();
+
+    // Reply: the user sees it in the open thread without reloading.
+    await agent.getByLabel(/^Reply to/).fill("Refunded the second charge.");
+    await agent.getByRole("button", { name: "Send reply" }).click();
+    await page.locator(".bubble.agent", { hasText: "Refunded the second charge." }).waitFor({ timeout: 5000 });
+    // The user answers; the agent's open thread shows it without a reload.
+    await page.getByLabel("Your reply").fill("Thank you!");
+    await page.getByRole("button", { name: "Send", exact: true }).click();
+    await agent.locator(".from-user", { hasText: "Thank you!" }).waitFor({ timeout: 10000 });
+
+    // Assign to me, a note the user never sees, then close.
+    await agent.getByLabel("Assigned to").selectOption({ label: `Me (${AGENT})` });
+    await agent.getByRole("status").filter({ hasText: "Assigned to" }).waitFor();
+    await agent.getByLabel("Add a note").fill(`Chargeback risk ${stamp}`);
+    await agent.getByRole("button", { name: "Add note" }).click();
+    await agent.locator(".notes li", { hasText: `Chargeback risk ${stamp}` }).waitFor();
+    await shoot("console-thread", agent);
+    await axe("console-thread", agent);
+    await agent.getByRole("button", { name: "Close conversation" }).click();
+    await agent.locator(".status-pill", { hasText: "closed" }).waitFor();
+    const ids = (await partner("GET", `/conversations?q=${encodeURIComponent("Refund " + stamp)}`)).data;
+    assert.equal(ids.length, 1);
+    const record = await partner("GET", `/conversations/${ids[0].conversation_id}`);
+    assert.equal(record.state, "closed");
+    const members = (await partner("GET", "/members")).data;
+    assert.equal(record.assignee_id, members.find((m) => m.phone === AGENT).id);
+    // The note is nowhere the user can reach.
+    const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
+    const mine = await (await fetch(API + `/api/v1/me/conversations/${ids[0].ref}`, { headers: { Authorization: `Bearer ${token}` } })).text();
+    assert.ok(!mine.includes("Chargeback") && !mine.includes("assignee"), "no note or assignee for the user");
+
+    // The owner's audit log shows the agent's changes; a cross-site POST with the cookie changes nothing.
+    await owner.getByRole("link", { name: "Audit log" }).click();
+    await owner.getByRole("cell", { name: AGENT }).first().waitFor();
+    assert.ok(await owner.getByText("POST /api/v1/conversations/{id}/notes").count() >= 1);
+    await axe("console-audit", owner);
+    // The owner's cookie on a request from another site (no same-origin proof): refused, nothing made.
+    const forged = await owners.request.post(BASE + "/api/v1/members/invitations", {
+      headers: { "Sec-Fetch-Site": "cross-site", Origin: "https://evil.example" },
+      data: { role: "owner" },
+    });
+    assert.equal(forged.status(), 403);
+    assert.match((await forged.json()).error.message, /CSRF/);
+    const proper = await owners.request.post(BASE + "/api/v1/members/invitations", { headers: { "Sec-Fetch-Site": "same-origin" }, data: { role: "agent" } });
+    assert.equal(proper.status(), 201, "the same cookie from the console's own origin works");
+  } finally {
+    await owners.close();
+    await agents.close();
+  }
 });
 
 test("3a. unread counts on the navigation, in the tab title and on the app badge; read receipts both ways", async () => {

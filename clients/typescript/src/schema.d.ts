@@ -446,7 +446,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Close a conversation (a user message reopens it). */
+        /**
+         * Close a conversation (a user message reopens it), or assign it.
+         * @description `state` can only be `closed`; `assignee_id` is a member of the partner's (422 otherwise) or null. At
+         *     least one of the two.
+         */
         patch: operations["close_conversation"];
         trace?: never;
     };
@@ -501,6 +505,27 @@ export interface paths {
          *     different message it is `409 idempotency_conflict`.
          */
         post: operations["reply_in_conversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversations/{id}/notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The conversation's internal notes, oldest first.
+         * @description Notes are for the partner's agents: they are never in `/me`, in the user's events or in webhooks.
+         */
+        get: operations["list_notes"];
+        put?: never;
+        /** Add an internal note. */
+        post: operations["add_note"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2425,6 +2450,12 @@ export interface components {
         ContentType: "text" | "image" | "document" | "audio" | "video" | "link" | "html" | "system";
         /** @description A support conversation. */
         Conversation: {
+            /**
+             * Format: int64
+             * @description For the partner only: the member the conversation is assigned to (null: nobody). Never shown to the
+             *     user.
+             */
+            assignee_id?: number | null;
             /** Format: int64 */
             conversation_id: number;
             created_at: string;
@@ -2490,6 +2521,19 @@ export interface components {
             phone: string;
             /** @description The conversation's ref. */
             ref: string;
+        };
+        /** @description An internal note on a conversation: agents only, never shown to the user. */
+        ConversationNote: {
+            body: string;
+            created_at: string;
+            /** Format: int64 */
+            id: number;
+            /**
+             * Format: int64
+             * @description The member who wrote it (null: the partner key, or a member since removed) and their phone.
+             */
+            member_id?: number | null;
+            phone?: string | null;
         };
         /** @enum {string} */
         ConversationState: "open" | "pending" | "closed";
@@ -2787,6 +2831,8 @@ export interface components {
              *     never shown again, works once, and expires at `expires_at`.
              */
             invitation: string;
+            /** @description The console's sign-in page with the invitation (in the fragment, which no server or log sees). */
+            link: string;
             role: components["schemas"]["MemberRole"];
         };
         /** @description A user's device keys, as a partner linked to them sees them. */
@@ -2918,6 +2964,12 @@ export interface components {
         /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
         List_Conversation: {
             data: {
+                /**
+                 * Format: int64
+                 * @description For the partner only: the member the conversation is assigned to (null: nobody). Never shown to the
+                 *     user.
+                 */
+                assignee_id?: number | null;
                 /** Format: int64 */
                 conversation_id: number;
                 created_at: string;
@@ -2934,6 +2986,23 @@ export interface components {
                  *     partner. `POST …/read` reads them.
                  */
                 unread: number;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_ConversationNote: {
+            data: {
+                body: string;
+                created_at: string;
+                /** Format: int64 */
+                id: number;
+                /**
+                 * Format: int64
+                 * @description The member who wrote it (null: the partner key, or a member since removed) and their phone.
+                 */
+                member_id?: number | null;
+                phone?: string | null;
             }[];
             /** @description Pass as `cursor` for the next page; null on the last. */
             next_cursor?: string | null;
@@ -3271,6 +3340,10 @@ export interface components {
         NewApiKey: {
             /** @description What the key is for, shown in lists: 1 to 100 characters. */
             name: string;
+        };
+        NewConversationNote: {
+            /** @description 1 to 4,000 characters. */
+            body: string;
         };
         NewInvitation: {
             role: components["schemas"]["MemberRole"];
@@ -3656,10 +3729,15 @@ export interface components {
         } | {
             webhook_url?: string;
         };
-        /** @description The one change a partner makes to a conversation: closing it. */
+        /** @description What a partner changes in a conversation: closing it, and whom it is assigned to. */
         UpdateConversation: {
+            /**
+             * Format: int64
+             * @description A member of the partner's to assign it to, or null for nobody.
+             */
+            assignee_id?: number | null;
             /** @enum {string} */
-            state: "closed";
+            state?: "closed";
         };
         UpdateMember: {
             /** @description A display name: 1 to 100 characters, no control characters. */
@@ -4657,6 +4735,11 @@ export interface operations {
         parameters: {
             query?: {
                 state?: "open" | "pending" | "closed" | "";
+                /**
+                 * @description Whose: `me` (the signed-in member's; a member session only), `none` (unassigned) or a member's id.
+                 *     Absent: everyone's.
+                 */
+                assigned?: string;
                 /** @description Search in subject, contact and message bodies. */
                 q?: string;
                 /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
@@ -4877,6 +4960,69 @@ export interface operations {
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    list_notes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The notes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_ConversationNote"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    add_note: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewConversationNote"];
+            };
+        };
+        responses: {
+            /** @description The note */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationNote"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];

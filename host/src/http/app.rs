@@ -40,10 +40,12 @@ pub async fn fallback(State(state): State<AppState>, method: Method, uri: Uri, h
     // Only plain names below the app's folder (never `..`, hidden files or empty segments).
     let plain =
         name.split('/').all(|segment| !segment.is_empty() && !segment.starts_with('.') && !segment.contains('\\'));
+    // The partner console is a page of its own (its code loads only there); every other page is the app's.
+    let page = if path == "/console" || path.starts_with("/console/") { "console/index.html" } else { "index.html" };
     let (name, file) = match plain.then(|| Assets::get(name)).flatten() {
         Some(file) => (name, file),
-        None if wants_page(&headers) => match Assets::get("index.html") {
-            Some(file) => ("index.html", file),
+        None if wants_page(&headers) => match Assets::get(page) {
+            Some(file) => (page, file),
             None => return ApiError::not_found("route").into_response(),
         },
         None => return ApiError::not_found("route").into_response(),

@@ -284,6 +284,8 @@ struct InvitationCreated {
     /// The token: give it to the person invited, who signs in with it (`POST /members/sessions`). It is
     /// never shown again, works once, and expires at `expires_at`.
     invitation: String,
+    /// The console's sign-in page with the invitation (in the fragment, which no server or log sees).
+    link: String,
     role: MemberRole,
     expires_at: String,
 }
@@ -309,7 +311,8 @@ async fn invite(
     let invited_by = actor.member.as_ref().map(|m| m.id);
     let (invitation, expires_at) =
         crate::members::invite(&state.db, actor.partner.id, role, invited_by, state.now()).await?;
-    Ok((StatusCode::CREATED, Json(InvitationCreated { invitation, role, expires_at: record_time(expires_at) })))
+    let link = crate::members::invitation_link(&state.config.public_url, &invitation);
+    Ok((StatusCode::CREATED, Json(InvitationCreated { invitation, link, role, expires_at: record_time(expires_at) })))
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -24,10 +24,20 @@ pub struct Conversation {
     pub state: ConversationState,
     pub last_message_at: Millis,
     pub created_at: Millis,
+    /// The member it is assigned to, if any (the partner's side only).
+    pub assignee_id: Option<i64>,
 }
 
 const SELECT: &str = "SELECT c.id, c.ref, c.partner_id, p.code AS partner_code, c.phone, c.subject, c.state, \
-    c.last_message_at, c.created_at FROM conversations c JOIN partners p ON p.id = c.partner_id ";
+    c.last_message_at, c.created_at, c.assignee_id FROM conversations c JOIN partners p ON p.id = c.partner_id ";
+
+/// Whose conversations a partner's list shows.
+#[derive(Debug, Clone, Copy)]
+pub enum Assigned {
+    Anyone,
+    Nobody,
+    Member(i64),
+}
 
 fn from_row(row: &AnyRow) -> Result<Conversation, sqlx::Error> {
     Ok(Conversation {
@@ -40,6 +50,7 @@ fn from_row(row: &AnyRow) -> Result<Conversation, sqlx::Error> {
         state: decode_name(row, "state")?,
         last_message_at: row.try_get("last_message_at")?,
         created_at: row.try_get("created_at")?,
+        assignee_id: row.try_get("assignee_id")?,
     })
 }
 
@@ -72,6 +83,7 @@ pub async fn list_for_partner(
     db: &Db,
     partner_id: i64,
     state: Option<ConversationState>,
+    assigned: Assigned,
     q: Option<&str>,
     before: Option<i64>,
     limit: i64,
@@ -81,14 +93,23 @@ pub async fn list_for_partner(
         "WHERE c.partner_id = $1 AND ($2 IS NULL OR c.state = $2) AND ($3 IS NULL \
          OR LOWER(COALESCE(c.subject, '')) LIKE $3 ESCAPE '\\' OR c.phone LIKE $3 ESCAPE '\\' \
          OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND LOWER(COALESCE(m.body, '')) LIKE $3 ESCAPE '\\')) \
-         AND ($4 IS NULL OR c.id < $4) ORDER BY c.id DESC LIMIT $5"
+         AND ($4 IS NULL OR c.id < $4) \
+         AND ($6 = 'any' OR ($6 = 'none' AND c.assignee_id IS NULL) OR ($6 = 'member' AND c.assignee_id = $7)) \
+         ORDER BY c.id DESC LIMIT $5"
     );
+    let (who, member) = match assigned {
+        Assigned::Anyone => ("any", 0),
+        Assigned::Nobody => ("none", 0),
+        Assigned::Member(id) => ("member", id),
+    };
     let rows = sqlx::query(sql)
         .bind(partner_id)
         .bind(state.map(ConversationState::as_str))
         .bind(q.map(like_pattern))
         .bind(before)
         .bind(limit)
+        .bind(who)
+        .bind(member)
         .fetch_all(db.reader())
         .await?;
     rows.iter().map(from_row).collect()
@@ -203,6 +224,85 @@ async fn appended_in(
 }
 
 /// Sets a partner's conversation state; `None` when it is not theirs.
+/// Assigns a conversation to one of the partner's members, or to nobody (`None`). `Ok(None)` when either is
+/// not the partner's (the caller says which is unknown by checking the conversation first).
+pub async fn assign(
+    db: &Db,
+    partner_id: i64,
+    id: i64,
+    assignee: Option<i64>,
+) -> Result<Option<Conversation>, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let done = sqlx::query(
+        "UPDATE conversations SET assignee_id = $1 WHERE partner_id = $2 AND id = $3 \
+         AND ($1 IS NULL OR EXISTS (SELECT 1 FROM members WHERE id = $1 AND partner_id = $2))",
+    )
+    .bind(assignee)
+    .bind(partner_id)
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Ok(None);
+    }
+    let sql = const_format::concatcp!(SELECT, "WHERE c.id = $1");
+    let conversation = from_row(&sqlx::query(sql).bind(id).fetch_one(&mut *tx).await?)?;
+    tx.commit().await?;
+    Ok(Some(conversation))
+}
+
+/// An internal note on a conversation: for the partner's agents only.
+#[derive(Debug, Clone)]
+pub struct Note {
+    pub id: i64,
+    pub member_id: Option<i64>,
+    pub phone: Option<String>,
+    pub body: String,
+    pub created_at: Millis,
+}
+
+fn note_from_row(row: &AnyRow) -> Result<Note, sqlx::Error> {
+    Ok(Note {
+        id: row.try_get("id")?,
+        member_id: row.try_get("member_id")?,
+        phone: row.try_get("phone")?,
+        body: row.try_get("body")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+const NOTE_SELECT: &str = "SELECT n.id, n.member_id, m.phone, n.body, n.created_at \
+    FROM conversation_notes n LEFT JOIN members m ON m.id = n.member_id ";
+
+/// Adds a note by `member_id` (none: the partner key) to conversation `id`.
+pub async fn add_note(
+    db: &Db,
+    conversation_id: i64,
+    member_id: Option<i64>,
+    body: &str,
+    now: Millis,
+) -> Result<Note, sqlx::Error> {
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO conversation_notes (conversation_id, member_id, body, created_at) VALUES ($1, $2, $3, $4) \
+         RETURNING id",
+    )
+    .bind(conversation_id)
+    .bind(member_id)
+    .bind(body)
+    .bind(now)
+    .fetch_one(db.writer())
+    .await?;
+    let sql = const_format::concatcp!(NOTE_SELECT, "WHERE n.id = $1");
+    note_from_row(&sqlx::query(sql).bind(id).fetch_one(db.writer()).await?)
+}
+
+/// A conversation's notes, oldest first.
+pub async fn notes(db: &Db, conversation_id: i64) -> Result<Vec<Note>, sqlx::Error> {
+    let sql = const_format::concatcp!(NOTE_SELECT, "WHERE n.conversation_id = $1 ORDER BY n.id");
+    let rows = sqlx::query(sql).bind(conversation_id).fetch_all(db.reader()).await?;
+    rows.iter().map(note_from_row).collect()
+}
+
 pub async fn set_state(
     db: &Db,
     partner_id: i64,

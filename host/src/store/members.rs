@@ -243,6 +243,12 @@ pub async fn remove(db: &Db, partner_id: i64, member_id: i64, now: Millis) -> Re
         .bind(member_id)
         .execute(&mut *tx)
         .await?;
+    for unlink in [
+        "UPDATE conversations SET assignee_id = NULL WHERE assignee_id = $1",
+        "UPDATE conversation_notes SET member_id = NULL WHERE member_id = $1",
+    ] {
+        sqlx::query(unlink).bind(member_id).execute(&mut *tx).await?;
+    }
     sqlx::query("DELETE FROM member_sessions WHERE member_id = $1").bind(member_id).execute(&mut *tx).await?;
     sqlx::query("DELETE FROM members WHERE id = $1").bind(member_id).execute(&mut *tx).await?;
     tx.commit().await?;

@@ -4,12 +4,13 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{ConversationRecord, ThreadRecord, agent_thread, page_of, read, record, with_messages};
-use crate::auth::PartnerAuth;
+use crate::auth::{PartnerActor, PartnerAuth};
+use crate::clock::record_time;
 use crate::conversations::Reader;
 use crate::events;
 use crate::http::error::{ApiError, ApiResult};
@@ -28,8 +29,35 @@ pub(super) struct ConversationFilter {
     #[param(schema_with = state_filter_schema)]
     #[serde(default, deserialize_with = "crate::http::filter")]
     state: Option<ConversationState>,
+    /// Whose: `me` (the signed-in member's; a member session only), `none` (unassigned) or a member's id.
+    /// Absent: everyone's.
+    #[param(pattern = "^(me|none|[1-9][0-9]{0,17})?$")]
+    assigned: Option<String>,
     /// Search in subject, contact and message bodies.
     q: Option<String>,
+}
+
+/// The `assigned` filter, for the caller.
+fn assigned_filter(raw: Option<&str>, actor: &PartnerActor) -> ApiResult<store::Assigned> {
+    Ok(match raw.map(str::trim).filter(|a| !a.is_empty()) {
+        None => store::Assigned::Anyone,
+        Some("none") => store::Assigned::Nobody,
+        Some("me") => match &actor.member {
+            Some(member) => store::Assigned::Member(member.id),
+            None => {
+                return Err(ApiError::validation(
+                    "assigned",
+                    "assigned=me needs a member's session: name a member's id",
+                ));
+            }
+        },
+        Some(id) => store::Assigned::Member(
+            id.parse::<i64>()
+                .ok()
+                .filter(|id| *id > 0)
+                .ok_or_else(|| ApiError::validation("assigned", "assigned is me, none or a member's id"))?,
+        ),
+    })
 }
 
 /// The states a conversation list can be filtered by.
@@ -52,14 +80,17 @@ fn state_filter_schema() -> utoipa::openapi::Object {
 )]
 pub(super) async fn list_conversations(
     State(state): State<AppState>,
-    PartnerAuth(partner): PartnerAuth,
+    actor: PartnerActor,
     ApiQuery(filter): ApiQuery<ConversationFilter>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> ApiResult<Json<List<ConversationRecord>>> {
     let page = page.page()?;
+    let assigned = assigned_filter(filter.assigned.as_deref(), &actor)?;
     let q = query_text(filter.q);
+    let (partner, state_filter) = (&actor.partner, filter.state);
     let rows =
-        store::list_for_partner(&state.db, partner.id, filter.state, q.as_deref(), page.before, page.fetch()).await?;
+        store::list_for_partner(&state.db, partner.id, state_filter, assigned, q.as_deref(), page.before, page.fetch())
+            .await?;
     Ok(Json(page_of(&state, &page, rows, Reader::Agent).await?))
 }
 
@@ -101,11 +132,15 @@ pub(super) async fn read_conversation(
     Ok(Json(read(&state, &c, Reader::Agent).await?))
 }
 
-/// The one change a partner makes to a conversation: closing it.
+/// What a partner changes in a conversation: closing it, and whom it is assigned to.
 #[derive(Deserialize, ToSchema)]
 pub(super) struct UpdateConversation {
-    #[schema(schema_with = closed_only, required = true)]
+    #[schema(schema_with = closed_only)]
     state: Option<String>,
+    /// A member of the partner's to assign it to, or null for nobody.
+    #[serde(default, deserialize_with = "crate::messages::compose::present")]
+    #[schema(value_type = Option<i64>, minimum = 1)]
+    assignee_id: Option<Option<i64>>,
 }
 
 /// `closed`, the only state a partner sets.
@@ -116,7 +151,10 @@ fn closed_only() -> utoipa::openapi::Object {
         .build()
 }
 
-/// Close a conversation (a user message reopens it).
+/// Close a conversation (a user message reopens it), or assign it.
+///
+/// `state` can only be `closed`; `assignee_id` is a member of the partner's (422 otherwise) or null. At
+/// least one of the two.
 #[utoipa::path(
     patch,
     path = "/conversations/{id}",
@@ -135,13 +173,26 @@ pub(super) async fn close_conversation(
     ApiJson(req): ApiJson<UpdateConversation>,
 ) -> ApiResult<Json<ConversationRecord>> {
     // Another partner's conversation is 404 whatever the body says.
-    let c = agent_thread(&state, partner.id, &id).await?;
-    if req.state.as_deref() != Some(ConversationState::Closed.as_str()) {
+    let mut c = agent_thread(&state, partner.id, &id).await?;
+    if req.state.is_none() && req.assignee_id.is_none() {
+        return Err(ApiError::validation("state", "set state (closed) or assignee_id"));
+    }
+    if req.state.as_ref().is_some_and(|s| s != ConversationState::Closed.as_str()) {
         return Err(ApiError::validation("state", "state can only be set to closed (a user message reopens)"));
     }
-    let c = store::set_state(&state.db, partner.id, c.id, ConversationState::Closed, state.now())
-        .await?
-        .ok_or_else(|| ApiError::not_found("conversation"))?;
+    if let Some(assignee) = req.assignee_id {
+        if assignee.is_some_and(|id| id < 1) {
+            return Err(ApiError::validation("assignee_id", "assignee_id is a member's id"));
+        }
+        c = store::assign(&state.db, partner.id, c.id, assignee)
+            .await?
+            .ok_or_else(|| ApiError::validation("assignee_id", "no such member of this partner"))?;
+    }
+    if req.state.is_some() {
+        c = store::set_state(&state.db, partner.id, c.id, ConversationState::Closed, state.now())
+            .await?
+            .ok_or_else(|| ApiError::not_found("conversation"))?;
+    }
     Ok(Json(record(&state, &c, Reader::Agent).await?))
 }
 
@@ -256,4 +307,81 @@ pub(super) async fn agent_send(
         Created::Replayed(m) => Ok(created(&m, true)),
         Created::KeyReused => Err(ApiError::idempotency_conflict()),
     }
+}
+
+/// An internal note on a conversation: agents only, never shown to the user.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ConversationNote)]
+pub(super) struct NoteRecord {
+    id: i64,
+    body: String,
+    /// The member who wrote it (null: the partner key, or a member since removed) and their phone.
+    member_id: Option<i64>,
+    phone: Option<String>,
+    created_at: String,
+}
+
+impl From<&store::Note> for NoteRecord {
+    fn from(n: &store::Note) -> Self {
+        NoteRecord {
+            id: n.id,
+            body: n.body.clone(),
+            member_id: n.member_id,
+            phone: n.phone.clone(),
+            created_at: record_time(n.created_at),
+        }
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+#[schema(as = NewConversationNote)]
+pub(super) struct NewNote {
+    /// 1 to 4,000 characters.
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 4000, pattern = "\\S")]
+    body: Option<String>,
+}
+
+/// The conversation's internal notes, oldest first.
+///
+/// Notes are for the partner's agents: they are never in `/me`, in the user's events or in webhooks.
+#[utoipa::path(
+    get,
+    path = "/conversations/{id}/notes",
+    tag = "conversations",
+    security(("partnerKey" = []), ("memberSession" = [])),
+    responses((status = 200, description = "The notes", body = List<NoteRecord>), (status = 404, response = E404))
+)]
+pub(super) async fn list_notes(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<List<NoteRecord>>> {
+    let c = agent_thread(&state, partner.id, &id).await?;
+    let notes = store::notes(&state.db, c.id).await?;
+    Ok(Json(List { data: notes.iter().map(NoteRecord::from).collect(), next_cursor: None }))
+}
+
+/// Add an internal note.
+#[utoipa::path(
+    post,
+    path = "/conversations/{id}/notes",
+    tag = "conversations",
+    security(("partnerKey" = []), ("memberSession" = [])),
+    request_body = NewNote,
+    responses((status = 201, description = "The note", body = NoteRecord), (status = 404, response = E404), (status = 422, response = E422))
+)]
+pub(super) async fn add_note(
+    State(state): State<AppState>,
+    actor: PartnerActor,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<NewNote>,
+) -> ApiResult<(axum::http::StatusCode, Json<NoteRecord>)> {
+    let c = agent_thread(&state, actor.partner.id, &id).await?;
+    let body = req.body.as_deref().map(str::trim).unwrap_or("");
+    if body.is_empty() || body.chars().count() > 4000 {
+        return Err(ApiError::validation("body", "a note is 1 to 4,000 characters"));
+    }
+    let member = actor.member.as_ref().map(|m| m.id);
+    let note = store::add_note(&state.db, c.id, member, body, state.now()).await?;
+    Ok((axum::http::StatusCode::CREATED, Json(NoteRecord::from(&note))))
 }

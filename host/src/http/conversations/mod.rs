@@ -41,6 +41,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(agent::get_conversation, agent::close_conversation))
         .routes(routes!(agent::reply_in_conversation))
         .routes(routes!(agent::read_conversation))
+        .routes(routes!(agent::list_notes, agent::add_note))
         .routes(routes!(encryption::share_conversation_key, encryption::conversation_keys))
         .routes(routes!(encryption::conversation_devices))
         .routes(routes!(agent::agent_send))
@@ -68,9 +69,23 @@ pub struct ConversationRecord {
     pub unread: i64,
     pub last_message_at: String,
     pub created_at: String,
+    /// For the partner only: the member the conversation is assigned to (null: nobody). Never shown to the
+    /// user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<i64>)]
+    pub assignee_id: Option<Option<i64>>,
 }
 
 impl ConversationRecord {
+    /// As `reader` sees it: the assignee is the partner's business only.
+    fn seen_by(c: &Conversation, unread: i64, reader: Reader) -> Self {
+        let mut record = ConversationRecord::new(c, unread);
+        if matches!(reader, Reader::Agent) {
+            record.assignee_id = Some(c.assignee_id);
+        }
+        record
+    }
+
     pub fn new(c: &Conversation, unread: i64) -> Self {
         ConversationRecord {
             conversation_id: c.id,
@@ -82,6 +97,7 @@ impl ConversationRecord {
             unread,
             last_message_at: record_time(c.last_message_at),
             created_at: record_time(c.created_at),
+            assignee_id: None,
         }
     }
 }
@@ -112,7 +128,7 @@ async fn with_messages(state: &AppState, c: &Conversation, reader: Reader) -> Ap
 /// A conversation as `reader` sees it, with its unread count.
 async fn record(state: &AppState, c: &Conversation, reader: Reader) -> ApiResult<ConversationRecord> {
     let unread = messages::unread_counts(&state.db, &[c.id], reader.reads()).await?;
-    Ok(ConversationRecord::new(c, unread.get(&c.id).copied().unwrap_or(0)))
+    Ok(ConversationRecord::seen_by(c, unread.get(&c.id).copied().unwrap_or(0), reader))
 }
 
 /// A page of conversations as `reader` sees them, each with its unread count.
@@ -124,7 +140,7 @@ async fn page_of(
 ) -> ApiResult<List<ConversationRecord>> {
     let ids: Vec<i64> = rows.iter().take(page.limit as usize).map(|c| c.id).collect();
     let unread = messages::unread_counts(&state.db, &ids, reader.reads()).await?;
-    Ok(page.list(rows, |c| c.id, |c| ConversationRecord::new(c, unread.get(&c.id).copied().unwrap_or(0))))
+    Ok(page.list(rows, |c| c.id, |c| ConversationRecord::seen_by(c, unread.get(&c.id).copied().unwrap_or(0), reader)))
 }
 
 /// `reader` has seen the conversation: the other side's messages become `read`; answers the thread.

@@ -1,0 +1,68 @@
+// The API as the console uses it: same-origin fetch with the member's session cookie (HttpOnly: no script
+// ever reads it; the browser sends it and the Sec-Fetch-Site header the host's CSRF check wants), the
+// generated OpenAPI types, and one error shape.
+import type { components } from "@hubbub/client/src/schema";
+
+type S = components["schemas"];
+export type MemberSession = S["MemberSession"];
+export type Member = S["MemberRecord"];
+export type Conversation = S["Conversation"];
+export type Thread = S["ConversationThread"];
+export type ThreadMessage = S["Message"];
+export type Note = S["ConversationNote"];
+export type Invitation = S["InvitationCreated"];
+export type AuditEntry = S["AuditRecord"];
+export type Page<T> = { data: T[]; next_cursor?: string | null };
+
+export class ApiError extends Error {
+  constructor(
+    public status: number,
+    public code: string,
+    message: string,
+    public field?: string,
+  ) {
+    super(message);
+  }
+}
+
+const signedOut = new Set<() => void>();
+/** Called when a call answers 401: the session ended (idle, signed out elsewhere, member removed). */
+export function onSignedOut(l: () => void): () => void {
+  signedOut.add(l);
+  return () => signedOut.delete(l);
+}
+
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let res: Response;
+  try {
+    res = await fetch(`/api/v1${path}`, {
+      method,
+      headers,
+      credentials: "same-origin",
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    throw new ApiError(0, "network", "The service cannot be reached. Check your connection and try again.");
+  }
+  const text = await res.text();
+  let json: any = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  if (!res.ok) {
+    const e = json?.error ?? {};
+    if (res.status === 401 && !path.startsWith("/members/sessions") && !path.startsWith("/auth/")) signedOut.forEach((l) => l());
+    throw new ApiError(res.status, e.code ?? `http_${res.status}`, e.message ?? `Request failed (${res.status})`, e.field);
+  }
+  return json as T;
+}
+
+export const get = <T>(path: string) => api<T>("GET", path);
+export const post = <T>(path: string, body: unknown = {}) => api<T>("POST", path, body);
+export const patch = <T>(path: string, body: unknown) => api<T>("PATCH", path, body);
+export const del = <T>(path: string) => api<T>("DELETE", path);
+export const enc = encodeURIComponent;

@@ -1,0 +1,664 @@
+// The partner console at /console/: a partner's members sign in with their phone and a one-time code
+// (the first time with the invitation link an owner gave them), agents answer conversations — filter,
+// assign, reply, keep internal notes, close — and owners manage members and read the audit log. It loads
+// only on /console/ and shares the end-user app's toolchain, styles and generated API types.
+import { render } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
+import "../styles.css";
+import "./console.css";
+import {
+  ApiError,
+  del,
+  enc,
+  get,
+  onSignedOut,
+  patch,
+  post,
+  type AuditEntry,
+  type Conversation,
+  type Invitation,
+  type Member,
+  type MemberSession,
+  type Note,
+  type Page,
+  type Thread,
+} from "./api";
+
+// ---- Routing: /console/, /console/c/{id}, /console/members, /console/audit ----
+
+const listeners = new Set<() => void>();
+function go(path: string) {
+  history.pushState(null, "", path);
+  listeners.forEach((l) => l());
+}
+function usePath(): string {
+  const [path, setPath] = useState(location.pathname);
+  useEffect(() => {
+    const l = () => setPath(location.pathname);
+    listeners.add(l);
+    addEventListener("popstate", l);
+    return () => {
+      listeners.delete(l);
+      removeEventListener("popstate", l);
+    };
+  }, []);
+  return path;
+}
+/** A link that moves within the console without reloading it. */
+function Link({ href, children, ...rest }: { href: string; children: any; class?: string; "aria-current"?: "page" | undefined }) {
+  return (
+    <a
+      href={href}
+      {...rest}
+      onClick={(e) => {
+        if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
+        e.preventDefault();
+        go(href);
+      }}
+    >
+      {children}
+    </a>
+  );
+}
+
+/** Calls `load` now, every `ms` while the page is visible, and when the page comes back into view. */
+function usePoll(load: () => void, ms: number, deps: unknown[]) {
+  useEffect(() => {
+    load();
+    const timer = setInterval(() => document.visibilityState === "visible" && load(), ms);
+    const back = () => document.visibilityState === "visible" && load();
+    document.addEventListener("visibilitychange", back);
+    return () => {
+      clearInterval(timer);
+      document.removeEventListener("visibilitychange", back);
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, deps);
+}
+
+const when = (t: string) => new Date(t.replace(" ", "T") + "Z").toLocaleString();
+const errorText = (e: unknown) => (e instanceof ApiError ? e.message : "Something went wrong. Try again.");
+
+// ---- Sign in ----
+
+function SignIn({ onSignedIn }: { onSignedIn: (s: MemberSession) => void }) {
+  const invitation = location.hash.startsWith("#inv_") ? location.hash.slice(1) : null;
+  const [phone, setPhone] = useState("");
+  const [code, setCode] = useState("");
+  const [partner, setPartner] = useState("");
+  const [askPartner, setAskPartner] = useState(false);
+  const [sent, setSent] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
+
+  const send = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await post("/auth/otp/start", { phone: phone.trim() });
+      setSent(true);
+    } catch (err) {
+      setError(errorText(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const signIn = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const body: Record<string, string> = { phone: phone.trim(), code: code.trim() };
+      if (invitation) body.invitation = invitation;
+      if (partner.trim()) body.partner = partner.trim();
+      const session = await post<MemberSession>("/members/sessions", body);
+      history.replaceState(null, "", "/console/");
+      onSignedIn(session);
+    } catch (err) {
+      if (err instanceof ApiError && err.field === "partner") setAskPartner(true);
+      setError(errorText(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <main class="console-signin card">
+      <h1 tabIndex={-1} ref={heading}>
+        Hubbub console
+      </h1>
+      <p class="muted">{invitation ? "You were invited to a partner's console. Sign in with your phone to accept." : "Sign in with your phone."}</p>
+      {!sent ? (
+        <form onSubmit={send}>
+          <label for="phone">Phone number</label>
+          <input id="phone" type="tel" autocomplete="tel" placeholder="+15551234567" value={phone} onInput={(e) => setPhone(e.currentTarget.value)} required />
+          <button class="primary" disabled={busy}>
+            Send code
+          </button>
+        </form>
+      ) : (
+        <form onSubmit={signIn}>
+          <p class="hint">We sent a code to {phone}.</p>
+          <label for="code">Code</label>
+          <input id="code" inputMode="numeric" autocomplete="one-time-code" value={code} onInput={(e) => setCode(e.currentTarget.value)} required />
+          {askPartner ? (
+            <>
+              <label for="partner">Partner code</label>
+              <input id="partner" value={partner} onInput={(e) => setPartner(e.currentTarget.value)} required />
+            </>
+          ) : null}
+          <button class="primary" disabled={busy}>
+            Sign in
+          </button>
+        </form>
+      )}
+      {error ? (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      ) : null}
+    </main>
+  );
+}
+
+// ---- The signed-in console ----
+
+function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () => void }) {
+  const path = usePath();
+  const owner = session.member.role === "owner";
+  const [members, setMembers] = useState<Member[]>([]);
+  useEffect(() => {
+    get<Page<Member>>("/members").then((p) => setMembers(p.data), () => undefined);
+  }, [path]);
+  const signOut = async (everywhere: boolean) => {
+    await del(everywhere ? "/members/sessions" : "/members/sessions/current").catch(() => undefined);
+    onSignOut();
+  };
+  const nav = [
+    { href: "/console/", label: "Conversations", on: path === "/console/" || path.startsWith("/console/c/") },
+    ...(owner
+      ? [
+          { href: "/console/members", label: "Members", on: path.startsWith("/console/members") },
+          { href: "/console/audit", label: "Audit log", on: path.startsWith("/console/audit") },
+        ]
+      : []),
+  ];
+  const conversation = path.match(/^\/console\/c\/(\d+)$/)?.[1];
+  let page;
+  if (path.startsWith("/console/members") && owner) page = <Members self={session.member} />;
+  else if (path.startsWith("/console/audit") && owner) page = <Audit />;
+  else page = <Inbox session={session} members={members} open={conversation ? Number(conversation) : null} />;
+  return (
+    <div class="console">
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="console-top">
+        <strong>{session.partner.name}</strong>
+        <nav aria-label="Console">
+          {nav.map((n) => (
+            <Link href={n.href} class={n.on ? "on" : ""} aria-current={n.on ? "page" : undefined}>
+              {n.label}
+            </Link>
+          ))}
+        </nav>
+        <span class="meta">
+          {session.member.name || session.member.phone} · {session.member.role}
+        </span>
+        <button type="button" onClick={() => signOut(false)}>
+          Sign out
+        </button>
+        <button type="button" onClick={() => signOut(true)}>
+          Sign out everywhere
+        </button>
+      </header>
+      <main id="main">{page}</main>
+    </div>
+  );
+}
+
+const who = (members: Member[], id: number | null | undefined) => {
+  const m = members.find((x) => x.id === id);
+  return m ? m.name || m.phone : id ? `member ${id}` : "Unassigned";
+};
+
+function Inbox({ session, members, open }: { session: MemberSession; members: Member[]; open: number | null }) {
+  const [state, setState] = useState("open");
+  const [assigned, setAssigned] = useState("");
+  const [q, setQ] = useState("");
+  const [search, setSearch] = useState("");
+  const [list, setList] = useState<Conversation[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [changed, setChanged] = useState(0);
+  const query = new URLSearchParams({ limit: "50" });
+  if (state) query.set("state", state);
+  if (assigned) query.set("assigned", assigned);
+  if (search) query.set("q", search);
+  usePoll(
+    () =>
+      get<Page<Conversation>>(`/conversations?${query}`).then(
+        (p) => {
+          setList(p.data);
+          setError(null);
+        },
+        (e) => setError(errorText(e)),
+      ),
+    4000,
+    [query.toString(), open, changed],
+  );
+  const unread = (list ?? []).reduce((n, c) => n + c.unread, 0);
+  useEffect(() => {
+    document.title = `${unread ? `(${unread}) ` : ""}Conversations · ${session.partner.name} · Hubbub console`;
+  }, [unread, session.partner.name]);
+  return (
+    <div class={"inbox" + (open ? " with-thread" : "")}>
+      <section class="conversation-list" aria-labelledby="conversations-h">
+        <h1 id="conversations-h">Conversations</h1>
+        <form
+          class="filters"
+          role="search"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setSearch(q.trim());
+          }}
+        >
+          <div class="field">
+            <label for="filter-state">State</label>
+            <select
+              id="filter-state" value={state} onChange={(e) => setState(e.currentTarget.value)}>
+              <option value="open">Open</option>
+              <option value="pending">Pending</option>
+              <option value="closed">Closed</option>
+              <option value="">All</option>
+            </select>
+          </div>
+          <div class="field">
+            <label for="filter-assigned">Assigned</label>
+            <select
+              id="filter-assigned" value={assigned} onChange={(e) => setAssigned(e.currentTarget.value)}>
+              <option value="">Everyone</option>
+              <option value="me">Me</option>
+              <option value="none">Unassigned</option>
+            </select>
+          </div>
+          <div class="field">
+            <label for="filter-q">Search</label>
+            <input
+              id="filter-q" type="search" value={q} placeholder="Subject, phone or words" onInput={(e) => setQ(e.currentTarget.value)} />
+          </div>
+          <button type="submit">Search</button>
+        </form>
+        {error ? (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        ) : null}
+        {list === null ? (
+          <p class="muted">Loading…</p>
+        ) : list.length === 0 ? (
+          <p class="muted">No conversations here.</p>
+        ) : (
+          <ul class="rows">
+            {list.map((c) => (
+              <li class={c.conversation_id === open ? "on" : ""}>
+                <Link href={`/console/c/${c.conversation_id}`} aria-current={c.conversation_id === open ? "page" : undefined}>
+                  <span class="row-main">
+                    <strong>{c.subject || c.phone}</strong>
+                    {c.unread ? <span class="badge">{c.unread} unread</span> : null}
+                  </span>
+                  <span class="meta">
+                    {c.phone} · {c.state} · {who(members, c.assignee_id)} · {when(c.last_message_at)}
+                  </span>
+                </Link>
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+      {open ? <ThreadView key={open} id={open} members={members} self={session.member} onChange={() => setChanged((n) => n + 1)} /> : null}
+    </div>
+  );
+}
+
+/** One conversation: its messages, reply, assignment, closing and notes; `onChange` when it changed (the list refreshes). */
+function ThreadView({ id, members, self, onChange }: { id: number; members: Member[]; self: Member; onChange: () => void }) {
+  const [thread, setThread] = useState<Thread | null>(null);
+  const [notes, setNotes] = useState<Note[]>([]);
+  const [reply, setReply] = useState("");
+  const [note, setNote] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [status, setStatus] = useState("");
+  const heading = useRef<HTMLHeadingElement>(null);
+  const load = () =>
+    Promise.all([get<Thread>(`/conversations/${id}`), get<Page<Note>>(`/conversations/${id}/notes`)]).then(
+      ([t, n]) => {
+        setThread(t);
+        setNotes(n.data);
+        // What the user wrote is read once an agent has it open.
+        if (t.unread > 0) post(`/conversations/${id}/read`).then(onChange, () => undefined);
+      },
+      (e) => setError(errorText(e)),
+    );
+  usePoll(load, 3000, [id]);
+  useEffect(() => heading.current?.focus(), [id]);
+  const act = async (what: () => Promise<unknown>, done: string) => {
+    setError(null);
+    try {
+      await what();
+      setStatus(done);
+      await load();
+      onChange();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  if (!thread) return <section class="thread">{error ? <p role="alert">{error}</p> : <p class="muted">Loading…</p>}</section>;
+  return (
+    <section class="thread" aria-labelledby="thread-h">
+      <h2 id="thread-h" tabIndex={-1} ref={heading}>
+        {thread.subject || "Conversation"} · {thread.phone}
+      </h2>
+      <div class="thread-tools">
+        <span class="status-pill">{thread.state}</span>
+        <div class="field">
+          <label for="assignee">Assigned to</label>
+          <select
+            id="assignee"
+            value={thread.assignee_id ? String(thread.assignee_id) : ""}
+            onChange={(e) => {
+              const v = e.currentTarget.value;
+              act(() => patch(`/conversations/${id}`, { assignee_id: v ? Number(v) : null }), v ? `Assigned to ${who(members, Number(v))}.` : "Unassigned.");
+            }}
+          >
+            <option value="">Unassigned</option>
+            {members.map((m) => (
+              <option value={String(m.id)}>
+                {m.id === self.id ? `Me (${m.name || m.phone})` : m.name || m.phone}
+              </option>
+            ))}
+          </select>
+        </div>
+        {thread.state !== "closed" ? (
+          <button type="button" onClick={() => act(() => patch(`/conversations/${id}`, { state: "closed" }), "Conversation closed.")}>
+            Close conversation
+          </button>
+        ) : null}
+      </div>
+      <p class="sr-only" role="status">
+        {status}
+      </p>
+      {error ? (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      <ol class="messages-thread" aria-label="Messages">
+        {thread.messages.map((m) => (
+          <li class={m.direction === "in" ? "from-user" : "from-agent"}>
+            <span class="meta">
+              {m.direction === "in" ? thread.phone : "Agent"} · {when(m.created_at)}
+              {m.direction === "out" ? ` · ${m.state}` : ""}
+            </span>
+            <p>{m.encryption === "e2e" ? "Encrypted message (open it on a device with the agent key)" : m.body ?? `[${m.content_type}]`}</p>
+          </li>
+        ))}
+      </ol>
+      <form
+        class="reply"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const body = reply.trim();
+          if (!body) return;
+          act(async () => {
+            await post(`/conversations/${id}/messages`, { body, idempotency_key: crypto.randomUUID() });
+            setReply("");
+          }, "Reply sent.");
+        }}
+      >
+        <label for="reply">Reply to {thread.phone}</label>
+        <textarea id="reply" rows={3} value={reply} onInput={(e) => setReply(e.currentTarget.value)} />
+        <button class="primary">Send reply</button>
+      </form>
+      <section class="notes" aria-labelledby="notes-h">
+        <h3 id="notes-h">Internal notes</h3>
+        <p class="hint">Only your team sees these; the user never does.</p>
+        <ul>
+          {notes.map((n) => (
+            <li>
+              <span class="meta">
+                {n.phone ?? "API"} · {when(n.created_at)}
+              </span>
+              <p>{n.body}</p>
+            </li>
+          ))}
+        </ul>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            const body = note.trim();
+            if (!body) return;
+            act(async () => {
+              await post(`/conversations/${id}/notes`, { body });
+              setNote("");
+            }, "Note added.");
+          }}
+        >
+          <label for="note">Add a note</label>
+          <textarea id="note" rows={2} value={note} onInput={(e) => setNote(e.currentTarget.value)} />
+          <button>Add note</button>
+        </form>
+      </section>
+    </section>
+  );
+}
+
+function Members({ self }: { self: Member }) {
+  const [members, setMembers] = useState<Member[]>([]);
+  const [role, setRole] = useState("agent");
+  const [made, setMade] = useState<Invitation | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [copied, setCopied] = useState(false);
+  const load = () => get<Page<Member>>("/members").then((p) => setMembers(p.data), (e) => setError(errorText(e)));
+  useEffect(() => {
+    load();
+    document.title = "Members · Hubbub console";
+  }, []);
+  const act = async (what: () => Promise<unknown>) => {
+    setError(null);
+    try {
+      await what();
+      await load();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  return (
+    <section class="page" aria-labelledby="members-h">
+      <h1 id="members-h">Members</h1>
+      {error ? (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      <table>
+        <caption class="sr-only">Members and their roles</caption>
+        <thead>
+          <tr>
+            <th scope="col">Phone</th>
+            <th scope="col">Name</th>
+            <th scope="col">Role</th>
+            <th scope="col">Since</th>
+            <th scope="col">
+              <span class="sr-only">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {members.map((m) => (
+            <tr>
+              <td>{m.phone}</td>
+              <td>{m.name ?? ""}</td>
+              <td>
+                <select aria-label={`Role of ${m.phone}`} value={m.role} onChange={(e) => act(() => patch(`/members/${m.id}`, { role: e.currentTarget.value }))}>
+                  <option value="owner">Owner</option>
+                  <option value="admin">Admin</option>
+                  <option value="agent">Agent</option>
+                </select>
+              </td>
+              <td>{when(m.created_at)}</td>
+              <td>
+                {m.id !== self.id ? (
+                  <button type="button" onClick={() => confirm(`Remove ${m.phone}? Their sessions end at once.`) && act(() => del(`/members/${m.id}`))}>
+                    Remove {m.phone}
+                  </button>
+                ) : (
+                  <span class="meta">You</span>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <form
+        class="invite card"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setCopied(false);
+          act(async () => setMade(await post<Invitation>("/members/invitations", { role })));
+        }}
+      >
+        <h2>Invite someone</h2>
+        <label for="invite-role">Role</label>
+        <select id="invite-role" value={role} onChange={(e) => setRole(e.currentTarget.value)}>
+            <option value="agent">Agent: conversations and contacts</option>
+            <option value="admin">Admin: everything but members</option>
+            <option value="owner">Owner: everything</option>
+          </select>
+        <button class="primary">Create invitation</button>
+        {made ? (
+          <div class="made" role="status">
+            <p>
+              Send this link to the person you invite ({made.role}). It works once, until {when(made.expires_at)}, and is not shown again.
+            </p>
+            <input class="mono" readOnly value={made.link} aria-label="Invitation link" onFocus={(e) => e.currentTarget.select()} />
+            <button
+              type="button"
+              onClick={() =>
+                navigator.clipboard?.writeText(made.link).then(
+                  () => setCopied(true),
+                  () => setCopied(false),
+                )
+              }
+            >
+              {copied ? "Copied" : "Copy link"}
+            </button>
+          </div>
+        ) : null}
+      </form>
+    </section>
+  );
+}
+
+function Audit() {
+  const [entries, setEntries] = useState<AuditEntry[]>([]);
+  const [next, setNext] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const load = (cursor?: string) =>
+    get<Page<AuditEntry>>(`/audit-log?limit=50${cursor ? `&cursor=${enc(cursor)}` : ""}`).then(
+      (p) => {
+        setEntries((old) => (cursor ? [...old, ...p.data] : p.data));
+        setNext(p.next_cursor ?? null);
+      },
+      (e) => setError(errorText(e)),
+    );
+  useEffect(() => {
+    load();
+    document.title = "Audit log · Hubbub console";
+  }, []);
+  return (
+    <section class="page" aria-labelledby="audit-h">
+      <h1 id="audit-h">Audit log</h1>
+      <p class="hint">Every change a member made, newest first.</p>
+      {error ? (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      <table>
+        <caption class="sr-only">What members changed</caption>
+        <thead>
+          <tr>
+            <th scope="col">When</th>
+            <th scope="col">Who</th>
+            <th scope="col">What</th>
+            <th scope="col">Answer</th>
+            <th scope="col">From</th>
+          </tr>
+        </thead>
+        <tbody>
+          {entries.map((e) => (
+            <tr>
+              <td>{when(e.at)}</td>
+              <td>{e.phone ?? "a removed member"}</td>
+              <td>
+                <span class="mono">{e.action}</span>
+                <br />
+                <span class="meta">{e.target}</span>
+              </td>
+              <td>{e.status}</td>
+              <td>{e.address ?? ""}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {next ? (
+        <button type="button" onClick={() => load(next)}>
+          Older entries
+        </button>
+      ) : null}
+    </section>
+  );
+}
+
+function Console() {
+  const [session, setSession] = useState<MemberSession | null | undefined>(undefined);
+  const [flash, setFlash] = useState<string | null>(null);
+  useEffect(() => {
+    get<MemberSession>("/members/me").then(setSession, () => setSession(null));
+    return onSignedOut(() => {
+      setFlash("Your session has ended. Please sign in again.");
+      setSession(null);
+    });
+  }, []);
+  if (session === undefined) return <p class="muted console-signin">Loading…</p>;
+  if (!session)
+    return (
+      <>
+        {flash ? (
+          <p class="flash" role="alert">
+            {flash}
+          </p>
+        ) : null}
+        <SignIn
+          onSignedIn={(s) => {
+            setFlash(null);
+            setSession(s);
+            go("/console/");
+          }}
+        />
+      </>
+    );
+  return (
+    <Shell
+      session={session}
+      onSignOut={() => {
+        setSession(null);
+        go("/console/");
+      }}
+    />
+  );
+}
+
+render(<Console />, document.getElementById("console")!);
