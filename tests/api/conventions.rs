@@ -526,3 +526,21 @@ async fn closed_set_filters_are_typed_empty_is_no_filter_and_a_stranger_value_is
     }
     app.stop().await;
 }
+
+#[test]
+fn every_operation_has_an_id_of_its_own() {
+    // Generated clients name a method after each operationId: two alike do not compile (TypeScript) or one
+    // hides the other.
+    let doc = hubbub_host::http::openapi::document();
+    let mut seen = std::collections::BTreeMap::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if let Some(id) = op["operationId"].as_str() {
+                if let Some(first) = seen.insert(id.to_string(), format!("{method} {path}")) {
+                    panic!("operationId {id} is both {first} and {method} {path}");
+                }
+            }
+        }
+    }
+    assert!(seen.len() > 100, "{} operations", seen.len());
+}

@@ -1307,7 +1307,7 @@ export interface paths {
             cookie?: never;
         };
         /** My member session. */
-        get: operations["me"];
+        get: operations["my_member_session"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1332,12 +1332,12 @@ export interface paths {
          *     Secure), which ends after 8 hours without a request and 7 days after sign-in at the latest. A phone that
          *     is a member of several partners names one in `partner` (422 otherwise, listing them).
          */
-        post: operations["sign_in"];
+        post: operations["member_sign_in"];
         /**
          * Sign out everywhere.
          * @description Ends every session of this member, in every browser, and clears this one's cookie.
          */
-        delete: operations["sign_out_everywhere"];
+        delete: operations["member_sign_out_everywhere"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1357,7 +1357,7 @@ export interface paths {
          * Sign out.
          * @description Ends this session and clears the cookie.
          */
-        delete: operations["sign_out"];
+        delete: operations["member_sign_out"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3738,6 +3738,11 @@ export interface components {
             assignee_id?: number | null;
             /** @enum {string} */
             state?: "closed";
+        } | {
+            /** @enum {string} */
+            state: "closed";
+        } | {
+            assignee_id: number | null;
         };
         UpdateMember: {
             /** @description A display name: 1 to 100 characters, no control characters. */
@@ -4736,8 +4741,8 @@ export interface operations {
             query?: {
                 state?: "open" | "pending" | "closed" | "";
                 /**
-                 * @description Whose: `me` (the signed-in member's; a member session only), `none` (unassigned) or a member's id.
-                 *     Absent: everyone's.
+                 * @description Whose: `me` (the signed-in member's; with the partner key, nobody's: an empty list), `none`
+                 *     (unassigned) or a member's id. Absent: everyone's.
                  */
                 assigned?: string;
                 /** @description Search in subject, contact and message bodies. */
@@ -6358,7 +6363,7 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
-    me: {
+    my_member_session: {
         parameters: {
             query?: never;
             header?: never;
@@ -6382,7 +6387,7 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
-    sign_in: {
+    member_sign_in: {
         parameters: {
             query?: never;
             header?: never;
@@ -6413,7 +6418,7 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
-    sign_out_everywhere: {
+    member_sign_out_everywhere: {
         parameters: {
             query?: never;
             header?: never;
@@ -6435,7 +6440,7 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
-    sign_out: {
+    member_sign_out: {
         parameters: {
             query?: never;
             header?: never;

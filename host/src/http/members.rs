@@ -135,6 +135,7 @@ struct SignIn {
     path = "/members/sessions",
     tag = "members",
     request_body = SignIn,
+    operation_id = "member_sign_in",
     responses(
         (status = 201, description = "Signed in; the cookie is set", body = MemberSession),
         (status = 401, response = E401),
@@ -215,6 +216,7 @@ async fn sign_in(
 #[utoipa::path(
     get,
     path = "/members/me",
+    operation_id = "my_member_session",
     tag = "members",
     security(("memberSession" = [])),
     responses((status = 200, description = "Who is signed in, for which partner, until when", body = MemberSession), (status = 401, response = E401))
@@ -229,6 +231,7 @@ async fn me(MemberAuth(session): MemberAuth) -> Json<MemberSession> {
 #[utoipa::path(
     delete,
     path = "/members/sessions/current",
+    operation_id = "member_sign_out",
     tag = "members",
     security(("memberSession" = [])),
     responses((status = 204, description = "Signed out"), (status = 401, response = E401))
@@ -244,6 +247,7 @@ async fn sign_out(State(state): State<AppState>, MemberAuth(session): MemberAuth
 #[utoipa::path(
     delete,
     path = "/members/sessions",
+    operation_id = "member_sign_out_everywhere",
     tag = "members",
     security(("memberSession" = [])),
     responses((status = 204, description = "Every session ended"), (status = 401, response = E401))

@@ -258,6 +258,14 @@ fn rules_between_fields(doc: &mut Value) {
                 object(&[], json!({ "webhook_url": { "type": "string", "minLength": 1 } })),
             ] }),
         ),
+        // `PATCH /conversations/{id}`: closing it, assigning it, or both; not nothing.
+        (
+            "UpdateConversation",
+            json!({ "anyOf": [
+                object(&["state"], json!({ "state": { "type": "string", "enum": ["closed"] } })),
+                object(&["assignee_id"], json!({ "assignee_id": { "type": ["integer", "null"], "minimum": 1 } })),
+            ] }),
+        ),
         // Account fields: a selection has its options, and only a selection has options.
         (
             "AccountFieldInput",

@@ -29,8 +29,8 @@ pub(super) struct ConversationFilter {
     #[param(schema_with = state_filter_schema)]
     #[serde(default, deserialize_with = "crate::http::filter")]
     state: Option<ConversationState>,
-    /// Whose: `me` (the signed-in member's; a member session only), `none` (unassigned) or a member's id.
-    /// Absent: everyone's.
+    /// Whose: `me` (the signed-in member's; with the partner key, nobody's: an empty list), `none`
+    /// (unassigned) or a member's id. Absent: everyone's.
     #[param(pattern = "^(me|none|[1-9][0-9]{0,17})?$")]
     assigned: Option<String>,
     /// Search in subject, contact and message bodies.
@@ -42,15 +42,8 @@ fn assigned_filter(raw: Option<&str>, actor: &PartnerActor) -> ApiResult<store::
     Ok(match raw.map(str::trim).filter(|a| !a.is_empty()) {
         None => store::Assigned::Anyone,
         Some("none") => store::Assigned::Nobody,
-        Some("me") => match &actor.member {
-            Some(member) => store::Assigned::Member(member.id),
-            None => {
-                return Err(ApiError::validation(
-                    "assigned",
-                    "assigned=me needs a member's session: name a member's id",
-                ));
-            }
-        },
+        // The partner key is no one: nothing is assigned to it.
+        Some("me") => store::Assigned::Member(actor.member.as_ref().map_or(0, |m| m.id)),
         Some(id) => store::Assigned::Member(
             id.parse::<i64>()
                 .ok()
