@@ -20,10 +20,11 @@ fn main() {
         "public",
         "index.html",
         "console",
+        "dashboard",
         "package.json",
         "package-lock.json",
         "vite.config.ts",
-        "vite.console.config.ts",
+        "vite.pages.config.ts",
         "tsconfig.json",
     ] {
         println!("cargo:rerun-if-changed={}", web.join(input).display());

@@ -269,3 +269,49 @@ async fn developers_have_a_daily_quota_and_a_stricter_rate_limit() {
     let partner = app.partner("globex").await;
     app.get(&partner, "/api/v1/messages").await.ok(200);
 }
+
+#[tokio::test]
+async fn the_dashboard_reads_my_messages_and_usage_and_tests_my_webhook() {
+    let recv = FakeServer::start(200, 0).await;
+    let app = TestApp::start_with(|c| c.developer_daily_quota = 5).await;
+    let key = developer(&app, DEV_PHONE).await;
+    let other = developer(&app, "+15557770009").await;
+    catalog(&app).await;
+    // Before a webhook is set, the test says so.
+    let none = app.post(&key, "/api/v1/dev/webhooks/test", json!({})).await.ok(200).clone();
+    assert_eq!(none["ok"], false);
+    assert!(none["error"].is_string());
+    let mut refs = Vec::new();
+    for name in ["Ana", "Bo"] {
+        let m = app
+            .post(
+                &key,
+                "/api/v1/dev/messages",
+                json!({"phone": USER, "template_code": "welcome", "vars": {"name": name}}),
+            )
+            .await;
+        refs.push(m.ok(201)["ref"].as_str().unwrap().to_string());
+    }
+    // My messages, newest first, paged; another developer's are not mine.
+    let mine = app.get(&key, "/api/v1/dev/messages?limit=1").await.ok(200).clone();
+    assert_eq!(mine["data"][0]["ref"], refs[1].as_str());
+    assert_eq!(mine["data"][0]["body"], "Welcome Bo!");
+    let cursor = mine["next_cursor"].as_str().unwrap();
+    let older = app.get(&key, &format!("/api/v1/dev/messages?limit=1&cursor={cursor}")).await.ok(200).clone();
+    assert_eq!(older["data"][0]["ref"], refs[0].as_str());
+    assert!(app.get(&other, "/api/v1/dev/messages").await.ok(200)["data"].as_array().unwrap().is_empty());
+    // Usage against the quota.
+    let usage = app.get(&key, "/api/v1/dev/usage").await.ok(200).clone();
+    assert_eq!((usage["sent_today"].as_i64(), usage["daily_quota"].as_i64()), (Some(2), Some(5)));
+    assert!(usage["resets_at"].as_str().unwrap().ends_with("00:00:00"));
+    // The webhook test: one signed sample event at my endpoint.
+    app.request(Method::PUT, "/api/v1/dev/settings", Some(&key), Some(&json!({"webhook_url": recv.url}))).await.ok(200);
+    let tested = app.post(&key, "/api/v1/dev/webhooks/test", json!({})).await.ok(200).clone();
+    assert_eq!((tested["ok"].as_bool(), tested["status"].as_i64()), (Some(true), Some(200)));
+    let got = recv.received();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].json()["test"], true);
+    // Partner keys and users are not developers.
+    let user = app.login(USER).await;
+    app.get(&user, "/api/v1/dev/usage").await.error(403, "forbidden");
+}

@@ -60,6 +60,15 @@ async fn the_root_url_and_every_app_path_show_the_app_with_a_strict_policy() {
         app_scripts(&console).iter().all(|s| !app_scripts(&page).contains(s)),
         "neither page loads the other's code"
     );
+    // So is the developer portal, at /dashboard/ and below.
+    let dashboard = fetch(&app, "/dashboard/", Some(PAGE)).await.text().await.unwrap();
+    assert!(dashboard.contains("id=\"dashboard\""), "{dashboard}");
+    assert_eq!(fetch(&app, "/dashboard", Some(PAGE)).await.text().await.unwrap(), dashboard);
+    for other in [&page, &console] {
+        assert!(app_scripts(&dashboard).iter().all(|s| !app_scripts(other).contains(s)));
+    }
+    // A path that only starts like a page is the app's.
+    assert_eq!(fetch(&app, "/dashboards", Some(PAGE)).await.text().await.unwrap(), page);
 
     // Every script the page names is served, cached for good (its name is its content).
     let scripts: Vec<&str> =

@@ -889,6 +889,91 @@ test("3f. the partner console: an owner joins by invitation and invites an agent
   }
 });
 
+test("3g. the developer portal: sign up, the API key once, send a test from the catalog, see it, test the webhook", async () => {
+  const stamp = Date.now().toString(36);
+  const DEV = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  const code = `dash_${stamp}`;
+  const t = await partner("POST", "/templates", { code, channel: "inapp", category: "utility", body: "Hello {{name}}, from the dashboard" });
+  await partner("POST", `/templates/${t.template_id}/submit`, {});
+  const hits = [];
+  const receiver = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      hits.push({ headers: req.headers, body });
+      res.end("ok");
+    });
+  });
+  await new Promise((r) => receiver.listen(0, "127.0.0.1", r));
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  try {
+    const dev = await ctx.newPage();
+    dev.on("pageerror", (e) => pageErrors.push(String(e)));
+    await dev.goto(BASE + "/dashboard/");
+    await dev.getByRole("heading", { name: "Hubbub for developers", level: 1 }).waitFor();
+    await axe("dashboard-sign-in", dev);
+    await dev.getByRole("button", { name: "Sign up" }).click();
+    await dev.getByLabel("Phone number").fill(DEV);
+    await dev.getByLabel("E-mail (optional)").fill("dev@example.com");
+    await dev.getByRole("button", { name: "Send code" }).click();
+    await dev.getByLabel("Code").fill(await codeFor(DEV));
+    await dev.getByRole("button", { name: "Verify and get my API key" }).click();
+    await dev.getByRole("heading", { name: "Dashboard", level: 1 }).waitFor();
+    const apiKey = await dev.getByRole("textbox", { name: "API key" }).inputValue();
+    assert.match(apiKey, /^sk_dev_/);
+    assert.equal(await dev.evaluate(() => JSON.stringify({ ...localStorage, ...sessionStorage }).includes("sk_dev_")), false, "the API key is kept nowhere");
+
+    // Send a test of the approved template to my phone; it shows in my messages and reaches the phone.
+    const form = dev.getByRole("form", { name: `Template ${code}` });
+    await form.getByLabel("name").fill("Ana");
+    await form.getByRole("button", { name: "Send a test to my phone" }).click();
+    await form.getByRole("status").filter({ hasText: `Sent to ${DEV}` }).waitFor();
+    await dev.getByRole("cell", { name: "Hello Ana, from the dashboard" }).waitFor();
+    await dev.getByText(/1 of \d+/).waitFor();
+    let sunk;
+    for (let i = 0; i < 100 && !sunk; i++) {
+      sunk = (await partner("GET", `/dev-sink/messages?phone=${encodeURIComponent(DEV)}`)).data.find((m) => m.text.includes("Hello Ana"));
+      if (!sunk) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(sunk, "the test reached the developer's phone (dev sink)");
+
+    // The webhook: saved with its secret shown once, and a test event to a receiver this test runs.
+    const { port } = receiver.address();
+    await dev.getByLabel("Endpoint URL").fill(`http://127.0.0.1:${port}/hook`);
+    await dev.getByRole("button", { name: "Save webhook" }).click();
+    const secret = await dev.getByLabel("Webhook signing secret").inputValue();
+    assert.ok(secret.length >= 16);
+    await dev.getByRole("button", { name: "Send a test event" }).click();
+    await dev.getByText("Test event delivered (HTTP 200).").waitFor();
+    assert.equal(hits.length, 1);
+    assert.equal(JSON.parse(hits[0].body).test, true);
+    await shoot("dashboard", dev);
+    await axe("dashboard", dev);
+
+    // Signing in again gives a 12-hour session key for this tab; a reload keeps it; sign out revokes it.
+    await dev.getByRole("button", { name: "Sign out" }).click();
+    await dev.getByRole("button", { name: "Sign in" }).first().click();
+    await dev.getByLabel("Phone number").fill(DEV);
+    await dev.getByRole("button", { name: "Send code" }).click();
+    await dev.getByLabel("Code").fill(await codeFor(DEV));
+    await dev.getByRole("button", { name: "Sign in" }).last().click();
+    await dev.getByRole("heading", { name: "Dashboard", level: 1 }).waitFor();
+    assert.equal(await dev.getByRole("textbox", { name: "API key" }).count(), 0, "the API key is never shown again");
+    await dev.reload();
+    await dev.getByRole("heading", { name: "Dashboard", level: 1 }).waitFor();
+    const session = await dev.evaluate(() => sessionStorage.getItem("hubbub.dev.session"));
+    assert.match(session, /^sk_dev_/);
+    await dev.getByRole("cell", { name: "session" }).first().waitFor();
+    await dev.getByRole("button", { name: "Sign out" }).click();
+    await dev.getByRole("button", { name: "Send code" }).waitFor();
+    const after = await fetch(API + "/api/v1/dev/usage", { headers: { Authorization: `Bearer ${session}` } });
+    assert.equal(after.status, 401, "the session key is revoked on sign out");
+  } finally {
+    await ctx.close();
+    receiver.close();
+  }
+});
+
 test("3a. unread counts on the navigation, in the tab title and on the app badge; read receipts both ways", async () => {
   const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
   const mine = async () => (await fetch(API + "/api/v1/me/unread", { headers: { Authorization: `Bearer ${token}` } })).json();

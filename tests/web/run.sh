@@ -16,7 +16,7 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund
 fi
 npm test
-[ -f dist/index.html ] && [ -f dist/console/index.html ] && [ -z "$(find src index.html console public vite.config.ts vite.console.config.ts -newer dist/index.html -print -quit)" ] || npm run build
+[ -f dist/index.html ] && [ -f dist/console/index.html ] && [ -f dist/dashboard/index.html ] && [ -z "$(find src index.html console dashboard public vite.config.ts vite.pages.config.ts -newer dist/index.html -print -quit)" ] || npm run build
 cd "$ROOT"
 
 BIN=${HUBBUB_BIN:-target/debug/hubbub}

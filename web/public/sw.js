@@ -32,9 +32,9 @@ self.addEventListener("activate", (event) => {
 self.addEventListener("fetch", (event) => {
   const req = event.request;
   const url = new URL(req.url);
-  // The API, the host's own pages (the dev checkout `/pay/…`) and the partner console are never the app: not
-  // cached, not served from here.
-  const elsewhere = ["/api/", "/pay/", "/console"].some((p) => url.pathname.startsWith(p));
+  // The API, the host's own pages (the dev checkout `/pay/…`), the partner console and the developer portal
+  // are never the app: not cached, not served from here.
+  const elsewhere = ["/api/", "/pay/", "/console", "/dashboard"].some((p) => url.pathname.startsWith(p));
   if (req.method !== "GET" || url.origin !== self.location.origin || elsewhere) return;
   if (req.mode === "navigate") {
     // App pages: the network first (fresh deploys), the cached shell when offline.

@@ -613,7 +613,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** My messages (template sends), newest first, with their states. */
+        get: operations["dev_messages"];
         put?: never;
         /** Send an approved template; no body, no partner; daily quota (429). */
         post: operations["dev_send"];
@@ -695,6 +696,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/dev/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** My usage against the daily quota. */
+        get: operations["dev_usage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/dev/verify": {
         parameters: {
             query?: never;
@@ -706,6 +724,23 @@ export interface paths {
         put?: never;
         /** Verify the sign-up: the developer and an sk_dev_ API key, shown once. */
         post: operations["dev_verify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/dev/webhooks/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send one signed sample message.status event to my webhook now. */
+        post: operations["dev_test_webhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2658,6 +2693,18 @@ export interface components {
             channel: string;
             phone: string;
             text: string;
+        };
+        /** @description My sends today against the daily quota. */
+        DevUsage: {
+            /** Format: int64 */
+            daily_quota: number;
+            /** @description When the count starts again (the next 00:00 UTC). */
+            resets_at: string;
+            /**
+             * Format: int64
+             * @description Messages sent since 00:00 UTC.
+             */
+            sent_today: number;
         };
         /** @description A verified sign-up. */
         DevVerified: {
@@ -5146,6 +5193,36 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    dev_messages: {
+        parameters: {
+            query?: {
+                /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of my messages */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_Message"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     dev_send: {
         parameters: {
             query?: never;
@@ -5293,6 +5370,30 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    dev_usage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Sent today, and the quota */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DevUsage"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     dev_verify: {
         parameters: {
             query?: never;
@@ -5320,6 +5421,30 @@ export interface operations {
             409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    dev_test_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What my endpoint answered */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookTestOutcome"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };

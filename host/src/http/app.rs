@@ -27,6 +27,9 @@ const DEV_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self
     media-src 'self' blob: https: http:; frame-src 'self' blob:; connect-src 'self'; worker-src 'self'; manifest-src 'self'; \
     object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
+/// The pages beside the app, by the path they answer under.
+const PAGES: &[(&str, &str)] = &[("/console", "console/index.html"), ("/dashboard", "dashboard/index.html")];
+
 /// The router's fallback: an app file, the app's page, or the API's 404.
 pub async fn fallback(State(state): State<AppState>, method: Method, uri: Uri, headers: HeaderMap) -> Response {
     let path = uri.path();
@@ -40,8 +43,12 @@ pub async fn fallback(State(state): State<AppState>, method: Method, uri: Uri, h
     // Only plain names below the app's folder (never `..`, hidden files or empty segments).
     let plain =
         name.split('/').all(|segment| !segment.is_empty() && !segment.starts_with('.') && !segment.contains('\\'));
-    // The partner console is a page of its own (its code loads only there); every other page is the app's.
-    let page = if path == "/console" || path.starts_with("/console/") { "console/index.html" } else { "index.html" };
+    // The partner console and the developer portal are pages of their own (their code loads only there);
+    // every other page is the app's.
+    let page = PAGES
+        .iter()
+        .find(|(prefix, _)| path.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
+        .map_or("index.html", |(_, page)| page);
     let (name, file) = match plain.then(|| Assets::get(name)).flatten() {
         Some(file) => (name, file),
         None if wants_page(&headers) => match Assets::get(page) {

@@ -15,8 +15,8 @@ use utoipa_axum::routes;
 use super::abuse::CodeRouteLimit;
 use super::login::CodeSent;
 use super::messages::MessageRecord;
-use super::webhooks::{SetWebhook, WebhookSettings, settings};
-use super::{ApiJson, E401, E404, E409, E429, E502, List, parse_value};
+use super::webhooks::{SetWebhook, TestOutcome, WebhookSettings, settings, test_event};
+use super::{ApiJson, ApiQuery, E401, E404, E409, E429, E502, List, PageParams, parse_value};
 use crate::auth::DeveloperAuth;
 use crate::clock::{Millis, record_time};
 use crate::http::error::{ApiError, ApiResult};
@@ -41,6 +41,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(dev_templates))
         .routes(routes!(dev_send))
         .routes(routes!(dev_settings))
+        .routes(routes!(dev_messages))
+        .routes(routes!(dev_usage))
+        .routes(routes!(dev_test_webhook))
 }
 
 const SESSION_TTL_MS: Millis = 12 * 3600 * 1000;
@@ -520,4 +523,68 @@ async fn dev_settings(
     ApiJson(req): ApiJson<SetWebhook>,
 ) -> ApiResult<Json<WebhookSettings>> {
     Ok(Json(settings(&state, Target::Developer(developer.id), req).await?))
+}
+
+/// My messages (template sends), newest first, with their states.
+#[utoipa::path(
+    get,
+    path = "/dev/messages",
+    tag = "developers",
+    security(("developerKey" = [])),
+    params(PageParams),
+    responses((status = 200, description = "A page of my messages", body = List<MessageRecord>))
+)]
+async fn dev_messages(
+    State(state): State<AppState>,
+    DeveloperAuth(developer): DeveloperAuth,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<List<MessageRecord>>> {
+    let page = page.page()?;
+    let rows = crate::store::messages::list_for_developer(&state.db, developer.id, page.before, page.fetch()).await?;
+    Ok(Json(page.list(rows, |m| m.id, |m| MessageRecord::from(m))))
+}
+
+/// My sends today against the daily quota.
+#[derive(Serialize, ToSchema)]
+#[schema(as = DevUsage)]
+struct Usage {
+    /// Messages sent since 00:00 UTC.
+    sent_today: i64,
+    daily_quota: i64,
+    /// When the count starts again (the next 00:00 UTC).
+    resets_at: String,
+}
+
+/// My usage against the daily quota.
+#[utoipa::path(
+    get,
+    path = "/dev/usage",
+    tag = "developers",
+    security(("developerKey" = [])),
+    responses((status = 200, description = "Sent today, and the quota", body = Usage))
+)]
+async fn dev_usage(State(state): State<AppState>, DeveloperAuth(developer): DeveloperAuth) -> ApiResult<Json<Usage>> {
+    let now = state.now();
+    let day_start = now - now.rem_euclid(DAY_MS);
+    Ok(Json(Usage {
+        sent_today: store::sent_since(&state.db, developer.id, day_start).await?,
+        daily_quota: state.config.developer_daily_quota,
+        resets_at: record_time(day_start + DAY_MS),
+    }))
+}
+
+/// Send one signed sample message.status event to my webhook now.
+#[utoipa::path(
+    post,
+    path = "/dev/webhooks/test",
+    tag = "developers",
+    security(("developerKey" = [])),
+    responses((status = 200, description = "What my endpoint answered", body = TestOutcome))
+)]
+async fn dev_test_webhook(
+    State(state): State<AppState>,
+    DeveloperAuth(developer): DeveloperAuth,
+) -> ApiResult<Json<TestOutcome>> {
+    let platform = partners::find_platform(&state.db).await?.map(|p| p.code).unwrap_or_default();
+    Ok(Json(test_event(&state, Target::Developer(developer.id), &platform).await?))
 }

@@ -117,12 +117,18 @@ async fn test_webhook(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
 ) -> ApiResult<Json<TestOutcome>> {
-    let Some(endpoint) = webhooks::endpoint(&state.webhooks, Target::Partner(partner.id)).await? else {
-        return Ok(Json(TestOutcome { ok: false, status: None, error: Some(crate::store::outbox::NO_URL.into()) }));
+    Ok(Json(test_event(&state, Target::Partner(partner.id), &partner.code).await?))
+}
+
+/// Sends one signed sample `message.status` event to `target`'s webhook now (`partner` is the code the
+/// sample names): what the endpoint answered.
+pub async fn test_event(state: &AppState, target: Target, partner: &str) -> ApiResult<TestOutcome> {
+    let Some(endpoint) = webhooks::endpoint(&state.webhooks, target).await? else {
+        return Ok(TestOutcome { ok: false, status: None, error: Some(crate::store::outbox::NO_URL.into()) });
     };
     let sample = json!({
         "event": "message.status",
-        "partner": partner.code,
+        "partner": partner,
         "message_ref": "msg_test00000000000000000000",
         "message_id": 0,
         "seq": 0,
@@ -133,8 +139,8 @@ async fn test_webhook(
         "test": true,
     });
     let delivery_id = format!("dlv_test_{}", crate::secrets::random_alnum(20));
-    let outcome = send(&state, &endpoint, &delivery_id, &sample).await;
-    Ok(Json(TestOutcome { ok: outcome.ok(), status: outcome.status, error: outcome.error }))
+    let outcome = send(state, &endpoint, &delivery_id, &sample).await;
+    Ok(TestOutcome { ok: outcome.ok(), status: outcome.status, error: outcome.error })
 }
 
 async fn send(state: &AppState, endpoint: &Endpoint, delivery_id: &str, body: &Value) -> webhooks::SendOutcome {

@@ -361,6 +361,21 @@ pub async fn list_messages(db: &Db, partner_id: i64, f: &MessageFilter) -> Resul
     rows.iter().map(from_row).collect()
 }
 
+/// A page of a developer's messages (template sends through `/dev`), newest first.
+pub async fn list_for_developer(
+    db: &Db,
+    developer_id: i64,
+    before: Option<i64>,
+    limit: i64,
+) -> Result<Vec<Message>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        SELECT,
+        "WHERE m.developer_id = $1 AND ($2 IS NULL OR m.id < $2) ORDER BY m.id DESC LIMIT $3"
+    );
+    let rows = sqlx::query(sql).bind(developer_id).bind(before).bind(limit).fetch_all(db.reader()).await?;
+    rows.iter().map(from_row).collect()
+}
+
 /// One channel try of a message.
 #[derive(Debug, Clone)]
 pub struct DeliveryAttempt {

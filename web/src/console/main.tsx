@@ -22,7 +22,7 @@ import {
   type Note,
   type Page,
   type Thread,
-} from "./api";
+} from "../pages/api";
 
 // ---- Routing: /console/, /console/c/{id}, /console/members, /console/audit ----
 

@@ -1,6 +1,7 @@
-// The API as the console uses it: same-origin fetch with the member's session cookie (HttpOnly: no script
-// ever reads it; the browser sends it and the Sec-Fetch-Site header the host's CSRF check wants), the
-// generated OpenAPI types, and one error shape.
+// The API as the pages beside the app use it: same-origin fetch, the generated OpenAPI types, one error
+// shape. The partner console authenticates by the member's session cookie (HttpOnly: no script ever reads
+// it; the browser sends it, and the Sec-Fetch-Site header the host's CSRF check wants); the developer
+// portal by its 12-hour session key, sent as a bearer header (`setBearer`).
 import type { components } from "@hubbub/client/src/schema";
 
 type S = components["schemas"];
@@ -12,6 +13,14 @@ export type ThreadMessage = S["Message"];
 export type Note = S["ConversationNote"];
 export type Invitation = S["InvitationCreated"];
 export type AuditEntry = S["AuditRecord"];
+export type Developer = S["Developer"];
+export type DevKey = S["DevKey"];
+export type DevSession = S["DevSession"];
+export type DevVerified = S["DevVerified"];
+export type DevUsage = S["DevUsage"];
+export type CatalogEntry = S["CatalogTemplate"];
+export type TestOutcome = S["WebhookTestOutcome"];
+export type WebhookSettings = S["WebhookSettings"];
 export type Page<T> = { data: T[]; next_cursor?: string | null };
 
 export class ApiError extends Error {
@@ -25,6 +34,12 @@ export class ApiError extends Error {
   }
 }
 
+let bearer: () => string | null = () => null;
+/** Where the developer portal's session key is read from, for every call. */
+export function setBearer(read: () => string | null) {
+  bearer = read;
+}
+
 const signedOut = new Set<() => void>();
 /** Called when a call answers 401: the session ended (idle, signed out elsewhere, member removed). */
 export function onSignedOut(l: () => void): () => void {
@@ -35,6 +50,8 @@ export function onSignedOut(l: () => void): () => void {
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
+  const token = bearer();
+  if (token) headers.Authorization = `Bearer ${token}`;
   let res: Response;
   try {
     res = await fetch(`/api/v1${path}`, {
@@ -55,7 +72,8 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   }
   if (!res.ok) {
     const e = json?.error ?? {};
-    if (res.status === 401 && !path.startsWith("/members/sessions") && !path.startsWith("/auth/")) signedOut.forEach((l) => l());
+    const signingIn = ["/members/sessions", "/auth/", "/dev/signup", "/dev/verify", "/dev/session"].some((p) => path.startsWith(p));
+    if (res.status === 401 && !signingIn) signedOut.forEach((l) => l());
     throw new ApiError(res.status, e.code ?? `http_${res.status}`, e.message ?? `Request failed (${res.status})`, e.field);
   }
   return json as T;
@@ -64,5 +82,6 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
 export const get = <T>(path: string) => api<T>("GET", path);
 export const post = <T>(path: string, body: unknown = {}) => api<T>("POST", path, body);
 export const patch = <T>(path: string, body: unknown) => api<T>("PATCH", path, body);
+export const put = <T>(path: string, body: unknown) => api<T>("PUT", path, body);
 export const del = <T>(path: string) => api<T>("DELETE", path);
 export const enc = encodeURIComponent;
