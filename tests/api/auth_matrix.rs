@@ -162,6 +162,8 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/templates/{id}/submit", Partner),
     ("GET", "/api/v1/webhooks/deliveries", Partner),
     ("POST", "/api/v1/webhooks/deliveries/{id}/retry", Partner),
+    ("GET", "/api/v1/webhooks/deliveries/{id}", Partner),
+    ("POST", "/api/v1/webhooks/deliveries/retry", Partner),
     ("POST", "/api/v1/webhooks/test", Partner),
 ];
 

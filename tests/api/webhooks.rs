@@ -405,3 +405,48 @@ async fn a_killed_host_loses_no_event() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_delivery_shows_what_it_sends_and_every_failed_one_since_a_time_is_sent_again() {
+    let recv = FakeServer::start(200, 0).await;
+    let app = TestApp::start_with(|c| c.webhook_poll_ms = 20).await;
+    let key = app.partner("acme").await;
+    let before = hubbub_host::clock::record_time(app.now() - 1000);
+    // Two events while no URL is set: both dead.
+    for code in ["a", "b"] {
+        let t = json!({"code": code, "channel": "sms", "category": "utility", "body": "x"});
+        let t = app.post(&key, "/api/v1/templates", t).await;
+        app.post(&key, &format!("/api/v1/templates/{}/submit", t.ok(201)["template_id"]), json!({})).await.ok(200);
+    }
+    let dead = || async { app.get(&key, "/api/v1/webhooks/deliveries?state=dead").await.json["data"].clone() };
+    eventually("dead for lack of a URL", || async { dead().await.as_array().is_some_and(|d| d.len() >= 2) }).await;
+    // One delivery: its record and the event it carries.
+    let id = dead().await[0]["delivery_id"].as_str().unwrap().to_string();
+    let detail = app.get(&key, &format!("/api/v1/webhooks/deliveries/{id}")).await.ok(200).clone();
+    assert_eq!(detail["delivery_id"], id.as_str());
+    assert_eq!(detail["state"], "dead");
+    assert_eq!(detail["payload"]["event"], detail["event"]);
+    assert_eq!(detail["payload"]["partner"], "acme");
+    let other = app.partner("globex").await;
+    app.get(&other, &format!("/api/v1/webhooks/deliveries/{id}")).await.error(404, "not_found");
+    // Everything failed since a time, sent again, each with its own delivery id.
+    configure(&app, &key, &recv.url).await;
+    app.post(&key, "/api/v1/webhooks/deliveries/retry", json!({"since": "yesterday"})).await.field_error("since");
+    let later = hubbub_host::clock::record_time(app.now() + 60_000);
+    assert_eq!(
+        app.post(&key, "/api/v1/webhooks/deliveries/retry", json!({"since": later})).await.ok(200)["retried"],
+        0
+    );
+    let n =
+        app.post(&key, "/api/v1/webhooks/deliveries/retry", json!({"since": before})).await.ok(200)["retried"].clone();
+    let n = n.as_u64().unwrap();
+    assert!(n >= 2, "{n}");
+    eventually("all sent", || async { recv.received().len() as u64 == n }).await;
+    let mut ids: Vec<String> =
+        recv.received().iter().map(|r| r.headers["x-service-delivery"].to_str().unwrap().to_string()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len() as u64, n, "each delivery once, with its own id");
+    assert!(ids.contains(&id));
+    eventually("none dead", || async { dead().await.as_array().is_some_and(|d| d.is_empty()) }).await;
+}

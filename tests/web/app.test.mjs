@@ -782,28 +782,30 @@ test("3. support: open a conversation, get the agent's reply without reloading, 
   await axe("conversations");
 });
 
+/** Signs `phone` in to the console from an invitation link. */
+async function consoleSignIn(pg, phone, url) {
+  await pg.goto(url);
+  await pg.getByLabel("Phone number").fill(phone);
+  await pg.getByRole("button", { name: "Send code" }).click();
+  await pg.getByLabel("Code").fill(await codeFor(phone));
+  await pg.getByRole("button", { name: "Sign in" }).click();
+  await pg.getByRole("heading", { name: "Conversations", level: 1 }).waitFor();
+  assert.equal(new URL(pg.url()).hash, "", "the invitation leaves the address bar");
+}
+
 test("3f. the partner console: an owner joins by invitation and invites an agent, who answers the user live, assigns, notes and closes", async () => {
   const stamp = Date.now().toString(36);
   const OWNER = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
   const AGENT = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
   const { link } = await partner("POST", "/members/invitations", { role: "owner" });
   assert.match(link, /\/console\/#inv_/);
-  const signIn = async (pg, phone, url) => {
-    await pg.goto(url);
-    await pg.getByLabel("Phone number").fill(phone);
-    await pg.getByRole("button", { name: "Send code" }).click();
-    await pg.getByLabel("Code").fill(await codeFor(phone));
-    await pg.getByRole("button", { name: "Sign in" }).click();
-    await pg.getByRole("heading", { name: "Conversations", level: 1 }).waitFor();
-    assert.equal(new URL(pg.url()).hash, "", "the invitation leaves the address bar");
-  };
   const owners = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const agents = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   try {
     // The owner opens the invitation link, signs in, and invites an agent from the Members page.
     const owner = await owners.newPage();
     owner.on("pageerror", (e) => pageErrors.push(String(e)));
-    await signIn(owner, OWNER, link);
+    await consoleSignIn(owner, OWNER, link);
     const cookies = await owners.cookies();
     const session = cookies.find((c) => c.name === "hubbub_member");
     assert.ok(session?.httpOnly && session.sameSite === "Strict", "an HttpOnly, SameSite=Strict session cookie");
@@ -829,7 +831,7 @@ test("3f. the partner console: an owner joins by invitation and invites an agent
     // The agent signs in with their link and finds it among the open, unassigned conversations.
     const agent = await agents.newPage();
     agent.on("pageerror", (e) => pageErrors.push(String(e)));
-    await signIn(agent, AGENT, agentLink);
+    await consoleSignIn(agent, AGENT, agentLink);
     assert.equal(await agent.getByRole("link", { name: "Members" }).count(), 0, "an agent has no Members page");
     await agent.getByLabel("Assigned").selectOption("none");
     const row = agent.getByRole("link", { name: new RegExp(`Refund ${stamp}`) });
@@ -969,6 +971,74 @@ test("3g. the developer portal: sign up, the API key once, send a test from the 
     const after = await fetch(API + "/api/v1/dev/usage", { headers: { Authorization: `Bearer ${session}` } });
     assert.equal(after.status, 401, "the session key is revoked on sign out");
   } finally {
+    await ctx.close();
+    receiver.close();
+  }
+});
+
+test("3h. the console's webhooks: a failed delivery, its request body, and sending it again to a receiver the test runs", async () => {
+  const ADMIN = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  let answer = 500;
+  const hits = [];
+  const receiver = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      hits.push({ id: req.headers["x-service-delivery"], body });
+      res.statusCode = answer;
+      res.end();
+    });
+  });
+  await new Promise((r) => receiver.listen(0, "127.0.0.1", r));
+  const { link } = await partner("POST", "/members/invitations", { role: "admin" });
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  try {
+    const admin = await ctx.newPage();
+    admin.on("pageerror", (e) => pageErrors.push(String(e)));
+    await consoleSignIn(admin, ADMIN, link);
+    assert.equal(await admin.getByRole("link", { name: "Members" }).count(), 0, "an admin does not manage members");
+    await admin.getByRole("link", { name: "Webhooks" }).click();
+    await admin.getByRole("heading", { name: "Webhooks", level: 1 }).waitFor();
+    await admin.getByLabel("Endpoint URL").fill(`http://127.0.0.1:${receiver.address().port}/hook`);
+    await admin.getByRole("button", { name: "Save endpoint" }).click();
+    await admin.getByText(/^Events now go to/).waitFor();
+    // An event the receiver refuses.
+    const stamp = Date.now().toString(36);
+    const t = await partner("POST", "/templates", { code: `hook_${stamp}`, channel: "inapp", category: "utility", body: "x" });
+    await partner("POST", `/templates/${t.template_id}/submit`, {});
+    await admin.getByLabel("State").selectOption("failed");
+    const row = admin.getByRole("row").filter({ hasText: "HTTP 500" }).first();
+    await row.waitFor({ timeout: 10000 });
+    const id = hits[0].id;
+    // Its request body, as it was signed and sent.
+    await row.getByRole("button", { name: /^Details of/ }).click();
+    const detail = admin.getByRole("region", { name: /^Delivery / });
+    await detail.waitFor();
+    assert.equal(JSON.parse(await detail.locator("pre").textContent()).event, JSON.parse(hits[0].body).event);
+    // The receiver is fixed; the delivery is sent again, with the same id, and succeeds.
+    answer = 200;
+    await admin.getByRole("button", { name: `Send ${id} again` }).click();
+    await admin.getByText(`${id} sent again.`).waitFor();
+    await admin.getByLabel("State").selectOption("succeeded");
+    await admin.getByRole("row").filter({ hasText: "succeeded" }).first().waitFor({ timeout: 10000 });
+    assert.ok(hits.length >= 2 && hits.every((h) => h.id === id), "the same delivery, sent again");
+    await admin.getByText(/% of the last \d+ deliveries succeeded/).waitFor();
+    await shoot("console-webhooks", admin);
+    await axe("console-webhooks", admin);
+    // An agent has no such page, and the API refuses the agent (403).
+    const agentLink = (await partner("POST", "/members/invitations", { role: "agent" })).link;
+    const agents = await browser.newContext();
+    try {
+      const agent = await agents.newPage();
+      await consoleSignIn(agent, "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6)), agentLink);
+      assert.equal(await agent.getByRole("link", { name: "Webhooks" }).count(), 0);
+      const refused = await agent.evaluate(async () => (await fetch("/api/v1/webhooks/deliveries")).status);
+      assert.equal(refused, 403);
+    } finally {
+      await agents.close();
+    }
+  } finally {
+    await partner("PUT", "/settings/webhook", { webhook_url: null }).catch(() => undefined);
     await ctx.close();
     receiver.close();
   }

@@ -1817,6 +1817,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks/deliveries/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send every failed delivery since a time again now.
+         * @description Dead deliveries, and pending ones whose last attempt failed, created at or after `since`: each is sent
+         *     again now with its own delivery id (a receiver that already has one de-duplicates it).
+         */
+        post: operations["retry_failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/deliveries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One delivery, with the event it carries. */
+        get: operations["get_delivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhooks/deliveries/{id}/retry": {
         parameters: {
             query?: never;
@@ -3575,6 +3613,16 @@ export interface components {
             /** @enum {string} */
             status: "ready";
         };
+        /** @description How many deliveries were made due. */
+        RetriedDeliveries: {
+            /** Format: int64 */
+            retried: number;
+        };
+        /** @description Which failed deliveries to send again. */
+        RetryFailed: {
+            /** @description Deliveries created at or after this time (`YYYY-MM-DD HH:MM:SS` UTC, as records show times). */
+            since: string;
+        };
         /** @enum {string} */
         RuntimeMode: "local" | "webhook";
         /**
@@ -3838,6 +3886,14 @@ export interface components {
             /** @description When the next attempt is due (pending deliveries only). */
             next_attempt_at?: string | null;
             state: components["schemas"]["DeliveryState"];
+        };
+        /** @description One delivery with what it sends. */
+        WebhookDeliveryDetail: components["schemas"]["WebhookDelivery"] & {
+            /**
+             * @description The request body every attempt sends (signed with `X-Service-Signature`); the response of the last
+             *     attempt is `last_status` and `last_error` (bodies are not kept).
+             */
+            payload: unknown;
         };
         /** @description The webhook settings. */
         WebhookSettings: {
@@ -7486,6 +7542,65 @@ export interface operations {
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
             422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    retry_failed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetryFailed"];
+            };
+        };
+        responses: {
+            /** @description How many were made due */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetriedDeliveries"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    get_delivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery and its request body */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryDetail"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };

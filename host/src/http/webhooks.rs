@@ -26,6 +26,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(test_webhook))
         .routes(routes!(list_deliveries))
         .routes(routes!(retry_delivery))
+        .routes(routes!(get_delivery))
+        .routes(routes!(retry_failed))
 }
 
 /// Where events go. The secret is created on first use, and again when rotated.
@@ -263,6 +265,85 @@ async fn list_deliveries(
         rows.retain(|d| d.attempts > 0);
     }
     Ok(Json(page.list(rows, |d| d.id, |d| DeliveryRecord::from(d))))
+}
+
+/// One delivery with what it sends.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = WebhookDeliveryDetail)]
+pub struct DeliveryDetail {
+    #[serde(flatten)]
+    delivery: DeliveryRecord,
+    /// The request body every attempt sends (signed with `X-Service-Signature`); the response of the last
+    /// attempt is `last_status` and `last_error` (bodies are not kept).
+    payload: Value,
+}
+
+/// One delivery, with the event it carries.
+#[utoipa::path(
+    get,
+    path = "/webhooks/deliveries/{id}",
+    tag = "webhooks",
+    security(("partnerKey" = [])),
+    responses((status = 200, description = "The delivery and its request body", body = DeliveryDetail), (status = 404, response = E404))
+)]
+async fn get_delivery(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<DeliveryDetail>> {
+    let (delivery, payload) = outbox::find_delivery(&state.db, Target::Partner(partner.id), &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("delivery"))?;
+    let payload = serde_json::from_str(&payload).unwrap_or(Value::String(payload));
+    Ok(Json(DeliveryDetail { delivery: DeliveryRecord::from(&delivery), payload }))
+}
+
+/// Which failed deliveries to send again.
+#[derive(Deserialize, ToSchema)]
+#[schema(as = RetryFailed)]
+struct RetryFailed {
+    /// Deliveries created at or after this time (`YYYY-MM-DD HH:MM:SS` UTC, as records show times).
+    #[schema(
+        value_type = String,
+        required = true,
+        pattern = "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01]) ([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$"
+    )]
+    since: Option<String>,
+}
+
+/// How many deliveries were made due.
+#[derive(Serialize, ToSchema)]
+#[schema(as = RetriedDeliveries)]
+struct Retried {
+    retried: u64,
+}
+
+/// Send every failed delivery since a time again now.
+///
+/// Dead deliveries, and pending ones whose last attempt failed, created at or after `since`: each is sent
+/// again now with its own delivery id (a receiver that already has one de-duplicates it).
+#[utoipa::path(
+    post,
+    path = "/webhooks/deliveries/retry",
+    tag = "webhooks",
+    security(("partnerKey" = [])),
+    request_body = RetryFailed,
+    responses((status = 200, description = "How many were made due", body = Retried), (status = 422, response = E422))
+)]
+async fn retry_failed(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    ApiJson(req): ApiJson<RetryFailed>,
+) -> ApiResult<Json<Retried>> {
+    let since = req
+        .since
+        .as_deref()
+        .and_then(|t| chrono::NaiveDateTime::parse_from_str(t.trim(), "%Y-%m-%d %H:%M:%S").ok())
+        .ok_or_else(|| ApiError::validation("since", "since is a time as YYYY-MM-DD HH:MM:SS (UTC)"))?
+        .and_utc()
+        .timestamp_millis();
+    let retried = outbox::retry_failed_since(&state.db, Target::Partner(partner.id), since, state.now()).await?;
+    Ok(Json(Retried { retried }))
 }
 
 /// Send a delivery again now (same delivery id).

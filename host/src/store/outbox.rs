@@ -389,6 +389,45 @@ pub async fn list_deliveries(
     rows.iter().map(delivery_from_row).collect()
 }
 
+/// One of a target's deliveries with the event it carries (the body every attempt sends, signed).
+pub async fn find_delivery(
+    db: &super::Db,
+    target: Target,
+    delivery_id: &str,
+) -> Result<Option<(WebhookDelivery, String)>, sqlx::Error> {
+    use sqlx::Row;
+    let sql = const_format::concatcp!(
+        "SELECT ",
+        DELIVERY_COLUMNS,
+        ", payload FROM outbox_events WHERE target = $1 AND target_id = $2 AND delivery_id = $3"
+    );
+    let row =
+        sqlx::query(sql).bind(target.kind()).bind(target.id()).bind(delivery_id).fetch_optional(db.reader()).await?;
+    row.map(|r| Ok((delivery_from_row(&r)?, r.try_get("payload")?))).transpose()
+}
+
+/// Makes every failed delivery of a target created since `since` due now (dead ones, and pending ones whose
+/// last attempt failed), each with its own delivery id; how many.
+pub async fn retry_failed_since(
+    db: &super::Db,
+    target: Target,
+    since: Millis,
+    now: Millis,
+) -> Result<u64, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE outbox_events SET state = 'pending', next_attempt_at = $1, lease_until = NULL, updated_at = $1 \
+         WHERE target = $2 AND target_id = $3 AND created_at >= $4 \
+         AND (state = 'dead' OR (state = 'pending' AND attempts > 0))",
+    )
+    .bind(now)
+    .bind(target.kind())
+    .bind(target.id())
+    .bind(since)
+    .execute(db.writer())
+    .await?;
+    Ok(done.rows_affected())
+}
+
 /// Makes one of a target's deliveries due now, whatever its state (same delivery id: a receiver that
 /// already has it de-duplicates). `None` when it is not theirs.
 pub async fn retry_now(

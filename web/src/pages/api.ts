@@ -21,6 +21,8 @@ export type DevUsage = S["DevUsage"];
 export type CatalogEntry = S["CatalogTemplate"];
 export type TestOutcome = S["WebhookTestOutcome"];
 export type WebhookSettings = S["WebhookSettings"];
+export type WebhookDelivery = S["WebhookDelivery"];
+export type WebhookDeliveryDetail = S["WebhookDeliveryDetail"];
 export type Page<T> = { data: T[]; next_cursor?: string | null };
 
 export class ApiError extends Error {
