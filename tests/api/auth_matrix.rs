@@ -52,6 +52,7 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/auth/otp/start", Open),
     ("POST", "/api/v1/auth/otp/verify", Open),
     ("POST", "/api/v1/bots", Partner),
+    ("GET", "/api/v1/bots", Partner),
     ("GET", "/api/v1/bots/{code}", PartnerOrBot),
     ("PATCH", "/api/v1/bots/{code}", Partner),
     ("PUT", "/api/v1/bots/{code}/component", Partner),

@@ -50,6 +50,13 @@ async fn create_read_rotate_and_scope_bot_credentials() {
     assert!(token.starts_with(creds["token_prefix"].as_str().unwrap()));
     assert_eq!(creds["inbound_webhook_path"], "/api/v1/bots/helper/webhook");
     app.post(&key, "/api/v1/bots", json!({"code": "helper", "name": "Again"})).await.error(409, "conflict");
+    // The partner's bots are listed (never the token or secret); another partner's are not.
+    app.post(&key, "/api/v1/bots", json!({"code": "listed", "name": "Listed"})).await.ok(201);
+    let listed = app.get(&key, "/api/v1/bots").await.ok(200).clone();
+    let codes: Vec<&str> = listed["data"].as_array().unwrap().iter().map(|b| b["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["helper", "listed"]);
+    assert!(!listed.to_string().contains(&token[12..]) && !listed.to_string().contains(&secret[10..]));
+    assert!(app.get(&other, "/api/v1/bots").await.ok(200)["data"].as_array().unwrap().is_empty());
     app.post(&key, "/api/v1/bots", json!({"code": "Bad Code", "name": "x"})).await.field_error("code");
     app.post(&key, "/api/v1/bots", json!({"code": "x", "name": "x", "runtime_mode": "cloud"}))
         .await

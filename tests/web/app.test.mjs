@@ -1044,6 +1044,51 @@ test("3h. the console's webhooks: a failed delivery, its request body, and sendi
   }
 });
 
+test("3i. the console's bots: create one (secrets once), rotate its token, upload a broken component and read why, then a good one", async () => {
+  const ADMIN = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  const code = `b${Date.now().toString(36)}`;
+  const { link } = await partner("POST", "/members/invitations", { role: "admin" });
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  try {
+    const admin = await ctx.newPage();
+    admin.on("pageerror", (e) => pageErrors.push(String(e)));
+    await consoleSignIn(admin, ADMIN, link);
+    await admin.getByRole("link", { name: "Bots" }).click();
+    await admin.getByRole("heading", { name: "Bots", level: 1 }).waitFor();
+    await admin.getByLabel(/^Code/).fill(code);
+    await admin.getByLabel("Name", { exact: true }).fill("Order helper");
+    await admin.getByRole("button", { name: "Create bot" }).click();
+    const first = await admin.getByRole("textbox", { name: "Bot token", exact: true }).inputValue();
+    assert.match(first, /^bot_/);
+    assert.match(await admin.getByRole("textbox", { name: "Webhook secret" }).inputValue(), /^whsec_/);
+    const card = admin.getByRole("article", { name: new RegExp(`Order helper`) });
+    await card.waitFor();
+    // Rotate: a new token once; the old one stops working.
+    await card.getByRole("button", { name: `Rotate the token of ${code}` }).click();
+    const second = await card.getByRole("textbox", { name: "New bot token" }).inputValue();
+    assert.match(second, /^bot_/);
+    assert.notEqual(second, first);
+    const asBot = (t) => fetch(API + `/api/v1/bots/${code}`, { headers: { Authorization: `Bearer ${t}` } }).then((r) => r.status);
+    assert.equal(await asBot(first), 401);
+    assert.equal(await asBot(second), 200);
+    // A broken component: refused, and the page says why.
+    await card.getByLabel(/^Component/).setInputFiles({ name: "broken.wasm", mimeType: "application/wasm", buffer: Buffer.from("not a component") });
+    await card.getByRole("button", { name: "Upload component" }).click();
+    const why = card.getByRole("alert");
+    await why.waitFor();
+    assert.match(await why.textContent(), /The component was not taken:.*\S/s);
+    await shoot("console-bots-error", admin);
+    // A good one: its flows are listed.
+    await card.getByLabel(/^Component/).setInputFiles(path.join(WASM, "signup.wasm"));
+    await card.getByRole("button", { name: "Upload component" }).click();
+    await card.getByRole("status").filter({ hasText: "is the bot's component now" }).waitFor({ timeout: 60000 });
+    await card.getByText(/\(signup\)/).waitFor();
+    await axe("console-bots", admin);
+  } finally {
+    await ctx.close();
+  }
+});
+
 test("3a. unread counts on the navigation, in the tab title and on the app badge; read receipts both ways", async () => {
   const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
   const mine = async () => (await fetch(API + "/api/v1/me/unread", { headers: { Authorization: `Bearer ${token}` } })).json();

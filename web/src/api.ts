@@ -122,7 +122,9 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     }
     throw err;
   }
-  if (method === "GET") save(path, json);
+  // Kept for offline use only while the one who asked is still signed in: an answer that arrives after
+  // "Log out" (which empties what was kept) is not kept again.
+  if (method === "GET" && token && auth.token() === token) save(path, json);
   return json as T;
 }
 

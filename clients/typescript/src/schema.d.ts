@@ -191,7 +191,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** The partner's bots, oldest first. */
+        get: operations["list_bots"];
         put?: never;
         /** Create a bot; its token and webhook secret are returned once. */
         post: operations["create_bot"];
@@ -3002,6 +3003,27 @@ export interface components {
             next_cursor?: string | null;
         };
         /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_Bot: {
+            data: {
+                /** @description Comma-separated IP addresses or CIDR blocks the inbound webhook accepts calls from (null: any). */
+                allowed_ips?: string | null;
+                /** @description The channels it answers on. */
+                channels: components["schemas"]["Channel"][];
+                code: string;
+                component?: components["schemas"]["BotComponent"] | null;
+                created_at: string;
+                credentials: components["schemas"]["BotCredentials"];
+                name: string;
+                /** @description The owning partner's code. */
+                partner: string;
+                ref: string;
+                runtime_mode: components["schemas"]["RuntimeMode"];
+                webhook_url?: string | null;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
         List_Broadcast: {
             data: {
                 /** @description `linked`, or `all` for system broadcasts. */
@@ -4340,6 +4362,30 @@ export interface operations {
             409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    list_bots: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bots */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_Bot"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };

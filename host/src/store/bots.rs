@@ -104,6 +104,13 @@ pub async fn find(db: &Db, partner_id: i64, code: &str) -> Result<Option<Bot>, s
     row.as_ref().map(|r| from_row(db, r)).transpose()
 }
 
+/// The partner's bots, oldest first.
+pub async fn list(db: &Db, partner_id: i64) -> Result<Vec<Bot>, sqlx::Error> {
+    let sql = const_format::concatcp!(SELECT, "WHERE b.partner_id = $1 ORDER BY b.id");
+    let rows = sqlx::query(sql).bind(partner_id).fetch_all(db.reader()).await?;
+    rows.iter().map(|r| from_row(db, r)).collect()
+}
+
 pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Bot>, sqlx::Error> {
     let sql = const_format::concatcp!(SELECT, "WHERE b.id = $1");
     let row = sqlx::query(sql).bind(id).fetch_optional(db.reader()).await?;

@@ -26,7 +26,11 @@ import {
   type WebhookDelivery,
   type WebhookDeliveryDetail,
   type WebhookSettings,
+  type Bot,
+  type BotCreated,
+  type BotToken,
   put,
+  upload,
 } from "../pages/api";
 
 // ---- Routing: /console/, /console/c/{id}, /console/members, /console/audit ----
@@ -184,7 +188,12 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
   };
   const nav = [
     { href: "/console/", label: "Conversations", on: path === "/console/" || path.startsWith("/console/c/") },
-    ...(admin ? [{ href: "/console/webhooks", label: "Webhooks", on: path.startsWith("/console/webhooks") }] : []),
+    ...(admin
+      ? [
+          { href: "/console/bots", label: "Bots", on: path.startsWith("/console/bots") },
+          { href: "/console/webhooks", label: "Webhooks", on: path.startsWith("/console/webhooks") },
+        ]
+      : []),
     ...(owner
       ? [
           { href: "/console/members", label: "Members", on: path.startsWith("/console/members") },
@@ -197,6 +206,7 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
   if (path.startsWith("/console/members") && owner) page = <Members self={session.member} />;
   else if (path.startsWith("/console/audit") && owner) page = <Audit />;
   else if (path.startsWith("/console/webhooks") && admin) page = <Webhooks />;
+  else if (path.startsWith("/console/bots") && admin) page = <Bots />;
   else page = <Inbox session={session} members={members} open={conversation ? Number(conversation) : null} />;
   return (
     <div class="console">
@@ -796,6 +806,151 @@ function Webhooks() {
         </section>
       ) : null}
     </section>
+  );
+}
+
+/** A secret shown once, with a copy button. */
+function ShownOnce({ label, value }: { label: string; value: string }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <div class="made">
+      <input class="mono" readOnly value={value} aria-label={label} onFocus={(e) => e.currentTarget.select()} />
+      <button type="button" onClick={() => navigator.clipboard?.writeText(value).then(() => setCopied(true), () => setCopied(false))}>
+        {copied ? "Copied" : `Copy ${label.toLowerCase()}`}
+      </button>
+    </div>
+  );
+}
+
+function Bots() {
+  const [bots, setBots] = useState<Bot[]>([]);
+  const [code, setCode] = useState("");
+  const [name, setName] = useState("");
+  const [created, setCreated] = useState<BotCreated | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const load = () => get<Page<Bot>>("/bots").then((p) => setBots(p.data), (e) => setError(errorText(e)));
+  useEffect(() => {
+    load();
+    document.title = "Bots · Hubbub console";
+  }, []);
+  return (
+    <section class="page" aria-labelledby="bots-h">
+      <h1 id="bots-h">Bots</h1>
+      {error ? (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      <form
+        class="card invite"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          try {
+            setCreated(await post<BotCreated>("/bots", { code: code.trim(), name: name.trim() }));
+            setCode("");
+            setName("");
+            await load();
+          } catch (err) {
+            setError(errorText(err));
+          }
+        }}
+      >
+        <h2>New bot</h2>
+        <label for="bot-code">Code (a-z, 0-9, - and _)</label>
+        <input id="bot-code" value={code} onInput={(e) => setCode(e.currentTarget.value)} required />
+        <label for="bot-name">Name</label>
+        <input id="bot-name" value={name} onInput={(e) => setName(e.currentTarget.value)} required />
+        <button class="primary">Create bot</button>
+        {created ? (
+          <div role="status">
+            <p>{created.warning}</p>
+            <ShownOnce label="Bot token" value={created.bot_token} />
+            <ShownOnce label="Webhook secret" value={created.webhook_secret} />
+          </div>
+        ) : null}
+      </form>
+      <ul class="plain catalog">
+        {bots.map((b) => (
+          <li>
+            <BotCard key={b.code} bot={b} onChange={load} />
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function BotCard({ bot, onChange }: { bot: Bot; onChange: () => void }) {
+  const [token, setToken] = useState<string | null>(null);
+  const [problem, setProblem] = useState<string | null>(null);
+  const [status, setStatus] = useState<string | null>(null);
+  const file = useRef<HTMLInputElement>(null);
+  const flows = bot.component?.flows ?? [];
+  return (
+    <article class="card template" aria-labelledby={`bot-${bot.code}`}>
+      <h2 id={`bot-${bot.code}`}>
+        {bot.name} <span class="meta">({bot.code} · {bot.runtime_mode})</span>
+      </h2>
+      <p class="meta">
+        Token {bot.credentials.token_prefix}… · {bot.component ? `component ${bot.component.digest.slice(0, 19)}…, ${bot.component.size} bytes` : "no component yet"}
+      </p>
+      {flows.length ? (
+        <p>
+          Flows:{" "}
+          {flows.map((f) => (
+            <span class="status-pill">
+              {f.title} ({f.code})
+            </span>
+          ))}
+        </p>
+      ) : null}
+      <button
+        type="button"
+        onClick={async () => {
+          setProblem(null);
+          try {
+            setToken((await post<BotToken>(`/bots/${bot.code}/token/rotate`)).bot_token);
+            setStatus("The old token stopped working; the new one is below, shown once.");
+            onChange();
+          } catch (e) {
+            setProblem(errorText(e));
+          }
+        }}
+      >
+        Rotate the token of {bot.code}
+      </button>
+      {token ? <ShownOnce label="New bot token" value={token} /> : null}
+      <form
+        class="reply"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          const f = file.current?.files?.[0];
+          if (!f) return;
+          setProblem(null);
+          setStatus(`Uploading ${f.name}…`);
+          try {
+            await upload(`/bots/${bot.code}/component`, await f.arrayBuffer(), "application/wasm");
+            setStatus(`${f.name} is the bot's component now.`);
+            onChange();
+          } catch (err) {
+            setStatus(null);
+            setProblem(errorText(err));
+          }
+        }}
+      >
+        <label for={`component-${bot.code}`}>Component (.wasm, wasm32-wasip2)</label>
+        <input id={`component-${bot.code}`} type="file" accept=".wasm,application/wasm" ref={file} required />
+        <button>Upload component</button>
+      </form>
+      {status ? <p role="status">{status}</p> : null}
+      {problem ? (
+        <div class="error" role="alert">
+          <p>The component was not taken:</p>
+          <pre class="mono">{problem}</pre>
+        </div>
+      ) : null}
+    </article>
   );
 }
 

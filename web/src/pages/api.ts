@@ -22,6 +22,9 @@ export type CatalogEntry = S["CatalogTemplate"];
 export type TestOutcome = S["WebhookTestOutcome"];
 export type WebhookSettings = S["WebhookSettings"];
 export type WebhookDelivery = S["WebhookDelivery"];
+export type Bot = S["Bot"];
+export type BotCreated = S["BotCreated"];
+export type BotToken = S["BotToken"];
 export type WebhookDeliveryDetail = S["WebhookDeliveryDetail"];
 export type Page<T> = { data: T[]; next_cursor?: string | null };
 
@@ -76,6 +79,22 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     const e = json?.error ?? {};
     const signingIn = ["/members/sessions", "/auth/", "/dev/signup", "/dev/verify", "/dev/session"].some((p) => path.startsWith(p));
     if (res.status === 401 && !signingIn) signedOut.forEach((l) => l());
+    throw new ApiError(res.status, e.code ?? `http_${res.status}`, e.message ?? `Request failed (${res.status})`, e.field);
+  }
+  return json as T;
+}
+
+/** Sends bytes (a Wasm component) as the body, with their content type. */
+export async function upload<T>(path: string, bytes: ArrayBuffer, contentType: string): Promise<T> {
+  let res: Response;
+  try {
+    res = await fetch(`/api/v1${path}`, { method: "PUT", headers: { Accept: "application/json", "Content-Type": contentType }, credentials: "same-origin", body: bytes });
+  } catch {
+    throw new ApiError(0, "network", "The service cannot be reached. Check your connection and try again.");
+  }
+  const json: any = await res.json().catch(() => null);
+  if (!res.ok) {
+    const e = json?.error ?? {};
     throw new ApiError(res.status, e.code ?? `http_${res.status}`, e.message ?? `Request failed (${res.status})`, e.field);
   }
   return json as T;

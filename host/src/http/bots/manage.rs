@@ -13,7 +13,7 @@ use crate::auth::{PartnerAuth, PartnerOrBot};
 use crate::events;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::webhooks::TestOutcome;
-use crate::http::{ApiJson, E404};
+use crate::http::{ApiJson, E404, List};
 use crate::names::{Channel, RuntimeMode};
 use crate::secrets::{digest, random_alnum};
 use crate::signing;
@@ -116,6 +116,25 @@ pub(super) async fn create_bot(
             warning: "Store the bot token and webhook secret now: they are shown only once and can only be replaced by rotation.".to_string(),
         }),
     ))
+}
+
+/// The partner's bots, oldest first.
+#[utoipa::path(
+    get,
+    path = "/bots",
+    tag = "bots",
+    security(("partnerKey" = [])),
+    responses((status = 200, description = "The bots", body = List<BotRecord>))
+)]
+pub(super) async fn list_bots(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+) -> ApiResult<Json<List<BotRecord>>> {
+    let mut data = Vec::new();
+    for bot in store::list(&state.db, partner.id).await? {
+        data.push(bot_record(&state, &bot).await?);
+    }
+    Ok(Json(List { data, next_cursor: None }))
 }
 
 /// A bot (partner key, or that bot's own token).

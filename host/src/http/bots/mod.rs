@@ -28,7 +28,7 @@ use crate::webhooks;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(manage::create_bot))
+        .routes(routes!(manage::create_bot, manage::list_bots))
         .routes(routes!(manage::get_bot, manage::update_bot))
         .routes(routes!(manage::bot_credentials))
         .routes(routes!(manage::rotate_bot_token))
