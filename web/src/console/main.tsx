@@ -6,6 +6,7 @@ import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import "../styles.css";
 import "./console.css";
+import { Alert, ShownOnce, errorText, when } from "../pages/ui";
 import {
   ApiError,
   del,
@@ -85,8 +86,6 @@ function usePoll(load: () => void, ms: number, deps: unknown[]) {
   }, deps);
 }
 
-const when = (t: string) => new Date(t.replace(" ", "T") + "Z").toLocaleString();
-const errorText = (e: unknown) => (e instanceof ApiError ? e.message : "Something went wrong. Try again.");
 
 // ---- Sign in ----
 
@@ -163,11 +162,7 @@ function SignIn({ onSignedIn }: { onSignedIn: (s: MemberSession) => void }) {
           </button>
         </form>
       )}
-      {error ? (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <Alert text={error} />
     </main>
   );
 }
@@ -308,11 +303,7 @@ function Inbox({ session, members, open }: { session: MemberSession; members: Me
           </div>
           <button type="submit">Search</button>
         </form>
-        {error ? (
-          <p class="error" role="alert">
-            {error}
-          </p>
-        ) : null}
+        <Alert text={error} />
         {list === null ? (
           <p class="muted">Loading…</p>
         ) : list.length === 0 ? (
@@ -407,11 +398,7 @@ function ThreadView({ id, members, self, onChange }: { id: number; members: Memb
       <p class="sr-only" role="status">
         {status}
       </p>
-      {error ? (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <Alert text={error} />
       <ol class="messages-thread" aria-label="Messages">
         {thread.messages.map((m) => (
           <li class={m.direction === "in" ? "from-user" : "from-agent"}>
@@ -495,11 +482,7 @@ function Members({ self }: { self: Member }) {
   return (
     <section class="page" aria-labelledby="members-h">
       <h1 id="members-h">Members</h1>
-      {error ? (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <Alert text={error} />
       <table>
         <caption class="sr-only">Members and their roles</caption>
         <thead>
@@ -599,11 +582,7 @@ function Audit() {
     <section class="page" aria-labelledby="audit-h">
       <h1 id="audit-h">Audit log</h1>
       <p class="hint">Every change a member made, newest first.</p>
-      {error ? (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <Alert text={error} />
       <table>
         <caption class="sr-only">What members changed</caption>
         <thead>
@@ -684,11 +663,7 @@ function Webhooks() {
   return (
     <section class="page" aria-labelledby="webhooks-h">
       <h1 id="webhooks-h">Webhooks</h1>
-      {error ? (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <Alert text={error} />
       <p role="status">{status}</p>
       <form
         class="card invite"
@@ -809,19 +784,6 @@ function Webhooks() {
   );
 }
 
-/** A secret shown once, with a copy button. */
-function ShownOnce({ label, value }: { label: string; value: string }) {
-  const [copied, setCopied] = useState(false);
-  return (
-    <div class="made">
-      <input class="mono" readOnly value={value} aria-label={label} onFocus={(e) => e.currentTarget.select()} />
-      <button type="button" onClick={() => navigator.clipboard?.writeText(value).then(() => setCopied(true), () => setCopied(false))}>
-        {copied ? "Copied" : `Copy ${label.toLowerCase()}`}
-      </button>
-    </div>
-  );
-}
-
 function Bots() {
   const [bots, setBots] = useState<Bot[]>([]);
   const [code, setCode] = useState("");
@@ -836,11 +798,7 @@ function Bots() {
   return (
     <section class="page" aria-labelledby="bots-h">
       <h1 id="bots-h">Bots</h1>
-      {error ? (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <Alert text={error} />
       <form
         class="card invite"
         onSubmit={async (e) => {

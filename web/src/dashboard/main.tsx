@@ -6,8 +6,8 @@ import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import "../styles.css";
 import "../console/console.css";
+import { Alert, ShownOnce, errorText, when } from "../pages/ui";
 import {
-  ApiError,
   del,
   get,
   onSignedOut,
@@ -29,16 +29,6 @@ import {
 const KEY = "hubbub.dev.session";
 const ME = "hubbub.dev.me";
 setBearer(() => sessionStorage.getItem(KEY));
-const when = (t: string) => new Date(t.replace(" ", "T") + "Z").toLocaleString();
-const errorText = (e: unknown) => (e instanceof ApiError ? e.message : "Something went wrong. Try again.");
-
-function Alert({ text }: { text: string | null }) {
-  return text ? (
-    <p class="error" role="alert">
-      {text}
-    </p>
-  ) : null;
-}
 
 /** Sign up (verify: the API key, shown once) or sign in (a session key for this tab). */
 function SignIn({ onIn }: { onIn: (me: Developer, apiKey: string | null) => void }) {
@@ -132,18 +122,6 @@ function SignIn({ onIn }: { onIn: (me: Developer, apiKey: string | null) => void
   );
 }
 
-function Copyable({ label, value }: { label: string; value: string }) {
-  const [copied, setCopied] = useState(false);
-  return (
-    <div class="made">
-      <input class="mono" readOnly value={value} aria-label={label} onFocus={(e) => e.currentTarget.select()} />
-      <button type="button" onClick={() => navigator.clipboard?.writeText(value).then(() => setCopied(true), () => setCopied(false))}>
-        {copied ? "Copied" : "Copy"}
-      </button>
-    </div>
-  );
-}
-
 function Dashboard({ me, apiKey, onOut }: { me: Developer; apiKey: string | null; onOut: () => void }) {
   const [keys, setKeys] = useState<DevKey[]>([]);
   const [usage, setUsage] = useState<DevUsage | null>(null);
@@ -194,7 +172,7 @@ function Dashboard({ me, apiKey, onOut }: { me: Developer; apiKey: string | null
           <section class="card" aria-labelledby="key-h">
             <h2 id="key-h">Your API key</h2>
             <p>Store it now in a secret store: it is shown this once. Send it as <code>Authorization: Bearer …</code>.</p>
-            <Copyable label="API key" value={apiKey} />
+            <ShownOnce label="API key" value={apiKey} />
           </section>
         ) : null}
         {usage ? (
@@ -364,7 +342,7 @@ function Webhook() {
       {secret ? (
         <>
           <p>The signing secret, shown once:</p>
-          <Copyable label="Webhook signing secret" value={secret} />
+          <ShownOnce label="Webhook signing secret" value={secret} />
         </>
       ) : null}
       <button
