@@ -281,6 +281,16 @@ async fn sessions_end_on_sign_out_everywhere_when_idle_and_when_the_member_is_re
     app.clock.advance_ms(8 * 3600 * 1000 + 1);
     idle.get("/api/v1/members/me").await.error(401, "unauthorized");
 
+    // Busy for 7 days: the session still ends, 7 days after sign-in, whatever its activity.
+    let (_, busy) = sign_in(&app, OWNER, json!({})).await;
+    let busy = busy.unwrap();
+    for _ in 0..(7 * 24 / 6) - 1 {
+        app.clock.advance_ms(6 * 3600 * 1000);
+        busy.get("/api/v1/members/me").await.ok(200);
+    }
+    app.clock.advance_ms(6 * 3600 * 1000);
+    busy.get("/api/v1/members/me").await.error(401, "unauthorized");
+
     // The last owner can be neither demoted nor removed; a removed agent's session ends at once.
     let (_, owner) = sign_in(&app, OWNER, json!({})).await;
     let owner = owner.unwrap();

@@ -168,12 +168,13 @@ async function axe(area, pg = page) {
   assert.deepEqual(bad, [], `${area}: axe violations ${JSON.stringify(bad, null, 1)}`);
 }
 
-async function codeFor(phone) {
+/** The newest one-time code sent to `phone` (other than `used`, a code already spent: the new SMS may not be there yet). */
+async function codeFor(phone, used = null) {
   for (let i = 0; i < 50; i++) {
     const sink = await partner("GET", `/dev-sink/messages?phone=${encodeURIComponent(phone)}&channel=sms`);
     const text = sink.data?.[0]?.text ?? "";
     const m = text.match(/\b(\d{6})\b/);
-    if (m) return m[1];
+    if (m && m[1] !== used) return m[1];
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error("no OTP in the dev sink");
@@ -918,7 +919,8 @@ test("3g. the developer portal: sign up, the API key once, send a test from the 
     await dev.getByLabel("Phone number").fill(DEV);
     await dev.getByLabel("E-mail (optional)").fill("dev@example.com");
     await dev.getByRole("button", { name: "Send code" }).click();
-    await dev.getByLabel("Code").fill(await codeFor(DEV));
+    const signUpCode = await codeFor(DEV);
+    await dev.getByLabel("Code").fill(signUpCode);
     await dev.getByRole("button", { name: "Verify and get my API key" }).click();
     await dev.getByRole("heading", { name: "Dashboard", level: 1 }).waitFor();
     const apiKey = await dev.getByRole("textbox", { name: "API key" }).inputValue();
@@ -957,7 +959,7 @@ test("3g. the developer portal: sign up, the API key once, send a test from the 
     await dev.getByRole("button", { name: "Sign in" }).first().click();
     await dev.getByLabel("Phone number").fill(DEV);
     await dev.getByRole("button", { name: "Send code" }).click();
-    await dev.getByLabel("Code").fill(await codeFor(DEV));
+    await dev.getByLabel("Code").fill(await codeFor(DEV, signUpCode));
     await dev.getByRole("button", { name: "Sign in" }).last().click();
     await dev.getByRole("heading", { name: "Dashboard", level: 1 }).waitFor();
     assert.equal(await dev.getByRole("textbox", { name: "API key" }).count(), 0, "the API key is never shown again");
@@ -1084,6 +1086,18 @@ test("3i. the console's bots: create one (secrets once), rotate its token, uploa
     await card.getByRole("status").filter({ hasText: "is the bot's component now" }).waitFor({ timeout: 60000 });
     await card.getByText(/\(signup\)/).waitFor();
     await axe("console-bots", admin);
+    // API keys: a new one shown once and working; revoked, it stops.
+    await admin.getByRole("link", { name: "API keys" }).click();
+    await admin.getByLabel("What the new key is for").fill(`deploy ${code}`);
+    await admin.getByRole("button", { name: "Create key" }).click();
+    const apiKey = await admin.getByRole("textbox", { name: "API key" }).inputValue();
+    assert.match(apiKey, /^sk_/);
+    const asKey = () => fetch(API + "/api/v1/api-keys", { headers: { Authorization: `Bearer ${apiKey}` } }).then((r) => r.status);
+    assert.equal(await asKey(), 200);
+    await admin.getByRole("button", { name: `Revoke deploy ${code}` }).click();
+    await admin.getByRole("button", { name: `Revoke deploy ${code}` }).waitFor({ state: "detached" });
+    assert.equal(await asKey(), 401);
+    await axe("console-keys", admin);
   } finally {
     await ctx.close();
   }

@@ -28,6 +28,8 @@ import {
   type WebhookDeliveryDetail,
   type WebhookSettings,
   type Bot,
+  type ApiKey,
+  type ApiKeyCreated,
   type BotCreated,
   type BotToken,
   put,
@@ -187,6 +189,7 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
       ? [
           { href: "/console/bots", label: "Bots", on: path.startsWith("/console/bots") },
           { href: "/console/webhooks", label: "Webhooks", on: path.startsWith("/console/webhooks") },
+          { href: "/console/keys", label: "API keys", on: path.startsWith("/console/keys") },
         ]
       : []),
     ...(owner
@@ -202,6 +205,7 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
   else if (path.startsWith("/console/audit") && owner) page = <Audit />;
   else if (path.startsWith("/console/webhooks") && admin) page = <Webhooks />;
   else if (path.startsWith("/console/bots") && admin) page = <Bots />;
+  else if (path.startsWith("/console/keys") && admin) page = <Keys />;
   else page = <Inbox session={session} members={members} open={conversation ? Number(conversation) : null} />;
   return (
     <div class="console">
@@ -780,6 +784,88 @@ function Webhooks() {
           </button>
         </section>
       ) : null}
+    </section>
+  );
+}
+
+/** The partner's API keys: several at once, so one is replaced without downtime. */
+function Keys() {
+  const [keys, setKeys] = useState<ApiKey[]>([]);
+  const [name, setName] = useState("");
+  const [made, setMade] = useState<ApiKeyCreated | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const load = () => get<Page<ApiKey>>("/api-keys").then((p) => setKeys(p.data), (e) => setError(errorText(e)));
+  useEffect(() => {
+    load();
+    document.title = "API keys · Hubbub console";
+  }, []);
+  const act = async (what: () => Promise<unknown>) => {
+    setError(null);
+    try {
+      await what();
+      await load();
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  return (
+    <section class="page" aria-labelledby="keys-h">
+      <h1 id="keys-h">API keys</h1>
+      <p class="hint">To replace a key without downtime: create a new one, move your services to it, then revoke the old one.</p>
+      <Alert text={error} />
+      <form
+        class="card invite"
+        onSubmit={(e) => {
+          e.preventDefault();
+          act(async () => {
+            setMade(await post<ApiKeyCreated>("/api-keys", { name: name.trim() }));
+            setName("");
+          });
+        }}
+      >
+        <label for="key-name">What the new key is for</label>
+        <input id="key-name" value={name} onInput={(e) => setName(e.currentTarget.value)} required />
+        <button class="primary">Create key</button>
+        {made ? (
+          <div role="status">
+            <p>Store it now: it is shown this once.</p>
+            <ShownOnce label="API key" value={made.api_key} />
+          </div>
+        ) : null}
+      </form>
+      <table>
+        <caption class="sr-only">The partner's API keys</caption>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Prefix</th>
+            <th scope="col">Created</th>
+            <th scope="col">Last used</th>
+            <th scope="col">Revoked</th>
+            <th scope="col">
+              <span class="sr-only">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {keys.map((k) => (
+            <tr>
+              <td>{k.name}</td>
+              <td class="mono">{k.prefix}</td>
+              <td>{when(k.created_at)}</td>
+              <td>{k.last_used_at ? when(k.last_used_at) : "never"}</td>
+              <td>{k.revoked_at ? when(k.revoked_at) : ""}</td>
+              <td>
+                {k.revoked_at ? null : (
+                  <button type="button" onClick={() => act(() => del(`/api-keys/${k.id}`))}>
+                    Revoke {k.name}
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
     </section>
   );
 }
