@@ -840,7 +840,13 @@ test("3f. the partner console: an owner joins by invitation and invites an agent
     assert.match(await row.textContent(), /1 unread/);
     await row.click();
     await agent.getByRole("heading", { name: new RegExp(`Refund ${stamp}`), level: 2 }).waitFor();
-    await agent.getByText("I was charged twice.").waitFor();
+    await agent.getByText("I was charged twice.", { exact: true }).waitFor();
+    // The contact panel: the account as this partner knows it, with its custom fields.
+    const contact = agent.getByRole("region", { name: "Contact" });
+    await contact.getByText("Ana Tester").waitFor();
+    await contact.getByText("tier").waitFor();
+    assert.ok((await contact.locator("li").count()) > 0, "the hub messages sent to the user are listed");
+    assert.equal(await contact.getByText("I was charged twice.").count(), 0, "not the conversation's own messages");
 
     // Reply: the user sees it in the open thread without reloading.
     await agent.getByLabel(/^Reply to/).fill("Refunded the second charge.");

@@ -23,12 +23,14 @@ import {
   type Note,
   type Page,
   type Thread,
+  type ThreadMessage,
   type TestOutcome,
   type WebhookDelivery,
   type WebhookDeliveryDetail,
   type WebhookSettings,
   type Bot,
   type ApiKey,
+  type Account,
   type ApiKeyCreated,
   type BotCreated,
   type BotToken,
@@ -430,6 +432,7 @@ function ThreadView({ id, members, self, onChange }: { id: number; members: Memb
         <textarea id="reply" rows={3} value={reply} onInput={(e) => setReply(e.currentTarget.value)} />
         <button class="primary">Send reply</button>
       </form>
+      <Contact phone={thread.phone} />
       <section class="notes" aria-labelledby="notes-h">
         <h3 id="notes-h">Internal notes</h3>
         <p class="hint">Only your team sees these; the user never does.</p>
@@ -459,6 +462,57 @@ function ThreadView({ id, members, self, onChange }: { id: number; members: Memb
           <button>Add note</button>
         </form>
       </section>
+    </section>
+  );
+}
+
+/** Who the user is to this partner: the account, its custom fields, and the latest hub messages sent to them. */
+function Contact({ phone }: { phone: string }) {
+  const [account, setAccount] = useState<Account | null>(null);
+  const [messages, setMessages] = useState<ThreadMessage[]>([]);
+  useEffect(() => {
+    get<Account>(`/accounts/${encodeURIComponent(phone)}`).then(setAccount, () => setAccount(null));
+    // Hub messages only (what the partner sent outside conversations), the latest five.
+    get<Page<ThreadMessage>>(`/messages?phone=${encodeURIComponent(phone)}&limit=50`).then(
+      (p) => setMessages(p.data.filter((m) => m.direction === "out" && m.conversation_id == null).slice(0, 5)),
+      () => setMessages([]),
+    );
+  }, [phone]);
+  const fields = Object.entries((account?.fields ?? {}) as Record<string, unknown>);
+  return (
+    <section class="contact" aria-labelledby="contact-h">
+      <h3 id="contact-h">Contact</h3>
+      {account ? (
+        <dl>
+          <dt>Phone</dt>
+          <dd>{account.phone}</dd>
+          <dt>Name</dt>
+          <dd>{account.display_name ?? "—"}</dd>
+          <dt>Account</dt>
+          <dd>{account.state}</dd>
+          {fields.map(([k, v]) => (
+            <>
+              <dt>{k}</dt>
+              <dd>{typeof v === "object" ? JSON.stringify(v) : String(v)}</dd>
+            </>
+          ))}
+        </dl>
+      ) : (
+        <p class="muted">No account linked to this phone.</p>
+      )}
+      <h4>Latest messages sent to them</h4>
+      {messages.length ? (
+        <ul class="plain">
+          {messages.map((m) => (
+            <li class="meta">
+              {when(m.created_at)} · {m.template_code ?? m.content_type} · {m.state}
+              {m.channel ? ` by ${m.channel}` : ""}: {(m.rendered_body ?? m.body ?? "").slice(0, 80)}
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p class="muted">None yet.</p>
+      )}
     </section>
   );
 }

@@ -23,6 +23,7 @@ export type TestOutcome = S["WebhookTestOutcome"];
 export type WebhookSettings = S["WebhookSettings"];
 export type WebhookDelivery = S["WebhookDelivery"];
 export type Bot = S["Bot"];
+export type Account = S["Account"];
 export type ApiKey = S["ApiKey"];
 export type ApiKeyCreated = S["ApiKeyCreated"];
 export type BotCreated = S["BotCreated"];
