@@ -456,12 +456,18 @@ async fn audit_log(
 /// session makes it, and writes an entry, before answering, for each such request that could change
 /// something. An entry that cannot be written fails the answer (500) rather than go unrecorded.
 pub async fn audit(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    // Only a request that carries a member's cookie and could change something can need an entry: every
+    // other one (API keys, bots, users, reads) passes untouched, at no cost.
+    let changes = !matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    if !changes || crate::auth::member_cookie(request.headers()).is_none() {
+        return next.run(request).await;
+    }
     let slot = AuditSlot::default();
     request.extensions_mut().insert(slot.clone());
-    let changes = !matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    let target = loggable_path(request.uri().path()).into_owned();
+    let uri = request.uri().clone();
     let response = next.run(request).await;
-    let Some(acting) = slot.0.get().filter(|_| changes) else { return response };
+    let Some(acting) = slot.0.get() else { return response };
+    let target = loggable_path(uri.path());
     let entry = AuditWrite {
         partner_id: acting.partner_id,
         member_id: acting.member_id,
