@@ -752,6 +752,30 @@ test("2d. keyboard only: log in, move through the navigation, open a form and se
   }
 });
 
+test("2e. a navigation just after the app re-rendered still moves the focus to the new page's heading", async () => {
+  await ensureBot("signup", "signup");
+  await partner("POST", "/bots/signup/flows/signup/invite", { phone: PHONE });
+  await page.goto(BASE + "/forms");
+  if (new URL(page.url()).pathname.startsWith("/login")) await login("/forms");
+  await page.getByRole("heading", { name: "Forms", level: 1 }).waitFor();
+  await page.locator("#main a[href^='/forms/']").first().waitFor();
+  // The header's offline note re-renders the app (its effects wait for the paint); the link is followed
+  // before they run, so they run with the next address while this page is still on screen.
+  const moved = await page.evaluate(async () => {
+    const link = document.querySelector("#main a[href^='/forms/']");
+    window.dispatchEvent(new Event("offline"));
+    await Promise.resolve(); // the re-render runs (a microtask); its effects wait for the next frame
+    link.focus();
+    link.click();
+    return link.getAttribute("href");
+  });
+  await page.evaluate(() => window.dispatchEvent(new Event("online")));
+  await page.waitForURL((u) => u.pathname === moved);
+  await page.waitForFunction(() => document.activeElement?.tagName === "H1", null, { timeout: 5000 }).catch(() => {});
+  const f = await page.evaluate(() => ({ tag: document.activeElement?.tagName.toLowerCase(), inMain: !!document.getElementById("main")?.contains(document.activeElement) }));
+  assert.deepEqual(f, { tag: "h1", inMain: true }, `the new page's heading has the focus after going to ${moved}`);
+});
+
 test("3. support: open a conversation, get the agent's reply without reloading, reply", async () => {
   await page.goto(BASE + "/conversations");
   await page.getByRole("link", { name: "New conversation" }).click();

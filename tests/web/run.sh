@@ -52,4 +52,4 @@ BASE="http://127.0.0.1:$PORT"
 mkdir -p target/web-screenshots
 HUBBUB_WEB_BASE="$BASE" HUBBUB_API_URL="http://127.0.0.1:$PORT" HUBBUB_API_KEY="$KEY" HUBBUB_BIN="$BIN" \
   HUBBUB_WASM_DIR="${HUBBUB_WASM_DIR:-target/wasm32-wasip2/release}" HUBBUB_SHOTS=target/web-screenshots \
-  node --test --test-concurrency=1 tests/web/app.test.mjs || { echo "--- host log (tail)" >&2; tail -n 50 "$TMP/host.log" >&2; exit 1; }
+  node --test --test-concurrency=1 ${WEB_TEST_PATTERN:+--test-name-pattern="$WEB_TEST_PATTERN"} tests/web/app.test.mjs || { echo "--- host log (tail)" >&2; tail -n 50 "$TMP/host.log" >&2; exit 1; }

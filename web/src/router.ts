@@ -4,15 +4,22 @@ import { useEffect, useRef, useState } from "preact/hooks";
 type Listener = () => void;
 const listeners = new Set<Listener>();
 
+/** How many in-app navigations (and history moves) there have been. */
+let navigations = 0;
+
 export function navigate(to: string, replace = false): void {
   if (to === location.pathname + location.search) return;
+  navigations++;
   if (replace) history.replaceState({ app: true }, "", to);
   else history.pushState({ app: true }, "", to);
   listeners.forEach((l) => l());
   window.scrollTo(0, 0);
 }
 
-window.addEventListener("popstate", () => listeners.forEach((l) => l()));
+window.addEventListener("popstate", () => {
+  navigations++;
+  listeners.forEach((l) => l());
+});
 
 // Same-origin <a href="/…"> clicks become navigations (modifier clicks open tabs as usual).
 document.addEventListener("click", (e) => {
@@ -45,7 +52,12 @@ export function useLocation(): { path: string; query: URLSearchParams } {
 export function useRouteFocus(): void {
   const last = useRef<string | null>(null);
   const pending = useRef<(() => void) | null>(null);
+  // Navigations so far, as this render saw them: an effect runs after the paint (or just before the next
+  // render), when the app may already have navigated on while the page on screen is still this render's.
+  // That effect leaves the focus to the next render's.
+  const seen = navigations;
   useEffect(() => {
+    if (seen !== navigations) return;
     const here = location.pathname + location.search;
     const prev = last.current;
     last.current = here;
