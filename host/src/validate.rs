@@ -22,6 +22,11 @@ pub fn required_phone(phone: Option<&str>) -> Result<&str, Invalid> {
     Ok(phone)
 }
 
+/// A request's one-time `code` (of `POST /auth/otp/start` or `POST /dev/signup`): required, trimmed.
+pub fn required_code(code: Option<&str>) -> Result<&str, Invalid> {
+    code.map(str::trim).filter(|c| !c.is_empty()).ok_or_else(|| Invalid::new("code", "code is required"))
+}
+
 /// The most words a search takes, the longest word, and the longest search.
 pub const SEARCH_WORDS: usize = 8;
 pub const SEARCH_WORD_CHARS: usize = 64;

@@ -149,12 +149,7 @@ struct CodeLogin {
 /// issued the code (nothing of it is stored before the code is verified).
 async fn check_code(state: &AppState, req: &CodeLogin) -> ApiResult<(Developer, Option<String>)> {
     let phone = phone_field(req.phone.as_deref())?;
-    let code = req
-        .code
-        .as_deref()
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .ok_or_else(|| ApiError::validation("code", "code is required"))?;
+    let code = crate::validate::required_code(req.code.as_deref())?;
     let email = otp::verify(&state.codes(), &phone, "developer", code).await?;
     let developer = store::find_by_phone(&state.db, &phone)
         .await?

@@ -111,12 +111,7 @@ async fn verify(
     ApiJson(req): ApiJson<Verify>,
 ) -> ApiResult<Json<LoggedIn>> {
     let phone = phone_of(req.phone.as_deref())?;
-    let code = req
-        .code
-        .as_deref()
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .ok_or_else(|| ApiError::validation("code", "code is required"))?;
+    let code = crate::validate::required_code(req.code.as_deref())?;
     let device_uuid = match req.device_uuid.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
         Some(d) => crate::encryption::device_uuid(Some(d), "device_uuid")?,
         None => uuid::Uuid::new_v4().to_string(),

@@ -150,12 +150,7 @@ async fn sign_in(
     ApiJson(req): ApiJson<SignIn>,
 ) -> ApiResult<Response> {
     let phone = crate::validate::required_phone(req.phone.as_deref())?.to_string();
-    let code = req
-        .code
-        .as_deref()
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .ok_or_else(|| ApiError::validation("code", "code is required"))?;
+    let code = crate::validate::required_code(req.code.as_deref())?;
     let invitation = req.invitation.as_deref().map(str::trim).filter(|i| !i.is_empty());
     if invitation.is_some_and(|i| !i.starts_with("inv_") || i.len() != 44) {
         return Err(ApiError::validation("invitation", "invitation is the inv_… token of an invitation link"));

@@ -233,17 +233,12 @@ pub async fn remove(db: &Db, partner_id: i64, member_id: i64, now: Millis) -> Re
         return Ok(Changed::LastOwner);
     }
     end_sessions_in(&mut tx, member_id, now).await?;
-    // The member's row goes; what pointed at it keeps its history without the link.
-    sqlx::query("UPDATE audit_log SET member_id = NULL WHERE member_id = $1").bind(member_id).execute(&mut *tx).await?;
-    sqlx::query("UPDATE member_invitations SET invited_by = NULL WHERE invited_by = $1")
-        .bind(member_id)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query("UPDATE member_invitations SET used_by = NULL WHERE used_by = $1")
-        .bind(member_id)
-        .execute(&mut *tx)
-        .await?;
+    // The member's row goes; what pointed at it keeps its history without the link (the schema's foreign keys
+    // have no ON DELETE rule, and SQLite cannot add one without rebuilding each table).
     for unlink in [
+        "UPDATE audit_log SET member_id = NULL WHERE member_id = $1",
+        "UPDATE member_invitations SET invited_by = NULL WHERE invited_by = $1",
+        "UPDATE member_invitations SET used_by = NULL WHERE used_by = $1",
         "UPDATE conversations SET assignee_id = NULL WHERE assignee_id = $1",
         "UPDATE conversation_notes SET member_id = NULL WHERE member_id = $1",
     ] {
