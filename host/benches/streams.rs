@@ -9,7 +9,10 @@
 //! 3. sends per second again with the N streams open, and that as a share of (1);
 //! 4. send `201` → the event read by the user's stream, at 1,000 sends/s over 1,000 of the users for 10 s:
 //!    p50, p99, max;
-//! 5. one broadcast to all N users: the time until the last stream has its `message.created`.
+//! 5. one broadcast to all N users: the time until the last stream has its `message.created`;
+//! 6. support conversations with the N streams and the partner's console stream (`GET /conversations/events`)
+//!    open: 500 users each open a conversation (50/s), then an agent answers each (50/s): `201` → the
+//!    console's event, and `201` → the user's event, p50, p99, max.
 //!
 //! The client runs on the same machine (2 cores here) and takes its share of them: the figures are
 //! what one host gives while a load generator runs beside it.
@@ -76,22 +79,65 @@ async fn read_stream(mut response: reqwest::Response, seen: Seen, broadcast: Arc
         buffer.push_str(&String::from_utf8_lossy(&chunk));
         while let Some(end) = buffer.find("\n\n") {
             let event: String = buffer.drain(..end + 2).collect();
-            if !event.contains("event: message.created") {
-                continue;
-            }
-            let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))
-            else {
-                continue;
-            };
-            let body = serde_json::from_str::<Value>(data).ok().and_then(|v| v["body"].as_str().map(str::to_string));
-            match body.as_deref() {
-                Some("bench:broadcast") => broadcast.add_permits(1),
-                Some(b) if b.starts_with("bench:") => {
-                    seen.lock().unwrap().entry(b.to_string()).or_insert_with(Instant::now);
-                }
-                _ => {}
+            let Some(body) = marked_body(&event) else { continue };
+            if body == "bench:broadcast" {
+                broadcast.add_permits(1);
+            } else if body.starts_with("bench:") {
+                seen.lock().unwrap().entry(body).or_insert_with(Instant::now);
             }
         }
+    }
+}
+
+/// The body of a `message.created` (a hub message) or `conversation.message` (its `message`) event.
+fn marked_body(event: &str) -> Option<String> {
+    let conversation = event.contains("event: conversation.message");
+    if !conversation && !event.contains("event: message.created") {
+        return None;
+    }
+    let data = event.lines().find_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))?;
+    let v = serde_json::from_str::<Value>(data).ok()?;
+    let body = if conversation { &v["message"]["body"] } else { &v["body"] };
+    body.as_str().map(str::to_string)
+}
+
+/// Reads the partner's conversation stream (the console's): when each marked message was first read.
+async fn read_console(mut response: reqwest::Response, seen: Seen) {
+    let mut buffer = String::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            if let Some(body) = marked_body(&event).filter(|b| b.starts_with("bench:")) {
+                seen.lock().unwrap().entry(body).or_insert_with(Instant::now);
+            }
+        }
+    }
+}
+
+/// Latencies (ms, sorted) from each answered request to its event being read.
+fn latencies(answered: &Mutex<HashMap<String, Instant>>, seen: &Mutex<HashMap<String, Instant>>) -> Vec<f64> {
+    let (answered, seen) = (answered.lock().unwrap(), seen.lock().unwrap());
+    let mut all: Vec<f64> = answered
+        .iter()
+        .filter_map(|(body, at)| seen.get(body).map(|read| read.saturating_duration_since(*at).as_secs_f64() * 1000.0))
+        .collect();
+    all.sort_by(|a, b| a.total_cmp(b));
+    all
+}
+
+/// Waits (at most 30 s) until every answered body was seen.
+async fn until_seen(answered: &Mutex<HashMap<String, Instant>>, seen: &Mutex<HashMap<String, Instant>>) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let missing = {
+            let (answered, seen) = (answered.lock().unwrap(), seen.lock().unwrap());
+            answered.keys().any(|b| !seen.contains_key(b))
+        };
+        if !missing {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -324,28 +370,16 @@ async fn main() -> anyhow::Result<()> {
         let _ = t.await;
     }
     let offered = total as f64 / started.elapsed().as_secs_f64();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while seen.lock().unwrap().len() < answered.lock().unwrap().len() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let mut latencies: Vec<f64> = {
-        let (answered, seen) = (answered.lock().unwrap(), seen.lock().unwrap());
-        answered
-            .iter()
-            .filter_map(|(body, at)| {
-                seen.get(body).map(|read| read.saturating_duration_since(*at).as_secs_f64() * 1000.0)
-            })
-            .collect()
-    };
-    latencies.sort_by(|a, b| a.total_cmp(b));
+    until_seen(&answered, &seen).await;
+    let sent = latencies(&answered, &seen);
     println!(
         "send 201 → event read, {total} sends at {offered:.0}/s over {} users: {} of {} read; p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         users.len(),
-        latencies.len(),
+        sent.len(),
         answered.lock().unwrap().len(),
-        percentile(&latencies, 0.5),
-        percentile(&latencies, 0.99),
-        latencies.last().copied().unwrap_or(f64::NAN)
+        percentile(&sent, 0.5),
+        percentile(&sent, 0.99),
+        sent.last().copied().unwrap_or(f64::NAN)
     );
 
     // A broadcast to every user, each with a stream open: until the last stream has it.
@@ -366,6 +400,81 @@ async fn main() -> anyhow::Result<()> {
         Err(_) => {
             println!("broadcast to {n} connected users: {} of {n} had it after 300 s", broadcast.available_permits())
         }
+    }
+    // Support conversations, with every stream open and the console's stream (the partner key) too: users
+    // write new conversations, then an agent answers each, 50 a second, 500 of each.
+    let console_seen: Seen = Arc::default();
+    let console =
+        stream_client.get(format!("{stream_base}/api/v1/conversations/events")).bearer_auth(&key).send().await?;
+    anyhow::ensure!(console.status() == 200, "console stream: {}", console.status());
+    tokio::spawn(read_console(console, console_seen.clone()));
+    let writers = &phones[..n.min(500)];
+    let asked: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let opened: Arc<Mutex<Vec<(usize, i64)>>> = Arc::default();
+    let mut ticker = tokio::time::interval(Duration::from_millis(20));
+    let mut tasks = Vec::new();
+    for (i, phone) in writers.iter().enumerate() {
+        ticker.tick().await;
+        let claims = UserClaims { sub: phone.clone(), dev: Some(format!("dev-{phone}")), iat: now / 1000, exp };
+        let token = jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key_enc).unwrap();
+        let (client, base, asked, opened) = (client.clone(), base.clone(), asked.clone(), opened.clone());
+        tasks.push(tokio::spawn(async move {
+            let body = format!("bench:ask:{i}");
+            let r = client
+                .post(format!("{base}/api/v1/me/conversations"))
+                .bearer_auth(&token)
+                .json(&json!({"partner": "bench", "body": body}))
+                .send()
+                .await;
+            if let Ok(r) = r
+                && r.status() == 201
+            {
+                asked.lock().unwrap().insert(body, Instant::now());
+                if let Ok(c) = r.json::<Value>().await {
+                    opened.lock().unwrap().push((i, c["conversation_id"].as_i64().unwrap_or_default()));
+                }
+            }
+        }));
+    }
+    for t in tasks.drain(..) {
+        let _ = t.await;
+    }
+    until_seen(&asked, &console_seen).await;
+    let to_console = latencies(&asked, &console_seen);
+    let replied: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let conversations = opened.lock().unwrap().clone();
+    for (i, id) in conversations {
+        ticker.tick().await;
+        let (client, base, key, replied) = (client.clone(), base.clone(), key.clone(), replied.clone());
+        tasks.push(tokio::spawn(async move {
+            let body = format!("bench:reply:{i}");
+            let r = client
+                .post(format!("{base}/api/v1/conversations/{id}/messages"))
+                .bearer_auth(&key)
+                .json(&json!({"body": body}))
+                .send()
+                .await;
+            if r.is_ok_and(|r| r.status() == 201) {
+                replied.lock().unwrap().insert(body, Instant::now());
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    until_seen(&replied, &seen).await;
+    let to_user = latencies(&replied, &seen);
+    for (what, all, of) in [
+        ("a user's new conversation 201 → the console's stream", &to_console, asked.lock().unwrap().len()),
+        ("an agent's reply 201 → the user's stream", &to_user, replied.lock().unwrap().len()),
+    ] {
+        println!(
+            "{what}, 50/s with {n} streams open: {} of {of} read; p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            all.len(),
+            percentile(all, 0.5),
+            percentile(all, 0.99),
+            all.last().copied().unwrap_or(f64::NAN)
+        );
     }
     drop(second);
     drop(server);

@@ -238,6 +238,56 @@ impl FromRequestParts<AppState> for PartnerActor {
     }
 }
 
+/// The partner on a long-lived request (an event stream), and what proves the caller may go on: checked
+/// again at each heartbeat, so a revoked key or an ended member session ends the stream.
+#[derive(Debug, Clone)]
+pub struct PartnerWatch {
+    pub partner: Partner,
+    /// Who holds the stream, for the per-holder bound: `member:{id}`, or the partner for a key.
+    pub holder: String,
+    proof: Proof,
+}
+
+#[derive(Debug, Clone)]
+enum Proof {
+    /// A partner key's digest.
+    Key(String),
+    /// A member session's token digest.
+    Session(String),
+}
+
+impl PartnerWatch {
+    /// Whether the key or session that opened the request still works.
+    pub async fn still_valid(&self, state: &AppState) -> Result<bool, sqlx::Error> {
+        Ok(match &self.proof {
+            Proof::Key(hash) => partners::find_by_key_hash(&state.db, hash).await?.is_some(),
+            Proof::Session(hash) => {
+                members::find_session(&state.db, hash, state.now(), crate::members::SESSION_IDLE_MS).await?.is_some()
+            }
+        })
+    }
+}
+
+impl FromRequestParts<AppState> for PartnerWatch {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        match credential(parts, state).await? {
+            Credential::Partner(partner) => Ok(PartnerWatch {
+                holder: crate::store::user_events::partner_key(partner.id),
+                partner,
+                proof: Proof::Key(digest(bearer(parts)?)),
+            }),
+            Credential::Member(s) => Ok(PartnerWatch {
+                holder: format!("member:{}", s.member.id),
+                proof: Proof::Session(s.token_hash.clone()),
+                partner: s.partner,
+            }),
+            _ => Err(ApiError::forbidden("this route takes a partner key or a member's session")),
+        }
+    }
+}
+
 /// The signed-in member, on the routes of their own session (`/members/me`, sign out).
 #[derive(Debug, Clone)]
 pub struct MemberAuth(pub Box<Session>);

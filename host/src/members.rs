@@ -18,9 +18,15 @@ pub const COOKIE: &str = "hubbub_member";
 /// Routes an agent may use with any method: conversations (theirs to answer) and the agent's own routes.
 const AGENT_ROUTES: &[&str] = &["/api/v1/conversations", "/api/v1/agent/"];
 /// Routes an agent may read: the contact panel (accounts and their fields, messages with their attempts,
-/// flow sessions, payments) and the media of those messages.
-const AGENT_READS: &[&str] =
-    &["/api/v1/accounts", "/api/v1/messages", "/api/v1/flows", "/api/v1/payments", "/api/v1/media/"];
+/// flow sessions, payments), the media of those messages, and the partner's canned replies.
+const AGENT_READS: &[&str] = &[
+    "/api/v1/accounts",
+    "/api/v1/messages",
+    "/api/v1/flows",
+    "/api/v1/payments",
+    "/api/v1/media/",
+    "/api/v1/canned-replies",
+];
 /// Routes only an owner may use: the members and the audit log (every member may read who the members
 /// are, to assign a conversation).
 const OWNER_ROUTES: &[&str] = &["/api/v1/members", "/api/v1/audit-log"];
@@ -107,5 +113,12 @@ mod tests {
         assert!(allows(MemberRole::Agent, get, "/api/v1/members"), "who to assign to");
         assert!(!allows(MemberRole::Agent, get, "/api/v1/members/{id}"));
         assert!(!allows(MemberRole::Admin, post, "/api/v1/members/{id}"));
+        // Canned replies: agents pick them, admins keep them.
+        assert!(allows(MemberRole::Agent, get, "/api/v1/canned-replies"));
+        assert!(!allows(MemberRole::Agent, post, "/api/v1/canned-replies"));
+        assert!(!allows(MemberRole::Agent, false, "/api/v1/canned-replies/{id}"));
+        assert!(allows(MemberRole::Admin, post, "/api/v1/canned-replies"));
+        // The console's stream is a conversation route.
+        assert!(allows(MemberRole::Agent, get, "/api/v1/conversations/events"));
     }
 }

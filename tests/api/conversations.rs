@@ -146,8 +146,24 @@ async fn partners_list_and_search_their_own_threads_only() {
     assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=invoice").await.ok(200)), vec![a], "subject");
     assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=damaged").await.ok(200)), vec![b], "body");
     assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=0000001").await.ok(200)), vec![a], "contact");
+    // Through the text index: each word starts a word, in any case, all of them in one message or the subject.
+    assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=DAMA").await.ok(200)), vec![b], "a word's start");
+    assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=parcel%20damaged").await.ok(200)), vec![b]);
+    assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=sorry").await.ok(200)), vec![b], "the agent's words");
+    assert!(ids(app.get(&acme, "/api/v1/conversations?q=amaged").await.ok(200)).is_empty(), "not a word's middle");
+    assert!(ids(app.get(&acme, "/api/v1/conversations?q=parcel%20invoice").await.ok(200)).is_empty());
+    assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=%2B15550000002").await.ok(200)), vec![b], "a phone");
+    let long = "x".repeat(601);
+    app.get(&acme, &format!("/api/v1/conversations?q={long}")).await.field_error("q");
+    // Another partner's words are not found, even in the same index.
+    let cy = linked_user(&app, &globex, "+15550000003").await;
+    app.post(&cy, "/api/v1/me/conversations", json!({"partner": "globex", "body": "Parcel damaged again"}))
+        .await
+        .ok(201);
+    assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=damaged").await.ok(200)), vec![b]);
+    assert_eq!(ids(app.get(&globex, "/api/v1/conversations?q=damaged").await.ok(200)).len(), 1);
     app.get(&acme, "/api/v1/conversations?state=lost").await.field_error("state");
-    assert!(ids(app.get(&globex, "/api/v1/conversations").await.ok(200)).is_empty());
+    assert!(!ids(app.get(&globex, "/api/v1/conversations").await.ok(200)).iter().any(|id| [a, b].contains(id)));
     app.get(&globex, &format!("/api/v1/conversations/{a}")).await.error(404, "not_found");
     app.post(&globex, &format!("/api/v1/conversations/{a}/messages"), json!({"body": "x"}))
         .await

@@ -12,13 +12,13 @@ const AGENT: &str = "+15550100002";
 const ADMIN: &str = "+15550100003";
 
 /// A browser's member session: its cookie, sent the way a page of the host's origin sends it.
-struct Browser<'a> {
+pub(crate) struct Browser<'a> {
     app: &'a TestApp,
-    cookie: String,
+    pub(crate) cookie: String,
 }
 
 impl Browser<'_> {
-    async fn call(&self, method: Method, path: &str, body: Option<Value>, site: Option<&str>) -> Resp {
+    pub(crate) async fn call(&self, method: Method, path: &str, body: Option<Value>, site: Option<&str>) -> Resp {
         let mut r = self.app.client.request(method, format!("{}{path}", self.app.base)).header("cookie", &self.cookie);
         if let Some(site) = site {
             r = r.header("sec-fetch-site", site);
@@ -29,17 +29,17 @@ impl Browser<'_> {
         Resp::from(r.send().await.unwrap()).await
     }
 
-    async fn get(&self, path: &str) -> Resp {
+    pub(crate) async fn get(&self, path: &str) -> Resp {
         self.call(Method::GET, path, None, Some("same-origin")).await
     }
 
-    async fn send(&self, method: Method, path: &str, body: Value) -> Resp {
+    pub(crate) async fn send(&self, method: Method, path: &str, body: Value) -> Resp {
         self.call(method, path, Some(body), Some("same-origin")).await
     }
 }
 
 /// Signs `phone` in (with `invitation` when given): the answer and, on success, the browser.
-async fn sign_in<'a>(app: &'a TestApp, phone: &str, extra: Value) -> (Resp, Option<Browser<'a>>) {
+pub(crate) async fn sign_in<'a>(app: &'a TestApp, phone: &str, extra: Value) -> (Resp, Option<Browser<'a>>) {
     app.request(Method::POST, "/api/v1/auth/otp/start", None, Some(&json!({"phone": phone}))).await.ok(202);
     let code = app.last_code(phone).await;
     let mut body = json!({"phone": phone, "code": code});
@@ -53,7 +53,7 @@ async fn sign_in<'a>(app: &'a TestApp, phone: &str, extra: Value) -> (Resp, Opti
     (resp, browser)
 }
 
-async fn invitation(app: &TestApp, key: &str, role: &str) -> String {
+pub(crate) async fn invitation(app: &TestApp, key: &str, role: &str) -> String {
     app.post(key, "/api/v1/members/invitations", json!({"role": role})).await.ok(201)["invitation"]
         .as_str()
         .unwrap()
@@ -416,4 +416,55 @@ async fn agents_assign_conversations_and_keep_notes_the_user_never_sees() {
     app.request(Method::DELETE, &format!("/api/v1/members/{ana_id}"), Some(&key), None).await.ok(200);
     assert!(app.get(&key, &path(ids[0])).await.ok(200)["assignee_id"].is_null());
     assert!(app.get(&key, &format!("{}/notes", path(ids[0]))).await.ok(200)["data"][0]["member_id"].is_null());
+}
+
+#[tokio::test]
+async fn canned_replies_are_kept_per_partner_by_admins_and_picked_by_agents() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let other = app.partner("globex").await;
+    let (_, agent) = sign_in(&app, AGENT, json!({"invitation": invitation(&app, &key, "agent").await})).await;
+    let agent = agent.unwrap();
+    let (_, admin) = sign_in(&app, ADMIN, json!({"invitation": invitation(&app, &key, "admin").await})).await;
+    let admin = admin.unwrap();
+
+    let refund = json!({"shortcut": "refund", "body": "Your refund is on its way.\nIt takes 3 days."});
+    let made = admin.send(Method::POST, "/api/v1/canned-replies", refund.clone()).await;
+    let id = made.ok(201)["id"].as_i64().unwrap();
+    assert_eq!(made.json["body"], "Your refund is on its way.\nIt takes 3 days.");
+    app.post(&key, "/api/v1/canned-replies", json!({"shortcut": "hours", "body": "9 to 5"})).await.ok(201);
+    // The shortcut is the partner's own: taken here (409), free at another partner.
+    admin.send(Method::POST, "/api/v1/canned-replies", refund.clone()).await.error(409, "conflict");
+    app.post(&other, "/api/v1/canned-replies", refund.clone()).await.ok(201);
+    for bad in ["", "Refund", "two words", &"x".repeat(33)] {
+        app.post(&key, "/api/v1/canned-replies", json!({"shortcut": bad, "body": "x"})).await.field_error("shortcut");
+    }
+    app.post(&key, "/api/v1/canned-replies", json!({"shortcut": "blank", "body": "  "})).await.field_error("body");
+    let long = "x".repeat(4097);
+    app.post(&key, "/api/v1/canned-replies", json!({"shortcut": "long", "body": long})).await.field_error("body");
+
+    // An agent reads them, by shortcut, and cannot change them.
+    let listed = agent.get("/api/v1/canned-replies").await.ok(200).clone();
+    let shortcuts: Vec<&str> =
+        listed["data"].as_array().unwrap().iter().map(|r| r["shortcut"].as_str().unwrap()).collect();
+    assert_eq!(shortcuts, ["hours", "refund"]);
+    agent
+        .send(Method::POST, "/api/v1/canned-replies", json!({"shortcut": "mine", "body": "x"}))
+        .await
+        .error(403, "forbidden");
+    let path = format!("/api/v1/canned-replies/{id}");
+    agent.send(Method::PUT, &path, json!({"shortcut": "refund", "body": "changed"})).await.error(403, "forbidden");
+
+    // Replaced as a whole; another partner's is not found; deleted once.
+    let put = admin.send(Method::PUT, &path, json!({"shortcut": "refund-sent", "body": "Refunded."})).await;
+    assert_eq!(put.ok(200)["shortcut"], "refund-sent");
+    admin.send(Method::PUT, &path, json!({"shortcut": "hours", "body": "x"})).await.error(409, "conflict");
+    app.request(Method::PUT, &path, Some(&other), Some(&json!({"shortcut": "a", "body": "b"})))
+        .await
+        .error(404, "not_found");
+    app.request(Method::DELETE, &path, Some(&other), None).await.error(404, "not_found");
+    let gone = admin.call(Method::DELETE, &path, None, Some("same-origin")).await;
+    assert_eq!(gone.status.as_u16(), 204);
+    admin.call(Method::DELETE, &path, None, Some("same-origin")).await.error(404, "not_found");
+    assert_eq!(app.get(&key, "/api/v1/canned-replies").await.ok(200)["data"].as_array().unwrap().len(), 1);
 }

@@ -84,7 +84,20 @@ async fn ticket(app: &TestApp, token: &str) -> String {
 
 /// Opens the stream with `ticket` (and a last event id); answers the stream, or the refusal.
 async fn open_with(app: &TestApp, ticket: &str, last: Option<&str>) -> Result<EventStream, Resp> {
-    let mut request = app.client.get(format!("{}/api/v1/me/events?ticket={ticket}", app.base));
+    open_at(app, &format!("/api/v1/me/events?ticket={ticket}"), None, last).await
+}
+
+/// Opens the stream at `path` (with an `auth` header, and a last event id); answers it, or the refusal.
+async fn open_at(
+    app: &TestApp,
+    path: &str,
+    auth: Option<(&str, String)>,
+    last: Option<&str>,
+) -> Result<EventStream, Resp> {
+    let mut request = app.client.get(format!("{}{path}", app.base));
+    if let Some((name, value)) = auth {
+        request = request.header(name, value);
+    }
     if let Some(last) = last {
         request = request.header("last-event-id", last);
     }
@@ -366,4 +379,99 @@ async fn ten_thousand_opens_from_one_user_each_get_a_clear_error() {
     for stream in &mut held {
         assert_eq!(stream.next_of("message.created").await.data["ref"], sent["ref"]);
     }
+}
+
+/// Opens the partner's conversation stream (`GET /conversations/events`) with a key, or a member's cookie.
+async fn open_console(app: &TestApp, auth: (&str, String), last: Option<&str>) -> Result<EventStream, Resp> {
+    open_at(app, "/api/v1/conversations/events", Some(auth), last).await
+}
+
+#[tokio::test]
+async fn a_partners_conversations_come_live_to_its_console_replay_after_a_reconnect_and_end_with_the_key() {
+    let app = TestApp::start_with(|c| c.stream_heartbeat_ms = 100).await;
+    let key = app.partner("acme").await;
+    let other = app.partner("globex").await;
+    let bearer = |k: &str| ("authorization", format!("Bearer {k}"));
+    let token = user(&app, &key).await;
+    let mut console = open_console(&app, bearer(&key), None).await.unwrap();
+    let mut theirs = open_console(&app, bearer(&other), None).await.unwrap();
+    // An agent's browser opens it with the session cookie.
+    let (_, agent) = crate::members::sign_in(
+        &app,
+        "+15550100070",
+        json!({"invitation": crate::members::invitation(&app, &key, "agent").await}),
+    )
+    .await;
+    let agent = agent.unwrap();
+    let mut agents = open_console(&app, ("cookie", agent.cookie.clone()), None).await.unwrap();
+
+    // The user writes: a new conversation, with its first message, unread by the partner.
+    let opened = app.post(&token, "/api/v1/me/conversations", json!({"partner": "acme", "body": "Where is it?"})).await;
+    let id = opened.ok(201)["conversation_id"].as_i64().unwrap();
+    let reference = opened.json["ref"].as_str().unwrap().to_string();
+    for stream in [&mut console, &mut agents] {
+        let first = stream.next_of("conversation.message").await;
+        assert_eq!(first.data["conversation"]["conversation_id"], id);
+        assert_eq!(first.data["conversation"]["unread"], 1);
+        assert!(first.data["conversation"]["assignee_id"].is_null());
+        assert_eq!(first.data["message"]["body"], "Where is it?");
+        assert_eq!(first.data["message"]["direction"], "in");
+    }
+    let seen = console.next(Duration::from_millis(200)).await;
+    assert!(seen.is_none(), "one event for one message: {seen:?}");
+
+    // The agent answers (the conversation waits for the user), and the user reads it: the receipt comes.
+    let reply = app.post(&key, &format!("/api/v1/conversations/{id}/messages"), json!({"body": "Tomorrow"})).await;
+    let reply_ref = reply.ok(201)["ref"].clone();
+    let answered = console.next_where("conversation.message", |d| d["message"]["ref"] == reply_ref).await;
+    assert_eq!(answered.data["conversation"]["state"], "pending");
+    assert_eq!(answered.data["message"]["direction"], "out");
+    app.post(&token, &format!("/api/v1/me/conversations/{reference}/read"), json!({})).await.ok(200);
+    console
+        .next_where("conversation.message", |d| d["message"]["ref"] == reply_ref && d["message"]["state"] == "read")
+        .await;
+
+    // A note and a change of state: the conversation as it now is.
+    app.post(&key, &format!("/api/v1/conversations/{id}/notes"), json!({"body": "VIP"})).await.ok(201);
+    let noted = console.next_of("conversation.updated").await;
+    assert_eq!(noted.data["conversation_id"], id);
+    let path = format!("/api/v1/conversations/{id}");
+    app.request(Method::PATCH, &path, Some(&key), Some(&json!({"state": "closed"}))).await.ok(200);
+    let closed = console.next_where("conversation.updated", |d| d["state"] == "closed").await;
+    let agents_closed = agents.next_where("conversation.updated", |d| d["state"] == "closed").await;
+    assert_eq!(agents_closed.id, closed.id, "each console counts the partner's events alike");
+
+    // Another partner heard none of it: the first thing it hears is its own conversation.
+    app.post(&other, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    app.post(&token, "/api/v1/me/conversations", json!({"partner": "globex", "body": "Hello globex"})).await.ok(201);
+    let own = theirs.next(Duration::from_secs(10)).await.expect("globex hears its own conversation");
+    assert_eq!(own.data["message"]["body"], "Hello globex", "{own:?}");
+    assert_eq!(own.data["conversation"]["partner"], "globex");
+
+    // A console that lost its connection gets what came meanwhile, from the id it had, once.
+    drop(console);
+    let last = closed.id.clone().unwrap();
+    app.post(&token, &format!("/api/v1/me/conversations/{reference}/messages"), json!({"body": "Reopen please"}))
+        .await
+        .ok(201);
+    let mut console = open_console(&app, bearer(&key), Some(&last)).await.unwrap();
+    let missed = console.next_of("conversation.message").await;
+    assert_eq!(missed.data["message"]["body"], "Reopen please");
+    assert_eq!(missed.data["conversation"]["state"], "open");
+    assert!(missed.id.unwrap().parse::<i64>().unwrap() > last.parse::<i64>().unwrap());
+
+    // A user's token, or a stream for a user opened on the partner's route, is refused.
+    open_console(&app, bearer(&token), None).await.err().unwrap().error(403, "forbidden");
+    // The agent signs out: their stream ends with `logout`; revoking the key ends the key's.
+    let out = agent.call(Method::DELETE, "/api/v1/members/sessions/current", None, Some("same-origin")).await;
+    assert_eq!(out.status.as_u16(), 204);
+    assert_eq!(agents.next_of("logout").await.data["reason"], "signed_out");
+    let second = app.post(&key, "/api/v1/api-keys", json!({"name": "next"})).await.ok(201)["api_key"].clone();
+    let second = second.as_str().unwrap().to_string();
+    let listed = app.get(&second, "/api/v1/api-keys").await.ok(200).clone();
+    let first_id = listed["data"].as_array().unwrap().last().unwrap()["id"].as_i64().unwrap();
+    app.request(Method::DELETE, &format!("/api/v1/api-keys/{first_id}"), Some(&second), None).await.ok(200);
+    console.next_of("logout").await;
+    assert!(console.next(Duration::from_secs(2)).await.is_none(), "the stream ends");
+    open_console(&app, bearer(&key), None).await.err().unwrap().error(401, "unauthorized");
 }

@@ -842,6 +842,14 @@ test("3f. the partner console: an owner joins by invitation and invites an agent
     const agentLink = await owner.getByLabel("Invitation link").inputValue();
     assert.match(agentLink, /\/console\/#inv_/);
     await axe("console-members", owner);
+    // A canned reply for the agents.
+    await owner.getByRole("link", { name: "Canned replies" }).click();
+    await owner.getByRole("heading", { name: "Canned replies", level: 1 }).waitFor();
+    await owner.getByLabel("Shortcut").fill(`refund-${stamp}`);
+    await owner.getByLabel("Text").fill("Refunded the second charge.");
+    await owner.getByRole("button", { name: "Add canned reply" }).click();
+    await owner.getByRole("cell", { name: `/refund-${stamp}`, exact: true }).waitFor();
+    await axe("console-canned", owner);
 
     // The user opens a conversation in the app.
     await page.goto(BASE + "/conversations");
@@ -871,15 +879,38 @@ test("3f. the partner console: an owner joins by invitation and invites an agent
     await contact.getByText("tier").waitFor();
     assert.ok((await contact.locator("li").count()) > 0, "the hub messages sent to the user are listed");
     assert.equal(await contact.getByText("I was charged twice.").count(), 0, "not the conversation's own messages");
+    // The console is told of changes on its event stream: while nothing happens, it asks the server nothing
+    // (it used to poll every 3 and 4 seconds).
+    const asked = [];
+    agent.on("request", (r) => {
+      const u = new URL(r.url());
+      if (u.pathname.startsWith("/api/v1/conversations") && !u.pathname.endsWith("/events")) asked.push(`${r.method()} ${u.pathname}`);
+    });
+    await agent.waitForTimeout(1000); // the thread's own read receipts settle
+    asked.length = 0;
+    await agent.waitForTimeout(4500);
+    assert.deepEqual(asked, [], "no polling while nothing changes");
 
     // Reply: the user sees it in the open thread without reloading.
-    await agent.getByLabel(/^Reply to/).fill("Refunded the second charge.");
+    // The reply: the canned one, picked in the reply box.
+    await agent.getByLabel("Insert a canned reply").selectOption({ label: `/refund-${stamp}` });
+    assert.equal(await agent.getByLabel(/^Reply to/).inputValue(), "Refunded the second charge.");
     await agent.getByRole("button", { name: "Send reply" }).click();
     await page.locator(".bubble.agent", { hasText: "Refunded the second charge." }).waitFor({ timeout: 5000 });
     // The user answers; the agent's open thread shows it without a reload.
     await page.getByLabel("Your reply").fill("Thank you!");
     await page.getByRole("button", { name: "Send", exact: true }).click();
     await agent.locator(".from-user", { hasText: "Thank you!" }).waitFor({ timeout: 10000 });
+    assert.ok(asked.includes(`GET /api/v1/conversations/${new URL(agent.url()).pathname.split("/").pop()}`), `the thread was fetched when told: ${asked}`);
+    // A new conversation comes into the agent's list as the user opens it.
+    const userToken = await page.evaluate(() => localStorage.getItem("hubbub.token"));
+    const second = await fetch(API + "/api/v1/me/conversations", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${userToken}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ partner: "acme", subject: `Address ${stamp}`, body: "New address" }),
+    });
+    assert.equal(second.status, 201);
+    await agent.getByRole("link", { name: new RegExp(`Address ${stamp}`) }).waitFor({ timeout: 10000 });
 
     // Assign to me, a note the user never sees, then close.
     await agent.getByLabel("Assigned to").selectOption({ label: `Me (${AGENT})` });

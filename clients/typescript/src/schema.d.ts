@@ -395,6 +395,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/canned-replies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * My canned replies.
+         * @description All of them, by shortcut.
+         */
+        get: operations["list_canned_replies"];
+        put?: never;
+        /** Keep a canned reply. */
+        post: operations["create_canned_reply"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/canned-replies/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace a canned reply.
+         * @description Its shortcut and body both, as given.
+         */
+        put: operations["replace_canned_reply"];
+        post?: never;
+        /** Delete a canned reply. */
+        delete: operations["delete_canned_reply"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/content/{ref}": {
         parameters: {
             query?: never;
@@ -425,6 +467,31 @@ export interface paths {
         };
         /** The partner's conversations, newest first. */
         get: operations["list_conversations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversations/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The partner's conversations, live (Server-Sent Events).
+         * @description Events: `conversation.message` (`{conversation, message}`: a new message from either side, or one whose
+         *     state moved — delivered, read), `conversation.updated` (the conversation: its state, its assignee, or a
+         *     new internal note), `reset` (the events since the given id are no longer kept: fetch afresh) and
+         *     `logout` (the key was revoked or the session ended). Each `id` increases per partner; reconnect with
+         *     `Last-Event-ID` to get what was missed (kept 24 hours). End-to-end encrypted messages carry their
+         *     envelope, never a body. A member's session cookie or the partner key opens it.
+         */
+        get: operations["conversation_events"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2490,6 +2557,15 @@ export interface components {
             message_ids?: null;
             phone: string;
         });
+        /** @description A canned reply. */
+        CannedReply: {
+            body: string;
+            created_at: string;
+            /** Format: int64 */
+            id: number;
+            shortcut: string;
+            updated_at: string;
+        };
         /** @description An approved template developers may send. */
         CatalogTemplate: {
             /** @description The text, with `{{name}}` variables. */
@@ -3054,6 +3130,19 @@ export interface components {
             next_cursor?: string | null;
         };
         /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_CannedReply: {
+            data: {
+                body: string;
+                created_at: string;
+                /** Format: int64 */
+                id: number;
+                shortcut: string;
+                updated_at: string;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
         List_CatalogTemplate: {
             data: {
                 /** @description The text, with `{{name}}` variables. */
@@ -3447,6 +3536,13 @@ export interface components {
         NewApiKey: {
             /** @description What the key is for, shown in lists: 1 to 100 characters. */
             name: string;
+        };
+        /** @description A canned reply to keep. */
+        NewCannedReply: {
+            /** @description The text the agent sends: 1 to 4096 characters, not only spaces. */
+            body: string;
+            /** @description Its name in the reply box: 1 to 32 of `a-z`, `0-9`, `-` and `_`, unique among the partner's. */
+            shortcut: string;
         };
         NewConversationNote: {
             /** @description 1 to 4,000 characters. */
@@ -4841,6 +4937,124 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    list_canned_replies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The replies */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_CannedReply"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    create_canned_reply: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewCannedReply"];
+            };
+        };
+        responses: {
+            /** @description The reply */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CannedReply"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    replace_canned_reply: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The reply's id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewCannedReply"];
+            };
+        };
+        responses: {
+            /** @description The reply */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CannedReply"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    delete_canned_reply: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The reply's id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     get_content: {
         parameters: {
             query?: never;
@@ -4894,7 +5108,10 @@ export interface operations {
                  *     (unassigned) or a member's id. Absent: everyone's.
                  */
                 assigned?: string;
-                /** @description Search in subject, contact and message bodies. */
+                /**
+                 * @description Search: words that each start a word of the subject or of one message (through the text index; any
+                 *     case; at most 8 words, 600 characters), or a part of the contact's phone.
+                 */
                 q?: string;
                 /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
                 limit?: number;
@@ -4914,6 +5131,37 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["List_Conversation"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    conversation_events: {
+        parameters: {
+            query?: {
+                /** @description The last event id the console has (instead of the `Last-Event-ID` header). */
+                last_event_id?: string;
+            };
+            header?: {
+                /** @description The last event id the console has. */
+                "Last-Event-ID"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
                 };
             };
             401: components["responses"]["E401"];

@@ -9,6 +9,7 @@ pub mod api_keys;
 pub mod app;
 pub mod bots;
 pub mod broadcasts;
+pub mod canned_replies;
 pub mod checkout;
 pub mod code_limits;
 pub mod conversations;
@@ -78,6 +79,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(media::router())
         .merge(accounts::router())
         .merge(api_keys::router())
+        .merge(canned_replies::router())
         .merge(members::router())
         .merge(login::router())
         .merge(me::router())

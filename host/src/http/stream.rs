@@ -133,42 +133,101 @@ async fn event_stream(
         return Err(ApiError::unauthorized("this token was signed out or has expired: sign in again"));
     }
     let slot = state.streams.open(&ticket.phone)?;
-    let last = headers
+    let (follow, reset) =
+        Follow::open(&state, ticket.phone.clone(), last_event_id(&headers, query.last_event_id)).await?;
+    state.presence.touch(&ticket.phone, now).await?;
+    tracing::debug!(phone_suffix = %suffix(&ticket.phone), after = follow.after, reset, "event stream opened");
+    Ok(sse(&state, Tail::new(follow, reset, slot, Live { state: state.clone(), ticket })))
+}
+
+/// The last event id a reconnecting client has: the `Last-Event-ID` header, or `?last_event_id=`.
+pub(super) fn last_event_id(headers: &HeaderMap, query: Option<String>) -> Option<i64> {
+    headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
-        .or(query.last_event_id)
-        .and_then(|id| id.trim().parse::<i64>().ok());
-    let (newest, oldest) = user_events::bounds(&state.db, &ticket.phone).await?;
-    // Without an id the app wants what comes next; with one the log no longer reaches back to, a reset.
-    let (after, reset) = match last {
-        None => (newest, false),
-        Some(id) if id > newest || id < 0 => (newest, true),
-        Some(id) => (id, id < newest && oldest.is_none_or(|o| id + 1 < o)),
-    };
-    state.presence.touch(&ticket.phone, now).await?;
-    let wake = state.wakes.watch(&ticket.phone);
-    tracing::debug!(phone_suffix = %suffix(&ticket.phone), after, reset, "event stream opened");
-    let live = Live {
-        state: state.clone(),
-        ticket,
-        after,
-        pending: VecDeque::new(),
-        wake,
+        .or(query)
+        .and_then(|id| id.trim().parse::<i64>().ok())
+}
+
+/// `events` as Server-Sent Events, with a comment line each heartbeat.
+pub(super) fn sse<S>(state: &AppState, events: S) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<S>>
+where
+    S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_millis(state.config.stream_heartbeat_ms.max(10))))
+}
+
+/// What a followed log has next.
+pub(super) enum Next {
+    /// Events after the last read, each with the message it is about (if any).
+    Events(Vec<(UserEvent, Option<Message>)>),
+    /// A heartbeat went by with nothing new: the stream checks it may go on.
+    Beat,
+    /// The host stops.
+    Stop,
+}
+
+/// One stream's place in one key's event log (a user's phone, or a partner's key): reads what comes after
+/// `after`, waking when the key is told it has new events and at its heartbeat.
+pub(super) struct Follow {
+    state: AppState,
+    key: String,
+    /// The newest event number read.
+    pub after: i64,
+    wake: Arc<Notify>,
+    heartbeat: Duration,
+}
+
+impl Follow {
+    /// Follows `key` from `last` (the client's last event id; none: from now). Also answers whether the
+    /// client must be told to fetch afresh (`reset`): its id is past the newest or older than the log keeps.
+    pub async fn open(state: &AppState, key: String, last: Option<i64>) -> Result<(Follow, bool), sqlx::Error> {
+        let (newest, oldest) = user_events::bounds(&state.db, &key).await?;
+        let (after, reset) = match last {
+            None => (newest, false),
+            Some(id) if id > newest || id < 0 => (newest, true),
+            Some(id) => (id, id < newest && oldest.is_none_or(|o| id + 1 < o)),
+        };
+        let wake = state.wakes.watch(&key);
         // Each stream's beat is its own, between 3/4 and all of the interval: streams opened together
-        // (a host restarted, a broadcast's readers) do not all note their presence in the same instant.
-        heartbeat: Duration::from_millis(state.config.stream_heartbeat_ms.max(10))
-            .mul_f64(rand::random_range(0.75..=1.0)),
-        reset,
-        over: false,
-        _slot: slot,
-    };
-    let stream = futures_util::stream::unfold(live, |mut live| async move {
-        let event = live.next().await?;
-        Some((Ok(event), live))
-    });
-    Ok(Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(Duration::from_millis(state.config.stream_heartbeat_ms.max(10)))))
+        // (a host restarted, a broadcast's readers) do not all do their checks in the same instant.
+        let heartbeat =
+            Duration::from_millis(state.config.stream_heartbeat_ms.max(10)).mul_f64(rand::random_range(0.75..=1.0));
+        Ok((Follow { state: state.clone(), key, after, wake, heartbeat }, reset))
+    }
+
+    /// The next events (`after` then moves past them), or a beat without any, or the host's stop.
+    pub async fn next(&mut self) -> Next {
+        loop {
+            let woken = self.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            match messages::events_since(&self.state.db, &self.key, self.after, BATCH).await {
+                Ok(events) if !events.is_empty() => {
+                    self.after = events.last().map_or(self.after, |(e, _)| e.seq);
+                    return Next::Events(events);
+                }
+                Ok(_) => {}
+                Err(error) => tracing::warn!(%error, "an event stream could not read the log"),
+            }
+            let stop = self.state.shutdown.clone();
+            tokio::select! {
+                _ = &mut woken => {}
+                _ = tokio::time::sleep(self.heartbeat) => return Next::Beat,
+                _ = stop.cancelled() => return Next::Stop,
+            }
+        }
+    }
+}
+
+impl Drop for Follow {
+    fn drop(&mut self) {
+        // The wake is ours to drop first, so the registry can tell the key has no stream left.
+        self.wake = Arc::new(Notify::new());
+        self.state.wakes.unwatch(&self.key);
+    }
 }
 
 /// The last digits of a phone, for logs.
@@ -182,16 +241,22 @@ async fn signed_out(state: &AppState, ticket: &Ticket) -> Result<bool, sqlx::Err
         || state.revocations.is_revoked(&state.db, &ticket.phone, ticket.token_iat, state.now()).await?)
 }
 
-/// One open stream.
-struct Live {
-    state: AppState,
-    ticket: Ticket,
-    /// The newest event number sent.
-    after: i64,
+/// Who a kind of stream is for: how it shows them an event from the log it follows, and whether they
+/// may go on (asked at each heartbeat).
+pub(super) trait Audience: Send + 'static {
+    /// The event as this reader sees it; `None` skips it (what it is about is gone, or not theirs).
+    fn render(&mut self, event: UserEvent, message: Option<Message>) -> impl Future<Output = Option<Event>> + Send;
+    /// Whether the sign-in the stream was opened with still works.
+    fn still_valid(&mut self) -> impl Future<Output = bool> + Send;
+}
+
+/// An open stream: a `reset` first when asked, then the followed log's events as its reader renders them,
+/// until the reader's sign-in ends (a last `logout`) or the host stops.
+pub(super) struct Tail<R> {
+    follow: Follow,
+    reader: R,
     /// Events read and not sent yet.
     pending: VecDeque<Event>,
-    wake: Arc<Notify>,
-    heartbeat: Duration,
     /// A `reset` to send first.
     reset: bool,
     /// Ended (a `logout` was sent, or the host stops).
@@ -199,7 +264,21 @@ struct Live {
     _slot: StreamSlot,
 }
 
-impl Live {
+impl<R: Audience> Tail<R> {
+    /// The stream of events.
+    pub fn new(
+        follow: Follow,
+        reset: bool,
+        slot: StreamSlot,
+        reader: R,
+    ) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
+        let tail = Tail { follow, reader, pending: VecDeque::new(), reset, over: false, _slot: slot };
+        futures_util::stream::unfold(tail, |mut tail| async move {
+            let event = tail.next().await?;
+            Some((Ok(event), tail))
+        })
+    }
+
     /// The next event to send; `None` ends the stream.
     async fn next(&mut self) -> Option<Event> {
         if self.over {
@@ -212,42 +291,48 @@ impl Live {
             if let Some(event) = self.pending.pop_front() {
                 return Some(event);
             }
-            let woken = self.wake.notified();
-            tokio::pin!(woken);
-            woken.as_mut().enable();
-            match messages::events_since(&self.state.db, &self.ticket.phone, self.after, BATCH).await {
-                Ok(events) if !events.is_empty() => {
+            match self.follow.next().await {
+                Next::Events(events) => {
                     for (event, message) in events {
-                        self.after = event.seq;
-                        let device = self.ticket.device.as_deref();
-                        if let Some((rendered, carried)) = render(&self.state.db, &event, message, device).await {
+                        if let Some(rendered) = self.reader.render(event, message).await {
                             self.pending.push_back(rendered);
-                            if let Some(message_id) = carried {
-                                self.delivered(message_id);
-                            }
                         }
                     }
-                    continue;
                 }
-                Ok(_) => {}
-                Err(error) => tracing::warn!(%error, "an event stream could not read the log"),
-            }
-            let stop = self.state.shutdown.clone();
-            tokio::select! {
-                _ = &mut woken => {}
-                _ = tokio::time::sleep(self.heartbeat) => {
-                    let now = self.state.now();
-                    if let Err(error) = self.state.presence.touch(&self.ticket.phone, now).await {
-                        tracing::warn!(%error, "an event stream could not note the user's presence");
-                    }
-                    if signed_out(&self.state, &self.ticket).await.unwrap_or(false) {
+                Next::Beat => {
+                    if !self.reader.still_valid().await {
                         self.over = true;
                         return Some(Event::default().event("logout").data(r#"{"reason":"signed_out"}"#));
                     }
                 }
-                _ = stop.cancelled() => return None,
+                Next::Stop => return None,
             }
         }
+    }
+}
+
+/// A user's stream.
+struct Live {
+    state: AppState,
+    ticket: Ticket,
+}
+
+impl Audience for Live {
+    async fn render(&mut self, event: UserEvent, message: Option<Message>) -> Option<Event> {
+        let (rendered, carried) = render(&self.state.db, &event, message, self.ticket.device.as_deref()).await?;
+        if let Some(message_id) = carried {
+            self.delivered(message_id);
+        }
+        Some(rendered)
+    }
+
+    /// The user's presence is noted as the stream goes on.
+    async fn still_valid(&mut self) -> bool {
+        let now = self.state.now();
+        if let Err(error) = self.state.presence.touch(&self.ticket.phone, now).await {
+            tracing::warn!(%error, "an event stream could not note the user's presence");
+        }
+        !signed_out(&self.state, &self.ticket).await.unwrap_or(false)
     }
 }
 
@@ -268,10 +353,7 @@ impl Live {
 
 impl Drop for Live {
     fn drop(&mut self) {
-        // The wake is ours to drop first, so the registry can tell the user has no stream left.
         let phone = self.ticket.phone.clone();
-        self.wake = Arc::new(Notify::new());
-        self.state.wakes.unwatch(&phone);
         // The user was here until now: the offline timer (HUBBUB_OFFLINE_AFTER_S) starts as the stream ends.
         let state = self.state.clone();
         tokio::spawn(async move {

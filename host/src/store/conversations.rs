@@ -78,41 +78,59 @@ pub async fn list_for_phone(
     query.fetch_all(db.reader()).await?.iter().map(from_row).collect()
 }
 
-/// A partner's conversations, newest first, by state and a search over subject, contact and bodies.
+/// A partner's search: the words (every one starts a word of the subject or of one message, through the
+/// text index), or the contact's phone holding `phone` (a part of it, as typed).
+pub struct PartnerSearch {
+    pub words: Vec<String>,
+    pub phone: String,
+}
+
+/// A partner's conversations, newest first, by state, assignee and a search.
 pub async fn list_for_partner(
     db: &Db,
     partner_id: i64,
     state: Option<ConversationState>,
     assigned: Assigned,
-    q: Option<&str>,
+    search: Option<&PartnerSearch>,
     before: Option<i64>,
     limit: i64,
 ) -> Result<Vec<Conversation>, sqlx::Error> {
-    let sql = const_format::concatcp!(
+    const LIST: &str = const_format::concatcp!(
         SELECT,
-        "WHERE c.partner_id = $1 AND ($2 IS NULL OR c.state = $2) AND ($3 IS NULL \
-         OR LOWER(COALESCE(c.subject, '')) LIKE $3 ESCAPE '\\' OR c.phone LIKE $3 ESCAPE '\\' \
-         OR EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND LOWER(COALESCE(m.body, '')) LIKE $3 ESCAPE '\\')) \
-         AND ($4 IS NULL OR c.id < $4) \
-         AND ($6 = 'any' OR ($6 = 'none' AND c.assignee_id IS NULL) OR ($6 = 'member' AND c.assignee_id = $7)) \
-         ORDER BY c.id DESC LIMIT $5"
+        "WHERE c.partner_id = $1 AND ($2 IS NULL OR c.state = $2) AND ($3 IS NULL OR c.id < $3) \
+         AND ($5 = 'any' OR ($5 = 'none' AND c.assignee_id IS NULL) OR ($5 = 'member' AND c.assignee_id = $6)) "
     );
     let (who, member) = match assigned {
         Assigned::Anyone => ("any", 0),
         Assigned::Nobody => ("none", 0),
         Assigned::Member(id) => ("member", id),
     };
-    let rows = sqlx::query(sql)
+    // Each part of a search through its own index: the partner's conversations by phone, the words by the
+    // text index.
+    const BY_PHONE: &str = "SELECT id FROM conversations WHERE partner_id = $1 AND phone LIKE $7 ESCAPE '\\'";
+    let found = match search {
+        None => String::new(),
+        Some(s) if s.words.is_empty() => format!("AND c.id IN ({BY_PHONE}) "),
+        Some(_) => format!(
+            "AND c.id IN ({BY_PHONE} UNION {}) ",
+            super::search::partner_conversations_with_words(db.backend(), 8, 1)
+        ),
+    };
+    let sql = format!("{LIST}{found}ORDER BY c.id DESC LIMIT $4");
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(partner_id)
         .bind(state.map(ConversationState::as_str))
-        .bind(q.map(like_pattern))
         .bind(before)
         .bind(limit)
         .bind(who)
-        .bind(member)
-        .fetch_all(db.reader())
-        .await?;
-    rows.iter().map(from_row).collect()
+        .bind(member);
+    if let Some(s) = search {
+        query = query.bind(like_pattern(&s.phone));
+        if !s.words.is_empty() {
+            query = query.bind(super::search::words_only(db.backend(), &s.words));
+        }
+    }
+    query.fetch_all(db.reader()).await?.iter().map(from_row).collect()
 }
 
 pub async fn find_for_partner(db: &Db, partner_id: i64, id: i64) -> Result<Option<Conversation>, sqlx::Error> {
@@ -209,28 +227,38 @@ async fn appended_in(
         .bind(conversation_id)
         .execute(&mut **tx)
         .await?;
-    let sql = const_format::concatcp!(SELECT, "WHERE c.id = $1");
-    let conversation = from_row(&sqlx::query(sql).bind(conversation_id).fetch_one(&mut **tx).await?)?;
+    let conversation = reread_in(tx, conversation_id).await?;
     let key = format!("conversation:{conversation_id}");
     let payload = event(&conversation, &message, now);
     outbox::enqueue(tx, Target::Partner(conversation.partner_id), "conversation.message", &payload, &key, now).await?;
-    let told = NewUserEvent {
-        phone: conversation.phone.clone(),
-        kind: UserEventKind::ConversationMessage,
-        subject_id: message.id,
-    };
-    user_events::append_in(tx, &[told], now).await?;
+    let told = told(&conversation, UserEventKind::ConversationMessage, message.id);
+    user_events::append_in(tx, &told, now).await?;
     Ok((conversation, message))
 }
 
-/// Sets a partner's conversation state; `None` when it is not theirs.
+/// The events of a change in `c`: its user's, and its partner's agents' (the console's stream).
+fn told(c: &Conversation, kind: UserEventKind, subject_id: i64) -> [NewUserEvent; 2] {
+    [
+        NewUserEvent { phone: c.phone.clone(), kind, subject_id },
+        NewUserEvent { phone: user_events::partner_key(c.partner_id), kind, subject_id },
+    ]
+}
+
+/// Conversation `id` as the transaction sees it now.
+async fn reread_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, id: i64) -> Result<Conversation, sqlx::Error> {
+    let sql = const_format::concatcp!(SELECT, "WHERE c.id = $1");
+    from_row(&sqlx::query(sql).bind(id).fetch_one(&mut **tx).await?)
+}
+
 /// Assigns a conversation to one of the partner's members, or to nobody (`None`). `Ok(None)` when either is
-/// not the partner's (the caller says which is unknown by checking the conversation first).
+/// not the partner's (the caller says which is unknown by checking the conversation first). The partner's
+/// agents are told (the user never is).
 pub async fn assign(
     db: &Db,
     partner_id: i64,
     id: i64,
     assignee: Option<i64>,
+    now: Millis,
 ) -> Result<Option<Conversation>, sqlx::Error> {
     let mut tx = db.begin().await?;
     let done = sqlx::query(
@@ -245,8 +273,9 @@ pub async fn assign(
     if done.rows_affected() == 0 {
         return Ok(None);
     }
-    let sql = const_format::concatcp!(SELECT, "WHERE c.id = $1");
-    let conversation = from_row(&sqlx::query(sql).bind(id).fetch_one(&mut *tx).await?)?;
+    let conversation = reread_in(&mut tx, id).await?;
+    let [_, agents] = told(&conversation, UserEventKind::ConversationUpdated, id);
+    user_events::append_in(&mut tx, &[agents], now).await?;
     tx.commit().await?;
     Ok(Some(conversation))
 }
@@ -274,26 +303,31 @@ fn note_from_row(row: &AnyRow) -> Result<Note, sqlx::Error> {
 const NOTE_SELECT: &str = "SELECT n.id, n.member_id, m.phone, n.body, n.created_at \
     FROM conversation_notes n LEFT JOIN members m ON m.id = n.member_id ";
 
-/// Adds a note by `member_id` (none: the partner key) to conversation `id`.
+/// Adds a note by `member_id` (none: the partner key) to conversation `c`; the partner's agents are told.
 pub async fn add_note(
     db: &Db,
-    conversation_id: i64,
+    c: &Conversation,
     member_id: Option<i64>,
     body: &str,
     now: Millis,
 ) -> Result<Note, sqlx::Error> {
+    let mut tx = db.begin().await?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO conversation_notes (conversation_id, member_id, body, created_at) VALUES ($1, $2, $3, $4) \
          RETURNING id",
     )
-    .bind(conversation_id)
+    .bind(c.id)
     .bind(member_id)
     .bind(body)
     .bind(now)
-    .fetch_one(db.writer())
+    .fetch_one(&mut *tx)
     .await?;
     let sql = const_format::concatcp!(NOTE_SELECT, "WHERE n.id = $1");
-    note_from_row(&sqlx::query(sql).bind(id).fetch_one(db.writer()).await?)
+    let note = note_from_row(&sqlx::query(sql).bind(id).fetch_one(&mut *tx).await?)?;
+    let [_, agents] = told(c, UserEventKind::ConversationUpdated, c.id);
+    user_events::append_in(&mut tx, &[agents], now).await?;
+    tx.commit().await?;
+    Ok(note)
 }
 
 /// A conversation's notes, oldest first.
@@ -303,6 +337,8 @@ pub async fn notes(db: &Db, conversation_id: i64) -> Result<Vec<Note>, sqlx::Err
     rows.iter().map(note_from_row).collect()
 }
 
+/// Sets a partner's conversation state; `None` when it is not theirs. Its user and the partner's agents are
+/// told.
 pub async fn set_state(
     db: &Db,
     partner_id: i64,
@@ -320,11 +356,8 @@ pub async fn set_state(
     if done.rows_affected() == 0 {
         return Ok(None);
     }
-    let sql = const_format::concatcp!(SELECT, "WHERE c.id = $1");
-    let conversation = from_row(&sqlx::query(sql).bind(id).fetch_one(&mut *tx).await?)?;
-    let told =
-        NewUserEvent { phone: conversation.phone.clone(), kind: UserEventKind::ConversationUpdated, subject_id: id };
-    user_events::append_in(&mut tx, &[told], now).await?;
+    let conversation = reread_in(&mut tx, id).await?;
+    user_events::append_in(&mut tx, &told(&conversation, UserEventKind::ConversationUpdated, id), now).await?;
     tx.commit().await?;
     Ok(Some(conversation))
 }

@@ -519,16 +519,23 @@ async fn record_transitions_in(
         .filter(|m| {
             !(m.conversation_id.is_none() && m.direction == Direction::Out && m.state == MessageState::Delivered)
         })
-        .filter_map(|m| {
-            let kind = match m.conversation_id {
-                Some(_) => UserEventKind::ConversationMessage,
+        .flat_map(|m| {
+            let told = |phone: String, kind| super::user_events::NewUserEvent { phone, kind, subject_id: m.id };
+            let (user, agents) = match m.conversation_id {
+                // The thread's receipts, for its user and for the partner's agents.
+                Some(_) => (
+                    told(m.phone.clone(), UserEventKind::ConversationMessage),
+                    Some(told(super::user_events::partner_key(m.partner_id), UserEventKind::ConversationMessage)),
+                ),
                 None if m.channel == Some(Channel::Inapp) && m.state == MessageState::Sent => {
-                    UserEventKind::MessageCreated
+                    (told(m.phone.clone(), UserEventKind::MessageCreated), None)
                 }
-                None if m.channel == Some(Channel::Inapp) => UserEventKind::MessageUpdated,
-                None => return None,
+                None if m.channel == Some(Channel::Inapp) => {
+                    (told(m.phone.clone(), UserEventKind::MessageUpdated), None)
+                }
+                None => return [None, None].into_iter().flatten(),
             };
-            Some(super::user_events::NewUserEvent { phone: m.phone.clone(), kind, subject_id: m.id })
+            [Some(user), agents].into_iter().flatten()
         })
         .collect();
     super::user_events::append_in(tx, &told, now).await

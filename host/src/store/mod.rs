@@ -10,6 +10,7 @@
 pub mod accounts;
 pub mod bots;
 pub mod broadcasts;
+pub mod canned_replies;
 pub mod conversations;
 pub mod deliveries;
 pub mod dev_sink;

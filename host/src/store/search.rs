@@ -31,19 +31,43 @@ pub fn conversation_has_words(backend: Backend, n: usize) -> String {
     }
 }
 
+/// The ids of the conversations that have every word in their subject, or in one of their messages, with
+/// `$n` the match value of [`words_only`] and `$p` the partner: for a partner's search, each found through
+/// the index first (a partner has too many conversations to look into each).
+pub fn partner_conversations_with_words(backend: Backend, n: usize, p: usize) -> String {
+    match backend {
+        Backend::Sqlite => format!(
+            "SELECT rowid FROM conversations_search WHERE conversations_search MATCH ${n} \
+             UNION SELECT m.conversation_id FROM messages m WHERE m.id IN \
+             (SELECT rowid FROM messages_search WHERE messages_search MATCH ${n}) \
+             AND m.partner_id = ${p} AND m.conversation_id IS NOT NULL"
+        ),
+        Backend::Postgres => format!(
+            "SELECT id FROM conversations WHERE search @@ to_tsquery('simple', ${n}) \
+             UNION SELECT conversation_id FROM messages WHERE search @@ to_tsquery('simple', ${n}) \
+             AND partner_id = ${p} AND conversation_id IS NOT NULL"
+        ),
+    }
+}
+
+/// The match value for `words` in anyone's text (the caller narrows it down, as a partner's search does by
+/// its conversations).
+pub fn words_only(backend: Backend, words: &[String]) -> String {
+    match backend {
+        Backend::Sqlite => words.iter().map(|w| format!("words : \"{w}\"*")).collect::<Vec<_>>().join(" AND "),
+        Backend::Postgres => words.iter().map(|w| format!("'{w}':*")).collect::<Vec<_>>().join(" & "),
+    }
+}
+
 /// The match value for `words` (as `validate::search_words` gives them: letters and digits only) in what
 /// `phone` owns: an FTS5 query naming the phone's column, or a tsquery.
 pub fn matching(backend: Backend, phone: &str, words: &[String]) -> String {
     match backend {
         Backend::Sqlite => {
             let digits: String = phone.chars().filter(char::is_ascii_digit).collect();
-            let mut query = format!("phone : \"{digits}\"");
-            for word in words {
-                query.push_str(&format!(" AND words : \"{word}\"*"));
-            }
-            query
+            format!("phone : \"{digits}\" AND {}", words_only(backend, words))
         }
-        Backend::Postgres => words.iter().map(|w| format!("'{w}':*")).collect::<Vec<_>>().join(" & "),
+        Backend::Postgres => words_only(backend, words),
     }
 }
 

@@ -1,5 +1,6 @@
-//! The end users' event log: what each user's app is told live (`GET /me/events`), one row per event,
-//! numbered per user (`seq`). A number is taken from the user's row of `user_event_seqs` under its lock,
+//! The event log: what each user's app is told live (`GET /me/events`), and each partner's console
+//! (`GET /conversations/events`), one row per event, numbered per key (`seq`). A user's key is the phone; a
+//! partner's is [`partner_key`] (the column keeps its first name, `phone`). A number is taken from the user's row of `user_event_seqs` under its lock,
 //! so one user's events commit in the order of their numbers on both engines, and a stream that reads
 //! "after N" never skips one that commits late. Events are written in the transactions that make the
 //! changes they tell of, and kept [`RETENTION_MS`].
@@ -17,6 +18,11 @@ use tokio::sync::Notify;
 use super::{Backend, Db};
 use crate::clock::Millis;
 use crate::names::UserEventKind;
+
+/// The key of a partner's own log (what its console's stream follows): `partner:{id}`, never a phone.
+pub fn partner_key(partner_id: i64) -> String {
+    format!("partner:{partner_id}")
+}
 
 /// How long events are kept for a stream to replay: 24 hours.
 pub const RETENTION_MS: Millis = 24 * 3_600_000;

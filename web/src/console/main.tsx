@@ -6,7 +6,7 @@ import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import "../styles.css";
 import "./console.css";
-import { Alert, ShownOnce, errorText, when } from "../pages/ui";
+import { Alert, Head, ShownOnce, acting, errorText, when } from "../pages/ui";
 import {
   ApiError,
   del,
@@ -32,11 +32,13 @@ import {
   type ApiKey,
   type Account,
   type ApiKeyCreated,
+  type CannedReply,
   type BotCreated,
   type BotToken,
   put,
   upload,
 } from "../pages/api";
+import { startLive, stopLive, useLive, useLiveStatus } from "./live";
 
 // ---- Routing: /console/, /console/c/{id}, /console/members, /console/audit ----
 
@@ -178,10 +180,18 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
   const owner = session.member.role === "owner";
   const admin = owner || session.member.role === "admin";
   const [members, setMembers] = useState<Member[]>([]);
+  const live = useLiveStatus();
   useEffect(() => {
     get<Page<Member>>("/members").then((p) => setMembers(p.data), () => undefined);
   }, [path]);
+  useEffect(() => {
+    // Ended by the server (signed out elsewhere, or idle): the next request says so and signs this page out.
+    const check = () => void get("/members/me").catch(() => undefined);
+    startLive(check, check);
+    return stopLive;
+  }, []);
   const signOut = async (everywhere: boolean) => {
+    stopLive();
     await del(everywhere ? "/members/sessions" : "/members/sessions/current").catch(() => undefined);
     onSignOut();
   };
@@ -192,6 +202,7 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
           { href: "/console/bots", label: "Bots", on: path.startsWith("/console/bots") },
           { href: "/console/webhooks", label: "Webhooks", on: path.startsWith("/console/webhooks") },
           { href: "/console/keys", label: "API keys", on: path.startsWith("/console/keys") },
+          { href: "/console/canned", label: "Canned replies", on: path.startsWith("/console/canned") },
         ]
       : []),
     ...(owner
@@ -208,6 +219,7 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
   else if (path.startsWith("/console/webhooks") && admin) page = <Webhooks />;
   else if (path.startsWith("/console/bots") && admin) page = <Bots />;
   else if (path.startsWith("/console/keys") && admin) page = <Keys />;
+  else if (path.startsWith("/console/canned") && admin) page = <Canned />;
   else page = <Inbox session={session} members={members} open={conversation ? Number(conversation) : null} />;
   return (
     <div class="console">
@@ -223,6 +235,11 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
             </Link>
           ))}
         </nav>
+        {live === "reconnecting" ? (
+          <span class="live-note" role="status">
+            Reconnecting…
+          </span>
+        ) : null}
         <span class="meta">
           {session.member.name || session.member.phone} · {session.member.role}
         </span>
@@ -255,18 +272,21 @@ function Inbox({ session, members, open }: { session: MemberSession; members: Me
   if (state) query.set("state", state);
   if (assigned) query.set("assigned", assigned);
   if (search) query.set("q", search);
-  usePoll(
-    () =>
-      get<Page<Conversation>>(`/conversations?${query}`).then(
-        (p) => {
-          setList(p.data);
-          setError(null);
-        },
-        (e) => setError(errorText(e)),
-      ),
-    4000,
-    [query.toString(), open, changed],
-  );
+  const load = () =>
+    get<Page<Conversation>>(`/conversations?${query}`).then(
+      (p) => {
+        setList(p.data);
+        setError(null);
+      },
+      (e) => setError(errorText(e)),
+    );
+  useEffect(() => void load(), [query.toString(), open, changed]);
+  // Live: any change to a conversation fetches the list again (a burst of events, once).
+  const soon = useRef<number | undefined>(undefined);
+  useLive(() => {
+    clearTimeout(soon.current);
+    soon.current = window.setTimeout(load, 100);
+  }, [query.toString()]);
   const unread = (list ?? []).reduce((n, c) => n + c.unread, 0);
   useEffect(() => {
     document.title = `${unread ? `(${unread}) ` : ""}Conversations · ${session.partner.name} · Hubbub console`;
@@ -345,7 +365,12 @@ function ThreadView({ id, members, self, onChange }: { id: number; members: Memb
   const [note, setNote] = useState("");
   const [error, setError] = useState<string | null>(null);
   const [status, setStatus] = useState("");
+  const [canned, setCanned] = useState<CannedReply[]>([]);
   const heading = useRef<HTMLHeadingElement>(null);
+  const replyBox = useRef<HTMLTextAreaElement>(null);
+  useEffect(() => {
+    get<Page<CannedReply>>("/canned-replies").then((p) => setCanned(p.data), () => undefined);
+  }, []);
   const load = () =>
     Promise.all([get<Thread>(`/conversations/${id}`), get<Page<Note>>(`/conversations/${id}/notes`)]).then(
       ([t, n]) => {
@@ -356,19 +381,12 @@ function ThreadView({ id, members, self, onChange }: { id: number; members: Memb
       },
       (e) => setError(errorText(e)),
     );
-  usePoll(load, 3000, [id]);
+  useEffect(() => void load(), [id]);
+  useLive((e) => {
+    if (e.kind === "fresh" || (e.kind === "conversation.message" ? e.data.conversation : e.data).conversation_id === id) load();
+  }, [id]);
   useEffect(() => heading.current?.focus(), [id]);
-  const act = async (what: () => Promise<unknown>, done: string) => {
-    setError(null);
-    try {
-      await what();
-      setStatus(done);
-      await load();
-      onChange();
-    } catch (e) {
-      setError(errorText(e));
-    }
-  };
+  const act = acting(() => load().then(onChange), setError, setStatus);
   if (!thread) return <section class="thread">{error ? <p role="alert">{error}</p> : <p class="muted">Loading…</p>}</section>;
   return (
     <section class="thread" aria-labelledby="thread-h">
@@ -429,7 +447,27 @@ function ThreadView({ id, members, self, onChange }: { id: number; members: Memb
         }}
       >
         <label for="reply">Reply to {thread.phone}</label>
-        <textarea id="reply" rows={3} value={reply} onInput={(e) => setReply(e.currentTarget.value)} />
+        <textarea id="reply" ref={replyBox} rows={3} value={reply} onInput={(e) => setReply(e.currentTarget.value)} />
+        {canned.length ? (
+          <div class="field">
+            <label for="canned">Insert a canned reply</label>
+            <select
+              id="canned"
+              value=""
+              onChange={(e) => {
+                const picked = canned.find((c) => String(c.id) === e.currentTarget.value);
+                if (!picked) return;
+                setReply((r) => (r.trim() ? `${r.trimEnd()}\n${picked.body}` : picked.body));
+                replyBox.current?.focus();
+              }}
+            >
+              <option value="">Choose…</option>
+              {canned.map((c) => (
+                <option value={String(c.id)}>/{c.shortcut}</option>
+              ))}
+            </select>
+          </div>
+        ) : null}
         <button class="primary">Send reply</button>
       </form>
       <Contact phone={thread.phone} />
@@ -528,32 +566,14 @@ function Members({ self }: { self: Member }) {
     load();
     document.title = "Members · Hubbub console";
   }, []);
-  const act = async (what: () => Promise<unknown>) => {
-    setError(null);
-    try {
-      await what();
-      await load();
-    } catch (e) {
-      setError(errorText(e));
-    }
-  };
+  const act = acting(load, setError);
   return (
     <section class="page" aria-labelledby="members-h">
       <h1 id="members-h">Members</h1>
       <Alert text={error} />
       <table>
         <caption class="sr-only">Members and their roles</caption>
-        <thead>
-          <tr>
-            <th scope="col">Phone</th>
-            <th scope="col">Name</th>
-            <th scope="col">Role</th>
-            <th scope="col">Since</th>
-            <th scope="col">
-              <span class="sr-only">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <Head cols={["Phone", "Name", "Role", "Since"]} actions />
         <tbody>
           {members.map((m) => (
             <tr>
@@ -643,15 +663,7 @@ function Audit() {
       <Alert text={error} />
       <table>
         <caption class="sr-only">What members changed</caption>
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Who</th>
-            <th scope="col">What</th>
-            <th scope="col">Answer</th>
-            <th scope="col">From</th>
-          </tr>
-        </thead>
+        <Head cols={["When", "Who", "What", "Answer", "From"]} />
         <tbody>
           {entries.map((e) => (
             <tr>
@@ -708,16 +720,7 @@ function Webhooks() {
   useEffect(() => {
     document.title = "Webhooks · Hubbub console";
   }, []);
-  const act = async (what: () => Promise<string | void>) => {
-    setError(null);
-    try {
-      const said = await what();
-      if (said) setStatus(said);
-      await load();
-    } catch (e) {
-      setError(errorText(e));
-    }
-  };
+  const act = acting(load, setError, setStatus);
   return (
     <section class="page" aria-labelledby="webhooks-h">
       <h1 id="webhooks-h">Webhooks</h1>
@@ -790,18 +793,7 @@ function Webhooks() {
       </div>
       <table>
         <caption class="sr-only">Deliveries, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Created</th>
-            <th scope="col">Event</th>
-            <th scope="col">State</th>
-            <th scope="col">Attempts</th>
-            <th scope="col">Last answer</th>
-            <th scope="col">
-              <span class="sr-only">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <Head cols={["Created", "Event", "State", "Attempts", "Last answer"]} actions />
         <tbody>
           {list.map((d) => (
             <tr>
@@ -853,15 +845,7 @@ function Keys() {
     load();
     document.title = "API keys · Hubbub console";
   }, []);
-  const act = async (what: () => Promise<unknown>) => {
-    setError(null);
-    try {
-      await what();
-      await load();
-    } catch (e) {
-      setError(errorText(e));
-    }
-  };
+  const act = acting(load, setError);
   return (
     <section class="page" aria-labelledby="keys-h">
       <h1 id="keys-h">API keys</h1>
@@ -889,18 +873,7 @@ function Keys() {
       </form>
       <table>
         <caption class="sr-only">The partner's API keys</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Prefix</th>
-            <th scope="col">Created</th>
-            <th scope="col">Last used</th>
-            <th scope="col">Revoked</th>
-            <th scope="col">
-              <span class="sr-only">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <Head cols={["Name", "Prefix", "Created", "Last used", "Revoked"]} actions />
         <tbody>
           {keys.map((k) => (
             <tr>
@@ -1049,6 +1022,88 @@ function BotCard({ bot, onChange }: { bot: Bot; onChange: () => void }) {
         </div>
       ) : null}
     </article>
+  );
+}
+
+/** The partner's canned replies: kept here by admins and owners, picked by agents in a thread's reply box. */
+function Canned() {
+  const [list, setList] = useState<CannedReply[]>([]);
+  const [editing, setEditing] = useState<CannedReply | null>(null);
+  const [shortcut, setShortcut] = useState("");
+  const [body, setBody] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [status, setStatus] = useState("");
+  const load = () => get<Page<CannedReply>>("/canned-replies").then((p) => setList(p.data));
+  useEffect(() => {
+    document.title = "Canned replies · Hubbub console";
+    load().catch((e) => setError(errorText(e)));
+  }, []);
+  const act = acting(load, setError, setStatus);
+  const edit = (r: CannedReply | null) => {
+    setEditing(r);
+    setShortcut(r?.shortcut ?? "");
+    setBody(r?.body ?? "");
+  };
+  return (
+    <section class="page" aria-labelledby="canned-h">
+      <h1 id="canned-h">Canned replies</h1>
+      <p class="hint">Answers your agents send often. In a conversation, they insert one from the reply box.</p>
+      <p class="sr-only" role="status">
+        {status}
+      </p>
+      <Alert text={error} />
+      <form
+        class="card"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const was = editing;
+          act(async () => {
+            const sent = { shortcut: shortcut.trim(), body };
+            if (was) await put(`/canned-replies/${was.id}`, sent);
+            else await post("/canned-replies", sent);
+            edit(null);
+            return was ? `/${sent.shortcut} saved.` : `/${sent.shortcut} added.`;
+          });
+        }}
+      >
+        <h2>{editing ? `Edit /${editing.shortcut}` : "New canned reply"}</h2>
+        <label for="canned-shortcut">Shortcut</label>
+        <input id="canned-shortcut" value={shortcut} pattern="[a-z0-9_\-]{1,32}" placeholder="refund" onInput={(e) => setShortcut(e.currentTarget.value)} required />
+        <p class="hint">Lower-case letters, digits, - and _.</p>
+        <label for="canned-body">Text</label>
+        <textarea id="canned-body" rows={3} value={body} onInput={(e) => setBody(e.currentTarget.value)} required />
+        <button class="primary">{editing ? "Save" : "Add canned reply"}</button>
+        {editing ? (
+          <button type="button" onClick={() => edit(null)}>
+            Cancel
+          </button>
+        ) : null}
+      </form>
+      {list.length === 0 ? (
+        <p class="muted">No canned replies yet.</p>
+      ) : (
+        <table>
+          <Head cols={["Shortcut", "Text", "Changed"]} actions />
+          <tbody>
+            {list.map((r) => (
+              <tr>
+                <td class="mono">/{r.shortcut}</td>
+                <td class="pre">{r.body}</td>
+                <td>{when(r.updated_at)}</td>
+                <td>
+                  <button type="button" onClick={() => edit(r)}>
+                    Edit<span class="sr-only"> /{r.shortcut}</span>
+                  </button>
+                  <button type="button" onClick={() => confirm(`Delete /${r.shortcut}?`) && act(() => del(`/canned-replies/${r.id}`), `/${r.shortcut} deleted.`)}>
+                    Delete<span class="sr-only"> /{r.shortcut}</span>
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
   );
 }
 

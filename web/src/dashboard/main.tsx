@@ -6,7 +6,7 @@ import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import "../styles.css";
 import "../console/console.css";
-import { Alert, ShownOnce, errorText, when } from "../pages/ui";
+import { Alert, Head, ShownOnce, errorText, when } from "../pages/ui";
 import {
   del,
   get,
@@ -195,15 +195,7 @@ function Dashboard({ me, apiKey, onOut }: { me: Developer; apiKey: string | null
           ) : (
             <table class="page-table">
               <caption class="sr-only">Your latest messages</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Sent</th>
-                  <th scope="col">To</th>
-                  <th scope="col">Template</th>
-                  <th scope="col">Text</th>
-                  <th scope="col">State</th>
-                </tr>
-              </thead>
+              <Head cols={["Sent", "To", "Template", "Text", "State"]} />
               <tbody>
                 {messages.map((m) => (
                   <tr>
@@ -223,17 +215,7 @@ function Dashboard({ me, apiKey, onOut }: { me: Developer; apiKey: string | null
           <h2 id="keys-h">Keys</h2>
           <table class="page-table">
             <caption class="sr-only">Your keys, by prefix</caption>
-            <thead>
-              <tr>
-                <th scope="col">Prefix</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Created</th>
-                <th scope="col">Ends</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <Head cols={["Prefix", "Kind", "Created", "Ends"]} actions />
             <tbody>
               {keys.map((k) => (
                 <tr>

@@ -26,6 +26,7 @@ export type Bot = S["Bot"];
 export type Account = S["Account"];
 export type ApiKey = S["ApiKey"];
 export type ApiKeyCreated = S["ApiKeyCreated"];
+export type CannedReply = S["CannedReply"];
 export type BotCreated = S["BotCreated"];
 export type BotToken = S["BotToken"];
 export type WebhookDeliveryDetail = S["WebhookDeliveryDetail"];
@@ -55,9 +56,13 @@ export function onSignedOut(l: () => void): () => void {
   return () => signedOut.delete(l);
 }
 
+/** Bytes sent as they are, with their content type (a Wasm component), instead of a JSON body. */
+export type Raw = { bytes: ArrayBuffer; contentType: string };
+
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const raw = body !== null && typeof body === "object" && (body as Raw).bytes instanceof ArrayBuffer ? (body as Raw) : null;
+  if (body !== undefined) headers["Content-Type"] = raw ? raw.contentType : "application/json";
   const token = bearer();
   if (token) headers.Authorization = `Bearer ${token}`;
   let res: Response;
@@ -66,7 +71,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
       method,
       headers,
       credentials: "same-origin",
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: raw ? raw.bytes : body === undefined ? undefined : JSON.stringify(body),
     });
   } catch {
     throw new ApiError(0, "network", "The service cannot be reached. Check your connection and try again.");
@@ -88,20 +93,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
 }
 
 /** Sends bytes (a Wasm component) as the body, with their content type. */
-export async function upload<T>(path: string, bytes: ArrayBuffer, contentType: string): Promise<T> {
-  let res: Response;
-  try {
-    res = await fetch(`/api/v1${path}`, { method: "PUT", headers: { Accept: "application/json", "Content-Type": contentType }, credentials: "same-origin", body: bytes });
-  } catch {
-    throw new ApiError(0, "network", "The service cannot be reached. Check your connection and try again.");
-  }
-  const json: any = await res.json().catch(() => null);
-  if (!res.ok) {
-    const e = json?.error ?? {};
-    throw new ApiError(res.status, e.code ?? `http_${res.status}`, e.message ?? `Request failed (${res.status})`, e.field);
-  }
-  return json as T;
-}
+export const upload = <T>(path: string, bytes: ArrayBuffer, contentType: string) => api<T>("PUT", path, { bytes, contentType });
 
 export const get = <T>(path: string) => api<T>("GET", path);
 export const post = <T>(path: string, body: unknown = {}) => api<T>("POST", path, body);

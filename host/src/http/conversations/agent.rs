@@ -33,7 +33,9 @@ pub(super) struct ConversationFilter {
     /// (unassigned) or a member's id. Absent: everyone's.
     #[param(pattern = "^(me|none|[1-9][0-9]{0,17})?$")]
     assigned: Option<String>,
-    /// Search in subject, contact and message bodies.
+    /// Search: words that each start a word of the subject or of one message (through the text index; any
+    /// case; at most 8 words, 600 characters), or a part of the contact's phone.
+    #[param(max_length = 600)]
     q: Option<String>,
 }
 
@@ -79,11 +81,21 @@ pub(super) async fn list_conversations(
 ) -> ApiResult<Json<List<ConversationRecord>>> {
     let page = page.page()?;
     let assigned = assigned_filter(filter.assigned.as_deref(), &actor)?;
-    let q = query_text(filter.q);
+    let search = match query_text(filter.q) {
+        Some(q) => Some(store::PartnerSearch { words: crate::validate::search_words(&q)?, phone: q }),
+        None => None,
+    };
     let (partner, state_filter) = (&actor.partner, filter.state);
-    let rows =
-        store::list_for_partner(&state.db, partner.id, state_filter, assigned, q.as_deref(), page.before, page.fetch())
-            .await?;
+    let rows = store::list_for_partner(
+        &state.db,
+        partner.id,
+        state_filter,
+        assigned,
+        search.as_ref(),
+        page.before,
+        page.fetch(),
+    )
+    .await?;
     Ok(Json(page_of(&state, &page, rows, Reader::Agent).await?))
 }
 
@@ -177,7 +189,7 @@ pub(super) async fn close_conversation(
         if assignee.is_some_and(|id| id < 1) {
             return Err(ApiError::validation("assignee_id", "assignee_id is a member's id"));
         }
-        c = store::assign(&state.db, partner.id, c.id, assignee)
+        c = store::assign(&state.db, partner.id, c.id, assignee, state.now())
             .await?
             .ok_or_else(|| ApiError::validation("assignee_id", "no such member of this partner"))?;
     }
@@ -375,6 +387,6 @@ pub(super) async fn add_note(
         return Err(ApiError::validation("body", "a note is 1 to 4,000 characters"));
     }
     let member = actor.member.as_ref().map(|m| m.id);
-    let note = store::add_note(&state.db, c.id, member, body, state.now()).await?;
+    let note = store::add_note(&state.db, &c, member, body, state.now()).await?;
     Ok((axum::http::StatusCode::CREATED, Json(NoteRecord::from(&note))))
 }

@@ -11,6 +11,7 @@
 
 mod agent;
 mod encryption;
+mod events;
 mod user;
 
 use serde::Serialize;
@@ -38,6 +39,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(encryption::share_my_conversation_key, encryption::my_conversation_keys))
         .routes(routes!(encryption::my_conversation_devices))
         .routes(routes!(agent::list_conversations))
+        .routes(routes!(events::conversation_events))
         .routes(routes!(agent::get_conversation, agent::close_conversation))
         .routes(routes!(agent::reply_in_conversation))
         .routes(routes!(agent::read_conversation))
