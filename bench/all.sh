@@ -5,7 +5,8 @@
 # JSON 404), so a row can be read against what the machine gave at that moment.
 #
 #   bash bench/all.sh                  # every row: SQLite and, when reachable, PostgreSQL
-#   bash bench/all.sh messages flows   # only some groups: messages, flows, webhooks, streams (not by default)
+#   bash bench/all.sh messages flows   # only some groups: messages, flows, webhooks, streams and search (these
+#                                      # two not by default)
 #   CONNECTIONS=128 DURATION=20s bash bench/all.sh
 #   BOT_CONNECTIONS=2 bash bench/all.sh flows   # bot steps under lighter load (default 32)
 #
@@ -161,6 +162,18 @@ fi
 if [[ " $GROUPS_WANTED " == *" streams "* ]]; then
   echo "== event streams (cargo bench --bench streams)"
   HUBBUB_BENCH_BIN="$(realpath "$BIN")" cargo bench -q -p hubbub-host --bench streams 2>/dev/null
+fi
+
+# Conversation search (only when asked: `bash bench/all.sh search`): 1,000,000 messages, an agent's searches
+# through each engine's text index, p50/p95 per kind of search.
+if [[ " $GROUPS_WANTED " == *" search "* ]]; then
+  echo "== conversation search, SQLite (cargo bench --bench search)"
+  HUBBUB_BENCH_BIN="$(realpath "$BIN")" cargo bench -q -p hubbub-host --bench search 2>/dev/null
+  if pg_up; then
+    echo "== conversation search, PostgreSQL"
+    HUBBUB_BENCH_DATABASE_URL="$(pg_schema)" HUBBUB_BENCH_BIN="$(realpath "$BIN")" \
+      cargo bench -q -p hubbub-host --bench search 2>/dev/null
+  fi
 fi
 
 echo

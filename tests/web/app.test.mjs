@@ -1164,6 +1164,56 @@ test("3i. the console's bots: create one (secrets once), rotate its token, uploa
   }
 });
 
+test("3j. the console's messages and templates: filter the log, read a message's attempts; save a template and submit it", async () => {
+  const ADMIN = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  const stamp = Date.now().toString(36);
+  const { link } = await partner("POST", "/members/invitations", { role: "admin" });
+  const sent = await send({ phone: PHONE, body: `Your parcel ${stamp} left the depot` });
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  try {
+    const admin = await ctx.newPage();
+    admin.on("pageerror", (e) => pageErrors.push(String(e)));
+    await consoleSignIn(admin, ADMIN, link);
+    // The log, by phone and words: the message, then its attempts.
+    await admin.getByRole("link", { name: "Messages" }).click();
+    await admin.getByRole("heading", { name: "Messages", level: 1 }).waitFor();
+    await admin.getByLabel("Phone").fill(PHONE);
+    await admin.getByLabel("Words").fill(stamp);
+    await admin.getByRole("button", { name: "Filter" }).click();
+    const row = admin.getByRole("row", { name: new RegExp(`parcel ${stamp}`) });
+    await row.waitFor();
+    assert.equal(await admin.locator("tbody tr").count(), 1, "only the message with these words");
+    // Once it has been tried, the attempt is there with its channel and state.
+    let attempt;
+    await waitUntil(async () => {
+      attempt = (await partner("GET", `/messages/${sent.message_id}?include=attempts`)).attempts?.[0];
+      return !!attempt;
+    }, "a delivery attempt");
+    await row.getByRole("button", { name: `Attempts of message ${sent.message_id}` }).click();
+    const detail = admin.getByRole("article", { name: `Message ${sent.message_id} to ${PHONE}` });
+    await detail.waitFor();
+    const tried = detail.getByRole("row").filter({ hasText: attempt.channel }).first();
+    await tried.getByRole("cell", { name: attempt.kind, exact: true }).waitFor();
+    await axe("console-messages", admin);
+    // A template: saved as a draft, then submitted for review.
+    await admin.getByRole("link", { name: "Templates" }).click();
+    await admin.getByRole("heading", { name: "Templates", level: 1 }).waitFor();
+    await admin.getByLabel("Code").fill(`shipped_${stamp}`);
+    await admin.getByLabel("Text").fill("Hi {{name}}, your order has shipped.");
+    await admin.getByRole("button", { name: "Save draft" }).click();
+    const template = admin.getByRole("row", { name: new RegExp(`shipped_${stamp}`) });
+    await template.getByText("draft", { exact: true }).waitFor();
+    await template.getByRole("button", { name: `Submit shipped_${stamp}` }).click();
+    await admin.getByRole("status").filter({ hasText: `shipped_${stamp} submitted for review.` }).waitFor();
+    const listed = (await partner("GET", "/templates?limit=100")).data.find((t) => t.code === `shipped_${stamp}`);
+    assert.notEqual(listed.status, "draft", "submitted");
+    await template.getByText(listed.status, { exact: true }).waitFor();
+    await axe("console-templates", admin);
+  } finally {
+    await ctx.close();
+  }
+});
+
 test("3a. unread counts on the navigation, in the tab title and on the app badge; read receipts both ways", async () => {
   const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
   const mine = async () => (await fetch(API + "/api/v1/me/unread", { headers: { Authorization: `Bearer ${token}` } })).json();

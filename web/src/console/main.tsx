@@ -33,6 +33,8 @@ import {
   type Account,
   type ApiKeyCreated,
   type CannedReply,
+  type Payment,
+  type Template,
   type BotCreated,
   type BotToken,
   put,
@@ -203,6 +205,8 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
           { href: "/console/webhooks", label: "Webhooks", on: path.startsWith("/console/webhooks") },
           { href: "/console/keys", label: "API keys", on: path.startsWith("/console/keys") },
           { href: "/console/canned", label: "Canned replies", on: path.startsWith("/console/canned") },
+          { href: "/console/messages", label: "Messages", on: path.startsWith("/console/messages") },
+          { href: "/console/templates", label: "Templates", on: path.startsWith("/console/templates") },
         ]
       : []),
     ...(owner
@@ -220,6 +224,8 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
   else if (path.startsWith("/console/bots") && admin) page = <Bots />;
   else if (path.startsWith("/console/keys") && admin) page = <Keys />;
   else if (path.startsWith("/console/canned") && admin) page = <Canned />;
+  else if (path.startsWith("/console/messages") && admin) page = <Messages />;
+  else if (path.startsWith("/console/templates") && admin) page = <Templates />;
   else page = <Inbox session={session} members={members} open={conversation ? Number(conversation) : null} />;
   return (
     <div class="console">
@@ -508,8 +514,10 @@ function ThreadView({ id, members, self, onChange }: { id: number; members: Memb
 function Contact({ phone }: { phone: string }) {
   const [account, setAccount] = useState<Account | null>(null);
   const [messages, setMessages] = useState<ThreadMessage[]>([]);
+  const [payments, setPayments] = useState<Payment[]>([]);
   useEffect(() => {
     get<Account>(`/accounts/${encodeURIComponent(phone)}`).then(setAccount, () => setAccount(null));
+    get<Page<Payment>>(`/payments?phone=${encodeURIComponent(phone)}&limit=5`).then((p) => setPayments(p.data), () => setPayments([]));
     // Hub messages only (what the partner sent outside conversations), the latest five.
     get<Page<ThreadMessage>>(`/messages?phone=${encodeURIComponent(phone)}&limit=50`).then(
       (p) => setMessages(p.data.filter((m) => m.direction === "out" && m.conversation_id == null).slice(0, 5)),
@@ -550,6 +558,227 @@ function Contact({ phone }: { phone: string }) {
         </ul>
       ) : (
         <p class="muted">None yet.</p>
+      )}
+      <h4>Payments</h4>
+      {payments.length ? (
+        <ul class="plain">
+          {payments.map((p) => (
+            <li class="meta">
+              {when(p.created_at)} · {(p.amount_minor / 100).toFixed(2)} {p.currency} · {p.state} · {p.bot}
+              {p.description ? `: ${p.description}` : ""}
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p class="muted">None.</p>
+      )}
+    </section>
+  );
+}
+
+/** The message log: filters by phone, state and words; a message's delivery attempts. */
+function Messages() {
+  const [phone, setPhone] = useState("");
+  const [state, setState] = useState("");
+  const [q, setQ] = useState("");
+  const [query, setQuery] = useState(new URLSearchParams({ limit: "50" }));
+  const [list, setList] = useState<ThreadMessage[] | null>(null);
+  const [open, setOpen] = useState<ThreadMessage | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    document.title = "Messages · Hubbub console";
+  }, []);
+  useEffect(() => {
+    get<Page<ThreadMessage>>(`/messages?${query}`).then(
+      (p) => {
+        setList(p.data);
+        setError(null);
+      },
+      (e) => setError(errorText(e)),
+    );
+  }, [query.toString()]);
+  return (
+    <section class="page" aria-labelledby="messages-h">
+      <h1 id="messages-h">Messages</h1>
+      <form
+        class="filters"
+        role="search"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const next = new URLSearchParams({ limit: "50" });
+          if (phone.trim()) next.set("phone", phone.trim());
+          if (state) next.set("state", state);
+          if (q.trim()) next.set("q", q.trim());
+          setQuery(next);
+        }}
+      >
+        <div class="field">
+          <label for="messages-phone">Phone</label>
+          <input id="messages-phone" value={phone} placeholder="+15551230000" onInput={(e) => setPhone(e.currentTarget.value)} />
+        </div>
+        <div class="field">
+          <label for="messages-state">State</label>
+          <select id="messages-state" value={state} onChange={(e) => setState(e.currentTarget.value)}>
+            <option value="">Any</option>
+            {["queued", "sent", "delivered", "read", "failed"].map((s) => (
+              <option value={s}>{s}</option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="messages-q">Words</label>
+          <input id="messages-q" type="search" value={q} onInput={(e) => setQ(e.currentTarget.value)} />
+        </div>
+        <button type="submit">Filter</button>
+      </form>
+      <Alert text={error} />
+      {list === null ? (
+        <p class="muted">Loading…</p>
+      ) : list.length === 0 ? (
+        <p class="muted">No messages here.</p>
+      ) : (
+        <table>
+          <Head cols={["Created", "Phone", "Channel", "State", "Text"]} actions />
+          <tbody>
+            {list.map((m) => (
+              <tr>
+                <td>{when(m.created_at)}</td>
+                <td>{m.phone}</td>
+                <td>{m.channel ?? "—"}</td>
+                <td>{m.state}</td>
+                <td class="pre">{(m.rendered_body ?? m.body ?? `[${m.content_type}]`).slice(0, 120)}</td>
+                <td>
+                  <button
+                    type="button"
+                    onClick={() =>
+                      get<ThreadMessage>(`/messages/${m.message_id}?include=attempts`).then(setOpen, (e) => setError(errorText(e)))
+                    }
+                  >
+                    Attempts<span class="sr-only"> of message {m.message_id}</span>
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {open ? (
+        <article class="card" aria-labelledby="message-h">
+          <h2 id="message-h">
+            Message {open.message_id} to {open.phone}
+          </h2>
+          <p class="pre">{open.rendered_body ?? open.body ?? `[${open.content_type}]`}</p>
+          {open.attempts?.length ? (
+            <table>
+              <Head cols={["When", "Channel", "Kind", "State", "Provider's id", "Error"]} />
+              <tbody>
+                {open.attempts.map((a) => (
+                  <tr>
+                    <td>{when(a.at)}</td>
+                    <td>{a.channel}</td>
+                    <td>{a.kind}</td>
+                    <td>{a.state}</td>
+                    <td class="mono">{a.provider_ref ?? "—"}</td>
+                    <td>{a.error ?? "—"}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : (
+            <p class="muted">No delivery attempt yet.</p>
+          )}
+          <button type="button" onClick={() => setOpen(null)}>
+            Close
+          </button>
+        </article>
+      ) : null}
+    </section>
+  );
+}
+
+/** Templates: their status and the review's decision; create a draft, submit it for review. */
+function Templates() {
+  const [list, setList] = useState<Template[]>([]);
+  const [code, setCode] = useState("");
+  const [channel, setChannel] = useState("inapp");
+  const [category, setCategory] = useState("utility");
+  const [lang, setLang] = useState("en");
+  const [body, setBody] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [status, setStatus] = useState("");
+  const load = () => get<Page<Template>>("/templates?limit=100").then((p) => setList(p.data));
+  useEffect(() => {
+    document.title = "Templates · Hubbub console";
+    load().catch((e) => setError(errorText(e)));
+  }, []);
+  const act = acting(load, setError, setStatus);
+  return (
+    <section class="page" aria-labelledby="templates-h">
+      <h1 id="templates-h">Templates</h1>
+      <p class="sr-only" role="status">
+        {status}
+      </p>
+      <Alert text={error} />
+      <form
+        class="card"
+        onSubmit={(e) => {
+          e.preventDefault();
+          act(async () => {
+            const made = await post<Template>("/templates", { code: code.trim(), channel, category, lang: lang.trim(), body });
+            setCode("");
+            setBody("");
+            return `Template ${made.code} saved as a draft.`;
+          });
+        }}
+      >
+        <h2>New template</h2>
+        <label for="template-code">Code</label>
+        <input id="template-code" value={code} placeholder="order_shipped" onInput={(e) => setCode(e.currentTarget.value)} required />
+        <label for="template-channel">Channel</label>
+        <select id="template-channel" value={channel} onChange={(e) => setChannel(e.currentTarget.value)}>
+          <option value="inapp">In the app</option>
+          <option value="whatsapp">WhatsApp</option>
+          <option value="sms">SMS</option>
+        </select>
+        <label for="template-category">Category</label>
+        <select id="template-category" value={category} onChange={(e) => setCategory(e.currentTarget.value)}>
+          <option value="utility">Utility</option>
+          <option value="marketing">Marketing</option>
+          <option value="authentication">Authentication</option>
+        </select>
+        <label for="template-lang">Language</label>
+        <input id="template-lang" value={lang} onInput={(e) => setLang(e.currentTarget.value)} />
+        <label for="template-body">Text</label>
+        <textarea id="template-body" rows={3} value={body} placeholder="Hi {{name}}, your order has shipped." onInput={(e) => setBody(e.currentTarget.value)} required />
+        <button class="primary">Save draft</button>
+      </form>
+      {list.length === 0 ? (
+        <p class="muted">No templates yet.</p>
+      ) : (
+        <table>
+          <Head cols={["Code", "Channel", "Language", "Status", "Text", "Decision"]} actions />
+          <tbody>
+            {list.map((t) => (
+              <tr>
+                <td class="mono">{t.code}</td>
+                <td>{t.channel}</td>
+                <td>{t.lang}</td>
+                <td>
+                  <span class="status-pill">{t.status}</span>
+                </td>
+                <td class="pre">{t.body}</td>
+                <td>{t.rejection_reason ? `Rejected: ${t.rejection_reason}` : t.status === "approved" ? "Approved" : "—"}</td>
+                <td>
+                  {t.status === "draft" || t.status === "rejected" ? (
+                    <button type="button" onClick={() => act(() => post(`/templates/${t.template_id}/submit`), `${t.code} submitted for review.`)}>
+                      Submit<span class="sr-only"> {t.code}</span>
+                    </button>
+                  ) : null}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
       )}
     </section>
   );

@@ -1,0 +1,205 @@
+//! Conversation search benchmark (run on demand: `cargo bench -p hubbub-host --bench search`;
+//! `bash bench/all.sh search`).
+//!
+//! Fills a fresh database (SQLite by default, or `HUBBUB_BENCH_DATABASE_URL=postgres://…`) with
+//! `HUBBUB_BENCH_MESSAGES` support messages (default 1,000,000) in 50,000 conversations of two partners,
+//! each message ten words drawn from a 5,000-word vocabulary with a skew (a few words are in a large share of
+//! the messages, most are rare, as in real text), written straight into the tables so the engines' own
+//! indexes (SQLite FTS5 triggers, PostgreSQL's generated `tsvector` and GIN) fill as they would. Then a
+//! release `hubbub serve` (`HUBBUB_BENCH_BIN`, default `target/release/hubbub`) answers
+//! `GET /api/v1/conversations?q=…` with the partner key, 100 times for each kind of search — a rare word, a
+//! common word, two words, a word's start, a part of a phone — one at a time, and the bench prints p50, p95
+//! and max per kind: what an agent waits for, over HTTP.
+
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use hubbub_host::config::Config;
+use serde_json::Value;
+
+#[derive(Parser)]
+struct Args {
+    #[command(flatten)]
+    config: Config,
+}
+
+const SECRET_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+const VOCABULARY: usize = 5_000;
+const CONVERSATIONS: i64 = 50_000;
+
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The `i`-th word of the vocabulary: syllables, so the words look like words and share no prefix by design.
+fn word(i: usize) -> String {
+    const SYLLABLES: [&str; 20] = [
+        "ka", "lo", "mi", "ne", "ru", "sa", "te", "vo", "zi", "pa", "do", "fe", "gu", "hi", "jo", "be", "ci", "ma",
+        "no", "ta",
+    ];
+    let (a, b, c) = (i % 20, (i / 20) % 20, (i / 400) % 20);
+    format!("{}{}{}{}", SYLLABLES[a], SYLLABLES[b], SYLLABLES[c], i / 8000)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted.get(((sorted.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(f64::NAN)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let total: i64 = std::env::var("HUBBUB_BENCH_MESSAGES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let bin = std::env::var("HUBBUB_BENCH_BIN")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../target/release/hubbub").into());
+    let dir = tempfile::tempdir()?;
+    let url = std::env::var("HUBBUB_BENCH_DATABASE_URL")
+        .unwrap_or_else(|_| format!("sqlite://{}?mode=rwc", dir.path().join("bench.db").display()));
+    let postgres = url.starts_with("postgres");
+    let port = 20_000 + (std::process::id() % 20_000) as u16;
+    let base = format!("http://127.0.0.1:{port}");
+    let env = [
+        ("HUBBUB_DATABASE_URL", url.clone()),
+        ("HUBBUB_LISTEN", format!("127.0.0.1:{port}")),
+        ("HUBBUB_PUBLIC_URL", base.clone()),
+        ("HUBBUB_DEV", "1".into()),
+        ("HUBBUB_LOG", "warn".into()),
+        ("HUBBUB_RATE_LIMIT_PER_S", "1000000".into()),
+        ("HUBBUB_RATE_LIMIT_BURST", "1000000".into()),
+        ("HUBBUB_SECRET_KEY", SECRET_KEY.into()),
+        ("HUBBUB_COMPONENT_CACHE_DIR", dir.path().join("components").display().to_string()),
+    ];
+    let mut keys = Vec::new();
+    for code in ["acme", "globex"] {
+        let out = std::process::Command::new(&bin)
+            .args(["partner", "create", "--code", code, "--name", code])
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .output()?;
+        anyhow::ensure!(out.status.success(), "partner create: {}", String::from_utf8_lossy(&out.stderr));
+        keys.push(serde_json::from_slice::<Value>(&out.stdout)?["api_key"].as_str().unwrap_or_default().to_string());
+    }
+
+    // The data, straight into the tables.
+    let started = Instant::now();
+    let mut config = Args::try_parse_from(["bench"])?.config;
+    config.database_url = url.clone();
+    config.secret_key = Some(SECRET_KEY.into());
+    let db = hubbub_host::store::Db::open(&config, 2).await?;
+    let w = db.writer();
+    let (acme, globex): (i64, i64) = (
+        sqlx::query_scalar("SELECT id FROM partners WHERE code = 'acme'").fetch_one(w).await?,
+        sqlx::query_scalar("SELECT id FROM partners WHERE code = 'globex'").fetch_one(w).await?,
+    );
+    sqlx::query("CREATE TABLE bench_vocab (id BIGINT PRIMARY KEY, w TEXT NOT NULL)").execute(w).await?;
+    for chunk in (0..VOCABULARY).collect::<Vec<_>>().chunks(500) {
+        let values: Vec<String> = chunk.iter().map(|i| format!("({i}, '{}')", word(*i))).collect();
+        sqlx::query(sqlx::AssertSqlSafe(format!("INSERT INTO bench_vocab (id, w) VALUES {}", values.join(", "))))
+            .execute(w)
+            .await?;
+    }
+    // Numbers 0..n: SQLite's recursive CTE, PostgreSQL's generate_series.
+    let numbers = |from: i64, to: i64| {
+        if postgres {
+            format!("(SELECT generate_series({from}, {to}) AS i) n")
+        } else {
+            format!(
+                "(WITH RECURSIVE s(i) AS (SELECT {from} UNION ALL SELECT i + 1 FROM s WHERE i < {to}) SELECT i FROM s) n"
+            )
+        }
+    };
+    // A skewed pick: the product of two uniform draws favours low ids (the common words).
+    let pick = |k: i64| {
+        format!(
+            "(SELECT w FROM bench_vocab WHERE id = ((((n.i * 2654435761 + {k} * 40503) % 1000003) % {VOCABULARY}) * \
+             (((n.i * 40503 + {k} * 2654435761) % 999983) % {VOCABULARY})) / {VOCABULARY})"
+        )
+    };
+    let concat = |parts: Vec<String>| parts.join(" || ' ' || ");
+    let subject = concat(vec![pick(101), pick(102)]);
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO conversations (ref, partner_id, phone, subject, state, last_message_at, created_at) \
+         SELECT 'conv_bench' || n.i, CASE WHEN n.i % 2 = 0 THEN {acme} ELSE {globex} END, \
+         '+1555' || (1000000 + n.i), {subject}, 'open', n.i, n.i FROM {}",
+        numbers(0, CONVERSATIONS - 1)
+    )))
+    .execute(w)
+    .await?;
+    let first: i64 = sqlx::query_scalar("SELECT MIN(id) FROM conversations").fetch_one(w).await?;
+    let body = concat((0..10).map(pick).collect());
+    let batch = 50_000;
+    for from in (0..total).step_by(batch as usize) {
+        let to = (from + batch).min(total) - 1;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO messages (ref, partner_id, phone, direction, content_type, body, priority, content, state, \
+             channel, conversation_id, created_at, updated_at) \
+             SELECT 'msg_bench' || n.i, c.partner_id, c.phone, CASE WHEN n.i % 2 = 0 THEN 'in' ELSE 'out' END, 'text', \
+             {body}, 'normal', '{{}}', 'read', 'inapp', c.id, n.i, n.i \
+             FROM {} JOIN conversations c ON c.id = {first} + n.i % {CONVERSATIONS}",
+            numbers(from, to)
+        )))
+        .execute(w)
+        .await?;
+    }
+    if postgres {
+        sqlx::query("ANALYZE").execute(w).await?;
+    }
+    let messages: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages").fetch_one(w).await?;
+    println!(
+        "{} database: {messages} messages in {CONVERSATIONS} conversations of two partners, written and indexed in {:.0} s",
+        if postgres { "PostgreSQL" } else { "SQLite" },
+        started.elapsed().as_secs_f64()
+    );
+    drop(db);
+
+    let _server = Server(
+        std::process::Command::new(&bin)
+            .arg("serve")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdout(std::process::Stdio::null())
+            .spawn()?,
+    );
+    let client = reqwest::Client::new();
+    for _ in 0..400 {
+        if client.get(format!("{base}/healthz")).send().await.is_ok_and(|r| r.status().is_success()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The kinds of search: a rare word (from the long tail), a common one, two words, a word's start, a phone.
+    let kinds: [(&str, Box<dyn Fn(usize) -> String>); 5] = [
+        ("a rare word", Box::new(|i| word(VOCABULARY - 1 - (i * 37) % 2000))),
+        ("a common word", Box::new(|i| word(i % 5))),
+        ("two words", Box::new(|i| format!("{} {}", word(i % 50), word(100 + (i * 13) % 900)))),
+        ("a word's start", Box::new(|i| word(200 + i * 7)[..4].to_string())),
+        ("a part of a phone", Box::new(|i| format!("{}", 1_000_000 + (i * 997) % CONVERSATIONS as usize))),
+    ];
+    for (kind, q) in &kinds {
+        let mut times = Vec::new();
+        let mut found = 0;
+        for i in 0..100 {
+            let started = Instant::now();
+            let query: String = form_urlencoded::Serializer::new(String::new()).append_pair("q", &q(i)).finish();
+            let r = client
+                .get(format!("{base}/api/v1/conversations?limit=50&{query}"))
+                .bearer_auth(&keys[0])
+                .send()
+                .await?;
+            anyhow::ensure!(r.status() == 200, "search: {}", r.status());
+            let page: Value = r.json().await?;
+            times.push(started.elapsed().as_secs_f64() * 1000.0);
+            found += page["data"].as_array().map_or(0, Vec::len);
+        }
+        times.sort_by(|a, b| a.total_cmp(b));
+        println!(
+            "{kind:>18}: p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms ({:.1} conversations found on average, of at most 50)",
+            percentile(&times, 0.5),
+            percentile(&times, 0.95),
+            times.last().copied().unwrap_or(f64::NAN),
+            found as f64 / 100.0
+        );
+    }
+    Ok(())
+}
