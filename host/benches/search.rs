@@ -103,7 +103,7 @@ async fn main() -> anyhow::Result<()> {
     // Numbers 0..n: SQLite's recursive CTE, PostgreSQL's generate_series.
     let numbers = |from: i64, to: i64| {
         if postgres {
-            format!("(SELECT generate_series({from}, {to}) AS i) n")
+            format!("(SELECT generate_series({from}::bigint, {to}::bigint) AS i) n")
         } else {
             format!(
                 "(WITH RECURSIVE s(i) AS (SELECT {from} UNION ALL SELECT i + 1 FROM s WHERE i < {to}) SELECT i FROM s) n"
