@@ -48,9 +48,16 @@ fn to_datetime(ms: Millis) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(ms).unwrap_or_default()
 }
 
+const RECORD_FORMAT: &str = "%Y-%m-%d %H:%M:%S";
+
 /// The record format of the contract: `YYYY-MM-DD HH:MM:SS`, UTC.
 pub fn record_time(ms: Millis) -> String {
-    to_datetime(ms).format("%Y-%m-%d %H:%M:%S").to_string()
+    to_datetime(ms).format(RECORD_FORMAT).to_string()
+}
+
+/// A time written as records show them (`YYYY-MM-DD HH:MM:SS`, UTC), as milliseconds; `None` if it is not one.
+pub fn parse_record_time(text: &str) -> Option<Millis> {
+    chrono::NaiveDateTime::parse_from_str(text.trim(), RECORD_FORMAT).ok().map(|t| t.and_utc().timestamp_millis())
 }
 
 /// ISO 8601 UTC, as webhook payloads carry it (`2026-11-22T10:00:00Z`).
@@ -67,5 +74,8 @@ mod tests {
         let ms = 1_700_000_000_123;
         assert_eq!(record_time(ms), "2023-11-14 22:13:20");
         assert_eq!(iso_time(ms), "2023-11-14T22:13:20Z");
+        assert_eq!(parse_record_time(" 2023-11-14 22:13:20 "), Some(1_700_000_000_000));
+        assert_eq!(parse_record_time("2023-11-14T22:13:20Z"), None);
+        assert_eq!(parse_record_time("2023-02-30 00:00:00"), None);
     }
 }

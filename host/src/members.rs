@@ -22,7 +22,7 @@ const AGENT_ROUTES: &[&str] = &["/api/v1/conversations", "/api/v1/agent/"];
 const AGENT_READS: &[&str] = &[
     "/api/v1/accounts",
     "/api/v1/messages",
-    "/api/v1/flows",
+    "/api/v1/flow-sessions",
     "/api/v1/payments",
     "/api/v1/media/",
     "/api/v1/canned-replies",

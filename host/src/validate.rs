@@ -22,6 +22,14 @@ pub fn required_phone(phone: Option<&str>) -> Result<&str, Invalid> {
     Ok(phone)
 }
 
+/// A list's `phone` filter: absent or empty is no filter, anything else must be E.164.
+pub fn phone_filter(phone: Option<String>) -> Result<Option<String>, Invalid> {
+    match phone.map(|p| p.trim().to_string()).filter(|p| !p.is_empty()) {
+        Some(p) if !is_e164(&p) => Err(Invalid::new("phone", "phone must be E.164, e.g. +15551230000")),
+        phone => Ok(phone),
+    }
+}
+
 /// A request's one-time `code` (of `POST /auth/otp/start` or `POST /dev/signup`): required, trimmed.
 pub fn required_code(code: Option<&str>) -> Result<&str, Invalid> {
     code.map(str::trim).filter(|c| !c.is_empty()).ok_or_else(|| Invalid::new("code", "code is required"))

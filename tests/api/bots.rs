@@ -226,6 +226,37 @@ async fn the_signup_flow_end_to_end_with_server_side_validation() {
     // Someone else's flow is 404.
     let stranger = app.login("+15559990000").await;
     app.post(&stranger, &format!("/api/v1/me/flows/{reference}/start"), json!({})).await.error(404, "not_found");
+
+    // The partner sees its bots' sessions, newest first: by bot (the console's Bots page) and by phone (the
+    // contact panel).
+    let again = app.post(&key, "/api/v1/bots/signup/flows/signup/invite", json!({"phone": "+15557654321"})).await;
+    let newest = again.ok(201)["flow_session"]["ref"].clone();
+    let list = app.get(&key, "/api/v1/flow-sessions?bot=signup").await;
+    let data = list.ok(200)["data"].as_array().unwrap().clone();
+    assert_eq!(data.len(), 2);
+    assert_eq!((&data[0]["ref"], &data[0]["state"], &data[0]["kind"]), (&newest, &json!("invited"), &json!("flow")));
+    assert_eq!(data[1]["ref"], reference.as_str());
+    assert_eq!(
+        (&data[1]["state"], &data[1]["flow"], &data[1]["title"]),
+        (&json!("completed"), &json!("signup"), &json!("Sign up"))
+    );
+    assert!(data[1]["completed_at"].is_string() && data[0]["completed_at"].is_null());
+    assert_eq!(data[1]["bot"], "signup");
+    let mine = app.get(&key, &format!("/api/v1/flow-sessions?phone={}", PHONE.replace('+', "%2B"))).await;
+    let mine = mine.ok(200)["data"].as_array().unwrap().clone();
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0]["ref"], reference.as_str());
+    let page = app.get(&key, "/api/v1/flow-sessions?limit=1").await;
+    assert_eq!(page.ok(200)["data"].as_array().unwrap().len(), 1);
+    let next = page.json["next_cursor"].as_str().unwrap().to_string();
+    let rest = app.get(&key, &format!("/api/v1/flow-sessions?limit=1&cursor={next}")).await;
+    assert_eq!(rest.ok(200)["data"][0]["ref"], reference.as_str());
+    app.get(&key, "/api/v1/flow-sessions?phone=555").await.field_error("phone");
+    app.get(&key, "/api/v1/flow-sessions?bot=nope").await.error(404, "not_found");
+    // Another partner sees none of them, and its filter on this bot is 404.
+    let other = app.partner("globex").await;
+    assert!(app.get(&other, "/api/v1/flow-sessions").await.ok(200)["data"].as_array().unwrap().is_empty());
+    app.get(&other, "/api/v1/flow-sessions?bot=signup").await.error(404, "not_found");
 }
 
 #[tokio::test]

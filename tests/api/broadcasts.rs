@@ -57,6 +57,11 @@ async fn a_broadcast_reaches_each_linked_claimed_user_exactly_once() {
     let phones = audience(&app, "acme", 300, 0, true).await;
     // Not in the audience: unclaimed users and another partner's users.
     audience(&app, "acme", 5, 1000, false).await;
+    // The console's preview: how many a broadcast would reach now.
+    let size = app.get(&key, "/api/v1/broadcasts/audience").await;
+    assert_eq!(size.ok(200)["count"], 300);
+    assert_eq!(size.json["audience"], "linked");
+    assert_eq!(app.get(&other, "/api/v1/broadcasts/audience").await.ok(200)["count"], 0);
     let r = app
         .post(&key, "/api/v1/broadcasts", json!({"body": "Shop closes early today", "priority": "notification"}))
         .await;
@@ -70,6 +75,11 @@ async fn a_broadcast_reaches_each_linked_claimed_user_exactly_once() {
     assert_eq!(done["sent"], 300);
     assert_eq!(done["failed"], 0);
     assert!(done["completed_at"].is_string());
+    // Its messages by state (all 300 are somewhere; a list leaves the counts out).
+    let states = done["states"].as_object().unwrap();
+    assert_eq!(states.values().map(|n| n.as_i64().unwrap()).sum::<i64>(), 300, "{states:?}");
+    assert!(states.keys().all(|s| ["queued", "sent", "delivered", "read", "failed"].contains(&s.as_str())));
+    assert!(app.get(&key, "/api/v1/broadcasts").await.ok(200)["data"][0].get("states").is_none());
     let counts = per_phone(&app, id).await;
     assert_eq!(counts.len(), 300);
     assert!(counts.iter().all(|(_, n)| *n == 1));

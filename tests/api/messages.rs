@@ -42,6 +42,22 @@ async fn text_message_is_created_queued_with_the_interface_fields() {
     assert_eq!(with["attempts"][0]["channel"], "sms", "an OTP to a user who is not online goes by SMS");
     assert_eq!(with["attempts"][0]["state"], "sent");
     assert!(is_record_time(with["attempts"][0]["at"].as_str().unwrap()));
+    assert!(with.get("events").is_none(), "events only when asked for");
+    // Every state it has been in, oldest first: queued (no channel yet), then sent by SMS.
+    let both = app.get(&key, &format!("/api/v1/messages/{id}?include=attempts,events")).await;
+    let events = both.ok(200)["events"].as_array().unwrap().clone();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!((&events[0]["state"], &events[0]["channel"]), (&json!("queued"), &Value::Null));
+    assert_eq!((&events[1]["state"], &events[1]["channel"]), (&json!("sent"), &json!("sms")));
+    assert!(events.iter().all(|e| is_record_time(e["at"].as_str().unwrap())));
+    assert_eq!(both.json["attempts"].as_array().unwrap().len(), 1);
+    // Read by the app: a second change.
+    assert_eq!(app.post(&key, &format!("/api/v1/messages/{id}/read"), json!({})).await.ok(200)["state"], "read");
+    let later = app.get(&key, &format!("/api/v1/messages/{id}?include=events")).await;
+    let states: Vec<&str> =
+        later.ok(200)["events"].as_array().unwrap().iter().map(|e| e["state"].as_str().unwrap()).collect();
+    assert_eq!(states, ["queued", "sent", "read"]);
+    assert!(later.json.get("attempts").is_none());
 }
 
 #[tokio::test]

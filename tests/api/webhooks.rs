@@ -450,3 +450,48 @@ async fn a_delivery_shows_what_it_sends_and_every_failed_one_since_a_time_is_sen
     assert!(ids.contains(&id));
     eventually("none dead", || async { dead().await.as_array().is_some_and(|d| d.is_empty()) }).await;
 }
+
+/// The delivery ids a list answers, in its order.
+async fn delivery_ids(app: &TestApp, key: &str, path: String) -> Vec<Value> {
+    let r = app.get(key, &path).await;
+    r.ok(200)["data"].as_array().unwrap().iter().map(|d| d["delivery_id"].clone()).collect()
+}
+
+#[tokio::test]
+async fn the_delivery_log_filters_by_time_and_a_page_of_failed_ones_is_whole() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    // Three events an hour apart; with no endpoint each is recorded `dead` (the log still shows it).
+    for code in ["a", "b", "c"] {
+        let body = json!({"code": code, "channel": "sms", "category": "utility", "body": "x"});
+        let t = app.post(&key, "/api/v1/templates", body).await;
+        app.post(&key, &format!("/api/v1/templates/{}/submit", t.ok(201)["template_id"]), json!({})).await.ok(200);
+        app.clock.advance_ms(3_600_000);
+    }
+    let all = app.get(&key, "/api/v1/webhooks/deliveries").await.ok(200)["data"].as_array().unwrap().clone();
+    assert_eq!(all.len(), 3, "{all:?}");
+    let at = |i: usize| all[i]["created_at"].as_str().unwrap().replace(' ', "%20");
+    let ids = |path: String| delivery_ids(&app, &key, path);
+    let id = |i: usize| all[i]["delivery_id"].clone();
+    // Newest first: all[0] is the last event. `since` is inclusive, `until` exclusive.
+    assert_eq!(ids(format!("/api/v1/webhooks/deliveries?since={}", at(1))).await, [id(0), id(1)]);
+    assert_eq!(ids(format!("/api/v1/webhooks/deliveries?until={}", at(1))).await, [id(2)]);
+    assert_eq!(ids(format!("/api/v1/webhooks/deliveries?since={}&until={}", at(2), at(0))).await, [id(1), id(2)]);
+    assert_eq!(ids("/api/v1/webhooks/deliveries?since=&until=".into()).await.len(), 3);
+    app.get(&key, "/api/v1/webhooks/deliveries?since=yesterday").await.field_error("since");
+    app.get(&key, "/api/v1/webhooks/deliveries?until=2026-13-01%2000:00:00").await.field_error("until");
+
+    // `failed` (retrying after a failed attempt) is chosen in the query, so a page holds what it says: the
+    // two newest are waiting for their first attempt, the oldest has failed once.
+    sqlx::query(
+        "UPDATE outbox_events SET state = 'pending', last_error = NULL, next_attempt_at = $1, \
+         attempts = CASE WHEN delivery_id = $2 THEN 1 ELSE 0 END",
+    )
+    .bind(app.now() + 86_400_000)
+    .bind(all[2]["delivery_id"].as_str().unwrap())
+    .execute(app.state.db.writer())
+    .await
+    .unwrap();
+    assert_eq!(ids("/api/v1/webhooks/deliveries?state=failed&limit=1".into()).await, [id(2)]);
+    assert_eq!(ids("/api/v1/webhooks/deliveries?state=pending".into()).await.len(), 3);
+}

@@ -378,6 +378,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/broadcasts/audience": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How many users a broadcast would reach, before sending one. */
+        get: operations["audience_count"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/broadcasts/{id}": {
         parameters: {
             query?: never;
@@ -809,6 +826,23 @@ export interface paths {
         put?: never;
         /** Send one signed sample message.status event to my webhook now. */
         post: operations["dev_test_webhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/flow-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List flow sessions, newest first. */
+        get: operations["list_sessions"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2503,6 +2537,26 @@ export interface components {
         BotResponse: {
             bot: components["schemas"]["Bot"];
         };
+        /**
+         * @description A flow invitation or chat session, as the partner sees it (the guest's state and the user's answers
+         *     stay with the bot: a completed flow's answers went to it in `flow.completed`).
+         */
+        BotSession: {
+            /** @description The bot's code. */
+            bot: string;
+            completed_at?: string | null;
+            /** @description The flow's code (none for a chat session). */
+            flow?: string | null;
+            /** @description When the invitation was sent or the chat opened. */
+            invited_at: string;
+            kind: components["schemas"]["SessionKind"];
+            phone: string;
+            /** @description `flow_…` (a flow invitation) or the chat session's ref. */
+            ref: string;
+            state: components["schemas"]["SessionState"];
+            /** @description The flow's title, as the invitation showed it. */
+            title?: string | null;
+        };
         /** @description A new bot token. */
         BotToken: {
             /** @description `bot_<prefix>.<secret>`, shown once. */
@@ -2540,10 +2594,27 @@ export interface components {
             /** @enum {string} */
             state: "queued" | "sending" | "completed" | "failed";
             /**
+             * @description One broadcast only (not in lists): how many of its messages are in each state now (`queued`,
+             *     `delivered`, `read`, `failed`, …); states no message is in are left out.
+             */
+            states?: {
+                [key: string]: number;
+            } | null;
+            /**
              * Format: int64
              * @description Recipients, counted when the fan-out starts.
              */
             total?: number | null;
+        };
+        /** @description Who a broadcast would reach now. */
+        BroadcastAudience: {
+            /** @description `linked`: the linked users who claimed their account. */
+            audience: string;
+            /**
+             * Format: int64
+             * @description How many users that is now (the broadcast counts again when its fan-out starts).
+             */
+            count: number;
         };
         /** @description Either `message_ids` or `phone`. Ids of other partners' messages are ignored. */
         BulkRead: {
@@ -3100,6 +3171,27 @@ export interface components {
             next_cursor?: string | null;
         };
         /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_BotSession: {
+            data: {
+                /** @description The bot's code. */
+                bot: string;
+                completed_at?: string | null;
+                /** @description The flow's code (none for a chat session). */
+                flow?: string | null;
+                /** @description When the invitation was sent or the chat opened. */
+                invited_at: string;
+                kind: components["schemas"]["SessionKind"];
+                phone: string;
+                /** @description `flow_…` (a flow invitation) or the chat session's ref. */
+                ref: string;
+                state: components["schemas"]["SessionState"];
+                /** @description The flow's title, as the invitation showed it. */
+                title?: string | null;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
         List_Broadcast: {
             data: {
                 /** @description `linked`, or `all` for system broadcasts. */
@@ -3120,6 +3212,13 @@ export interface components {
                 sent: number;
                 /** @enum {string} */
                 state: "queued" | "sending" | "completed" | "failed";
+                /**
+                 * @description One broadcast only (not in lists): how many of its messages are in each state now (`queued`,
+                 *     `delivered`, `read`, `failed`, …); states no message is in are left out.
+                 */
+                states?: {
+                    [key: string]: number;
+                } | null;
                 /**
                  * Format: int64
                  * @description Recipients, counted when the fan-out starts.
@@ -3262,6 +3361,11 @@ export interface components {
                 conversation_id?: number | null;
                 created_at: string;
                 direction: components["schemas"]["Direction"];
+                /**
+                 * @description With `include=events`: every state the message has been in, oldest first (from `queued`; each later
+                 *     one is a `message.status` event).
+                 */
+                events?: components["schemas"]["MessageStateChange"][] | null;
                 lang?: string | null;
                 /** Format: int64 */
                 message_id: number;
@@ -3466,6 +3570,11 @@ export interface components {
             conversation_id?: number | null;
             created_at: string;
             direction: components["schemas"]["Direction"];
+            /**
+             * @description With `include=events`: every state the message has been in, oldest first (from `queued`; each later
+             *     one is a `message.status` event).
+             */
+            events?: components["schemas"]["MessageStateChange"][] | null;
             lang?: string | null;
             /** Format: int64 */
             message_id: number;
@@ -3504,6 +3613,12 @@ export interface components {
         };
         /** @enum {string} */
         MessageState: "queued" | "sent" | "delivered" | "read" | "failed";
+        /** @description One change of a message's state. */
+        MessageStateChange: {
+            at: string;
+            channel?: components["schemas"]["Channel"] | null;
+            state: components["schemas"]["MessageState"];
+        };
         /** @description `message.status`: a delivery state change of a message. `seq` only grows per message. */
         MessageStatusEvent: {
             /** @description ISO 8601 UTC. */
@@ -3738,7 +3853,6 @@ export interface components {
         };
         /** @description Which failed deliveries to send again. */
         RetryFailed: {
-            /** @description Deliveries created at or after this time (`YYYY-MM-DD HH:MM:SS` UTC, as records show times). */
             since: string;
         };
         /** @enum {string} */
@@ -3802,6 +3916,8 @@ export interface components {
             template_code?: string | null;
             vars?: Record<string, never> | null;
         };
+        /** @enum {string} */
+        SessionKind: "flow" | "chat";
         /** @enum {string} */
         SessionState: "invited" | "in_progress" | "completed";
         /** @description A chat session's new steps. */
@@ -4909,6 +5025,30 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    audience_count: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The audience and its size now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BroadcastAudience"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     get_broadcast: {
         parameters: {
             query?: never;
@@ -5795,6 +5935,41 @@ export interface operations {
             };
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    list_sessions: {
+        parameters: {
+            query?: {
+                /** @description Only this bot's sessions (its code; another partner's bot is 404; empty: every bot's). */
+                bot?: string;
+                /** @description Only this user's sessions (E.164; empty: every user's). */
+                phone?: string;
+                /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of sessions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_BotSession"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };
@@ -7107,7 +7282,7 @@ export interface operations {
     get_message: {
         parameters: {
             query?: {
-                /** @description `attempts` adds the delivery attempts. */
+                /** @description A comma-separated list: `attempts` adds the delivery attempts, `events` the changes of state. */
                 include?: string;
             };
             header?: never;
@@ -7119,7 +7294,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The message; with `include=attempts` also `attempts` */
+            /** @description The message; with `include=attempts` also `attempts`, with `include=events` also `events` */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7813,6 +7988,8 @@ export interface operations {
                 state?: "pending" | "succeeded" | "failed" | "dead" | "";
                 /** @description Only deliveries of this event (`message.status`, …). */
                 event?: string;
+                since?: string;
+                until?: string;
                 /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
                 limit?: number;
                 /** @description The `next_cursor` of the previous page. */

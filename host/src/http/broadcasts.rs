@@ -25,6 +25,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create_broadcast, list_broadcasts))
         .routes(routes!(get_broadcast))
+        .routes(routes!(audience_count))
         .routes(routes!(create_system_broadcast))
 }
 
@@ -48,6 +49,10 @@ pub struct BroadcastRecord {
     pub failed: i64,
     pub created_at: String,
     pub completed_at: Option<String>,
+    /// One broadcast only (not in lists): how many of its messages are in each state now (`queued`,
+    /// `delivered`, `read`, `failed`, …); states no message is in are left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub states: Option<std::collections::BTreeMap<String, i64>>,
 }
 
 /// The states of a broadcast, as a string enum.
@@ -72,6 +77,7 @@ impl From<&Broadcast> for BroadcastRecord {
             failed: b.failed,
             created_at: record_time(b.created_at),
             completed_at: b.completed_at.map(record_time),
+            states: None,
         }
     }
 }
@@ -201,5 +207,34 @@ async fn get_broadcast(
 ) -> ApiResult<Json<BroadcastRecord>> {
     let id = parse_id(&id, "broadcast")?;
     let b = store::find(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("broadcast"))?;
-    Ok(Json(BroadcastRecord::from(&b)))
+    let states = store::message_states(&state.db, b.id).await?;
+    let mut record = BroadcastRecord::from(&b);
+    record.states = Some(states.into_iter().map(|(s, n)| (s.as_str().to_string(), n)).collect());
+    Ok(Json(record))
+}
+
+/// Who a broadcast would reach now.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = BroadcastAudience)]
+pub struct AudienceCount {
+    /// `linked`: the linked users who claimed their account.
+    pub audience: String,
+    /// How many users that is now (the broadcast counts again when its fan-out starts).
+    pub count: i64,
+}
+
+/// How many users a broadcast would reach, before sending one.
+#[utoipa::path(
+    get,
+    path = "/broadcasts/audience",
+    tag = "broadcasts",
+    security(("partnerKey" = [])),
+    responses((status = 200, description = "The audience and its size now", body = AudienceCount))
+)]
+async fn audience_count(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+) -> ApiResult<Json<AudienceCount>> {
+    let count = store::audience_size(&state.db, partner.id, "linked").await?;
+    Ok(Json(AudienceCount { audience: "linked".into(), count }))
 }

@@ -51,6 +51,29 @@ pub fn filter_of(names: &[&'static str], description: &str) -> utoipa::openapi::
         .build()
 }
 
+/// A time as records show them (`YYYY-MM-DD HH:MM:SS`, UTC), every day of it a real date (the 29th of
+/// February in leap years only), so that whatever matches is a time the server reads.
+pub const RECORD_TIME: &str = "(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)\
+     |02-(?:0[1-9]|1[0-9]|2[0-8]))|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29) \
+     (?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]";
+
+/// A required time in the record format (`YYYY-MM-DD HH:MM:SS`, UTC).
+pub fn record_time_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .pattern(Some(format!("^{RECORD_TIME}$")))
+        .build()
+}
+
+/// A time filter in the record format (`YYYY-MM-DD HH:MM:SS`, UTC); empty: no filter.
+pub fn record_time_filter(description: &str) -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .description(Some(format!("{description} (`YYYY-MM-DD HH:MM:SS`, UTC); empty: no filter")))
+        .pattern(Some(format!("^(?:{RECORD_TIME})?$")))
+        .build()
+}
+
 /// Bytes of any type, in a response (`{"type": "string", "format": "binary"}`).
 pub struct Binary;
 

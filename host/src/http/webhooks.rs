@@ -11,12 +11,12 @@ use utoipa_axum::routes;
 
 use super::{ApiJson, ApiQuery, E404, E422, List, PageParams, query_text};
 use crate::auth::PartnerAuth;
-use crate::clock::{iso_time, record_time};
+use crate::clock::{iso_time, parse_record_time, record_time};
 use crate::http::error::{ApiError, ApiResult};
 use crate::names::{DeliveryState, string_enum};
 use crate::signing;
 use crate::state::AppState;
-use crate::store::outbox::{self, Target, WebhookDelivery};
+use crate::store::outbox::{self, DeliveryQuery, Target, WebhookDelivery};
 use crate::store::{developers, partners};
 use crate::webhooks::{self, Endpoint};
 
@@ -218,6 +218,28 @@ struct DeliveryFilter {
     state: Option<DeliveryStateFilter>,
     /// Only deliveries of this event (`message.status`, …).
     event: Option<String>,
+    #[param(schema_with = since_schema)]
+    since: Option<String>,
+    #[param(schema_with = until_schema)]
+    until: Option<String>,
+}
+
+fn since_schema() -> utoipa::openapi::Object {
+    super::openapi::record_time_filter("Only deliveries created at or after this time")
+}
+
+fn until_schema() -> utoipa::openapi::Object {
+    super::openapi::record_time_filter("Only deliveries created before this time")
+}
+
+/// A time filter of the query, read as records write times.
+fn time_filter(field: &'static str, text: Option<String>) -> ApiResult<Option<i64>> {
+    query_text(text)
+        .map(|t| {
+            parse_record_time(&t)
+                .ok_or_else(|| ApiError::validation(field, format!("{field} is a time as YYYY-MM-DD HH:MM:SS (UTC)")))
+        })
+        .transpose()
 }
 
 /// The states a delivery list can be filtered by.
@@ -252,18 +274,15 @@ async fn list_deliveries(
         None => (None, false),
     };
     let event = query_text(filter.event);
-    let mut rows = outbox::list_deliveries(
-        &state.db,
-        Target::Partner(partner.id),
-        state_filter,
-        event.as_deref(),
-        page.before,
-        page.fetch(),
-    )
-    .await?;
-    if only_failed {
-        rows.retain(|d| d.attempts > 0);
-    }
+    let query = DeliveryQuery {
+        state: state_filter,
+        only_failed,
+        event: event.as_deref(),
+        since: time_filter("since", filter.since)?,
+        until: time_filter("until", filter.until)?,
+    };
+    let rows =
+        outbox::list_deliveries(&state.db, Target::Partner(partner.id), &query, page.before, page.fetch()).await?;
     Ok(Json(page.list(rows, |d| d.id, |d| DeliveryRecord::from(d))))
 }
 
@@ -303,11 +322,7 @@ async fn get_delivery(
 #[schema(as = RetryFailed)]
 struct RetryFailed {
     /// Deliveries created at or after this time (`YYYY-MM-DD HH:MM:SS` UTC, as records show times).
-    #[schema(
-        value_type = String,
-        required = true,
-        pattern = "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01]) ([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$"
-    )]
+    #[schema(schema_with = super::openapi::record_time_schema, required = true)]
     since: Option<String>,
 }
 
@@ -335,13 +350,8 @@ async fn retry_failed(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<RetryFailed>,
 ) -> ApiResult<Json<Retried>> {
-    let since = req
-        .since
-        .as_deref()
-        .and_then(|t| chrono::NaiveDateTime::parse_from_str(t.trim(), "%Y-%m-%d %H:%M:%S").ok())
-        .ok_or_else(|| ApiError::validation("since", "since is a time as YYYY-MM-DD HH:MM:SS (UTC)"))?
-        .and_utc()
-        .timestamp_millis();
+    let since = time_filter("since", req.since)?
+        .ok_or_else(|| ApiError::validation("since", "since is a time as YYYY-MM-DD HH:MM:SS (UTC)"))?;
     let retried = outbox::retry_failed_since(&state.db, Target::Partner(partner.id), since, state.now()).await?;
     Ok(Json(Retried { retried }))
 }

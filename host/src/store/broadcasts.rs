@@ -9,6 +9,7 @@ use sqlx::any::AnyRow;
 use super::messages::NewMedia;
 use super::{Backend, Db};
 use crate::clock::Millis;
+use crate::names::MessageState;
 
 #[derive(Debug, Clone)]
 pub struct Broadcast {
@@ -140,28 +141,44 @@ pub async fn claim(db: &Db, now: Millis, lease_ms: i64) -> Result<Option<Broadca
     row.as_ref().map(from_row).transpose()
 }
 
-/// Counts the audience (once, when the fan-out starts).
-pub async fn set_total(db: &Db, b: &Broadcast) -> Result<i64, sqlx::Error> {
-    let total: i64 = match b.audience.as_str() {
+/// How many accounts an audience has now: every claimed account (`all_claimed`), or the claimed accounts
+/// linked to the partner.
+pub async fn audience_size(db: &Db, partner_id: i64, audience: &str) -> Result<i64, sqlx::Error> {
+    match audience {
         "all_claimed" => {
-            sqlx::query_scalar("SELECT COUNT(*) FROM accounts WHERE state = 'claimed'").fetch_one(db.reader()).await?
+            sqlx::query_scalar("SELECT COUNT(*) FROM accounts WHERE state = 'claimed'").fetch_one(db.reader()).await
         }
         _ => {
             sqlx::query_scalar(
                 "SELECT COUNT(*) FROM account_links l JOIN accounts a ON a.id = l.account_id \
                  WHERE l.partner_id = $1 AND a.state = 'claimed'",
             )
-            .bind(b.partner_id)
+            .bind(partner_id)
             .fetch_one(db.reader())
-            .await?
+            .await
         }
-    };
+    }
+}
+
+/// Counts the audience (once, when the fan-out starts).
+pub async fn set_total(db: &Db, b: &Broadcast) -> Result<i64, sqlx::Error> {
+    let total = audience_size(db, b.partner_id, &b.audience).await?;
     sqlx::query("UPDATE broadcasts SET total = $1 WHERE id = $2 AND total IS NULL")
         .bind(total)
         .bind(b.id)
         .execute(db.writer())
         .await?;
     Ok(total)
+}
+
+/// How many of a broadcast's messages are in each state now.
+pub async fn message_states(db: &Db, broadcast_id: i64) -> Result<Vec<(MessageState, i64)>, sqlx::Error> {
+    let rows =
+        sqlx::query("SELECT state, COUNT(*) AS n FROM messages WHERE broadcast_id = $1 GROUP BY state ORDER BY state")
+            .bind(broadcast_id)
+            .fetch_all(db.reader())
+            .await?;
+    rows.iter().map(|r| Ok((super::decode_name(r, "state")?, r.try_get("n")?))).collect()
 }
 
 /// The last account id of the next page of the audience (at most `limit` accounts after the cursor),

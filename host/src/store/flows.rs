@@ -29,10 +29,11 @@ pub struct Session {
     pub screen: Option<Value>,
     pub summary: Option<Value>,
     pub invited_at: Millis,
+    pub completed_at: Option<Millis>,
 }
 
 const COLUMNS: &str = "id, ref, bot_id, flow, kind, phone, state, title, message_id, guest_state, screen, summary, \
-    invited_at";
+    invited_at, completed_at";
 
 fn json_column(r: &AnyRow, name: &str) -> Result<Option<Value>, sqlx::Error> {
     let text: Option<String> = r.try_get(name)?;
@@ -54,6 +55,7 @@ fn from_row(r: &AnyRow) -> Result<Session, sqlx::Error> {
         screen: json_column(r, "screen")?,
         summary: json_column(r, "summary")?,
         invited_at: r.try_get("invited_at")?,
+        completed_at: r.try_get("completed_at")?,
     })
 }
 
@@ -125,6 +127,31 @@ pub async fn find_for_bot(db: &Db, bot_id: i64, reference: &str) -> Result<Optio
     let sql = const_format::concatcp!("SELECT ", COLUMNS, " FROM flow_sessions WHERE bot_id = $1 AND ref = $2");
     let row = sqlx::query(sql).bind(bot_id).bind(reference).fetch_optional(db.reader()).await?;
     row.as_ref().map(from_row).transpose()
+}
+
+/// A partner's sessions, newest first: of one bot, of one phone, or both.
+pub async fn list_for_partner(
+    db: &Db,
+    partner_id: i64,
+    bot_id: Option<i64>,
+    phone: Option<&str>,
+    before: Option<i64>,
+    limit: i64,
+) -> Result<Vec<(Session, String)>, sqlx::Error> {
+    let sql = "SELECT s.id, s.ref, s.bot_id, s.flow, s.kind, s.phone, s.state, s.title, s.message_id, s.guest_state, \
+         s.screen, s.summary, s.invited_at, s.completed_at, b.code AS bot_code \
+         FROM flow_sessions s JOIN bots b ON b.id = s.bot_id \
+         WHERE b.partner_id = $1 AND ($2 IS NULL OR s.bot_id = $2) AND ($3 IS NULL OR s.phone = $3) \
+         AND ($4 IS NULL OR s.id < $4) ORDER BY s.id DESC LIMIT $5";
+    let rows = sqlx::query(sql)
+        .bind(partner_id)
+        .bind(bot_id)
+        .bind(phone)
+        .bind(before)
+        .bind(limit)
+        .fetch_all(db.reader())
+        .await?;
+    rows.iter().map(|r| Ok((from_row(r)?, r.try_get("bot_code")?))).collect()
 }
 
 /// A session's progress after a step: the guest's state and the screen it shows (none: unchanged).

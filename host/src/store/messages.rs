@@ -409,6 +409,31 @@ pub async fn list_attempts(db: &Db, message_id: i64) -> Result<Vec<DeliveryAttem
         .collect()
 }
 
+/// One change of a message's state, from its history.
+#[derive(Debug, Clone)]
+pub struct StateChange {
+    pub state: MessageState,
+    pub channel: Option<Channel>,
+    pub at: Millis,
+}
+
+/// Every state a message has been in, oldest first (from its creation).
+pub async fn list_state_changes(db: &Db, message_id: i64) -> Result<Vec<StateChange>, sqlx::Error> {
+    let rows = sqlx::query("SELECT state, channel, at FROM message_states WHERE message_id = $1 ORDER BY seq")
+        .bind(message_id)
+        .fetch_all(db.reader())
+        .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(StateChange {
+                state: decode_name(r, "state")?,
+                channel: super::decode_optional_name(r, "channel")?,
+                at: r.try_get("at")?,
+            })
+        })
+        .collect()
+}
+
 /// Moves a message to `state` when it is in one of `from`, recording the change in the state history and
 /// the `message.status` event (built by `event`) in the same transaction. Returns the updated message, or
 /// `None` when the message was not in one of `from` (nothing changes then).

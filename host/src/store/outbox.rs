@@ -362,12 +362,24 @@ fn delivery_from_row(r: &sqlx::any::AnyRow) -> Result<WebhookDelivery, sqlx::Err
     })
 }
 
+/// What a delivery list is narrowed to (every part optional).
+#[derive(Debug, Default)]
+pub struct DeliveryQuery<'a> {
+    pub state: Option<DeliveryState>,
+    /// Only deliveries with at least one attempt (with `state` pending: retrying after a failure).
+    pub only_failed: bool,
+    pub event: Option<&'a str>,
+    /// Created at or after.
+    pub since: Option<Millis>,
+    /// Created before.
+    pub until: Option<Millis>,
+}
+
 /// A target's deliveries, newest first, filtered by state and event.
 pub async fn list_deliveries(
     db: &super::Db,
     target: Target,
-    state: Option<DeliveryState>,
-    event: Option<&str>,
+    query: &DeliveryQuery<'_>,
     before: Option<i64>,
     limit: i64,
 ) -> Result<Vec<WebhookDelivery>, sqlx::Error> {
@@ -375,14 +387,18 @@ pub async fn list_deliveries(
         "SELECT ",
         DELIVERY_COLUMNS,
         " FROM outbox_events WHERE target = $1 AND target_id = $2 AND ($3 IS NULL OR state = $3) \
-         AND ($4 IS NULL OR event = $4) AND ($5 IS NULL OR id < $5) ORDER BY id DESC LIMIT $6"
+         AND ($4 IS NULL OR event = $4) AND ($5 IS NULL OR id < $5) AND ($6 = 0 OR attempts > 0) \
+         AND ($7 IS NULL OR created_at >= $7) AND ($8 IS NULL OR created_at < $8) ORDER BY id DESC LIMIT $9"
     );
     let rows = sqlx::query(sql)
         .bind(target.kind())
         .bind(target.id())
-        .bind(state.map(DeliveryState::as_str))
-        .bind(event)
+        .bind(query.state.map(DeliveryState::as_str))
+        .bind(query.event)
         .bind(before)
+        .bind(i64::from(query.only_failed))
+        .bind(query.since)
+        .bind(query.until)
         .bind(limit)
         .fetch_all(db.reader())
         .await?;

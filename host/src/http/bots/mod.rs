@@ -1,12 +1,14 @@
 //! `/bots`: a partner's bots. Create (token and webhook secret shown once), read (partner key or the
 //! bot's own token), update, credentials (prefixes only), token and secret rotation, webhook settings and
 //! a signed test, the component upload of `local` bots, flow invitations, and the inbound webhook a bot
-//! answers through (bot token, secret header or body signature; `allowed_ips`).
+//! answers through (bot token, secret header or body signature; `allowed_ips`), and the sessions of the
+//! partner's bots (`/flow-sessions`).
 
 mod component;
 mod inbound;
 mod invite;
 mod manage;
+mod sessions;
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -37,6 +39,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(manage::test_bot_webhook))
         .routes(routes!(component::upload_bot_component))
         .routes(routes!(invite::invite_to_flow))
+        .routes(routes!(sessions::list_sessions))
 }
 
 const CHANNELS: &[&str] = &["inapp", "whatsapp", "sms"];

@@ -76,6 +76,20 @@ pub struct MessageRecord {
     /// With `include=attempts`: every delivery attempt, oldest first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<AttemptRecord>>,
+    /// With `include=events`: every state the message has been in, oldest first (from `queued`; each later
+    /// one is a `message.status` event).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<StateChangeRecord>>,
+}
+
+/// One change of a message's state.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = MessageStateChange)]
+pub struct StateChangeRecord {
+    pub state: MessageState,
+    /// The channel the message was on when it changed (none before one was tried).
+    pub channel: Option<Channel>,
+    pub at: String,
 }
 
 /// One delivery attempt of a message.
@@ -124,6 +138,7 @@ impl From<&Message> for MessageRecord {
             lang: m.lang.clone().filter(|_| template),
             content: serde_json::from_value(m.content.clone()).unwrap_or_default(),
             attempts: None,
+            events: None,
         }
     }
 }

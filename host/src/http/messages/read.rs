@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::{AttemptRecord, MessageRecord};
+use super::{AttemptRecord, MessageRecord, StateChangeRecord};
 use crate::auth::PartnerAuth;
 use crate::clock::record_time;
 use crate::http::error::{ApiError, ApiResult};
@@ -13,12 +13,12 @@ use crate::http::{ApiQuery, List, PageParams, parse_id};
 use crate::names::MessageState;
 use crate::state::AppState;
 use crate::store::messages::{self as store, MessageFilter};
-use crate::validate::is_e164;
+use crate::validate::phone_filter;
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(super) struct GetMessageQuery {
-    /// `attempts` adds the delivery attempts.
+    /// A comma-separated list: `attempts` adds the delivery attempts, `events` the changes of state.
     include: Option<String>,
 }
 
@@ -30,7 +30,7 @@ pub(super) struct GetMessageQuery {
     security(("partnerKey" = [])),
     params(GetMessageQuery),
     responses(
-        (status = 200, description = "The message; with `include=attempts` also `attempts`", body = MessageRecord),
+        (status = 200, description = "The message; with `include=attempts` also `attempts`, with `include=events` also `events`", body = MessageRecord),
         (status = 404, response = crate::http::E404),
     )
 )]
@@ -44,7 +44,17 @@ pub(super) async fn get_message(
     let m = store::find_message(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("message"))?;
     let mut record = MessageRecord::from(&m);
     let include = query.include.unwrap_or_default();
-    if include.split(',').any(|part| part.trim() == "attempts") {
+    let wants = |part: &str| include.split(',').any(|p| p.trim() == part);
+    if wants("events") {
+        let changes = store::list_state_changes(&state.db, m.id).await?;
+        record.events = Some(
+            changes
+                .into_iter()
+                .map(|c| StateChangeRecord { state: c.state, channel: c.channel, at: record_time(c.at) })
+                .collect(),
+        );
+    }
+    if wants("attempts") {
         let attempts = store::list_attempts(&state.db, m.id).await?;
         record.attempts = Some(
             attempts
@@ -91,12 +101,8 @@ pub(super) async fn list_messages(
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> ApiResult<Json<List<MessageRecord>>> {
     let page = page.page()?;
-    let phone = query.phone.filter(|p| !p.is_empty());
-    if phone.as_deref().is_some_and(|p| !is_e164(p)) {
-        return Err(ApiError::validation("phone", "phone must be E.164"));
-    }
     let filter = MessageFilter {
-        phone,
+        phone: phone_filter(query.phone)?,
         state: query.state,
         q: query.q.map(|q| q.trim().to_string()).filter(|q| !q.is_empty()),
         before: page.before,
