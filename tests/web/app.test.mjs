@@ -818,6 +818,17 @@ async function consoleSignIn(pg, phone, url) {
   assert.equal(new URL(pg.url()).hash, "", "the invitation leaves the address bar");
 }
 
+/** A new browser with a member of `role` signed in to the console from a fresh invitation. */
+async function memberConsole(role) {
+  const phone = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  const { link } = await partner("POST", "/members/invitations", { role });
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const pg = await ctx.newPage();
+  pg.on("pageerror", (e) => pageErrors.push(String(e)));
+  await consoleSignIn(pg, phone, link);
+  return { ctx, pg, phone };
+}
+
 test("3f. the partner console: an owner joins by invitation and invites an agent, who answers the user live, assigns, notes and closes", async () => {
   const stamp = Date.now().toString(36);
   const OWNER = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
@@ -1108,14 +1119,9 @@ test("3h. the console's webhooks: a failed delivery, its request body, and sendi
 });
 
 test("3i. the console's bots: create one (secrets once), rotate its token, upload a broken component and read why, then a good one", async () => {
-  const ADMIN = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
   const code = `b${Date.now().toString(36)}`;
-  const { link } = await partner("POST", "/members/invitations", { role: "admin" });
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const { ctx, pg: admin } = await memberConsole("admin");
   try {
-    const admin = await ctx.newPage();
-    admin.on("pageerror", (e) => pageErrors.push(String(e)));
-    await consoleSignIn(admin, ADMIN, link);
     await admin.getByRole("link", { name: "Bots" }).click();
     await admin.getByRole("heading", { name: "Bots", level: 1 }).waitFor();
     await admin.getByLabel(/^Code/).fill(code);
@@ -1164,16 +1170,11 @@ test("3i. the console's bots: create one (secrets once), rotate its token, uploa
   }
 });
 
-test("3j. the console's messages and templates: filter the log, read a message's attempts; save a template and submit it", async () => {
-  const ADMIN = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+test("3j. the console's messages and templates: filter the log, read a message's attempts and states; save a template and submit it", async () => {
   const stamp = Date.now().toString(36);
-  const { link } = await partner("POST", "/members/invitations", { role: "admin" });
   const sent = await send({ phone: PHONE, body: `Your parcel ${stamp} left the depot` });
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const { ctx, pg: admin } = await memberConsole("admin");
   try {
-    const admin = await ctx.newPage();
-    admin.on("pageerror", (e) => pageErrors.push(String(e)));
-    await consoleSignIn(admin, ADMIN, link);
     // The log, by phone and words: the message, then its attempts.
     await admin.getByRole("link", { name: "Messages" }).click();
     await admin.getByRole("heading", { name: "Messages", level: 1 }).waitFor();
@@ -1189,11 +1190,17 @@ test("3j. the console's messages and templates: filter the log, read a message's
       attempt = (await partner("GET", `/messages/${sent.message_id}?include=attempts`)).attempts?.[0];
       return !!attempt;
     }, "a delivery attempt");
-    await row.getByRole("button", { name: `Attempts of message ${sent.message_id}` }).click();
+    await row.getByRole("button", { name: `History of message ${sent.message_id}` }).click();
     const detail = admin.getByRole("article", { name: `Message ${sent.message_id} to ${PHONE}` });
     await detail.waitFor();
     const tried = detail.getByRole("row").filter({ hasText: attempt.channel }).first();
     await tried.getByRole("cell", { name: attempt.kind, exact: true }).waitFor();
+    // Every state it has been in: what the API's history says, in that order (from queued).
+    const events = (await partner("GET", `/messages/${sent.message_id}?include=events`)).events;
+    assert.ok(events.length >= 2 && events[0].state === "queued", "queued, then tried");
+    const states = detail.getByRole("table", { name: `States of message ${sent.message_id}` });
+    const cells = await states.locator("tbody tr td:nth-child(2)").allTextContents();
+    assert.deepEqual(cells.slice(0, events.length), events.map((e) => e.state));
     await axe("console-messages", admin);
     // A template: saved as a draft, then submitted for review.
     await admin.getByRole("link", { name: "Templates" }).click();
@@ -1209,6 +1216,111 @@ test("3j. the console's messages and templates: filter the log, read a message's
     assert.notEqual(listed.status, "draft", "submitted");
     await template.getByText(listed.status, { exact: true }).waitFor();
     await axe("console-templates", admin);
+  } finally {
+    await ctx.close();
+  }
+});
+
+test("3k. the console's broadcasts, accounts and bots: a preview with its audience then progress; custom fields and a link; invite to a flow, its session beside the conversation", async () => {
+  const OTHER = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  const stamp = Date.now().toString(36);
+  const key = `tier_${stamp}`;
+  await ensureBot("signup", "signup");
+  const { ctx, pg: admin } = await memberConsole("admin");
+  try {
+
+    // Accounts: a required selection field; a link without it is refused on that field, with it linked.
+    await admin.getByRole("link", { name: "Accounts" }).click();
+    await admin.getByRole("heading", { name: "Accounts", level: 1 }).waitFor();
+    await admin.getByLabel(/^Key/).fill(key);
+    await admin.getByLabel("Label", { exact: true }).fill("Tier");
+    await admin.getByLabel("Type", { exact: true }).selectOption("selection");
+    await admin.getByLabel("Choices, one per line").fill("Gold\nSilver");
+    await admin.getByLabel("Required when linking").check();
+    await admin.getByRole("button", { name: "Add field" }).click();
+    const field = admin.getByRole("row", { name: new RegExp(key) });
+    await field.getByRole("cell", { name: "Gold, Silver" }).waitFor();
+    const linkForm = admin.getByRole("form", { name: "Link a user" });
+    await linkForm.getByLabel("Phone", { exact: true }).fill(OTHER);
+    await linkForm.getByLabel("Send an SMS inviting them").uncheck();
+    await linkForm.getByRole("button", { name: "Link" }).click();
+    await linkForm.locator("p.error").first().waitFor();
+    assert.equal(await linkForm.getByLabel("Tier (required)").getAttribute("aria-invalid"), "true");
+    await linkForm.getByLabel("Tier (required)").selectOption("gold");
+    await linkForm.getByRole("button", { name: "Link" }).click();
+    await linkForm.getByRole("status").filter({ hasText: `${OTHER} is linked` }).waitFor();
+    assert.equal((await partner("GET", `/accounts/${encodeURIComponent(OTHER)}`)).fields[key], "gold");
+    await admin.getByLabel("Find a linked user by phone").fill(OTHER);
+    await admin.getByRole("button", { name: "Find" }).click();
+    await admin.getByRole("definition").filter({ hasText: "gold" }).waitFor();
+    await axe("console-accounts", admin);
+    // The field becomes optional, then goes (the shared partner's later links need no tier).
+    await field.getByRole("button", { name: `Make optional ${key}` }).click();
+    await field.getByRole("cell", { name: "no", exact: true }).waitFor();
+    admin.once("dialog", (d) => d.accept());
+    await field.getByRole("button", { name: `Delete ${key}` }).click();
+    await field.waitFor({ state: "detached" });
+
+    // Broadcasts: the preview and the audience count the API gives, a confirmation, then the progress.
+    const audience = (await partner("GET", "/broadcasts/audience")).count;
+    assert.ok(audience >= 1, "the test user is linked and claimed");
+    await admin.getByRole("link", { name: "Broadcasts" }).click();
+    await admin.getByRole("heading", { name: "Broadcasts", level: 1 }).waitFor();
+    await admin.getByLabel("Text").fill(`Opening hours change ${stamp}`);
+    await admin.getByRole("figure", { name: /Preview/ }).getByText(`Opening hours change ${stamp}`).waitFor();
+    const reach = `${audience} ${audience === 1 ? "user" : "users"}`;
+    await admin.getByText(`${reach} now`).waitFor();
+    await admin.getByRole("button", { name: "Review and send" }).click();
+    await admin.getByRole("button", { name: `Send to ${reach}` }).click();
+    const progress = admin.getByRole("article", { name: /^Broadcast \d+$/ });
+    await progress.getByText(/^completed/).waitFor({ timeout: 20000 });
+    const id = Number((await progress.getByRole("heading", { level: 2 }).textContent()).replace(/\D/g, ""));
+    assert.equal((await partner("GET", `/broadcasts/${id}`)).total, audience);
+    // Its messages by state (they move on as they are delivered; all of them are counted somewhere).
+    const byState = await progress.getByRole("list", { name: "Messages by state" }).getByRole("listitem").allTextContents();
+    assert.equal(byState.reduce((sum, line) => sum + Number(line.split(": ")[1]), 0), audience, byState.join(", "));
+    await admin.getByRole("row", { name: new RegExp(`Opening hours change ${stamp}`) }).waitFor();
+    await axe("console-broadcasts", admin);
+
+    // Bots: the allowed IPs saved; the user invited to the signup flow; the session listed.
+    await admin.getByRole("link", { name: "Bots" }).click();
+    const card = admin.getByRole("article", { name: /\(signup · local\)/ });
+    await card.getByLabel(/^Allowed IPs/).fill("203.0.113.0/24");
+    await card.getByRole("button", { name: "Save settings of signup" }).click();
+    await card.getByRole("status").filter({ hasText: "The settings of signup are saved." }).waitFor();
+    assert.equal((await partner("GET", "/bots/signup")).bot.allowed_ips, "203.0.113.0/24");
+    await card.getByLabel(/^Allowed IPs/).fill("");
+    await card.getByRole("button", { name: "Save settings of signup" }).click();
+    await waitUntil(async () => (await partner("GET", "/bots/signup")).bot.allowed_ips == null, "allowed IPs cleared");
+    await card.getByLabel("Phone to invite").fill(PHONE);
+    await card.getByRole("button", { name: "Invite to the flow" }).click();
+    const invited = card.getByRole("status").filter({ hasText: `${PHONE} is invited to signup` });
+    await invited.waitFor();
+    const ref = (await invited.textContent()).match(/\((flow_\w+)\)/)[1];
+    const sessions = await partner("GET", "/flow-sessions?bot=signup&limit=1");
+    assert.equal(sessions.data[0].ref, ref);
+    await card.getByRole("table").getByRole("row").filter({ hasText: PHONE }).filter({ hasText: "invited" }).first().waitFor();
+    await axe("console-bots-sessions", admin);
+
+    // The delivery log by time: nothing was created after tomorrow.
+    await admin.getByRole("link", { name: "Webhooks" }).click();
+    await admin.getByRole("heading", { name: "Webhooks", level: 1 }).waitFor();
+    const tomorrow = new Date(Date.now() + 86400000 - new Date().getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+    await admin.getByLabel("Created from").fill(tomorrow);
+    await waitUntil(async () => (await admin.locator("tbody tr").count()) === 0, "no delivery after tomorrow");
+
+    // The contact panel beside the user's conversation shows the flow session.
+    const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
+    const opened = await fetch(API + "/api/v1/me/conversations", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ partner: "acme", subject: `Form help ${stamp}`, body: "Where is my form?" }),
+    });
+    assert.equal(opened.status, 201, await opened.text());
+    const conversation = await conversationId(`Form help ${stamp}`);
+    await admin.goto(`${BASE}/console/c/${conversation}`);
+    const contact = admin.getByRole("region", { name: "Contact" });
+    await contact.getByText(/signup · Sign up · invited/).first().waitFor();
   } finally {
     await ctx.close();
   }
@@ -1356,6 +1468,133 @@ test("3c. an encrypted conversation with an agent device: node:crypto reads the 
   assert.equal(await page.getByText("can't be read on this device").count(), 0);
   await shoot("conversation-agent-e2e");
   await axe("conversation-e2e");
+});
+
+test("3l. an agent reads and answers an encrypted conversation in the console: the key stays in the browser", async () => {
+  const stamp = Date.now().toString(36);
+  const AGENT = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  const LATER = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  const SECRET = `My PIN hint is blue-falcon-${stamp}`;
+  const ANSWER = `Your new PIN letter is on its way (${stamp}) 🔐`;
+  const { link } = await partner("POST", "/members/invitations", { role: "agent" });
+  const agents = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const laters = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  try {
+    // The agent signs in: the console makes its agent device in this browser and publishes the public key.
+    const agent = await agents.newPage();
+    agent.on("pageerror", (e) => pageErrors.push(String(e)));
+    const published = agent.waitForResponse((r) => new URL(r.url()).pathname === "/api/v1/agent/devices/keys" && r.request().method() === "POST");
+    await consoleSignIn(agent, AGENT, link);
+    const res = await published;
+    assert.equal(res.status(), 201);
+    const device = await res.json();
+    assert.match(device.device_uuid, /^agent-web-/);
+    assert.equal(device.has_keys, true);
+    const sent = JSON.parse(res.request().postData());
+    assert.deepEqual(Object.keys(sent).sort(), ["device_uuid", "identity_key_pub", "platform"], "only the public key is sent");
+    const directory = await partner("GET", `/keys/${encodeURIComponent(PHONE)}`);
+    assert.equal(directory.agent_devices.find((d) => d.device_uuid === device.device_uuid)?.identity_key_pub, device.identity_key_pub);
+    // The private key is a non-extractable CryptoKey in the console's own IndexedDB database.
+    const stored = await agent.evaluate(
+      () =>
+        new Promise((resolve, reject) => {
+          const open = indexedDB.open("hubbub-console");
+          open.onerror = () => reject(open.error);
+          open.onsuccess = () => {
+            const all = open.result.transaction("agent-devices").objectStore("agent-devices").getAll();
+            all.onsuccess = () => resolve(all.result.map((x) => ({ uuid: x.uuid, type: x.privateKey.type, extractable: x.privateKey.extractable })));
+            all.onerror = () => reject(all.error);
+          };
+        }),
+    );
+    assert.deepEqual(stored, [{ uuid: device.device_uuid, type: "private", extractable: false }]);
+
+    // The user opens a thread in the app and turns encryption on: the app wraps K_1 for every agent device,
+    // the console's among them, then sends ciphertext.
+    await page.goto(BASE + "/conversations/new");
+    await page.getByLabel("Partner").selectOption("acme");
+    await page.getByLabel("Subject").fill(`PIN reset ${stamp}`);
+    await page.getByLabel("Message").fill("I need to reset my PIN.");
+    await page.getByRole("button", { name: "Start conversation" }).click();
+    await page.waitForURL(/\/conversations\/conv_/);
+    const convRef = decodeURIComponent(new URL(page.url()).pathname.split("/").pop());
+    await page.getByRole("button", { name: "Encrypt this conversation end to end" }).click();
+    await page.getByText("🔒 end-to-end encrypted").waitFor();
+    await page.getByLabel("Your reply").fill(SECRET);
+    await page.getByRole("button", { name: "Send encrypted" }).click();
+    await page.locator(".bubble.me", { hasText: SECRET }).waitFor();
+    const id = await conversationId(`PIN reset ${stamp}`);
+    const wraps = await partner("GET", `/conversations/${id}/keys?device_uuid=${encodeURIComponent(device.device_uuid)}`);
+    const k1 = wraps.wraps.find((w) => w.key_version === 1);
+    assert.ok(k1, `the app wrapped K_1 for the console's device: ${JSON.stringify(wraps)}`);
+    assert.equal(k1.device_kind, "agent");
+    assert.equal(k1.uploaded_by, "user");
+
+    // The agent opens it: the user's text, decrypted in the console; the thread says it is encrypted.
+    const posted = [];
+    agent.on("request", (r) => r.postData() && posted.push(`${r.method()} ${r.url()} ${r.postData()}`));
+    await agent.getByLabel("Assigned").selectOption("none");
+    await agent.getByRole("link", { name: new RegExp(`PIN reset ${stamp}`) }).click();
+    await agent.getByRole("heading", { name: new RegExp(`PIN reset ${stamp}`), level: 2 }).waitFor();
+    await agent.locator("[data-e2e=on]", { hasText: "End-to-end encrypted" }).waitFor();
+    await agent.locator(".from-user", { hasText: "I need to reset my PIN." }).waitFor();
+    await agent.locator(".from-user", { hasText: SECRET }).waitFor({ timeout: 10000 });
+    assert.equal(await agent.getByText("cannot be read on this device").count(), 0);
+
+    // The reply is sealed in the browser with K_1: only the envelope goes out.
+    await agent.getByLabel(/^Encrypted reply to/).fill(ANSWER);
+    await agent.getByRole("button", { name: "Send encrypted reply" }).click();
+    await agent.locator(".from-agent", { hasText: ANSWER }).waitFor({ timeout: 10000 });
+    assert.deepEqual(posted.filter((p) => p.includes(ANSWER) || p.includes("blue-falcon")), [], "no plaintext leaves the console");
+    const thread = await partner("GET", `/conversations/${id}`);
+    const last = thread.messages.at(-1);
+    assert.equal(last.direction, "out");
+    assert.equal(last.encryption, "e2e");
+    assert.equal(last.body ?? null, null, "the server never sees the text");
+    assert.equal(last.e2e_key_version, 1);
+    assert.equal(last.e2e_envelope.mode, "conversation");
+    assert.equal(last.e2e_envelope.aad, convAad(convRef, last.ref), "bound to this thread and the ref the console chose");
+    const everything = JSON.stringify(thread) + JSON.stringify(await partner("GET", `/messages?phone=${encodeURIComponent(PHONE)}&limit=50`));
+    assert.ok(!everything.includes("blue-falcon"), "the user's text is not stored");
+    assert.ok(!everything.includes("PIN letter"), "the agent's text is not stored");
+    // The user's app opens the reply, live, and again after a reload.
+    await page.locator(".bubble.agent", { hasText: ANSWER }).waitFor({ timeout: 15000 });
+    await page.reload();
+    await page.locator(".bubble.agent", { hasText: ANSWER }).waitFor({ timeout: 10000 });
+    assert.equal(await page.getByText("can't be read on this device").count(), 0);
+    await shoot("console-thread-e2e", agent);
+    await axe("console-thread-e2e", agent);
+
+    // An agent whose browser was published after K_1 was made gets no wrap of it: the console says so and
+    // shows a placeholder, never the text. Their reply makes K_2, wrapped to the user's and every agent's
+    // devices, which the user opens; what the user writes next (under K_2) both consoles read.
+    const invitation = await partner("POST", "/members/invitations", { role: "agent" });
+    const later = await laters.newPage();
+    later.on("pageerror", (e) => pageErrors.push(String(e)));
+    await consoleSignIn(later, LATER, invitation.link);
+    await later.goto(`${BASE}/console/c/${id}`);
+    await later.locator("[data-e2e=on]").waitFor();
+    await later.locator(".from-user .unreadable").first().waitFor({ timeout: 10000 });
+    assert.equal(await later.getByText(SECRET).count(), 0);
+    await later.getByRole("note").filter({ hasText: "its current key was not shared with this browser" }).waitFor();
+    await later.getByLabel(/^Encrypted reply to/).fill(`Second agent here ${stamp}`);
+    await later.getByRole("button", { name: "Send encrypted reply" }).click();
+    await later.locator(".from-agent", { hasText: `Second agent here ${stamp}` }).waitFor({ timeout: 10000 });
+    const k2 = await partner("GET", `/conversations/${id}/keys?device_uuid=${encodeURIComponent(device.device_uuid)}`);
+    assert.equal(k2.key_version, 2);
+    assert.equal(k2.wraps.find((w) => w.key_version === 2)?.uploaded_by, "agent", "the second console shared K_2 with the first");
+    await page.locator(".bubble.agent", { hasText: `Second agent here ${stamp}` }).waitFor({ timeout: 15000 });
+    await page.getByLabel("Your reply").fill(`Thanks both ${stamp}`);
+    await page.getByRole("button", { name: "Send encrypted" }).click();
+    await page.locator(".bubble.me", { hasText: `Thanks both ${stamp}` }).waitFor();
+    assert.equal((await partner("GET", `/conversations/${id}`)).messages.at(-1).e2e_key_version, 2);
+    await later.locator(".from-user", { hasText: `Thanks both ${stamp}` }).waitFor({ timeout: 10000 });
+    await agent.locator(".from-user", { hasText: `Thanks both ${stamp}` }).waitFor({ timeout: 10000 });
+    await axe("console-thread-e2e-nokey", later);
+  } finally {
+    await agents.close();
+    await laters.close();
+  }
 });
 
 test("3d. search: messages and conversations, by words, from the server's text index", async () => {

@@ -32,6 +32,12 @@ export type Payment = S["PaymentRecord"];
 export type BotCreated = S["BotCreated"];
 export type BotToken = S["BotToken"];
 export type WebhookDeliveryDetail = S["WebhookDeliveryDetail"];
+export type Broadcast = S["Broadcast"];
+export type BroadcastAudience = S["BroadcastAudience"];
+export type AccountField = S["AccountField"];
+export type Linked = S["Linked"];
+export type BotSession = S["BotSession"];
+export type FlowInvited = S["FlowInvited"];
 export type Page<T> = { data: T[]; next_cursor?: string | null };
 
 export class ApiError extends Error {
@@ -40,6 +46,8 @@ export class ApiError extends Error {
     public code: string,
     message: string,
     public field?: string,
+    /** A `422` names each field it refuses, with why (`fields.KEY` for an account's custom fields). */
+    public fields: Record<string, string> = {},
   ) {
     super(message);
   }
@@ -89,7 +97,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     const e = json?.error ?? {};
     const signingIn = ["/members/sessions", "/auth/", "/dev/signup", "/dev/verify", "/dev/session"].some((p) => path.startsWith(p));
     if (res.status === 401 && !signingIn) signedOut.forEach((l) => l());
-    throw new ApiError(res.status, e.code ?? `http_${res.status}`, e.message ?? `Request failed (${res.status})`, e.field);
+    throw new ApiError(res.status, e.code ?? `http_${res.status}`, e.message ?? `Request failed (${res.status})`, e.field, e.fields ?? {});
   }
   return json as T;
 }

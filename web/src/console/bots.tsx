@@ -1,0 +1,242 @@
+// The partner's bots: create (credentials shown once), rotate the token, upload a component (with the
+// compiler's errors as the author needs them), set the webhook and allowed IPs, invite a phone to a flow,
+// and the recent sessions.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { Alert, Head, ShownOnce, acting, errorText, when } from "../pages/ui";
+import { enc, get, patch, post, upload, type Page, type Bot, type BotCreated, type BotSession, type BotToken, type FlowInvited } from "../pages/api";
+
+export function Bots() {
+  const [bots, setBots] = useState<Bot[]>([]);
+  const [code, setCode] = useState("");
+  const [name, setName] = useState("");
+  const [created, setCreated] = useState<BotCreated | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const load = () => get<Page<Bot>>("/bots").then((p) => setBots(p.data), (e) => setError(errorText(e)));
+  useEffect(() => {
+    load();
+    document.title = "Bots · Hubbub console";
+  }, []);
+  return (
+    <section class="page" aria-labelledby="bots-h">
+      <h1 id="bots-h">Bots</h1>
+      <Alert text={error} />
+      <form
+        class="card invite"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          try {
+            setCreated(await post<BotCreated>("/bots", { code: code.trim(), name: name.trim() }));
+            setCode("");
+            setName("");
+            await load();
+          } catch (err) {
+            setError(errorText(err));
+          }
+        }}
+      >
+        <h2>New bot</h2>
+        <label for="bot-code">Code (a-z, 0-9, - and _)</label>
+        <input id="bot-code" value={code} onInput={(e) => setCode(e.currentTarget.value)} required />
+        <label for="bot-name">Name</label>
+        <input id="bot-name" value={name} onInput={(e) => setName(e.currentTarget.value)} required />
+        <button class="primary">Create bot</button>
+        {created ? (
+          <div role="status">
+            <p>{created.warning}</p>
+            <ShownOnce label="Bot token" value={created.bot_token} />
+            <ShownOnce label="Webhook secret" value={created.webhook_secret} />
+          </div>
+        ) : null}
+      </form>
+      <ul class="plain catalog">
+        {bots.map((b) => (
+          <li>
+            <BotCard key={b.code} bot={b} onChange={load} />
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function BotCard({ bot, onChange }: { bot: Bot; onChange: () => void }) {
+  const [token, setToken] = useState<string | null>(null);
+  const [problem, setProblem] = useState<string | null>(null);
+  const [status, setStatus] = useState<string | null>(null);
+  const file = useRef<HTMLInputElement>(null);
+  const flows = bot.component?.flows ?? [];
+  return (
+    <article class="card template" aria-labelledby={`bot-${bot.code}`}>
+      <h2 id={`bot-${bot.code}`}>
+        {bot.name} <span class="meta">({bot.code} · {bot.runtime_mode})</span>
+      </h2>
+      <p class="meta">
+        Token {bot.credentials.token_prefix}… · {bot.component ? `component ${bot.component.digest.slice(0, 19)}…, ${bot.component.size} bytes` : "no component yet"}
+      </p>
+      {flows.length ? (
+        <p>
+          Flows:{" "}
+          {flows.map((f) => (
+            <span class="status-pill">
+              {f.title} ({f.code})
+            </span>
+          ))}
+        </p>
+      ) : null}
+      <button
+        type="button"
+        onClick={async () => {
+          setProblem(null);
+          try {
+            setToken((await post<BotToken>(`/bots/${bot.code}/token/rotate`)).bot_token);
+            setStatus("The old token stopped working; the new one is below, shown once.");
+            onChange();
+          } catch (e) {
+            setProblem(errorText(e));
+          }
+        }}
+      >
+        Rotate the token of {bot.code}
+      </button>
+      {token ? <ShownOnce label="New bot token" value={token} /> : null}
+      <form
+        class="reply"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          const f = file.current?.files?.[0];
+          if (!f) return;
+          setProblem(null);
+          setStatus(`Uploading ${f.name}…`);
+          try {
+            await upload(`/bots/${bot.code}/component`, await f.arrayBuffer(), "application/wasm");
+            setStatus(`${f.name} is the bot's component now.`);
+            onChange();
+          } catch (err) {
+            setStatus(null);
+            setProblem(errorText(err));
+          }
+        }}
+      >
+        <label for={`component-${bot.code}`}>Component (.wasm, wasm32-wasip2)</label>
+        <input id={`component-${bot.code}`} type="file" accept=".wasm,application/wasm" ref={file} required />
+        <button>Upload component</button>
+      </form>
+      {status ? <p role="status">{status}</p> : null}
+      {problem ? (
+        <div class="error" role="alert">
+          <p>The component was not taken:</p>
+          <pre class="mono">{problem}</pre>
+        </div>
+      ) : null}
+      <BotSettings bot={bot} onChange={onChange} />
+      <Sessions bot={bot} flows={flows} />
+    </article>
+  );
+}
+
+/** Where a bot's events go (`webhook` mode) and who may call its inbound webhook. */
+function BotSettings({ bot, onChange }: { bot: Bot; onChange: () => void }) {
+  const [url, setUrl] = useState(bot.webhook_url ?? "");
+  const [ips, setIps] = useState(bot.allowed_ips ?? "");
+  const [error, setError] = useState<string | null>(null);
+  const [status, setStatus] = useState("");
+  const act = acting(onChange, setError, setStatus);
+  return (
+    <form
+      class="reply"
+      aria-label={`Settings of ${bot.code}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        act(async () => {
+          await patch(`/bots/${bot.code}`, { webhook_url: url.trim(), allowed_ips: ips.trim() });
+          return `The settings of ${bot.code} are saved.`;
+        });
+      }}
+    >
+      <label for={`bot-webhook-${bot.code}`}>Webhook URL{bot.runtime_mode === "webhook" ? "" : " (webhook mode only)"}</label>
+      <input id={`bot-webhook-${bot.code}`} type="url" placeholder="https://example.com/bot" value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
+      <label for={`bot-ips-${bot.code}`}>Allowed IPs for its inbound webhook (comma-separated addresses or CIDR blocks; empty: any)</label>
+      <input id={`bot-ips-${bot.code}`} value={ips} placeholder="203.0.113.7, 198.51.100.0/24" onInput={(e) => setIps(e.currentTarget.value)} />
+      <button>Save settings of {bot.code}</button>
+      <Alert text={error} />
+      {status ? <p role="status">{status}</p> : null}
+    </form>
+  );
+}
+
+/** Invite a phone to one of the bot's flows, and the bot's recent sessions. */
+function Sessions({ bot, flows }: { bot: Bot; flows: { code: string; title: string }[] }) {
+  const [list, setList] = useState<BotSession[] | null>(null);
+  const [flow, setFlow] = useState(flows[0]?.code ?? "");
+  const [phone, setPhone] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [status, setStatus] = useState("");
+  const load = () => get<Page<BotSession>>(`/flow-sessions?bot=${enc(bot.code)}&limit=10`).then((p) => setList(p.data));
+  useEffect(() => {
+    load().catch((e) => setError(errorText(e)));
+  }, [bot.code]);
+  useEffect(() => {
+    if (!flows.some((f) => f.code === flow)) setFlow(flows[0]?.code ?? "");
+  }, [flows.map((f) => f.code).join()]);
+  const act = acting(load, setError, setStatus);
+  return (
+    <section aria-labelledby={`sessions-${bot.code}`}>
+      {flows.length ? (
+        <form
+          class="filters"
+          onSubmit={(e) => {
+            e.preventDefault();
+            act(async () => {
+              const r = await post<FlowInvited>(`/bots/${bot.code}/flows/${enc(flow)}/invite`, { phone: phone.trim() });
+              setPhone("");
+              return `${r.flow_session.phone} is invited to ${r.flow_session.flow} (${r.flow_session.ref}).`;
+            });
+          }}
+        >
+          <div class="field">
+            <label for={`invite-flow-${bot.code}`}>Flow</label>
+            <select id={`invite-flow-${bot.code}`} value={flow} onChange={(e) => setFlow(e.currentTarget.value)}>
+              {flows.map((f) => (
+                <option value={f.code}>{f.title}</option>
+              ))}
+            </select>
+          </div>
+          <div class="field">
+            <label for={`invite-phone-${bot.code}`}>Phone to invite</label>
+            <input id={`invite-phone-${bot.code}`} type="tel" placeholder="+15551230000" value={phone} onInput={(e) => setPhone(e.currentTarget.value)} required />
+          </div>
+          <button>Invite to the flow</button>
+        </form>
+      ) : null}
+      <Alert text={error} />
+      {status ? <p role="status">{status}</p> : null}
+      <h3 id={`sessions-${bot.code}`}>
+        Recent sessions of {bot.code}{" "}
+        <button type="button" onClick={() => act(load)}>
+          Refresh<span class="sr-only"> the sessions of {bot.code}</span>
+        </button>
+      </h3>
+      {list === null ? (
+        <p class="muted">Loading…</p>
+      ) : list.length === 0 ? (
+        <p class="muted">No sessions yet.</p>
+      ) : (
+        <table class="page-table">
+          <Head cols={["Started", "Phone", "Flow", "State", "Completed"]} />
+          <tbody>
+            {list.map((x) => (
+              <tr>
+                <td>{when(x.invited_at)}</td>
+                <td>{x.phone}</td>
+                <td>{x.kind === "chat" ? "chat" : (x.title ?? x.flow)}</td>
+                <td>{x.state}</td>
+                <td>{x.completed_at ? when(x.completed_at) : "—"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,85 @@
+import { useEffect, useState } from "preact/hooks";
+import { Alert, Head, acting, errorText, when } from "../pages/ui";
+import { del, get, post, put, type Page, type CannedReply } from "../pages/api";
+
+/** The partner's canned replies: kept here by admins and owners, picked by agents in a thread's reply box. */
+export function Canned() {
+  const [list, setList] = useState<CannedReply[]>([]);
+  const [editing, setEditing] = useState<CannedReply | null>(null);
+  const [shortcut, setShortcut] = useState("");
+  const [body, setBody] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [status, setStatus] = useState("");
+  const load = () => get<Page<CannedReply>>("/canned-replies").then((p) => setList(p.data));
+  useEffect(() => {
+    document.title = "Canned replies · Hubbub console";
+    load().catch((e) => setError(errorText(e)));
+  }, []);
+  const act = acting(load, setError, setStatus);
+  const edit = (r: CannedReply | null) => {
+    setEditing(r);
+    setShortcut(r?.shortcut ?? "");
+    setBody(r?.body ?? "");
+  };
+  return (
+    <section class="page" aria-labelledby="canned-h">
+      <h1 id="canned-h">Canned replies</h1>
+      <p class="hint">Answers your agents send often. In a conversation, they insert one from the reply box.</p>
+      <p class="sr-only" role="status">
+        {status}
+      </p>
+      <Alert text={error} />
+      <form
+        class="card"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const was = editing;
+          act(async () => {
+            const sent = { shortcut: shortcut.trim(), body };
+            if (was) await put(`/canned-replies/${was.id}`, sent);
+            else await post("/canned-replies", sent);
+            edit(null);
+            return was ? `/${sent.shortcut} saved.` : `/${sent.shortcut} added.`;
+          });
+        }}
+      >
+        <h2>{editing ? `Edit /${editing.shortcut}` : "New canned reply"}</h2>
+        <label for="canned-shortcut">Shortcut</label>
+        <input id="canned-shortcut" value={shortcut} pattern="[a-z0-9_\-]{1,32}" placeholder="refund" onInput={(e) => setShortcut(e.currentTarget.value)} required />
+        <p class="hint">Lower-case letters, digits, - and _.</p>
+        <label for="canned-body">Text</label>
+        <textarea id="canned-body" rows={3} value={body} onInput={(e) => setBody(e.currentTarget.value)} required />
+        <button class="primary">{editing ? "Save" : "Add canned reply"}</button>
+        {editing ? (
+          <button type="button" onClick={() => edit(null)}>
+            Cancel
+          </button>
+        ) : null}
+      </form>
+      {list.length === 0 ? (
+        <p class="muted">No canned replies yet.</p>
+      ) : (
+        <table>
+          <Head cols={["Shortcut", "Text", "Changed"]} actions />
+          <tbody>
+            {list.map((r) => (
+              <tr>
+                <td class="mono">/{r.shortcut}</td>
+                <td class="pre">{r.body}</td>
+                <td>{when(r.updated_at)}</td>
+                <td>
+                  <button type="button" onClick={() => edit(r)}>
+                    Edit<span class="sr-only"> /{r.shortcut}</span>
+                  </button>
+                  <button type="button" onClick={() => confirm(`Delete /${r.shortcut}?`) && act(() => del(`/canned-replies/${r.id}`), `/${r.shortcut} deleted.`)}>
+                    Delete<span class="sr-only"> /{r.shortcut}</span>
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,53 @@
+// Moving within the console without reloading it: the address as state, links, and polling while visible.
+import { useEffect, useState } from "preact/hooks";
+import { when } from "../pages/ui";
+
+const listeners = new Set<() => void>();
+export function go(path: string) {
+  history.pushState(null, "", path);
+  listeners.forEach((l) => l());
+}
+export function usePath(): string {
+  const [path, setPath] = useState(location.pathname);
+  useEffect(() => {
+    const l = () => setPath(location.pathname);
+    listeners.add(l);
+    addEventListener("popstate", l);
+    return () => {
+      listeners.delete(l);
+      removeEventListener("popstate", l);
+    };
+  }, []);
+  return path;
+}
+/** A link that moves within the console without reloading it. */
+export function Link({ href, children, ...rest }: { href: string; children: any; class?: string; "aria-current"?: "page" | undefined }) {
+  return (
+    <a
+      href={href}
+      {...rest}
+      onClick={(e) => {
+        if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return;
+        e.preventDefault();
+        go(href);
+      }}
+    >
+      {children}
+    </a>
+  );
+}
+
+/** Calls `load` now, every `ms` while the page is visible, and when the page comes back into view. */
+export function usePoll(load: () => void, ms: number, deps: unknown[]) {
+  useEffect(() => {
+    load();
+    const timer = setInterval(() => document.visibilityState === "visible" && load(), ms);
+    const back = () => document.visibilityState === "visible" && load();
+    document.addEventListener("visibilitychange", back);
+    return () => {
+      clearInterval(timer);
+      document.removeEventListener("visibilitychange", back);
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, deps);
+}

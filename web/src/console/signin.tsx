@@ -1,0 +1,82 @@
+// Signing in: a phone and a one-time code (the first time with the invitation link an owner gave).
+import { useEffect, useRef, useState } from "preact/hooks";
+import { Alert, errorText } from "../pages/ui";
+import { ApiError, post, type MemberSession } from "../pages/api";
+
+export function SignIn({ onSignedIn }: { onSignedIn: (s: MemberSession) => void }) {
+  const invitation = location.hash.startsWith("#inv_") ? location.hash.slice(1) : null;
+  const [phone, setPhone] = useState("");
+  const [code, setCode] = useState("");
+  const [partner, setPartner] = useState("");
+  const [askPartner, setAskPartner] = useState(false);
+  const [sent, setSent] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
+
+  const send = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await post("/auth/otp/start", { phone: phone.trim() });
+      setSent(true);
+    } catch (err) {
+      setError(errorText(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const signIn = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const body: Record<string, string> = { phone: phone.trim(), code: code.trim() };
+      if (invitation) body.invitation = invitation;
+      if (partner.trim()) body.partner = partner.trim();
+      const session = await post<MemberSession>("/members/sessions", body);
+      history.replaceState(null, "", "/console/");
+      onSignedIn(session);
+    } catch (err) {
+      if (err instanceof ApiError && err.field === "partner") setAskPartner(true);
+      setError(errorText(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <main class="console-signin card">
+      <h1 tabIndex={-1} ref={heading}>
+        Hubbub console
+      </h1>
+      <p class="muted">{invitation ? "You were invited to a partner's console. Sign in with your phone to accept." : "Sign in with your phone."}</p>
+      {!sent ? (
+        <form onSubmit={send}>
+          <label for="phone">Phone number</label>
+          <input id="phone" type="tel" autocomplete="tel" placeholder="+15551234567" value={phone} onInput={(e) => setPhone(e.currentTarget.value)} required />
+          <button class="primary" disabled={busy}>
+            Send code
+          </button>
+        </form>
+      ) : (
+        <form onSubmit={signIn}>
+          <p class="hint">We sent a code to {phone}.</p>
+          <label for="code">Code</label>
+          <input id="code" inputMode="numeric" autocomplete="one-time-code" value={code} onInput={(e) => setCode(e.currentTarget.value)} required />
+          {askPartner ? (
+            <>
+              <label for="partner">Partner code</label>
+              <input id="partner" value={partner} onInput={(e) => setPartner(e.currentTarget.value)} required />
+            </>
+          ) : null}
+          <button class="primary" disabled={busy}>
+            Sign in
+          </button>
+        </form>
+      )}
+      <Alert text={error} />
+    </main>
+  );
+}
