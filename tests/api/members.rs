@@ -1,6 +1,8 @@
 //! The people of a partner: invitations, sign-in by phone and code into a session cookie, roles, the CSRF
 //! check, sign out (everywhere), and the audit log.
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -304,8 +306,21 @@ async fn sessions_end_on_sign_out_everywhere_when_idle_and_when_the_member_is_re
     let agent_id = agent.get("/api/v1/members/me").await.ok(200)["member"]["id"].as_i64().unwrap();
     let renamed = owner.send(Method::PATCH, &format!("/api/v1/members/{agent_id}"), json!({"name": "Ana"})).await;
     assert_eq!(renamed.ok(200)["name"], "Ana");
+    // The agent's console publishes its browser's agent device; the partner key publishes one of its own.
+    let device = |uuid: &str, byte: u8| json!({"device_uuid": uuid, "identity_key_pub": URL_SAFE_NO_PAD.encode([byte; 32]), "platform": "web"});
+    agent.send(Method::POST, "/api/v1/agent/devices/keys", device("agent-web-ana", 7)).await.ok(201);
+    app.post(&key, "/api/v1/agent/devices/keys", device("agent-desk", 9)).await.ok(201);
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": "+15557770001"})).await.ok(200);
+    let agent_devices = || async {
+        let r = app.get(&key, "/api/v1/keys/%2B15557770001").await;
+        let list = r.ok(200)["agent_devices"].as_array().unwrap().clone();
+        list.iter().map(|d| d["device_uuid"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    assert_eq!(agent_devices().await, ["agent-web-ana", "agent-desk"]);
     owner.call(Method::DELETE, &format!("/api/v1/members/{agent_id}"), None, Some("same-origin")).await.ok(200);
     agent.get("/api/v1/members/me").await.error(401, "unauthorized");
+    // Removed, the agent's browsers are no longer agent devices: no content key is wrapped to them again.
+    assert_eq!(agent_devices().await, ["agent-desk"]);
     let other = app.partner("globex").await;
     app.request(Method::DELETE, &format!("/api/v1/members/{owner_id}"), Some(&other), None)
         .await

@@ -12,7 +12,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiJson, E404, E409, E422};
-use crate::auth::{PartnerAuth, UserAuth};
+use crate::auth::{PartnerActor, PartnerAuth, UserAuth};
 use crate::encryption;
 use crate::http::error::{ApiError, ApiResult};
 use crate::secrets::random_alnum;
@@ -141,14 +141,16 @@ async fn publish_user_key(
 )]
 async fn publish_agent_key(
     State(state): State<AppState>,
-    PartnerAuth(partner): PartnerAuth,
+    PartnerActor { partner, member }: PartnerActor,
     ApiJson(req): ApiJson<PublishAgentKey>,
 ) -> ApiResult<(StatusCode, Json<DeviceKeyRecord>)> {
     let device_uuid = encryption::device_uuid(req.device_uuid.as_deref(), "device_uuid")?;
     let key = encryption::identity_key(req.identity_key_pub.as_deref())?;
     let platform = platform(req.platform.as_deref())?;
+    let member_id = member.map(|m| m.id);
     let device =
-        keys::publish_agent_key(&state.db, partner.id, &device_uuid, &key, platform.as_deref(), state.now()).await?;
+        keys::publish_agent_key(&state.db, partner.id, member_id, &device_uuid, &key, platform.as_deref(), state.now())
+            .await?;
     Ok((StatusCode::CREATED, Json(DeviceKeyRecord::from(&device))))
 }
 

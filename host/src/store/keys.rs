@@ -31,6 +31,7 @@ fn agent_from_row(row: &AnyRow) -> Result<AgentDevice, sqlx::Error> {
 pub async fn publish_agent_key(
     db: &Db,
     partner_id: i64,
+    member_id: Option<i64>,
     device_uuid: &str,
     identity_key_pub: &str,
     platform: Option<&str>,
@@ -38,11 +39,11 @@ pub async fn publish_agent_key(
 ) -> Result<AgentDevice, sqlx::Error> {
     let sql = const_format::concatcp!(
         "INSERT INTO agent_devices (partner_id, device_uuid, identity_key_pub, platform, key_version, created_at, \
-         updated_at) VALUES ($1, $2, $3, $4, 1, $5, $5) ON CONFLICT (partner_id, device_uuid) DO UPDATE SET \
+         updated_at, member_id) VALUES ($1, $2, $3, $4, 1, $5, $5, $6) ON CONFLICT (partner_id, device_uuid) DO UPDATE SET \
          key_version = CASE WHEN agent_devices.identity_key_pub = excluded.identity_key_pub \
          THEN agent_devices.key_version ELSE agent_devices.key_version + 1 END, \
          identity_key_pub = excluded.identity_key_pub, platform = COALESCE(excluded.platform, agent_devices.platform), \
-         updated_at = excluded.updated_at RETURNING ",
+         updated_at = excluded.updated_at, member_id = excluded.member_id RETURNING ",
         AGENT_COLUMNS
     );
     let row = sqlx::query(sql)
@@ -51,6 +52,7 @@ pub async fn publish_agent_key(
         .bind(identity_key_pub)
         .bind(platform)
         .bind(now)
+        .bind(member_id)
         .fetch_one(db.writer())
         .await?;
     agent_from_row(&row)

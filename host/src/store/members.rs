@@ -224,8 +224,8 @@ pub async fn update(
     Ok(Changed::Done(member))
 }
 
-/// Removes a member and ends their sessions (their audit entries stay, naming them by id); never the last
-/// owner.
+/// Removes a member, ends their sessions and unpublishes the agent devices of their browsers (their audit
+/// entries stay, naming them by id); never the last owner.
 pub async fn remove(db: &Db, partner_id: i64, member_id: i64, now: Millis) -> Result<Changed, sqlx::Error> {
     let mut tx = db.begin().await?;
     let Some(member) = find_in(&mut tx, partner_id, member_id).await? else { return Ok(Changed::NotFound) };
@@ -245,6 +245,8 @@ pub async fn remove(db: &Db, partner_id: i64, member_id: i64, now: Millis) -> Re
         sqlx::query(unlink).bind(member_id).execute(&mut *tx).await?;
     }
     sqlx::query("DELETE FROM member_sessions WHERE member_id = $1").bind(member_id).execute(&mut *tx).await?;
+    // The agent devices of the member's browsers: no content key made from now on is wrapped to them.
+    sqlx::query("DELETE FROM agent_devices WHERE member_id = $1").bind(member_id).execute(&mut *tx).await?;
     sqlx::query("DELETE FROM members WHERE id = $1").bind(member_id).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(Changed::Done(Some(member)))
