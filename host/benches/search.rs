@@ -11,11 +11,14 @@
 //! common word, two words, a word's start, a part of a phone — one at a time, and the bench prints p50, p95
 //! and max per kind: what an agent waits for, over HTTP.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::Parser;
 use hubbub_host::config::Config;
 use serde_json::Value;
+
+mod common;
+use common::{Host, SECRET_KEY};
 
 #[derive(Parser)]
 struct Args {
@@ -23,18 +26,8 @@ struct Args {
     config: Config,
 }
 
-const SECRET_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 const VOCABULARY: usize = 5_000;
 const CONVERSATIONS: i64 = 50_000;
-
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// The `i`-th word of the vocabulary: syllables, so the words look like words and share no prefix by design.
 fn word(i: usize) -> String {
@@ -53,34 +46,11 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let total: i64 = std::env::var("HUBBUB_BENCH_MESSAGES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
-    let bin = std::env::var("HUBBUB_BENCH_BIN")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../target/release/hubbub").into());
     let dir = tempfile::tempdir()?;
-    let url = std::env::var("HUBBUB_BENCH_DATABASE_URL")
-        .unwrap_or_else(|_| format!("sqlite://{}?mode=rwc", dir.path().join("bench.db").display()));
+    let host = Host::new(dir.path(), &[]);
+    let (url, base) = (host.url.clone(), host.base.clone());
     let postgres = url.starts_with("postgres");
-    let port = 20_000 + (std::process::id() % 20_000) as u16;
-    let base = format!("http://127.0.0.1:{port}");
-    let env = [
-        ("HUBBUB_DATABASE_URL", url.clone()),
-        ("HUBBUB_LISTEN", format!("127.0.0.1:{port}")),
-        ("HUBBUB_PUBLIC_URL", base.clone()),
-        ("HUBBUB_DEV", "1".into()),
-        ("HUBBUB_LOG", "warn".into()),
-        ("HUBBUB_RATE_LIMIT_PER_S", "1000000".into()),
-        ("HUBBUB_RATE_LIMIT_BURST", "1000000".into()),
-        ("HUBBUB_SECRET_KEY", SECRET_KEY.into()),
-        ("HUBBUB_COMPONENT_CACHE_DIR", dir.path().join("components").display().to_string()),
-    ];
-    let mut keys = Vec::new();
-    for code in ["acme", "globex"] {
-        let out = std::process::Command::new(&bin)
-            .args(["partner", "create", "--code", code, "--name", code])
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .output()?;
-        anyhow::ensure!(out.status.success(), "partner create: {}", String::from_utf8_lossy(&out.stderr));
-        keys.push(serde_json::from_slice::<Value>(&out.stdout)?["api_key"].as_str().unwrap_or_default().to_string());
-    }
+    let keys = vec![host.partner("acme")?, host.partner("globex")?];
 
     // The data, straight into the tables.
     let started = Instant::now();
@@ -154,20 +124,9 @@ async fn main() -> anyhow::Result<()> {
     );
     drop(db);
 
-    let _server = Server(
-        std::process::Command::new(&bin)
-            .arg("serve")
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .stdout(std::process::Stdio::null())
-            .spawn()?,
-    );
+    let _server = host.serve(host.port)?;
     let client = reqwest::Client::new();
-    for _ in 0..400 {
-        if client.get(format!("{base}/healthz")).send().await.is_ok_and(|r| r.status().is_success()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    common::ready(&client, &base).await;
     // The kinds of search: a rare word (from the long tail), a common one, two words, a word's start, a phone.
     let kinds: [(&str, Box<dyn Fn(usize) -> String>); 5] = [
         ("a rare word", Box::new(|i| word(VOCABULARY - 1 - (i * 37) % 2000))),

@@ -31,6 +31,9 @@ use hubbub_host::clock::{Clock, SystemClock};
 use hubbub_host::config::Config;
 use serde_json::{Value, json};
 
+mod common;
+use common::{Host, SECRET_KEY};
+
 #[derive(Parser)]
 struct Args {
     #[command(flatten)]
@@ -38,7 +41,6 @@ struct Args {
 }
 
 const JWT_SECRET: &str = "bench-streams-jwt-secret-0123456789abcdef";
-const SECRET_KEY: &str = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
 
 /// Resident memory of `pid` in KiB (Linux).
 fn rss_kib(pid: u32) -> f64 {
@@ -173,14 +175,6 @@ async fn send_rate(client: &reqwest::Client, base: &str, key: &str, phones: &[St
 }
 
 /// The host under test: stopped however the bench ends (an error included).
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Waits until the delivery queue is empty (what a run accepted is delivered before the next one starts).
 async fn drain(db: &hubbub_host::store::Db) -> anyhow::Result<f64> {
@@ -199,60 +193,22 @@ async fn drain(db: &hubbub_host::store::Db) -> anyhow::Result<f64> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let n: usize = std::env::var("HUBBUB_BENCH_STREAMS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
-    let bin = std::env::var("HUBBUB_BENCH_BIN")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../target/release/hubbub").into());
     let dir = tempfile::tempdir()?;
-    let url = std::env::var("HUBBUB_BENCH_DATABASE_URL")
-        .unwrap_or_else(|_| format!("sqlite://{}?mode=rwc", dir.path().join("bench.db").display()));
-    let port = 20_000 + (std::process::id() % 20_000) as u16;
-    let base = format!("http://127.0.0.1:{port}");
-    let env = [
-        ("HUBBUB_DATABASE_URL", url.clone()),
-        ("HUBBUB_LISTEN", format!("127.0.0.1:{port}")),
-        ("HUBBUB_PUBLIC_URL", base.clone()),
-        ("HUBBUB_DEV", "1".into()),
-        ("HUBBUB_LOG", "warn".into()),
-        ("HUBBUB_RATE_LIMIT_PER_S", "1000000".into()),
-        ("HUBBUB_RATE_LIMIT_BURST", "1000000".into()),
-        ("HUBBUB_JWT_SECRET", JWT_SECRET.into()),
-        ("HUBBUB_SECRET_KEY", SECRET_KEY.into()),
-        ("HUBBUB_MAX_STREAMS", (n + 1000).to_string()),
-        ("HUBBUB_COMPONENT_CACHE_DIR", dir.path().join("components").display().to_string()),
-    ];
-    let partner = std::process::Command::new(&bin)
-        .args(["partner", "create", "--code", "bench", "--name", "Bench"])
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .output()?;
-    anyhow::ensure!(partner.status.success(), "partner create: {}", String::from_utf8_lossy(&partner.stderr));
-    let key = serde_json::from_slice::<Value>(&partner.stdout)?["api_key"].as_str().unwrap_or_default().to_string();
-    let server = Server(
-        std::process::Command::new(&bin)
-            .arg("serve")
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .stdout(std::process::Stdio::null())
-            .spawn()?,
+    let host = Host::new(
+        dir.path(),
+        &[("HUBBUB_JWT_SECRET", JWT_SECRET.into()), ("HUBBUB_MAX_STREAMS", (n + 1000).to_string())],
     );
+    let (url, base, port) = (host.url.clone(), host.base.clone(), host.port);
+    let key = host.partner("bench")?;
+    let server = host.serve(port)?;
     let two_hosts = std::env::var("HUBBUB_BENCH_TWO_HOSTS").is_ok_and(|v| v == "1");
     // Host B: the streams' host (host A itself when there is one host).
     let stream_base = if two_hosts { format!("http://127.0.0.1:{}", port + 1) } else { base.clone() };
-    let second = if two_hosts {
-        let listen = format!("127.0.0.1:{}", port + 1);
-        let env_b = env.iter().map(|(k, v)| (*k, if *k == "HUBBUB_LISTEN" { listen.clone() } else { v.clone() }));
-        Some(Server(
-            std::process::Command::new(&bin).arg("serve").envs(env_b).stdout(std::process::Stdio::null()).spawn()?,
-        ))
-    } else {
-        None
-    };
+    let second = if two_hosts { Some(host.serve(port + 1)?) } else { None };
     let pid = second.as_ref().map_or(server.0.id(), |s| s.0.id());
     let client = reqwest::Client::builder().pool_max_idle_per_host(256).build()?;
-    for host in [&base, &stream_base] {
-        for _ in 0..200 {
-            if client.get(format!("{host}/healthz")).send().await.is_ok_and(|r| r.status().is_success()) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+    for h in [&base, &stream_base] {
+        common::ready(&client, h).await;
     }
     if two_hosts {
         println!("two hosts on one database: streams on host B ({stream_base}), sends through host A ({base})");

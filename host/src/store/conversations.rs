@@ -238,10 +238,12 @@ async fn appended_in(
 
 /// The events of a change in `c`: its user's, and its partner's agents' (the console's stream).
 fn told(c: &Conversation, kind: UserEventKind, subject_id: i64) -> [NewUserEvent; 2] {
-    [
-        NewUserEvent { phone: c.phone.clone(), kind, subject_id },
-        NewUserEvent { phone: user_events::partner_key(c.partner_id), kind, subject_id },
-    ]
+    [NewUserEvent { phone: c.phone.clone(), kind, subject_id }, agents_told(c, kind, subject_id)]
+}
+
+/// The event of a change in `c` that only its partner's agents hear (an assignee, a note).
+fn agents_told(c: &Conversation, kind: UserEventKind, subject_id: i64) -> NewUserEvent {
+    NewUserEvent { phone: user_events::partner_key(c.partner_id), kind, subject_id }
 }
 
 /// Conversation `id` as the transaction sees it now.
@@ -274,7 +276,7 @@ pub async fn assign(
         return Ok(None);
     }
     let conversation = reread_in(&mut tx, id).await?;
-    let [_, agents] = told(&conversation, UserEventKind::ConversationUpdated, id);
+    let agents = agents_told(&conversation, UserEventKind::ConversationUpdated, id);
     user_events::append_in(&mut tx, &[agents], now).await?;
     tx.commit().await?;
     Ok(Some(conversation))
@@ -324,7 +326,7 @@ pub async fn add_note(
     .await?;
     let sql = const_format::concatcp!(NOTE_SELECT, "WHERE n.id = $1");
     let note = note_from_row(&sqlx::query(sql).bind(id).fetch_one(&mut *tx).await?)?;
-    let [_, agents] = told(c, UserEventKind::ConversationUpdated, c.id);
+    let agents = agents_told(c, UserEventKind::ConversationUpdated, c.id);
     user_events::append_in(&mut tx, &[agents], now).await?;
     tx.commit().await?;
     Ok(note)
