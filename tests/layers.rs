@@ -39,6 +39,7 @@ const LAYERS: &[(&str, &str)] = &[
     ("bots.rs", "domain"),
     ("otp.rs", "domain"),
     ("members.rs", "domain"),
+    ("passkeys.rs", "domain"),
     ("health.rs", "domain"),
     ("delivery/", "workers"),
     ("webhooks/", "workers"),

@@ -50,6 +50,7 @@ pub mod messages;
 pub mod metrics;
 pub mod names;
 pub mod otp;
+pub mod passkeys;
 pub mod payments;
 pub mod providers;
 pub mod runtime;

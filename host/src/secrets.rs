@@ -53,6 +53,12 @@ pub fn new_invitation() -> String {
     format!("inv_{}", random_alnum(40))
 }
 
+/// A new passkey ceremony token (held by the browser between a ceremony's two requests): `pkc_` + 40 random
+/// alphanumerics.
+pub fn new_passkey_ceremony() -> String {
+    format!("pkc_{}", random_alnum(40))
+}
+
 /// The displayable prefix of a credential: its kind marker plus the first 8 random characters.
 pub fn display_prefix(secret: &str, marker: &str) -> String {
     let rest = secret.strip_prefix(marker).unwrap_or(secret);

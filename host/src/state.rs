@@ -65,6 +65,8 @@ pub struct AppState {
     pub(crate) wakes: Arc<crate::store::user_events::Wakes>,
     /// Cancelled when the host stops serving: long-lived responses (event streams) end.
     pub(crate) shutdown: tokio_util::sync::CancellationToken,
+    /// The WebAuthn relying party of members' passkeys.
+    pub(crate) passkeys: Arc<crate::passkeys::RelyingParty>,
 }
 
 /// What the state is made of that is built before it (see [`crate::prepare`]): the database, settings and
@@ -96,6 +98,7 @@ impl AppState {
         let payments = Arc::new(crate::payments::Payments::new(&config, db.clone(), clock.clone()));
         let streams = crate::http::streams::Streams::new(config.streams_per_user.max(1), config.max_streams);
         AppState {
+            passkeys: Arc::new(crate::passkeys::RelyingParty::new(&config.public_url)),
             progress: crate::store::flows::progress_writer(db.clone()),
             delivered: crate::messages::delivered_writer(db.clone()),
             presence: Arc::new(crate::store::devices::PresenceNotes::new(db.clone())),

@@ -132,6 +132,12 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/members", Partner),
     ("POST", "/api/v1/members/invitations", Partner),
     ("GET", "/api/v1/members/me", Member),
+    ("POST", "/api/v1/members/me/passkeys/challenges", Member),
+    ("POST", "/api/v1/members/me/passkeys", Member),
+    ("GET", "/api/v1/members/me/passkeys", Member),
+    ("DELETE", "/api/v1/members/me/passkeys/{id}", Member),
+    ("POST", "/api/v1/members/passkey-challenges", Open),
+    ("POST", "/api/v1/members/sessions/passkey", Open),
     ("POST", "/api/v1/members/sessions", Open),
     ("DELETE", "/api/v1/members/sessions", Member),
     ("DELETE", "/api/v1/members/sessions/current", Member),
@@ -329,6 +335,8 @@ impl Fixtures {
                 "deliveries" => self.delivery_id.clone(),
                 "media" => self.media_id.clone(),
                 "payments" => self.payment_id.to_string(),
+                // No credential of the matrix is a member's session: any id is refused before it is read.
+                "passkeys" => "1".to_string(),
                 other => panic!("no fixture for {{id}} after {other}"),
             }
         };

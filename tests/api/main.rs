@@ -20,6 +20,7 @@ mod hardening_two;
 mod hub_fallback;
 mod members;
 mod messages;
+mod passkeys;
 mod payments;
 mod push;
 mod scale_out;

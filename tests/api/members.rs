@@ -15,7 +15,7 @@ const ADMIN: &str = "+15550100003";
 
 /// A browser's member session: its cookie, sent the way a page of the host's origin sends it.
 pub(crate) struct Browser<'a> {
-    app: &'a TestApp,
+    pub(crate) app: &'a TestApp,
     pub(crate) cookie: String,
 }
 

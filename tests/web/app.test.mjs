@@ -1598,6 +1598,67 @@ test("3l. an agent reads and answers an encrypted conversation in the console: t
   }
 });
 
+test("3m. passkeys: a member adds one in the console and signs in with it (a virtual authenticator); removed, it signs in no more", async () => {
+  // WebAuthn needs a domain: a host of this test's own, on the same database, whose public URL is
+  // http://localhost (browsers refuse passkeys for an IP address such as 127.0.0.1).
+  const port = 19000 + Math.floor(Math.random() * 900);
+  const local = `http://localhost:${port}`;
+  const host = spawn(BIN, ["serve"], { env: { ...process.env, HUBBUB_LISTEN: `127.0.0.1:${port}`, HUBBUB_PUBLIC_URL: local }, stdio: "ignore" });
+  const phone = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  try {
+    for (let i = 0; i < 100 && !(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 100));
+    const pg = await ctx.newPage();
+    pg.on("pageerror", (e) => pageErrors.push(String(e)));
+    // The authenticator of this browser: a platform one that verifies its user (as a fingerprint would).
+    const cdp = await ctx.newCDPSession(pg);
+    await cdp.send("WebAuthn.enable");
+    const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+      options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+    });
+    const { link } = await partner("POST", "/members/invitations", { role: "agent" });
+    await consoleSignIn(pg, phone, link.replace(new URL(link).origin, local));
+
+    // Add a passkey from the Passkeys page.
+    await pg.getByRole("link", { name: "Passkeys" }).click();
+    await pg.getByRole("heading", { name: "Passkeys", level: 1 }).waitFor();
+    await pg.getByText("No passkey yet.").waitFor();
+    await pg.getByLabel("Name (optional)").fill("Test laptop");
+    await pg.getByRole("button", { name: "Add a passkey" }).click();
+    await pg.getByRole("status").filter({ hasText: "Passkey “Test laptop” added" }).waitFor();
+    await pg.getByRole("cell", { name: "Test laptop", exact: true }).waitFor();
+    const { credentials } = await cdp.send("WebAuthn.getCredentials", { authenticatorId });
+    assert.equal(credentials.length, 1, "the authenticator holds the new passkey");
+    await axe("console-passkeys", pg);
+
+    // Sign out; sign in with the passkey: no code is sent.
+    await pg.getByRole("button", { name: "Sign out", exact: true }).click();
+    await pg.getByLabel("Phone number").fill(phone);
+    const codes = (await partner("GET", `/dev-sink/messages?phone=${encodeURIComponent(phone)}&channel=sms`)).data.length;
+    await pg.getByRole("button", { name: "Sign in with a passkey" }).click();
+    await pg.getByRole("heading", { name: "Conversations", level: 1 }).waitFor();
+    assert.equal((await partner("GET", `/dev-sink/messages?phone=${encodeURIComponent(phone)}&channel=sms`)).data.length, codes, "no code was sent");
+    const used = await cdp.send("WebAuthn.getCredentials", { authenticatorId });
+    assert.ok(used.credentials[0].signCount >= 1, "the authenticator signed");
+    await pg.getByRole("link", { name: "Passkeys" }).click();
+    const row = pg.getByRole("row").filter({ hasText: "Test laptop" });
+    await row.waitFor();
+    assert.doesNotMatch(await row.innerText(), /never/, "the sign-in is recorded as its last use");
+
+    // Removed, it signs in no more: the page says to use a code.
+    await pg.getByRole("button", { name: "Remove Test laptop" }).click();
+    await pg.getByText("No passkey yet.").waitFor();
+    await pg.getByRole("button", { name: "Sign out", exact: true }).click();
+    await pg.getByLabel("Phone number").fill(phone);
+    await pg.getByRole("button", { name: "Sign in with a passkey" }).click();
+    await pg.getByRole("alert").filter({ hasText: "No passkey is registered for this phone" }).waitFor();
+    await axe("console-signin-passkey-refused", pg);
+  } finally {
+    host.kill("SIGKILL");
+    await ctx.close();
+  }
+});
+
 test("3d. search: messages and conversations, by words, from the server's text index", async () => {
   const stamp = Date.now().toString(36);
   await send({ body: `Quarterly statement ${stamp} is ready` });

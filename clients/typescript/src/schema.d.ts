@@ -1453,6 +1453,97 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/members/me/passkeys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * My passkeys.
+         * @description The signed-in member's passkeys, oldest first.
+         */
+        get: operations["list_member_passkeys"];
+        put?: never;
+        /**
+         * Add a passkey.
+         * @description With the browser's answer to the challenge. A challenge unknown, used, expired or begun by another member
+         *     is `401`; an answer that does not check out (another origin, no user verification, a bad signature) is
+         *     `422` on `credential`; a passkey registered already is `409`.
+         */
+        post: operations["add_member_passkey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members/me/passkeys/challenges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Begin adding a passkey.
+         * @description For the signed-in member: the options to pass to `navigator.credentials.create()`, and the ceremony token
+         *     to send back with its answer within 5 minutes. The passkey must verify its user (a PIN or biometric). A
+         *     host reached by an IP address offers no passkeys (409: browsers refuse them there).
+         */
+        post: operations["member_passkey_registration_challenge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members/me/passkeys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a passkey.
+         * @description One of the signed-in member's own; it no longer signs in.
+         */
+        delete: operations["remove_member_passkey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members/passkey-challenges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Begin signing in with a passkey.
+         * @description For a member's phone (and partner, when a member of several): the options to pass to
+         *     `navigator.credentials.get()`, listing that member's passkeys, and the ceremony token to send back with
+         *     its answer within 5 minutes. `404` when the phone has no passkey there (it signs in with a code). The code routes' per-address
+         *     limits apply.
+         */
+        post: operations["member_passkey_sign_in_challenge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/members/sessions": {
         parameters: {
             query?: never;
@@ -1495,6 +1586,27 @@ export interface paths {
          * @description Ends this session and clears the cookie.
          */
         delete: operations["member_sign_out"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/members/sessions/passkey": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in with a passkey.
+         * @description With the browser's answer to the challenge: the same session and cookie as `POST /members/sessions`. A
+         *     challenge unknown, used or expired, or an answer that does not check out, is `401`.
+         */
+        post: operations["member_passkey_sign_in"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -3416,6 +3528,19 @@ export interface components {
             next_cursor?: string | null;
         };
         /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_PasskeyRecord: {
+            data: {
+                created_at: string;
+                /** Format: int64 */
+                id: number;
+                /** @description The last sign-in with it. */
+                last_used_at?: string | null;
+                name: string;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
         List_PaymentRecord: {
             data: {
                 /**
@@ -3666,6 +3791,17 @@ export interface components {
         NewInvitation: {
             role: components["schemas"]["MemberRole"];
         };
+        NewPasskey: {
+            /** @description The token of `POST /members/me/passkeys/challenges`. */
+            ceremony: string;
+            /**
+             * @description What `navigator.credentials.create()` gave, as WebAuthn's JSON form (`PublicKeyCredential.toJSON()`:
+             *     `id`, `rawId`, `type`, `response.attestationObject`, `response.clientDataJSON`, base64url).
+             */
+            credential: Record<string, never>;
+            /** @description A name to tell it by (default "Passkey"): 1 to 100 characters, no control characters. */
+            name?: string | null;
+        };
         /** @description The host cannot do its work: the error says which checks failed. */
         NotReady: {
             checks: components["schemas"]["ReadinessChecks"];
@@ -3719,6 +3855,40 @@ export interface components {
             /** @description The values this partner keeps in the account's fields (the user's own view only). */
             fields?: components["schemas"]["FieldValue"][] | null;
             name: string;
+        };
+        /**
+         * @description A ceremony begun: what the browser passes to WebAuthn, and the token that names the ceremony when the
+         *     browser answers.
+         */
+        PasskeyChallenge: {
+            /** @description Single use, good until `expires_at`. */
+            ceremony: string;
+            expires_at: string;
+            /**
+             * @description The options for `navigator.credentials.create()` (registration) or `.get()` (sign-in), as WebAuthn's
+             *     JSON form: `{"publicKey": {…}}` with every binary value base64url-encoded.
+             */
+            options: Record<string, never>;
+        };
+        /** @description A passkey of the signed-in member (the credential itself never leaves the server). */
+        PasskeyRecord: {
+            created_at: string;
+            /** Format: int64 */
+            id: number;
+            /** @description The last sign-in with it. */
+            last_used_at?: string | null;
+            name: string;
+        };
+        PasskeySignIn: {
+            /** @description The token of `POST /members/passkey-challenges`. */
+            ceremony: string;
+            /** @description What `navigator.credentials.get()` gave, as WebAuthn's JSON form (`PublicKeyCredential.toJSON()`). */
+            credential: Record<string, never>;
+        };
+        PasskeySignInStart: {
+            /** @description The partner to sign in to, for a phone that is a member of several. */
+            partner?: string | null;
+            phone: string;
         };
         /** @description A payment as partners see it. */
         PaymentRecord: {
@@ -7037,6 +7207,144 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    list_member_passkeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The passkeys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_PasskeyRecord"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    add_member_passkey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewPasskey"];
+            };
+        };
+        responses: {
+            /** @description The passkey */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasskeyRecord"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    member_passkey_registration_challenge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The challenge */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasskeyChallenge"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            409: components["responses"]["E409"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    remove_member_passkey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The passkey's id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    member_passkey_sign_in_challenge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasskeySignInStart"];
+            };
+        };
+        responses: {
+            /** @description The challenge */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasskeyChallenge"];
+                };
+            };
+            400: components["responses"]["E400"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     member_sign_in: {
         parameters: {
             query?: never;
@@ -7108,6 +7416,37 @@ export interface operations {
             };
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    member_passkey_sign_in: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasskeySignIn"];
+            };
+        };
+        responses: {
+            /** @description Signed in; the cookie is set */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberSession"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };

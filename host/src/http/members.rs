@@ -164,29 +164,38 @@ async fn sign_in(
                 return Err(ApiError::unauthorized("the invitation is unknown, used or expired: ask for a new one"));
             }
         },
-        None => {
-            let mut all = members::memberships(&state.db, &phone).await?;
-            let wanted = req.partner.as_deref().map(str::trim).filter(|p| !p.is_empty());
-            if let Some(code) = wanted {
-                all.retain(|(_, partner)| partner == code);
-            }
-            match all.len() {
-                0 => {
-                    return Err(ApiError::forbidden(
-                        "this phone is not a member of that partner: sign in with an invitation from its owner",
-                    ));
-                }
-                1 => all.pop().expect("one").0,
-                _ => {
-                    let codes: Vec<&str> = all.iter().map(|(_, p)| p.as_str()).collect();
-                    return Err(ApiError::validation(
-                        "partner",
-                        format!("this phone is a member of several partners: name one of {}", codes.join(", ")),
-                    ));
-                }
-            }
-        }
+        None => membership(&state, &phone, req.partner.as_deref()).await?.ok_or_else(|| {
+            ApiError::forbidden("this phone is not a member of that partner: sign in with an invitation from its owner")
+        })?,
     };
+    session_started(&state, &member, &client.to_string(), &headers).await
+}
+
+/// The membership of `phone` to sign in to: with the partner named in `partner`, or its only one (`None`
+/// when it has none there; `422` naming them when it has several and names none).
+pub(super) async fn membership(state: &AppState, phone: &str, partner: Option<&str>) -> ApiResult<Option<Member>> {
+    let mut all = members::memberships(&state.db, phone).await?;
+    if let Some(code) = partner.map(str::trim).filter(|p| !p.is_empty()) {
+        all.retain(|(_, partner)| partner == code);
+    }
+    if all.len() > 1 {
+        let codes: Vec<&str> = all.iter().map(|(_, p)| p.as_str()).collect();
+        return Err(ApiError::validation(
+            "partner",
+            format!("this phone is a member of several partners: name one of {}", codes.join(", ")),
+        ));
+    }
+    Ok(all.pop().map(|(member, _)| member))
+}
+
+/// Starts a session for `member`, signed in from `address`: `201` with the session and its cookie.
+pub(super) async fn session_started(
+    state: &AppState,
+    member: &Member,
+    address: &str,
+    headers: &HeaderMap,
+) -> ApiResult<Response> {
+    let now = state.now();
     let token = new_member_session();
     let user_agent =
         headers.get(USER_AGENT).and_then(|v| v.to_str().ok()).map(|ua| ua.chars().take(256).collect::<String>());
@@ -196,14 +205,14 @@ async fn sign_in(
         &digest(&token),
         now,
         now + SESSION_ABSOLUTE_MS,
-        &client.to_string(),
+        address,
         user_agent.as_deref(),
     )
     .await?;
     let session = members::find_session(&state.db, &digest(&token), now, SESSION_IDLE_MS)
         .await?
         .ok_or_else(|| ApiError::internal("a session just started is missing"))?;
-    Ok((StatusCode::CREATED, [(SET_COOKIE, cookie(&state, Some(&token)))], Json(session_record(&session)))
+    Ok((StatusCode::CREATED, [(SET_COOKIE, cookie(state, Some(&token)))], Json(session_record(&session)))
         .into_response())
 }
 

@@ -27,6 +27,7 @@ pub mod members;
 pub mod messages;
 pub mod metrics;
 pub mod openapi;
+pub mod passkeys;
 pub mod payments;
 pub mod push;
 pub mod receipts;
@@ -81,6 +82,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(api_keys::router())
         .merge(canned_replies::router())
         .merge(members::router())
+        .merge(passkeys::router())
         .merge(login::router())
         .merge(me::router())
         .merge(stream::router())

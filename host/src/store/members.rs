@@ -145,6 +145,12 @@ pub async fn memberships(db: &Db, phone: &str) -> Result<Vec<(Member, String)>, 
     rows.iter().map(|r| Ok((member_from_row(r)?, r.try_get("code")?))).collect()
 }
 
+/// A member by id, whichever partner's.
+pub async fn find(db: &Db, member_id: i64) -> Result<Option<Member>, sqlx::Error> {
+    let sql = const_format::concatcp!("SELECT ", MEMBER_COLUMNS, " FROM members m WHERE m.id = $1");
+    sqlx::query(sql).bind(member_id).fetch_optional(db.reader()).await?.as_ref().map(member_from_row).transpose()
+}
+
 /// The partner's members, oldest first.
 pub async fn list(db: &Db, partner_id: i64) -> Result<Vec<Member>, sqlx::Error> {
     let sql =
@@ -224,8 +230,8 @@ pub async fn update(
     Ok(Changed::Done(member))
 }
 
-/// Removes a member, ends their sessions and unpublishes the agent devices of their browsers (their audit
-/// entries stay, naming them by id); never the last owner.
+/// Removes a member, ends their sessions, forgets their passkeys and unpublishes the agent devices of their
+/// browsers (their audit entries stay, naming them by id); never the last owner.
 pub async fn remove(db: &Db, partner_id: i64, member_id: i64, now: Millis) -> Result<Changed, sqlx::Error> {
     let mut tx = db.begin().await?;
     let Some(member) = find_in(&mut tx, partner_id, member_id).await? else { return Ok(Changed::NotFound) };
@@ -247,6 +253,12 @@ pub async fn remove(db: &Db, partner_id: i64, member_id: i64, now: Millis) -> Re
     sqlx::query("DELETE FROM member_sessions WHERE member_id = $1").bind(member_id).execute(&mut *tx).await?;
     // The agent devices of the member's browsers: no content key made from now on is wrapped to them.
     sqlx::query("DELETE FROM agent_devices WHERE member_id = $1").bind(member_id).execute(&mut *tx).await?;
+    // Their passkeys, and any passkey ceremony they had begun.
+    for gone in
+        ["DELETE FROM member_passkeys WHERE member_id = $1", "DELETE FROM passkey_ceremonies WHERE member_id = $1"]
+    {
+        sqlx::query(gone).bind(member_id).execute(&mut *tx).await?;
+    }
     sqlx::query("DELETE FROM members WHERE id = $1").bind(member_id).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(Changed::Done(Some(member)))

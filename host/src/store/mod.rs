@@ -24,6 +24,7 @@ pub mod messages;
 pub mod otp;
 pub mod outbox;
 pub mod partners;
+pub mod passkeys;
 pub mod payments;
 pub mod push;
 pub mod sealing;

@@ -1,9 +1,9 @@
 // The partner console at /console/: a partner's members sign in with their phone and a one-time code
 // (the first time with the invitation link an owner gave them), agents answer conversations — filter,
 // assign, reply, keep internal notes, close — admins run the account (bots, webhooks, keys, canned replies,
-// messages, templates, broadcasts, accounts) and owners manage members and read the audit log. One module per
-// page; this one is the shell and its routes. It loads only on /console/ and shares the end-user app's
-// toolchain, styles and generated API types.
+// messages, templates, broadcasts, accounts) and owners manage members and read the audit log; every member
+// may add passkeys and sign in with them. One module per page; this one is the shell and its routes. It
+// loads only on /console/ and shares the end-user app's toolchain, styles and generated API types.
 import "../styles.css";
 import "./console.css";
 import { render } from "preact";
@@ -22,6 +22,7 @@ import { Bots } from "./bots";
 import { Canned } from "./canned";
 import { Broadcasts } from "./broadcasts";
 import { Accounts } from "./accounts";
+import { Passkeys } from "./passkeys";
 
 // ---- The signed-in console ----
 
@@ -65,6 +66,7 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
           { href: "/console/audit", label: "Audit log", on: path.startsWith("/console/audit") },
         ]
       : []),
+    { href: "/console/passkeys", label: "Passkeys", on: path.startsWith("/console/passkeys") },
   ];
   const conversation = path.match(/^\/console\/c\/(\d+)$/)?.[1];
   let page;
@@ -78,6 +80,7 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
   else if (path.startsWith("/console/templates") && admin) page = <Templates />;
   else if (path.startsWith("/console/broadcasts") && admin) page = <Broadcasts />;
   else if (path.startsWith("/console/accounts") && admin) page = <Accounts />;
+  else if (path.startsWith("/console/passkeys")) page = <Passkeys />;
   else page = <Inbox session={session} members={members} open={conversation ? Number(conversation) : null} />;
   return (
     <div class="console">

@@ -1,7 +1,9 @@
-// Signing in: a phone and a one-time code (the first time with the invitation link an owner gave).
+// Signing in: a phone and a one-time code (the first time with the invitation link an owner gave), or a
+// passkey the member added after signing in with a code.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { Alert, errorText } from "../pages/ui";
-import { ApiError, post, type MemberSession } from "../pages/api";
+import { ApiError, post, type MemberSession, type PasskeyChallenge } from "../pages/api";
+import { passkeyErrorText, passkeysAvailable, signWithPasskey } from "./webauthn";
 
 export function SignIn({ onSignedIn }: { onSignedIn: (s: MemberSession) => void }) {
   const invitation = location.hash.startsWith("#inv_") ? location.hash.slice(1) : null;
@@ -46,6 +48,36 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: MemberSession) => void 
       setBusy(false);
     }
   };
+  const withPasskey = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      const body: Record<string, string> = { phone: phone.trim() };
+      if (partner.trim()) body.partner = partner.trim();
+      const challenge = await post<PasskeyChallenge>("/members/passkey-challenges", body);
+      let credential;
+      try {
+        credential = await signWithPasskey(challenge.options);
+      } catch (err) {
+        throw new Error(passkeyErrorText(err) ?? errorText(err));
+      }
+      const session = await post<MemberSession>("/members/sessions/passkey", { ceremony: challenge.ceremony, credential });
+      history.replaceState(null, "", "/console/");
+      onSignedIn(session);
+    } catch (err) {
+      if (err instanceof ApiError && err.field === "partner") setAskPartner(true);
+      if (err instanceof ApiError && err.status === 404) setError("No passkey is registered for this phone: sign in with a code, then add one under Passkeys.");
+      else setError(errorText(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const partnerField = askPartner ? (
+    <>
+      <label for="partner">Partner code</label>
+      <input id="partner" value={partner} onInput={(e) => setPartner(e.currentTarget.value)} required />
+    </>
+  ) : null;
   return (
     <main class="console-signin card">
       <h1 tabIndex={-1} ref={heading}>
@@ -55,22 +87,30 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: MemberSession) => void 
       {!sent ? (
         <form onSubmit={send}>
           <label for="phone">Phone number</label>
-          <input id="phone" type="tel" autocomplete="tel" placeholder="+15551234567" value={phone} onInput={(e) => setPhone(e.currentTarget.value)} required />
+          <input id="phone" type="tel" autocomplete="tel webauthn" placeholder="+15551234567" value={phone} onInput={(e) => setPhone(e.currentTarget.value)} required />
+          {partnerField}
           <button class="primary" disabled={busy}>
             Send code
           </button>
+          {!invitation && passkeysAvailable() ? (
+            <button
+              type="button"
+              disabled={busy}
+              onClick={(e) => {
+                const form = e.currentTarget.form!;
+                if (form.reportValidity()) void withPasskey();
+              }}
+            >
+              Sign in with a passkey
+            </button>
+          ) : null}
         </form>
       ) : (
         <form onSubmit={signIn}>
           <p class="hint">We sent a code to {phone}.</p>
           <label for="code">Code</label>
           <input id="code" inputMode="numeric" autocomplete="one-time-code" value={code} onInput={(e) => setCode(e.currentTarget.value)} required />
-          {askPartner ? (
-            <>
-              <label for="partner">Partner code</label>
-              <input id="partner" value={partner} onInput={(e) => setPartner(e.currentTarget.value)} required />
-            </>
-          ) : null}
+          {partnerField}
           <button class="primary" disabled={busy}>
             Sign in
           </button>

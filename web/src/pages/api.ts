@@ -38,6 +38,8 @@ export type AccountField = S["AccountField"];
 export type Linked = S["Linked"];
 export type BotSession = S["BotSession"];
 export type FlowInvited = S["FlowInvited"];
+export type PasskeyRecord = S["PasskeyRecord"];
+export type PasskeyChallenge = S["PasskeyChallenge"];
 export type Page<T> = { data: T[]; next_cursor?: string | null };
 
 export class ApiError extends Error {
