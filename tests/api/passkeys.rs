@@ -295,6 +295,40 @@ async fn a_member_adds_a_passkey_and_signs_in_with_it_and_nothing_else_does() {
 }
 
 #[tokio::test]
+async fn a_phone_of_two_partners_signs_in_to_the_one_whose_passkey_it_uses() {
+    let app = TestApp::start_with(|c| c.public_url = ORIGIN.into()).await;
+    let acme = app.partner("acme").await;
+    let globex = app.partner("globex").await;
+    let (r, at_acme) = sign_in(&app, OWNER, json!({"invitation": invitation(&app, &acme, "admin").await})).await;
+    r.ok(201);
+    let (r, at_globex) = sign_in(&app, OWNER, json!({"invitation": invitation(&app, &globex, "agent").await})).await;
+    r.ok(201);
+    let (mut work, mut side) = (Authenticator::new(), Authenticator::new());
+    register(&at_acme.unwrap(), &mut work, "Work").await;
+    register(&at_globex.unwrap(), &mut side, "Side job").await;
+
+    // One challenge lists both partners' passkeys, and names no partner: the passkey used decides.
+    let challenge = sign_in_challenge(&app, OWNER).await;
+    assert_eq!(challenge["options"]["publicKey"]["allowCredentials"].as_array().unwrap().len(), 2);
+    let (r, _) = passkey_sign_in(&app, &challenge["ceremony"], side.get(&challenge["options"])).await;
+    assert_eq!(r.ok(201)["partner"]["code"], "globex");
+    assert_eq!(r.json["member"]["role"], "agent");
+    let challenge = sign_in_challenge(&app, OWNER).await;
+    let (r, _) = passkey_sign_in(&app, &challenge["ceremony"], work.get(&challenge["options"])).await;
+    assert_eq!(r.ok(201)["partner"]["code"], "acme");
+    // Naming a partner narrows the challenge to its passkeys: another's is refused.
+    let (r, _) =
+        open_post(&app, "/api/v1/members/passkey-challenges", json!({"phone": OWNER, "partner": "acme"})).await;
+    let challenge = r.ok(201).clone();
+    assert_eq!(challenge["options"]["publicKey"]["allowCredentials"].as_array().unwrap().len(), 1);
+    let (r, _) = passkey_sign_in(&app, &challenge["ceremony"], side.get(&challenge["options"])).await;
+    r.error(401, "unauthorized");
+    let (r, _) =
+        open_post(&app, "/api/v1/members/passkey-challenges", json!({"phone": OWNER, "partner": "initech"})).await;
+    r.error(404, "not_found");
+}
+
+#[tokio::test]
 async fn a_host_reached_by_an_address_offers_no_passkeys_and_says_why() {
     let app = TestApp::start_with(|c| c.public_url = "http://127.0.0.1:8080".into()).await;
     let key = app.partner("acme").await;

@@ -1532,10 +1532,10 @@ export interface paths {
         put?: never;
         /**
          * Begin signing in with a passkey.
-         * @description For a member's phone (and partner, when a member of several): the options to pass to
-         *     `navigator.credentials.get()`, listing that member's passkeys, and the ceremony token to send back with
-         *     its answer within 5 minutes. `404` when the phone has no passkey there (it signs in with a code). The code routes' per-address
-         *     limits apply.
+         * @description For a member's phone: the options to pass to `navigator.credentials.get()`, listing the passkeys of each
+         *     of its memberships (or of the one with the partner named in `partner`: the passkey used says which
+         *     partner the session is for), and the ceremony token to send back with its answer within 5 minutes. `404`
+         *     when the phone has no passkey (it signs in with a code). The code routes' per-address limits apply.
          */
         post: operations["member_passkey_sign_in_challenge"];
         delete?: never;
@@ -3886,7 +3886,7 @@ export interface components {
             credential: Record<string, never>;
         };
         PasskeySignInStart: {
-            /** @description The partner to sign in to, for a phone that is a member of several. */
+            /** @description Only this partner's passkeys (by default, the passkeys of every partner the phone is a member of). */
             partner?: string | null;
             phone: string;
         };

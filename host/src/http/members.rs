@@ -173,7 +173,7 @@ async fn sign_in(
 
 /// The membership of `phone` to sign in to: with the partner named in `partner`, or its only one (`None`
 /// when it has none there; `422` naming them when it has several and names none).
-pub(super) async fn membership(state: &AppState, phone: &str, partner: Option<&str>) -> ApiResult<Option<Member>> {
+async fn membership(state: &AppState, phone: &str, partner: Option<&str>) -> ApiResult<Option<Member>> {
     let mut all = members::memberships(&state.db, phone).await?;
     if let Some(code) = partner.map(str::trim).filter(|p| !p.is_empty()) {
         all.retain(|(_, partner)| partner == code);

@@ -28,7 +28,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::passkeys::CEREMONY_MS;
 use crate::secrets::{digest, new_passkey_ceremony};
 use crate::state::AppState;
-use crate::store::members::Member;
+use crate::store::members;
 use crate::store::passkeys::{self, Ceremony, StoredPasskey};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -82,7 +82,7 @@ fn relying_party(state: &AppState) -> ApiResult<&Webauthn> {
 async fn begin<T: Serialize>(
     state: &AppState,
     kind: Ceremony,
-    member_id: i64,
+    member_id: Option<i64>,
     options: impl Serialize,
     ceremony_state: &T,
 ) -> ApiResult<(StatusCode, Json<PasskeyChallenge>)> {
@@ -97,8 +97,12 @@ async fn begin<T: Serialize>(
     ))
 }
 
-/// Takes the ceremony named by `token` (once): its member and state.
-async fn take<T: DeserializeOwned>(state: &AppState, token: Option<&str>, kind: Ceremony) -> ApiResult<(i64, T)> {
+/// Takes the ceremony named by `token` (once): the member who began it, if one did, and its state.
+async fn take<T: DeserializeOwned>(
+    state: &AppState,
+    token: Option<&str>,
+    kind: Ceremony,
+) -> ApiResult<(Option<i64>, T)> {
     let token = token
         .map(str::trim)
         .filter(|t| !t.is_empty())
@@ -153,7 +157,7 @@ async fn registration_challenge(
     let (options, registration) = webauthn
         .start_passkey_registration(handle, &member.phone, display, Some(exclude))
         .map_err(ApiError::internal)?;
-    begin(&state, Ceremony::Register, member.id, options, &registration).await
+    begin(&state, Ceremony::Register, Some(member.id), options, &registration).await
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -206,9 +210,10 @@ async fn register(
         None => "Passkey",
     };
     let answer = credential(req.credential)?;
-    let (member_id, registration): (i64, PasskeyRegistration) =
+    let (began_by, registration): (Option<i64>, PasskeyRegistration) =
         take(&state, req.ceremony.as_deref(), Ceremony::Register).await?;
-    if member_id != session.member.id {
+    let member_id = session.member.id;
+    if began_by != Some(member_id) {
         return Err(ApiError::unauthorized("the passkey challenge is unknown, used or expired: start again"));
     }
     let passkey = webauthn
@@ -280,17 +285,17 @@ async fn remove_passkey(
 struct SignInStart {
     #[schema(value_type = String, required = true, pattern = "^\\+[1-9][0-9]{6,14}$")]
     phone: Option<String>,
-    /// The partner to sign in to, for a phone that is a member of several.
+    /// Only this partner's passkeys (by default, the passkeys of every partner the phone is a member of).
     #[schema(min_length = 1, max_length = 64)]
     partner: Option<String>,
 }
 
 /// Begin signing in with a passkey.
 ///
-/// For a member's phone (and partner, when a member of several): the options to pass to
-/// `navigator.credentials.get()`, listing that member's passkeys, and the ceremony token to send back with
-/// its answer within 5 minutes. `404` when the phone has no passkey there (it signs in with a code). The code routes' per-address
-/// limits apply.
+/// For a member's phone: the options to pass to `navigator.credentials.get()`, listing the passkeys of each
+/// of its memberships (or of the one with the partner named in `partner`: the passkey used says which
+/// partner the session is for), and the ceremony token to send back with its answer within 5 minutes. `404`
+/// when the phone has no passkey (it signs in with a code). The code routes' per-address limits apply.
 #[utoipa::path(
     post,
     path = "/members/passkey-challenges",
@@ -312,16 +317,21 @@ async fn sign_in_challenge(
 ) -> ApiResult<(StatusCode, Json<PasskeyChallenge>)> {
     let phone = crate::validate::required_phone(req.phone.as_deref())?;
     let webauthn = relying_party(&state)?;
-    let member: Member = super::members::membership(&state, phone, req.partner.as_deref())
-        .await?
-        .ok_or_else(|| ApiError::not_found("passkey of this phone"))?;
-    let theirs = passkeys::of_member(&state.db, member.id).await?;
+    // The passkeys of each membership of the phone (of the one partner named): the one used says which.
+    let wanted = req.partner.as_deref().map(str::trim).filter(|p| !p.is_empty());
+    let mut theirs = Vec::new();
+    for (member, partner) in members::memberships(&state.db, phone).await? {
+        if wanted.is_none_or(|code| code == partner) {
+            for p in passkeys::of_member(&state.db, member.id).await? {
+                theirs.push(stored(&p)?);
+            }
+        }
+    }
     if theirs.is_empty() {
         return Err(ApiError::not_found("passkey of this phone"));
     }
-    let theirs = theirs.iter().map(stored).collect::<ApiResult<Vec<_>>>()?;
     let (options, authentication) = webauthn.start_passkey_authentication(&theirs).map_err(ApiError::internal)?;
-    begin(&state, Ceremony::SignIn, member.id, options, &authentication).await
+    begin(&state, Ceremony::SignIn, None, options, &authentication).await
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -361,25 +371,23 @@ async fn sign_in(
 ) -> ApiResult<Response> {
     let webauthn = relying_party(&state)?;
     let answer: webauthn_rs::prelude::PublicKeyCredential = credential(req.credential)?;
-    let (member_id, authentication): (i64, PasskeyAuthentication) =
+    let (_, authentication): (Option<i64>, PasskeyAuthentication) =
         take(&state, req.ceremony.as_deref(), Ceremony::SignIn).await?;
     let refused = |e: &dyn std::fmt::Display| ApiError::unauthorized(format!("the passkey did not sign in: {e}"));
+    // Checked against the passkeys the challenge listed (the phone's): the one used names the member.
     let result = webauthn.finish_passkey_authentication(&answer, &authentication).map_err(|e| refused(&e))?;
-    // The passkey used, among the member's (the ceremony allowed only theirs): its counter moves on.
-    let theirs = passkeys::of_member(&state.db, member_id).await?;
-    let mut used = None;
-    for p in &theirs {
-        let mut passkey = stored(p)?;
-        if passkey.cred_id() == result.cred_id() {
-            let changed = passkey.update_credential(&result).unwrap_or(false);
-            let kept = if changed { Some(serde_json::to_string(&passkey).map_err(ApiError::internal)?) } else { None };
-            used = Some((p.id, kept));
-        }
-    }
-    let Some((id, kept)) = used else { return Err(refused(&"the passkey was removed meanwhile")) };
-    passkeys::used(&state.db, id, kept.as_deref(), state.now()).await?;
-    let member = crate::store::members::find(&state.db, member_id)
+    let credential_id = URL_SAFE_NO_PAD.encode(result.cred_id().as_slice());
+    let row = passkeys::by_credential(&state.db, &credential_id)
         .await?
-        .ok_or_else(|| refused(&"the member was removed meanwhile"))?;
+        .ok_or_else(|| refused(&"the passkey was removed meanwhile"))?;
+    // Its counter moves on.
+    let mut passkey = stored(&row)?;
+    let kept = match passkey.update_credential(&result) {
+        Some(true) => Some(serde_json::to_string(&passkey).map_err(ApiError::internal)?),
+        _ => None,
+    };
+    passkeys::used(&state.db, row.id, kept.as_deref(), state.now()).await?;
+    let member =
+        members::find(&state.db, row.member_id).await?.ok_or_else(|| refused(&"the member was removed meanwhile"))?;
     super::members::session_started(&state, &member, &client.to_string(), &headers).await
 }

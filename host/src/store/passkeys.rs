@@ -72,6 +72,12 @@ pub async fn of_member(db: &Db, member_id: i64) -> Result<Vec<StoredPasskey>, sq
     rows.iter().map(from_row).collect()
 }
 
+/// A passkey by its credential id (base64url), whoever's.
+pub async fn by_credential(db: &Db, credential_id: &str) -> Result<Option<StoredPasskey>, sqlx::Error> {
+    let sql = const_format::concatcp!("SELECT ", COLUMNS, " FROM member_passkeys WHERE credential_id = $1");
+    sqlx::query(sql).bind(credential_id).fetch_optional(db.reader()).await?.as_ref().map(from_row).transpose()
+}
+
 /// Removes a passkey of `member_id`; false when the member has none with that id.
 pub async fn remove(db: &Db, member_id: i64, id: i64) -> Result<bool, sqlx::Error> {
     let done = sqlx::query("DELETE FROM member_passkeys WHERE member_id = $1 AND id = $2")
@@ -114,7 +120,7 @@ pub async fn begin(
     db: &Db,
     token_hash: &str,
     kind: Ceremony,
-    member_id: i64,
+    member_id: Option<i64>,
     state: &str,
     now: Millis,
     expires_at: Millis,
@@ -134,14 +140,14 @@ pub async fn begin(
     tx.commit().await
 }
 
-/// Takes a ceremony of `kind` by its token's digest, once: its member and state, or `None` when it is
-/// unknown, of another kind, already taken or expired.
+/// Takes a ceremony of `kind` by its token's digest, once: the member who began it (if one did) and its
+/// state, or `None` when it is unknown, of another kind, already taken or expired.
 pub async fn take(
     db: &Db,
     token_hash: &str,
     kind: Ceremony,
     now: Millis,
-) -> Result<Option<(i64, String)>, sqlx::Error> {
+) -> Result<Option<(Option<i64>, String)>, sqlx::Error> {
     let row = sqlx::query(
         "DELETE FROM passkey_ceremonies WHERE token_hash = $1 AND kind = $2 AND expires_at > $3 RETURNING member_id, state",
     )

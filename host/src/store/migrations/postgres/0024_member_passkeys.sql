@@ -12,12 +12,13 @@ CREATE TABLE member_passkeys (
 CREATE INDEX member_passkeys_member ON member_passkeys (member_id);
 
 -- A passkey ceremony between its two requests (the challenge sent, the browser's answer awaited): the state
--- webauthn-rs needs to check the answer, under the digest of the token the browser holds; taken once, good
--- for five minutes.
+-- webauthn-rs needs to check the answer, under the digest of the token the browser holds, and the member who
+-- began it (a registration; a sign-in's member is the owner of the passkey used); taken once, good for five
+-- minutes.
 CREATE TABLE passkey_ceremonies (
     token_hash  TEXT    PRIMARY KEY,
     kind        TEXT    NOT NULL CHECK (kind IN ('register', 'sign_in')),
-    member_id   BIGINT  NOT NULL REFERENCES members(id),
+    member_id   BIGINT  REFERENCES members(id),
     state       TEXT    NOT NULL,
     expires_at  BIGINT  NOT NULL
 );
