@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { Alert, Head, acting, errorText, when } from "../pages/ui";
 import { del, get, post, type Page, type PasskeyChallenge, type PasskeyRecord } from "../pages/api";
-import { createPasskey, passkeyErrorText, passkeysAvailable } from "./webauthn";
+import { createPasskey, passkeysAvailable } from "./webauthn";
 
 /** The signed-in member's passkeys: add one (this device's screen lock or a security key), see when each was
  * last used, remove one. */
@@ -19,12 +19,7 @@ export function Passkeys() {
   const add = () =>
     act(async () => {
       const challenge = await post<PasskeyChallenge>("/members/me/passkeys/challenges", {});
-      let credential;
-      try {
-        credential = await createPasskey(challenge.options);
-      } catch (e) {
-        throw new Error(passkeyErrorText(e) ?? errorText(e));
-      }
+      const credential = await createPasskey(challenge.options);
       const body: Record<string, unknown> = { ceremony: challenge.ceremony, credential };
       if (name.trim()) body.name = name.trim();
       const made = await post<PasskeyRecord>("/members/me/passkeys", body);

@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { Alert, errorText } from "../pages/ui";
 import { ApiError, post, type MemberSession, type PasskeyChallenge } from "../pages/api";
-import { passkeyErrorText, passkeysAvailable, signWithPasskey } from "./webauthn";
+import { passkeysAvailable, signWithPasskey } from "./webauthn";
 
 export function SignIn({ onSignedIn }: { onSignedIn: (s: MemberSession) => void }) {
   const invitation = location.hash.startsWith("#inv_") ? location.hash.slice(1) : null;
@@ -30,47 +30,39 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: MemberSession) => void 
       setBusy(false);
     }
   };
-  const signIn = async (e: Event) => {
-    e.preventDefault();
+  /** Signs in with what `how` gets from the server; `refused` words a refusal its own way. */
+  const attempt = async (how: () => Promise<MemberSession>, refused?: (err: unknown) => string | null) => {
     setBusy(true);
     setError(null);
     try {
-      const body: Record<string, string> = { phone: phone.trim(), code: code.trim() };
-      if (invitation) body.invitation = invitation;
-      if (partner.trim()) body.partner = partner.trim();
-      const session = await post<MemberSession>("/members/sessions", body);
+      const session = await how();
       history.replaceState(null, "", "/console/");
       onSignedIn(session);
     } catch (err) {
       if (err instanceof ApiError && err.field === "partner") setAskPartner(true);
-      setError(errorText(err));
+      setError(refused?.(err) ?? errorText(err));
     } finally {
       setBusy(false);
     }
   };
-  const withPasskey = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      const body: Record<string, string> = { phone: phone.trim() };
-      if (partner.trim()) body.partner = partner.trim();
-      const challenge = await post<PasskeyChallenge>("/members/passkey-challenges", body);
-      let credential;
-      try {
-        credential = await signWithPasskey(challenge.options);
-      } catch (err) {
-        throw new Error(passkeyErrorText(err) ?? errorText(err));
-      }
-      const session = await post<MemberSession>("/members/sessions/passkey", { ceremony: challenge.ceremony, credential });
-      history.replaceState(null, "", "/console/");
-      onSignedIn(session);
-    } catch (err) {
-      if (err instanceof ApiError && err.field === "partner") setAskPartner(true);
-      if (err instanceof ApiError && err.status === 404) setError("No passkey is registered for this phone: sign in with a code, then add one under Passkeys.");
-      else setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
+  const signIn = (e: Event) => {
+    e.preventDefault();
+    const body: Record<string, string> = { phone: phone.trim(), code: code.trim() };
+    if (invitation) body.invitation = invitation;
+    if (partner.trim()) body.partner = partner.trim();
+    return attempt(() => post<MemberSession>("/members/sessions", body));
+  };
+  const withPasskey = () => {
+    const body: Record<string, string> = { phone: phone.trim() };
+    if (partner.trim()) body.partner = partner.trim();
+    return attempt(
+      async () => {
+        const challenge = await post<PasskeyChallenge>("/members/passkey-challenges", body);
+        const credential = await signWithPasskey(challenge.options);
+        return post<MemberSession>("/members/sessions/passkey", { ceremony: challenge.ceremony, credential });
+      },
+      (err) => (err instanceof ApiError && err.status === 404 ? "No passkey is registered for this phone: sign in with a code, then add one under Passkeys." : null),
+    );
   };
   const partnerField = askPartner ? (
     <>

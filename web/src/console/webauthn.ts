@@ -22,50 +22,53 @@ const withIds = (list: Json[] | undefined) => (list ?? []).map((c) => ({ ...c, i
 /** Whether this browser can use passkeys at all. */
 export const passkeysAvailable = () => typeof window.PublicKeyCredential === "function" && !!navigator.credentials;
 
+/** The browser's answer in WebAuthn's JSON form, with `response`'s binary values encoded. */
+function answer(cred: PublicKeyCredential, response: Json): Json {
+  return { id: cred.id, rawId: toB64u(cred.rawId), type: cred.type, response, clientExtensionResults: cred.getClientExtensionResults() };
+}
+
+/** Runs the browser's part; what it refuses becomes an error that says so to the member. */
+async function ask(what: () => Promise<Credential | null>): Promise<PublicKeyCredential> {
+  let cred;
+  try {
+    cred = await what();
+  } catch (e) {
+    throw new Error(passkeyErrorText(e));
+  }
+  if (!cred) throw new Error("No passkey was used.");
+  return cred as PublicKeyCredential;
+}
+
 /** Makes a passkey for the server's registration options; the answer to send back. */
 export async function createPasskey(options: Json): Promise<Json> {
   const o = options.publicKey;
   const publicKey = { ...o, challenge: fromB64u(o.challenge), user: { ...o.user, id: fromB64u(o.user.id) }, excludeCredentials: withIds(o.excludeCredentials) };
-  const cred = (await navigator.credentials.create({ publicKey } as CredentialCreationOptions)) as PublicKeyCredential | null;
-  if (!cred) throw new Error("No passkey was made.");
+  const cred = await ask(() => navigator.credentials.create({ publicKey } as CredentialCreationOptions));
   const r = cred.response as AuthenticatorAttestationResponse;
-  return {
-    id: cred.id,
-    rawId: toB64u(cred.rawId),
-    type: cred.type,
-    response: { attestationObject: toB64u(r.attestationObject), clientDataJSON: toB64u(r.clientDataJSON) },
-    clientExtensionResults: cred.getClientExtensionResults(),
-  };
+  return answer(cred, { attestationObject: toB64u(r.attestationObject), clientDataJSON: toB64u(r.clientDataJSON) });
 }
 
 /** Signs the server's sign-in challenge with one of the listed passkeys; the answer to send back. */
 export async function signWithPasskey(options: Json): Promise<Json> {
   const o = options.publicKey;
   const publicKey = { ...o, challenge: fromB64u(o.challenge), allowCredentials: withIds(o.allowCredentials) };
-  const cred = (await navigator.credentials.get({ publicKey } as CredentialRequestOptions)) as PublicKeyCredential | null;
-  if (!cred) throw new Error("No passkey was used.");
+  const cred = await ask(() => navigator.credentials.get({ publicKey } as CredentialRequestOptions));
   const r = cred.response as AuthenticatorAssertionResponse;
-  return {
-    id: cred.id,
-    rawId: toB64u(cred.rawId),
-    type: cred.type,
-    response: {
-      authenticatorData: toB64u(r.authenticatorData),
-      clientDataJSON: toB64u(r.clientDataJSON),
-      signature: toB64u(r.signature),
-      userHandle: r.userHandle ? toB64u(r.userHandle) : null,
-    },
-    clientExtensionResults: cred.getClientExtensionResults(),
-  };
+  return answer(cred, {
+    authenticatorData: toB64u(r.authenticatorData),
+    clientDataJSON: toB64u(r.clientDataJSON),
+    signature: toB64u(r.signature),
+    userHandle: r.userHandle ? toB64u(r.userHandle) : null,
+  });
 }
 
 /** What to tell the member when the browser's part failed (cancelled, timed out, not allowed here). */
-export function passkeyErrorText(e: unknown): string | null {
+function passkeyErrorText(e: unknown): string {
   if (e instanceof DOMException) {
     if (e.name === "NotAllowedError") return "The passkey was not used (cancelled or timed out). Try again, or sign in with a code.";
     if (e.name === "InvalidStateError") return "This device already holds a passkey of yours.";
     if (e.name === "SecurityError") return "Passkeys are not allowed on this address.";
     return `The browser refused: ${e.message}`;
   }
-  return null;
+  return e instanceof Error ? e.message : String(e);
 }
