@@ -146,12 +146,34 @@ async fn partners_list_and_search_their_own_threads_only() {
     assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=invoice").await.ok(200)), vec![a], "subject");
     assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=damaged").await.ok(200)), vec![b], "body");
     assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=0000001").await.ok(200)), vec![a], "contact");
-    // Through the text index: each word starts a word, in any case, all of them in one message or the subject.
+    // Through the text index: each word starts a word, in any case, anywhere in the conversation.
     assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=DAMA").await.ok(200)), vec![b], "a word's start");
     assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=parcel%20damaged").await.ok(200)), vec![b]);
     assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=sorry").await.ok(200)), vec![b], "the agent's words");
     assert!(ids(app.get(&acme, "/api/v1/conversations?q=amaged").await.ok(200)).is_empty(), "not a word's middle");
     assert!(ids(app.get(&acme, "/api/v1/conversations?q=parcel%20invoice").await.ok(200)).is_empty());
+    // The words of one conversation, wherever they are in it: the user's message and the agent's answer, or
+    // the subject and a message.
+    assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=parcel%20sorry").await.ok(200)), vec![b], "two messages");
+    assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=delivery%20sorr").await.ok(200)), vec![b], "subject");
+    assert!(ids(app.get(&acme, "/api/v1/conversations?q=wrong%20sorry").await.ok(200)).is_empty(), "two threads");
+    assert!(ids(app.get(&acme, "/api/v1/conversations?q=damaged&state=open").await.ok(200)).is_empty(), "filtered");
+    assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=damaged&state=pending").await.ok(200)), vec![b]);
+    // A search's pages: newest first, the cursor going on from the last one shown.
+    app.post(&acme, &format!("/api/v1/conversations/{a}/messages"), json!({"body": "Sorry, fixed"})).await.ok(201);
+    let first = app.get(&acme, "/api/v1/conversations?q=sorry&limit=1").await.ok(200).clone();
+    assert_eq!(ids(&first), vec![b]);
+    let cursor = first["next_cursor"].as_str().expect("a next page").to_string();
+    let second =
+        app.get(&acme, &format!("/api/v1/conversations?q=sorry&limit=1&cursor={cursor}")).await.ok(200).clone();
+    assert_eq!(ids(&second), vec![a]);
+    let by_phone = app.get(&acme, "/api/v1/conversations?q=%2B1555&limit=1").await.ok(200).clone();
+    assert_eq!(ids(&by_phone), vec![b], "the phone's part pages too");
+    let cursor = by_phone["next_cursor"].as_str().expect("a next page").to_string();
+    assert_eq!(
+        ids(app.get(&acme, &format!("/api/v1/conversations?q=%2B1555&limit=1&cursor={cursor}")).await.ok(200)),
+        vec![a]
+    );
     assert_eq!(ids(app.get(&acme, "/api/v1/conversations?q=%2B15550000002").await.ok(200)), vec![b], "a phone");
     let long = "x".repeat(601);
     app.get(&acme, &format!("/api/v1/conversations?q={long}")).await.field_error("q");

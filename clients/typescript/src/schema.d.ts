@@ -5419,8 +5419,9 @@ export interface operations {
                  */
                 assigned?: string;
                 /**
-                 * @description Search: words that each start a word of the subject or of one message (through the text index; any
-                 *     case; at most 8 words, 600 characters), or a part of the contact's phone.
+                 * @description Search: words that each start a word somewhere in the conversation — its subject or any message,
+                 *     the user's or the agents' (through the text index; any case; at most 8 words, 600 characters) — or a
+                 *     part of the contact's phone.
                  */
                 q?: string;
                 /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */

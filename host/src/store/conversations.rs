@@ -28,8 +28,9 @@ pub struct Conversation {
     pub assignee_id: Option<i64>,
 }
 
-const SELECT: &str = "SELECT c.id, c.ref, c.partner_id, p.code AS partner_code, c.phone, c.subject, c.state, \
-    c.last_message_at, c.created_at, c.assignee_id FROM conversations c JOIN partners p ON p.id = c.partner_id ";
+const COLUMNS: &str = "SELECT c.id, c.ref, c.partner_id, p.code AS partner_code, c.phone, c.subject, c.state, \
+    c.last_message_at, c.created_at, c.assignee_id ";
+const SELECT: &str = const_format::concatcp!(COLUMNS, "FROM conversations c JOIN partners p ON p.id = c.partner_id ");
 
 /// Whose conversations a partner's list shows.
 #[derive(Debug, Clone, Copy)]
@@ -78,11 +79,19 @@ pub async fn list_for_phone(
     query.fetch_all(db.reader()).await?.iter().map(from_row).collect()
 }
 
-/// A partner's search: the words (every one starts a word of the subject or of one message, through the
-/// text index), or the contact's phone holding `phone` (a part of it, as typed).
+/// A partner's search: the words (every one starts a word of the subject or of a message, anywhere in the
+/// conversation, through the text index), or the contact's phone holding `phone` (a part of it, as typed).
 pub struct PartnerSearch {
     pub words: Vec<String>,
     pub phone: String,
+}
+
+impl PartnerSearch {
+    /// Whether the text could be a part of a phone (`+` and digits, as phones are kept): anything else
+    /// cannot be in one, and is not looked for there.
+    fn could_be_a_phone(&self) -> bool {
+        !self.phone.is_empty() && self.phone.chars().all(|c| c.is_ascii_digit() || c == '+')
+    }
 }
 
 /// A partner's conversations, newest first, by state, assignee and a search.
@@ -95,42 +104,77 @@ pub async fn list_for_partner(
     before: Option<i64>,
     limit: i64,
 ) -> Result<Vec<Conversation>, sqlx::Error> {
-    const LIST: &str = const_format::concatcp!(
-        SELECT,
-        "WHERE c.partner_id = $1 AND ($2 IS NULL OR c.state = $2) AND ($3 IS NULL OR c.id < $3) \
-         AND ($5 = 'any' OR ($5 = 'none' AND c.assignee_id IS NULL) OR ($5 = 'member' AND c.assignee_id = $6)) "
-    );
-    let (who, member) = match assigned {
-        Assigned::Anyone => ("any", 0),
-        Assigned::Nobody => ("none", 0),
-        Assigned::Member(id) => ("member", id),
+    // The conditions the list asks for, and only those, so that each engine plans for what is asked.
+    let mut binds = vec![Bind::Int(partner_id)];
+    let mut filters = vec!["c.partner_id = $1".to_string()];
+    let mut add = |condition: &str, bind: Bind| {
+        binds.push(bind);
+        filters.push(condition.replace('?', &format!("${}", binds.len())));
+        binds.len()
     };
-    // Each part of a search through its own index: the partner's conversations by phone, the words by the
-    // text index.
-    const BY_PHONE: &str = "SELECT id FROM conversations WHERE partner_id = $1 AND phone LIKE $7 ESCAPE '\\'";
-    let found = match search {
-        None => String::new(),
-        Some(s) if s.words.is_empty() => format!("AND c.id IN ({BY_PHONE}) "),
-        Some(_) => format!(
-            "AND c.id IN ({BY_PHONE} UNION {}) ",
-            super::search::partner_conversations_with_words(db.backend(), 8, 1)
-        ),
-    };
-    let sql = format!("{LIST}{found}ORDER BY c.id DESC LIMIT $4");
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(partner_id)
-        .bind(state.map(ConversationState::as_str))
-        .bind(before)
-        .bind(limit)
-        .bind(who)
-        .bind(member);
-    if let Some(s) = search {
-        query = query.bind(like_pattern(&s.phone));
-        if !s.words.is_empty() {
-            query = query.bind(super::search::words_only(db.backend(), &s.words));
+    if let Some(state) = state {
+        add("c.state = ?", Bind::Text(state.as_str().to_string()));
+    }
+    let cursor = before.map(|id| add("c.id < ?", Bind::Int(id)));
+    match assigned {
+        Assigned::Anyone => {}
+        Assigned::Nobody => filters.push("c.assignee_id IS NULL".to_string()),
+        Assigned::Member(id) => {
+            add("c.assignee_id = ?", Bind::Int(id));
         }
     }
-    query.fetch_all(db.reader()).await?.iter().map(from_row).collect()
+    let filters = filters.join(" AND ");
+    binds.push(Bind::Int(limit));
+    let l = binds.len();
+    let page = |sql: String, extra: Option<String>| {
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for bind in &binds {
+            query = match bind {
+                Bind::Int(v) => query.bind(*v),
+                Bind::Text(v) => query.bind(v.clone()),
+            };
+        }
+        if let Some(extra) = extra {
+            query = query.bind(extra);
+        }
+        async move { query.fetch_all(db.reader()).await?.iter().map(from_row).collect::<Result<Vec<_>, _>>() }
+    };
+    let Some(search) = search else {
+        return page(format!("{SELECT}WHERE {filters} ORDER BY c.id DESC LIMIT ${l}"), None).await;
+    };
+    // Each part of a search through its own index, each a page of its own, merged: the words by the text
+    // index, the phone among the partner's conversations.
+    let n = l + 1;
+    let mut found = Vec::new();
+    if !search.words.is_empty() {
+        let matching = super::search::partner_matching(db.backend(), partner_id, &search.words);
+        let queries = super::search::partner_conversations_with_words(db.backend(), COLUMNS, &filters, n, l, cursor);
+        let tries = queries.len();
+        for (i, sql) in queries.into_iter().enumerate() {
+            let rows = page(sql, Some(matching.clone())).await?;
+            if rows.len() as i64 >= limit || i + 1 == tries {
+                found.extend(rows);
+                break;
+            }
+        }
+    }
+    if search.could_be_a_phone() {
+        let sql = format!(
+            "{SELECT}WHERE c.id IN (SELECT id FROM conversations WHERE partner_id = $1 AND phone LIKE ${n} \
+             ESCAPE '\\') AND {filters} ORDER BY c.id DESC LIMIT ${l}"
+        );
+        found.extend(page(sql, Some(like_pattern(&search.phone))).await?);
+    }
+    found.sort_by(|a, b| b.id.cmp(&a.id));
+    found.dedup_by_key(|c| c.id);
+    found.truncate(usize::try_from(limit).unwrap_or(0));
+    Ok(found)
+}
+
+/// A value bound to a query built for what a request asks.
+enum Bind {
+    Int(i64),
+    Text(String),
 }
 
 pub async fn find_for_partner(db: &Db, partner_id: i64, id: i64) -> Result<Option<Conversation>, sqlx::Error> {

@@ -33,8 +33,9 @@ pub(super) struct ConversationFilter {
     /// (unassigned) or a member's id. Absent: everyone's.
     #[param(pattern = "^(me|none|[1-9][0-9]{0,17})?$")]
     assigned: Option<String>,
-    /// Search: words that each start a word of the subject or of one message (through the text index; any
-    /// case; at most 8 words, 600 characters), or a part of the contact's phone.
+    /// Search: words that each start a word somewhere in the conversation — its subject or any message,
+    /// the user's or the agents' (through the text index; any case; at most 8 words, 600 characters) — or a
+    /// part of the contact's phone.
     #[param(max_length = 600)]
     q: Option<String>,
 }
