@@ -44,6 +44,7 @@ const LAYERS: &[(&str, &str)] = &[
     ("delivery/", "workers"),
     ("webhooks/", "workers"),
     ("broadcasts.rs", "workers"),
+    ("inbound.rs", "workers"),
     ("http/", "http"),
     ("metrics.rs", "http"),
     ("auth.rs", "http"),

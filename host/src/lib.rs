@@ -45,6 +45,7 @@ pub mod flows;
 pub mod forms;
 pub mod health;
 pub mod http;
+pub mod inbound;
 pub mod members;
 pub mod messages;
 pub mod metrics;
@@ -244,6 +245,7 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
     let delivery = supervised("delivery", Box::pin(delivery::run_worker(state.delivery.clone(), stop.clone())));
     let webhooks = supervised("webhooks", Box::pin(webhooks::run_dispatcher(state.webhooks.clone(), stop.clone())));
     let broadcasts = supervised("broadcasts", Box::pin(broadcasts::run_worker(state.fanout(), stop.clone())));
+    let inbound = supervised("inbound", Box::pin(inbound::run_worker(state.delivery.clone(), stop.clone())));
     let meta = Box::pin(delivery::meta_review::run_sync(state.delivery.clone(), stop.clone()));
     let templates = supervised("whatsapp-templates", meta);
     vec![
@@ -252,6 +254,7 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
         ("delivery", delivery),
         ("webhooks", webhooks),
         ("broadcasts", broadcasts),
+        ("inbound", inbound),
         ("whatsapp-templates", templates),
     ]
 }

@@ -209,6 +209,24 @@ string_enum! {
     }
 }
 
+string_enum! {
+    /// What became of a message a user sent from WhatsApp or SMS (`inbound`).
+    pub enum InboundState {
+        /// Kept, not routed yet.
+        Received = "received",
+        /// Now a user's message in a support conversation.
+        Routed = "routed",
+        /// A STOP keyword: the phone opted out of the sender.
+        OptedOut = "opted_out",
+        /// A START keyword: the opt-out cleared.
+        OptedIn = "opted_in",
+        /// No partner to give it to (the sender got one polite reply).
+        Unrouted = "unrouted",
+        /// A kind of message not carried yet (kept as it came).
+        Unsupported = "unsupported",
+    }
+}
+
 // Payments of bots' payment steps, and the moves between their states.
 
 string_enum! {
@@ -402,6 +420,7 @@ mod tests {
         one_string_form(MessageState::ALL, MessageState::as_str, MessageState::parse);
         one_string_form(Direction::ALL, Direction::as_str, Direction::parse);
         one_string_form(ConversationState::ALL, ConversationState::as_str, ConversationState::parse);
+        one_string_form(InboundState::ALL, InboundState::as_str, InboundState::parse);
         one_string_form(TemplateStatus::ALL, TemplateStatus::as_str, TemplateStatus::parse);
         one_string_form(RuntimeMode::ALL, RuntimeMode::as_str, RuntimeMode::parse);
         one_string_form(Channel::ALL, Channel::as_str, Channel::parse);

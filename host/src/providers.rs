@@ -335,3 +335,9 @@ pub fn whatsapp(config: &Config, db: &Db, clock: &SharedClock, http: &reqwest::C
 pub fn twilio_status_url(config: &crate::config::Config) -> String {
     format!("{}/api/v1/providers/twilio/status", config.public_url.trim_end_matches('/'))
 }
+
+/// The URL Twilio calls when a message comes in to our number (set as the number's or messaging service's
+/// incoming-message webhook); its signature is over this URL.
+pub fn twilio_inbound_url(config: &crate::config::Config) -> String {
+    format!("{}/api/v1/providers/twilio/inbound", config.public_url.trim_end_matches('/'))
+}

@@ -159,6 +159,7 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("GET", "/metrics", Open),
     ("GET", "/readyz", Open),
     ("POST", "/api/v1/providers/twilio/status", Open),
+    ("POST", "/api/v1/providers/twilio/inbound", Open),
     ("GET", "/api/v1/providers/whatsapp/webhook", Open),
     ("POST", "/api/v1/providers/whatsapp/webhook", Open),
     ("POST", "/api/v1/providers/stripe/webhook", Open),

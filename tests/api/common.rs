@@ -122,9 +122,12 @@ pub async fn whatsapp_notify_signed(
     Resp::from(r).await
 }
 
-/// `phone` wrote to the business on WhatsApp at `at_ms` (opening its 24-hour window).
+/// `phone` wrote to the business on WhatsApp at `at_ms` (opening its 24-hour window): a reaction to one of
+/// our messages, which is kept and reaches no one (`inbound`: not a text for a conversation).
 pub async fn whatsapp_wrote(client: &reqwest::Client, base: &str, phone: &str, at_ms: i64) {
-    let message = serde_json::json!({"from": phone.trim_start_matches('+'), "id": "wamid.in", "timestamp": (at_ms / 1000).to_string(), "type": "text", "text": {"body": "hi"}});
+    static SEEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let id = format!("wamid.in.{}", SEEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let message = serde_json::json!({"from": phone.trim_start_matches('+'), "id": id, "timestamp": (at_ms / 1000).to_string(), "type": "reaction", "reaction": {"message_id": "wamid.1", "emoji": "👍"}});
     let change =
         serde_json::json!([{"field": "messages", "value": {"messaging_product": "whatsapp", "messages": [message]}}]);
     assert_eq!(whatsapp_notify(client, base, change).await.ok(200)["inbound"], 1);
@@ -511,6 +514,24 @@ impl FakeServer {
     pub fn received(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
     }
+}
+
+/// (channel, state, error) of each attempt of a message record (the error empty when there is none).
+pub fn tries(m: &Value) -> Vec<(String, String, String)> {
+    m["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let text = |k: &str| a[k].as_str().unwrap_or("").to_string();
+            (text("channel"), text("state"), text("error"))
+        })
+        .collect()
+}
+
+/// An attempt as [`tries`] gives it.
+pub fn t(channel: &str, state: &str, error: &str) -> (String, String, String) {
+    (channel.to_string(), state.to_string(), error.to_string())
 }
 
 /// (channel, state) of each attempt of a message record.

@@ -378,9 +378,9 @@ async fn provider_receipts_are_verified_and_move_messages() {
     let m = app.delivered(&key, id).await;
     assert_eq!(m["attempts"][0]["provider_ref"], "wamid.1");
     let delivered = json!([{"id": "wamid.1", "status": "delivered", "recipient_id": "15551230000"}]);
-    whatsapp_webhook(&app, delivered.clone(), Some("sha256=00")).await.error(403, "forbidden");
+    whatsapp_webhook(&app, delivered.clone(), Some("sha256=00")).await.error(401, "unauthorized");
     let forged = hubbub_host::delivery::receipts::meta_signature("not-the-secret", b"{}");
-    whatsapp_webhook(&app, delivered.clone(), Some(&forged)).await.error(403, "forbidden");
+    whatsapp_webhook(&app, delivered.clone(), Some(&forged)).await.error(401, "unauthorized");
     assert_eq!(app.message(&key, id).await["state"], "sent", "unsigned receipts change nothing");
     assert_eq!(whatsapp_webhook(&app, delivered, None).await.ok(200)["applied"], 1);
     let m = app.message(&key, id).await;
@@ -421,7 +421,7 @@ async fn provider_receipts_are_verified_and_move_messages() {
     assert_eq!(form["StatusCallback"], "https://hubbub.example.com/api/v1/providers/twilio/status");
     let failed =
         [("MessageSid", sid.as_str()), ("MessageStatus", "undelivered"), ("ErrorCode", "30003"), ("AccountSid", "AC1")];
-    twilio_callback(&app, &failed, Some("bm90IGl0")).await.error(403, "forbidden");
+    twilio_callback(&app, &failed, Some("bm90IGl0")).await.error(401, "unauthorized");
     twilio_callback(&app, &[("MessageStatus", "delivered")], None).await.field_error("MessageSid");
     assert_eq!(
         twilio_callback(&app, &[("MessageSid", sid.as_str()), ("MessageStatus", "sent")], None).await.ok(200)["applied"],
@@ -439,7 +439,7 @@ async fn provider_receipts_are_verified_and_move_messages() {
     assert_eq!(ok.status(), 200);
     assert_eq!(ok.text().await.unwrap(), "1158201444");
     let bad = get("hub.mode=subscribe&hub.verify_token=nope&hub.challenge=1").await.unwrap();
-    assert_eq!(bad.status(), 403);
+    assert_eq!(bad.status(), 401);
 
     // A host without those providers configured has no receipt routes.
     let plain = TestApp::start().await;

@@ -18,6 +18,7 @@ mod encryption;
 mod hardening;
 mod hardening_two;
 mod hub_fallback;
+mod inbound;
 mod members;
 mod messages;
 mod passkeys;

@@ -578,6 +578,7 @@ async fn one_bad_message_in_a_group_commit_fails_only_itself() {
         idempotency_key: None,
         request_hash: None,
         fallback_after_s: None,
+        channel: None,
     };
     let now = app.state.now();
     let writer = hubbub_host::store::messages::MessageWriter::spawn(app.state.db.clone());

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{FakeServer, TestApp, eventually};
+use crate::common::{FakeServer, TestApp, eventually, t, tries};
 use hubbub_host::store::outbox::{self, Target};
 
 const PHONE: &str = "+15551230000";
@@ -19,22 +19,6 @@ async fn host(wa: &FakeServer, sms: &FakeServer, sync_s: u64) -> TestApp {
         c.whatsapp_template_sync_s = sync_s;
     })
     .await
-}
-
-fn tries(m: &Value) -> Vec<(String, String, String)> {
-    m["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| {
-            let text = |k: &str| a[k].as_str().unwrap_or("").to_string();
-            (text("channel"), text("state"), text("error"))
-        })
-        .collect()
-}
-
-fn t(channel: &str, state: &str, error: &str) -> (String, String, String) {
-    (channel.to_string(), state.to_string(), error.to_string())
 }
 
 async fn template_events(app: &TestApp) -> Vec<Value> {
@@ -71,7 +55,7 @@ async fn free_form_text_goes_by_whatsapp_only_inside_the_24_hour_window() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 403);
+    assert_eq!(r.status(), 401);
 
     // The person writes: for 24 hours free-form text goes by WhatsApp.
     app.whatsapp_wrote(PHONE).await;

@@ -3,7 +3,7 @@
 // HUBBUB_API_KEY (the platform partner acme), HUBBUB_BIN and HUBBUB_WASM_DIR.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { createCipheriv, createDecipheriv, createECDH, createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, randomBytes, verify } from "node:crypto";
+import { createCipheriv, createDecipheriv, createECDH, createHmac, createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, randomBytes, verify } from "node:crypto";
 import { createServer } from "node:http";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -1655,6 +1655,47 @@ test("3m. passkeys: a member adds one in the console and signs in with it (a vir
     await axe("console-signin-passkey-refused", pg);
   } finally {
     host.kill("SIGKILL");
+    await ctx.close();
+  }
+});
+
+test("3n. a user answers by SMS: the conversation comes into the console live, marked SMS, and the agent's reply goes back by SMS", async () => {
+  const phone = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  const stamp = Date.now().toString(36);
+  await partner("POST", "/accounts/link", { phone });
+  const { ctx, pg } = await memberConsole("agent");
+  try {
+    // Twilio's inbound webhook, signed as Twilio signs it (HMAC-SHA1 of the URL and the sorted pairs).
+    const url = BASE + "/api/v1/providers/twilio/inbound";
+    const sms = async (sid, body, token = process.env.HUBBUB_TWILIO_AUTH_TOKEN) => {
+      const pairs = [["MessageSid", sid], ["From", phone], ["To", "+15550001111"], ["Body", body], ["NumMedia", "0"]];
+      const signed = [...pairs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).reduce((acc, [k, v]) => acc + k + v, url);
+      const signature = createHmac("sha1", token).update(signed).digest("base64");
+      return fetch(url, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded", "X-Twilio-Signature": signature }, body: new URLSearchParams(pairs).toString() });
+    };
+    assert.equal((await sms(`SM${stamp}x`, "forged", "not-the-token")).status, 401);
+    const taken = await sms(`SM${stamp}1`, `Parcel ${stamp} never came`);
+    assert.equal(taken.status, 200);
+    assert.match(await taken.text(), /<Response><\/Response>/);
+    // The console's list shows it without a reload, marked SMS.
+    const row = pg.getByRole("link", { name: new RegExp(phone.replace("+", "\\+")) }).filter({ hasText: "SMS" });
+    await row.first().waitFor({ timeout: 10000 });
+    await row.first().click();
+    await pg.getByText(`Parcel ${stamp} never came`, { exact: true }).waitFor();
+    await pg.locator(".status-pill", { hasText: "Replies go by SMS" }).waitFor();
+    await pg.locator(".from-user .meta", { hasText: "by SMS" }).waitFor();
+    await axe("console-sms-thread", pg);
+    // The reply goes out by SMS (the development sink keeps it).
+    await pg.getByLabel(/^Reply to/).fill(`Resent ${stamp}`);
+    await pg.getByRole("button", { name: "Send reply" }).click();
+    await waitUntil(async () => {
+      const sink = await partner("GET", `/dev-sink/messages?phone=${encodeURIComponent(phone)}&channel=sms`);
+      return sink.data.some((m) => m.text.includes(`Resent ${stamp}`));
+    }, "the reply in the SMS sink");
+    // The user's next SMS comes into the open thread live.
+    await sms(`SM${stamp}2`, `Got it ${stamp}`);
+    await pg.locator(".from-user", { hasText: `Got it ${stamp}` }).waitFor({ timeout: 10000 });
+  } finally {
     await ctx.close();
   }
 });

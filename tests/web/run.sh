@@ -30,7 +30,8 @@ free_port() {
 }
 PORT=${HUBBUB_WEB_PORT:-$(free_port)}
 export HUBBUB_DATABASE_URL="sqlite://$TMP/h.db?mode=rwc" HUBBUB_DEV=1 HUBBUB_LISTEN="127.0.0.1:$PORT" \
-  HUBBUB_PUBLIC_URL="http://127.0.0.1:$PORT" HUBBUB_COMPONENT_CACHE_DIR="$TMP/components"
+  HUBBUB_PUBLIC_URL="http://127.0.0.1:$PORT" HUBBUB_COMPONENT_CACHE_DIR="$TMP/components" \
+  HUBBUB_TWILIO_AUTH_TOKEN="web-test-twilio-token"
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done

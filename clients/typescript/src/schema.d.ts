@@ -1815,6 +1815,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/providers/twilio/inbound": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An SMS from a user (Twilio's inbound webhook): kept once by its `MessageSid` (a retried or replayed
+         *     webhook changes nothing) and routed after — a STOP or START keyword sets or clears the phone's opt-out,
+         *     other text goes to the user's support conversation (`docs/providers.md`, "Messages from users"). The
+         *     answer is empty TwiML: Twilio sends nothing back on its own account.
+         */
+        post: operations["twilio_inbound"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/providers/twilio/status": {
         parameters: {
             query?: never;
@@ -1843,9 +1865,10 @@ export interface paths {
         get: operations["whatsapp_subscribe"];
         put?: never;
         /**
-         * WhatsApp Cloud API webhook: message statuses (delivered, read, failed), people writing to the business
-         *     (which opens their 24-hour window for free-form text), and Meta's template decisions
-         *     (`message_template_status_update`).
+         * WhatsApp Cloud API webhook: message statuses (delivered, read, failed; a failure because the person
+         *     blocked the business, error 131050, opts them out of WhatsApp), people writing to the business (each
+         *     message kept once by its id, opening their 24-hour window for free-form text, and routed after like an
+         *     SMS), and Meta's template decisions (`message_template_status_update`).
          */
         post: operations["whatsapp_statuses"];
         delete?: never;
@@ -2789,6 +2812,7 @@ export interface components {
              *     user.
              */
             assignee_id?: number | null;
+            channel?: components["schemas"]["Channel"] | null;
             /** Format: int64 */
             conversation_id: number;
             created_at: string;
@@ -3377,6 +3401,7 @@ export interface components {
                  *     user.
                  */
                 assignee_id?: number | null;
+                channel?: components["schemas"]["Channel"] | null;
                 /** Format: int64 */
                 conversation_id: number;
                 created_at: string;
@@ -4183,6 +4208,20 @@ export interface components {
             applied: boolean;
         };
         /**
+         * @description A Twilio inbound message webhook, form-encoded (the number's "A message comes in" webhook). Signed like
+         *     the status callback.
+         */
+        TwilioInbound: {
+            Body?: string | null;
+            /** @description Who wrote (E.164). */
+            From: string;
+            MessageSid: string;
+            /** @description How many media the message carries (`MediaUrl0`…, `MediaContentType0`…: kept, not routed yet). */
+            NumMedia?: string | null;
+            /** @description Our number (or a number of our messaging service) that received it. */
+            To: string;
+        };
+        /**
          * @description A Twilio status callback, form-encoded. Signed: X-Twilio-Signature (HMAC-SHA1 with the auth token over
          *     the URL and sorted parameters).
          */
@@ -4328,7 +4367,7 @@ export interface components {
             applied: number;
             /**
              * Format: int64
-             * @description Messages from people (each opens their 24-hour window).
+             * @description Messages from people not seen before (each opens their 24-hour window, and is routed after).
              */
             inbound: number;
             /**
@@ -7853,6 +7892,36 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    twilio_inbound: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["TwilioInbound"];
+            };
+        };
+        responses: {
+            /** @description Kept (empty TwiML) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/xml": string;
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            404: components["responses"]["E404"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            503: components["responses"]["E503"];
+        };
+    };
     twilio_status: {
         parameters: {
             query?: never;
@@ -7876,7 +7945,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["E400"];
-            403: components["responses"]["E403"];
+            401: components["responses"]["E401"];
             404: components["responses"]["E404"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
@@ -7908,7 +7977,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            403: components["responses"]["E403"];
+            401: components["responses"]["E401"];
             404: components["responses"]["E404"];
             422: components["responses"]["E422"];
             503: components["responses"]["E503"];
@@ -7938,7 +8007,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["E400"];
-            403: components["responses"]["E403"];
+            401: components["responses"]["E401"];
             404: components["responses"]["E404"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];

@@ -23,7 +23,7 @@ use crate::store::deliveries::{Change, Finished, NewAttempt};
 use crate::store::leases::{Held, Leased};
 use crate::store::messages::{self, Message, ToDeliver};
 use crate::store::writer::GroupCommit;
-use crate::store::{Db, deliveries, devices, templates, whatsapp};
+use crate::store::{Db, deliveries, devices, opt_outs, templates, whatsapp};
 
 use crate::events;
 
@@ -33,12 +33,17 @@ pub struct Recipient {
     pub claimed: bool,
     pub has_device: bool,
     pub online: bool,
+    /// Where the user last wrote from, when the message answers them in a conversation (`None`: the app).
+    pub writes_from: Option<Channel>,
 }
 
-/// The channels to try, in order (`docs/api.md`, "Sending").
+/// The channels to try, in order (`docs/api.md`, "Sending"): an answer to a user who wrote from WhatsApp
+/// or SMS goes back there.
 pub fn plan(priority: &str, r: Recipient) -> Vec<Channel> {
     let in_app = r.claimed && r.has_device;
-    if priority == "otp" {
+    if let Some(channel) = r.writes_from.filter(|c| *c != Channel::Inapp && priority != "otp") {
+        vec![channel]
+    } else if priority == "otp" {
         if in_app && r.online { vec![Channel::Inapp] } else { vec![Channel::Sms] }
     } else if in_app {
         vec![Channel::Inapp]
@@ -116,6 +121,8 @@ pub struct Delivery {
     pub meta_review: Option<meta_review::MetaReview>,
     /// Woken when a message is accepted, so delivery starts without waiting for the next poll.
     pub wake: Notify,
+    /// Woken when a provider's webhook brings messages from users, so they are routed at once.
+    pub inbound_wake: Notify,
     /// Web Push to the user's devices when a message reaches their hub.
     pub push: Arc<push::Push>,
 }
@@ -129,6 +136,7 @@ impl Delivery {
             whatsapp: crate::providers::whatsapp(&config, &db, &clock, &http),
             meta_review: meta_review::MetaReview::from_config(&config, &http),
             wake: Notify::new(),
+            inbound_wake: Notify::new(),
             push,
             db,
             clock,
@@ -146,6 +154,17 @@ impl Delivery {
             Channel::Whatsapp => Some(&self.whatsapp),
             Channel::Sms => Some(&self.sms),
         }
+    }
+
+    /// Our sender on `channel`, as opt-outs are kept: the Twilio number or messaging service, the WhatsApp
+    /// phone number id (`dev` for the development sink, which has none).
+    pub fn sender(&self, channel: Channel) -> String {
+        let configured = match channel {
+            Channel::Inapp => None,
+            Channel::Whatsapp => self.config.whatsapp_phone_number_id.as_deref(),
+            Channel::Sms => self.config.twilio_from.as_deref(),
+        };
+        configured.map(str::trim).filter(|s| !s.is_empty()).unwrap_or("dev").to_string()
     }
 }
 
@@ -278,6 +297,7 @@ fn unchanged(delivery: &Delivery, message: Message) -> Finished {
 async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Error> {
     let db = &delivery.db;
     let message = found.message;
+    let opted_out = found.opted_out;
     let message_id = message.id;
     if message.state != MessageState::Queued {
         // Already moved on (e.g. the user's app fetched it first): the job ends.
@@ -287,21 +307,16 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
         claimed: found.claimed,
         has_device: found.has_device,
         online: found.last_seen.is_some_and(|t| delivery.now() - t < delivery.config.offline_after_s as i64 * 1000),
+        writes_from: found.conversation_channel,
     };
     let channels = plan(&message.priority, recipient);
     let partner_name = found.partner_name;
 
     let mut attempts: Vec<(Channel, Outcome)> = Vec::new();
     for channel in channels {
-        let outcome = match delivery.provider(channel) {
-            None => Outcome::Sent(String::new()),
-            Some(provider) => match whatsapp_template(delivery, channel, &message).await? {
-                Some(template) => provider.send_template(&message.phone, &template).await.into(),
-                None => {
-                    let text = fallback_text(&message, &partner_name, &delivery.config.public_url);
-                    send_free_form(delivery, provider.as_ref(), &message.phone, &text).await?
-                }
-            },
+        let outcome = match channel {
+            Channel::Inapp => Outcome::Sent(String::new()),
+            _ => send_message(delivery, channel, &message, &partner_name, opted_out).await?,
         };
         let sent = outcome.is_sent();
         attempts.push((channel, outcome));
@@ -321,8 +336,7 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
         if devices::claim_alert(db, message.partner_id, &message.phone, message_id, last_seen, now).await? {
             let text = alert_text(&partner_name, &delivery.config.public_url, &message);
             for channel in [Channel::Whatsapp, Channel::Sms] {
-                let provider = delivery.provider(channel).expect("fallback channels have providers");
-                let outcome = send_free_form(delivery, provider.as_ref(), &message.phone, &text).await?;
+                let outcome = send_on(delivery, channel, &message.phone, None, &text, opted_out).await?;
                 let sent = outcome.is_sent();
                 alerts.push((channel, outcome));
                 if sent {
@@ -375,7 +389,7 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
 
 /// What became of one channel try.
 #[derive(Debug)]
-enum Outcome {
+pub(crate) enum Outcome {
     /// The provider took it (its message id; empty for the hub).
     Sent(String),
     /// The provider refused it, or could not be reached.
@@ -385,7 +399,7 @@ enum Outcome {
 }
 
 impl Outcome {
-    fn is_sent(&self) -> bool {
+    pub(crate) fn is_sent(&self) -> bool {
         matches!(self, Outcome::Sent(_))
     }
 }
@@ -405,21 +419,58 @@ pub const OUTSIDE_WINDOW: &str = "outside_24h_window";
 /// How long after a person's last WhatsApp message free-form text may still reach them.
 const WINDOW_MS: Millis = 24 * 60 * 60 * 1000;
 
-/// Sends free-form text through `provider`, unless it is WhatsApp's Cloud API and the person has not
-/// written in the last 24 hours (then the try is skipped, and the next channel takes over).
-async fn send_free_form(
+/// Why a try was not made: the person opted out of this sender on this channel (SMS's STOP, WhatsApp's
+/// block).
+pub const OPTED_OUT: &str = "opted_out";
+
+/// One try of `message` on WhatsApp or SMS: as its approved WhatsApp template when it has one, else as
+/// text.
+async fn send_message(
     delivery: &Delivery,
-    provider: &dyn Provider,
-    phone: &str,
-    text: &str,
+    channel: Channel,
+    message: &Message,
+    partner_name: &str,
+    opted_out: bool,
 ) -> Result<Outcome, sqlx::Error> {
-    if provider.has_free_form_window() {
-        let last = whatsapp::last_inbound(&delivery.db, phone).await?;
-        if last.is_none_or(|at| delivery.now() - at >= WINDOW_MS) {
-            return Ok(Outcome::Skipped(OUTSIDE_WINDOW));
-        }
+    let template = whatsapp_template(delivery, channel, message).await?;
+    let text = match template {
+        Some(_) => String::new(),
+        None => fallback_text(message, partner_name, &delivery.config.public_url),
+    };
+    send_on(delivery, channel, &message.phone, template, &text, opted_out).await
+}
+
+/// Sends `template`, or else free-form `text`, on WhatsApp or SMS — unless the person opted out of our
+/// sender there, or (free-form on WhatsApp's Cloud API) has not written in the last 24 hours: then the try
+/// is skipped, saying why, and the next channel takes over. `opted_out`: the phone opted out of something
+/// (the delivery's read of the message says so; which sender and channel is looked up only then).
+pub(crate) async fn send_on(
+    delivery: &Delivery,
+    channel: Channel,
+    phone: &str,
+    template: Option<TemplateMessage>,
+    text: &str,
+    opted_out: bool,
+) -> Result<Outcome, sqlx::Error> {
+    let Some(provider) = delivery.provider(channel) else {
+        return Ok(Outcome::Failed(format!("{} has no provider", channel.as_str())));
+    };
+    if opted_out && opt_outs::is_out(&delivery.db, phone, channel, &delivery.sender(channel)).await? {
+        return Ok(Outcome::Skipped(OPTED_OUT));
+    }
+    if let Some(template) = template {
+        return Ok(provider.send_template(phone, &template).await.into());
+    }
+    if provider.has_free_form_window() && !within_window(delivery, phone).await? {
+        return Ok(Outcome::Skipped(OUTSIDE_WINDOW));
     }
     Ok(provider.send(phone, text).await.into())
+}
+
+/// Whether `phone` wrote on WhatsApp in the last 24 hours (free-form text may reach them).
+pub async fn within_window(delivery: &Delivery, phone: &str) -> Result<bool, sqlx::Error> {
+    let last = whatsapp::last_inbound(&delivery.db, phone).await?;
+    Ok(last.is_some_and(|at| delivery.now() - at < WINDOW_MS))
 }
 
 /// The approved WhatsApp template a WhatsApp try of a template message goes out as (any time, inside the
@@ -478,7 +529,7 @@ async fn continue_after_receipt(delivery: &Delivery, found: ToDeliver, resume: &
     if resume == AFTER_HUB {
         return after_hub(delivery, found).await;
     }
-    let (message, partner_name) = (found.message, found.partner_name);
+    let (message, partner_name, opted_out) = (found.message, found.partner_name, found.opted_out);
     let alert = resume == "alert_sms";
     let still_out = message.state == MessageState::Sent && message.channel == Some(Channel::Whatsapp);
     let mut finished = unchanged(delivery, message);
@@ -491,7 +542,7 @@ async fn continue_after_receipt(delivery: &Delivery, found: ToDeliver, resume: &
     } else {
         fallback_text(message, &partner_name, &delivery.config.public_url)
     };
-    let outcome = Outcome::from(delivery.sms.send(&message.phone, &text).await);
+    let outcome = send_on(delivery, Channel::Sms, &message.phone, None, &text, opted_out).await?;
     let sent = outcome.is_sent();
     let release_alert = (alert && !sent).then(|| (message.partner_id, message.phone.clone()));
     if !alert {
@@ -514,7 +565,7 @@ const AFTER_HUB: &str = "after_hub";
 /// `delivered`) goes on to WhatsApp, then SMS, as further attempts. The fallback is claimed first, so a device
 /// that gets the message at the same moment either ends the chain (it came first) or finds it on its way.
 async fn after_hub(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Error> {
-    let (message, partner_name) = (found.message, found.partner_name);
+    let (message, partner_name, opted_out) = (found.message, found.partner_name, found.opted_out);
     let waiting = message.state == MessageState::Sent && message.channel == Some(Channel::Inapp);
     let mut finished = unchanged(delivery, message);
     if !waiting || !messages::claim_hub_fallback(&delivery.db, finished.message.id, delivery.now()).await? {
@@ -522,14 +573,7 @@ async fn after_hub(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::
     }
     let message = &finished.message;
     for channel in [Channel::Whatsapp, Channel::Sms] {
-        let provider = delivery.provider(channel).expect("fallback channels have providers");
-        let outcome = match whatsapp_template(delivery, channel, message).await? {
-            Some(template) => provider.send_template(&message.phone, &template).await.into(),
-            None => {
-                let text = fallback_text(message, &partner_name, &delivery.config.public_url);
-                send_free_form(delivery, provider.as_ref(), &message.phone, &text).await?
-            }
-        };
+        let outcome = send_message(delivery, channel, message, &partner_name, opted_out).await?;
         let sent = outcome.is_sent();
         finished.attempts.push(attempt(AttemptKind::Delivery, channel, outcome));
         if sent {
@@ -546,7 +590,7 @@ mod tests {
     use super::*;
 
     const fn r(claimed: bool, has_device: bool, online: bool) -> Recipient {
-        Recipient { claimed, has_device, online }
+        Recipient { claimed, has_device, online, writes_from: None }
     }
 
     #[test]
@@ -558,5 +602,11 @@ mod tests {
         assert_eq!(plan("otp", r(true, true, true)), vec![Inapp]);
         assert_eq!(plan("otp", r(true, true, false)), vec![Sms]);
         assert_eq!(plan("otp", r(false, false, false)), vec![Sms]);
+        // An answer to a user who wrote from WhatsApp or SMS goes back there, app or not.
+        let from = |channel| Recipient { writes_from: Some(channel), ..r(true, true, true) };
+        assert_eq!(plan("notification", from(Whatsapp)), vec![Whatsapp]);
+        assert_eq!(plan("notification", from(Sms)), vec![Sms]);
+        assert_eq!(plan("notification", from(Inapp)), vec![Inapp]);
+        assert_eq!(plan("otp", from(Sms)), vec![Inapp]);
     }
 }

@@ -84,19 +84,59 @@ pub fn whatsapp_receipts(payload: &Value) -> Vec<(String, Receipt)> {
     out
 }
 
-/// Who wrote to the business in a WhatsApp Cloud API webhook (`entry[].changes[].value.messages[]`), and
-/// when: `(E.164 phone, milliseconds)`, for the 24-hour window.
-pub fn whatsapp_inbound(payload: &Value) -> Vec<(String, i64)> {
+/// WhatsApp's errors that mean the person does not want to hear from the business: 131050 (they stopped
+/// marketing messages from it, or blocked it).
+const BLOCKED: [i64; 1] = [131050];
+
+/// Each `entry[].changes[].value` of a WhatsApp Cloud API webhook, with our phone number id it is about
+/// (`metadata.phone_number_id`; else the host's).
+pub fn whatsapp_values<'a>(delivery: &Delivery, payload: &'a Value) -> Vec<(&'a Value, String)> {
     let entries = payload["entry"].as_array().into_iter().flatten();
-    let changes = entries.flat_map(|e| e["changes"].as_array().into_iter().flatten());
-    changes
-        .flat_map(|c| c["value"]["messages"].as_array().into_iter().flatten())
-        .filter_map(|m| {
-            let phone = format!("+{}", m["from"].as_str()?.trim_start_matches('+'));
-            let seconds: i64 = m["timestamp"].as_str()?.parse().ok()?;
-            crate::validate::is_e164(&phone).then_some((phone, seconds.saturating_mul(1000)))
+    let values = entries.flat_map(|e| e["changes"].as_array().into_iter().flatten()).map(|c| &c["value"]);
+    values
+        .map(|value| {
+            let ours = value["metadata"]["phone_number_id"].as_str().map(str::to_string);
+            (value, ours.unwrap_or_else(|| delivery.sender(Channel::Whatsapp)))
         })
         .collect()
+}
+
+/// A WhatsApp id (digits, as the Cloud API writes phones) as an E.164 phone, if it is one.
+pub fn whatsapp_phone(id: &str) -> Option<String> {
+    let phone = format!("+{}", id.trim_start_matches('+'));
+    crate::validate::is_e164(&phone).then_some(phone)
+}
+
+/// Who blocked us in a WhatsApp Cloud API webhook: `(E.164 phone, our phone number id)` of each failed
+/// status with a [`BLOCKED`] error.
+pub fn whatsapp_blocks(delivery: &Delivery, payload: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (value, sender) in whatsapp_values(delivery, payload) {
+        for status in value["statuses"].as_array().into_iter().flatten() {
+            let mut errors = status["errors"].as_array().into_iter().flatten();
+            let blocked = errors.any(|e| e["code"].as_i64().is_some_and(|code| BLOCKED.contains(&code)));
+            if status["status"].as_str() != Some("failed") || !blocked {
+                continue;
+            }
+            if let Some(phone) = status["recipient_id"].as_str().and_then(whatsapp_phone) {
+                out.push((phone, sender.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Records that `phone` opted out of our `sender` on `channel`: sends skip that channel for them.
+pub async fn opt_out(
+    delivery: &Delivery,
+    phone: &str,
+    channel: Channel,
+    sender: &str,
+    reason: &str,
+) -> Result<(), sqlx::Error> {
+    let mut tx = delivery.db.begin().await?;
+    crate::store::opt_outs::set_in(&mut tx, phone, channel, sender, reason, delivery.now()).await?;
+    tx.commit().await
 }
 
 /// Applies one receipt; answers whether it matched a message attempt of ours. Delivered and read move the

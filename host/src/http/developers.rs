@@ -492,6 +492,7 @@ async fn dev_send(
         request_hash: key
             .map(|_| digest(&format!("{code}|{lang}|{}|{:?}", req.phone.as_deref().unwrap_or(""), req.vars))),
         fallback_after_s: None,
+        channel: None,
     };
     match state.messages.create(message, now).await? {
         Created::New(m) => {

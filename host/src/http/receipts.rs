@@ -1,27 +1,62 @@
-//! Provider receipts (`/providers/…`): Twilio status callbacks and the WhatsApp Cloud API webhook. No API
-//! key: each request carries its provider's signature, checked before anything is read
-//! (`delivery::receipts`). A provider that is not configured here answers 404 (`Twilio provider not found`, …).
+//! Provider webhooks (`/providers/…`): Twilio status callbacks and inbound messages, and the WhatsApp Cloud
+//! API webhook (statuses, people's messages, template decisions). No API key: each request carries its
+//! provider's signature, checked before anything is read (`delivery::receipts`); a signature that does not
+//! match is `401`. A provider that is not configured here answers 404 (`Twilio provider not found`, …).
+//! People's messages are kept and answered at once, and routed after (`crate::inbound`).
 
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, Uri};
+use axum::http::{HeaderMap, Uri, header};
+use axum::response::IntoResponse;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiQuery, E403, E404, E422, query_text};
+use super::{ApiQuery, E401, E404, E422, query_text};
 use crate::delivery::{meta_review, receipts};
 use crate::http::error::{ApiError, ApiResult};
+use crate::inbound;
 use crate::names::Channel;
 use crate::secrets::constant_time_eq;
 use crate::state::AppState;
-use crate::store::whatsapp;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(twilio_status)).routes(routes!(whatsapp_statuses, whatsapp_subscribe))
+    OpenApiRouter::new()
+        .routes(routes!(twilio_status))
+        .routes(routes!(twilio_inbound))
+        .routes(routes!(whatsapp_statuses, whatsapp_subscribe))
+}
+
+/// The pairs of a Twilio webhook whose `X-Twilio-Signature` (HMAC-SHA1 with the auth token over `url`, the
+/// query Twilio called it with, and the sorted pairs) matches; 404 when Twilio is not configured, 401 when
+/// the signature does not match.
+fn twilio_signed(
+    state: &AppState,
+    url: String,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult<Vec<(String, String)>> {
+    let token = state
+        .config
+        .twilio_auth_token
+        .as_deref()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| ApiError::not_found("Twilio provider"))?;
+    let params: Vec<(String, String)> =
+        serde_urlencoded::from_bytes(body).map_err(|_| ApiError::bad_request("body must be form-encoded"))?;
+    let url = match uri.query() {
+        Some(query) => format!("{url}?{query}"),
+        None => url,
+    };
+    let expected = receipts::twilio_signature(token, &url, &params);
+    if !receipts::signature_matches(header(headers, "x-twilio-signature"), &expected) {
+        return Err(ApiError::unauthorized("X-Twilio-Signature does not match"));
+    }
+    Ok(params)
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -55,7 +90,7 @@ struct TwilioApplied {
     request_body(content = TwilioStatus, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, description = "Whether it matched one of our messages", body = TwilioApplied),
-        (status = 403, response = E403),
+        (status = 401, response = E401),
         (status = 404, response = E404),
     )
 )]
@@ -65,22 +100,7 @@ async fn twilio_status(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<TwilioApplied>> {
-    let token = state
-        .config
-        .twilio_auth_token
-        .as_deref()
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| ApiError::not_found("Twilio provider"))?;
-    let params: Vec<(String, String)> =
-        serde_urlencoded::from_bytes(&body).map_err(|_| ApiError::bad_request("body must be form-encoded"))?;
-    let mut url = crate::providers::twilio_status_url(&state.config);
-    if let Some(query) = uri.query() {
-        url = format!("{url}?{query}");
-    }
-    let expected = receipts::twilio_signature(token, &url, &params);
-    if !receipts::signature_matches(header(&headers, "x-twilio-signature"), &expected) {
-        return Err(ApiError::forbidden("X-Twilio-Signature does not match"));
-    }
+    let params = twilio_signed(&state, crate::providers::twilio_status_url(&state.config), &uri, &headers, &body)?;
     let sid = params.iter().find(|(k, _)| k == "MessageSid").map(|(_, v)| v.clone());
     let sid =
         sid.filter(|s| !s.is_empty()).ok_or_else(|| ApiError::validation("MessageSid", "MessageSid is required"))?;
@@ -91,20 +111,72 @@ async fn twilio_status(
     Ok(Json(TwilioApplied { applied }))
 }
 
+/// A Twilio inbound message webhook, form-encoded (the number's "A message comes in" webhook). Signed like
+/// the status callback.
+// Describes the form in the document; the handler reads the signed pairs as they come.
+#[derive(Deserialize, ToSchema)]
+pub struct TwilioInbound {
+    #[serde(rename = "MessageSid")]
+    pub message_sid: String,
+    /// Who wrote (E.164).
+    #[serde(rename = "From")]
+    pub from: String,
+    /// Our number (or a number of our messaging service) that received it.
+    #[serde(rename = "To")]
+    pub to: String,
+    #[serde(rename = "Body")]
+    pub body: Option<String>,
+    /// How many media the message carries (`MediaUrl0`…, `MediaContentType0`…: kept, not routed yet).
+    #[serde(rename = "NumMedia")]
+    pub num_media: Option<String>,
+}
+
+/// An SMS from a user (Twilio's inbound webhook): kept once by its `MessageSid` (a retried or replayed
+/// webhook changes nothing) and routed after — a STOP or START keyword sets or clears the phone's opt-out,
+/// other text goes to the user's support conversation (`docs/providers.md`, "Messages from users"). The
+/// answer is empty TwiML: Twilio sends nothing back on its own account.
+#[utoipa::path(
+    post,
+    path = "/providers/twilio/inbound",
+    tag = "providers",
+    request_body(content = TwilioInbound, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "Kept (empty TwiML)", content((String = "text/xml"))),
+        (status = 401, response = E401),
+        (status = 404, response = E404),
+        (status = 422, response = E422),
+    )
+)]
+async fn twilio_inbound(
+    State(state): State<AppState>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<impl IntoResponse> {
+    let params = twilio_signed(&state, crate::providers::twilio_inbound_url(&state.config), &uri, &headers, &body)?;
+    let message = inbound::from_twilio(&state.delivery, &params, state.now()).map_err(|message| {
+        let field = message.split_whitespace().next().unwrap_or("body").to_string();
+        ApiError::validation(field, message)
+    })?;
+    inbound::receive(&state.delivery, &[message]).await?;
+    Ok(([(header::CONTENT_TYPE, "text/xml")], "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response></Response>"))
+}
+
 /// How many statuses matched our messages.
 #[derive(Serialize, ToSchema)]
 struct WhatsappApplied {
     /// Statuses that matched our messages.
     applied: i64,
-    /// Messages from people (each opens their 24-hour window).
+    /// Messages from people not seen before (each opens their 24-hour window, and is routed after).
     inbound: i64,
     /// Template decisions that changed a template.
     templates: i64,
 }
 
-/// WhatsApp Cloud API webhook: message statuses (delivered, read, failed), people writing to the business
-/// (which opens their 24-hour window for free-form text), and Meta's template decisions
-/// (`message_template_status_update`).
+/// WhatsApp Cloud API webhook: message statuses (delivered, read, failed; a failure because the person
+/// blocked the business, error 131050, opts them out of WhatsApp), people writing to the business (each
+/// message kept once by its id, opening their 24-hour window for free-form text, and routed after like an
+/// SMS), and Meta's template decisions (`message_template_status_update`).
 #[utoipa::path(
     post,
     path = "/providers/whatsapp/webhook",
@@ -115,7 +187,7 @@ struct WhatsappApplied {
     ),
     responses(
         (status = 200, description = "What the notification changed", body = WhatsappApplied),
-        (status = 403, response = E403),
+        (status = 401, response = E401),
         (status = 404, response = E404),
     )
 )]
@@ -132,7 +204,7 @@ async fn whatsapp_statuses(
         .ok_or_else(|| ApiError::not_found("WhatsApp app secret"))?;
     let expected = receipts::meta_signature(secret, &body);
     if !receipts::signature_matches(header(&headers, "x-hub-signature-256"), &expected) {
-        return Err(ApiError::forbidden("X-Hub-Signature-256 does not match"));
+        return Err(ApiError::unauthorized("X-Hub-Signature-256 does not match"));
     }
     let payload: Value =
         serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("body is not valid JSON: {e}")))?;
@@ -140,18 +212,16 @@ async fn whatsapp_statuses(
     for (id, receipt) in receipts::whatsapp_receipts(&payload) {
         applied += receipts::apply(&state.delivery, Channel::Whatsapp, &id, receipt).await? as i64;
     }
-    // A message from the person: the window for free-form text is open for 24 hours from it (never from
-    // a time still to come).
-    let now = state.now();
-    let inbound = receipts::whatsapp_inbound(&payload);
-    for (phone, at) in &inbound {
-        whatsapp::record_inbound(&state.db, phone, (*at).min(now)).await?;
+    for (phone, sender) in receipts::whatsapp_blocks(&state.delivery, &payload) {
+        receipts::opt_out(&state.delivery, &phone, Channel::Whatsapp, &sender, "blocked").await?;
     }
+    let inbound = inbound::receive(&state.delivery, &inbound::from_whatsapp(&state.delivery, &payload, state.now()))
+        .await? as i64;
     let mut templates = 0;
     for (id, status, reason) in meta_review::template_updates(&payload) {
         templates += meta_review::apply(&state.delivery, &id, &status, reason.as_deref()).await? as i64;
     }
-    Ok(Json(WhatsappApplied { applied, inbound: inbound.len() as i64, templates }))
+    Ok(Json(WhatsappApplied { applied, inbound, templates }))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -176,7 +246,7 @@ struct Subscribe {
     params(Subscribe),
     responses(
         (status = 200, description = "The challenge", content((String = "text/plain"))),
-        (status = 403, response = E403),
+        (status = 401, response = E401),
         (status = 404, response = E404),
         (status = 422, response = E422),
     )
@@ -190,7 +260,7 @@ async fn whatsapp_subscribe(State(state): State<AppState>, ApiQuery(query): ApiQ
         .ok_or_else(|| ApiError::not_found("WhatsApp verify token"))?;
     let token = query_text(query.verify_token).unwrap_or_default();
     if query_text(query.mode).as_deref() != Some("subscribe") || !constant_time_eq(&token, ours) {
-        return Err(ApiError::forbidden("hub.verify_token does not match"));
+        return Err(ApiError::unauthorized("hub.verify_token does not match"));
     }
     query_text(query.challenge).ok_or_else(|| ApiError::validation("hub.challenge", "hub.challenge is required"))
 }

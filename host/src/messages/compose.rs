@@ -224,6 +224,7 @@ impl Content {
             idempotency_key: None,
             request_hash: None,
             fallback_after_s: self.fallback_after_s,
+            channel: None,
         }
     }
 }

@@ -11,7 +11,7 @@ use super::outbox::{self, Target};
 use super::user_events::{self, NewUserEvent};
 use super::{Db, decode_name, like_pattern};
 use crate::clock::Millis;
-use crate::names::{ConversationState, UserEventKind};
+use crate::names::{Channel, ConversationState, Direction, UserEventKind};
 
 #[derive(Debug, Clone)]
 pub struct Conversation {
@@ -26,10 +26,12 @@ pub struct Conversation {
     pub created_at: Millis,
     /// The member it is assigned to, if any (the partner's side only).
     pub assignee_id: Option<i64>,
+    /// The channel the user last wrote from (`None`: the app): agents' replies go back on it.
+    pub channel: Option<Channel>,
 }
 
 const COLUMNS: &str = "SELECT c.id, c.ref, c.partner_id, p.code AS partner_code, c.phone, c.subject, c.state, \
-    c.last_message_at, c.created_at, c.assignee_id ";
+    c.last_message_at, c.created_at, c.assignee_id, c.channel ";
 const SELECT: &str = const_format::concatcp!(COLUMNS, "FROM conversations c JOIN partners p ON p.id = c.partner_id ");
 
 /// Whose conversations a partner's list shows.
@@ -52,6 +54,7 @@ fn from_row(row: &AnyRow) -> Result<Conversation, sqlx::Error> {
         last_message_at: row.try_get("last_message_at")?,
         created_at: row.try_get("created_at")?,
         assignee_id: row.try_get("assignee_id")?,
+        channel: super::decode_optional_name(row, "channel")?,
     })
 }
 
@@ -199,6 +202,17 @@ pub async fn latest_active(db: &Db, partner_id: i64, phone: &str) -> Result<Opti
     row.as_ref().map(from_row).transpose()
 }
 
+/// The open or pending conversation of a phone that moved last, with any partner (a message the user
+/// sends from WhatsApp or SMS goes on in it).
+pub async fn latest_active_of_phone(db: &Db, phone: &str) -> Result<Option<Conversation>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        SELECT,
+        "WHERE c.phone = $1 AND c.state IN ('open', 'pending') ORDER BY c.last_message_at DESC, c.id DESC LIMIT 1"
+    );
+    let row = sqlx::query(sql).bind(phone).fetch_optional(db.reader()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
 /// A conversation by id, whoever's it is (the event stream's rendering: the user's own, by its event).
 pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Conversation>, sqlx::Error> {
     let sql = const_format::concatcp!(SELECT, "WHERE c.id = $1");
@@ -211,11 +225,25 @@ pub async fn open(
     db: &Db,
     reference: &str,
     subject: Option<&str>,
-    mut first: NewMessage,
+    first: NewMessage,
     now: Millis,
     event: EventFn,
 ) -> Result<(Conversation, Message), sqlx::Error> {
     let mut tx = db.begin().await?;
+    let opened = open_in(&mut tx, reference, subject, first, now, event).await?;
+    tx.commit().await?;
+    Ok(opened)
+}
+
+/// [`open`] in the caller's transaction.
+pub async fn open_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    reference: &str,
+    subject: Option<&str>,
+    mut first: NewMessage,
+    now: Millis,
+    event: EventFn,
+) -> Result<(Conversation, Message), sqlx::Error> {
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO conversations (ref, partner_id, phone, subject, state, last_message_at, created_at) \
          VALUES ($1, $2, $3, $4, 'open', $5, $5) RETURNING id",
@@ -225,15 +253,13 @@ pub async fn open(
     .bind(&first.phone)
     .bind(subject)
     .bind(now)
-    .fetch_one(&mut *tx)
+    .fetch_one(&mut **tx)
     .await?;
     first.conversation_id = Some(id);
-    let Created::New(first) = create_in(&mut tx, &first, now).await? else {
+    let Created::New(first) = create_in(tx, &first, now).await? else {
         return Err(sqlx::Error::Protocol("a conversation's first message carries no idempotency key".into()));
     };
-    let result = appended_in(&mut tx, id, first, ConversationState::Open, now, event).await?;
-    tx.commit().await?;
-    Ok(result)
+    appended_in(tx, id, first, ConversationState::Open, now, event).await
 }
 
 /// Adds a message to a conversation and moves it to `state`. A retry under the message's idempotency key
@@ -241,19 +267,31 @@ pub async fn open(
 pub async fn append(
     db: &Db,
     conversation_id: i64,
-    mut message: NewMessage,
+    message: NewMessage,
     state: ConversationState,
     now: Millis,
     event: EventFn,
 ) -> Result<Created, sqlx::Error> {
     let mut tx = db.begin().await?;
-    message.conversation_id = Some(conversation_id);
-    let created = match create_in(&mut tx, &message, now).await? {
-        Created::New(m) => Created::New(appended_in(&mut tx, conversation_id, m, state, now, event).await?.1),
-        retry => retry,
-    };
+    let created = append_in(&mut tx, conversation_id, message, state, now, event).await?;
     tx.commit().await?;
     Ok(created)
+}
+
+/// [`append`] in the caller's transaction.
+pub async fn append_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    conversation_id: i64,
+    mut message: NewMessage,
+    state: ConversationState,
+    now: Millis,
+    event: EventFn,
+) -> Result<Created, sqlx::Error> {
+    message.conversation_id = Some(conversation_id);
+    Ok(match create_in(tx, &message, now).await? {
+        Created::New(m) => Created::New(appended_in(tx, conversation_id, m, state, now, event).await?.1),
+        retry => retry,
+    })
 }
 
 /// What follows a new message in a conversation: its state and time, the partner's event, the user's.
@@ -265,12 +303,19 @@ async fn appended_in(
     now: Millis,
     event: EventFn,
 ) -> Result<(Conversation, Message), sqlx::Error> {
-    sqlx::query("UPDATE conversations SET state = $1, last_message_at = $2 WHERE id = $3")
-        .bind(state.as_str())
-        .bind(now)
-        .bind(conversation_id)
-        .execute(&mut **tx)
-        .await?;
+    // A user's message also says where they are now: the app, WhatsApp or SMS.
+    let from_user = message.direction == Direction::In;
+    sqlx::query(
+        "UPDATE conversations SET state = $1, last_message_at = $2, \
+         channel = CASE WHEN $3 = 1 THEN $4 ELSE channel END WHERE id = $5",
+    )
+    .bind(state.as_str())
+    .bind(now)
+    .bind(i64::from(from_user))
+    .bind(message.channel.map(Channel::as_str))
+    .bind(conversation_id)
+    .execute(&mut **tx)
+    .await?;
     let conversation = reread_in(tx, conversation_id).await?;
     let key = format!("conversation:{conversation_id}");
     let payload = event(&conversation, &message, now);

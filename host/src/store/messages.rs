@@ -106,6 +106,9 @@ pub struct NewMessage {
     /// Seconds without a device getting it in the hub before it goes on to WhatsApp then SMS: `None` = the
     /// partner's setting, `Some(-1)` = the hub only.
     pub fallback_after_s: Option<i64>,
+    /// The channel a user's message came by (`None`: the app; an outgoing message gets its channel when it
+    /// is sent).
+    pub channel: Option<Channel>,
 }
 
 /// What a create did.
@@ -123,8 +126,8 @@ pub const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 
 /// The columns every new message is written with, and their placeholders (bound by [`bind_new`]).
 const NEW_COLUMNS: &str = "ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, priority, \
-    content, state, seq, direction, conversation_id, developer_id, created_at, updated_at, fallback_after_s";
-const NEW_ROW: &str = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?";
+    content, state, seq, direction, conversation_id, developer_id, created_at, updated_at, fallback_after_s, channel";
+const NEW_ROW: &str = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?";
 
 /// Binds the [`NEW_COLUMNS`] of `m`, created at `now`.
 fn bind_new<'q>(
@@ -150,6 +153,7 @@ fn bind_new<'q>(
         .bind(now)
         .bind(now)
         .bind(m.fallback_after_s)
+        .bind(m.channel.map(Channel::as_str))
 }
 
 /// Creates a `queued` message in the caller's transaction, or finds the original under the same
@@ -235,7 +239,7 @@ fn stored(m: &NewMessage, id: i64, partner_code: String, now: Millis) -> Message
         priority: m.priority.clone(),
         content: m.content.clone(),
         state: MessageState::initial(m.direction),
-        channel: None,
+        channel: m.channel,
         seq: 0,
         conversation_id: m.conversation_id,
         developer_id: m.developer_id,
@@ -741,6 +745,11 @@ pub struct ToDeliver {
     /// The fallback window after the hub, in seconds, as the message or its partner set it (`None`: the
     /// host's default; `Some(-1)`: the hub only).
     pub fallback_after_s: Option<i64>,
+    /// The channel the user last wrote from, in the conversation the message is in (`None`: the app, or no
+    /// conversation).
+    pub conversation_channel: Option<Channel>,
+    /// The recipient opted out of one of our senders on some channel (which one, each try looks up).
+    pub opted_out: bool,
 }
 
 /// Messages to deliver and what routing needs (see [`ToDeliver`]), in one read, by id (a message that is
@@ -754,7 +763,10 @@ pub async fn find_to_deliver(db: &Db, ids: &[i64]) -> Result<std::collections::H
         "{COLUMNS}, p.name AS partner_name, COALESCE(m.fallback_after_s, p.hub_fallback_after_s) AS fallback_after_s, \
          (SELECT COUNT(*) FROM accounts a WHERE a.phone = m.phone AND a.state = 'claimed') AS claimed, \
          (SELECT COUNT(*) FROM devices d WHERE d.phone = m.phone) AS devices, \
-         (SELECT s.last_seen_at FROM presence s WHERE s.phone = m.phone) AS last_seen{FROM}WHERE m.id IN ({})",
+         (SELECT s.last_seen_at FROM presence s WHERE s.phone = m.phone) AS last_seen, \
+         (SELECT c.channel FROM conversations c WHERE c.id = m.conversation_id) AS conversation_channel, \
+         (SELECT COUNT(*) FROM opt_outs o WHERE o.phone = m.phone) AS opt_outs\
+         {FROM}WHERE m.id IN ({})",
         super::rows(ids.len(), "?")
     );
     let mut query = super::query_rows(backend, &sql, ids.len());
@@ -770,6 +782,8 @@ pub async fn find_to_deliver(db: &Db, ids: &[i64]) -> Result<std::collections::H
             has_device: row.try_get::<i64, _>("devices")? > 0,
             last_seen: row.try_get("last_seen")?,
             fallback_after_s: row.try_get("fallback_after_s")?,
+            conversation_channel: super::decode_optional_name(&row, "conversation_channel")?,
+            opted_out: row.try_get::<i64, _>("opt_outs")? > 0,
             message,
         };
         found.insert(to_deliver.message.id, to_deliver);

@@ -99,7 +99,8 @@ export function Inbox({ session, members, open }: { session: MemberSession; memb
                     {c.unread ? <span class="badge">{c.unread} unread</span> : null}
                   </span>
                   <span class="meta">
-                    {c.phone} · {c.state} · {who(members, c.assignee_id)} · {when(c.last_message_at)}
+                    {c.phone} · {c.state}{c.channel ? ` · ${channelName(c.channel)}` : ""} · {who(members, c.assignee_id)} ·{" "}
+                    {when(c.last_message_at)}
                   </span>
                 </Link>
               </li>
@@ -184,6 +185,11 @@ function ThreadView({ id, members, session, onChange }: { id: number; members: M
       </h2>
       <div class="thread-tools">
         <span class="status-pill">{thread.state}</span>
+        {thread.channel ? (
+          <span class="status-pill" data-channel={thread.channel} title="The user last wrote from there: your replies go back there">
+            Replies go by {channelName(thread.channel)}
+          </span>
+        ) : null}
         {e2e.on ? (
           <span class="status-pill" data-e2e="on" title="Messages are opened and sealed in this browser; the service stores ciphertext only">
             🔒 End-to-end encrypted
@@ -222,6 +228,7 @@ function ThreadView({ id, members, session, onChange }: { id: number; members: M
           <li class={m.direction === "in" ? "from-user" : "from-agent"}>
             <span class="meta">
               {m.direction === "in" ? thread.phone : "Agent"} · {when(m.created_at)}
+              {m.direction === "in" && m.channel ? ` · by ${channelName(m.channel)}` : ""}
               {m.direction === "out" ? ` · ${m.state}` : ""}
             </span>
             <p>
@@ -410,4 +417,9 @@ function Contact({ phone }: { phone: string }) {
       )}
     </section>
   );
+}
+
+/** How a channel a user writes from is named to agents. */
+function channelName(channel: string): string {
+  return channel === "sms" ? "SMS" : channel === "whatsapp" ? "WhatsApp" : "the app";
 }

@@ -99,6 +99,7 @@ pub(super) async fn invite_to_flow(
         idempotency_key: None,
         request_hash: None,
         fallback_after_s: None,
+        channel: None,
     };
     let (session, message_id) = flows::invite(&state.db, &reference, bot.id, &flow, &title, &card, state.now()).await?;
     state.delivery.wake.notify_one();

@@ -17,7 +17,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::messages::{MessageRecord, SendMessage, created, idempotency_header, ref_taken, validate_content};
 use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, parse_value, query_text};
 use crate::messages::compose;
-use crate::names::{ConversationState, Direction, Encryption};
+use crate::names::{Channel, ConversationState, Direction, Encryption};
 use crate::state::AppState;
 use crate::store::conversations::{self as store, Conversation};
 use crate::store::messages::Created;
@@ -211,6 +211,17 @@ pub(super) async fn reply(
     idempotency: Option<(String, String)>,
 ) -> ApiResult<Response> {
     let content = crate::conversations::content(&state.db, state.config.dev, c, req).await?;
+    // The user wrote from WhatsApp: the answer goes back there, and after 24 hours WhatsApp takes only an
+    // approved template.
+    if c.channel == Some(Channel::Whatsapp)
+        && content.template_code.is_none()
+        && !crate::delivery::within_window(&state.delivery, &c.phone).await?
+    {
+        return Err(ApiError::conflict(
+            "the user wrote from WhatsApp more than 24 hours ago, and outside WhatsApp's 24-hour window only an \
+             approved template can reach them: send one (template_code)",
+        ));
+    }
     let mut message = content.into_message(partner_id, &c.phone, Direction::Out, Some(c.id));
     if let Some((key, hash)) = idempotency {
         // Scoped to the partner's replies in this thread: keys of the user or of other threads never meet.

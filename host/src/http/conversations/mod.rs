@@ -25,7 +25,7 @@ use crate::auth::UserAuth;
 use crate::clock::record_time;
 use crate::conversations::Reader;
 use crate::http::error::{ApiError, ApiResult};
-use crate::names::ConversationState;
+use crate::names::{Channel, ConversationState};
 use crate::state::AppState;
 use crate::store::conversations::{self as store, Conversation};
 use crate::store::messages::{self};
@@ -71,6 +71,9 @@ pub struct ConversationRecord {
     pub unread: i64,
     pub last_message_at: String,
     pub created_at: String,
+    /// Where the user last wrote from: `whatsapp` or `sms` (agents' replies go back on it), or null (the
+    /// app).
+    pub channel: Option<Channel>,
     /// For the partner only: the member the conversation is assigned to (null: nobody). Never shown to the
     /// user.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -96,6 +99,7 @@ impl ConversationRecord {
             partner: c.partner_code.clone(),
             subject: c.subject.clone(),
             state: c.state,
+            channel: c.channel,
             unread,
             last_message_at: record_time(c.last_message_at),
             created_at: record_time(c.created_at),

@@ -1,0 +1,138 @@
+//! Messages users send from WhatsApp or SMS, as the providers' webhooks bring them: each kept once by its
+//! provider's id, then routed by `crate::inbound` (migration 0026).
+
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::{Db, decode_name};
+use crate::clock::Millis;
+use crate::names::{Channel, InboundState};
+
+/// A message as a provider's webhook brought it.
+#[derive(Debug, Clone)]
+pub struct NewInbound {
+    pub channel: Channel,
+    /// The provider's id of the message (`MessageSid`, `wamid.…`).
+    pub provider_ref: String,
+    /// Who wrote (E.164).
+    pub phone: String,
+    /// Which of our senders received it (our number, messaging service or WhatsApp phone number id).
+    pub sender: String,
+    /// Its text, if it has one (a reply button's title, a list row's title).
+    pub body: Option<String>,
+    /// The message as the provider described it (media, location, the choice made …).
+    pub content: Value,
+    /// The provider's id of our message it answers (WhatsApp's `context.id`).
+    pub context_ref: Option<String>,
+    pub received_at: Millis,
+}
+
+/// A kept inbound message.
+#[derive(Debug, Clone)]
+pub struct Inbound {
+    pub id: i64,
+    pub channel: Channel,
+    pub provider_ref: String,
+    pub phone: String,
+    pub sender: String,
+    pub body: Option<String>,
+    pub content: Value,
+    pub context_ref: Option<String>,
+    pub state: InboundState,
+    pub message_id: Option<i64>,
+    pub received_at: Millis,
+}
+
+const COLUMNS: &str = "SELECT id, channel, provider_ref, phone, sender, body, content, context_ref, state, message_id, \
+    received_at FROM inbound_messages ";
+
+fn from_row(row: &AnyRow) -> Result<Inbound, sqlx::Error> {
+    let content: String = row.try_get("content")?;
+    Ok(Inbound {
+        id: row.try_get("id")?,
+        channel: decode_name(row, "channel")?,
+        provider_ref: row.try_get("provider_ref")?,
+        phone: row.try_get("phone")?,
+        sender: row.try_get("sender")?,
+        body: row.try_get("body")?,
+        content: serde_json::from_str(&content).unwrap_or(Value::Null),
+        context_ref: row.try_get("context_ref")?,
+        state: decode_name(row, "state")?,
+        message_id: row.try_get("message_id")?,
+        received_at: row.try_get("received_at")?,
+    })
+}
+
+/// Keeps a message; `false` when the provider's id was seen already (a retried or replayed webhook).
+pub async fn record(db: &Db, m: &NewInbound) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "INSERT INTO inbound_messages (channel, provider_ref, phone, sender, body, content, context_ref, state, \
+         received_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 'received', $8) ON CONFLICT (channel, provider_ref) DO NOTHING",
+    )
+    .bind(m.channel.as_str())
+    .bind(&m.provider_ref)
+    .bind(&m.phone)
+    .bind(&m.sender)
+    .bind(&m.body)
+    .bind(m.content.to_string())
+    .bind(&m.context_ref)
+    .bind(m.received_at)
+    .execute(db.writer())
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The oldest messages not routed yet.
+pub async fn waiting(db: &Db, limit: i64) -> Result<Vec<Inbound>, sqlx::Error> {
+    let sql = const_format::concatcp!(COLUMNS, "WHERE state = 'received' ORDER BY id LIMIT $1");
+    sqlx::query(sql).bind(limit).fetch_all(db.reader()).await?.iter().map(from_row).collect()
+}
+
+/// A kept message by its provider's id.
+pub async fn find(db: &Db, channel: Channel, provider_ref: &str) -> Result<Option<Inbound>, sqlx::Error> {
+    let sql = const_format::concatcp!(COLUMNS, "WHERE channel = $1 AND provider_ref = $2");
+    let row = sqlx::query(sql).bind(channel.as_str()).bind(provider_ref).fetch_optional(db.reader()).await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// Marks a waiting message as routed to `state` (and the message it became), in the transaction that does
+/// it: `false` when it was not waiting any more (another host took it), and the caller rolls back.
+pub async fn settle_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    id: i64,
+    state: InboundState,
+    message_id: Option<i64>,
+    now: Millis,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE inbound_messages SET state = $1, message_id = $2, routed_at = $3 WHERE id = $4 AND state = 'received'",
+    )
+    .bind(state.as_str())
+    .bind(message_id)
+    .bind(now)
+    .bind(id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Whether `phone` was sent the polite reply on `channel` since `since` (it gets one a day at most).
+pub async fn replied_since(db: &Db, phone: &str, channel: Channel, since: Millis) -> Result<bool, sqlx::Error> {
+    let found: Option<i64> = sqlx::query_scalar(
+        "SELECT id FROM inbound_messages WHERE phone = $1 AND channel = $2 AND replied = 1 AND received_at >= $3 \
+         LIMIT 1",
+    )
+    .bind(phone)
+    .bind(channel.as_str())
+    .bind(since)
+    .fetch_optional(db.reader())
+    .await?;
+    Ok(found.is_some())
+}
+
+/// Records that the polite reply to message `id` was sent.
+pub async fn mark_replied(db: &Db, id: i64) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE inbound_messages SET replied = 1 WHERE id = $1").bind(id).execute(db.writer()).await?;
+    Ok(())
+}

@@ -1,0 +1,57 @@
+//! Who asked not to hear from one of our senders on a channel (SMS's STOP keywords, WhatsApp's block), kept
+//! per phone, channel and sender (migration 0026). Delivery skips the channel for them.
+
+use super::Db;
+use crate::clock::Millis;
+use crate::names::Channel;
+
+/// Records that `phone` opted out of `sender` on `channel` (again: the latest reason and time).
+pub async fn set_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    phone: &str,
+    channel: Channel,
+    sender: &str,
+    reason: &str,
+    now: Millis,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO opt_outs (phone, channel, sender, reason, at) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (phone, channel, sender) DO UPDATE SET reason = excluded.reason, at = excluded.at",
+    )
+    .bind(phone)
+    .bind(channel.as_str())
+    .bind(sender)
+    .bind(reason)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Clears `phone`'s opt-out of `sender` on `channel`, if any.
+pub async fn clear_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    phone: &str,
+    channel: Channel,
+    sender: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM opt_outs WHERE phone = $1 AND channel = $2 AND sender = $3")
+        .bind(phone)
+        .bind(channel.as_str())
+        .bind(sender)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Whether `phone` opted out of `sender` on `channel`.
+pub async fn is_out(db: &Db, phone: &str, channel: Channel, sender: &str) -> Result<bool, sqlx::Error> {
+    let found: Option<String> =
+        sqlx::query_scalar("SELECT reason FROM opt_outs WHERE phone = $1 AND channel = $2 AND sender = $3")
+            .bind(phone)
+            .bind(channel.as_str())
+            .bind(sender)
+            .fetch_optional(db.reader())
+            .await?;
+    Ok(found.is_some())
+}
