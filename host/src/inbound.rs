@@ -194,14 +194,19 @@ pub async fn run_worker(delivery: Arc<Delivery>, stop: CancellationToken) {
 const BATCH: usize = 64;
 
 /// Routes the oldest waiting messages, in order; answers how many it routed. One that cannot be routed now
-/// (its database write failed) stays waiting for the next pass, and holds up none after it.
+/// (its database write failed) stays waiting for the next pass, and holds up none after it; after
+/// [`inbound::MAX_ATTEMPTS`] it is set aside (`failed`), so that a message that can never be routed cannot
+/// hold up those behind it.
 pub async fn route_waiting(delivery: &Delivery) -> Result<usize, sqlx::Error> {
     let waiting = inbound::waiting(&delivery.db, BATCH as i64).await?;
     let mut routed = 0;
     for m in &waiting {
         match route(delivery, m).await {
             Ok(()) => routed += 1,
-            Err(e) => tracing::warn!(inbound = m.id, error = %e, "routing an inbound message failed; will retry"),
+            Err(e) => {
+                tracing::warn!(inbound = m.id, error = %e, "routing an inbound message failed; will retry");
+                inbound::failed(&delivery.db, m.id, delivery.now()).await?;
+            }
         }
     }
     Ok(routed)
@@ -215,37 +220,37 @@ pub async fn route(delivery: &Delivery, m: &Inbound) -> Result<(), sqlx::Error> 
     let body = m.body.as_deref().map(str::trim).filter(|b| !b.is_empty());
     let keyword = body.filter(|_| m.channel == Channel::Sms).and_then(keyword);
     let outcome = match (keyword, body) {
-        (Some(keyword), _) => Outcome::Keyword(keyword),
-        (None, None) => Outcome::Unsupported,
-        (None, Some(body)) => for_partner(delivery, m, body).await?,
+        // A keyword is also a word to an agent the user is talking to ("Cancel", "Yes"): it goes on in the
+        // conversation there is, and opens none.
+        (Some(keyword), Some(body)) => match for_partner(delivery, m, body, false).await? {
+            Outcome::Append(c, message) => Outcome::Keyword(keyword, Some((c, message))),
+            _ => Outcome::Keyword(keyword, None),
+        },
+        (_, None) => Outcome::Unsupported,
+        (None, Some(body)) => for_partner(delivery, m, body, true).await?,
     };
     let mut tx = db.begin().await?;
     let (state, message_id) = match outcome {
-        Outcome::Keyword(Keyword::Stop) => {
-            opt_outs::set_in(&mut tx, &m.phone, m.channel, &m.sender, "stop", now).await?;
-            (InboundState::OptedOut, None)
-        }
-        Outcome::Keyword(Keyword::Start) => {
-            opt_outs::clear_in(&mut tx, &m.phone, m.channel, &m.sender).await?;
-            (InboundState::OptedIn, None)
+        Outcome::Keyword(keyword, also) => {
+            let state = match keyword {
+                Keyword::Stop => {
+                    opt_outs::set_in(&mut tx, &m.phone, m.channel, &m.sender, "stop", now).await?;
+                    InboundState::OptedOut
+                }
+                Keyword::Start => {
+                    opt_outs::clear_in(&mut tx, &m.phone, m.channel, &m.sender).await?;
+                    InboundState::OptedIn
+                }
+            };
+            let message_id = match also {
+                Some((c, message)) => Some(append(&mut tx, c, message, now).await?),
+                None => None,
+            };
+            (state, message_id)
         }
         Outcome::Unsupported => (InboundState::Unsupported, None),
         Outcome::NoPartner => (InboundState::Unrouted, None),
-        Outcome::Append(c, message) => {
-            let created = conversations::append_in(
-                &mut tx,
-                c,
-                message,
-                ConversationState::Open,
-                now,
-                events::conversation_message,
-            )
-            .await?;
-            let messages::Created::New(message) = created else {
-                return Err(sqlx::Error::Protocol("an inbound message carries no idempotency key".into()));
-            };
-            (InboundState::Routed, Some(message.id))
-        }
+        Outcome::Append(c, message) => (InboundState::Routed, Some(append(&mut tx, c, message, now).await?)),
         Outcome::Open(message) => {
             let reference = format!("conv_{}", random_alnum(24));
             let (_, message) =
@@ -270,9 +275,23 @@ pub async fn route(delivery: &Delivery, m: &Inbound) -> Result<(), sqlx::Error> 
     Ok(())
 }
 
+/// The user's message in conversation `c`, in the transaction: its id.
+async fn append(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    c: i64,
+    message: NewMessage,
+    now: Millis,
+) -> Result<i64, sqlx::Error> {
+    match conversations::append_in(tx, c, message, ConversationState::Open, now, events::conversation_message).await? {
+        messages::Created::New(message) => Ok(message.id),
+        _ => Err(sqlx::Error::Protocol("an inbound message carries no idempotency key".into())),
+    }
+}
+
 /// What an inbound message becomes.
 enum Outcome {
-    Keyword(Keyword),
+    /// An opt-out keyword, also the user's message in their conversation, if they have one.
+    Keyword(Keyword, Option<(i64, NewMessage)>),
     /// Nothing to route (no text).
     Unsupported,
     /// No partner to give it to.
@@ -283,8 +302,8 @@ enum Outcome {
     Open(NewMessage),
 }
 
-/// Where a text goes: the conversation it belongs in, or a new one with the partner it is for.
-async fn for_partner(delivery: &Delivery, m: &Inbound, body: &str) -> Result<Outcome, sqlx::Error> {
+/// Where a text goes: the conversation it belongs in, or (`open_new`) a new one with the partner it is for.
+async fn for_partner(delivery: &Delivery, m: &Inbound, body: &str, open_new: bool) -> Result<Outcome, sqlx::Error> {
     let db = &delivery.db;
     let context_partner = context_partner(delivery, m).await?;
     let ongoing = match context_partner {
@@ -293,6 +312,7 @@ async fn for_partner(delivery: &Delivery, m: &Inbound, body: &str) -> Result<Out
     };
     let partner_id = match (&ongoing, context_partner) {
         (Some(c), _) => c.partner_id,
+        (None, _) if !open_new => return Ok(Outcome::NoPartner),
         (None, Some(partner_id)) => partner_id,
         (None, None) => match new_conversation_partner(delivery, &m.phone).await? {
             Some(partner_id) => partner_id,

@@ -224,6 +224,8 @@ string_enum! {
         Unrouted = "unrouted",
         /// A kind of message not carried yet (kept as it came).
         Unsupported = "unsupported",
+        /// Routing it failed again and again (kept; see the host's log).
+        Failed = "failed",
     }
 }
 

@@ -156,6 +156,18 @@ async fn stop_opts_a_phone_out_of_sms_and_start_opts_it_back_in() {
     let m = app.delivered(&acme, id).await;
     assert_eq!(m["state"], "sent");
     assert_eq!(sent_to(&sms, phone).len(), 1);
+
+    // In a conversation a keyword is also the user's answer: "Cancel" opts out and the agent reads it.
+    sms_in(&app, "SMconv", phone, "Can I change my order?", None).await;
+    routed(&app).await;
+    let id = conversations(&app, &acme).await[0]["conversation_id"].as_i64().unwrap();
+    sms_in(&app, "SMcancel", phone, "Cancel", None).await;
+    routed(&app).await;
+    let bodies: Vec<String> =
+        thread(&app, &acme, id).await.iter().map(|m| m["body"].as_str().unwrap().to_string()).collect();
+    assert_eq!(bodies, ["Can I change my order?", "Cancel"]);
+    let sms_channel = hubbub_host::names::Channel::Sms;
+    assert!(hubbub_host::store::opt_outs::is_out(&app.state.db, phone, sms_channel, "+15550001111").await.unwrap());
 }
 
 #[tokio::test]
@@ -171,8 +183,12 @@ async fn whatsapp_messages_reach_the_conversation_and_answers_keep_to_the_window
     assert_eq!(app.whatsapp_notify(text.clone()).await.ok(200)["inbound"], 1);
     let tap = json!({"type": "interactive", "interactive": {"type": "button_reply", "button_reply": {"id": "red", "title": "Red ones"}}});
     assert_eq!(app.whatsapp_notify(whatsapp_message("wamid.u2", phone, app.now(), tap)).await.ok(200)["inbound"], 1);
-    // Meta retries a notification: nothing twice. A forged one is 401.
+    // Meta retries a notification: nothing twice. A forged one is 401. Another number of the same Meta app
+    // is none of this host's business.
     assert_eq!(app.whatsapp_notify(text.clone()).await.ok(200)["inbound"], 0);
+    let mut elsewhere = whatsapp_message("wamid.u3", phone, app.now(), json!({"type": "text", "text": {"body": "?"}}));
+    elsewhere[0]["value"]["metadata"]["phone_number_id"] = json!("99999");
+    assert_eq!(app.whatsapp_notify(elsewhere).await.ok(200)["inbound"], 0);
     whatsapp_notify_signed(&app.client, &app.base, text, Some("sha256=00")).await.error(401, "unauthorized");
     routed(&app).await;
     let list = conversations(&app, &acme).await;

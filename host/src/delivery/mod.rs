@@ -42,7 +42,13 @@ pub struct Recipient {
 pub fn plan(priority: &str, r: Recipient) -> Vec<Channel> {
     let in_app = r.claimed && r.has_device;
     if let Some(channel) = r.writes_from.filter(|c| *c != Channel::Inapp && priority != "otp") {
-        vec![channel]
+        // Where they wrote from first; then as any message would go on, the app last (if they have it).
+        let mut channels =
+            if channel == Channel::Whatsapp { vec![Channel::Whatsapp, Channel::Sms] } else { vec![channel] };
+        if in_app {
+            channels.push(Channel::Inapp);
+        }
+        channels
     } else if priority == "otp" {
         if in_app && r.online { vec![Channel::Inapp] } else { vec![Channel::Sms] }
     } else if in_app {
@@ -467,6 +473,18 @@ pub(crate) async fn send_on(
     Ok(provider.send(phone, text).await.into())
 }
 
+/// The partner's `whatsapp` template of `code` in `lang` (default `en`) that may be sent (approved by Meta
+/// when the Cloud API is the provider): such a template reaches a person outside the 24-hour window.
+pub async fn find_whatsapp_template(
+    delivery: &Delivery,
+    partner_id: i64,
+    code: &str,
+    lang: Option<&str>,
+) -> Result<Option<templates::Template>, sqlx::Error> {
+    let reviewed_by_meta = delivery.whatsapp.has_free_form_window();
+    templates::find_whatsapp_for_send(&delivery.db, partner_id, code, lang.unwrap_or("en"), reviewed_by_meta).await
+}
+
 /// Whether `phone` wrote on WhatsApp in the last 24 hours (free-form text may reach them).
 pub async fn within_window(delivery: &Delivery, phone: &str) -> Result<bool, sqlx::Error> {
     let last = whatsapp::last_inbound(&delivery.db, phone).await?;
@@ -484,10 +502,7 @@ async fn whatsapp_template(
     let (Channel::Whatsapp, Some(code)) = (channel, message.template_code.as_deref()) else {
         return Ok(None);
     };
-    let lang = message.lang.as_deref().unwrap_or("en");
-    let reviewed_by_meta = delivery.whatsapp.has_free_form_window();
-    let Some(template) =
-        templates::find_whatsapp_for_send(&delivery.db, message.partner_id, code, lang, reviewed_by_meta).await?
+    let Some(template) = find_whatsapp_template(delivery, message.partner_id, code, message.lang.as_deref()).await?
     else {
         return Ok(None);
     };
@@ -603,10 +618,12 @@ mod tests {
         assert_eq!(plan("otp", r(true, true, false)), vec![Sms]);
         assert_eq!(plan("otp", r(false, false, false)), vec![Sms]);
         // An answer to a user who wrote from WhatsApp or SMS goes back there, app or not.
-        let from = |channel| Recipient { writes_from: Some(channel), ..r(true, true, true) };
-        assert_eq!(plan("notification", from(Whatsapp)), vec![Whatsapp]);
-        assert_eq!(plan("notification", from(Sms)), vec![Sms]);
-        assert_eq!(plan("notification", from(Inapp)), vec![Inapp]);
-        assert_eq!(plan("otp", from(Sms)), vec![Inapp]);
+        let from = |channel, app| Recipient { writes_from: Some(channel), ..r(true, app, true) };
+        assert_eq!(plan("notification", from(Whatsapp, false)), vec![Whatsapp, Sms]);
+        assert_eq!(plan("notification", from(Whatsapp, true)), vec![Whatsapp, Sms, Inapp]);
+        assert_eq!(plan("notification", from(Sms, false)), vec![Sms]);
+        assert_eq!(plan("notification", from(Sms, true)), vec![Sms, Inapp]);
+        assert_eq!(plan("notification", from(Inapp, true)), vec![Inapp]);
+        assert_eq!(plan("otp", from(Sms, true)), vec![Inapp]);
     }
 }

@@ -88,15 +88,18 @@ pub fn whatsapp_receipts(payload: &Value) -> Vec<(String, Receipt)> {
 /// marketing messages from it, or blocked it).
 const BLOCKED: [i64; 1] = [131050];
 
-/// Each `entry[].changes[].value` of a WhatsApp Cloud API webhook, with our phone number id it is about
-/// (`metadata.phone_number_id`; else the host's).
+/// Each `entry[].changes[].value` of a WhatsApp Cloud API webhook about our number, with its phone number id
+/// (`metadata.phone_number_id`; else the host's). A value about another number of the same Meta app (a
+/// staging number, say) is none of this host's business, and left out.
 pub fn whatsapp_values<'a>(delivery: &Delivery, payload: &'a Value) -> Vec<(&'a Value, String)> {
+    let ours = delivery.sender(Channel::Whatsapp);
     let entries = payload["entry"].as_array().into_iter().flatten();
     let values = entries.flat_map(|e| e["changes"].as_array().into_iter().flatten()).map(|c| &c["value"]);
     values
-        .map(|value| {
-            let ours = value["metadata"]["phone_number_id"].as_str().map(str::to_string);
-            (value, ours.unwrap_or_else(|| delivery.sender(Channel::Whatsapp)))
+        .filter_map(|value| match value["metadata"]["phone_number_id"].as_str() {
+            Some(id) if id != ours && ours != "dev" => None,
+            Some(id) => Some((value, id.to_string())),
+            None => Some((value, ours.clone())),
         })
         .collect()
 }

@@ -96,6 +96,24 @@ pub async fn find(db: &Db, channel: Channel, provider_ref: &str) -> Result<Optio
     row.as_ref().map(from_row).transpose()
 }
 
+/// How many times routing a message may fail before it is set aside as `failed`.
+pub const MAX_ATTEMPTS: i64 = 10;
+
+/// Records that routing message `id` failed: after [`MAX_ATTEMPTS`] it is `failed`, and waits no more.
+pub async fn failed(db: &Db, id: i64, now: Millis) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE inbound_messages SET attempts = attempts + 1, \
+         state = CASE WHEN attempts + 1 >= $1 THEN 'failed' ELSE state END, \
+         routed_at = CASE WHEN attempts + 1 >= $1 THEN $2 ELSE routed_at END WHERE id = $3 AND state = 'received'",
+    )
+    .bind(MAX_ATTEMPTS)
+    .bind(now)
+    .bind(id)
+    .execute(db.writer())
+    .await?;
+    Ok(())
+}
+
 /// Marks a waiting message as routed to `state` (and the message it became), in the transaction that does
 /// it: `false` when it was not waiting any more (another host took it), and the caller rolls back.
 pub async fn settle_in(

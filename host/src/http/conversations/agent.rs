@@ -213,14 +213,22 @@ pub(super) async fn reply(
     let content = crate::conversations::content(&state.db, state.config.dev, c, req).await?;
     // The user wrote from WhatsApp: the answer goes back there, and after 24 hours WhatsApp takes only an
     // approved template.
-    if c.channel == Some(Channel::Whatsapp)
-        && content.template_code.is_none()
-        && !crate::delivery::within_window(&state.delivery, &c.phone).await?
-    {
-        return Err(ApiError::conflict(
-            "the user wrote from WhatsApp more than 24 hours ago, and outside WhatsApp's 24-hour window only an \
-             approved template can reach them: send one (template_code)",
-        ));
+    if c.channel == Some(Channel::Whatsapp) && !crate::delivery::within_window(&state.delivery, &c.phone).await? {
+        let template = match content.template_code.as_deref() {
+            Some(code) => {
+                crate::delivery::find_whatsapp_template(&state.delivery, partner_id, code, content.lang.as_deref())
+                    .await?
+                    .is_some()
+            }
+            None => false,
+        };
+        if !template {
+            return Err(ApiError::conflict(
+                "the user wrote from WhatsApp more than 24 hours ago, and outside WhatsApp's 24-hour window only \
+                 an approved template can reach them: send one (template_code) that has an approved whatsapp \
+                 version",
+            ));
+        }
     }
     let mut message = content.into_message(partner_id, &c.phone, Direction::Out, Some(c.id));
     if let Some((key, hash)) = idempotency {

@@ -24,10 +24,13 @@ CREATE FUNCTION conversation_words_conversation() RETURNS trigger LANGUAGE plpgs
 -- engine-specific
 CREATE TRIGGER conversation_words_conversation AFTER INSERT ON conversations
     FOR EACH ROW EXECUTE FUNCTION conversation_words_conversation();
--- engine-specific
+-- engine-specific: a message's words are added (its conversation's row made if it has none); a conversation
+-- whose words would pass a tsvector's 1 MB keeps those it has, and the message is written all the same.
 CREATE FUNCTION conversation_words_message() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-    UPDATE conversation_words SET words = words || strip(NEW.search)
-        WHERE conversation_id = NEW.conversation_id; RETURN NULL; END $$;
+    INSERT INTO conversation_words AS w (conversation_id, partner_id, words)
+        VALUES (NEW.conversation_id, NEW.partner_id, strip(NEW.search))
+        ON CONFLICT (conversation_id) DO UPDATE SET words = w.words || excluded.words; RETURN NULL; EXCEPTION
+        WHEN program_limit_exceeded THEN RETURN NULL; END $$;
 -- engine-specific
 CREATE TRIGGER conversation_words_message AFTER INSERT ON messages
     FOR EACH ROW WHEN (NEW.conversation_id IS NOT NULL) EXECUTE FUNCTION conversation_words_message();

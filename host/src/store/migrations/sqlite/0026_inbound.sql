@@ -1,8 +1,9 @@
 -- Messages users send from WhatsApp or SMS (inbound.rs): each kept once, by its provider's id (a webhook
 -- retried or replayed changes nothing), answered at once and routed after: `received`, then `routed` (it
 -- became `message_id` in a conversation), `opted_out` / `opted_in` (a STOP or START keyword), `unrouted`
--- (no partner to give it to: the sender got one polite reply, `replied`) or `unsupported` (a kind of
--- message not carried yet, kept in `content`).
+-- (no partner to give it to: the sender got one polite reply, `replied`), `unsupported` (a kind of
+-- message not carried yet, kept in `content`) or `failed` (routing it failed `attempts` times: kept, and
+-- holding up no other).
 CREATE TABLE inbound_messages (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,
     channel      TEXT    NOT NULL CHECK (channel IN ('whatsapp', 'sms')),
@@ -12,7 +13,8 @@ CREATE TABLE inbound_messages (
     body         TEXT,
     content      TEXT    NOT NULL,
     context_ref  TEXT,
-    state        TEXT    NOT NULL CHECK (state IN ('received', 'routed', 'opted_out', 'opted_in', 'unrouted', 'unsupported')),
+    state        TEXT    NOT NULL CHECK (state IN ('received', 'routed', 'opted_out', 'opted_in', 'unrouted', 'unsupported', 'failed')),
+    attempts     BIGINT  NOT NULL DEFAULT 0,
     message_id   BIGINT  REFERENCES messages(id),
     replied      BIGINT  NOT NULL DEFAULT 0,
     received_at  BIGINT  NOT NULL,
