@@ -46,9 +46,10 @@ pub enum Keyword {
     Start,
 }
 
-/// The opt-out keyword a text is, if it is only one (trimmed, any case, a final `.` or `!` allowed).
+/// The opt-out keyword a text is, if it is only one word (any case; punctuation or an emoji around it
+/// allowed: "Stop!", "STOP 🛑").
 pub fn keyword(text: &str) -> Option<Keyword> {
-    let word = text.trim().trim_end_matches(['.', '!']).trim().to_lowercase();
+    let word = text.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
     if STOP_WORDS.contains(&word.as_str()) {
         Some(Keyword::Stop)
     } else if START_WORDS.contains(&word.as_str()) {
@@ -369,6 +370,9 @@ mod tests {
     fn only_a_keyword_alone_opts_out_or_in() {
         assert_eq!(keyword("STOP"), Some(Keyword::Stop));
         assert_eq!(keyword(" stop. "), Some(Keyword::Stop));
+        assert_eq!(keyword("STOP 🛑"), Some(Keyword::Stop));
+        assert_eq!(keyword("Stop!!"), Some(Keyword::Stop));
+        assert_eq!(keyword("stop it"), None);
         assert_eq!(keyword("Unsubscribe"), Some(Keyword::Stop));
         assert_eq!(keyword("start"), Some(Keyword::Start));
         assert_eq!(keyword("please stop"), None);

@@ -288,3 +288,38 @@ async fn a_whatsapp_block_opts_the_phone_out_of_whatsapp_until_it_writes_again()
     let id = app.send_text(&acme, phone, "Welcome back").await.ok(201)["message_id"].as_i64().unwrap();
     assert_eq!(app.delivered(&acme, id).await["channel"], "whatsapp");
 }
+
+#[tokio::test]
+async fn twilio_refusing_an_opted_out_phone_opts_it_out_here_too() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
+    let acme = app.partner("acme").await;
+    let phone = "+15550000107";
+    let first = app.send_text(&acme, phone, "Your order shipped").await.ok(201)["message_id"].as_i64().unwrap();
+    let sid = app.delivered(&acme, first).await["attempts"][1]["provider_ref"].as_str().unwrap().to_string();
+    // The phone had sent STOP to Twilio's number directly: Twilio's callback says so (error 21610).
+    let params = [
+        ("MessageSid", sid.as_str()),
+        ("MessageStatus", "failed"),
+        ("ErrorCode", "21610"),
+        ("To", phone),
+        ("From", "+15550001111"),
+        ("AccountSid", "AC1"),
+    ];
+    let owned: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let url = "https://hubbub.example.com/api/v1/providers/twilio/status";
+    let signed = hubbub_host::delivery::receipts::twilio_signature("tw-token", url, &owned);
+    let r = app
+        .client
+        .post(format!("{}/api/v1/providers/twilio/status", app.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("x-twilio-signature", signed)
+        .body(serde_urlencoded::to_string(params).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(Resp::from(r).await.ok(200)["applied"], true);
+    let next = app.send_text(&acme, phone, "Your order arrived").await.ok(201)["message_id"].as_i64().unwrap();
+    let m = app.delivered(&acme, next).await;
+    assert_eq!(tries(&m), [t("whatsapp", "skipped", "outside_24h_window"), t("sms", "skipped", "opted_out")]);
+}

@@ -1846,7 +1846,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Twilio status callback (StatusCallback of every SMS): delivered/read move the message, undelivered/failed fail it. */
+        /**
+         * Twilio status callback (StatusCallback of every SMS): delivered/read move the message, undelivered/failed fail it;
+         *     error 21610 (the phone opted out with Twilio) opts the phone out of SMS from that sender here too.
+         */
         post: operations["twilio_status"];
         delete?: never;
         options?: never;

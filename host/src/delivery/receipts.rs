@@ -84,6 +84,9 @@ pub fn whatsapp_receipts(payload: &Value) -> Vec<(String, Receipt)> {
     out
 }
 
+/// Twilio's error for a phone that opted out of the sender with Twilio (it replied STOP to it).
+pub const TWILIO_OPTED_OUT: &str = "21610";
+
 /// WhatsApp's errors that mean the person does not want to hear from the business: 131050 (they stopped
 /// marketing messages from it, or blocked it).
 const BLOCKED: [i64; 1] = [131050];

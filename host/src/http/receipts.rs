@@ -82,7 +82,8 @@ struct TwilioApplied {
     applied: bool,
 }
 
-/// Twilio status callback (StatusCallback of every SMS): delivered/read move the message, undelivered/failed fail it.
+/// Twilio status callback (StatusCallback of every SMS): delivered/read move the message, undelivered/failed fail it;
+/// error 21610 (the phone opted out with Twilio) opts the phone out of SMS from that sender here too.
 #[utoipa::path(
     post,
     path = "/providers/twilio/status",
@@ -108,6 +109,14 @@ async fn twilio_status(
         Some(receipt) => receipts::apply(&state.delivery, Channel::Sms, &sid, receipt).await?,
         None => false,
     };
+    // Twilio refused to send to a phone that opted out with it (error 21610): we know it now too.
+    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.trim());
+    if get("ErrorCode") == Some(receipts::TWILIO_OPTED_OUT)
+        && let (Some(phone), Some(from)) = (get("To").filter(|p| crate::validate::is_e164(p)), get("From"))
+    {
+        let sender = inbound::sms_sender(&state.delivery, from);
+        receipts::opt_out(&state.delivery, phone, Channel::Sms, &sender, "twilio 21610").await?;
+    }
     Ok(Json(TwilioApplied { applied }))
 }
 
