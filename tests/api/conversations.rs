@@ -412,3 +412,31 @@ async fn an_agents_retried_reply_is_kept_once() {
         thread.ok(200)["messages"].as_array().unwrap().iter().map(|m| m["body"].as_str().unwrap()).collect();
     assert_eq!(bodies, ["Where is it?", "On its way", "Tracking: 123"]);
 }
+
+#[tokio::test]
+async fn a_conversation_with_more_words_than_an_index_row_holds_still_takes_messages() {
+    let app = TestApp::start().await;
+    let acme = app.partner("acme").await;
+    let user = linked_user(&app, &acme, "+15550000301").await;
+    let opened = app.post(&user, "/api/v1/me/conversations", json!({"partner": "acme", "body": "Lots to say"})).await;
+    let opened = opened.ok(201).clone();
+    let (id, reference) = (opened["conversation_id"].as_i64().unwrap(), opened["ref"].as_str().unwrap().to_string());
+    // 25 messages of 5,000 different words each (1.3 MB of words): past the 1 MB of words that one
+    // PostgreSQL tsvector holds ("string is too long for tsvector").
+    let mut n = 0u64;
+    for _ in 0..25 {
+        let words: Vec<String> = (0..5_000)
+            .map(|_| {
+                n += 1;
+                format!("word{n:x}zz")
+            })
+            .collect();
+        let body = json!({"body": words.join(" ")});
+        app.post(&acme, &format!("/api/v1/conversations/{id}/messages"), body).await.ok(201);
+    }
+    // The thread goes on, and what its row holds is still found.
+    let next = json!({"body": "Still there?"});
+    app.post(&user, &format!("/api/v1/me/conversations/{reference}/messages"), next).await.ok(201);
+    let found = app.get(&acme, "/api/v1/conversations?q=lots").await;
+    assert_eq!(found.ok(200)["data"][0]["conversation_id"], id);
+}

@@ -323,3 +323,32 @@ async fn twilio_refusing_an_opted_out_phone_opts_it_out_here_too() {
     let m = app.delivered(&acme, next).await;
     assert_eq!(tries(&m), [t("whatsapp", "skipped", "outside_24h_window"), t("sms", "skipped", "opted_out")]);
 }
+
+#[tokio::test]
+async fn a_message_whose_routing_keeps_failing_is_set_aside_and_holds_up_no_other() {
+    use hubbub_host::names::{Channel, InboundState};
+    use hubbub_host::store::inbound::{self, MAX_ATTEMPTS, NewInbound};
+    let app = TestApp::start_with(|c| c.workers = false).await;
+    let db = &app.state.db;
+    let message = |id: &str| NewInbound {
+        channel: Channel::Sms,
+        provider_ref: id.to_string(),
+        phone: "+15550000108".into(),
+        sender: "dev".into(),
+        body: Some("hello".into()),
+        content: json!({}),
+        context_ref: None,
+        received_at: app.now(),
+    };
+    assert!(inbound::record(db, &message("SMfail")).await.unwrap());
+    assert!(inbound::record(db, &message("SMnext")).await.unwrap());
+    for _ in 1..MAX_ATTEMPTS {
+        inbound::failed(db, inbound::waiting(db, 1).await.unwrap()[0].id, app.now()).await.unwrap();
+    }
+    assert_eq!(inbound::waiting(db, 1).await.unwrap()[0].provider_ref, "SMfail", "still tried, first");
+    inbound::failed(db, inbound::waiting(db, 1).await.unwrap()[0].id, app.now()).await.unwrap();
+    let set_aside = inbound::find(db, Channel::Sms, "SMfail").await.unwrap().unwrap();
+    assert_eq!(set_aside.state, InboundState::Failed);
+    let waiting = inbound::waiting(db, 10).await.unwrap();
+    assert_eq!(waiting.iter().map(|m| m.provider_ref.as_str()).collect::<Vec<_>>(), ["SMnext"]);
+}
