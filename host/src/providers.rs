@@ -44,6 +44,8 @@ pub struct TemplateMessage {
     pub lang: String,
     pub parameters: Vec<String>,
     pub text: String,
+    /// Its category is `marketing` (what a person who stopped marketing messages does not get).
+    pub marketing: bool,
 }
 
 /// The name a template has at Meta: its code, with `_` for `-` (Meta allows lowercase letters, digits and

@@ -167,7 +167,8 @@ async fn stop_opts_a_phone_out_of_sms_and_start_opts_it_back_in() {
         thread(&app, &acme, id).await.iter().map(|m| m["body"].as_str().unwrap().to_string()).collect();
     assert_eq!(bodies, ["Can I change my order?", "Cancel"]);
     let sms_channel = hubbub_host::names::Channel::Sms;
-    assert!(hubbub_host::store::opt_outs::is_out(&app.state.db, phone, sms_channel, "+15550001111").await.unwrap());
+    let reason = hubbub_host::store::opt_outs::reason(&app.state.db, phone, sms_channel, "+15550001111").await.unwrap();
+    assert_eq!(reason.as_deref(), Some("stop"));
 }
 
 #[tokio::test]
@@ -264,29 +265,79 @@ async fn a_new_conversation_is_with_the_partner_written_to_and_strangers_get_one
     assert_eq!(conversations(&app, &globex).await.len(), 1);
 }
 
+/// A host whose WhatsApp templates Meta reviews (the fake Graph API under business account `waba-1`).
+async fn reviewed_host(wa: &FakeServer, sms: &FakeServer) -> TestApp {
+    let (wa, sms) = (wa.clone(), sms.clone());
+    TestApp::start_with(move |c| {
+        crate::common::fake_providers(c, &wa, &sms);
+        c.whatsapp_business_account_id = Some("waba-1".into());
+    })
+    .await
+}
+
+/// A `whatsapp` template of `category` that Meta approved (Meta's id `meta_id`).
+async fn approved_template(app: &TestApp, wa: &FakeServer, key: &str, code: &str, category: &str, meta_id: i64) {
+    let answer = json!({"id": meta_id.to_string(), "status": "PENDING", "category": category.to_uppercase()});
+    wa.answer("/waba-1/message_templates", 200, answer);
+    let t = json!({"code": code, "channel": "whatsapp", "lang": "en", "category": category, "body": "Hi {{name}}"});
+    let id = app.post(key, "/api/v1/templates", t).await.ok(201)["template_id"].as_i64().unwrap();
+    app.post(key, &format!("/api/v1/templates/{id}/submit"), json!({})).await.ok(200);
+    let name = code.replace('-', "_");
+    let approved = json!([{"field": "message_template_status_update", "value": {"event": "APPROVED",
+        "message_template_id": meta_id, "message_template_name": name, "message_template_language": "en", "reason": "NONE"}}]);
+    assert_eq!(app.whatsapp_notify(approved).await.ok(200)["templates"], 1);
+}
+
 #[tokio::test]
-async fn a_whatsapp_block_opts_the_phone_out_of_whatsapp_until_it_writes_again() {
+async fn a_whatsapp_marketing_stop_keeps_marketing_templates_out_until_the_person_writes_again() {
     let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
-    let app = TestApp::with_fake_providers(&wa, &sms).await;
+    let app = reviewed_host(&wa, &sms).await;
     let acme = app.partner("acme").await;
+    approved_template(&app, &wa, &acme, "spring-sale", "marketing", 71).await;
+    approved_template(&app, &wa, &acme, "order-update", "utility", 72).await;
     let phone = "+15550000106";
-    app.whatsapp_wrote(phone).await;
-    routed(&app).await;
-    let blocked = json!([{"field": "messages", "value": {"messaging_product": "whatsapp",
+    let send = |code: &str| json!({"phone": phone, "template_code": code, "vars": {"name": "Ana"}});
+    // Meta: the person stopped marketing messages from the business (error 131050).
+    let stopped = json!([{"field": "messages", "value": {"messaging_product": "whatsapp",
         "metadata": {"phone_number_id": "12345"},
         "statuses": [{"id": "wamid.unknown", "status": "failed", "recipient_id": phone.trim_start_matches('+'),
             "errors": [{"code": 131050, "title": "User has stopped marketing messages"}]}]}}]);
-    whatsapp_notify(&app.client, &app.base, blocked).await.ok(200);
-    let id = app.send_text(&acme, phone, "A new offer").await.ok(201)["message_id"].as_i64().unwrap();
-    let m = app.delivered(&acme, id).await;
-    assert_eq!(tries(&m), [t("whatsapp", "skipped", "opted_out"), t("sms", "sent", "")]);
-    assert!(sent_to(&wa, phone).is_empty());
+    whatsapp_notify(&app.client, &app.base, stopped).await.ok(200);
+    // A marketing template: not on WhatsApp (SMS instead); a utility one still is.
+    let id = app.post(&acme, "/api/v1/messages", send("spring-sale")).await.ok(201)["message_id"].as_i64().unwrap();
+    assert_eq!(tries(&app.delivered(&acme, id).await), [t("whatsapp", "skipped", "opted_out"), t("sms", "sent", "")]);
+    let id = app.post(&acme, "/api/v1/messages", send("order-update")).await.ok(201)["message_id"].as_i64().unwrap();
+    assert_eq!(tries(&app.delivered(&acme, id).await), [t("whatsapp", "sent", "")]);
+    let to_phone: Vec<Value> = sent_to(&wa, phone);
+    assert_eq!(to_phone.len(), 1);
+    assert_eq!(to_phone[0]["template"]["name"], "order_update");
 
-    // They write again: WhatsApp reaches them.
+    // They write again: marketing reaches them on WhatsApp again.
     app.whatsapp_wrote(phone).await;
     routed(&app).await;
-    let id = app.send_text(&acme, phone, "Welcome back").await.ok(201)["message_id"].as_i64().unwrap();
-    assert_eq!(app.delivered(&acme, id).await["channel"], "whatsapp");
+    let id = app.post(&acme, "/api/v1/messages", send("spring-sale")).await.ok(201)["message_id"].as_i64().unwrap();
+    assert_eq!(tries(&app.delivered(&acme, id).await), [t("whatsapp", "sent", "")]);
+}
+
+#[tokio::test]
+async fn outside_the_window_an_agent_answers_a_whatsapp_user_with_an_approved_template() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = reviewed_host(&wa, &sms).await;
+    let acme = app.partner("acme").await;
+    approved_template(&app, &wa, &acme, "order-update", "utility", 73).await;
+    let phone = "+15550000109";
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    let text = whatsapp_message("wamid.w1", phone, app.now(), json!({"type": "text", "text": {"body": "Any news?"}}));
+    app.whatsapp_notify(text).await.ok(200);
+    routed(&app).await;
+    let id = conversations(&app, &acme).await[0]["conversation_id"].as_i64().unwrap();
+    app.clock.advance_ms(24 * 60 * 60 * 1000 + 1_000);
+    let path = format!("/api/v1/conversations/{id}/messages");
+    app.post(&acme, &path, json!({"body": "Still there?"})).await.error(409, "conflict");
+    let answer = app.post(&acme, &path, json!({"template_code": "order-update", "vars": {"name": "Ana"}})).await;
+    let answer = app.delivered(&acme, answer.ok(201)["message_id"].as_i64().unwrap()).await;
+    assert_eq!(tries(&answer), [t("whatsapp", "sent", "")]);
+    assert_eq!(sent_to(&wa, phone).last().unwrap()["type"], "template");
 }
 
 #[tokio::test]

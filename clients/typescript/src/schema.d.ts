@@ -1869,7 +1869,7 @@ export interface paths {
         put?: never;
         /**
          * WhatsApp Cloud API webhook: message statuses (delivered, read, failed; a failure because the person
-         *     blocked the business, error 131050, opts them out of WhatsApp), people writing to the business (each
+         *     stopped marketing messages, error 131050, keeps marketing templates from them), people writing to the business (each
          *     message kept once by its id, opening their 24-hour window for free-form text, and routed after like an
          *     SMS), and Meta's template decisions (`message_template_status_update`).
          */

@@ -461,8 +461,13 @@ pub(crate) async fn send_on(
     let Some(provider) = delivery.provider(channel) else {
         return Ok(Outcome::Failed(format!("{} has no provider", channel.as_str())));
     };
-    if opted_out && opt_outs::is_out(&delivery.db, phone, channel, &delivery.sender(channel)).await? {
-        return Ok(Outcome::Skipped(OPTED_OUT));
+    if opted_out && let Some(reason) = opt_outs::reason(&delivery.db, phone, channel, &delivery.sender(channel)).await?
+    {
+        // WhatsApp's "stopped marketing messages" keeps out marketing templates only.
+        let marketing_only = reason == opt_outs::MARKETING;
+        if !marketing_only || template.as_ref().is_some_and(|t| t.marketing) {
+            return Ok(Outcome::Skipped(OPTED_OUT));
+        }
     }
     if let Some(template) = template {
         return Ok(provider.send_template(phone, &template).await.into());
@@ -524,6 +529,7 @@ async fn whatsapp_template(
         lang: template.lang,
         parameters,
         text,
+        marketing: template.category == crate::names::Category::Marketing.as_str(),
     }))
 }
 

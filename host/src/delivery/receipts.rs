@@ -87,8 +87,7 @@ pub fn whatsapp_receipts(payload: &Value) -> Vec<(String, Receipt)> {
 /// Twilio's error for a phone that opted out of the sender with Twilio (it replied STOP to it).
 pub const TWILIO_OPTED_OUT: &str = "21610";
 
-/// WhatsApp's errors that mean the person does not want to hear from the business: 131050 (they stopped
-/// marketing messages from it, or blocked it).
+/// WhatsApp's errors that mean the person does not want marketing messages from the business: 131050.
 const BLOCKED: [i64; 1] = [131050];
 
 /// Each `entry[].changes[].value` of a WhatsApp Cloud API webhook about our number, with its phone number id
@@ -113,8 +112,8 @@ pub fn whatsapp_phone(id: &str) -> Option<String> {
     crate::validate::is_e164(&phone).then_some(phone)
 }
 
-/// Who blocked us in a WhatsApp Cloud API webhook: `(E.164 phone, our phone number id)` of each failed
-/// status with a [`BLOCKED`] error.
+/// Who stopped marketing messages from us in a WhatsApp Cloud API webhook: `(E.164 phone, our phone number
+/// id)` of each failed status with a [`BLOCKED`] error.
 pub fn whatsapp_blocks(delivery: &Delivery, payload: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (value, sender) in whatsapp_values(delivery, payload) {

@@ -22,6 +22,7 @@ use crate::inbound;
 use crate::names::Channel;
 use crate::secrets::constant_time_eq;
 use crate::state::AppState;
+use crate::store::opt_outs;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -183,7 +184,7 @@ struct WhatsappApplied {
 }
 
 /// WhatsApp Cloud API webhook: message statuses (delivered, read, failed; a failure because the person
-/// blocked the business, error 131050, opts them out of WhatsApp), people writing to the business (each
+/// stopped marketing messages, error 131050, keeps marketing templates from them), people writing to the business (each
 /// message kept once by its id, opening their 24-hour window for free-form text, and routed after like an
 /// SMS), and Meta's template decisions (`message_template_status_update`).
 #[utoipa::path(
@@ -222,7 +223,7 @@ async fn whatsapp_statuses(
         applied += receipts::apply(&state.delivery, Channel::Whatsapp, &id, receipt).await? as i64;
     }
     for (phone, sender) in receipts::whatsapp_blocks(&state.delivery, &payload) {
-        receipts::opt_out(&state.delivery, &phone, Channel::Whatsapp, &sender, "blocked").await?;
+        receipts::opt_out(&state.delivery, &phone, Channel::Whatsapp, &sender, opt_outs::MARKETING).await?;
     }
     let inbound = inbound::receive(&state.delivery, &inbound::from_whatsapp(&state.delivery, &payload, state.now()))
         .await? as i64;

@@ -44,14 +44,16 @@ pub async fn clear_in(
     Ok(())
 }
 
-/// Whether `phone` opted out of `sender` on `channel`.
-pub async fn is_out(db: &Db, phone: &str, channel: Channel, sender: &str) -> Result<bool, sqlx::Error> {
-    let found: Option<String> =
-        sqlx::query_scalar("SELECT reason FROM opt_outs WHERE phone = $1 AND channel = $2 AND sender = $3")
-            .bind(phone)
-            .bind(channel.as_str())
-            .bind(sender)
-            .fetch_optional(db.reader())
-            .await?;
-    Ok(found.is_some())
+/// The reason of a WhatsApp opt-out that keeps out marketing templates only (error 131050: the person
+/// stopped marketing messages from the business).
+pub const MARKETING: &str = "marketing";
+
+/// Why `phone` opted out of `sender` on `channel`, if it did (`stop`, [`MARKETING`], …).
+pub async fn reason(db: &Db, phone: &str, channel: Channel, sender: &str) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT reason FROM opt_outs WHERE phone = $1 AND channel = $2 AND sender = $3")
+        .bind(phone)
+        .bind(channel.as_str())
+        .bind(sender)
+        .fetch_optional(db.reader())
+        .await
 }
