@@ -59,17 +59,9 @@ pub fn keyword(text: &str) -> Option<Keyword> {
     }
 }
 
-/// Our sender that an SMS to `to` reached, as opt-outs are kept: the messaging service when the host sends
-/// through one (`MG…`: any number of its pool), the development sink's `dev` when it has no number, else the
-/// number written to.
-pub fn sms_sender(delivery: &Delivery, to: &str) -> String {
-    let ours = delivery.sender(Channel::Sms);
-    if ours.starts_with("MG") || ours == "dev" { ours } else { to.trim().to_string() }
-}
-
 /// The message of a Twilio inbound webhook (its form's pairs), or what is missing.
 pub fn from_twilio(delivery: &Delivery, params: &[(String, String)], now: Millis) -> Result<NewInbound, String> {
-    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.trim()).filter(|v| !v.is_empty());
+    let get = |k: &str| receipts::twilio_param(params, k).map(str::trim).filter(|v| !v.is_empty());
     let sid = get("MessageSid").or(get("SmsSid")).ok_or("MessageSid is required")?;
     let phone = get("From").ok_or("From is required")?;
     if !crate::validate::is_e164(phone) {
@@ -87,7 +79,7 @@ pub fn from_twilio(delivery: &Delivery, params: &[(String, String)], now: Millis
         channel: Channel::Sms,
         provider_ref: sid.to_string(),
         phone: phone.to_string(),
-        sender: sms_sender(delivery, to),
+        sender: delivery.sms_sender(to),
         content: json!({"type": if media.is_empty() { "text" } else { "media" }, "body": body, "media": media}),
         body,
         context_ref: None,

@@ -122,6 +122,26 @@ pub async fn whatsapp_notify_signed(
     Resp::from(r).await
 }
 
+/// Posts a Twilio webhook's form to `/api/v1/providers/twilio/{route}` (`status`, `inbound`), signed as
+/// Twilio signs it with the fake providers' auth token over the public URL — or with `signature`, forged.
+pub async fn twilio_post(app: &TestApp, route: &str, params: &[(&str, &str)], signature: Option<&str>) -> Resp {
+    let owned: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let url = format!("https://hubbub.example.com/api/v1/providers/twilio/{route}");
+    let signature = signature
+        .map(str::to_string)
+        .unwrap_or_else(|| hubbub_host::delivery::receipts::twilio_signature("tw-token", &url, &owned));
+    let r = app
+        .client
+        .post(format!("{}/api/v1/providers/twilio/{route}", app.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("x-twilio-signature", signature)
+        .body(serde_urlencoded::to_string(&owned).unwrap())
+        .send()
+        .await
+        .unwrap();
+    Resp::from(r).await
+}
+
 /// `phone` wrote to the business on WhatsApp at `at_ms` (opening its 24-hour window): a reaction to one of
 /// our messages, which is kept and reaches no one (`inbound`: not a text for a conversation).
 pub async fn whatsapp_wrote(client: &reqwest::Client, base: &str, phone: &str, at_ms: i64) {

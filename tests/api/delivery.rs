@@ -347,21 +347,7 @@ async fn whatsapp_webhook(app: &TestApp, statuses: Value, signature: Option<&str
 
 /// Posts a Twilio status callback, signed as Twilio signs it unless `signature` is given.
 async fn twilio_callback(app: &TestApp, params: &[(&str, &str)], signature: Option<&str>) -> crate::common::Resp {
-    let owned: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let url = "https://hubbub.example.com/api/v1/providers/twilio/status";
-    let signature = signature
-        .map(str::to_string)
-        .unwrap_or_else(|| hubbub_host::delivery::receipts::twilio_signature("tw-token", url, &owned));
-    let r = app
-        .client
-        .post(format!("{}/api/v1/providers/twilio/status", app.base))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .header("x-twilio-signature", signature)
-        .body(serde_urlencoded::to_string(&owned).unwrap())
-        .send()
-        .await
-        .unwrap();
-    crate::common::Resp::from(r).await
+    crate::common::twilio_post(app, "status", params, signature).await
 }
 
 #[tokio::test]

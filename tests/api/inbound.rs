@@ -3,27 +3,15 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{FakeServer, Resp, TestApp, eventually, t, tries, whatsapp_notify, whatsapp_notify_signed};
+use crate::common::{
+    FakeServer, Resp, TestApp, eventually, t, tries, twilio_post, whatsapp_notify, whatsapp_notify_signed,
+};
 use hubbub_host::inbound::UNROUTED_REPLY;
 
-const INBOUND_URL: &str = "https://hubbub.example.com/api/v1/providers/twilio/inbound";
-
-/// Twilio's inbound webhook: `From` wrote `Body` to our number, signed with the fake's auth token (or
-/// `signature`, forged).
+/// Twilio's inbound webhook: `From` wrote `Body` to our number (signed, or with `signature`, forged).
 async fn sms_in(app: &TestApp, sid: &str, from: &str, body: &str, signature: Option<&str>) -> Resp {
     let params = [("MessageSid", sid), ("From", from), ("To", "+15550001111"), ("Body", body), ("NumMedia", "0")];
-    let owned: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let signed = hubbub_host::delivery::receipts::twilio_signature("tw-token", INBOUND_URL, &owned);
-    let r = app
-        .client
-        .post(format!("{}/api/v1/providers/twilio/inbound", app.base))
-        .header("x-twilio-signature", signature.unwrap_or(&signed))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(serde_urlencoded::to_string(params).unwrap())
-        .send()
-        .await
-        .unwrap();
-    Resp::from(r).await
+    twilio_post(app, "inbound", &params, signature).await
 }
 
 /// A WhatsApp Cloud API notification of one message from `from` to our phone number id `12345`.
@@ -100,18 +88,8 @@ async fn an_sms_opens_support_goes_on_in_it_and_agents_answer_by_sms() {
     sms_in(&app, "SMin1", phone, "My parcel is late", None).await;
     sms_in(&app, "SMin2", phone, "Forged", Some("bm90IGl0")).await.error(401, "unauthorized");
     let params = [("MessageSid", "SMin3"), ("To", "+15550001111"), ("Body", "x")];
-    let owned: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let signed = hubbub_host::delivery::receipts::twilio_signature("tw-token", INBOUND_URL, &owned);
-    let r = app
-        .client
-        .post(format!("{}/api/v1/providers/twilio/inbound", app.base))
-        .header("x-twilio-signature", signed)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(serde_urlencoded::to_string(params).unwrap())
-        .send()
-        .await
-        .unwrap();
-    Resp::from(r).await.field_error("From");
+    let r = twilio_post(&app, "inbound", &params, None).await;
+    r.field_error("From");
 
     // An agent's answer goes back by SMS (the user has no app here, nor WhatsApp open), and the thread waits
     // for the user; their next SMS goes on in the same thread and reopens it.
@@ -357,19 +335,8 @@ async fn twilio_refusing_an_opted_out_phone_opts_it_out_here_too() {
         ("From", "+15550001111"),
         ("AccountSid", "AC1"),
     ];
-    let owned: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let url = "https://hubbub.example.com/api/v1/providers/twilio/status";
-    let signed = hubbub_host::delivery::receipts::twilio_signature("tw-token", url, &owned);
-    let r = app
-        .client
-        .post(format!("{}/api/v1/providers/twilio/status", app.base))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .header("x-twilio-signature", signed)
-        .body(serde_urlencoded::to_string(params).unwrap())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(Resp::from(r).await.ok(200)["applied"], true);
+    let r = twilio_post(&app, "status", &params, None).await;
+    assert_eq!(r.ok(200)["applied"], true);
     let next = app.send_text(&acme, phone, "Your order arrived").await.ok(201)["message_id"].as_i64().unwrap();
     let m = app.delivered(&acme, next).await;
     assert_eq!(tries(&m), [t("whatsapp", "skipped", "outside_24h_window"), t("sms", "skipped", "opted_out")]);

@@ -172,6 +172,14 @@ impl Delivery {
         };
         configured.map(str::trim).filter(|s| !s.is_empty()).unwrap_or("dev").to_string()
     }
+
+    /// Our SMS sender that a message to or from our number `ours` concerns, as opt-outs are kept: the
+    /// messaging service when the host sends through one (`MG…`: any number of its pool), the development
+    /// sink's `dev` when it has no number, else that number.
+    pub fn sms_sender(&self, ours: &str) -> String {
+        let configured = self.sender(Channel::Sms);
+        if configured.starts_with("MG") || configured == "dev" { configured } else { ours.trim().to_string() }
+    }
 }
 
 /// Messages claimed at once by one worker.

@@ -47,9 +47,14 @@ pub fn signature_matches(presented: Option<&str>, expected: &str) -> bool {
     presented.is_some_and(|p| constant_time_eq(p.trim(), expected))
 }
 
+/// The value of the pair `name` of a Twilio webhook's form, as sent.
+pub fn twilio_param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    params.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+}
+
 /// A Twilio status callback's receipt, if its `MessageStatus` is one that changes anything.
 pub fn twilio_receipt(params: &[(String, String)]) -> Option<Receipt> {
-    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    let get = |k: &str| twilio_param(params, k);
     match get("MessageStatus")? {
         "delivered" => Some(Receipt::Delivered),
         "read" => Some(Receipt::Read),
@@ -85,7 +90,18 @@ pub fn whatsapp_receipts(payload: &Value) -> Vec<(String, Receipt)> {
 }
 
 /// Twilio's error for a phone that opted out of the sender with Twilio (it replied STOP to it).
-pub const TWILIO_OPTED_OUT: &str = "21610";
+const TWILIO_OPTED_OUT: &str = "21610";
+
+/// Who opted out with Twilio, by a status callback: `(E.164 phone, our SMS sender)` when it carries
+/// Twilio's [`TWILIO_OPTED_OUT`] error.
+pub fn twilio_opt_out(delivery: &Delivery, params: &[(String, String)]) -> Option<(String, String)> {
+    let get = |k: &str| twilio_param(params, k).map(str::trim);
+    if get("ErrorCode") != Some(TWILIO_OPTED_OUT) {
+        return None;
+    }
+    let phone = get("To").filter(|p| crate::validate::is_e164(p))?;
+    Some((phone.to_string(), delivery.sms_sender(get("From")?)))
+}
 
 /// WhatsApp's errors that mean the person does not want marketing messages from the business: 131050.
 const BLOCKED: [i64; 1] = [131050];

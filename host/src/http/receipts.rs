@@ -103,20 +103,15 @@ async fn twilio_status(
     body: Bytes,
 ) -> ApiResult<Json<TwilioApplied>> {
     let params = twilio_signed(&state, crate::providers::twilio_status_url(&state.config), &uri, &headers, &body)?;
-    let sid = params.iter().find(|(k, _)| k == "MessageSid").map(|(_, v)| v.clone());
-    let sid =
-        sid.filter(|s| !s.is_empty()).ok_or_else(|| ApiError::validation("MessageSid", "MessageSid is required"))?;
+    let sid = receipts::twilio_param(&params, "MessageSid").filter(|s| !s.is_empty());
+    let sid = sid.ok_or_else(|| ApiError::validation("MessageSid", "MessageSid is required"))?;
     let applied = match receipts::twilio_receipt(&params) {
-        Some(receipt) => receipts::apply(&state.delivery, Channel::Sms, &sid, receipt).await?,
+        Some(receipt) => receipts::apply(&state.delivery, Channel::Sms, sid, receipt).await?,
         None => false,
     };
     // Twilio refused to send to a phone that opted out with it (error 21610): we know it now too.
-    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.trim());
-    if get("ErrorCode") == Some(receipts::TWILIO_OPTED_OUT)
-        && let (Some(phone), Some(from)) = (get("To").filter(|p| crate::validate::is_e164(p)), get("From"))
-    {
-        let sender = inbound::sms_sender(&state.delivery, from);
-        receipts::opt_out(&state.delivery, phone, Channel::Sms, &sender, "twilio 21610").await?;
+    if let Some((phone, sender)) = receipts::twilio_opt_out(&state.delivery, &params) {
+        receipts::opt_out(&state.delivery, &phone, Channel::Sms, &sender, "twilio 21610").await?;
     }
     Ok(Json(TwilioApplied { applied }))
 }
