@@ -5,8 +5,8 @@
 # JSON 404), so a row can be read against what the machine gave at that moment.
 #
 #   bash bench/all.sh                  # every row: SQLite and, when reachable, PostgreSQL
-#   bash bench/all.sh messages flows   # only some groups: messages, flows, webhooks, streams and search (these
-#                                      # two not by default)
+#   bash bench/all.sh messages flows   # only some groups: messages, flows, webhooks, streams, search and
+#                                      # inbound (these three not by default)
 #   CONNECTIONS=128 DURATION=20s bash bench/all.sh
 #   BOT_CONNECTIONS=2 bash bench/all.sh flows   # bot steps under lighter load (default 32)
 #
@@ -173,6 +173,19 @@ if [[ " $GROUPS_WANTED " == *" search "* ]]; then
     echo "== conversation search, PostgreSQL"
     HUBBUB_BENCH_DATABASE_URL="$(pg_schema)" HUBBUB_BENCH_BIN="$(realpath "$BIN")" \
       cargo bench -q -p hubbub-host --bench search 2>/dev/null
+  fi
+fi
+
+# Inbound WhatsApp → the bot's reply (only when asked: `bash bench/all.sh inbound`): 500 signed webhooks a
+# second to the chat sample as the entry bot, the time to its reply at a fake Graph API, p50/p99.
+if [[ " $GROUPS_WANTED " == *" inbound "* ]]; then
+  bash flows/build.sh >/dev/null
+  echo "== inbound WhatsApp to a bot's reply, SQLite (cargo bench --bench inbound)"
+  HUBBUB_BENCH_BIN="$(realpath "$BIN")" cargo bench -q -p hubbub-host --bench inbound 2>/dev/null
+  if pg_up; then
+    echo "== inbound WhatsApp to a bot's reply, PostgreSQL"
+    HUBBUB_BENCH_DATABASE_URL="$(pg_schema)" HUBBUB_BENCH_BIN="$(realpath "$BIN")" \
+      cargo bench -q -p hubbub-host --bench inbound 2>/dev/null
   fi
 fi
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the sample bot components (flows/signup, flows/shop, flows/chat) and the runtime tests' hostile
-# component (tests/guests/evil), then the Python and JavaScript samples (flows/python-signup with
-# componentize-py, flows/js-signup with ComponentizeJS), and prints their paths.
+# Builds the sample bot components (flows/signup, flows/shop, flows/chat), the runtime tests' hostile
+# component (tests/guests/evil) and the WhatsApp menu check's (tests/guests/wide-menu), then the Python and
+# JavaScript samples (flows/python-signup with componentize-py, flows/js-signup with ComponentizeJS), and
+# prints their paths.
 #
 # The Python and JavaScript tools are installed by this script, at the versions pinned in
 # flows/python-signup/requirements.txt and flows/js-signup/package-lock.json, into
@@ -13,10 +14,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 rustup target add wasm32-wasip2 >/dev/null 2>&1
-cargo build --target wasm32-wasip2 --release -p signup -p shop -p chat -p evil
+cargo build --target wasm32-wasip2 --release -p signup -p shop -p chat -p evil -p wide-menu
 
 target_dir="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
-for flow in signup shop chat evil; do
+for flow in signup shop chat evil wide_menu; do
     echo "$target_dir/wasm32-wasip2/release/$flow.wasm"
 done
 

@@ -35,6 +35,7 @@ const LAYERS: &[(&str, &str)] = &[
     ("messages/", "domain"),
     ("conversations.rs", "domain"),
     ("flows.rs", "domain"),
+    ("channel_steps.rs", "domain"),
     ("payments.rs", "domain"),
     ("bots.rs", "domain"),
     ("otp.rs", "domain"),

@@ -26,6 +26,10 @@ use crate::store::payments::Payment;
 use crate::store::writer::GroupCommit;
 use crate::validate::Invalid;
 
+/// The phone a bot is started with when its first steps are checked for WhatsApp (a number that is no one's:
+/// the +1 555 01xx range is set aside for fiction).
+pub const WHATSAPP_CHECK_PHONE: &str = "+15555550100";
+
 /// The kinds of step a bot answers with.
 pub const STEP_TYPES: &[&str] = &["message", "menu", "flow_screen", "payment", "flow_completed"];
 
@@ -276,16 +280,24 @@ impl Flows<'_> {
     pub async fn open_chat(&self, bot: &Bot, phone: &str) -> Result<(Session, Vec<Value>)> {
         let reference = format!("sess_{}", random_alnum(24));
         let session = store::open_chat(self.db, &reference, bot.id, phone, self.now()).await?;
-        let progress = if bot.runtime_mode == RuntimeMode::Webhook {
-            let payload = json!({ "session": session.reference, "phone": session.phone, "event": {"type": "start"} });
-            self.forward(bot, &session, "session.start", payload).await?
-        } else {
-            let ctx =
-                GuestContext { partner: bot.partner_code.clone(), bot: bot.code.clone(), phone: phone.to_string() };
-            let reply = self.call_guest(bot, GuestCall::Start(Entry::Chat), ctx).await?;
-            self.apply(bot, &session, reply).await?
-        };
+        let progress = self.start_session(bot, &session).await?;
         Ok((session, progress.steps))
+    }
+
+    /// Starts a new session of `bot` (a chat, or a flow — one a person began on WhatsApp or SMS): its first
+    /// steps.
+    pub async fn start_session(&self, bot: &Bot, session: &Session) -> Result<Progress> {
+        if session.kind == SessionKind::Flow {
+            return self.start_flow(session).await;
+        }
+        if bot.runtime_mode == RuntimeMode::Webhook {
+            let payload = json!({ "session": session.reference, "phone": session.phone, "event": {"type": "start"} });
+            return self.forward(bot, session, "session.start", payload).await;
+        }
+        let ctx =
+            GuestContext { partner: bot.partner_code.clone(), bot: bot.code.clone(), phone: session.phone.clone() };
+        let reply = self.call_guest(bot, GuestCall::Start(Entry::Chat), ctx).await?;
+        self.apply(bot, session, reply).await
     }
 
     /// Runs one user event of a session (flow or chat) through its bot.
@@ -311,9 +323,10 @@ impl Flows<'_> {
     /// Tells a payment's bot its outcome (`user-event::payment`), once: the caller claimed the
     /// notification with the transition ([`crate::payments::Applied::notify_guest`]). A local bot's
     /// answer is kept as the session's pending steps for the app to fetch (`GET /me/flows/{ref}/steps`,
-    /// `GET /me/bots/{code}/sessions/{session}`); a webhook bot gets a signed `session.event`.
-    pub async fn payment_outcome(&self, payment: &Payment) -> Result<()> {
-        let Some(status) = payment.state.guest_status() else { return Ok(()) };
+    /// `GET /me/bots/{code}/sessions/{session}`) — or, for a session on WhatsApp or SMS, answered with
+    /// the session and its steps for the caller to send there; a webhook bot gets a signed `session.event`.
+    pub async fn payment_outcome(&self, payment: &Payment) -> Result<Option<(Session, Vec<Value>)>> {
+        let Some(status) = payment.state.guest_status() else { return Ok(None) };
         let session = store::find_by_id(self.db, payment.session_id).await?.ok_or(FlowError::NotFound("session"))?;
         let bot = bots::find_by_id(self.db, session.bot_id).await?.ok_or(FlowError::NotFound("bot"))?;
         let event = GuestEvent::Payment {
@@ -328,15 +341,41 @@ impl Flows<'_> {
             let key = format!("session:{}", session.id);
             outbox::enqueue(&mut tx, Target::Bot(bot.id), "session.event", &body, &key, self.now()).await?;
             tx.commit().await?;
-            return Ok(());
+            return Ok(None);
         }
         let ctx =
             GuestContext { partner: bot.partner_code.clone(), bot: bot.code.clone(), phone: session.phone.clone() };
         let guest_state = session.guest_state.clone().unwrap_or_default();
         let reply = self.call_guest(&bot, GuestCall::Handle(guest_state, event), ctx).await?;
         let progress = self.apply(&bot, &session, reply).await?;
+        if session.channel.is_some() {
+            return Ok(Some((session, progress.steps)));
+        }
         store::push_pending(self.db, session.id, &progress.steps, self.now()).await?;
-        Ok(())
+        Ok(None)
+    }
+
+    /// The menus of a `local` bot's first steps that WhatsApp cannot show (`channel_steps::whatsapp_fit`),
+    /// each with where and why: the bot is started as a chat and in each of its `flows`, as a person who
+    /// writes to it would start it, with nothing kept. A start the bot refuses (a flow-only bot asked for a
+    /// chat) has no steps to check.
+    pub async fn whatsapp_misfits(&self, bot: &Bot, digest: &str, flows: &[String]) -> Result<Vec<String>> {
+        self.load(bot, digest).await?;
+        let mut entries = vec![("a chat".to_string(), Entry::Chat)];
+        entries.extend(flows.iter().map(|f| (format!("flow {f:?}"), Entry::Flow(f.clone()))));
+        let mut misfits = Vec::new();
+        for (name, entry) in entries {
+            let ctx = GuestContext {
+                partner: bot.partner_code.clone(),
+                bot: bot.code.clone(),
+                phone: WHATSAPP_CHECK_PHONE.to_string(),
+            };
+            if let Ok(reply) = self.runtime.start(digest, &bot.code, entry, ctx).await {
+                let found = crate::channel_steps::whatsapp_misfits(&reply.steps);
+                misfits.extend(found.into_iter().map(|why| format!("{name}, {why}")));
+            }
+        }
+        Ok(misfits)
     }
 
     /// Turns each payment step of a bot's answer (a local guest's reply, or a webhook bot's inbound reply)
@@ -400,15 +439,21 @@ impl Flows<'_> {
             .component_digest
             .clone()
             .ok_or_else(|| FlowError::Conflict("the bot has no component uploaded yet".into()))?;
-        // From memory, else from the precompiled artifact (never waits for uploads compiling), else compiled
-        // from the bytes in the database (another host's upload, or a cleared cache).
-        if self.runtime.load_precompiled(&digest).await.map_err(|e| bot_error(bot, e))?.is_none() {
-            let (bytes, _, _) = bots::component(self.db, &digest)
+        self.load(bot, &digest).await?;
+        Ok(digest)
+    }
+
+    /// Loads the component `digest` into the runtime: from memory, else from the precompiled artifact (never
+    /// waits for uploads compiling), else compiled from the bytes in the database (another host's upload, or
+    /// a cleared cache).
+    async fn load(&self, bot: &Bot, digest: &str) -> Result<()> {
+        if self.runtime.load_precompiled(digest).await.map_err(|e| bot_error(bot, e))?.is_none() {
+            let (bytes, _, _) = bots::component(self.db, digest)
                 .await?
                 .ok_or_else(|| FlowError::Internal("component bytes missing".into()))?;
             self.runtime.load(&bytes).await.map_err(|e| bot_error(bot, e))?;
         }
-        Ok(digest)
+        Ok(())
     }
 
     /// Calls the bot's guest, loading its component first when it is not in memory — and once more if it

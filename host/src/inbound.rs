@@ -4,15 +4,21 @@
 //!
 //! 1. SMS's opt-out keywords (`STOP`, `UNSUBSCRIBE`, …, and `START`, …) set or clear the phone's opt-out of
 //!    the number it was sent to, and go no further;
-//! 2. an open or pending support conversation of the phone (the one that moved last, with any partner) gets
+//! 2. the phone's bot session on that channel that moved in the last day and is not completed (with the
+//!    partner of our WhatsApp message it replies to, `context.id`, when there is one) gets it as the next
+//!    event: a tapped reply button or list row, a number or a label of the menu waiting is the choice,
+//!    anything else is text; while a form waits, the form's link is sent again;
+//! 3. an open or pending support conversation of the phone (the one that moved last, with any partner) gets
 //!    it as the user's message, marked with its channel, and the agents' answers go back on that channel;
-//! 3. otherwise a new support conversation is opened with the partner it is for: the partner of our
-//!    WhatsApp message it replies to (`context.id`), else the platform partner, else the partner the phone
-//!    was linked to last — when the phone is linked to a partner at all;
-//! 4. a phone linked to no partner gets one polite reply a day on that channel, never more.
+//! 4. otherwise it is for a partner: the partner of `context.id`, else the platform partner, else the
+//!    partner the phone was linked to last — when the phone is linked to a partner at all. That partner's
+//!    entry bot on the channel starts a session there (its chat, or its entry flow); without one, a new
+//!    support conversation is opened;
+//! 5. a phone linked to no partner gets one polite reply a day on that channel, never more.
 //!
-//! Bots' sessions on WhatsApp and SMS, media and partners' own numbers are not routed yet: media and other
-//! kinds of message are kept (`unsupported`) and reach no one.
+//! A bot's steps go out on the session's channel ([`deliver`], rendered by `channel_steps`); a form screen
+//! goes as a link that opens it in the app, once, without a login (`form_links`). Media and partners' own
+//! numbers are not routed yet: media and other kinds of message are kept (`unsupported`) and reach no one.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,15 +26,22 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::channel_steps;
 use crate::clock::Millis;
 use crate::delivery::{self, Delivery, receipts};
 use crate::events;
+use crate::flows::{FlowError, Flows};
 use crate::messages::compose::{self, SendMessage};
 use crate::names::{Channel, ConversationState, Direction, InboundState};
-use crate::secrets::random_alnum;
+use crate::payments::Payments;
+use crate::runtime::{GuestEvent, Runtime};
+use crate::secrets::{digest, random_alnum};
+use crate::store::bots::{self, Bot};
+use crate::store::flows::{self as sessions, Session};
 use crate::store::inbound::{self, Inbound, NewInbound};
 use crate::store::messages::NewMessage;
-use crate::store::{accounts, conversations, deliveries, messages, opt_outs, partners, whatsapp};
+use crate::store::writer::GroupCommit;
+use crate::store::{accounts, conversations, deliveries, form_links, messages, opt_outs, partners, whatsapp};
 
 /// Twilio's standard opt-out keywords (a message that is only one of them, in any case).
 const STOP_WORDS: [&str; 7] = ["stop", "stopall", "unsubscribe", "cancel", "end", "quit", "optout"];
@@ -79,6 +92,7 @@ pub fn from_twilio(delivery: &Delivery, params: &[(String, String)], now: Millis
         channel: Channel::Sms,
         provider_ref: sid.to_string(),
         phone: phone.to_string(),
+        user_id: None,
         sender: delivery.sms_sender(to),
         content: json!({"type": if media.is_empty() { "text" } else { "media" }, "body": body, "media": media}),
         body,
@@ -91,19 +105,35 @@ pub fn from_twilio(delivery: &Delivery, params: &[(String, String)], now: Millis
 /// phone number id it was sent to (`value.metadata.phone_number_id`). The text routed is the message's
 /// text, the title of the reply button or list row tapped, a template's quick-reply text, or a location or
 /// contact card written out; other kinds (media, stickers, …) have none and are kept as they came.
+///
+/// Who wrote is `from` (the phone) and the business-scoped user id (BSUID: the message's `from_user_id`, or
+/// `user_id` of the sender's entry in `contacts`); a person with a username may come with the BSUID only:
+/// the phone is left empty then, for [`receive`] to find.
 pub fn from_whatsapp(delivery: &Delivery, payload: &Value, now: Millis) -> Vec<NewInbound> {
     let mut out = Vec::new();
     for (value, sender) in receipts::whatsapp_values(delivery, payload) {
+        let contacts = value["contacts"].as_array().cloned().unwrap_or_default();
         for m in value["messages"].as_array().into_iter().flatten() {
-            let (Some(id), Some(phone)) = (m["id"].as_str(), m["from"].as_str().and_then(receipts::whatsapp_phone))
-            else {
+            let Some(id) = m["id"].as_str() else { continue };
+            let phone = m["from"].as_str().and_then(receipts::whatsapp_phone);
+            let contact = contacts.iter().find(|c| c["wa_id"].as_str().is_some_and(|w| Some(w) == m["from"].as_str()));
+            let contact = contact.or(contacts.first().filter(|_| contacts.len() == 1));
+            let user_id = m["from_user_id"]
+                .as_str()
+                .or(contact.and_then(|c| c["user_id"].as_str()))
+                .map(str::trim)
+                .filter(|u| !u.is_empty())
+                .map(str::to_string);
+            if phone.is_none() && user_id.is_none() {
                 continue;
-            };
+            }
+            let phone = phone.unwrap_or_default();
             let at = m["timestamp"].as_str().and_then(|s| s.parse::<i64>().ok()).map(|s| s.saturating_mul(1000));
             out.push(NewInbound {
                 channel: Channel::Whatsapp,
                 provider_ref: id.to_string(),
                 phone,
+                user_id,
                 sender: sender.clone(),
                 body: whatsapp_text(m),
                 content: m.clone(),
@@ -146,13 +176,24 @@ fn whatsapp_text(m: &Value) -> Option<String> {
 
 /// Keeps what a webhook brought: `true` for each message not seen before. A person writing on WhatsApp
 /// opens their 24-hour window at once (the answer may be quick).
+///
+/// A WhatsApp message's business-scoped user id is kept with its phone; one that came with the id only gets
+/// the phone it was last seen with — or none, when it never was (then it reaches no one: see [`route`]).
 pub async fn receive(delivery: &Delivery, received: &[NewInbound]) -> Result<usize, sqlx::Error> {
     let mut new = 0;
     for m in received {
-        if m.channel == Channel::Whatsapp {
+        let mut m = m.clone();
+        match (&m.user_id, m.phone.is_empty()) {
+            (Some(user_id), false) => whatsapp::remember_user(&delivery.db, user_id, &m.phone, m.received_at).await?,
+            (Some(user_id), true) => {
+                m.phone = whatsapp::phone_of_user(&delivery.db, user_id).await?.unwrap_or_default();
+            }
+            (None, _) => {}
+        }
+        if m.channel == Channel::Whatsapp && !m.phone.is_empty() {
             whatsapp::record_inbound(&delivery.db, &m.phone, m.received_at).await?;
         }
-        new += usize::from(inbound::record(&delivery.db, m).await?);
+        new += usize::from(inbound::record(&delivery.db, &m).await?);
     }
     if new > 0 {
         delivery.inbound_wake.notify_one();
@@ -160,12 +201,36 @@ pub async fn receive(delivery: &Delivery, received: &[NewInbound]) -> Result<usi
     Ok(new)
 }
 
+/// What routing inbound messages works with: delivery (the database, the clock, the providers) and what
+/// runs bots (their runtime, payments, the group commit of their progress).
+#[derive(Clone)]
+pub struct Routing {
+    pub delivery: Arc<Delivery>,
+    pub runtime: Runtime,
+    pub payments: Arc<Payments>,
+    pub progress: GroupCommit<sessions::Step, ()>,
+}
+
+impl Routing {
+    /// The flow engine over these.
+    pub fn flows(&self) -> Flows<'_> {
+        Flows {
+            db: &self.delivery.db,
+            clock: &self.delivery.clock,
+            runtime: &self.runtime,
+            payments: &self.payments,
+            progress: &self.progress,
+        }
+    }
+}
+
 /// Routes the kept messages until `stop`, woken by each webhook, and every `delivery_poll_ms` for what a
 /// host that stopped left behind.
-pub async fn run_worker(delivery: Arc<Delivery>, stop: CancellationToken) {
+pub async fn run_worker(routing: Routing, stop: CancellationToken) {
+    let delivery = routing.delivery.clone();
     let poll = Duration::from_millis(delivery.config.delivery_poll_ms.max(10));
     loop {
-        let routed = match route_waiting(&delivery).await {
+        let routed = match route_waiting(&routing).await {
             Ok(n) => n,
             Err(e) => {
                 tracing::warn!(error = %e, "routing inbound messages failed; will retry");
@@ -190,11 +255,12 @@ const BATCH: usize = 64;
 /// (its database write failed) stays waiting for the next pass, and holds up none after it; after
 /// [`inbound::MAX_ATTEMPTS`] it is set aside (`failed`), so that a message that can never be routed cannot
 /// hold up those behind it.
-pub async fn route_waiting(delivery: &Delivery) -> Result<usize, sqlx::Error> {
+pub async fn route_waiting(routing: &Routing) -> Result<usize, sqlx::Error> {
+    let delivery = &routing.delivery;
     let waiting = inbound::waiting(&delivery.db, BATCH as i64).await?;
     let mut routed = 0;
     for m in &waiting {
-        match route(delivery, m).await {
+        match route(routing, m).await {
             Ok(()) => routed += 1,
             Err(e) => {
                 tracing::warn!(inbound = m.id, error = %e, "routing an inbound message failed; will retry");
@@ -208,10 +274,26 @@ pub async fn route_waiting(delivery: &Delivery) -> Result<usize, sqlx::Error> {
 /// Routes one message (see the module's documentation): what it becomes is read first, then written in one
 /// transaction with the message's own change of state, so a message another host took meanwhile changes
 /// nothing here.
-pub async fn route(delivery: &Delivery, m: &Inbound) -> Result<(), sqlx::Error> {
+pub async fn route(routing: &Routing, m: &Inbound) -> Result<(), sqlx::Error> {
+    let delivery = &*routing.delivery;
     let (db, now) = (&delivery.db, delivery.now());
+    if m.phone.is_empty() {
+        // A WhatsApp user known only by a business-scoped id never seen with a phone: no account, no partner,
+        // and no number to answer on. Kept, reaching no one.
+        let mut tx = db.begin().await?;
+        if inbound::settle_in(&mut tx, m.id, InboundState::Unrouted, None, now).await? {
+            tx.commit().await?;
+        }
+        return Ok(());
+    }
     let body = m.body.as_deref().map(str::trim).filter(|b| !b.is_empty());
     let keyword = body.filter(|_| m.channel == Channel::Sms).and_then(keyword);
+    if keyword.is_none() && body.is_some() {
+        let partner = context_partner(delivery, m).await?;
+        if let Some(session) = sessions::active_on_channel(db, &m.phone, m.channel, partner, now - DAY_MS).await? {
+            return to_session(routing, m, session).await;
+        }
+    }
     let outcome = match (keyword, body) {
         // A keyword is also a word to an agent the user is talking to ("Cancel", "Yes"): it goes on in the
         // conversation there is, and opens none.
@@ -222,6 +304,11 @@ pub async fn route(delivery: &Delivery, m: &Inbound) -> Result<(), sqlx::Error> 
         (_, None) => Outcome::Unsupported,
         (None, Some(body)) => for_partner(delivery, m, body, true).await?,
     };
+    if let Outcome::Open(message) = &outcome
+        && let Some(bot) = bots::entry_bot(db, message.partner_id, m.channel.as_str()).await?
+    {
+        return start_entry(routing, m, &bot).await;
+    }
     let mut tx = db.begin().await?;
     let (state, message_id) = match outcome {
         Outcome::Keyword(keyword, also) => {
@@ -279,6 +366,154 @@ async fn append(
         messages::Created::New(message) => Ok(message.id),
         _ => Err(sqlx::Error::Protocol("an inbound message carries no idempotency key".into())),
     }
+}
+
+/// How long a form link opens its form (a person who comes back later writes again and gets a new one).
+pub const FORM_LINK_TTL_MS: Millis = 60 * 60 * 1000;
+
+/// Takes `m` for a step of `session` (in a transaction with the end of a WhatsApp block, as in [`route`]):
+/// `false` when another host took it first.
+async fn settle_to_session(delivery: &Delivery, m: &Inbound, session: &Session) -> Result<bool, sqlx::Error> {
+    let mut tx = delivery.db.begin().await?;
+    if !inbound::settle_to_session_in(&mut tx, m.id, session.id, delivery.now()).await? {
+        return Ok(false);
+    }
+    if m.channel == Channel::Whatsapp {
+        opt_outs::clear_in(&mut tx, &m.phone, m.channel, &m.sender).await?;
+    }
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// The id of the reply button or list row tapped (a template's quick reply: its payload).
+fn tapped(m: &Inbound) -> Option<&str> {
+    let c = &m.content;
+    c["interactive"]["button_reply"]["id"]
+        .as_str()
+        .or(c["interactive"]["list_reply"]["id"].as_str())
+        .or(c["button"]["payload"].as_str())
+}
+
+/// Routes `m` to the bot session that runs on its channel: the menu's choice it names, or its text; while a
+/// form waits, its link again.
+async fn to_session(routing: &Routing, m: &Inbound, session: Session) -> Result<(), sqlx::Error> {
+    let delivery = &*routing.delivery;
+    if !settle_to_session(delivery, m, &session).await? {
+        return Ok(());
+    }
+    let waiting = session.waiting.clone().unwrap_or(Value::Null);
+    let menu: Vec<(String, String)> = serde_json::from_value(waiting["menu"].clone()).unwrap_or_default();
+    let body = m.body.as_deref().unwrap_or("").trim();
+    let event = match channel_steps::chosen(&menu, body, tapped(m)) {
+        Some(id) => GuestEvent::Select(id),
+        None if waiting.get("form").is_some() => {
+            let screen = json!({"type": "flow_screen", "screen": session.screen.clone().unwrap_or(Value::Null)});
+            return deliver(delivery, &session, &[screen]).await;
+        }
+        None => GuestEvent::Text(body.to_string()),
+    };
+    let Some(bot) = bots::find_by_id(&delivery.db, session.bot_id).await? else { return Ok(()) };
+    let result = routing.flows().handle_with(&bot, &session, event).await;
+    after_bot(routing, m, &bot, &session, result.map(|p| p.steps), !menu.is_empty()).await
+}
+
+/// Starts a session of the partner's entry bot on `m`'s channel (its entry flow, or a chat) and sends its
+/// first steps there. The session and `m`'s routing are written together, so another host routing `m` too
+/// starts none.
+async fn start_entry(routing: &Routing, m: &Inbound, bot: &Bot) -> Result<(), sqlx::Error> {
+    let delivery = &*routing.delivery;
+    let now = delivery.now();
+    let flow = bot.entry_flow.as_deref();
+    let reference = format!("{}_{}", if flow.is_some() { "flow" } else { "sess" }, random_alnum(24));
+    let mut tx = delivery.db.begin().await?;
+    let session = sessions::open_on_channel_in(&mut tx, &reference, bot.id, flow, &m.phone, m.channel, now).await?;
+    if !inbound::settle_to_session_in(&mut tx, m.id, session.id, now).await? {
+        return Ok(());
+    }
+    if m.channel == Channel::Whatsapp {
+        opt_outs::clear_in(&mut tx, &m.phone, m.channel, &m.sender).await?;
+    }
+    tx.commit().await?;
+    let result = routing.flows().start_session(bot, &session).await;
+    if result.is_err() {
+        // A session that could not start takes none of the person's messages.
+        sessions::moved_on_channel(&delivery.db, session.id, None, None).await?;
+    }
+    after_bot(routing, m, bot, &session, result.map(|p| p.steps), false).await
+}
+
+/// Sends what the bot answered on the session's channel. A bot that could not be called now (busy) leaves
+/// `m` waiting for a later pass; a bot that failed gets the person a short apology, never silence.
+async fn after_bot(
+    routing: &Routing,
+    m: &Inbound,
+    bot: &Bot,
+    session: &Session,
+    result: Result<Vec<Value>, FlowError>,
+    menu_waiting: bool,
+) -> Result<(), sqlx::Error> {
+    let delivery = &*routing.delivery;
+    let error = match result {
+        Ok(steps) => return deliver(delivery, session, &steps).await,
+        Err(FlowError::Busy | FlowError::QueueFull) => {
+            return inbound::unsettle(&delivery.db, m.id, delivery.now()).await;
+        }
+        Err(FlowError::Database(e)) => {
+            inbound::unsettle(&delivery.db, m.id, delivery.now()).await?;
+            return Err(e);
+        }
+        Err(e) => e,
+    };
+    tracing::warn!(inbound = m.id, bot = %bot.code, error = %error, "a bot could not take a message from WhatsApp or SMS");
+    let mut text = format!("Sorry, {} could not take that just now.", bot.name);
+    if menu_waiting {
+        text.push_str(" Please reply with one of the numbers above.");
+    }
+    let outcome = delivery::send_outgoing(delivery, m.channel, &m.phone, &channel_steps::Outgoing::Text(text)).await?;
+    if !outcome.is_sent() {
+        tracing::warn!(inbound = m.id, ?outcome, "the apology could not be sent");
+    }
+    Ok(())
+}
+
+/// Sends a bot's `steps` on the channel `session` runs on (rendered by `channel_steps`; a form screen as a
+/// new link to it) and keeps what the session waits for there. A step the provider refuses is logged; the
+/// session stays where the bot put it, and the person's next message gets the form's link again.
+pub async fn deliver(delivery: &Delivery, session: &Session, steps: &[Value]) -> Result<(), sqlx::Error> {
+    let Some(channel) = session.channel else { return Ok(()) };
+    if steps.is_empty() {
+        return Ok(());
+    }
+    let now = delivery.now();
+    let screen = steps.iter().rev().find(|s| s["type"] == "flow_screen").map(|s| &s["screen"]);
+    let url = match screen.and_then(|s| s["id"].as_str()) {
+        Some(screen) => Some(form_link(delivery, session, screen).await?),
+        None => None,
+    };
+    let rendered = channel_steps::render(channel, steps, url.as_deref());
+    let waiting = match (&rendered.menu, steps.last()) {
+        (Some(menu), _) => Some(json!({ "menu": menu })),
+        (None, Some(last)) if last["type"] == "flow_screen" => Some(json!({ "form": last["screen"]["id"] })),
+        _ => None,
+    };
+    let done = steps.iter().any(|s| s["type"] == "flow_completed");
+    sessions::moved_on_channel(&delivery.db, session.id, waiting.as_ref(), (!done).then_some(now)).await?;
+    for message in &rendered.messages {
+        let outcome = delivery::send_outgoing(delivery, channel, &session.phone, message).await?;
+        if !outcome.is_sent() {
+            tracing::warn!(session = %session.reference, ?outcome, "a bot's step could not be sent on {}", channel.as_str());
+        }
+    }
+    Ok(())
+}
+
+/// A new link to form `screen` of `session`, for the person to open in the app (`/f/{token}`): the token is
+/// kept as its digest, and opens that one form once, for [`FORM_LINK_TTL_MS`].
+async fn form_link(delivery: &Delivery, session: &Session, screen: &str) -> Result<String, sqlx::Error> {
+    let token = random_alnum(32);
+    let now = delivery.now();
+    form_links::create(&delivery.db, &digest(&token), session.id, screen, now, now + FORM_LINK_TTL_MS).await?;
+    Ok(format!("{}/f/{token}", delivery.config.public_url.trim_end_matches('/')))
 }
 
 /// What an inbound message becomes.

@@ -10,10 +10,10 @@
 //! 2. **store**: every SQL statement ([`store`]), the sandboxed Wasm runtime ([`runtime`]) and the SMS and
 //!    WhatsApp clients ([`providers`]), Web Push ([`webpush`]); they take what they need (an event builder, a row) from their caller.
 //! 3. **domain**: what the service does — [`messages`] (sending, content, marks), [`conversations`],
-//!    [`flows`], [`bots`], [`payments`], [`otp`], [`template`], [`encryption`] (envelope checks), [`events`]
+//!    [`flows`], [`channel_steps`] (bots' steps on WhatsApp and SMS), [`bots`], [`payments`], [`otp`], [`template`], [`encryption`] (envelope checks), [`events`]
 //!    (webhook payloads), [`health`]; each with its own error enum.
 //! 4. **workers**: what runs beside the API — [`delivery`], [`webhooks`] (the outbox dispatcher),
-//!    [`broadcasts`].
+//!    [`broadcasts`], [`inbound`] (messages from WhatsApp and SMS, and bots' sessions there).
 //! 5. **http**: the API ([`http`], one module per resource; [`http::error`] is its one error type and the
 //!    one place domain errors become answers), credentials ([`auth`]), the shared state ([`state`]),
 //!    [`metrics`], and this file.
@@ -35,6 +35,7 @@
 pub mod auth;
 pub mod bots;
 pub mod broadcasts;
+pub mod channel_steps;
 pub mod clock;
 pub mod config;
 pub mod conversations;
@@ -245,7 +246,7 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
     let delivery = supervised("delivery", Box::pin(delivery::run_worker(state.delivery.clone(), stop.clone())));
     let webhooks = supervised("webhooks", Box::pin(webhooks::run_dispatcher(state.webhooks.clone(), stop.clone())));
     let broadcasts = supervised("broadcasts", Box::pin(broadcasts::run_worker(state.fanout(), stop.clone())));
-    let inbound = supervised("inbound", Box::pin(inbound::run_worker(state.delivery.clone(), stop.clone())));
+    let inbound = supervised("inbound", Box::pin(inbound::run_worker(state.routing(), stop.clone())));
     let meta = Box::pin(delivery::meta_review::run_sync(state.delivery.clone(), stop.clone()));
     let templates = supervised("whatsapp-templates", meta);
     vec![

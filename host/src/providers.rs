@@ -29,6 +29,13 @@ pub trait Provider: Send + Sync {
         Box::pin(async { Err("this provider sends no templates".to_string()) })
     }
 
+    /// Sends a WhatsApp `interactive` message (reply buttons, a list, a `cta_url` button); providers without
+    /// them send `text`, which says the same in words.
+    fn send_interactive<'a>(&'a self, phone: &'a str, interactive: &'a Value, text: &'a str) -> SendFuture<'a> {
+        let _ = interactive;
+        self.send(phone, text)
+    }
+
     /// Whether free-form text reaches only people who wrote in the last 24 hours (Meta's customer-service
     /// window); such a provider is skipped for them unless a template is sent.
     fn has_free_form_window(&self) -> bool {
@@ -175,6 +182,18 @@ impl Provider for WhatsAppCloud {
             "to": phone.trim_start_matches('+'),
             "type": "template",
             "template": body,
+        });
+        Box::pin(self.post_message(payload))
+    }
+
+    /// A `type: interactive` message.
+    fn send_interactive<'a>(&'a self, phone: &'a str, interactive: &'a Value, _text: &'a str) -> SendFuture<'a> {
+        let payload = json!({
+            "messaging_product": "whatsapp",
+            "recipient_type": "individual",
+            "to": phone.trim_start_matches('+'),
+            "type": "interactive",
+            "interactive": interactive,
         });
         Box::pin(self.post_message(payload))
     }

@@ -140,6 +140,16 @@ impl AppState {
         }
     }
 
+    /// What routing messages from WhatsApp and SMS works with (`inbound`).
+    pub fn routing(&self) -> crate::inbound::Routing {
+        crate::inbound::Routing {
+            delivery: self.delivery.clone(),
+            runtime: self.runtime.clone(),
+            payments: self.payments.clone(),
+            progress: self.progress.clone(),
+        }
+    }
+
     /// What sending a message needs of this host, now.
     pub fn sending(&self) -> crate::messages::send::Sending<'_> {
         crate::messages::send::Sending {

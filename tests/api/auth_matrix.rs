@@ -155,6 +155,8 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/payments/{id}/refund", Partner),
     ("GET", "/pay/{ref}", Open),
     ("POST", "/pay/{ref}", Open),
+    ("GET", "/api/v1/form-links/{token}", Open),
+    ("POST", "/api/v1/form-links/{token}", Open),
     ("GET", "/healthz", Open),
     ("GET", "/metrics", Open),
     ("GET", "/readyz", Open),

@@ -264,6 +264,10 @@ impl TestApp {
         self.request(Method::POST, path, Some(token), Some(&body)).await
     }
 
+    pub async fn patch(&self, token: &str, path: &str, body: Value) -> Resp {
+        self.request(Method::PATCH, path, Some(token), Some(&body)).await
+    }
+
     pub async fn send_text(&self, token: &str, phone: &str, body: &str) -> Resp {
         self.post(token, "/api/v1/messages", serde_json::json!({"phone": phone, "body": body})).await
     }

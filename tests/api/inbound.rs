@@ -352,6 +352,7 @@ async fn a_message_whose_routing_keeps_failing_is_set_aside_and_holds_up_no_othe
         channel: Channel::Sms,
         provider_ref: id.to_string(),
         phone: "+15550000108".into(),
+        user_id: None,
         sender: "dev".into(),
         body: Some("hello".into()),
         content: json!({}),
@@ -369,4 +370,335 @@ async fn a_message_whose_routing_keeps_failing_is_set_aside_and_holds_up_no_othe
     assert_eq!(set_aside.state, InboundState::Failed);
     let waiting = inbound::waiting(db, 10).await.unwrap();
     assert_eq!(waiting.iter().map(|m| m.provider_ref.as_str()).collect::<Vec<_>>(), ["SMnext"]);
+}
+
+/// What the fake provider received for `phone` after the first `seen`, once there are at least `n` more.
+async fn more_sent(server: &FakeServer, phone: &str, seen: usize, n: usize) -> Vec<Value> {
+    eventually("the bot's answer sent", || async { sent_to(server, phone).len() >= seen + n }).await;
+    sent_to(server, phone)[seen..].to_vec()
+}
+
+/// A reply button or list row tapped on WhatsApp.
+fn tap(kind: &str, id: &str, title: &str) -> Value {
+    json!({"type": "interactive", "interactive": {"type": kind, kind: {"id": id, "title": title}}})
+}
+
+/// The token of a form link in a text.
+fn form_token(text: &str) -> String {
+    let start = text.find("https://hubbub.example.com/f/").expect(text) + "https://hubbub.example.com/f/".len();
+    text[start..].split_whitespace().next().unwrap().to_string()
+}
+
+/// The shop sample bot, set as the partner's entry bot on WhatsApp and SMS with its flow `order`.
+async fn shop_on_channels(app: &TestApp, key: &str) {
+    crate::bots::local_bot(app, key, "shop", "shop").await;
+    let bot = app
+        .patch(
+            key,
+            "/api/v1/bots/shop",
+            json!({"channels": ["inapp", "whatsapp", "sms"], "entry": ["sms", "whatsapp"], "entry_flow": "order"}),
+        )
+        .await;
+    let bot = &bot.ok(200)["bot"];
+    assert_eq!((bot["entry"].clone(), bot["entry_flow"].clone()), (json!(["whatsapp", "sms"]), json!("order")));
+}
+
+/// `POST /pay/{ref}` of the dev checkout with Pay.
+async fn pay(app: &TestApp, checkout_url: &str) {
+    let reference = checkout_url.rsplit('/').next().unwrap();
+    let r = app
+        .client
+        .post(format!("{}/pay/{reference}", app.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("action=pay")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn the_shop_bot_runs_on_whatsapp_with_buttons_a_list_a_form_link_and_a_checkout() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
+    let acme = app.partner("acme").await;
+    let phone = "+15550000201";
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    shop_on_channels(&app, &acme).await;
+    let now = app.now();
+    let say = |id: &str, kind: Value| app.whatsapp_notify(whatsapp_message(id, phone, now, kind));
+
+    // "Hi" on WhatsApp starts the entry flow: its button menu is WhatsApp's reply buttons.
+    say("wamid.s1", json!({"type": "text", "text": {"body": "Hi"}})).await.ok(200);
+    let out = more_sent(&wa, phone, 0, 1).await;
+    assert_eq!(
+        out[0],
+        json!({"messaging_product": "whatsapp", "recipient_type": "individual", "to": phone.trim_start_matches('+'),
+            "type": "interactive", "interactive": {"type": "button", "body": {"text": "What would you like?"},
+            "action": {"buttons": [{"type": "reply", "reply": {"id": "coffee", "title": "Coffee"}},
+                                   {"type": "reply", "reply": {"id": "tea", "title": "Tea"}}]}}})
+    );
+    let sessions = app.get(&acme, "/api/v1/flow-sessions?bot=shop").await.ok(200)["data"].clone();
+    assert_eq!((sessions[0]["kind"].as_str(), sessions[0]["flow"].as_str()), (Some("flow"), Some("order")));
+
+    // Tapping "Tea" is the menu's choice: the list of sizes and extras, in its sections.
+    say("wamid.s2", tap("button_reply", "tea", "Tea")).await.ok(200);
+    let out = more_sent(&wa, phone, 1, 1).await;
+    let list = &out[0]["interactive"];
+    assert_eq!((list["type"].as_str(), list["action"]["button"].as_str()), (Some("list"), Some("Choose")));
+    assert_eq!(
+        list["action"]["sections"],
+        json!([{"title": "Size", "rows": [{"id": "small", "title": "Small"}, {"id": "large", "title": "Large"}]},
+               {"title": "Extras", "rows": [{"id": "milk", "title": "Milk"}, {"id": "none", "title": "No extras"}]}])
+    );
+    // A list row, then another: a text and the sizes again, then the form as a cta_url button.
+    say("wamid.s3", tap("list_reply", "milk", "Milk")).await.ok(200);
+    let out = more_sent(&wa, phone, 2, 2).await;
+    assert_eq!(out[0]["text"]["body"], "Milk it is.");
+    assert_eq!(out[1]["interactive"]["type"], "list");
+    say("wamid.s4", tap("list_reply", "large", "Large")).await.ok(200);
+    let out = more_sent(&wa, phone, 4, 1).await;
+    let form = &out[0]["interactive"];
+    assert_eq!(form["type"], "cta_url");
+    assert_eq!(form["body"]["text"], "Please fill in Delivery.");
+    assert_eq!(form["action"]["name"], "cta_url");
+    assert_eq!(form["action"]["parameters"]["display_text"], "Open the form");
+    let token = form_token(form["action"]["parameters"]["url"].as_str().unwrap());
+
+    // The link opens the form without a login; its values are checked as in the app, and it is used once.
+    let linked = app.client.get(format!("{}/api/v1/form-links/{token}", app.base)).send().await.unwrap();
+    let linked: Value = linked.json().await.unwrap();
+    assert_eq!((linked["screen"]["id"].as_str(), linked["channel"].as_str()), (Some("delivery"), Some("whatsapp")));
+    assert_eq!(linked["bot"], "shop bot");
+    let submit = |values: Value| {
+        app.client.post(format!("{}/api/v1/form-links/{token}", app.base)).json(&json!({"values": values})).send()
+    };
+    let refused: Value = submit(json!({"address": ""})).await.unwrap().json().await.unwrap();
+    assert_eq!(refused["error"]["code"], "validation", "{refused}");
+    assert!(refused["error"]["fields"]["address"].is_string() && refused["error"]["fields"]["when"].is_string());
+    let sent = submit(json!({"address": "1 Main St", "when": "2026-12-01"})).await.unwrap();
+    assert_eq!(sent.status(), 200);
+    assert_eq!(sent.json::<Value>().await.unwrap(), json!({"state": "in_progress", "channel": "whatsapp"}));
+    let again = submit(json!({"address": "1 Main St", "when": "2026-12-01"})).await.unwrap();
+    assert_eq!(again.status(), 409);
+    let nobody = app.client.get(format!("{}/api/v1/form-links/nope", app.base)).send().await.unwrap();
+    assert_eq!(nobody.status(), 404);
+
+    // The payment goes out as a checkout button; once paid, the flow's completion arrives as text.
+    let out = more_sent(&wa, phone, 5, 1).await;
+    let checkout = &out[0]["interactive"];
+    assert_eq!(checkout["type"], "cta_url");
+    assert_eq!(checkout["body"]["text"], "large tea with milk: 4.00 EUR.");
+    assert_eq!(checkout["action"]["parameters"]["display_text"], "Pay");
+    pay(&app, checkout["action"]["parameters"]["url"].as_str().unwrap()).await;
+    let out = more_sent(&wa, phone, 6, 2).await;
+    assert_eq!(out[0]["text"]["body"], "Paid, thank you! Your large tea with milk arrives on 2026-12-01.");
+    let done = out[1]["text"]["body"].as_str().unwrap();
+    assert!(done.starts_with("Done.\n") && done.contains("item: tea") && done.contains("address: 1 Main St"), "{done}");
+    let sessions = app.get(&acme, "/api/v1/flow-sessions?bot=shop").await.ok(200)["data"].clone();
+    assert_eq!(sessions[0]["state"], "completed");
+    // Nothing reached a support conversation, and the SMS provider was never used.
+    assert!(conversations(&app, &acme).await.is_empty());
+    assert!(sms.received().is_empty());
+}
+
+#[tokio::test]
+async fn the_shop_bot_runs_by_sms_with_numbered_replies() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
+    let acme = app.partner("acme").await;
+    let phone = "+15550000202";
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    shop_on_channels(&app, &acme).await;
+
+    sms_in(&app, "SMs1", phone, "order", None).await;
+    let out = more_sent(&sms, phone, 0, 1).await;
+    assert_eq!(out[0]["Body"], "What would you like?\n1. Coffee\n2. Tea\nReply 1 or 2.");
+    // A number the menu does not have reaches the bot as text; it refuses it, and the person is told how
+    // to answer, never left in silence.
+    sms_in(&app, "SMs2", phone, "7", None).await;
+    let out = more_sent(&sms, phone, 1, 1).await;
+    assert_eq!(
+        out[0]["Body"],
+        "Sorry, shop bot could not take that just now. Please reply with one of the numbers above."
+    );
+    sms_in(&app, "SMs3", phone, "2", None).await;
+    let out = more_sent(&sms, phone, 2, 1).await;
+    assert_eq!(
+        out[0]["Body"],
+        "Which size? You can pick an extra first.\n1. Small\n2. Large\n3. Milk\n4. No extras\nReply 1, 2, 3 or 4."
+    );
+    // A label answers too (any case).
+    sms_in(&app, "SMs4", phone, "small", None).await;
+    let out = more_sent(&sms, phone, 3, 1).await;
+    let text = out[0]["Body"].as_str().unwrap();
+    assert!(text.starts_with("Please fill in Delivery. Open the form: https://hubbub.example.com/f/"), "{text}");
+    let first = form_token(text);
+    // Writing while the form waits sends its link again (a new one); the first still opens it.
+    sms_in(&app, "SMs5", phone, "where is the form?", None).await;
+    let out = more_sent(&sms, phone, 4, 1).await;
+    let second = form_token(out[0]["Body"].as_str().unwrap());
+    assert_ne!(first, second);
+    let sent = app
+        .client
+        .post(format!("{}/api/v1/form-links/{first}", app.base))
+        .json(&json!({"values": {"address": "2 High St", "when": "2026-12-02"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 200);
+    // Sending the form used up every link to it.
+    let late = app
+        .client
+        .post(format!("{}/api/v1/form-links/{second}", app.base))
+        .json(&json!({"values": {"address": "2 High St", "when": "2026-12-02"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(late.status(), 409);
+    let out = more_sent(&sms, phone, 5, 1).await;
+    let text = out[0]["Body"].as_str().unwrap();
+    assert!(text.starts_with("small tea: 2.50 EUR. Pay: "), "{text}");
+    pay(&app, text.rsplit(' ').next().unwrap()).await;
+    let out = more_sent(&sms, phone, 6, 2).await;
+    assert_eq!(out[0]["Body"], "Paid, thank you! Your small tea arrives on 2026-12-02.");
+    assert!(out[1]["Body"].as_str().unwrap().starts_with("Done.\naddress: 2 High St\n"), "{out:?}");
+    assert!(wa.received().is_empty());
+}
+
+#[tokio::test]
+async fn a_session_on_whatsapp_comes_before_support_and_a_quiet_one_lapses() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
+    let acme = app.partner("acme").await;
+    let phone = "+15550000203";
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    crate::bots::local_bot(&app, &acme, "helper", "chat").await;
+    // The entry needs the channel among the bot's; only WhatsApp and SMS can be entries; the flow must be
+    // the component's.
+    app.patch(&acme, "/api/v1/bots/helper", json!({"entry": ["whatsapp"]})).await.field_error("entry");
+    app.patch(&acme, "/api/v1/bots/helper", json!({"channels": ["inapp"], "entry": ["inapp"]}))
+        .await
+        .field_error("entry");
+    app.patch(&acme, "/api/v1/bots/helper", json!({"channels": ["whatsapp"], "entry_flow": "nope"}))
+        .await
+        .field_error("entry_flow");
+    app.patch(&acme, "/api/v1/bots/helper", json!({"channels": ["whatsapp"], "entry": ["whatsapp"]})).await.ok(200);
+    // Another bot taking the entry takes it from this one.
+    crate::bots::local_bot(&app, &acme, "other", "chat").await;
+    app.patch(&acme, "/api/v1/bots/other", json!({"channels": ["whatsapp"], "entry": ["whatsapp"]})).await.ok(200);
+    assert_eq!(app.get(&acme, "/api/v1/bots/helper").await.ok(200)["bot"]["entry"], json!([]));
+    app.patch(&acme, "/api/v1/bots/helper", json!({"entry": ["whatsapp"]})).await.ok(200);
+    assert_eq!(app.get(&acme, "/api/v1/bots/other").await.ok(200)["bot"]["entry"], json!([]));
+
+    // The chat starts; a typed label is the menu's choice, other text goes to the bot as text.
+    let say = |id: &str, text: &str| {
+        app.whatsapp_notify(whatsapp_message(id, phone, app.now(), json!({"type": "text", "text": {"body": text}})))
+    };
+    say("wamid.c1", "hello").await.ok(200);
+    let out = more_sent(&wa, phone, 0, 2).await;
+    assert_eq!(out[0]["text"]["body"], "Hi! I'm the Hubbub assistant.");
+    assert_eq!(out[1]["interactive"]["type"], "button");
+    say("wamid.c2", "opening hours").await.ok(200);
+    let out = more_sent(&wa, phone, 2, 2).await;
+    assert_eq!(out[0]["text"]["body"], "We're open Monday to Friday, 9:00 to 17:00.");
+    say("wamid.c3", "thanks").await.ok(200);
+    let out = more_sent(&wa, phone, 4, 2).await;
+    assert_eq!(out[0]["text"]["body"], "You said: thanks");
+    assert!(conversations(&app, &acme).await.is_empty());
+
+    // An open conversation does not take the session's messages while the session goes on …
+    sms_in(&app, "SMc1", phone, "About my order", None).await;
+    routed(&app).await;
+    assert_eq!(conversations(&app, &acme).await.len(), 1);
+    say("wamid.c4", "again").await.ok(200);
+    let out = more_sent(&wa, phone, 6, 2).await;
+    assert_eq!(out[0]["text"]["body"], "You said: again");
+    // … and a session quiet for a day lapses: the next message goes to the conversation.
+    app.clock.advance_ms(25 * 60 * 60 * 1000);
+    say("wamid.c5", "is anyone there?").await.ok(200);
+    routed(&app).await;
+    let list = conversations(&app, &acme).await;
+    let id = list[0]["conversation_id"].as_i64().unwrap();
+    let bodies: Vec<String> =
+        thread(&app, &acme, id).await.iter().map(|m| m["body"].as_str().unwrap_or("").to_string()).collect();
+    assert_eq!(bodies.last().map(String::as_str), Some("is anyone there?"));
+}
+
+#[tokio::test]
+async fn a_menu_whatsapp_cannot_show_is_refused_at_upload() {
+    let app = TestApp::start().await;
+    let acme = app.partner("acme").await;
+    app.post(&acme, "/api/v1/bots", json!({"code": "colours", "name": "Colours", "runtime_mode": "local"}))
+        .await
+        .ok(201);
+    // In the app, four buttons are fine.
+    app.upload_component(&acme, "colours", &crate::common::wasm("wide_menu")).await.ok(200);
+    // Adding WhatsApp to the bot's channels checks its menus: refused, with the reason.
+    let r = app.patch(&acme, "/api/v1/bots/colours", json!({"channels": ["inapp", "whatsapp"]})).await;
+    r.error(422, "whatsapp_menu");
+    let message = r.json["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("a chat, step 0: a button menu has 4 options"), "{message}");
+    assert!(message.contains("at most 3 reply buttons"), "{message}");
+    assert_eq!(app.get(&acme, "/api/v1/bots/colours").await.ok(200)["bot"]["channels"], json!(["inapp"]));
+
+    // A bot already on WhatsApp: the upload itself is refused, and the component stays the one before.
+    app.post(&acme, "/api/v1/bots", json!({"code": "wa", "name": "On WhatsApp", "runtime_mode": "local"}))
+        .await
+        .ok(201);
+    app.patch(&acme, "/api/v1/bots/wa", json!({"channels": ["whatsapp"]})).await.ok(200);
+    app.upload_component(&acme, "wa", &crate::common::wasm("wide_menu")).await.error(422, "whatsapp_menu");
+    assert_eq!(app.get(&acme, "/api/v1/bots/wa").await.ok(200)["bot"]["component"], Value::Null);
+    // The chat sample's three short buttons fit.
+    app.upload_component(&acme, "wa", &crate::common::wasm("chat")).await.ok(200);
+}
+
+#[tokio::test]
+async fn a_whatsapp_message_with_only_a_business_scoped_id_reaches_the_phone_it_was_seen_with() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
+    let acme = app.partner("acme").await;
+    let phone = "+15550000204";
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    let notify = |id: &str, from: Option<&str>, user_id: &str, text: &str| {
+        let mut message = json!({"id": id, "timestamp": (app.now() / 1000).to_string(), "type": "text",
+            "text": {"body": text}});
+        let mut contact = json!({"profile": {"name": "Ana", "username": "@ana"}, "user_id": user_id});
+        if let Some(from) = from {
+            message["from"] = json!(from.trim_start_matches('+'));
+            contact["wa_id"] = json!(from.trim_start_matches('+'));
+        }
+        app.whatsapp_notify(json!([{"field": "messages", "value": {"messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "15550009999", "phone_number_id": "12345"},
+            "contacts": [contact], "messages": [message]}}]))
+    };
+    // Seen once with the phone and the BSUID: they are kept together.
+    notify("wamid.b1", Some(phone), "US.13491208655302741918", "Hello").await.ok(200);
+    routed(&app).await;
+    // Then with the BSUID only (the person set a username): the same conversation gets it.
+    notify("wamid.b2", None, "US.13491208655302741918", "Still there?").await.ok(200);
+    routed(&app).await;
+    let list = conversations(&app, &acme).await;
+    assert_eq!(list.len(), 1);
+    let bodies: Vec<String> = thread(&app, &acme, list[0]["conversation_id"].as_i64().unwrap())
+        .await
+        .iter()
+        .map(|m| m["body"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(bodies, ["Hello", "Still there?"]);
+    let kept = hubbub_host::store::inbound::find(&app.state.db, hubbub_host::names::Channel::Whatsapp, "wamid.b2")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(kept.phone, phone);
+    // A BSUID never seen with a phone reaches no one, and no answer is attempted (there is no number).
+    notify("wamid.b3", None, "US.99999999999999999999", "Who am I?").await.ok(200);
+    routed(&app).await;
+    let kept = hubbub_host::store::inbound::find(&app.state.db, hubbub_host::names::Channel::Whatsapp, "wamid.b3")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((kept.phone.as_str(), kept.state), ("", hubbub_host::names::InboundState::Unrouted));
+    assert_eq!(conversations(&app, &acme).await.len(), 1);
+    assert!(wa.received().is_empty(), "{:?}", wa.received().iter().map(|r| r.json()).collect::<Vec<_>>());
 }

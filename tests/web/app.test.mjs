@@ -1700,6 +1700,65 @@ test("3n. a user answers by SMS: the conversation comes into the console live, m
   }
 });
 
+test("3o. a bot on SMS: numbered menus, and its form opened from the link without a login", async () => {
+  const phone = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  const stamp = Date.now().toString(36);
+  await partner("POST", "/accounts/link", { phone });
+  await ensureBot("shop", "shop");
+  await partner("PATCH", "/bots/shop", { channels: ["inapp", "sms"], entry: ["sms"], entry_flow: "order" });
+  const url = BASE + "/api/v1/providers/twilio/inbound";
+  const sms = async (sid, body) => {
+    const pairs = [["MessageSid", sid], ["From", phone], ["To", "+15550001111"], ["Body", body], ["NumMedia", "0"]];
+    const signed = [...pairs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).reduce((acc, [k, v]) => acc + k + v, url);
+    const signature = createHmac("sha1", process.env.HUBBUB_TWILIO_AUTH_TOKEN).update(signed).digest("base64");
+    const r = await fetch(url, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded", "X-Twilio-Signature": signature }, body: new URLSearchParams(pairs).toString() });
+    assert.equal(r.status, 200);
+  };
+  // What the SMS sink holds for the phone, newest last, once it holds `text`.
+  const texts = async (text) => {
+    let found = [];
+    await waitUntil(async () => {
+      const sink = await partner("GET", `/dev-sink/messages?phone=${encodeURIComponent(phone)}&channel=sms`);
+      found = sink.data.map((m) => m.text);
+      return found.some((t) => t.includes(text));
+    }, `an SMS with ${text}`);
+    return found;
+  };
+  await sms(`SM${stamp}1`, "hello");
+  await texts("Reply 1 or 2.");
+  await sms(`SM${stamp}2`, "1");
+  await texts("Reply 1, 2, 3 or 4.");
+  await sms(`SM${stamp}3`, "2");
+  const sent = await texts("Open the form: ");
+  const link = sent.find((t) => t.includes("Open the form: ")).split("Open the form: ")[1].trim();
+  assert.match(link, /\/f\/[A-Za-z0-9]+$/);
+  // A browser that never logged in opens the form from the link.
+  const ctx = await browser.newContext({ viewport: { width: 390, height: 844 } });
+  const pg = await ctx.newPage();
+  try {
+    await pg.goto(link.replace(/^https?:\/\/[^/]+/, BASE));
+    await pg.getByRole("heading", { name: "Delivery" }).waitFor();
+    await pg.getByText(/answers you on SMS/).waitFor();
+    await axe("form-link", pg);
+    await pg.getByLabel(/^Address/).fill(`Pier ${stamp}`);
+    await pg.getByRole("button", { name: "Submit" }).click();
+    // The server checks the fields: the missing date is marked, the address kept.
+    await pg.getByLabel(/^Delivery date/).and(pg.locator("[aria-invalid=true]")).waitFor();
+    await pg.getByLabel(/^Delivery date/).fill("2026-12-01");
+    await pg.getByRole("button", { name: "Submit" }).click();
+    await pg.getByRole("heading", { name: "Sent" }).waitFor();
+    await pg.getByText(/answers you on SMS/).waitFor();
+    // The bot's next step (the checkout link) goes out by SMS; the link is used up.
+    await texts("large coffee: 4.00 EUR. Pay: ");
+    await pg.reload();
+    await pg.getByRole("heading", { name: "This form cannot be opened" }).waitFor();
+    await pg.getByText(/sent already/).waitFor();
+  } finally {
+    await ctx.close();
+    await partner("PATCH", "/bots/shop", { entry: [] });
+  }
+});
+
 test("3d. search: messages and conversations, by words, from the server's text index", async () => {
   const stamp = Date.now().toString(36);
   await send({ body: `Quarterly statement ${stamp} is ready` });

@@ -13,6 +13,7 @@ import { AccountView } from "./views/account";
 import { BotChat, Bots } from "./views/bots";
 import { ConversationView, Conversations, NewConversation } from "./views/conversations";
 import { FlowRun, Forms } from "./views/forms";
+import { FormLink } from "./views/formlink";
 import { Inbox, MessageView, resetInbox } from "./views/inbox";
 import { Login } from "./views/login";
 
@@ -66,6 +67,23 @@ function App() {
     if (token) publishDeviceKey().catch(() => {});
   }, [token]);
 
+  // A form sent as a link on WhatsApp or SMS opens without a login: the link is its capability.
+  const linked = path.match(/^\/f\/([^/]+)$/);
+  if (linked) {
+    return (
+      <div class="shell">
+        <header class="top">
+          <span class="brand">
+            <img src="/icon.svg" alt="" width={28} height={28} />
+            <span>Hubbub</span>
+          </span>
+        </header>
+        <main id="main" tabIndex={-1}>
+          <FormLink key={linked[1]} token={decodeURIComponent(linked[1])} />
+        </main>
+      </div>
+    );
+  }
   if (!token) {
     // Redirects during render only rewrite the address: the view below is already the right one.
     if (path !== "/login") {

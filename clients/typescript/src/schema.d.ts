@@ -217,9 +217,10 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update name, runtime_mode, webhook_url, channels, allowed_ips (empty clears).
+         * Update name, runtime_mode, webhook_url, channels, allowed_ips (empty clears), entry, entry_flow.
          * @description Webhook mode needs a URL: a change that would leave a bot in webhook mode without one is 409 (give
-         *     `webhook_url`, or `runtime_mode: local`).
+         *     `webhook_url`, or `runtime_mode: local`). Adding `whatsapp` to a local bot's channels checks its menus
+         *     as the upload does (422 whatsapp_menu).
          */
         patch: operations["update_bot"];
         trace?: never;
@@ -235,7 +236,10 @@ export interface paths {
         /**
          * Upload the bot's Wasm component.
          * @description Raw bytes, Content-Type application/wasm (or application/octet-stream), up to HUBBUB_COMPONENT_LIMIT (64
-         *     MiB by default; streamed to disk); 422 invalid_component when it is not a hubbub:bot component.
+         *     MiB by default; streamed to disk); 422 invalid_component when it is not a hubbub:bot component; 422
+         *     whatsapp_menu when `whatsapp` is among the bot's channels and its first steps (as a chat, and in each
+         *     flow) hold a menu WhatsApp cannot show (more than 3 reply buttons, more than 10 list rows, titles too
+         *     long), each reason listed.
          *     Compilations run a few at a time (HUBBUB_BOT_COMPILE_CONCURRENCY): when all are busy the upload is
          *     refused at once with 503 and Retry-After.
          */
@@ -843,6 +847,31 @@ export interface paths {
         get: operations["list_sessions"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/form-links/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The form a link opens (no login: the link is the capability).
+         * @description 404 for a token that is not a link; 409 for one used already, lapsed, or whose conversation is over.
+         */
+        get: operations["get_form_link"];
+        put?: never;
+        /**
+         * Submit the form a link opens: validated against its fields (422 with `fields`, the link still
+         *     usable); then the link is used up, the bot takes the values, and its answer goes out on the session's
+         *     channel.
+         */
+        post: operations["submit_form_link"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2598,6 +2627,13 @@ export interface components {
             component?: components["schemas"]["BotComponent"] | null;
             created_at: string;
             credentials: components["schemas"]["BotCredentials"];
+            /**
+             * @description The channels it is the partner's entry bot on: a person who writes there with no session or
+             *     conversation going on starts a session with it.
+             */
+            entry: components["schemas"]["Channel"][];
+            /** @description The flow such a session starts (null: a chat). */
+            entry_flow?: string | null;
             name: string;
             /** @description The owning partner's code. */
             partner: string;
@@ -3195,6 +3231,30 @@ export interface components {
             /** @description The values, validated against the screen's fields. */
             values: Record<string, never>;
         };
+        /** @description A form a link opens. */
+        FormLinkForm: {
+            /** @description The bot's name. */
+            bot: string;
+            /** @description Where the conversation goes on: `whatsapp` or `sms`. */
+            channel: components["schemas"]["Channel"];
+            expires_at: string;
+            /** @description The partner's name. */
+            partner: string;
+            /** @description The screen: `{id, title, kind, fields}`. */
+            screen: Record<string, never>;
+        };
+        /** @description A form's values. */
+        FormLinkSubmit: {
+            /** @description The values, validated against the screen's fields. */
+            values: Record<string, never>;
+        };
+        /** @description What became of a submitted form. */
+        FormLinkSubmitted: {
+            /** @description Where the bot's answer went: `whatsapp` or `sms`. */
+            channel: components["schemas"]["Channel"];
+            /** @description `in_progress`, or `completed` when the flow ended with it. */
+            state: components["schemas"]["SessionState"];
+        };
         /** @description An invitation, shown this once. */
         InvitationCreated: {
             expires_at: string;
@@ -3299,6 +3359,13 @@ export interface components {
                 component?: components["schemas"]["BotComponent"] | null;
                 created_at: string;
                 credentials: components["schemas"]["BotCredentials"];
+                /**
+                 * @description The channels it is the partner's entry bot on: a person who writes there with no session or
+                 *     conversation going on starts a session with it.
+                 */
+                entry: components["schemas"]["Channel"][];
+                /** @description The flow such a session starts (null: a chat). */
+                entry_flow?: string | null;
                 name: string;
                 /** @description The owning partner's code. */
                 partner: string;
@@ -4261,6 +4328,14 @@ export interface components {
             /** @description Comma-separated IP addresses or CIDR blocks the inbound webhook accepts calls from; empty clears it. */
             allowed_ips?: string | null;
             channels?: components["schemas"]["Channel"][] | null;
+            /**
+             * @description The channels (`whatsapp`, `sms`, each among `channels`) this bot is the partner's entry bot on: a
+             *     person who writes there with no session or conversation going on starts a session with it. A
+             *     channel is taken from the partner's bot that had it; `[]` clears.
+             */
+            entry?: components["schemas"]["Channel"][] | null;
+            /** @description The flow (one of its component's) an entry session starts; null or empty: a chat. */
+            entry_flow?: string | null;
             name?: string | null;
             runtime_mode?: components["schemas"]["RuntimeMode"] | null;
             webhook_url?: string | null;
@@ -6184,6 +6259,66 @@ export interface operations {
             404: components["responses"]["E404"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    get_form_link: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The token of the link (`/f/{token}`) */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The form */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FormLinkForm"];
+                };
+            };
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            503: components["responses"]["E503"];
+        };
+    };
+    submit_form_link: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The token of the link (`/f/{token}`) */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FormLinkSubmit"];
+            };
+        };
+        responses: {
+            /** @description Sent; the conversation goes on on the channel */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FormLinkSubmitted"];
+                };
+            };
+            400: components["responses"]["E400"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            502: components["responses"]["E502"];
             503: components["responses"]["E503"];
         };
     };

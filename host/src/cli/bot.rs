@@ -327,12 +327,7 @@ impl<R: BufRead> Walk<R> {
 
     /// Asks for a menu item by number (or id).
     fn pick(&mut self, menu: &Value) -> anyhow::Result<String> {
-        let items: Vec<&Value> = menu["sections"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|s| s["items"].as_array().into_iter().flatten())
-            .collect();
+        let items = hubbub_host::channel_steps::menu_items(menu);
         loop {
             let typed = self.line("Choose (number): ")?;
             let chosen = typed
@@ -394,6 +389,9 @@ fn show(step: &Value) {
                     println!("  {n}. {}", item["label"].as_str().unwrap_or(""));
                 }
             }
+            if let Some(note) = whatsapp_note(step) {
+                println!("{note}");
+            }
         }
         "flow_screen" => println!("== {} ==", step["screen"]["title"].as_str().unwrap_or("")),
         "payment" => {
@@ -414,6 +412,13 @@ fn show(step: &Value) {
         }
         other => println!("({other} step) {step}"),
     }
+}
+
+/// What a bot author hears of a menu WhatsApp cannot show (a bot on WhatsApp is refused at upload for it
+/// in its first steps; a later one goes out as numbered lines).
+fn whatsapp_note(menu: &Value) -> Option<String> {
+    let why = hubbub_host::channel_steps::whatsapp_fit(menu).err()?;
+    Some(format!("  ! WhatsApp cannot show this menu: {why}"))
 }
 
 /// The question for one field: its label, type, whether it is required, and a select field's options.
@@ -468,6 +473,18 @@ fn value_of(field: &Value, typed: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_menu_whatsapp_cannot_show_is_pointed_out() {
+        let items: Vec<Value> = (1..=4).map(|i| json!({"id": format!("o{i}"), "label": format!("O{i}")})).collect();
+        let four =
+            json!({"type": "menu", "style": "button", "text": "Pick", "sections": [{"title": "", "items": items}]});
+        let note = whatsapp_note(&four).unwrap();
+        assert!(note.contains("4 options") && note.contains("at most 3 reply buttons"), "{note}");
+        let mut list = four.clone();
+        list["style"] = json!("list");
+        assert_eq!(whatsapp_note(&list), None);
+    }
 
     #[test]
     fn typed_answers_become_the_values_the_host_takes() {

@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::channel_steps::Outgoing;
 use crate::clock::{Millis, SharedClock};
 use crate::config::Config;
 use crate::names::{AttemptKind, AttemptState, Channel, MessageState};
@@ -469,21 +470,58 @@ pub(crate) async fn send_on(
     let Some(provider) = delivery.provider(channel) else {
         return Ok(Outcome::Failed(format!("{} has no provider", channel.as_str())));
     };
+    if let Some(reason) = skip_reason(delivery, provider, channel, phone, template.as_ref(), opted_out).await? {
+        return Ok(Outcome::Skipped(reason));
+    }
+    Ok(match template {
+        Some(template) => provider.send_template(phone, &template).await.into(),
+        None => provider.send(phone, text).await.into(),
+    })
+}
+
+/// Sends a bot's step to a person on WhatsApp or SMS (`channel_steps`): reply buttons, a list or a link
+/// button where the provider has them, else its text — unless the person opted out, or is outside
+/// WhatsApp's window, as for [`send_on`].
+pub(crate) async fn send_outgoing(
+    delivery: &Delivery,
+    channel: Channel,
+    phone: &str,
+    message: &Outgoing,
+) -> Result<Outcome, sqlx::Error> {
+    let Some(provider) = delivery.provider(channel) else {
+        return Ok(Outcome::Failed(format!("{} has no provider", channel.as_str())));
+    };
+    if let Some(reason) = skip_reason(delivery, provider, channel, phone, None, true).await? {
+        return Ok(Outcome::Skipped(reason));
+    }
+    Ok(match message {
+        Outgoing::Text(text) => provider.send(phone, text).await.into(),
+        Outgoing::Interactive { interactive, text } => provider.send_interactive(phone, interactive, text).await.into(),
+    })
+}
+
+/// Why a try on `channel` is not made: the person opted out of our sender there (WhatsApp's "stopped
+/// marketing messages" keeps out marketing templates only), or free-form content on the Cloud API outside
+/// the 24-hour window.
+async fn skip_reason(
+    delivery: &Delivery,
+    provider: &Arc<dyn Provider>,
+    channel: Channel,
+    phone: &str,
+    template: Option<&TemplateMessage>,
+    opted_out: bool,
+) -> Result<Option<&'static str>, sqlx::Error> {
     if opted_out && let Some(reason) = opt_outs::reason(&delivery.db, phone, channel, &delivery.sender(channel)).await?
     {
-        // WhatsApp's "stopped marketing messages" keeps out marketing templates only.
         let marketing_only = reason == opt_outs::MARKETING;
-        if !marketing_only || template.as_ref().is_some_and(|t| t.marketing) {
-            return Ok(Outcome::Skipped(OPTED_OUT));
+        if !marketing_only || template.is_some_and(|t| t.marketing) {
+            return Ok(Some(OPTED_OUT));
         }
     }
-    if let Some(template) = template {
-        return Ok(provider.send_template(phone, &template).await.into());
+    if template.is_none() && provider.has_free_form_window() && !within_window(delivery, phone).await? {
+        return Ok(Some(OUTSIDE_WINDOW));
     }
-    if provider.has_free_form_window() && !within_window(delivery, phone).await? {
-        return Ok(Outcome::Skipped(OUTSIDE_WINDOW));
-    }
-    Ok(provider.send(phone, text).await.into())
+    Ok(None)
 }
 
 /// The partner's `whatsapp` template of `code` in `lang` (default `en`) that may be sent (approved by Meta

@@ -17,6 +17,7 @@ pub mod dev_sink;
 pub mod developers;
 pub mod error;
 pub mod flows;
+pub mod form_links;
 pub mod health;
 pub mod keys;
 pub mod listener;
@@ -95,6 +96,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(developers::router())
         .merge(bots::router())
         .merge(flows::router())
+        .merge(form_links::router())
         .merge(receipts::router())
         .merge(payments::router())
         .merge(openapi::router())

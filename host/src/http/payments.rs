@@ -227,13 +227,22 @@ async fn stripe_webhook(
     Ok(Json(StripeReceived { received: true, applied: changed }))
 }
 
-/// Tells the payment's bot its outcome when this transition claimed it. The transition stands either way:
-/// a bot that fails to answer is logged (the provider must not retry the event for it).
+/// Tells the payment's bot its outcome when this transition claimed it; what the bot answers in a session
+/// on WhatsApp or SMS goes out there. The transition stands either way: a bot that fails to answer is
+/// logged (the provider must not retry the event for it).
 pub(crate) async fn tell_guest(state: &AppState, applied: &Applied) {
     if !applied.notify_guest {
         return;
     }
-    if let Err(e) = state.flows().payment_outcome(&applied.payment).await {
-        tracing::warn!(payment_id = applied.payment.id, error = %e, "the bot could not take the payment outcome");
+    match state.flows().payment_outcome(&applied.payment).await {
+        Ok(Some((session, steps))) => {
+            if let Err(e) = crate::inbound::deliver(&state.delivery, &session, &steps).await {
+                tracing::warn!(payment_id = applied.payment.id, error = %e, "the bot's answer could not be sent");
+            }
+        }
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!(payment_id = applied.payment.id, error = %e, "the bot could not take the payment outcome")
+        }
     }
 }

@@ -27,11 +27,16 @@ pub struct Bot {
     pub component_digest: Option<String>,
     pub component_uploaded_at: Option<Millis>,
     pub created_at: Millis,
+    /// The channels (`whatsapp`, `sms`) it is its partner's entry bot on: a person who writes there with
+    /// nothing going on starts a session with it.
+    pub entry_channels: Vec<String>,
+    /// The flow such a session starts (none: a chat).
+    pub entry_flow: Option<String>,
 }
 
 const SELECT: &str = "SELECT b.id, b.ref, b.partner_id, p.code AS partner_code, b.code, b.name, b.runtime_mode, \
     b.webhook_url, b.webhook_secret, b.channels, b.allowed_ips, b.token_prefix, b.component_digest, \
-    b.component_uploaded_at, b.created_at, b.token_hash FROM bots b JOIN partners p ON p.id = b.partner_id ";
+    b.component_uploaded_at, b.created_at, b.token_hash, b.entry_channels, b.entry_flow FROM bots b JOIN partners p ON p.id = b.partner_id ";
 
 /// Where bots' webhook secrets are sealed (see `store::sealing`).
 const SECRET_COLUMN: &str = "bots.webhook_secret";
@@ -57,6 +62,8 @@ fn from_row(db: &Db, r: &AnyRow) -> Result<Bot, sqlx::Error> {
         component_digest: r.try_get("component_digest")?,
         component_uploaded_at: r.try_get("component_uploaded_at")?,
         created_at: r.try_get("created_at")?,
+        entry_channels: serde_json::from_str(&r.try_get::<String, _>("entry_channels")?).unwrap_or_default(),
+        entry_flow: r.try_get("entry_flow")?,
     })
 }
 
@@ -136,22 +143,57 @@ pub async fn find_for_user(db: &Db, phone: &str, bot: &str) -> Result<Vec<Bot>, 
     rows.iter().map(|r| from_row(db, r)).collect()
 }
 
-/// Saves the settable fields of a bot.
+/// Saves the settable fields of a bot. A channel it becomes the entry bot of is taken from the partner's
+/// other bots in the same transaction (a partner has one entry bot per channel).
 pub async fn update(db: &Db, bot: &Bot, now: Millis) -> Result<(), sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let json = |list: &[String]| serde_json::to_string(list).expect("strings serialise");
+    if !bot.entry_channels.is_empty() {
+        let others = sqlx::query(
+            "SELECT id, entry_channels FROM bots WHERE partner_id = $1 AND id <> $2 AND entry_channels <> '[]'",
+        )
+        .bind(bot.partner_id)
+        .bind(bot.id)
+        .fetch_all(&mut *tx)
+        .await?;
+        for other in others {
+            let theirs: Vec<String> =
+                serde_json::from_str(&other.try_get::<String, _>("entry_channels")?).unwrap_or_default();
+            let kept: Vec<String> = theirs.iter().filter(|c| !bot.entry_channels.contains(c)).cloned().collect();
+            if kept.len() != theirs.len() {
+                sqlx::query("UPDATE bots SET entry_channels = $1, updated_at = $2 WHERE id = $3")
+                    .bind(json(&kept))
+                    .bind(now)
+                    .bind(other.try_get::<i64, _>("id")?)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+    }
     sqlx::query(
         "UPDATE bots SET name = $1, runtime_mode = $2, webhook_url = $3, channels = $4, allowed_ips = $5, \
-         updated_at = $6 WHERE id = $7",
+         updated_at = $6, entry_channels = $7, entry_flow = $8 WHERE id = $9",
     )
     .bind(&bot.name)
     .bind(bot.runtime_mode.as_str())
     .bind(&bot.webhook_url)
-    .bind(serde_json::to_string(&bot.channels).expect("strings serialise"))
+    .bind(json(&bot.channels))
     .bind(&bot.allowed_ips)
     .bind(now)
+    .bind(json(&bot.entry_channels))
+    .bind(&bot.entry_flow)
     .bind(bot.id)
-    .execute(db.writer())
+    .execute(&mut *tx)
     .await?;
-    Ok(())
+    tx.commit().await
+}
+
+/// The partner's entry bot on `channel` (`whatsapp`, `sms`), if it has one.
+pub async fn entry_bot(db: &Db, partner_id: i64, channel: &str) -> Result<Option<Bot>, sqlx::Error> {
+    let sql =
+        const_format::concatcp!(SELECT, "WHERE b.partner_id = $1 AND b.entry_channels LIKE $2 ORDER BY b.id LIMIT 1");
+    let row = sqlx::query(sql).bind(partner_id).bind(format!("%\"{channel}\"%")).fetch_optional(db.reader()).await?;
+    row.as_ref().map(|r| from_row(db, r)).transpose()
 }
 
 pub async fn set_token(

@@ -8,7 +8,7 @@ use sqlx::any::AnyRow;
 use super::Db;
 use super::messages::{Created, NewMessage, create_in};
 use crate::clock::Millis;
-use crate::names::{SessionKind, SessionState};
+use crate::names::{Channel, SessionKind, SessionState};
 
 #[derive(Debug, Clone)]
 pub struct Session {
@@ -30,10 +30,15 @@ pub struct Session {
     pub summary: Option<Value>,
     pub invited_at: Millis,
     pub completed_at: Option<Millis>,
+    /// The channel the session runs on (`None`: in the app).
+    pub channel: Option<Channel>,
+    /// What it waits for on the channel: `{"menu": [[id, label], …]}` (a reply "2" or a label answers it)
+    /// or `{"form": screen id}`.
+    pub waiting: Option<Value>,
 }
 
 const COLUMNS: &str = "id, ref, bot_id, flow, kind, phone, state, title, message_id, guest_state, screen, summary, \
-    invited_at, completed_at";
+    invited_at, completed_at, channel, waiting";
 
 fn json_column(r: &AnyRow, name: &str) -> Result<Option<Value>, sqlx::Error> {
     let text: Option<String> = r.try_get(name)?;
@@ -56,6 +61,11 @@ fn from_row(r: &AnyRow) -> Result<Session, sqlx::Error> {
         summary: json_column(r, "summary")?,
         invited_at: r.try_get("invited_at")?,
         completed_at: r.try_get("completed_at")?,
+        channel: r
+            .try_get::<Option<String>, _>("channel")?
+            .map(|c| Channel::parse(&c).ok_or_else(|| sqlx::Error::Decode(format!("unknown channel {c:?}").into())))
+            .transpose()?,
+        waiting: json_column(r, "waiting")?,
     })
 }
 
@@ -115,6 +125,78 @@ pub async fn find_for_user(db: &Db, phone: &str, reference: &str) -> Result<Opti
     row.as_ref().map(from_row).transpose()
 }
 
+/// Opens a session of `bot_id` that runs on WhatsApp or SMS, in the caller's transaction: a chat, or the
+/// flow `flow`.
+pub async fn open_on_channel_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    reference: &str,
+    bot_id: i64,
+    flow: Option<&str>,
+    phone: &str,
+    channel: Channel,
+    now: Millis,
+) -> Result<Session, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        "INSERT INTO flow_sessions (ref, bot_id, flow, kind, phone, state, title, invited_at, channel, active_at) \
+         VALUES ($1, $2, $3, $4, $5, 'in_progress', $3, $6, $7, $6) RETURNING ",
+        COLUMNS
+    );
+    let kind = if flow.is_some() { SessionKind::Flow } else { SessionKind::Chat };
+    let row = sqlx::query(sql)
+        .bind(reference)
+        .bind(bot_id)
+        .bind(flow)
+        .bind(kind.as_str())
+        .bind(phone)
+        .bind(now)
+        .bind(channel.as_str())
+        .fetch_one(&mut **tx)
+        .await?;
+    from_row(&row)
+}
+
+/// The session of `phone` on `channel` that moved last, since `since` and not completed — with `partner_id`'s
+/// bots only, when given.
+pub async fn active_on_channel(
+    db: &Db,
+    phone: &str,
+    channel: Channel,
+    partner_id: Option<i64>,
+    since: Millis,
+) -> Result<Option<Session>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        "SELECT ",
+        COLUMNS,
+        " FROM flow_sessions WHERE phone = $1 AND channel = $2 AND active_at >= $3 AND state <> 'completed' \
+         AND ($4 IS NULL OR bot_id IN (SELECT id FROM bots WHERE partner_id = $4)) ORDER BY active_at DESC, id DESC LIMIT 1"
+    );
+    let row = sqlx::query(sql)
+        .bind(phone)
+        .bind(channel.as_str())
+        .bind(since)
+        .bind(partner_id)
+        .fetch_optional(db.reader())
+        .await?;
+    row.as_ref().map(from_row).transpose()
+}
+
+/// A session on a channel moved: what it waits for now (none: nothing in particular) and when (`None`: it
+/// takes no more of the person's messages).
+pub async fn moved_on_channel(
+    db: &Db,
+    id: i64,
+    waiting: Option<&Value>,
+    at: Option<Millis>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE flow_sessions SET waiting = $1, active_at = $2 WHERE id = $3")
+        .bind(waiting.map(Value::to_string))
+        .bind(at)
+        .bind(id)
+        .execute(db.writer())
+        .await?;
+    Ok(())
+}
+
 /// A session by id.
 pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Session>, sqlx::Error> {
     let sql = const_format::concatcp!("SELECT ", COLUMNS, " FROM flow_sessions WHERE id = $1");
@@ -139,7 +221,7 @@ pub async fn list_for_partner(
     limit: i64,
 ) -> Result<Vec<(Session, String)>, sqlx::Error> {
     let sql = "SELECT s.id, s.ref, s.bot_id, s.flow, s.kind, s.phone, s.state, s.title, s.message_id, s.guest_state, \
-         s.screen, s.summary, s.invited_at, s.completed_at, b.code AS bot_code \
+         s.screen, s.summary, s.invited_at, s.completed_at, s.channel, s.waiting, b.code AS bot_code \
          FROM flow_sessions s JOIN bots b ON b.id = s.bot_id \
          WHERE b.partner_id = $1 AND ($2 IS NULL OR s.bot_id = $2) AND ($3 IS NULL OR s.phone = $3) \
          AND ($4 IS NULL OR s.id < $4) ORDER BY s.id DESC LIMIT $5";
@@ -317,7 +399,7 @@ pub struct OpenForm {
 pub async fn open_forms(db: &Db, phone: &str) -> Result<Vec<OpenForm>, sqlx::Error> {
     let rows = sqlx::query(
         "SELECT s.ref, b.code AS bot, b.ref AS bot_ref, p.code AS partner, s.flow, s.title, s.state, s.invited_at \
-         FROM flow_sessions s JOIN bots b ON b.id = s.bot_id JOIN partners p ON p.id = b.partner_id WHERE s.phone = $1 AND s.kind = 'flow' AND s.state <> 'completed' \
+         FROM flow_sessions s JOIN bots b ON b.id = s.bot_id JOIN partners p ON p.id = b.partner_id WHERE s.phone = $1 AND s.kind = 'flow' AND s.state <> 'completed' AND s.channel IS NULL \
          ORDER BY s.id DESC",
     )
     .bind(phone)

@@ -15,8 +15,10 @@ pub struct NewInbound {
     pub channel: Channel,
     /// The provider's id of the message (`MessageSid`, `wamid.…`).
     pub provider_ref: String,
-    /// Who wrote (E.164).
+    /// Who wrote (E.164; empty when WhatsApp gave only a business-scoped user id never seen with a phone).
     pub phone: String,
+    /// WhatsApp's business-scoped user id of who wrote (BSUID), when the webhook carried one.
+    pub user_id: Option<String>,
     /// Which of our senders received it (our number, messaging service or WhatsApp phone number id).
     pub sender: String,
     /// Its text, if it has one (a reply button's title, a list row's title).
@@ -68,7 +70,8 @@ fn from_row(row: &AnyRow) -> Result<Inbound, sqlx::Error> {
 pub async fn record(db: &Db, m: &NewInbound) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(
         "INSERT INTO inbound_messages (channel, provider_ref, phone, sender, body, content, context_ref, state, \
-         received_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 'received', $8) ON CONFLICT (channel, provider_ref) DO NOTHING",
+         received_at, user_id) VALUES ($1, $2, $3, $4, $5, $6, $7, 'received', $8, $9) \
+         ON CONFLICT (channel, provider_ref) DO NOTHING",
     )
     .bind(m.channel.as_str())
     .bind(&m.provider_ref)
@@ -78,6 +81,7 @@ pub async fn record(db: &Db, m: &NewInbound) -> Result<bool, sqlx::Error> {
     .bind(m.content.to_string())
     .bind(&m.context_ref)
     .bind(m.received_at)
+    .bind(&m.user_id)
     .execute(db.writer())
     .await?;
     Ok(done.rows_affected() == 1)
@@ -153,4 +157,35 @@ pub async fn replied_since(db: &Db, phone: &str, channel: Channel, since: Millis
 pub async fn mark_replied(db: &Db, id: i64) -> Result<(), sqlx::Error> {
     sqlx::query("UPDATE inbound_messages SET replied = 1 WHERE id = $1").bind(id).execute(db.writer()).await?;
     Ok(())
+}
+
+/// Takes a waiting message for a step of bot session `session_id` (`routed`), before the bot is called, so
+/// that no other host calls the bot with it too: `false` when it was not waiting any more.
+pub async fn settle_to_session_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    id: i64,
+    session_id: i64,
+    now: Millis,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE inbound_messages SET state = 'routed', session_id = $1, routed_at = $2 WHERE id = $3 AND state = 'received'",
+    )
+    .bind(session_id)
+    .bind(now)
+    .bind(id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Puts back a message taken by [`settle_to_session_in`] whose bot could not be called now (busy), counting the
+/// attempt: it is routed again on a later pass (and set aside after [`MAX_ATTEMPTS`]).
+pub async fn unsettle(db: &Db, id: i64, now: Millis) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE inbound_messages SET session_id = NULL, routed_at = NULL, state = 'received' WHERE id = $1 AND state = 'routed'",
+    )
+    .bind(id)
+    .execute(db.writer())
+    .await?;
+    failed(db, id, now).await
 }

@@ -17,6 +17,7 @@ pub mod dev_sink;
 pub mod developers;
 pub mod devices;
 pub mod flows;
+pub mod form_links;
 pub mod inbound;
 pub mod keys;
 pub mod leases;

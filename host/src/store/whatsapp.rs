@@ -1,4 +1,5 @@
-//! The WhatsApp customer-service window: when each phone last wrote to the business on WhatsApp.
+//! The WhatsApp customer-service window: when each phone last wrote to the business on WhatsApp; and the
+//! business-scoped user ids (BSUID) WhatsApp's webhooks carry, with the phone each was seen with.
 
 use super::Db;
 use crate::clock::Millis;
@@ -22,6 +23,28 @@ pub async fn record_inbound(db: &Db, phone: &str, at: Millis) -> Result<(), sqlx
 pub async fn last_inbound(db: &Db, phone: &str) -> Result<Option<Millis>, sqlx::Error> {
     sqlx::query_scalar("SELECT last_inbound_at FROM whatsapp_windows WHERE phone = $1")
         .bind(phone)
+        .fetch_optional(db.reader())
+        .await
+}
+
+/// Keeps that WhatsApp's business-scoped user id `user_id` is `phone` (the latest pairing wins).
+pub async fn remember_user(db: &Db, user_id: &str, phone: &str, at: Millis) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO whatsapp_users (user_id, phone, seen_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (user_id) DO UPDATE SET phone = excluded.phone, seen_at = excluded.seen_at",
+    )
+    .bind(user_id)
+    .bind(phone)
+    .bind(at)
+    .execute(db.writer())
+    .await?;
+    Ok(())
+}
+
+/// The phone a business-scoped user id was seen with, if ever.
+pub async fn phone_of_user(db: &Db, user_id: &str) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT phone FROM whatsapp_users WHERE user_id = $1")
+        .bind(user_id)
         .fetch_optional(db.reader())
         .await
 }

@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{Component, owned};
+use super::{Component, check_whatsapp_menus, owned};
 use crate::auth::PartnerAuth;
 use crate::clock::record_time;
 use crate::http::error::{ApiError, ApiResult};
@@ -29,7 +29,10 @@ pub(super) struct Uploaded {
 /// Upload the bot's Wasm component.
 ///
 /// Raw bytes, Content-Type application/wasm (or application/octet-stream), up to HUBBUB_COMPONENT_LIMIT (64
-/// MiB by default; streamed to disk); 422 invalid_component when it is not a hubbub:bot component.
+/// MiB by default; streamed to disk); 422 invalid_component when it is not a hubbub:bot component; 422
+/// whatsapp_menu when `whatsapp` is among the bot's channels and its first steps (as a chat, and in each
+/// flow) hold a menu WhatsApp cannot show (more than 3 reply buttons, more than 10 list rows, titles too
+/// long), each reason listed.
 /// Compilations run a few at a time (HUBBUB_BOT_COMPILE_CONCURRENCY): when all are busy the upload is
 /// refused at once with 503 and Retry-After.
 #[utoipa::path(
@@ -76,6 +79,8 @@ pub(super) async fn upload_bot_component(
             format!("the component failed when asked for its flows: {other}"),
         ),
     })?;
+    let codes: Vec<String> = loaded.flows.iter().map(|f| f.code.clone()).collect();
+    check_whatsapp_menus(&state, &bot, &loaded.digest, &codes).await?;
     let flows = serde_json::to_value(&loaded.flows).map_err(ApiError::internal)?;
     let bytes = tokio::fs::read(upload.file.path()).await.map_err(ApiError::internal)?;
     let now = state.now();

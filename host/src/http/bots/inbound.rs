@@ -122,6 +122,11 @@ pub(super) async fn bot_inbound(
                     other => other.into(),
                 },
             )?;
+            // A session on WhatsApp or SMS gets the steps there, not in the app.
+            if applied && session.channel.is_some() {
+                let steps = state.flows().pending_steps(&session).await?;
+                crate::inbound::deliver(&state.delivery, &session, &steps).await?;
+            }
             Ok(Json(Ack { ok: true, duplicate: !applied }))
         }
         Some(other) => Err(ApiError::validation("event", format!("unknown event {other:?}: expected reply or ping"))),

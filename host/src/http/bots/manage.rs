@@ -8,7 +8,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::{BotRecord, BotResponse, CHANNELS, Credentials, bot_record, check_webhook_url, new_token, owned, readable};
+use super::{
+    BotRecord, BotResponse, CHANNELS, Credentials, bot_record, check_webhook_url, check_whatsapp_menus, new_token,
+    owned, readable,
+};
 use crate::auth::{PartnerAuth, PartnerOrBot};
 use crate::events;
 use crate::http::error::{ApiError, ApiResult};
@@ -193,6 +196,19 @@ pub(super) struct UpdateBot {
     /// Comma-separated IP addresses or CIDR blocks the inbound webhook accepts calls from; empty clears it.
     #[schema(value_type = Option<String>)]
     allowed_ips: Option<Option<String>>,
+    /// The channels (`whatsapp`, `sms`, each among `channels`) this bot is the partner's entry bot on: a
+    /// person who writes there with no session or conversation going on starts a session with it. A
+    /// channel is taken from the partner's bot that had it; `[]` clears.
+    #[schema(value_type = Option<Vec<Channel>>)]
+    entry: Option<Vec<String>>,
+    /// The flow (one of its component's) an entry session starts; null or empty: a chat.
+    #[schema(value_type = Option<String>)]
+    entry_flow: Option<Option<String>>,
+}
+
+/// The codes of the flows a component offers (as stored: `[{code, title}]`).
+fn flow_codes(flows: &serde_json::Value) -> Vec<String> {
+    flows.as_array().into_iter().flatten().filter_map(|f| f["code"].as_str().map(str::to_string)).collect()
 }
 
 /// Applies `allowed_ips` (empty clears it).
@@ -208,10 +224,11 @@ fn set_allowed_ips(bot: &mut Bot, value: Option<&str>) -> ApiResult<()> {
     Ok(())
 }
 
-/// Update name, runtime_mode, webhook_url, channels, allowed_ips (empty clears).
+/// Update name, runtime_mode, webhook_url, channels, allowed_ips (empty clears), entry, entry_flow.
 ///
 /// Webhook mode needs a URL: a change that would leave a bot in webhook mode without one is 409 (give
-/// `webhook_url`, or `runtime_mode: local`).
+/// `webhook_url`, or `runtime_mode: local`). Adding `whatsapp` to a local bot's channels checks its menus
+/// as the upload does (422 whatsapp_menu).
 #[utoipa::path(
     patch,
     path = "/bots/{code}",
@@ -231,6 +248,7 @@ pub(super) async fn update_bot(
     ApiJson(req): ApiJson<UpdateBot>,
 ) -> ApiResult<Json<BotResponse>> {
     let mut bot = owned(&state, &partner, &code).await?;
+    let was_on_whatsapp = bot.channels.iter().any(|c| c == Channel::Whatsapp.as_str());
     if let Some(name) = req.name {
         let name = name.trim();
         if name.is_empty() {
@@ -265,6 +283,40 @@ pub(super) async fn update_bot(
     }
     if let Some(ips) = req.allowed_ips {
         set_allowed_ips(&mut bot, ips.as_deref())?;
+    }
+    if let Some(entry) = req.entry {
+        let channels = [Channel::Whatsapp.as_str(), Channel::Sms.as_str()];
+        if let Some(bad) = entry.iter().find(|c| !channels.contains(&c.as_str())) {
+            return Err(ApiError::validation("entry", format!("entry lists whatsapp or sms, not {bad:?}")));
+        }
+        bot.entry_channels = channels.iter().filter(|c| entry.iter().any(|e| e == *c)).map(|c| c.to_string()).collect();
+    }
+    if let Some(missing) = bot.entry_channels.iter().find(|c| !bot.channels.contains(c)) {
+        return Err(ApiError::validation(
+            "entry",
+            format!("{missing} is not among the bot's channels: add it there too"),
+        ));
+    }
+    let component_flows = match &bot.component_digest {
+        Some(digest) => store::component_info(&state.db, digest).await?.map(|(_, flows)| flow_codes(&flows)),
+        None => None,
+    };
+    if let Some(flow) = req.entry_flow {
+        let flow = flow.as_deref().map(str::trim).filter(|f| !f.is_empty());
+        if let (Some(flow), Some(codes)) = (flow, &component_flows)
+            && !codes.iter().any(|c| c == flow)
+        {
+            return Err(ApiError::validation(
+                "entry_flow",
+                format!("the bot's component has no flow {flow:?} (it has: {})", codes.join(", ")),
+            ));
+        }
+        bot.entry_flow = flow.map(str::to_string);
+    }
+    if let (Some(digest), Some(codes)) = (bot.component_digest.clone(), &component_flows)
+        && !was_on_whatsapp
+    {
+        check_whatsapp_menus(&state, &bot, &digest, codes).await?;
     }
     store::update(&state.db, &bot, state.now()).await?;
     Ok(Json(BotResponse { bot: bot_record(&state, &bot).await? }))

@@ -44,6 +44,23 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 const CHANNELS: &[&str] = &["inapp", "whatsapp", "sms"];
 
+/// Refuses a `local` bot with `whatsapp` among its channels whose component's first steps hold a menu that
+/// WhatsApp cannot show (422 `whatsapp_menu`, every reason listed): the author hears it now, not a person at
+/// run time. `flows`: the component's flow codes.
+async fn check_whatsapp_menus(state: &AppState, bot: &Bot, digest: &str, flows: &[String]) -> ApiResult<()> {
+    if bot.runtime_mode != RuntimeMode::Local || !bot.channels.iter().any(|c| c == Channel::Whatsapp.as_str()) {
+        return Ok(());
+    }
+    let misfits = state.flows().whatsapp_misfits(bot, digest, flows).await?;
+    if misfits.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::unprocessable(
+        "whatsapp_menu",
+        format!("WhatsApp cannot show a menu of this bot (whatsapp is among its channels): {}", misfits.join("; ")),
+    ))
+}
+
 /// A new bot token: `bot_<prefix>.<secret>`; returns it with its displayable prefix.
 fn new_token() -> (String, String) {
     let prefix = format!("bot_{}", random_alnum(8));
@@ -109,6 +126,12 @@ struct BotRecord {
     channels: Vec<String>,
     /// Comma-separated IP addresses or CIDR blocks the inbound webhook accepts calls from (null: any).
     allowed_ips: Option<String>,
+    /// The channels it is the partner's entry bot on: a person who writes there with no session or
+    /// conversation going on starts a session with it.
+    #[schema(value_type = Vec<Channel>)]
+    entry: Vec<String>,
+    /// The flow such a session starts (null: a chat).
+    entry_flow: Option<String>,
     credentials: Credentials,
     /// Null until a component is uploaded.
     component: Option<Component>,
@@ -137,6 +160,8 @@ async fn bot_record(state: &AppState, b: &Bot) -> ApiResult<BotRecord> {
         webhook_url: b.webhook_url.clone(),
         channels: b.channels.clone(),
         allowed_ips: b.allowed_ips.clone(),
+        entry: b.entry_channels.clone(),
+        entry_flow: b.entry_flow.clone(),
         credentials: Credentials::from(b),
         component,
         created_at: record_time(b.created_at),
