@@ -17,8 +17,10 @@
 //! 5. a phone linked to no partner gets one polite reply a day on that channel, never more.
 //!
 //! A bot's steps go out on the session's channel ([`deliver`], rendered by `channel_steps`); a form screen
-//! goes as a link that opens it in the app, once, without a login (`form_links`). Media and partners' own
-//! numbers are not routed yet: media and other kinds of message are kept (`unsupported`) and reach no one.
+//! goes as a link that opens it in the app, once, without a login (`form_links`). Files (WhatsApp images,
+//! documents, audio, video, stickers; SMS `MediaUrl`s) are fetched from the provider and kept as Hubbub
+//! media, and go to support as in 3 and 4 (a bot takes text and choices only). Other kinds of message
+//! (reactions, …) are kept (`unsupported`) and reach no one; partners' own numbers are not routed yet.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,8 +34,9 @@ use crate::delivery::{self, Delivery, receipts};
 use crate::events;
 use crate::flows::{FlowError, Flows};
 use crate::messages::compose::{self, SendMessage};
-use crate::names::{Channel, ConversationState, Direction, InboundState};
+use crate::names::{Channel, ContentType, ConversationState, Direction, InboundState};
 use crate::payments::Payments;
+use crate::providers::FetchError;
 use crate::runtime::{GuestEvent, Runtime};
 use crate::secrets::{digest, random_alnum};
 use crate::store::bots::{self, Bot};
@@ -287,6 +290,13 @@ pub async fn route(routing: &Routing, m: &Inbound) -> Result<(), sqlx::Error> {
         return Ok(());
     }
     let body = m.body.as_deref().map(str::trim).filter(|b| !b.is_empty());
+    let files = files_of(m);
+    if !files.is_empty() {
+        // Files go to support (a bot takes text and choices only), fetched and kept as Hubbub media.
+        let requests = fetch_files(delivery, m, &files, body).await?;
+        let outcome = for_partner(delivery, m, requests, true).await?;
+        return settle(delivery, m, outcome).await;
+    }
     let keyword = body.filter(|_| m.channel == Channel::Sms).and_then(keyword);
     if keyword.is_none() && body.is_some() {
         let partner = context_partner(delivery, m).await?;
@@ -294,21 +304,29 @@ pub async fn route(routing: &Routing, m: &Inbound) -> Result<(), sqlx::Error> {
             return to_session(routing, m, session).await;
         }
     }
+    let text = |body: &str| vec![SendMessage { body: Some(body.to_string()), ..Default::default() }];
     let outcome = match (keyword, body) {
         // A keyword is also a word to an agent the user is talking to ("Cancel", "Yes"): it goes on in the
         // conversation there is, and opens none.
-        (Some(keyword), Some(body)) => match for_partner(delivery, m, body, false).await? {
-            Outcome::Append(c, message) => Outcome::Keyword(keyword, Some((c, message))),
+        (Some(keyword), Some(body)) => match for_partner(delivery, m, text(body), false).await? {
+            Outcome::Append(c, messages) => Outcome::Keyword(keyword, Some((c, messages))),
             _ => Outcome::Keyword(keyword, None),
         },
         (_, None) => Outcome::Unsupported,
-        (None, Some(body)) => for_partner(delivery, m, body, true).await?,
+        (None, Some(body)) => for_partner(delivery, m, text(body), true).await?,
     };
-    if let Outcome::Open(message) = &outcome
-        && let Some(bot) = bots::entry_bot(db, message.partner_id, m.channel.as_str()).await?
+    if let Outcome::Open(messages) = &outcome
+        && let Some(bot) = bots::entry_bot(db, messages[0].partner_id, m.channel.as_str()).await?
     {
         return start_entry(routing, m, &bot).await;
     }
+    settle(delivery, m, outcome).await
+}
+
+/// Writes what `m` became, in one transaction with its own change of state (see [`route`]); a person
+/// linked to no partner then gets the polite reply.
+async fn settle(delivery: &Delivery, m: &Inbound, outcome: Outcome) -> Result<(), sqlx::Error> {
+    let (db, now) = (&delivery.db, delivery.now());
     let mut tx = db.begin().await?;
     let (state, message_id) = match outcome {
         Outcome::Keyword(keyword, also) => {
@@ -323,18 +341,22 @@ pub async fn route(routing: &Routing, m: &Inbound) -> Result<(), sqlx::Error> {
                 }
             };
             let message_id = match also {
-                Some((c, message)) => Some(append(&mut tx, c, message, now).await?),
+                Some((c, messages)) => Some(append(&mut tx, c, messages, now).await?),
                 None => None,
             };
             (state, message_id)
         }
         Outcome::Unsupported => (InboundState::Unsupported, None),
         Outcome::NoPartner => (InboundState::Unrouted, None),
-        Outcome::Append(c, message) => (InboundState::Routed, Some(append(&mut tx, c, message, now).await?)),
-        Outcome::Open(message) => {
+        Outcome::Append(c, messages) => (InboundState::Routed, Some(append(&mut tx, c, messages, now).await?)),
+        Outcome::Open(mut messages) => {
             let reference = format!("conv_{}", random_alnum(24));
-            let (_, message) =
-                conversations::open_in(&mut tx, &reference, None, message, now, events::conversation_message).await?;
+            let first = messages.remove(0);
+            let (c, message) =
+                conversations::open_in(&mut tx, &reference, None, first, now, events::conversation_message).await?;
+            if !messages.is_empty() {
+                append(&mut tx, c.id, messages, now).await?;
+            }
             (InboundState::Routed, Some(message.id))
         }
     };
@@ -355,17 +377,123 @@ pub async fn route(routing: &Routing, m: &Inbound) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
-/// The user's message in conversation `c`, in the transaction: its id.
+/// The user's messages in conversation `c`, in the transaction: the id of the first.
 async fn append(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     c: i64,
-    message: NewMessage,
+    messages: Vec<NewMessage>,
     now: Millis,
 ) -> Result<i64, sqlx::Error> {
-    match conversations::append_in(tx, c, message, ConversationState::Open, now, events::conversation_message).await? {
-        messages::Created::New(message) => Ok(message.id),
-        _ => Err(sqlx::Error::Protocol("an inbound message carries no idempotency key".into())),
+    let mut first = None;
+    for message in messages {
+        let event = events::conversation_message;
+        match conversations::append_in(tx, c, message, ConversationState::Open, now, event).await? {
+            messages::Created::New(message) => first = first.or(Some(message.id)),
+            _ => return Err(sqlx::Error::Protocol("an inbound message carries no idempotency key".into())),
+        }
     }
+    first.ok_or_else(|| sqlx::Error::Protocol("no message to append".into()))
+}
+
+/// A file a person sent: the provider's reference to it (a WhatsApp media id, a Twilio `MediaUrl`), what
+/// kind of message it makes, and what the provider said of it.
+#[derive(Debug, Clone, PartialEq)]
+struct File {
+    reference: String,
+    kind: ContentType,
+    filename: Option<String>,
+    mimetype: Option<String>,
+    /// WhatsApp's caption of it.
+    caption: Option<String>,
+}
+
+/// The files of `m`: a WhatsApp image, document, audio, video or sticker; an SMS's `MediaUrl`s.
+fn files_of(m: &Inbound) -> Vec<File> {
+    let c = &m.content;
+    match m.channel {
+        Channel::Whatsapp => {
+            let kind = match c["type"].as_str() {
+                Some("image" | "sticker") => ContentType::Image,
+                Some("document") => ContentType::Document,
+                Some("audio") => ContentType::Audio,
+                Some("video") => ContentType::Video,
+                _ => return Vec::new(),
+            };
+            let media = &c[c["type"].as_str().unwrap_or_default()];
+            let Some(id) = media["id"].as_str() else { return Vec::new() };
+            let text = |k: &str| media[k].as_str().map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
+            vec![File {
+                reference: id.to_string(),
+                kind,
+                filename: text("filename"),
+                mimetype: text("mime_type"),
+                caption: text("caption"),
+            }]
+        }
+        _ => c["media"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| {
+                let mimetype = f["mimetype"].as_str().map(str::to_string);
+                let kind = match mimetype.as_deref().and_then(|t| t.split('/').next()) {
+                    Some("image") => ContentType::Image,
+                    Some("audio") => ContentType::Audio,
+                    Some("video") => ContentType::Video,
+                    _ => ContentType::Document,
+                };
+                Some(File { reference: f["url"].as_str()?.to_string(), kind, filename: None, mimetype, caption: None })
+            })
+            .collect(),
+    }
+}
+
+/// The messages `m`'s files become: each fetched from the provider (at most `HUBBUB_BODY_LIMIT` bytes) and
+/// kept as Hubbub media, the first with the text that came with them. A file that cannot be fetched for
+/// good (too large, gone) becomes a line saying so; one the provider cannot give now fails the routing,
+/// which is tried again.
+async fn fetch_files(
+    delivery: &Delivery,
+    m: &Inbound,
+    files: &[File],
+    body: Option<&str>,
+) -> Result<Vec<SendMessage>, sqlx::Error> {
+    use base64::Engine;
+    let Some(provider) = delivery.provider(m.channel) else { return Ok(Vec::new()) };
+    let limit = delivery.config.body_limit;
+    let mut requests = Vec::with_capacity(files.len());
+    for (i, file) in files.iter().enumerate() {
+        let text = file.caption.clone().or(body.filter(|_| i == 0).map(str::to_string));
+        match provider.fetch_media(&file.reference, limit).await {
+            Ok(fetched) => requests.push(SendMessage {
+                content_type: Some(file.kind),
+                body: text,
+                media_base64: Some(base64::engine::general_purpose::STANDARD.encode(&fetched.bytes)),
+                media_filename: file.filename.clone(),
+                media_mimetype: file.mimetype.clone().or(fetched.mimetype),
+                ..Default::default()
+            }),
+            Err(FetchError::Transient(why)) => {
+                return Err(sqlx::Error::Protocol(format!("a file could not be fetched now: {why}")));
+            }
+            Err(FetchError::Permanent(why)) => {
+                tracing::warn!(inbound = m.id, reason = %why, "a file a person sent could not be kept");
+                let what = match file.kind {
+                    ContentType::Image => "a picture",
+                    ContentType::Audio => "a recording",
+                    ContentType::Video => "a video",
+                    _ => "a file",
+                };
+                let note = format!("(The user sent {what} that could not be kept: {why}.)");
+                let line = match text {
+                    Some(text) => format!("{text}\n{note}"),
+                    None => note,
+                };
+                requests.push(SendMessage { body: Some(line), ..Default::default() });
+            }
+        }
+    }
+    Ok(requests)
 }
 
 /// How long a form link opens its form (a person who comes back later writes again and gets a new one).
@@ -519,19 +647,25 @@ async fn form_link(delivery: &Delivery, session: &Session, screen: &str) -> Resu
 /// What an inbound message becomes.
 enum Outcome {
     /// An opt-out keyword, also the user's message in their conversation, if they have one.
-    Keyword(Keyword, Option<(i64, NewMessage)>),
+    Keyword(Keyword, Option<(i64, Vec<NewMessage>)>),
     /// Nothing to route (no text).
     Unsupported,
     /// No partner to give it to.
     NoPartner,
-    /// The user's message in their conversation `0`.
-    Append(i64, NewMessage),
-    /// The first message of a new conversation.
-    Open(NewMessage),
+    /// The user's messages (one, or one per file) in their conversation `0`.
+    Append(i64, Vec<NewMessage>),
+    /// The first messages of a new conversation.
+    Open(Vec<NewMessage>),
 }
 
-/// Where a text goes: the conversation it belongs in, or (`open_new`) a new one with the partner it is for.
-async fn for_partner(delivery: &Delivery, m: &Inbound, body: &str, open_new: bool) -> Result<Outcome, sqlx::Error> {
+/// Where the messages `requests` go: the conversation they belong in, or (`open_new`) a new one with the
+/// partner they are for.
+async fn for_partner(
+    delivery: &Delivery,
+    m: &Inbound,
+    requests: Vec<SendMessage>,
+    open_new: bool,
+) -> Result<Outcome, sqlx::Error> {
     let db = &delivery.db;
     let context_partner = context_partner(delivery, m).await?;
     let ongoing = match context_partner {
@@ -548,20 +682,26 @@ async fn for_partner(delivery: &Delivery, m: &Inbound, body: &str, open_new: boo
         },
     };
     // The same checks as a message the user writes in the app.
-    let request = SendMessage { body: Some(body.to_string()), ..Default::default() };
-    let content = match compose::content(db, false, partner_id, &request, Some(&m.phone)).await {
-        Ok(content) => content,
-        Err(compose::ComposeError::Database(e)) => return Err(e),
-        Err(refused) => {
-            tracing::warn!(inbound = m.id, reason = %refused, "an inbound message could not become a message");
-            return Ok(Outcome::Unsupported);
-        }
-    };
-    let mut message = content.into_message(partner_id, &m.phone, Direction::In, None);
-    message.channel = Some(m.channel);
+    let mut messages = Vec::with_capacity(requests.len());
+    for request in &requests {
+        let content = match compose::content(db, false, partner_id, request, Some(&m.phone)).await {
+            Ok(content) => content,
+            Err(compose::ComposeError::Database(e)) => return Err(e),
+            Err(refused) => {
+                tracing::warn!(inbound = m.id, reason = %refused, "an inbound message could not become a message");
+                continue;
+            }
+        };
+        let mut message = content.into_message(partner_id, &m.phone, Direction::In, None);
+        message.channel = Some(m.channel);
+        messages.push(message);
+    }
+    if messages.is_empty() {
+        return Ok(Outcome::Unsupported);
+    }
     Ok(match ongoing {
-        Some(c) => Outcome::Append(c.id, message),
-        None => Outcome::Open(message),
+        Some(c) => Outcome::Append(c.id, messages),
+        None => Outcome::Open(messages),
     })
 }
 

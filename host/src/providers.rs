@@ -19,6 +19,22 @@ use crate::validate::is_global_unicast;
 
 pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
 
+/// A file a person sent, as the provider keeps it: its bytes and its content type.
+pub struct Fetched {
+    pub bytes: Vec<u8>,
+    pub mimetype: Option<String>,
+}
+
+/// Why a file could not be fetched: for good (gone at the provider, too large), or for now (the provider
+/// could not be reached, answered 5xx) — then it is tried again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FetchError {
+    Permanent(String),
+    Transient(String),
+}
+
+pub type FetchFuture<'a> = Pin<Box<dyn Future<Output = Result<Fetched, FetchError>> + Send + 'a>>;
+
 /// Sends a text to a phone on one channel; `Ok` carries the provider's message id, `Err` the reason.
 pub trait Provider: Send + Sync {
     fn send<'a>(&'a self, phone: &'a str, text: &'a str) -> SendFuture<'a>;
@@ -34,6 +50,12 @@ pub trait Provider: Send + Sync {
     fn send_interactive<'a>(&'a self, phone: &'a str, interactive: &'a Value, text: &'a str) -> SendFuture<'a> {
         let _ = interactive;
         self.send(phone, text)
+    }
+
+    /// Fetches a file a person sent (a WhatsApp media id, a Twilio `MediaUrl`), at most `limit` bytes.
+    fn fetch_media<'a>(&'a self, media: &'a str, limit: usize) -> FetchFuture<'a> {
+        let _ = (media, limit);
+        Box::pin(async { Err(FetchError::Permanent("this provider keeps no files".into())) })
     }
 
     /// Whether free-form text reaches only people who wrote in the last 24 hours (Meta's customer-service
@@ -146,6 +168,18 @@ impl Provider for TwilioSms {
             Ok(body["sid"].as_str().unwrap_or("").to_string())
         })
     }
+
+    /// A `MediaUrl` of an inbound message: only one of this account's (under the Twilio base URL), fetched
+    /// with its credentials (Twilio answers with a redirect to the file).
+    fn fetch_media<'a>(&'a self, url: &'a str, limit: usize) -> FetchFuture<'a> {
+        Box::pin(async move {
+            let ours = format!("{}/", self.base_url.trim_end_matches('/'));
+            if !url.starts_with(&ours) {
+                return Err(FetchError::Permanent(format!("twilio: {url} is not a file of this Twilio account")));
+            }
+            download("twilio", self.http.get(url).basic_auth(&self.account_sid, Some(&self.auth_token)), limit).await
+        })
+    }
 }
 
 /// The WhatsApp Cloud API's `POST /{phone_number_id}/messages` with a text message.
@@ -198,9 +232,62 @@ impl Provider for WhatsAppCloud {
         Box::pin(self.post_message(payload))
     }
 
+    /// `GET /{media id}` (its download URL and type), then the file from that URL, both with the token.
+    fn fetch_media<'a>(&'a self, id: &'a str, limit: usize) -> FetchFuture<'a> {
+        Box::pin(async move {
+            if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                return Err(FetchError::Permanent(format!("whatsapp: {id:?} is not a media id")));
+            }
+            let url = format!("{}/{id}", self.base_url.trim_end_matches('/'));
+            let about = meta_call(self.http.get(url).bearer_auth(&self.token)).await.map_err(|e| match e.status {
+                Some(status) if status < 500 && status != 429 => FetchError::Permanent(e.reason),
+                _ => FetchError::Transient(e.reason),
+            })?;
+            if about["file_size"].as_u64().is_some_and(|size| size > limit as u64) {
+                return Err(FetchError::Permanent(format!("the file is larger than {limit} bytes")));
+            }
+            let Some(location) = about["url"].as_str() else {
+                return Err(FetchError::Permanent("whatsapp: the media has no url".into()));
+            };
+            let mut fetched = download("whatsapp", self.http.get(location).bearer_auth(&self.token), limit).await?;
+            fetched.mimetype = about["mime_type"].as_str().map(str::to_string).or(fetched.mimetype);
+            Ok(fetched)
+        })
+    }
+
     fn has_free_form_window(&self) -> bool {
         true
     }
+}
+
+/// The answer to `request`, at most `limit` bytes (read as it comes, so a larger file is never held whole).
+async fn download(provider: &str, request: reqwest::RequestBuilder, limit: usize) -> Result<Fetched, FetchError> {
+    let mut response = request.send().await.map_err(|e| FetchError::Transient(describe(provider, &e)))?;
+    let status = response.status();
+    if !status.is_success() {
+        let why = format!("{provider}: the file answered HTTP {}", status.as_u16());
+        return Err(match status.is_server_error() || status.as_u16() == 429 {
+            true => FetchError::Transient(why),
+            false => FetchError::Permanent(why),
+        });
+    }
+    let too_large = || FetchError::Permanent(format!("the file is larger than {limit} bytes"));
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    let mimetype = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or(v).trim().to_string());
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| FetchError::Transient(describe(provider, &e)))? {
+        if bytes.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Fetched { bytes, mimetype })
 }
 
 impl WhatsAppCloud {

@@ -472,6 +472,8 @@ pub struct FakeServer {
     pub requests: Arc<std::sync::Mutex<Vec<Recorded>>>,
     /// Answers set for particular paths (`answer`), instead of the provider-shaped default.
     pub answers: Arc<std::sync::Mutex<HashMap<String, (u16, Value)>>>,
+    /// Files served at particular paths (`file`): their content type and bytes.
+    pub files: Arc<std::sync::Mutex<HashMap<String, (String, Vec<u8>)>>>,
 }
 
 #[derive(Clone, Debug)]
@@ -493,10 +495,12 @@ impl FakeServer {
         let behaviour = Arc::new(std::sync::Mutex::new((status, delay_ms)));
         let requests = Arc::new(std::sync::Mutex::new(Vec::new()));
         let answers = Arc::new(std::sync::Mutex::new(HashMap::new()));
-        let (b, r, a) = (behaviour.clone(), requests.clone(), answers.clone());
+        let files = Arc::new(std::sync::Mutex::new(HashMap::new()));
+        let (b, r, a, f) = (behaviour.clone(), requests.clone(), answers.clone(), files.clone());
         let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
-            let (b, r, a) = (b.clone(), r.clone(), a.clone());
+            let (b, r, a, f) = (b.clone(), r.clone(), a.clone(), f.clone());
             async move {
+                use axum::response::IntoResponse;
                 let (parts, body) = req.into_parts();
                 let body = axum::body::to_bytes(body, 16 * 1024 * 1024).await.unwrap().to_vec();
                 let path = parts.uri.path().to_string();
@@ -507,8 +511,11 @@ impl FakeServer {
                 };
                 let (status, delay) = *b.lock().unwrap();
                 tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+                if let Some((content_type, bytes)) = f.lock().unwrap().get(&path).cloned() {
+                    return ([(axum::http::header::CONTENT_TYPE, content_type)], bytes).into_response();
+                }
                 if let Some((status, payload)) = a.lock().unwrap().get(&path).cloned() {
-                    return (axum::http::StatusCode::from_u16(status).unwrap(), axum::Json(payload));
+                    return (axum::http::StatusCode::from_u16(status).unwrap(), axum::Json(payload)).into_response();
                 }
                 // Provider-shaped answers with an id per request (`SM<n>`, `wamid.<n>`, n counting from 1);
                 // Stripe's Checkout Sessions and refunds by their paths.
@@ -517,13 +524,18 @@ impl FakeServer {
                     "/v1/refunds" => serde_json::json!({"id": format!("re_test_{n}"), "object": "refund", "status": "succeeded", "error": {"message": "fake says no"}}),
                     _ => serde_json::json!({"sid": format!("SM{n}"), "messages": [{"id": format!("wamid.{n}")}], "message": "fake says no", "error": {"message": "fake says no"}}),
                 };
-                (axum::http::StatusCode::from_u16(status).unwrap(), axum::Json(payload))
+                (axum::http::StatusCode::from_u16(status).unwrap(), axum::Json(payload)).into_response()
             }
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        FakeServer { url, behaviour, requests, answers }
+        FakeServer { url, behaviour, requests, answers, files }
+    }
+
+    /// Serves `bytes` as `content_type` at `path` from now on (a file a provider keeps).
+    pub fn file(&self, path: &str, content_type: &str, bytes: &[u8]) {
+        self.files.lock().unwrap().insert(path.to_string(), (content_type.to_string(), bytes.to_vec()));
     }
 
     /// Answers requests to `path` with `status` and `payload` from now on.

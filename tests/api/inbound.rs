@@ -197,6 +197,17 @@ async fn whatsapp_messages_reach_the_conversation_and_answers_keep_to_the_window
     let message = refused.json["error"]["message"].as_str().unwrap();
     assert!(message.contains("24-hour window"), "{message}");
     assert_eq!(thread(&app, &acme, id).await.len(), 3, "the refused answer is not kept");
+
+    // A partner who lets such answers go on by the other channels: WhatsApp is skipped, SMS takes it.
+    let fallback = json!({"whatsapp_window_fallback": true});
+    let settings = app.request(reqwest::Method::PUT, "/api/v1/settings/delivery", Some(&acme), Some(&fallback)).await;
+    assert_eq!(settings.ok(200)["whatsapp_window_fallback"], true);
+    assert_eq!(app.get(&acme, "/api/v1/settings/delivery").await.ok(200)["whatsapp_window_fallback"], true);
+    let late = app.post(&acme, &format!("/api/v1/conversations/{id}/messages"), json!({"body": "Still there?"})).await;
+    let late = app.delivered(&acme, late.ok(201)["message_id"].as_i64().unwrap()).await;
+    assert_eq!(tries(&late), [t("whatsapp", "skipped", "outside_24h_window"), t("sms", "sent", "")]);
+    assert_eq!(sent_to(&wa, phone).len(), 1, "nothing more on WhatsApp");
+    assert_eq!(sent_to(&sms, phone).last().unwrap()["Body"], "acme Inc.: Still there?");
 }
 
 #[tokio::test]
@@ -701,4 +712,153 @@ async fn a_whatsapp_message_with_only_a_business_scoped_id_reaches_the_phone_it_
     assert_eq!((kept.phone.as_str(), kept.state), ("", hubbub_host::names::InboundState::Unrouted));
     assert_eq!(conversations(&app, &acme).await.len(), 1);
     assert!(wa.received().is_empty(), "{:?}", wa.received().iter().map(|r| r.json()).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn files_from_whatsapp_and_sms_are_fetched_and_kept_as_media_in_the_conversation() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
+    let acme = app.partner("acme").await;
+    let phone = "+15550000205";
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    let jpeg = b"\xff\xd8\xff\xe0 a receipt";
+    wa.answer(
+        "/m1",
+        200,
+        json!({"url": format!("{}/files/m1", wa.url), "mime_type": "image/jpeg", "file_size": jpeg.len()}),
+    );
+    wa.file("/files/m1", "application/octet-stream", jpeg);
+    wa.answer(
+        "/m2",
+        200,
+        json!({"url": format!("{}/files/m2", wa.url), "mime_type": "video/mp4", "file_size": 20_000_000}),
+    );
+
+    // A photo with a caption, and a video over the host's limit.
+    let image = json!({"type": "image", "image": {"id": "m1", "mime_type": "image/jpeg", "caption": "My receipt"}});
+    app.whatsapp_notify(whatsapp_message("wamid.f1", phone, app.now(), image)).await.ok(200);
+    routed(&app).await;
+    let video = json!({"type": "video", "video": {"id": "m2", "mime_type": "video/mp4"}});
+    app.whatsapp_notify(whatsapp_message("wamid.f2", phone, app.now(), video)).await.ok(200);
+    routed(&app).await;
+    let list = conversations(&app, &acme).await;
+    assert_eq!(list.len(), 1);
+    let id = list[0]["conversation_id"].as_i64().unwrap();
+    let messages = thread(&app, &acme, id).await;
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(
+        (messages[0]["content_type"].as_str(), messages[0]["body"].as_str()),
+        (Some("image"), Some("My receipt"))
+    );
+    let media = &messages[0]["media"];
+    assert_eq!((media["mimetype"].as_str(), media["size"].as_i64()), (Some("image/jpeg"), Some(jpeg.len() as i64)));
+    let url = media["url"].as_str().unwrap();
+    assert!(url.starts_with("/api/v1/media/med_"), "{url}");
+    let kept = app.client.get(format!("{}{url}", app.base)).bearer_auth(&acme).send().await.unwrap();
+    assert_eq!(kept.status(), 200);
+    assert_eq!(kept.bytes().await.unwrap().as_ref(), jpeg);
+    // Both Graph API calls carried the token.
+    let asked: Vec<_> = wa.received().into_iter().filter(|r| r.path == "/m1" || r.path == "/files/m1").collect();
+    assert_eq!(asked.len(), 2);
+    assert!(asked.iter().all(|r| r.headers["authorization"] == "Bearer wa-token"));
+    assert_eq!(
+        messages[1]["body"],
+        "(The user sent a video that could not be kept: the file is larger than 10485760 bytes.)"
+    );
+    assert!(!wa.received().iter().any(|r| r.path == "/files/m2"), "a file over the limit is not downloaded");
+
+    // An MMS: its file under this Twilio account is fetched with its credentials; a MediaUrl elsewhere is
+    // never fetched (nor given the credentials).
+    let png = b"\x89PNG a map";
+    let media_path = "/2010-04-01/Accounts/AC1/Messages/MM1/Media/ME1";
+    sms.file(media_path, "image/png", png);
+    let mine = format!("{}{media_path}", sms.url);
+    let params = [
+        ("MessageSid", "MMin1"),
+        ("From", phone),
+        ("To", "+15550001111"),
+        ("Body", "Where I am"),
+        ("NumMedia", "2"),
+        ("MediaUrl0", mine.as_str()),
+        ("MediaContentType0", "image/png"),
+        ("MediaUrl1", "https://files.example.net/x.pdf"),
+        ("MediaContentType1", "application/pdf"),
+    ];
+    twilio_post(&app, "inbound", &params, None).await;
+    routed(&app).await;
+    let messages = thread(&app, &acme, id).await;
+    assert_eq!(messages.len(), 4, "{messages:?}");
+    assert_eq!(
+        (messages[2]["content_type"].as_str(), messages[2]["body"].as_str()),
+        (Some("image"), Some("Where I am"))
+    );
+    assert_eq!(messages[2]["channel"], "sms");
+    let body = messages[3]["body"].as_str().unwrap();
+    assert!(body.contains("is not a file of this Twilio account"), "{body}");
+    let fetched: Vec<_> = sms.received().into_iter().filter(|r| r.path == media_path).collect();
+    assert_eq!(fetched.len(), 1);
+    let basic = format!("Basic {}", base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "AC1:tw-token"));
+    assert_eq!(fetched[0].headers["authorization"], basic.as_str());
+
+    // The Graph API failing for now: the message waits, and is routed once the file can be fetched.
+    wa.answer("/m3", 503, json!({"error": {"message": "try later"}}));
+    let audio = json!({"type": "audio", "audio": {"id": "m3", "mime_type": "audio/ogg"}});
+    app.whatsapp_notify(whatsapp_message("wamid.f3", phone, app.now(), audio)).await.ok(200);
+    eventually("a failed fetch counted", || async {
+        let kept = hubbub_host::store::inbound::find(&app.state.db, hubbub_host::names::Channel::Whatsapp, "wamid.f3");
+        kept.await.unwrap().is_some_and(|m| m.state == hubbub_host::names::InboundState::Received)
+            && wa.received().iter().any(|r| r.path == "/m3")
+    })
+    .await;
+    wa.answer("/m3", 200, json!({"url": format!("{}/files/m3", wa.url), "mime_type": "audio/ogg"}));
+    wa.file("/files/m3", "audio/ogg", b"OggS");
+    eventually("the audio in the conversation", || async { thread(&app, &acme, id).await.len() == 5 }).await;
+    assert_eq!(thread(&app, &acme, id).await[4]["content_type"], "audio");
+}
+
+#[tokio::test]
+async fn a_flow_invitation_on_whatsapp_or_sms_runs_there() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
+    let acme = app.partner("acme").await;
+    let phone = "+15550000206";
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    crate::bots::local_bot(&app, &acme, "signup", "signup").await;
+    let invite = |channel: &str| {
+        let path = "/api/v1/bots/signup/flows/signup/invite";
+        app.post(&acme, path, json!({"phone": phone, "channel": channel}))
+    };
+    // The channel must be the bot's; WhatsApp needs the user's window open.
+    invite("whatsapp").await.field_error("channel");
+    invite("fax").await.field_error("channel");
+    app.patch(&acme, "/api/v1/bots/signup", json!({"channels": ["inapp", "whatsapp", "sms"]})).await.ok(200);
+    let shut = invite("whatsapp").await;
+    shut.error(409, "conflict");
+    assert!(shut.json["error"]["message"].as_str().unwrap().contains("24-hour window"));
+
+    // Once they wrote, the flow's first screen goes out as the form's link button; the session is on WhatsApp.
+    app.whatsapp_wrote(phone).await;
+    let r = invite("whatsapp").await;
+    let invited = &r.ok(201)["flow_session"];
+    assert_eq!((invited["channel"].as_str(), invited["state"].as_str()), (Some("whatsapp"), Some("in_progress")));
+    assert!(invited.get("message_id").is_none(), "no card in the hub");
+    let out = more_sent(&wa, phone, 0, 1).await;
+    assert_eq!(out[0]["interactive"]["type"], "cta_url");
+    let token = form_token(out[0]["interactive"]["action"]["parameters"]["url"].as_str().unwrap());
+    let form = app.client.get(format!("{}/api/v1/form-links/{token}", app.base)).send().await.unwrap();
+    assert_eq!(form.json::<Value>().await.unwrap()["channel"], "whatsapp");
+    let sessions = app.get(&acme, &format!("/api/v1/flow-sessions?phone=%2B{}", &phone[1..])).await.ok(200).clone();
+    assert_eq!(sessions["data"][0]["ref"], invited["ref"]);
+    // Not in the app's forms: it runs on WhatsApp.
+    assert_eq!(hubbub_host::store::flows::open_forms(&app.state.db, phone).await.unwrap().len(), 0);
+
+    // By SMS: the link written out.
+    let r = invite("sms").await;
+    assert_eq!(r.ok(201)["flow_session"]["channel"], "sms");
+    let out = more_sent(&sms, phone, 0, 1).await;
+    assert!(out[0]["Body"].as_str().unwrap().contains("Open the form: https://hubbub.example.com/f/"), "{out:?}");
+    // A phone that opted out of SMS is not invited there.
+    sms_in(&app, "SMstop9", phone, "STOP", None).await;
+    routed(&app).await;
+    invite("sms").await.error(409, "conflict");
 }

@@ -1293,6 +1293,22 @@ test("3k. the console's broadcasts, accounts and bots: a preview with its audien
     await card.getByLabel(/^Allowed IPs/).fill("");
     await card.getByRole("button", { name: "Save settings of signup" }).click();
     await waitUntil(async () => (await partner("GET", "/bots/signup")).bot.allowed_ips == null, "allowed IPs cleared");
+    // Its channels and the entry on SMS, starting its flow: saved as the API has them, then undone.
+    const channels = card.getByRole("group", { name: "Channels it answers on" });
+    const entry = card.getByRole("group", { name: /^Entry bot/ });
+    assert.ok(await entry.getByLabel("SMS").isDisabled(), "an entry needs the channel first");
+    await channels.getByLabel("SMS").check();
+    await entry.getByLabel("SMS").check();
+    await card.getByLabel("What an entry session starts").selectOption("signup");
+    await card.getByRole("button", { name: "Save settings of signup" }).click();
+    await waitUntil(async () => {
+      const { bot } = await partner("GET", "/bots/signup");
+      return bot.channels.includes("sms") && bot.entry.join() === "sms" && bot.entry_flow === "signup";
+    }, "the entry on SMS saved");
+    await entry.getByLabel("SMS").uncheck();
+    await channels.getByLabel("SMS").uncheck();
+    await card.getByRole("button", { name: "Save settings of signup" }).click();
+    await waitUntil(async () => (await partner("GET", "/bots/signup")).bot.entry.length === 0, "the entry undone");
     await card.getByLabel("Phone to invite").fill(PHONE);
     await card.getByRole("button", { name: "Invite to the flow" }).click();
     const invited = card.getByRole("status").filter({ hasText: `${PHONE} is invited to signup` });

@@ -277,7 +277,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Invite a user to a flow: a flow card in the hub and an entry in /me/forms. */
+        /**
+         * Invite a user to a flow: a flow card in the hub and an entry in /me/forms; or (`channel`) the flow on
+         *     WhatsApp or SMS.
+         */
         post: operations["invite_to_flow"];
         delete?: never;
         options?: never;
@@ -1974,7 +1977,10 @@ export interface paths {
         };
         /** My delivery settings. */
         get: operations["get_delivery_settings"];
-        /** Set how long hub messages wait for a device before WhatsApp, then SMS. */
+        /**
+         * Set how long hub messages wait for a device before WhatsApp, then SMS, and whether agents' answers
+         *     outside WhatsApp's window go on by the hub and SMS (each field absent: its default).
+         */
         put: operations["set_delivery_settings"];
         post?: never;
         delete?: never;
@@ -2982,6 +2988,12 @@ export interface components {
              *     own (`fallback_after_s`).
              */
             hub_fallback_after_s?: number | null;
+            /**
+             * @description An agent's free-form answer to a user who wrote from WhatsApp more than 24 hours ago (WhatsApp takes
+             *     only approved templates then): `false` refuses it with 409 naming the window; `true` sends it on by
+             *     the other channels, the hub (when the user has the app) then SMS.
+             */
+            whatsapp_window_fallback: boolean;
         };
         /** @description A new fallback window. */
         DeliverySettingsUpdate: {
@@ -2990,6 +3002,8 @@ export interface components {
              * @description 0 to 604800 seconds, or `null` for the hub only. Absent: back to the host's default.
              */
             hub_fallback_after_s?: number | null;
+            /** @description See `DeliverySettings`; absent: `false`. */
+            whatsapp_window_fallback?: boolean | null;
         };
         /** @enum {string} */
         DeliveryState: "pending" | "succeeded" | "dead";
@@ -3190,6 +3204,7 @@ export interface components {
         };
         /** @description Who to invite. */
         FlowInvite: {
+            channel?: components["schemas"]["Channel"] | null;
             phone: string;
         };
         /** @description `{"flow_session": …}`. */
@@ -3211,17 +3226,19 @@ export interface components {
         FlowSession: {
             /** @description The bot's code. */
             bot: string;
+            /** @description Where it runs. */
+            channel: components["schemas"]["Channel"];
             /** @description The flow's code. */
             flow: string;
             /**
              * Format: int64
-             * @description The flow card in the user's hub.
+             * @description The flow card in the user's hub (none on WhatsApp or SMS).
              */
-            message_id: number;
+            message_id?: number | null;
             phone: string;
             /** @description The session's ref (`flow_…`): the app starts it with `POST /me/flows/{ref}/start`. */
             ref: string;
-            /** @description `invited`. */
+            /** @description `invited` (in the app), `in_progress` (on WhatsApp or SMS: its first steps were sent). */
             state: string;
         };
         /** @description A screen's values. */
@@ -5080,9 +5097,11 @@ export interface operations {
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            502: components["responses"]["E502"];
             503: components["responses"]["E503"];
         };
     };

@@ -155,7 +155,7 @@ impl Delivery {
         self.clock.now_ms()
     }
 
-    fn provider(&self, channel: Channel) -> Option<&Arc<dyn Provider>> {
+    pub(crate) fn provider(&self, channel: Channel) -> Option<&Arc<dyn Provider>> {
         match channel {
             Channel::Inapp => None,
             Channel::Whatsapp => Some(&self.whatsapp),

@@ -326,12 +326,30 @@ pub async fn hub_fallback(db: &Db, partner_id: i64) -> Result<Option<i64>, sqlx:
         .await
 }
 
-/// Sets the partner's fallback window after the hub (see [`hub_fallback`]).
-pub async fn set_hub_fallback(db: &Db, partner_id: i64, seconds: Option<i64>) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE partners SET hub_fallback_after_s = $1 WHERE id = $2")
+/// Sets the partner's delivery settings: the fallback window after the hub (see [`hub_fallback`]) and
+/// whether agents' free-form answers outside WhatsApp's window go on by the other channels (see
+/// [`whatsapp_window_fallback`]).
+pub async fn set_delivery_settings(
+    db: &Db,
+    partner_id: i64,
+    seconds: Option<i64>,
+    window_fallback: bool,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE partners SET hub_fallback_after_s = $1, whatsapp_window_fallback = $2 WHERE id = $3")
         .bind(seconds)
+        .bind(i64::from(window_fallback))
         .bind(partner_id)
         .execute(db.writer())
         .await?;
     Ok(())
+}
+
+/// Whether an agent's free-form answer to a WhatsApp user outside WhatsApp's 24-hour window goes on by the
+/// other channels (the hub, then SMS) instead of being refused.
+pub async fn whatsapp_window_fallback(db: &Db, partner_id: i64) -> Result<bool, sqlx::Error> {
+    let on: i64 = sqlx::query_scalar("SELECT whatsapp_window_fallback FROM partners WHERE id = $1")
+        .bind(partner_id)
+        .fetch_one(db.reader())
+        .await?;
+    Ok(on != 0)
 }

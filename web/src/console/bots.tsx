@@ -129,16 +129,26 @@ function BotCard({ bot, onChange }: { bot: Bot; onChange: () => void }) {
           <pre class="mono">{problem}</pre>
         </div>
       ) : null}
-      <BotSettings bot={bot} onChange={onChange} />
+      <BotSettings bot={bot} flows={flows} onChange={onChange} />
       <Sessions bot={bot} flows={flows} />
     </article>
   );
 }
 
-/** Where a bot's events go (`webhook` mode) and who may call its inbound webhook. */
-function BotSettings({ bot, onChange }: { bot: Bot; onChange: () => void }) {
+const CHANNEL_NAMES = { inapp: "In the app", whatsapp: "WhatsApp", sms: "SMS" } as const;
+type ChannelName = keyof typeof CHANNEL_NAMES;
+
+/**
+ * Where a bot answers (its channels, and where it is the entry bot that a person who writes starts), where
+ * its events go (`webhook` mode) and who may call its inbound webhook.
+ */
+function BotSettings({ bot, flows, onChange }: { bot: Bot; flows: { code: string; title: string }[]; onChange: () => void }) {
   const [url, setUrl] = useState(bot.webhook_url ?? "");
   const [ips, setIps] = useState(bot.allowed_ips ?? "");
+  const [channels, setChannels] = useState<ChannelName[]>(bot.channels as ChannelName[]);
+  const [entry, setEntry] = useState<ChannelName[]>((bot.entry ?? []) as ChannelName[]);
+  const [entryFlow, setEntryFlow] = useState(bot.entry_flow ?? "");
+  const toggle = (list: ChannelName[], c: ChannelName, on: boolean) => (on ? [...list.filter((x) => x !== c), c] : list.filter((x) => x !== c));
   const [error, setError] = useState<string | null>(null);
   const [status, setStatus] = useState("");
   const act = acting(onChange, setError, setStatus);
@@ -149,11 +159,42 @@ function BotSettings({ bot, onChange }: { bot: Bot; onChange: () => void }) {
       onSubmit={(e) => {
         e.preventDefault();
         act(async () => {
-          await patch(`/bots/${bot.code}`, { webhook_url: url.trim(), allowed_ips: ips.trim() });
+          await patch(`/bots/${bot.code}`, {
+            webhook_url: url.trim(),
+            allowed_ips: ips.trim(),
+            channels,
+            entry: entry.filter((c) => channels.includes(c)),
+            entry_flow: entryFlow || null,
+          });
           return `The settings of ${bot.code} are saved.`;
         });
       }}
     >
+      <fieldset>
+        <legend>Channels it answers on</legend>
+        {(Object.keys(CHANNEL_NAMES) as ChannelName[]).map((c) => (
+          <label key={c}>
+            <input type="checkbox" checked={channels.includes(c)} onChange={(e) => setChannels(toggle(channels, c, e.currentTarget.checked))} /> {CHANNEL_NAMES[c]}
+          </label>
+        ))}
+      </fieldset>
+      <fieldset>
+        <legend>Entry bot: a person who writes here with nothing going on starts a session with it</legend>
+        {(["whatsapp", "sms"] as ChannelName[]).map((c) => (
+          <label key={c}>
+            <input type="checkbox" checked={entry.includes(c)} disabled={!channels.includes(c)} onChange={(e) => setEntry(toggle(entry, c, e.currentTarget.checked))} /> {CHANNEL_NAMES[c]}
+          </label>
+        ))}
+      </fieldset>
+      <label for={`bot-entry-flow-${bot.code}`}>What an entry session starts</label>
+      <select id={`bot-entry-flow-${bot.code}`} value={entryFlow} onChange={(e) => setEntryFlow(e.currentTarget.value)}>
+        <option value="">A chat</option>
+        {flows.map((f) => (
+          <option key={f.code} value={f.code}>
+            Flow {f.code}: {f.title}
+          </option>
+        ))}
+      </select>
       <label for={`bot-webhook-${bot.code}`}>Webhook URL{bot.runtime_mode === "webhook" ? "" : " (webhook mode only)"}</label>
       <input id={`bot-webhook-${bot.code}`} type="url" placeholder="https://example.com/bot" value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
       <label for={`bot-ips-${bot.code}`}>Allowed IPs for its inbound webhook (comma-separated addresses or CIDR blocks; empty: any)</label>

@@ -1,4 +1,6 @@
-//! Flow invitations: a flow card in the user's hub and an entry in `/me/forms`.
+//! Flow invitations: a flow card in the user's hub and an entry in `/me/forms` — or, on WhatsApp or SMS,
+//! the flow's first steps there (a form as a link that opens it in the app), the session then running on
+//! that channel.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -10,13 +12,13 @@ use utoipa::ToSchema;
 use super::owned;
 use crate::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::{ApiJson, E404};
-use crate::names::RuntimeMode;
+use crate::http::{ApiJson, E404, E409, E502};
+use crate::names::{Channel, RuntimeMode};
 use crate::secrets::random_alnum;
 use crate::state::AppState;
 use crate::store::bots as store;
-use crate::store::flows;
 use crate::store::messages::NewMessage;
+use crate::store::{flows, opt_outs};
 use crate::validate::is_code;
 
 /// Who to invite.
@@ -25,6 +27,13 @@ use crate::validate::is_code;
 pub(super) struct Invite {
     #[schema(value_type = String, required = true, pattern = "^\\+[1-9][0-9]{6,14}$")]
     phone: Option<String>,
+    /// Where the flow runs: `inapp` (the default: a flow card in the hub, which falls back to WhatsApp and
+    /// SMS as a link to the app), or `whatsapp` / `sms` for a user without the app: its first steps go out
+    /// there (a form screen as a link that opens it in the app without a login) and the session goes on
+    /// there. The channel must be among the bot's; on WhatsApp the user must have written in the last 24
+    /// hours (409 otherwise: invite by SMS, or in the app).
+    #[schema(value_type = Option<Channel>)]
+    channel: Option<String>,
 }
 
 /// `{"flow_session": …}`.
@@ -46,20 +55,29 @@ pub(super) struct FlowSession {
     flow: String,
     #[schema(pattern = "^\\+[1-9][0-9]{6,14}$")]
     phone: String,
-    /// `invited`.
+    /// `invited` (in the app), `in_progress` (on WhatsApp or SMS: its first steps were sent).
     state: String,
-    /// The flow card in the user's hub.
-    message_id: i64,
+    /// Where it runs.
+    channel: Channel,
+    /// The flow card in the user's hub (none on WhatsApp or SMS).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message_id: Option<i64>,
 }
 
-/// Invite a user to a flow: a flow card in the hub and an entry in /me/forms.
+/// Invite a user to a flow: a flow card in the hub and an entry in /me/forms; or (`channel`) the flow on
+/// WhatsApp or SMS.
 #[utoipa::path(
     post,
     path = "/bots/{code}/flows/{flow}/invite",
     tag = "bots",
     security(("partnerKey" = [])),
     request_body = Invite,
-    responses((status = 201, description = "The invitation", body = Invited), (status = 404, response = E404))
+    responses(
+        (status = 201, description = "The invitation", body = Invited),
+        (status = 404, response = E404),
+        (status = 409, response = E409),
+        (status = 502, response = E502),
+    )
 )]
 pub(super) async fn invite_to_flow(
     State(state): State<AppState>,
@@ -69,6 +87,11 @@ pub(super) async fn invite_to_flow(
 ) -> ApiResult<(StatusCode, Json<Invited>)> {
     let bot = owned(&state, &partner, &code).await?;
     let phone = crate::validate::required_phone(req.phone.as_deref())?;
+    let channel = match req.channel.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
+        None => Channel::Inapp,
+        Some(text) => Channel::parse(text)
+            .ok_or_else(|| ApiError::validation("channel", "channel must be inapp, whatsapp or sms"))?,
+    };
     // A local bot's flows are the ones its component offers.
     let title = if bot.runtime_mode == RuntimeMode::Local {
         let digest = bot.component_digest.as_deref().ok_or_else(|| ApiError::not_found("flow"))?;
@@ -81,6 +104,23 @@ pub(super) async fn invite_to_flow(
         return Err(ApiError::not_found("flow"));
     };
     let reference = format!("flow_{}", random_alnum(24));
+    if channel != Channel::Inapp {
+        let session = on_channel(&state, &bot, &flow, phone, channel, &reference).await?;
+        return Ok((
+            StatusCode::CREATED,
+            Json(Invited {
+                flow_session: FlowSession {
+                    reference: session.reference,
+                    bot: bot.code,
+                    flow,
+                    phone: phone.to_string(),
+                    state: "in_progress".to_string(),
+                    channel,
+                    message_id: None,
+                },
+            }),
+        ));
+    }
     let card = NewMessage {
         reference: format!("msg_{}", random_alnum(24)),
         partner_id: partner.id,
@@ -112,8 +152,49 @@ pub(super) async fn invite_to_flow(
                 flow,
                 phone: phone.to_string(),
                 state: "invited".to_string(),
-                message_id,
+                channel,
+                message_id: Some(message_id),
             },
         }),
     ))
+}
+
+/// Starts flow `flow` of `bot` with `phone` on WhatsApp or SMS and sends its first steps there.
+async fn on_channel(
+    state: &AppState,
+    bot: &store::Bot,
+    flow: &str,
+    phone: &str,
+    channel: Channel,
+    reference: &str,
+) -> ApiResult<flows::Session> {
+    if !bot.channels.iter().any(|c| c == channel.as_str()) {
+        return Err(ApiError::validation(
+            "channel",
+            format!("{} is not among the bot's channels: add it there first", channel.as_str()),
+        ));
+    }
+    let delivery = &state.delivery;
+    if channel == Channel::Whatsapp && !crate::delivery::within_window(delivery, phone).await? {
+        return Err(ApiError::conflict(
+            "the user has not written on WhatsApp in the last 24 hours, and outside WhatsApp's 24-hour window \
+             only templates reach them: invite them by SMS, or in the app",
+        ));
+    }
+    if opt_outs::reason(&state.db, phone, channel, &delivery.sender(channel)).await?.is_some() {
+        return Err(ApiError::conflict(format!("the user opted out of {} from this sender", channel.as_str())));
+    }
+    let mut tx = state.db.begin().await?;
+    let session =
+        flows::open_on_channel_in(&mut tx, reference, bot.id, Some(flow), phone, channel, state.now()).await?;
+    tx.commit().await?;
+    match state.flows().start_session(bot, &session).await {
+        Ok(progress) => crate::inbound::deliver(delivery, &session, &progress.steps).await?,
+        Err(e) => {
+            // A flow that could not start takes none of the person's messages.
+            flows::moved_on_channel(&state.db, session.id, None, None).await?;
+            return Err(e.into());
+        }
+    }
+    Ok(session)
 }

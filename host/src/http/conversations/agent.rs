@@ -212,8 +212,11 @@ pub(super) async fn reply(
 ) -> ApiResult<Response> {
     let content = crate::conversations::content(&state.db, state.config.dev, c, req).await?;
     // The user wrote from WhatsApp: the answer goes back there, and after 24 hours WhatsApp takes only an
-    // approved template.
-    if c.channel == Some(Channel::Whatsapp) && !crate::delivery::within_window(&state.delivery, &c.phone).await? {
+    // approved template — unless the partner lets such an answer go on by the hub and SMS.
+    if c.channel == Some(Channel::Whatsapp)
+        && !crate::delivery::within_window(&state.delivery, &c.phone).await?
+        && !crate::store::partners::whatsapp_window_fallback(&state.db, partner_id).await?
+    {
         let template = match content.template_code.as_deref() {
             Some(code) => {
                 crate::delivery::find_whatsapp_template(&state.delivery, partner_id, code, content.lang.as_deref())
@@ -226,7 +229,8 @@ pub(super) async fn reply(
             return Err(ApiError::conflict(
                 "the user wrote from WhatsApp more than 24 hours ago, and outside WhatsApp's 24-hour window only \
                  an approved template can reach them: send one (template_code) that has an approved whatsapp \
-                 version",
+                 version, or let such answers go on by the hub and SMS (PUT /settings/delivery, \
+                 whatsapp_window_fallback)",
             ));
         }
     }

@@ -1,5 +1,6 @@
 //! `/settings/delivery`: how long the partner's hub messages wait for one of the user's devices before they
-//! go on to WhatsApp, then SMS.
+//! go on to WhatsApp, then SMS; and whether agents' free-form answers outside WhatsApp's 24-hour window go
+//! on by the other channels.
 
 use axum::Json;
 use axum::extract::State;
@@ -24,6 +25,10 @@ pub(super) struct DeliverySettings {
     hub_fallback_after_s: Option<i64>,
     /// True when the partner has not chosen: the host's default applies (`HUBBUB_HUB_FALLBACK_AFTER_S`).
     default: bool,
+    /// An agent's free-form answer to a user who wrote from WhatsApp more than 24 hours ago (WhatsApp takes
+    /// only approved templates then): `false` refuses it with 409 naming the window; `true` sends it on by
+    /// the other channels, the hub (when the user has the app) then SMS.
+    whatsapp_window_fallback: bool,
 }
 
 /// A new fallback window.
@@ -34,12 +39,18 @@ pub(super) struct Update {
     #[serde(default, deserialize_with = "crate::messages::compose::present")]
     #[schema(value_type = Option<i64>, nullable, minimum = 0, maximum = 604800)]
     hub_fallback_after_s: Option<Option<i64>>,
+    /// See `DeliverySettings`; absent: `false`.
+    whatsapp_window_fallback: Option<bool>,
 }
 
 async fn answer(state: &AppState, partner_id: i64) -> ApiResult<Json<DeliverySettings>> {
     let stored = partners::hub_fallback(&state.db, partner_id).await?;
     let seconds = stored.unwrap_or(state.config.hub_fallback_after_s as i64);
-    Ok(Json(DeliverySettings { hub_fallback_after_s: (seconds >= 0).then_some(seconds), default: stored.is_none() }))
+    Ok(Json(DeliverySettings {
+        hub_fallback_after_s: (seconds >= 0).then_some(seconds),
+        default: stored.is_none(),
+        whatsapp_window_fallback: partners::whatsapp_window_fallback(&state.db, partner_id).await?,
+    }))
 }
 
 /// My delivery settings.
@@ -57,7 +68,8 @@ pub(super) async fn get_delivery_settings(
     answer(&state, partner.id).await
 }
 
-/// Set how long hub messages wait for a device before WhatsApp, then SMS.
+/// Set how long hub messages wait for a device before WhatsApp, then SMS, and whether agents' answers
+/// outside WhatsApp's window go on by the hub and SMS (each field absent: its default).
 #[utoipa::path(
     put,
     path = "/settings/delivery",
@@ -72,6 +84,7 @@ pub(super) async fn set_delivery_settings(
     ApiJson(req): ApiJson<Update>,
 ) -> ApiResult<Json<DeliverySettings>> {
     let seconds = fallback_window(req.hub_fallback_after_s).map_err(|e| e.renamed("hub_fallback_after_s"))?;
-    partners::set_hub_fallback(&state.db, partner.id, seconds).await?;
+    let window_fallback = req.whatsapp_window_fallback.unwrap_or(false);
+    partners::set_delivery_settings(&state.db, partner.id, seconds, window_fallback).await?;
     answer(&state, partner.id).await
 }

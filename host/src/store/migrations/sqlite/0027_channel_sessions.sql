@@ -36,3 +36,7 @@ CREATE TABLE whatsapp_users (
     seen_at BIGINT NOT NULL
 );
 ALTER TABLE inbound_messages ADD COLUMN user_id TEXT;
+
+-- A partner's choice for agents' free-form answers to a WhatsApp user outside WhatsApp's 24-hour window:
+-- refused (0, the default: send an approved template), or sent on by the other channels, the hub then SMS (1).
+ALTER TABLE partners ADD COLUMN whatsapp_window_fallback BIGINT NOT NULL DEFAULT 0;
