@@ -38,6 +38,7 @@ const LAYERS: &[(&str, &str)] = &[
     ("channel_steps.rs", "domain"),
     ("payments.rs", "domain"),
     ("bots.rs", "domain"),
+    ("senders.rs", "domain"),
     ("otp.rs", "domain"),
     ("members.rs", "domain"),
     ("passkeys.rs", "domain"),

@@ -44,7 +44,7 @@ use crate::store::flows::{self as sessions, Session};
 use crate::store::inbound::{self, Inbound, NewInbound};
 use crate::store::messages::NewMessage;
 use crate::store::writer::GroupCommit;
-use crate::store::{accounts, conversations, deliveries, form_links, messages, opt_outs, partners, whatsapp};
+use crate::store::{accounts, conversations, deliveries, form_links, messages, opt_outs, partners, senders, whatsapp};
 
 /// Twilio's standard opt-out keywords (a message that is only one of them, in any case).
 const STOP_WORDS: [&str; 7] = ["stop", "stopall", "unsubscribe", "cancel", "end", "quit", "optout"];
@@ -104,17 +104,18 @@ pub fn from_twilio(delivery: &Delivery, params: &[(String, String)], now: Millis
     })
 }
 
-/// The messages of a WhatsApp Cloud API webhook (`entry[].changes[].value.messages[]`), each with the
-/// phone number id it was sent to (`value.metadata.phone_number_id`). The text routed is the message's
+/// The messages of a WhatsApp Cloud API webhook (`entry[].changes[].value.messages[]`) to one of `ours`
+/// (see `receipts::whatsapp_values`), each with the phone number id it was sent to
+/// (`value.metadata.phone_number_id`). The text routed is the message's
 /// text, the title of the reply button or list row tapped, a template's quick-reply text, or a location or
 /// contact card written out; other kinds (media, stickers, …) have none and are kept as they came.
 ///
 /// Who wrote is `from` (the phone) and the business-scoped user id (BSUID: the message's `from_user_id`, or
 /// `user_id` of the sender's entry in `contacts`); a person with a username may come with the BSUID only:
 /// the phone is left empty then, for [`receive`] to find.
-pub fn from_whatsapp(delivery: &Delivery, payload: &Value, now: Millis) -> Vec<NewInbound> {
+pub fn from_whatsapp(ours: &[String], payload: &Value, now: Millis) -> Vec<NewInbound> {
     let mut out = Vec::new();
-    for (value, sender) in receipts::whatsapp_values(delivery, payload) {
+    for (value, sender) in receipts::whatsapp_values(ours, payload) {
         let contacts = value["contacts"].as_array().cloned().unwrap_or_default();
         for m in value["messages"].as_array().into_iter().flatten() {
             let Some(id) = m["id"].as_str() else { continue };
@@ -299,7 +300,10 @@ pub async fn route(routing: &Routing, m: &Inbound) -> Result<(), sqlx::Error> {
     }
     let keyword = body.filter(|_| m.channel == Channel::Sms).and_then(keyword);
     if keyword.is_none() && body.is_some() {
-        let partner = context_partner(delivery, m).await?;
+        let partner = match receiving_partner(delivery, m).await? {
+            Some(partner) => Some(partner),
+            None => context_partner(delivery, m).await?,
+        };
         if let Some(session) = sessions::active_on_channel(db, &m.phone, m.channel, partner, now - DAY_MS).await? {
             return to_session(routing, m, session).await;
         }
@@ -370,7 +374,7 @@ async fn settle(delivery: &Delivery, m: &Inbound, outcome: Outcome) -> Result<()
     tx.commit().await?;
     if state == InboundState::Unrouted
         && !inbound::replied_since(db, &m.phone, m.channel, now - DAY_MS).await?
-        && delivery::send_on(delivery, m.channel, &m.phone, None, UNROUTED_REPLY, true).await?.is_sent()
+        && delivery::send_on(delivery, None, m.channel, &m.phone, None, UNROUTED_REPLY, true).await?.is_sent()
     {
         inbound::mark_replied(db, m.id).await?;
     }
@@ -459,7 +463,9 @@ async fn fetch_files(
     body: Option<&str>,
 ) -> Result<Vec<SendMessage>, sqlx::Error> {
     use base64::Engine;
-    let Some(provider) = delivery.provider(m.channel) else { return Ok(Vec::new()) };
+    let partner = receiving_partner(delivery, m).await?;
+    let Some(sending) = delivery.sending(partner, m.channel).await? else { return Ok(Vec::new()) };
+    let provider = &sending.provider;
     let limit = delivery.config.body_limit;
     let mut requests = Vec::with_capacity(files.len());
     for (i, file) in files.iter().enumerate() {
@@ -597,7 +603,8 @@ async fn after_bot(
     if menu_waiting {
         text.push_str(" Please reply with one of the numbers above.");
     }
-    let outcome = delivery::send_outgoing(delivery, m.channel, &m.phone, &channel_steps::Outgoing::Text(text)).await?;
+    let apology = channel_steps::Outgoing::Text(text);
+    let outcome = delivery::send_outgoing(delivery, bot.partner_id, m.channel, &m.phone, &apology).await?;
     if !outcome.is_sent() {
         tracing::warn!(inbound = m.id, ?outcome, "the apology could not be sent");
     }
@@ -612,6 +619,7 @@ pub async fn deliver(delivery: &Delivery, session: &Session, steps: &[Value]) ->
     if steps.is_empty() {
         return Ok(());
     }
+    let Some(bot) = bots::find_by_id(&delivery.db, session.bot_id).await? else { return Ok(()) };
     let now = delivery.now();
     let screen = steps.iter().rev().find(|s| s["type"] == "flow_screen").map(|s| &s["screen"]);
     let url = match screen.and_then(|s| s["id"].as_str()) {
@@ -627,7 +635,7 @@ pub async fn deliver(delivery: &Delivery, session: &Session, steps: &[Value]) ->
     let done = steps.iter().any(|s| s["type"] == "flow_completed");
     sessions::moved_on_channel(&delivery.db, session.id, waiting.as_ref(), (!done).then_some(now)).await?;
     for message in &rendered.messages {
-        let outcome = delivery::send_outgoing(delivery, channel, &session.phone, message).await?;
+        let outcome = delivery::send_outgoing(delivery, bot.partner_id, channel, &session.phone, message).await?;
         if !outcome.is_sent() {
             tracing::warn!(session = %session.reference, ?outcome, "a bot's step could not be sent on {}", channel.as_str());
         }
@@ -667,7 +675,11 @@ async fn for_partner(
     open_new: bool,
 ) -> Result<Outcome, sqlx::Error> {
     let db = &delivery.db;
-    let context_partner = context_partner(delivery, m).await?;
+    let receiving = receiving_partner(delivery, m).await?;
+    let context_partner = match receiving {
+        Some(partner) => Some(partner),
+        None => context_partner(delivery, m).await?,
+    };
     let ongoing = match context_partner {
         Some(partner_id) => conversations::latest_active(db, partner_id, &m.phone).await?,
         None => conversations::latest_active_of_phone(db, &m.phone).await?,
@@ -706,6 +718,12 @@ async fn for_partner(
 }
 
 const DAY_MS: Millis = 24 * 60 * 60 * 1000;
+
+/// The partner whose own number `m` was sent to, if it was one (`store::senders`): the message is that
+/// partner's, whoever else the phone knows.
+async fn receiving_partner(delivery: &Delivery, m: &Inbound) -> Result<Option<i64>, sqlx::Error> {
+    Ok(senders::by_address(&delivery.db, m.channel, &m.sender).await?.map(|s| s.partner_id))
+}
 
 /// The partner of our WhatsApp message that `m` replies to, if it is one of ours.
 async fn context_partner(delivery: &Delivery, m: &Inbound) -> Result<Option<i64>, sqlx::Error> {

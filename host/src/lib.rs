@@ -10,7 +10,8 @@
 //! 2. **store**: every SQL statement ([`store`]), the sandboxed Wasm runtime ([`runtime`]) and the SMS and
 //!    WhatsApp clients ([`providers`]), Web Push ([`webpush`]); they take what they need (an event builder, a row) from their caller.
 //! 3. **domain**: what the service does — [`messages`] (sending, content, marks), [`conversations`],
-//!    [`flows`], [`channel_steps`] (bots' steps on WhatsApp and SMS), [`bots`], [`payments`], [`otp`], [`template`], [`encryption`] (envelope checks), [`events`]
+//!    [`flows`], [`channel_steps`] (bots' steps on WhatsApp and SMS), [`bots`], [`senders`] (partners' own
+//!    numbers), [`payments`], [`otp`], [`template`], [`encryption`] (envelope checks), [`events`]
 //!    (webhook payloads), [`health`]; each with its own error enum.
 //! 4. **workers**: what runs beside the API — [`delivery`], [`webhooks`] (the outbox dispatcher),
 //!    [`broadcasts`], [`inbound`] (messages from WhatsApp and SMS, and bots' sessions there).
@@ -57,6 +58,7 @@ pub mod payments;
 pub mod providers;
 pub mod runtime;
 pub mod secrets;
+pub mod senders;
 pub mod signing;
 pub mod state;
 pub mod store;

@@ -6,8 +6,9 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use hubbub_host::clock::{Clock, SystemClock};
 use hubbub_host::config::Config;
 use hubbub_host::http::api_keys;
-use hubbub_host::names::{MemberRole, TemplateStatus};
-use hubbub_host::store::{Db, partners, templates};
+use hubbub_host::http::senders::SenderRecord;
+use hubbub_host::names::{Channel, MemberRole, TemplateStatus};
+use hubbub_host::store::{Db, partners, senders as store_senders, templates};
 use hubbub_host::{auth, events, secrets, validate};
 use serde_json::json;
 
@@ -177,6 +178,56 @@ enum PartnerCommand {
     Keys {
         #[arg(long)]
         code: String,
+        #[command(flatten)]
+        config: Config,
+    },
+    /// Set a partner's own WhatsApp number or Twilio sender (replacing the one it had) and print it, its
+    /// credentials as prefixes: {"channel","address","account","token_prefix","app_secret_prefix",
+    /// "updated_at"}. Secrets may come from the environment instead of the command line.
+    SetSender {
+        #[arg(long)]
+        code: String,
+        /// whatsapp or sms.
+        #[arg(long)]
+        channel: String,
+        /// WhatsApp: the business phone number's id.
+        #[arg(long)]
+        phone_number_id: Option<String>,
+        /// WhatsApp: the WhatsApp Business Account id.
+        #[arg(long)]
+        business_account_id: Option<String>,
+        /// WhatsApp: the access token.
+        #[arg(long, env = "HUBBUB_SENDER_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// WhatsApp: the Meta app's secret.
+        #[arg(long, env = "HUBBUB_SENDER_APP_SECRET", hide_env_values = true)]
+        app_secret: Option<String>,
+        /// SMS: the Twilio account SID.
+        #[arg(long)]
+        account_sid: Option<String>,
+        /// SMS: the account's auth token.
+        #[arg(long, env = "HUBBUB_SENDER_AUTH_TOKEN", hide_env_values = true)]
+        auth_token: Option<String>,
+        /// SMS: the Twilio number (E.164) or messaging service SID.
+        #[arg(long)]
+        from: Option<String>,
+        #[command(flatten)]
+        config: Config,
+    },
+    /// List a partner's own senders (credentials as prefixes), one JSON line each.
+    Senders {
+        #[arg(long)]
+        code: String,
+        #[command(flatten)]
+        config: Config,
+    },
+    /// Remove a partner's own sender on a channel: its users go back to the host's.
+    RemoveSender {
+        #[arg(long)]
+        code: String,
+        /// whatsapp or sms.
+        #[arg(long)]
+        channel: String,
         #[command(flatten)]
         config: Config,
     },
@@ -369,6 +420,61 @@ async fn main() -> anyhow::Result<()> {
                 partners::Revoked::LastKey => anyhow::bail!("key {id} is the last that works: create another first"),
             }
         }
+        Command::Partner {
+            command:
+                PartnerCommand::SetSender {
+                    code,
+                    channel,
+                    phone_number_id,
+                    business_account_id,
+                    token,
+                    app_secret,
+                    account_sid,
+                    auth_token,
+                    from,
+                    config,
+                },
+        } => {
+            let db = Db::open(&config, 2).await?;
+            let partner = partners::find_by_code(&db, &code)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no partner with code {code:?}"))?;
+            let channel = sender_channel(&channel)?;
+            let fields = hubbub_host::senders::Fields {
+                phone_number_id,
+                business_account_id,
+                token,
+                app_secret,
+                account_sid,
+                auth_token,
+                from,
+            };
+            let sender = hubbub_host::senders::check(partner.id, channel, &fields, clock.now_ms())
+                .map_err(|e| anyhow::anyhow!("--{}: {}", e.field.replace('_', "-"), e.message))?;
+            if !store_senders::set(&db, &sender, clock.now_ms()).await? {
+                anyhow::bail!("another partner has {} as its {} sender", sender.address, channel.as_str());
+            }
+            println!("{}", json!(SenderRecord::from(&sender)));
+        }
+        Command::Partner { command: PartnerCommand::Senders { code, config } } => {
+            let db = Db::open(&config, 2).await?;
+            let partner = partners::find_by_code(&db, &code)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no partner with code {code:?}"))?;
+            for sender in store_senders::list(&db, partner.id).await? {
+                println!("{}", json!(SenderRecord::from(&sender)));
+            }
+        }
+        Command::Partner { command: PartnerCommand::RemoveSender { code, channel, config } } => {
+            let db = Db::open(&config, 2).await?;
+            let partner = partners::find_by_code(&db, &code)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no partner with code {code:?}"))?;
+            let channel = sender_channel(&channel)?;
+            if !store_senders::remove(&db, partner.id, channel).await? {
+                anyhow::bail!("partner {code:?} has no own {} sender", channel.as_str());
+            }
+        }
         Command::User { command: UserCommand::Token { phone, config } } => {
             if !validate::is_e164(&phone) {
                 anyhow::bail!("PHONE must be E.164, e.g. +15551230000");
@@ -413,4 +519,12 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The channel of `--channel` for a partner's own sender.
+fn sender_channel(text: &str) -> anyhow::Result<Channel> {
+    match Channel::parse(text.trim()) {
+        Some(channel @ (Channel::Whatsapp | Channel::Sms)) => Ok(channel),
+        _ => anyhow::bail!("--channel is whatsapp or sms"),
+    }
 }

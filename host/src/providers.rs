@@ -416,6 +416,32 @@ pub fn sms(config: &Config, db: &Db, clock: &SharedClock, http: &reqwest::Client
     }
 }
 
+/// The provider of a partner's own sender: its WhatsApp number through the Cloud API, or its Twilio
+/// sender, with its credentials (the base URLs and the status callback are the host's).
+pub fn own_sender(
+    config: &Config,
+    http: &reqwest::Client,
+    sender: &crate::store::senders::Sender,
+) -> Arc<dyn Provider> {
+    match sender.channel {
+        Channel::Whatsapp => Arc::new(WhatsAppCloud {
+            http: http.clone(),
+            base_url: config.whatsapp_base_url.clone(),
+            token: sender.token.clone(),
+            phone_number_id: sender.address.clone(),
+        }),
+        _ => Arc::new(TwilioSms {
+            http: http.clone(),
+            base_url: config.twilio_base_url.clone(),
+            account_sid: sender.account.clone(),
+            auth_token: sender.token.clone(),
+            from: sender.address.clone(),
+            status_callback: Some(twilio_status_url(config))
+                .filter(|url| crate::validate::check_public_url(url, false).is_ok()),
+        }),
+    }
+}
+
 /// The WhatsApp provider the configuration selects.
 pub fn whatsapp(config: &Config, db: &Db, clock: &SharedClock, http: &reqwest::Client) -> Arc<dyn Provider> {
     let kind = config.whatsapp_provider.or(if config.dev {

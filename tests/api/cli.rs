@@ -66,6 +66,49 @@ async fn user_token_prints_a_verifiable_jwt() {
     assert!(!hubbub(&app.db.url, &["user", "token", "5551230000"]).status.success());
 }
 
+#[tokio::test]
+async fn an_operator_sets_a_partners_own_sender_with_its_secrets_from_the_environment() {
+    let app = TestApp::start().await;
+    app.partner("acme").await;
+    let sid = "AC0123456789abcdef0123456789abcdef";
+    let set = |extra: &[&str], token: Option<&str>| {
+        let mut args = vec!["partner", "set-sender", "--code", "acme", "--channel", "sms", "--account-sid", sid];
+        args.extend_from_slice(extra);
+        let mut command = Command::new(env!("CARGO_BIN_EXE_hubbub"));
+        command
+            .args(&args)
+            .env("HUBBUB_DATABASE_URL", &app.db.url)
+            .env("HUBBUB_JWT_SECRET", crate::common::TEST_JWT_SECRET)
+            .env("HUBBUB_SECRET_KEY", crate::common::TEST_SECRET_KEY)
+            .env_remove("HUBBUB_DEV");
+        match token {
+            Some(token) => command.env("HUBBUB_SENDER_AUTH_TOKEN", token),
+            None => command.env_remove("HUBBUB_SENDER_AUTH_TOKEN"),
+        };
+        command.output().expect("hubbub runs")
+    };
+    let missing = set(&["--from", "+15550002222"], None);
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("--auth-token"), "{missing:?}");
+    let bad = set(&["--from", "2222"], Some("tw-secret-token"));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--from"), "{bad:?}");
+    let out = set(&["--from", "+15550002222"], Some("tw-secret-token"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((shown["address"].as_str(), shown["token_prefix"].as_str()), (Some("+15550002222"), Some("tw-sec…")));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("tw-secret-token"));
+    // The API sees it; the CLI lists it and removes it.
+    let acme = hubbub(&app.db.url, &["partner", "senders", "--code", "acme"]);
+    let listed: Value = serde_json::from_slice(&acme.stdout).unwrap();
+    assert_eq!(listed["account"], sid);
+    let partner = hubbub_host::store::partners::find_by_code(&app.state.db, "acme").await.unwrap().unwrap();
+    let sms = hubbub_host::names::Channel::Sms;
+    let sender = hubbub_host::store::senders::of_partner(&app.state.db, partner.id, sms).await;
+    assert_eq!(sender.unwrap().map(|s| s.token).as_deref(), Some("tw-secret-token"));
+    assert!(hubbub(&app.db.url, &["partner", "remove-sender", "--code", "acme", "--channel", "sms"]).status.success());
+    assert!(!hubbub(&app.db.url, &["partner", "remove-sender", "--code", "acme", "--channel", "sms"]).status.success());
+}
+
 #[test]
 fn every_command_has_help() {
     for args in [
@@ -76,6 +119,9 @@ fn every_command_has_help() {
         vec!["partner", "create-key", "--help"],
         vec!["partner", "keys", "--help"],
         vec!["partner", "revoke-key", "--help"],
+        vec!["partner", "set-sender", "--help"],
+        vec!["partner", "senders", "--help"],
+        vec!["partner", "remove-sender", "--help"],
         vec!["user", "token", "--help"],
         vec!["template", "review", "--help"],
         vec!["template", "pending", "--help"],

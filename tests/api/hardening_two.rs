@@ -184,8 +184,9 @@ async fn each_user_reaches_the_bot_they_chose_when_two_partners_use_one_code() {
     assert_eq!(forms[0]["partner"], "bogus");
 }
 
-/// Two calls of one partner's bot whose guest sleeps, the second 100 ms after the first, on a host where a
-/// partner has one slot and `queue` places to wait (for 100 ms): answers both.
+/// Two calls of one partner's bot whose guest sleeps, the second once the first holds the partner's slot
+/// (its guest is running: one pooled slot fewer is free), on a host where a partner has one slot and `queue`
+/// places to wait (for 100 ms): answers both.
 async fn two_sleeping_calls(queue: usize) -> (Resp, Resp) {
     let app = TestApp::start_with(move |c| {
         c.bot_partner_slots = 1;
@@ -202,9 +203,13 @@ async fn two_sleeping_calls(queue: usize) -> (Resp, Resp) {
         let invite = app.post(&key, "/api/v1/bots/evil/flows/sleep/invite", json!({"phone": PHONE})).await;
         starts.push(format!("/api/v1/me/flows/{}/start", invite.ok(201)["flow_session"]["ref"].as_str().unwrap()));
     }
+    let idle = app.state.runtime.free_call_slots();
     let first = app.post(&token, &starts[0], json!({}));
     let second = async {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        crate::common::eventually("the first call holds the slot", || async {
+            app.state.runtime.free_call_slots() < idle
+        })
+        .await;
         app.post(&token, &starts[1], json!({})).await
     };
     tokio::join!(first, second)

@@ -862,3 +862,114 @@ async fn a_flow_invitation_on_whatsapp_or_sms_runs_there() {
     routed(&app).await;
     invite("sms").await.error(409, "conflict");
 }
+
+/// A WhatsApp notification as `whatsapp_notify` sends it, signed with `secret`.
+async fn whatsapp_signed_with(app: &TestApp, secret: &str, changes: Value) -> crate::common::Resp {
+    let body = json!({"object": "whatsapp_business_account", "entry": [{"id": "1", "changes": changes.clone()}]});
+    let signature = hubbub_host::delivery::receipts::meta_signature(secret, body.to_string().as_bytes());
+    whatsapp_notify_signed(&app.client, &app.base, changes, Some(&signature)).await
+}
+
+#[tokio::test]
+async fn partners_with_their_own_numbers_get_their_users_messages_and_answer_from_them() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
+    let acme = app.partner("acme").await;
+    let globex = app.partner("globex").await;
+    let phone = "+15550000207";
+    // The phone is linked to both; globex last (without their own numbers, its messages would go there).
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    app.post(&globex, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+
+    // Each partner's WhatsApp number, shown back by prefixes only; a number is one partner's.
+    let number = |id: &str, token: &str, secret: &str| json!({"phone_number_id": id, "business_account_id": "900", "token": token, "app_secret": secret});
+    let app = &app;
+    let put = |key: &str, channel: &str, body: Value| {
+        let path = format!("/api/v1/settings/senders/{channel}");
+        let key = key.to_string();
+        async move { app.request(reqwest::Method::PUT, &path, Some(&key), Some(&body)).await }
+    };
+    let set = put(&acme, "whatsapp", number("111", "acme-wa-token", "acme-app-secret")).await;
+    let shown = set.ok(200).clone();
+    assert_eq!((shown["address"].as_str(), shown["token_prefix"].as_str()), (Some("111"), Some("acme-w…")));
+    assert!(!shown.to_string().contains("acme-wa-token") && !shown.to_string().contains("acme-app-secret"));
+    put(&globex, "whatsapp", number("222", "globex-wa-token", "globex-app-secret")).await.ok(200);
+    put(&globex, "whatsapp", number("111", "x", "y")).await.error(409, "conflict");
+    put(&globex, "whatsapp", json!({"phone_number_id": "111"})).await.field_error("business_account_id");
+    put(&globex, "fax", json!({})).await.error(404, "not_found");
+    assert_eq!(app.get(&acme, "/api/v1/settings/senders").await.ok(200)["data"].as_array().unwrap().len(), 1);
+    // Sealed at rest: the stored token is not the token.
+    let stored: String = sqlx::query_scalar("SELECT token FROM partner_senders WHERE address = '111'")
+        .fetch_one(app.state.db.reader())
+        .await
+        .unwrap();
+    assert!(!stored.contains("acme-wa-token"));
+
+    // A message to acme's number is acme's, checked with acme's app secret (the host's, or globex's, is 401).
+    let to = |number: &str, id: &str, text: &str| {
+        let mut change = whatsapp_message(id, phone, app.now(), json!({"type": "text", "text": {"body": text}}));
+        change[0]["value"]["metadata"]["phone_number_id"] = json!(number);
+        change
+    };
+    whatsapp_signed_with(&app, "app-secret", to("111", "wamid.o1", "Hi acme")).await.error(401, "unauthorized");
+    whatsapp_signed_with(&app, "globex-app-secret", to("111", "wamid.o1", "Hi acme")).await.error(401, "unauthorized");
+    assert_eq!(
+        whatsapp_signed_with(&app, "acme-app-secret", to("111", "wamid.o1", "Hi acme")).await.ok(200)["inbound"],
+        1
+    );
+    assert_eq!(
+        whatsapp_signed_with(&app, "globex-app-secret", to("222", "wamid.o2", "Hi globex")).await.ok(200)["inbound"],
+        1
+    );
+    routed(&app).await;
+    let (mine, theirs) = (conversations(&app, &acme).await, conversations(&app, &globex).await);
+    assert_eq!((mine.len(), theirs.len()), (1, 1));
+    let acme_thread = mine[0]["conversation_id"].as_i64().unwrap();
+    assert_eq!(thread(&app, &acme, acme_thread).await[0]["body"], "Hi acme");
+    assert_eq!(thread(&app, &globex, theirs[0]["conversation_id"].as_i64().unwrap()).await[0]["body"], "Hi globex");
+
+    // acme's answer goes from acme's number, with acme's token.
+    let reply =
+        app.post(&acme, &format!("/api/v1/conversations/{acme_thread}/messages"), json!({"body": "Hello!"})).await;
+    let reply = app.delivered(&acme, reply.ok(201)["message_id"].as_i64().unwrap()).await;
+    assert_eq!(tries(&reply), [t("whatsapp", "sent", "")]);
+    let sent: Vec<_> = wa.received().into_iter().filter(|r| r.path == "/111/messages").collect();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].headers["authorization"], "Bearer acme-wa-token");
+    assert_eq!(sent[0].json()["text"]["body"], "acme Inc.: Hello!");
+
+    // acme's own Twilio sender: its inbound SMS checked with its auth token, its answers from its number.
+    let sid = "AC0123456789abcdef0123456789abcdef";
+    let twilio = json!({"account_sid": sid, "auth_token": "acme-tw-token", "from": "+15550002222"});
+    put(&acme, "sms", twilio).await.ok(200);
+    let params = [
+        ("MessageSid", "SMown1"),
+        ("AccountSid", sid),
+        ("From", phone),
+        ("To", "+15550002222"),
+        ("Body", "By SMS now"),
+        ("NumMedia", "0"),
+    ];
+    twilio_post(&app, "inbound", &params, None).await.error(401, "unauthorized");
+    let owned: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let url = "https://hubbub.example.com/api/v1/providers/twilio/inbound";
+    let signature = hubbub_host::delivery::receipts::twilio_signature("acme-tw-token", url, &owned);
+    assert_eq!(twilio_post(&app, "inbound", &params, Some(&signature)).await.status, 200);
+    routed(&app).await;
+    let messages = thread(&app, &acme, acme_thread).await;
+    assert_eq!(messages.last().unwrap()["body"], "By SMS now");
+    let reply =
+        app.post(&acme, &format!("/api/v1/conversations/{acme_thread}/messages"), json!({"body": "Got it"})).await;
+    let reply = app.delivered(&acme, reply.ok(201)["message_id"].as_i64().unwrap()).await;
+    assert_eq!(tries(&reply), [t("sms", "sent", "")]);
+    let sent: Vec<_> =
+        sms.received().into_iter().filter(|r| r.path == format!("/2010-04-01/Accounts/{sid}/Messages.json")).collect();
+    assert_eq!(sent.len(), 1);
+    let form: Vec<(String, String)> = serde_urlencoded::from_bytes(&sent[0].body).unwrap();
+    assert!(form.contains(&("From".to_string(), "+15550002222".to_string())), "{form:?}");
+
+    // Removed: acme's users are the host's again.
+    let path = "/api/v1/settings/senders/sms";
+    assert_eq!(app.request(reqwest::Method::DELETE, path, Some(&acme), None).await.status, 204);
+    app.request(reqwest::Method::DELETE, path, Some(&acme), None).await.error(404, "not_found");
+}

@@ -1989,6 +1989,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/settings/senders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The partner's own senders (none: every channel goes from the host's). */
+        get: operations["list_senders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/senders/{channel}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set the partner's own sender on a channel (replacing the one it had).
+         * @description Its users' messages on that channel go from it, messages people send to it are this partner's, and its
+         *     webhooks are checked with its secret: register the host's webhook URLs for it (docs/providers.md). 409
+         *     when another partner has that number.
+         */
+        put: operations["set_sender"];
+        post?: never;
+        /** Remove the partner's own sender on a channel: its users go back to the host's. */
+        delete: operations["remove_sender"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/settings/webhook": {
         parameters: {
             query?: never;
@@ -3640,6 +3680,24 @@ export interface components {
             next_cursor?: string | null;
         };
         /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_PartnerSender: {
+            data: {
+                /** @description WhatsApp: the business account id; SMS: the Twilio account SID. */
+                account: string;
+                /** @description WhatsApp: the phone number id; SMS: the Twilio number (E.164) or messaging service (`MG…`). */
+                address: string;
+                /** @description The first characters of the Meta app's secret (WhatsApp). */
+                app_secret_prefix?: string | null;
+                /** @description `whatsapp` or `sms`. */
+                channel: components["schemas"]["Channel"];
+                /** @description The first characters of the access token (WhatsApp) or auth token (SMS). */
+                token_prefix: string;
+                updated_at: string;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
         List_PasskeyRecord: {
             data: {
                 created_at: string;
@@ -3967,6 +4025,40 @@ export interface components {
             /** @description The values this partner keeps in the account's fields (the user's own view only). */
             fields?: components["schemas"]["FieldValue"][] | null;
             name: string;
+        };
+        /** @description A partner's own sender, as the API shows it: never its token or secret, only their first characters. */
+        PartnerSender: {
+            /** @description WhatsApp: the business account id; SMS: the Twilio account SID. */
+            account: string;
+            /** @description WhatsApp: the phone number id; SMS: the Twilio number (E.164) or messaging service (`MG…`). */
+            address: string;
+            /** @description The first characters of the Meta app's secret (WhatsApp). */
+            app_secret_prefix?: string | null;
+            /** @description `whatsapp` or `sms`. */
+            channel: components["schemas"]["Channel"];
+            /** @description The first characters of the access token (WhatsApp) or auth token (SMS). */
+            token_prefix: string;
+            updated_at: string;
+        };
+        /**
+         * @description A partner's own sender. WhatsApp: `phone_number_id`, `business_account_id`, `token`, `app_secret`; SMS:
+         *     `account_sid`, `auth_token`, `from`.
+         */
+        PartnerSenderUpdate: {
+            /** @description SMS: the Twilio account SID (`AC…`). */
+            account_sid?: string | null;
+            /** @description WhatsApp: the Meta app's secret, which signs the webhooks about this number. */
+            app_secret?: string | null;
+            /** @description SMS: the account's auth token, which also signs its webhooks. */
+            auth_token?: string | null;
+            /** @description WhatsApp: the WhatsApp Business Account id (digits). */
+            business_account_id?: string | null;
+            /** @description SMS: the Twilio number (E.164) or messaging service SID (`MG…`) the partner's SMS go from. */
+            from?: string | null;
+            /** @description WhatsApp: the business phone number's id (digits). */
+            phone_number_id?: string | null;
+            /** @description WhatsApp: a system user's access token with whatsapp_business_messaging. */
+            token?: string | null;
         };
         /**
          * @description A ceremony begun: what the browser passes to WebAuthn, and the token that names the ceremony when the
@@ -8363,6 +8455,92 @@ export interface operations {
             403: components["responses"]["E403"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    list_senders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The senders */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_PartnerSender"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    set_sender: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `whatsapp` or `sms` */
+                channel: components["schemas"]["Channel"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PartnerSenderUpdate"];
+            };
+        };
+        responses: {
+            /** @description The sender */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PartnerSender"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    remove_sender: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `whatsapp` or `sms` */
+                channel: components["schemas"]["Channel"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };

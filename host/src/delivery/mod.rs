@@ -8,6 +8,7 @@ pub mod meta_review;
 pub mod push;
 pub mod receipts;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,7 +25,7 @@ use crate::store::deliveries::{Change, Finished, NewAttempt};
 use crate::store::leases::{Held, Leased};
 use crate::store::messages::{self, Message, ToDeliver};
 use crate::store::writer::GroupCommit;
-use crate::store::{Db, deliveries, devices, opt_outs, templates, whatsapp};
+use crate::store::{Db, deliveries, devices, opt_outs, senders, templates, whatsapp};
 
 use crate::events;
 
@@ -132,6 +133,21 @@ pub struct Delivery {
     pub inbound_wake: Notify,
     /// Web Push to the user's devices when a message reaches their hub.
     pub push: Arc<push::Push>,
+    /// The providers' HTTP client (partners' own senders use it too).
+    pub http: reqwest::Client,
+    /// Partners' own senders as last read, for [`OWN_SENDER_TTL`] (`None`: the partner has none there).
+    own: std::sync::Mutex<HashMap<(i64, Channel), (std::time::Instant, Option<Sending>)>>,
+}
+
+/// How long a partner's own sender is used as read before it is read again (a change made through another
+/// host takes this long to reach this one; through this host, at once).
+const OWN_SENDER_TTL: Duration = Duration::from_secs(5);
+
+/// The provider a message goes out through and the sender it goes from (as opt-outs are kept).
+#[derive(Clone)]
+pub struct Sending {
+    pub provider: Arc<dyn Provider>,
+    pub sender: String,
 }
 
 impl Delivery {
@@ -145,10 +161,39 @@ impl Delivery {
             wake: Notify::new(),
             inbound_wake: Notify::new(),
             push,
+            http,
+            own: std::sync::Mutex::default(),
             db,
             clock,
             config,
         })
+    }
+
+    /// How `partner_id`'s messages go out on `channel` (WhatsApp or SMS): from the partner's own sender when
+    /// it set one, else from the host's (`None` for the hub).
+    pub async fn sending(&self, partner_id: Option<i64>, channel: Channel) -> Result<Option<Sending>, sqlx::Error> {
+        let shared = self.provider(channel).map(|p| Sending { provider: p.clone(), sender: self.sender(channel) });
+        let Some(partner_id) = partner_id.filter(|_| shared.is_some()) else { return Ok(shared) };
+        let cached = self.own.lock().expect("not poisoned").get(&(partner_id, channel)).cloned();
+        let own = match cached {
+            Some((read_at, own)) if read_at.elapsed() < OWN_SENDER_TTL => own,
+            _ => {
+                let found = senders::of_partner(&self.db, partner_id, channel).await?;
+                let own = found.map(|s| Sending {
+                    provider: crate::providers::own_sender(&self.config, &self.http, &s),
+                    sender: s.address.clone(),
+                });
+                let mut cache = self.own.lock().expect("not poisoned");
+                cache.insert((partner_id, channel), (std::time::Instant::now(), own.clone()));
+                own
+            }
+        };
+        Ok(own.or(shared))
+    }
+
+    /// Forgets what was read of a partner's own senders (they were just changed on this host).
+    pub fn forget_senders(&self, partner_id: i64) {
+        self.own.lock().expect("not poisoned").retain(|(p, _), _| *p != partner_id);
     }
 
     pub fn now(&self) -> Millis {
@@ -351,7 +396,9 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
         if devices::claim_alert(db, message.partner_id, &message.phone, message_id, last_seen, now).await? {
             let text = alert_text(&partner_name, &delivery.config.public_url, &message);
             for channel in [Channel::Whatsapp, Channel::Sms] {
-                let outcome = send_on(delivery, channel, &message.phone, None, &text, opted_out).await?;
+                let outcome =
+                    send_on(delivery, Some(message.partner_id), channel, &message.phone, None, &text, opted_out)
+                        .await?;
                 let sent = outcome.is_sent();
                 alerts.push((channel, outcome));
                 if sent {
@@ -452,7 +499,7 @@ async fn send_message(
         Some(_) => String::new(),
         None => fallback_text(message, partner_name, &delivery.config.public_url),
     };
-    send_on(delivery, channel, &message.phone, template, &text, opted_out).await
+    send_on(delivery, Some(message.partner_id), channel, &message.phone, template, &text, opted_out).await
 }
 
 /// Sends `template`, or else free-form `text`, on WhatsApp or SMS — unless the person opted out of our
@@ -461,21 +508,22 @@ async fn send_message(
 /// (the delivery's read of the message says so; which sender and channel is looked up only then).
 pub(crate) async fn send_on(
     delivery: &Delivery,
+    partner_id: Option<i64>,
     channel: Channel,
     phone: &str,
     template: Option<TemplateMessage>,
     text: &str,
     opted_out: bool,
 ) -> Result<Outcome, sqlx::Error> {
-    let Some(provider) = delivery.provider(channel) else {
+    let Some(sending) = delivery.sending(partner_id, channel).await? else {
         return Ok(Outcome::Failed(format!("{} has no provider", channel.as_str())));
     };
-    if let Some(reason) = skip_reason(delivery, provider, channel, phone, template.as_ref(), opted_out).await? {
+    if let Some(reason) = skip_reason(delivery, &sending, channel, phone, template.as_ref(), opted_out).await? {
         return Ok(Outcome::Skipped(reason));
     }
     Ok(match template {
-        Some(template) => provider.send_template(phone, &template).await.into(),
-        None => provider.send(phone, text).await.into(),
+        Some(template) => sending.provider.send_template(phone, &template).await.into(),
+        None => sending.provider.send(phone, text).await.into(),
     })
 }
 
@@ -484,16 +532,18 @@ pub(crate) async fn send_on(
 /// WhatsApp's window, as for [`send_on`].
 pub(crate) async fn send_outgoing(
     delivery: &Delivery,
+    partner_id: i64,
     channel: Channel,
     phone: &str,
     message: &Outgoing,
 ) -> Result<Outcome, sqlx::Error> {
-    let Some(provider) = delivery.provider(channel) else {
+    let Some(sending) = delivery.sending(Some(partner_id), channel).await? else {
         return Ok(Outcome::Failed(format!("{} has no provider", channel.as_str())));
     };
-    if let Some(reason) = skip_reason(delivery, provider, channel, phone, None, true).await? {
+    if let Some(reason) = skip_reason(delivery, &sending, channel, phone, None, true).await? {
         return Ok(Outcome::Skipped(reason));
     }
+    let provider = &sending.provider;
     Ok(match message {
         Outgoing::Text(text) => provider.send(phone, text).await.into(),
         Outgoing::Interactive { interactive, text } => provider.send_interactive(phone, interactive, text).await.into(),
@@ -505,20 +555,19 @@ pub(crate) async fn send_outgoing(
 /// the 24-hour window.
 async fn skip_reason(
     delivery: &Delivery,
-    provider: &Arc<dyn Provider>,
+    sending: &Sending,
     channel: Channel,
     phone: &str,
     template: Option<&TemplateMessage>,
     opted_out: bool,
 ) -> Result<Option<&'static str>, sqlx::Error> {
-    if opted_out && let Some(reason) = opt_outs::reason(&delivery.db, phone, channel, &delivery.sender(channel)).await?
-    {
+    if opted_out && let Some(reason) = opt_outs::reason(&delivery.db, phone, channel, &sending.sender).await? {
         let marketing_only = reason == opt_outs::MARKETING;
         if !marketing_only || template.is_some_and(|t| t.marketing) {
             return Ok(Some(OPTED_OUT));
         }
     }
-    if template.is_none() && provider.has_free_form_window() && !within_window(delivery, phone).await? {
+    if template.is_none() && sending.provider.has_free_form_window() && !within_window(delivery, phone).await? {
         return Ok(Some(OUTSIDE_WINDOW));
     }
     Ok(None)
@@ -609,7 +658,8 @@ async fn continue_after_receipt(delivery: &Delivery, found: ToDeliver, resume: &
     } else {
         fallback_text(message, &partner_name, &delivery.config.public_url)
     };
-    let outcome = send_on(delivery, Channel::Sms, &message.phone, None, &text, opted_out).await?;
+    let outcome =
+        send_on(delivery, Some(message.partner_id), Channel::Sms, &message.phone, None, &text, opted_out).await?;
     let sent = outcome.is_sent();
     let release_alert = (alert && !sent).then(|| (message.partner_id, message.phone.clone()));
     if !alert {

@@ -106,20 +106,35 @@ pub fn twilio_opt_out(delivery: &Delivery, params: &[(String, String)]) -> Optio
 /// WhatsApp's errors that mean the person does not want marketing messages from the business: 131050.
 const BLOCKED: [i64; 1] = [131050];
 
-/// Each `entry[].changes[].value` of a WhatsApp Cloud API webhook about our number, with its phone number id
-/// (`metadata.phone_number_id`; else the host's). A value about another number of the same Meta app (a
-/// staging number, say) is none of this host's business, and left out.
-pub fn whatsapp_values<'a>(delivery: &Delivery, payload: &'a Value) -> Vec<(&'a Value, String)> {
-    let ours = delivery.sender(Channel::Whatsapp);
-    let entries = payload["entry"].as_array().into_iter().flatten();
-    let values = entries.flat_map(|e| e["changes"].as_array().into_iter().flatten()).map(|c| &c["value"]);
+/// Each `entry[].changes[].value` of a WhatsApp Cloud API webhook about one of `ours` (the numbers the
+/// webhook was verified for: the host's, or a partner's own), with its phone number id
+/// (`metadata.phone_number_id`; else the first of `ours`). A value about another number of the same Meta
+/// app (a staging number, say) is none of this host's business, and left out; the development sink's
+/// `dev` takes any.
+pub fn whatsapp_values<'a>(ours: &[String], payload: &'a Value) -> Vec<(&'a Value, String)> {
+    let any = ours.iter().any(|o| o == "dev");
+    let values = whatsapp_changes(payload).map(|c| &c["value"]);
     values
         .filter_map(|value| match value["metadata"]["phone_number_id"].as_str() {
-            Some(id) if id != ours && ours != "dev" => None,
+            Some(id) if !any && !ours.iter().any(|o| o == id) => None,
             Some(id) => Some((value, id.to_string())),
-            None => Some((value, ours.clone())),
+            None => Some((value, ours.first()?.clone())),
         })
         .collect()
+}
+
+fn whatsapp_changes(payload: &Value) -> impl Iterator<Item = &Value> {
+    payload["entry"].as_array().into_iter().flatten().flat_map(|e| e["changes"].as_array().into_iter().flatten())
+}
+
+/// The phone number ids a WhatsApp Cloud API webhook is about (`value.metadata.phone_number_id`).
+pub fn whatsapp_numbers(payload: &Value) -> Vec<String> {
+    let mut ids: Vec<String> = whatsapp_changes(payload)
+        .filter_map(|c| c["value"]["metadata"]["phone_number_id"].as_str().map(str::to_string))
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
 }
 
 /// A WhatsApp id (digits, as the Cloud API writes phones) as an E.164 phone, if it is one.
@@ -130,9 +145,9 @@ pub fn whatsapp_phone(id: &str) -> Option<String> {
 
 /// Who stopped marketing messages from us in a WhatsApp Cloud API webhook: `(E.164 phone, our phone number
 /// id)` of each failed status with a [`BLOCKED`] error.
-pub fn whatsapp_blocks(delivery: &Delivery, payload: &Value) -> Vec<(String, String)> {
+pub fn whatsapp_blocks(ours: &[String], payload: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for (value, sender) in whatsapp_values(delivery, payload) {
+    for (value, sender) in whatsapp_values(ours, payload) {
         for status in value["statuses"].as_array().into_iter().flatten() {
             let mut errors = status["errors"].as_array().into_iter().flatten();
             let blocked = errors.any(|e| e["code"].as_i64().is_some_and(|code| BLOCKED.contains(&code)));

@@ -32,6 +32,7 @@ pub mod passkeys;
 pub mod payments;
 pub mod push;
 pub mod receipts;
+pub mod senders;
 pub mod stream;
 pub mod streams;
 pub mod templates;
@@ -98,6 +99,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(flows::router())
         .merge(form_links::router())
         .merge(receipts::router())
+        .merge(senders::router())
         .merge(payments::router())
         .merge(openapi::router())
         .route_layer(axum::middleware::from_fn(crate::metrics::track_request));

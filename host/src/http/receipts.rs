@@ -1,6 +1,7 @@
 //! Provider webhooks (`/providers/…`): Twilio status callbacks and inbound messages, and the WhatsApp Cloud
 //! API webhook (statuses, people's messages, template decisions). No API key: each request carries its
-//! provider's signature, checked before anything is read (`delivery::receipts`); a signature that does not
+//! provider's signature, checked before anything is acted on (`delivery::receipts`) with the secret of the
+//! number it concerns — a partner's own (`store::senders`), else the host's; a signature that does not
 //! match is `401`. A provider that is not configured here answers 404 (`Twilio provider not found`, …).
 //! People's messages are kept and answered at once, and routed after (`crate::inbound`).
 
@@ -23,6 +24,7 @@ use crate::names::Channel;
 use crate::secrets::constant_time_eq;
 use crate::state::AppState;
 use crate::store::opt_outs;
+use crate::store::senders::{self, Sender};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -32,23 +34,35 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 /// The pairs of a Twilio webhook whose `X-Twilio-Signature` (HMAC-SHA1 with the auth token over `url`, the
-/// query Twilio called it with, and the sorted pairs) matches; 404 when Twilio is not configured, 401 when
-/// the signature does not match.
-fn twilio_signed(
+/// query Twilio called it with, and the sorted pairs) matches, and the partner's own sender it concerns: the
+/// webhook of a partner's own Twilio account (its `AccountSid`) is checked with that account's auth token,
+/// any other with the host's. 404 when neither is configured, 401 when the signature does not match.
+/// `ours`: the pair naming our number (`To` for an inbound message, `From` for a status).
+async fn twilio_signed(
     state: &AppState,
     url: String,
+    ours: &str,
     uri: &Uri,
     headers: &HeaderMap,
     body: &[u8],
-) -> ApiResult<Vec<(String, String)>> {
-    let token = state
-        .config
-        .twilio_auth_token
-        .as_deref()
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| ApiError::not_found("Twilio provider"))?;
+) -> ApiResult<(Vec<(String, String)>, Option<Sender>)> {
     let params: Vec<(String, String)> =
         serde_urlencoded::from_bytes(body).map_err(|_| ApiError::bad_request("body must be form-encoded"))?;
+    let account = receipts::twilio_param(&params, "AccountSid").map(str::trim).unwrap_or("");
+    let number = receipts::twilio_param(&params, ours).map(str::trim).unwrap_or("");
+    let mut own = match account.is_empty() {
+        true => Vec::new(),
+        false => senders::by_twilio_account(&state.db, account).await?,
+    };
+    let sender = match own.iter().position(|s| s.address == number) {
+        Some(i) => Some(own.swap_remove(i)),
+        None => own.into_iter().next(),
+    };
+    let host = state.config.twilio_auth_token.as_deref().filter(|t| !t.is_empty());
+    let token = match &sender {
+        Some(sender) => sender.token.as_str(),
+        None => host.ok_or_else(|| ApiError::not_found("Twilio provider"))?,
+    };
     let url = match uri.query() {
         Some(query) => format!("{url}?{query}"),
         None => url,
@@ -57,7 +71,7 @@ fn twilio_signed(
     if !receipts::signature_matches(header(headers, "x-twilio-signature"), &expected) {
         return Err(ApiError::unauthorized("X-Twilio-Signature does not match"));
     }
-    Ok(params)
+    Ok((params, sender))
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -102,7 +116,8 @@ async fn twilio_status(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<TwilioApplied>> {
-    let params = twilio_signed(&state, crate::providers::twilio_status_url(&state.config), &uri, &headers, &body)?;
+    let url = crate::providers::twilio_status_url(&state.config);
+    let (params, own) = twilio_signed(&state, url, "From", &uri, &headers, &body).await?;
     let sid = receipts::twilio_param(&params, "MessageSid").filter(|s| !s.is_empty());
     let sid = sid.ok_or_else(|| ApiError::validation("MessageSid", "MessageSid is required"))?;
     let applied = match receipts::twilio_receipt(&params) {
@@ -111,6 +126,7 @@ async fn twilio_status(
     };
     // Twilio refused to send to a phone that opted out with it (error 21610): we know it now too.
     if let Some((phone, sender)) = receipts::twilio_opt_out(&state.delivery, &params) {
+        let sender = own.map(|s| s.address).unwrap_or(sender);
         receipts::opt_out(&state.delivery, &phone, Channel::Sms, &sender, "twilio 21610").await?;
     }
     Ok(Json(TwilioApplied { applied }))
@@ -158,11 +174,16 @@ async fn twilio_inbound(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<impl IntoResponse> {
-    let params = twilio_signed(&state, crate::providers::twilio_inbound_url(&state.config), &uri, &headers, &body)?;
-    let message = inbound::from_twilio(&state.delivery, &params, state.now()).map_err(|message| {
+    let url = crate::providers::twilio_inbound_url(&state.config);
+    let (params, own) = twilio_signed(&state, url, "To", &uri, &headers, &body).await?;
+    let mut message = inbound::from_twilio(&state.delivery, &params, state.now()).map_err(|message| {
         let field = message.split_whitespace().next().unwrap_or("body").to_string();
         ApiError::validation(field, message)
     })?;
+    // To a partner's own number: that sender's (and so that partner's).
+    if let Some(own) = own {
+        message.sender = own.address;
+    }
     inbound::receive(&state.delivery, &[message]).await?;
     Ok(([(header::CONTENT_TYPE, "text/xml")], "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response></Response>"))
 }
@@ -201,32 +222,60 @@ async fn whatsapp_statuses(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<WhatsappApplied>> {
-    let secret = state
-        .config
-        .whatsapp_app_secret
-        .as_deref()
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| ApiError::not_found("WhatsApp app secret"))?;
-    let expected = receipts::meta_signature(secret, &body);
-    if !receipts::signature_matches(header(&headers, "x-hub-signature-256"), &expected) {
-        return Err(ApiError::unauthorized("X-Hub-Signature-256 does not match"));
-    }
     let payload: Value =
         serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("body is not valid JSON: {e}")))?;
+    let ours = whatsapp_signed(&state, &headers, &body, &payload).await?;
     let mut applied = 0;
     for (id, receipt) in receipts::whatsapp_receipts(&payload) {
         applied += receipts::apply(&state.delivery, Channel::Whatsapp, &id, receipt).await? as i64;
     }
-    for (phone, sender) in receipts::whatsapp_blocks(&state.delivery, &payload) {
+    for (phone, sender) in receipts::whatsapp_blocks(&ours, &payload) {
         receipts::opt_out(&state.delivery, &phone, Channel::Whatsapp, &sender, opt_outs::MARKETING).await?;
     }
-    let inbound = inbound::receive(&state.delivery, &inbound::from_whatsapp(&state.delivery, &payload, state.now()))
-        .await? as i64;
+    let inbound =
+        inbound::receive(&state.delivery, &inbound::from_whatsapp(&ours, &payload, state.now())).await? as i64;
     let mut templates = 0;
     for (id, status, reason) in meta_review::template_updates(&payload) {
         templates += meta_review::apply(&state.delivery, &id, &status, reason.as_deref()).await? as i64;
     }
     Ok(Json(WhatsappApplied { applied, inbound, templates }))
+}
+
+/// Checks a WhatsApp Cloud API webhook's `X-Hub-Signature-256` with the app secret of the numbers it is
+/// about: a partner's own numbers (one Meta app, one secret), else the host's; answers the numbers it may
+/// speak for. 404 when no secret applies, 401 when the signature does not match.
+async fn whatsapp_signed(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: &[u8],
+    payload: &Value,
+) -> ApiResult<Vec<String>> {
+    let mut own = Vec::new();
+    for number in receipts::whatsapp_numbers(payload) {
+        if let Some(sender) = senders::by_address(&state.db, Channel::Whatsapp, &number).await? {
+            own.push(sender);
+        }
+    }
+    let host = state.config.whatsapp_app_secret.as_deref().filter(|t| !t.is_empty());
+    let (secret, mut ours) = match own.first() {
+        None => (host.map(str::to_string), vec![state.delivery.sender(Channel::Whatsapp)]),
+        Some(first) => {
+            if own.iter().any(|s| s.app_secret != first.app_secret) {
+                return Err(ApiError::unauthorized("the numbers of this notification belong to different Meta apps"));
+            }
+            (first.app_secret.clone(), own.iter().map(|s| s.address.clone()).collect())
+        }
+    };
+    let secret = secret.ok_or_else(|| ApiError::not_found("WhatsApp app secret"))?;
+    let expected = receipts::meta_signature(&secret, body);
+    if !receipts::signature_matches(header(headers, "x-hub-signature-256"), &expected) {
+        return Err(ApiError::unauthorized("X-Hub-Signature-256 does not match"));
+    }
+    // A partner whose app is the host's own: the host's number is in it too.
+    if !own.is_empty() && host == Some(secret.as_str()) {
+        ours.push(state.delivery.sender(Channel::Whatsapp));
+    }
+    Ok(ours)
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -32,6 +32,7 @@ pub mod payments;
 pub mod push;
 pub mod sealing;
 pub mod search;
+pub mod senders;
 pub mod settings;
 pub mod templates;
 pub mod tokens;

@@ -32,6 +32,8 @@ const SEALED_COLUMNS: &[(&str, &str, &str, &str)] = &[
     ("partners", "id", "webhook_secret", "partners.webhook_secret"),
     ("developers", "id", "webhook_secret", "developers.webhook_secret"),
     ("bots", "id", "webhook_secret", "bots.webhook_secret"),
+    ("partner_senders", "id", "token", "partner_senders.token"),
+    ("partner_senders", "id", "app_secret", "partner_senders.app_secret"),
 ];
 
 /// The settings rows that are secrets (other settings stay readable).

@@ -40,3 +40,22 @@ ALTER TABLE inbound_messages ADD COLUMN user_id TEXT;
 -- A partner's choice for agents' free-form answers to a WhatsApp user outside WhatsApp's 24-hour window:
 -- refused (0, the default: send an approved template), or sent on by the other channels, the hub then SMS (1).
 ALTER TABLE partners ADD COLUMN whatsapp_window_fallback BIGINT NOT NULL DEFAULT 0;
+
+-- A partner's own sender on a channel (store/senders.rs), instead of the host's shared one: on WhatsApp its
+-- phone number id (`address`), business account id (`account`), token and app secret; on SMS its Twilio
+-- number or messaging service (`address`), account SID (`account`) and auth token. The token and the app
+-- secret are sealed like the other secrets. Sends to the partner's users go from it; messages to it are the
+-- partner's, verified with its own secret.
+CREATE TABLE partner_senders (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    partner_id BIGINT NOT NULL REFERENCES partners(id),
+    channel    TEXT   NOT NULL CHECK (channel IN ('whatsapp', 'sms')),
+    address    TEXT   NOT NULL,
+    account    TEXT   NOT NULL,
+    token      TEXT   NOT NULL,
+    app_secret TEXT,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    UNIQUE (partner_id, channel),
+    UNIQUE (channel, address)
+);
