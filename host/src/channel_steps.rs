@@ -27,6 +27,10 @@ pub const MAX_ROW_DESCRIPTION: usize = 72;
 pub const MAX_BODY: usize = 1024;
 /// A reply id (WhatsApp allows 256 for buttons, 200 for rows).
 pub const MAX_ID: usize = 200;
+/// A WhatsApp text message's body.
+pub const MAX_WHATSAPP_TEXT: usize = 4096;
+/// An SMS as Twilio takes it (it splits it into segments itself).
+pub const MAX_SMS_TEXT: usize = 1600;
 
 /// One message to send on the channel.
 #[derive(Debug, Clone, PartialEq)]
@@ -135,10 +139,20 @@ pub fn whatsapp_misfits(steps: &[Value]) -> Vec<String> {
 /// caller: it is signed for the session).
 pub fn render(channel: Channel, steps: &[Value], form_url: Option<&str>) -> Rendered {
     let whatsapp = channel == Channel::Whatsapp;
+    let longest = if whatsapp { MAX_WHATSAPP_TEXT } else { MAX_SMS_TEXT };
     let mut out = Rendered::default();
     for step in steps {
         let message = match step["type"].as_str().unwrap_or("") {
-            "message" => Outgoing::Text(str_of(&step["text"]).to_string()),
+            "message" => {
+                let text = str_of(&step["text"]).trim();
+                if text.is_empty() {
+                    continue;
+                }
+                // A text longer than the channel takes goes as several, split between words.
+                out.menu = None;
+                out.messages.extend(split(text, longest).into_iter().map(Outgoing::Text));
+                continue;
+            }
             "menu" => {
                 let choices = choices(step);
                 let message = match whatsapp && whatsapp_fit(step).is_ok() {
@@ -174,6 +188,22 @@ pub fn render(channel: Channel, steps: &[Value], form_url: Option<&str>) -> Rend
         out.messages.push(message);
     }
     out
+}
+
+/// `text` in pieces of at most `longest` characters, cut at the last space or line break of each where
+/// there is one.
+fn split(text: &str, longest: usize) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut rest: Vec<char> = text.chars().collect();
+    while rest.len() > longest {
+        let cut = rest[..longest].iter().rposition(|c| c.is_whitespace()).filter(|&i| i > 0).unwrap_or(longest);
+        pieces.push(rest[..cut].iter().collect::<String>().trim_end().to_string());
+        rest = rest[cut..].iter().skip_while(|c| c.is_whitespace()).copied().collect();
+    }
+    if !rest.is_empty() {
+        pieces.push(rest.into_iter().collect());
+    }
+    pieces
 }
 
 /// A reply-button or list message of a menu that fits.
@@ -359,6 +389,22 @@ mod tests {
         assert_eq!(render(Channel::Sms, &[pay], None).messages[0].text(), "large tea: 3.50 EUR. Pay: https://pay/x");
         let done = json!({"type": "flow_completed", "summary": {"item": "tea", "n": 2}});
         assert_eq!(render(Channel::Sms, &[done], None).messages[0].text(), "Done.\nitem: tea\nn: 2");
+    }
+
+    #[test]
+    fn long_texts_go_in_pieces_and_empty_ones_not_at_all() {
+        let long = "word ".repeat(500);
+        let r = render(
+            Channel::Sms,
+            &[json!({"type": "message", "text": long}), json!({"type": "message", "text": " "})],
+            None,
+        );
+        assert_eq!(r.messages.len(), 2);
+        assert!(r.messages.iter().all(|m| m.text().chars().count() <= MAX_SMS_TEXT && !m.text().ends_with(' ')));
+        let joined: Vec<&str> = r.messages.iter().map(Outgoing::text).collect();
+        assert_eq!(joined.join(" "), long.trim());
+        assert_eq!(split(&"x".repeat(10), 4), ["xxxx", "xxxx", "xx"]);
+        assert_eq!(render(Channel::Whatsapp, &[json!({"type": "message", "text": "hi"})], None).messages.len(), 1);
     }
 
     #[test]

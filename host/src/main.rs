@@ -376,10 +376,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Partner { command: PartnerCommand::Invite { code, role, config } } => {
             let role =
                 MemberRole::parse(&role).ok_or_else(|| anyhow::anyhow!("--role is one of owner, admin, agent"))?;
-            let db = Db::open(&config, 2).await?;
-            let partner = partners::find_by_code(&db, &code)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("no partner with code {code:?}"))?;
+            let (db, partner) = open_partner(&config, &code).await?;
             let (invitation, expires) =
                 hubbub_host::members::invite(&db, partner.id, role, None, clock.now_ms()).await?;
             println!(
@@ -391,29 +388,20 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Partner { command: PartnerCommand::CreateKey { code, name, config } } => {
             let name = api_keys::key_name(Some(&name)).map_err(|e| anyhow::anyhow!("--name: {}", e.message()))?;
-            let db = Db::open(&config, 2).await?;
-            let partner = partners::find_by_code(&db, &code)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("no partner with code {code:?}"))?;
+            let (db, partner) = open_partner(&config, &code).await?;
             let key = secrets::new_partner_key();
             let (hash, prefix) = (secrets::digest(&key), secrets::display_prefix(&key, "sk_"));
             let created = partners::create_key(&db, partner.id, name, &hash, &prefix, clock.now_ms()).await?;
             println!("{}", json!({ "partner": code, "key": api_keys::ApiKeyRecord::from(&created), "api_key": key }));
         }
         Command::Partner { command: PartnerCommand::Keys { code, config } } => {
-            let db = Db::open(&config, 2).await?;
-            let partner = partners::find_by_code(&db, &code)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("no partner with code {code:?}"))?;
+            let (db, partner) = open_partner(&config, &code).await?;
             for key in partners::list_keys(&db, partner.id).await? {
                 println!("{}", json!(api_keys::ApiKeyRecord::from(&key)));
             }
         }
         Command::Partner { command: PartnerCommand::RevokeKey { code, id, config } } => {
-            let db = Db::open(&config, 2).await?;
-            let partner = partners::find_by_code(&db, &code)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("no partner with code {code:?}"))?;
+            let (db, partner) = open_partner(&config, &code).await?;
             match partners::revoke_key(&db, partner.id, id, clock.now_ms()).await? {
                 partners::Revoked::Done(key) => println!("{}", json!(api_keys::ApiKeyRecord::from(&key))),
                 partners::Revoked::NotFound => anyhow::bail!("partner {code:?} has no key {id}"),
@@ -435,10 +423,7 @@ async fn main() -> anyhow::Result<()> {
                     config,
                 },
         } => {
-            let db = Db::open(&config, 2).await?;
-            let partner = partners::find_by_code(&db, &code)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("no partner with code {code:?}"))?;
+            let (db, partner) = open_partner(&config, &code).await?;
             let channel = sender_channel(&channel)?;
             let fields = hubbub_host::senders::Fields {
                 phone_number_id,
@@ -457,19 +442,13 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", json!(SenderRecord::from(&sender)));
         }
         Command::Partner { command: PartnerCommand::Senders { code, config } } => {
-            let db = Db::open(&config, 2).await?;
-            let partner = partners::find_by_code(&db, &code)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("no partner with code {code:?}"))?;
+            let (db, partner) = open_partner(&config, &code).await?;
             for sender in store_senders::list(&db, partner.id).await? {
                 println!("{}", json!(SenderRecord::from(&sender)));
             }
         }
         Command::Partner { command: PartnerCommand::RemoveSender { code, channel, config } } => {
-            let db = Db::open(&config, 2).await?;
-            let partner = partners::find_by_code(&db, &code)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("no partner with code {code:?}"))?;
+            let (db, partner) = open_partner(&config, &code).await?;
             let channel = sender_channel(&channel)?;
             if !store_senders::remove(&db, partner.id, channel).await? {
                 anyhow::bail!("partner {code:?} has no own {} sender", channel.as_str());
@@ -527,4 +506,12 @@ fn sender_channel(text: &str) -> anyhow::Result<Channel> {
         Some(channel @ (Channel::Whatsapp | Channel::Sms)) => Ok(channel),
         _ => anyhow::bail!("--channel is whatsapp or sms"),
     }
+}
+
+/// The database and the partner `code` names, for the partner commands.
+async fn open_partner(config: &Config, code: &str) -> anyhow::Result<(Db, partners::Partner)> {
+    let db = Db::open(config, 2).await?;
+    let partner =
+        partners::find_by_code(&db, code).await?.ok_or_else(|| anyhow::anyhow!("no partner with code {code:?}"))?;
+    Ok((db, partner))
 }

@@ -18,9 +18,6 @@ const PHONE: &str = "+15551230000";
 enum Access {
     /// A partner key; another partner's resources are 404.
     Partner,
-    /// A partner key, on a setting of the caller's own that the path names (`{channel}`): every partner has
-    /// its own, so there is no other partner's to refuse.
-    PartnerSetting,
     /// A partner key, or the token of the bot the path names.
     PartnerOrBot,
     /// The platform partner's key only; any other partner is 403.
@@ -174,8 +171,10 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/settings/delivery", Partner),
     ("PUT", "/api/v1/settings/delivery", Partner),
     ("GET", "/api/v1/settings/senders", Partner),
-    ("PUT", "/api/v1/settings/senders/{channel}", PartnerSetting),
-    ("DELETE", "/api/v1/settings/senders/{channel}", PartnerSetting),
+    ("PUT", "/api/v1/settings/senders/whatsapp", Partner),
+    ("PUT", "/api/v1/settings/senders/sms", Partner),
+    ("DELETE", "/api/v1/settings/senders/whatsapp", Partner),
+    ("DELETE", "/api/v1/settings/senders/sms", Partner),
     ("PATCH", "/api/v1/settings/account-fields/{id}", Partner),
     ("PUT", "/api/v1/settings/webhook", Partner),
     ("POST", "/api/v1/system/broadcasts", Platform),
@@ -232,7 +231,6 @@ enum Expect {
 fn expect(access: Access, kind: Kind, has_params: bool) -> Expect {
     use Expect::*;
     use Kind as K;
-    let (access, has_params) = if access == PartnerSetting { (Partner, false) } else { (access, has_params) };
     let allowed = Allowed { and_found: has_params };
     let loose = Allowed { and_found: false };
     if access == Open {
@@ -365,7 +363,6 @@ impl Fixtures {
                 "{bot}" => "chatbot".to_string(),
                 "{code}" => "flowbot".to_string(),
                 "{flow}" => "signup".to_string(),
-                "{channel}" => "sms".to_string(),
                 "{phone}" => PHONE.to_string(),
                 "{prefix}" => self.spare_key_prefix.clone(),
                 "{session}" => self.chat_session.clone(),

@@ -829,7 +829,7 @@ async fn a_flow_invitation_on_whatsapp_or_sms_runs_there() {
         app.post(&acme, path, json!({"phone": phone, "channel": channel}))
     };
     // The channel must be the bot's; WhatsApp needs the user's window open.
-    invite("whatsapp").await.field_error("channel");
+    invite("whatsapp").await.error(409, "conflict");
     invite("fax").await.field_error("channel");
     app.patch(&acme, "/api/v1/bots/signup", json!({"channels": ["inapp", "whatsapp", "sms"]})).await.ok(200);
     let shut = invite("whatsapp").await;
@@ -852,15 +852,25 @@ async fn a_flow_invitation_on_whatsapp_or_sms_runs_there() {
     // Not in the app's forms: it runs on WhatsApp.
     assert_eq!(hubbub_host::store::flows::open_forms(&app.state.db, phone).await.unwrap().len(), 0);
 
+    // `auto` for a user without the app: WhatsApp while their window is open, else SMS.
+    assert_eq!(invite("auto").await.ok(201)["flow_session"]["channel"], "whatsapp");
+    assert_eq!(more_sent(&wa, phone, 1, 1).await[0]["interactive"]["type"], "cta_url");
+
     // By SMS: the link written out.
     let r = invite("sms").await;
     assert_eq!(r.ok(201)["flow_session"]["channel"], "sms");
     let out = more_sent(&sms, phone, 0, 1).await;
     assert!(out[0]["Body"].as_str().unwrap().contains("Open the form: https://hubbub.example.com/f/"), "{out:?}");
     // A phone that opted out of SMS is not invited there.
+    app.clock.advance_ms(25 * 60 * 60 * 1000);
+    assert_eq!(invite("auto").await.ok(201)["flow_session"]["channel"], "sms");
     sms_in(&app, "SMstop9", phone, "STOP", None).await;
     routed(&app).await;
     invite("sms").await.error(409, "conflict");
+    // Reached nowhere else, `auto` is the app's flow card.
+    let card = invite("auto").await;
+    assert_eq!(card.ok(201)["flow_session"]["channel"], "inapp");
+    assert!(card.json["flow_session"]["message_id"].is_i64());
 }
 
 /// A WhatsApp notification as `whatsapp_notify` sends it, signed with `secret`.
@@ -897,6 +907,9 @@ async fn partners_with_their_own_numbers_get_their_users_messages_and_answer_fro
     put(&globex, "whatsapp", number("111", "x", "y")).await.error(409, "conflict");
     put(&globex, "whatsapp", json!({"phone_number_id": "111"})).await.field_error("business_account_id");
     put(&globex, "fax", json!({})).await.error(404, "not_found");
+    put(&globex, "sms", json!({"account_sid": "AC1", "auth_token": "t", "from": "+15550003333"}))
+        .await
+        .field_error("account_sid");
     assert_eq!(app.get(&acme, "/api/v1/settings/senders").await.ok(200)["data"].as_array().unwrap().len(), 1);
     // Sealed at rest: the stored token is not the token.
     let stored: String = sqlx::query_scalar("SELECT token FROM partner_senders WHERE address = '111'")

@@ -2006,7 +2006,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/settings/senders/{channel}": {
+    "/api/v1/settings/senders/sms": {
         parameters: {
             query?: never;
             header?: never;
@@ -2015,15 +2015,38 @@ export interface paths {
         };
         get?: never;
         /**
-         * Set the partner's own sender on a channel (replacing the one it had).
-         * @description Its users' messages on that channel go from it, messages people send to it are this partner's, and its
-         *     webhooks are checked with its secret: register the host's webhook URLs for it (docs/providers.md). 409
-         *     when another partner has that number.
+         * Set the partner's own Twilio sender (replacing the one it had).
+         * @description Its users' SMS go from it with its account, messages people send to it are this partner's, and its
+         *     account's webhooks are checked with its auth token: point the number's incoming messages at the host's
+         *     URL (docs/providers.md). 409 when another partner has that sender.
          */
-        put: operations["set_sender"];
+        put: operations["set_sms_sender"];
         post?: never;
-        /** Remove the partner's own sender on a channel: its users go back to the host's. */
-        delete: operations["remove_sender"];
+        /** Remove the partner's own Twilio sender: its users' SMS go from the host's again. */
+        delete: operations["remove_sms_sender"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/senders/whatsapp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set the partner's own WhatsApp number (replacing the one it had).
+         * @description Its users' WhatsApp messages go from it, messages people send to it are this partner's, and the
+         *     webhooks about it are checked with its app secret: subscribe the host's webhook URL for it
+         *     (docs/providers.md). 409 when another partner has that number.
+         */
+        put: operations["set_whatsapp_sender"];
+        post?: never;
+        /** Remove the partner's own WhatsApp number: its users' WhatsApp messages go from the host's again. */
+        delete: operations["remove_whatsapp_sender"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3244,7 +3267,16 @@ export interface components {
         };
         /** @description Who to invite. */
         FlowInvite: {
-            channel?: components["schemas"]["Channel"] | null;
+            /**
+             * @description Where the flow runs: `inapp` (the default, also when empty: a flow card in the hub, which falls back to WhatsApp and
+             *     SMS as a link to the app), or `whatsapp` / `sms` for a user without the app: its first steps go out
+             *     there (a form screen as a link that opens it in the app without a login) and the session goes on
+             *     there. The channel must be among the bot's, and on WhatsApp the user must have written in the last
+             *     24 hours (409 otherwise: invite by SMS, or in the app). `auto`: in the app when the user has it (a
+             *     device), else WhatsApp when the bot is on it and the user's window is open, else SMS when the bot is
+             *     on it and the user has not opted out, else in the app.
+             */
+            channel?: string | null;
             phone: string;
         };
         /** @description `{"flow_session": …}`. */
@@ -4040,25 +4072,25 @@ export interface components {
             token_prefix: string;
             updated_at: string;
         };
-        /**
-         * @description A partner's own sender. WhatsApp: `phone_number_id`, `business_account_id`, `token`, `app_secret`; SMS:
-         *     `account_sid`, `auth_token`, `from`.
-         */
-        PartnerSenderUpdate: {
-            /** @description SMS: the Twilio account SID (`AC…`). */
-            account_sid?: string | null;
-            /** @description WhatsApp: the Meta app's secret, which signs the webhooks about this number. */
-            app_secret?: string | null;
-            /** @description SMS: the account's auth token, which also signs its webhooks. */
-            auth_token?: string | null;
-            /** @description WhatsApp: the WhatsApp Business Account id (digits). */
-            business_account_id?: string | null;
-            /** @description SMS: the Twilio number (E.164) or messaging service SID (`MG…`) the partner's SMS go from. */
-            from?: string | null;
-            /** @description WhatsApp: the business phone number's id (digits). */
-            phone_number_id?: string | null;
-            /** @description WhatsApp: a system user's access token with whatsapp_business_messaging. */
-            token?: string | null;
+        /** @description A partner's own Twilio sender. */
+        PartnerSmsSender: {
+            /** @description The Twilio account SID. */
+            account_sid: string;
+            /** @description The account's auth token, which also signs its webhooks. */
+            auth_token: string;
+            /** @description The Twilio number (E.164) or messaging service SID the partner's SMS go from. */
+            from: string;
+        };
+        /** @description A partner's own WhatsApp number. */
+        PartnerWhatsappSender: {
+            /** @description The Meta app's secret, which signs the webhooks about this number. */
+            app_secret: string;
+            /** @description The WhatsApp Business Account id. */
+            business_account_id: string;
+            /** @description The business phone number's id (digits, not the number). */
+            phone_number_id: string;
+            /** @description A system user's access token with whatsapp_business_messaging. */
+            token: string;
         };
         /**
          * @description A ceremony begun: what the browser passes to WebAuthn, and the token that names the ceremony when the
@@ -8483,19 +8515,16 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
-    set_sender: {
+    set_sms_sender: {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                /** @description `whatsapp` or `sms` */
-                channel: components["schemas"]["Channel"];
-            };
+            path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["PartnerSenderUpdate"];
+                "application/json": components["schemas"]["PartnerSmsSender"];
             };
         };
         responses: {
@@ -8511,7 +8540,6 @@ export interface operations {
             400: components["responses"]["E400"];
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
-            404: components["responses"]["E404"];
             409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
@@ -8519,14 +8547,66 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
-    remove_sender: {
+    remove_sms_sender: {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                /** @description `whatsapp` or `sms` */
-                channel: components["schemas"]["Channel"];
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    set_whatsapp_sender: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PartnerWhatsappSender"];
+            };
+        };
+        responses: {
+            /** @description The sender */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PartnerSender"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    remove_whatsapp_sender: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
             cookie?: never;
         };
         requestBody?: never;

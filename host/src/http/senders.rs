@@ -4,7 +4,7 @@
 //! prefixes.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -21,7 +21,10 @@ use crate::state::AppState;
 use crate::store::senders::{self, Sender};
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list_senders)).routes(routes!(set_sender, remove_sender))
+    OpenApiRouter::new()
+        .routes(routes!(list_senders))
+        .routes(routes!(set_whatsapp_sender, remove_whatsapp_sender))
+        .routes(routes!(set_sms_sender, remove_sms_sender))
 }
 
 /// A partner's own sender, as the API shows it: never its token or secret, only their first characters.
@@ -70,71 +73,101 @@ async fn list_senders(
     Ok(Json(List { data, next_cursor: None }))
 }
 
-/// A partner's own sender. WhatsApp: `phone_number_id`, `business_account_id`, `token`, `app_secret`; SMS:
-/// `account_sid`, `auth_token`, `from`.
+/// A partner's own WhatsApp number.
 #[derive(Deserialize, ToSchema)]
-#[schema(as = PartnerSenderUpdate)]
-struct SetSender {
-    /// WhatsApp: the business phone number's id (digits).
+#[schema(as = PartnerWhatsappSender)]
+struct SetWhatsapp {
+    /// The business phone number's id (digits, not the number).
+    #[schema(value_type = String, required = true, pattern = "^[0-9]{1,32}$")]
     phone_number_id: Option<String>,
-    /// WhatsApp: the WhatsApp Business Account id (digits).
+    /// The WhatsApp Business Account id.
+    #[schema(value_type = String, required = true, pattern = "^[0-9]{1,32}$")]
     business_account_id: Option<String>,
-    /// WhatsApp: a system user's access token with whatsapp_business_messaging.
+    /// A system user's access token with whatsapp_business_messaging.
+    #[schema(value_type = String, required = true, pattern = "\\S")]
     token: Option<String>,
-    /// WhatsApp: the Meta app's secret, which signs the webhooks about this number.
+    /// The Meta app's secret, which signs the webhooks about this number.
+    #[schema(value_type = String, required = true, pattern = "\\S")]
     app_secret: Option<String>,
-    /// SMS: the Twilio account SID (`AC…`).
+}
+
+/// A partner's own Twilio sender.
+#[derive(Deserialize, ToSchema)]
+#[schema(as = PartnerSmsSender)]
+struct SetSms {
+    /// The Twilio account SID.
+    #[schema(value_type = String, required = true, pattern = "^AC[0-9a-zA-Z]{32}$")]
     account_sid: Option<String>,
-    /// SMS: the account's auth token, which also signs its webhooks.
+    /// The account's auth token, which also signs its webhooks.
+    #[schema(value_type = String, required = true, pattern = "\\S")]
     auth_token: Option<String>,
-    /// SMS: the Twilio number (E.164) or messaging service SID (`MG…`) the partner's SMS go from.
+    /// The Twilio number (E.164) or messaging service SID the partner's SMS go from.
+    #[schema(value_type = String, required = true, pattern = "^(\\+[1-9][0-9]{6,14}|MG[0-9a-zA-Z]{32})$")]
     from: Option<String>,
 }
 
-/// The channel of a path (`whatsapp` or `sms`).
-fn channel_of(text: &str) -> ApiResult<Channel> {
-    match Channel::parse(text) {
-        Some(channel @ (Channel::Whatsapp | Channel::Sms)) => Ok(channel),
-        _ => Err(ApiError::not_found("sender channel")),
-    }
-}
-
-/// Set the partner's own sender on a channel (replacing the one it had).
+/// Set the partner's own WhatsApp number (replacing the one it had).
 ///
-/// Its users' messages on that channel go from it, messages people send to it are this partner's, and its
-/// webhooks are checked with its secret: register the host's webhook URLs for it (docs/providers.md). 409
-/// when another partner has that number.
+/// Its users' WhatsApp messages go from it, messages people send to it are this partner's, and the
+/// webhooks about it are checked with its app secret: subscribe the host's webhook URL for it
+/// (docs/providers.md). 409 when another partner has that number.
 #[utoipa::path(
     put,
-    path = "/settings/senders/{channel}",
+    path = "/settings/senders/whatsapp",
     tag = "messages",
     security(("partnerKey" = [])),
-    params(("channel" = Channel, Path, description = "`whatsapp` or `sms`")),
-    request_body = SetSender,
+    request_body = SetWhatsapp,
     responses(
         (status = 200, description = "The sender", body = SenderRecord),
-        (status = 404, response = E404),
         (status = 409, response = E409),
         (status = 422, response = E422),
     )
 )]
-async fn set_sender(
+async fn set_whatsapp_sender(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
-    Path(channel): Path<String>,
-    ApiJson(req): ApiJson<SetSender>,
+    ApiJson(req): ApiJson<SetWhatsapp>,
 ) -> ApiResult<Json<SenderRecord>> {
-    let channel = channel_of(&channel)?;
     let fields = Fields {
         phone_number_id: req.phone_number_id,
         business_account_id: req.business_account_id,
         token: req.token,
         app_secret: req.app_secret,
-        account_sid: req.account_sid,
-        auth_token: req.auth_token,
-        from: req.from,
+        ..Fields::default()
     };
-    let sender = crate::senders::check(partner.id, channel, &fields, state.now())?;
+    set(&state, partner.id, Channel::Whatsapp, &fields).await
+}
+
+/// Set the partner's own Twilio sender (replacing the one it had).
+///
+/// Its users' SMS go from it with its account, messages people send to it are this partner's, and its
+/// account's webhooks are checked with its auth token: point the number's incoming messages at the host's
+/// URL (docs/providers.md). 409 when another partner has that sender.
+#[utoipa::path(
+    put,
+    path = "/settings/senders/sms",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    request_body = SetSms,
+    responses(
+        (status = 200, description = "The sender", body = SenderRecord),
+        (status = 409, response = E409),
+        (status = 422, response = E422),
+    )
+)]
+async fn set_sms_sender(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    ApiJson(req): ApiJson<SetSms>,
+) -> ApiResult<Json<SenderRecord>> {
+    let fields =
+        Fields { account_sid: req.account_sid, auth_token: req.auth_token, from: req.from, ..Fields::default() };
+    set(&state, partner.id, Channel::Sms, &fields).await
+}
+
+/// Checks and keeps a partner's own sender.
+async fn set(state: &AppState, partner_id: i64, channel: Channel, fields: &Fields) -> ApiResult<Json<SenderRecord>> {
+    let sender = crate::senders::check(partner_id, channel, fields, state.now())?;
     if !senders::set(&state.db, &sender, state.now()).await? {
         return Err(ApiError::conflict(format!(
             "another partner has {} as its {} sender",
@@ -142,28 +175,41 @@ async fn set_sender(
             channel.as_str()
         )));
     }
-    state.delivery.forget_senders(partner.id);
+    state.delivery.forget_senders(partner_id);
     Ok(Json(SenderRecord::from(&sender)))
 }
 
-/// Remove the partner's own sender on a channel: its users go back to the host's.
+/// Remove the partner's own WhatsApp number: its users' WhatsApp messages go from the host's again.
 #[utoipa::path(
     delete,
-    path = "/settings/senders/{channel}",
+    path = "/settings/senders/whatsapp",
     tag = "messages",
     security(("partnerKey" = [])),
-    params(("channel" = Channel, Path, description = "`whatsapp` or `sms`")),
     responses((status = 204, description = "Removed"), (status = 404, response = E404))
 )]
-async fn remove_sender(
+async fn remove_whatsapp_sender(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
-    Path(channel): Path<String>,
 ) -> ApiResult<StatusCode> {
-    let channel = channel_of(&channel)?;
-    if !senders::remove(&state.db, partner.id, channel).await? {
+    remove(&state, partner.id, Channel::Whatsapp).await
+}
+
+/// Remove the partner's own Twilio sender: its users' SMS go from the host's again.
+#[utoipa::path(
+    delete,
+    path = "/settings/senders/sms",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    responses((status = 204, description = "Removed"), (status = 404, response = E404))
+)]
+async fn remove_sms_sender(State(state): State<AppState>, PartnerAuth(partner): PartnerAuth) -> ApiResult<StatusCode> {
+    remove(&state, partner.id, Channel::Sms).await
+}
+
+async fn remove(state: &AppState, partner_id: i64, channel: Channel) -> ApiResult<StatusCode> {
+    if !senders::remove(&state.db, partner_id, channel).await? {
         return Err(ApiError::not_found("sender"));
     }
-    state.delivery.forget_senders(partner.id);
+    state.delivery.forget_senders(partner_id);
     Ok(StatusCode::NO_CONTENT)
 }

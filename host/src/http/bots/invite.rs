@@ -18,7 +18,7 @@ use crate::secrets::random_alnum;
 use crate::state::AppState;
 use crate::store::bots as store;
 use crate::store::messages::NewMessage;
-use crate::store::{flows, opt_outs};
+use crate::store::{devices, flows, opt_outs};
 use crate::validate::is_code;
 
 /// Who to invite.
@@ -27,12 +27,14 @@ use crate::validate::is_code;
 pub(super) struct Invite {
     #[schema(value_type = String, required = true, pattern = "^\\+[1-9][0-9]{6,14}$")]
     phone: Option<String>,
-    /// Where the flow runs: `inapp` (the default: a flow card in the hub, which falls back to WhatsApp and
+    /// Where the flow runs: `inapp` (the default, also when empty: a flow card in the hub, which falls back to WhatsApp and
     /// SMS as a link to the app), or `whatsapp` / `sms` for a user without the app: its first steps go out
     /// there (a form screen as a link that opens it in the app without a login) and the session goes on
-    /// there. The channel must be among the bot's; on WhatsApp the user must have written in the last 24
-    /// hours (409 otherwise: invite by SMS, or in the app).
-    #[schema(value_type = Option<Channel>)]
+    /// there. The channel must be among the bot's, and on WhatsApp the user must have written in the last
+    /// 24 hours (409 otherwise: invite by SMS, or in the app). `auto`: in the app when the user has it (a
+    /// device), else WhatsApp when the bot is on it and the user's window is open, else SMS when the bot is
+    /// on it and the user has not opted out, else in the app.
+    #[schema(value_type = Option<String>, pattern = "^(inapp|whatsapp|sms|auto)?$")]
     channel: Option<String>,
 }
 
@@ -89,8 +91,9 @@ pub(super) async fn invite_to_flow(
     let phone = crate::validate::required_phone(req.phone.as_deref())?;
     let channel = match req.channel.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
         None => Channel::Inapp,
+        Some("auto") => auto_channel(&state, &bot, phone).await?,
         Some(text) => Channel::parse(text)
-            .ok_or_else(|| ApiError::validation("channel", "channel must be inapp, whatsapp or sms"))?,
+            .ok_or_else(|| ApiError::validation("channel", "channel must be inapp, whatsapp, sms or auto"))?,
     };
     // A local bot's flows are the ones its component offers.
     let title = if bot.runtime_mode == RuntimeMode::Local {
@@ -159,6 +162,22 @@ pub(super) async fn invite_to_flow(
     ))
 }
 
+/// Where `channel: auto` invites `phone` (see [`Invite`]).
+async fn auto_channel(state: &AppState, bot: &store::Bot, phone: &str) -> ApiResult<Channel> {
+    if !devices::list_for_phone(&state.db, phone).await?.is_empty() {
+        return Ok(Channel::Inapp);
+    }
+    let on = |channel: Channel| bot.channels.iter().any(|c| c == channel.as_str());
+    if on(Channel::Whatsapp) && crate::delivery::within_window(&state.delivery, phone).await? {
+        return Ok(Channel::Whatsapp);
+    }
+    let sender = state.delivery.sender(Channel::Sms);
+    if on(Channel::Sms) && opt_outs::reason(&state.db, phone, Channel::Sms, &sender).await?.is_none() {
+        return Ok(Channel::Sms);
+    }
+    Ok(Channel::Inapp)
+}
+
 /// Starts flow `flow` of `bot` with `phone` on WhatsApp or SMS and sends its first steps there.
 async fn on_channel(
     state: &AppState,
@@ -169,10 +188,11 @@ async fn on_channel(
     reference: &str,
 ) -> ApiResult<flows::Session> {
     if !bot.channels.iter().any(|c| c == channel.as_str()) {
-        return Err(ApiError::validation(
-            "channel",
-            format!("{} is not among the bot's channels: add it there first", channel.as_str()),
-        ));
+        return Err(ApiError::conflict(format!(
+            "{} is not among the bot's channels: add it there first (PATCH /bots/{})",
+            channel.as_str(),
+            bot.code
+        )));
     }
     let delivery = &state.delivery;
     if channel == Channel::Whatsapp && !crate::delivery::within_window(delivery, phone).await? {
