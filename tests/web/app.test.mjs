@@ -1775,6 +1775,36 @@ test("3o. a bot on SMS: numbered menus, and its form opened from the link withou
   }
 });
 
+test("3p. an admin sets the partner's own WhatsApp number in the console: secrets shown back only as prefixes", async () => {
+  const { ctx, pg } = await memberConsole("admin");
+  const id = String(Math.floor(1e9 + Math.random() * 8e9));
+  try {
+    await pg.getByRole("link", { name: "Numbers" }).click();
+    await pg.getByRole("heading", { name: "Numbers", level: 1 }).waitFor();
+    // The server checks what it is given: letters are not a phone number id.
+    await pg.getByLabel("Phone number id (not the number)").fill("+1 555 0100");
+    await pg.getByLabel("WhatsApp Business Account id").fill("900");
+    await pg.getByLabel("Access token").fill("EAAG-console-token");
+    await pg.getByLabel("Meta app secret").fill("console-app-secret");
+    await pg.getByRole("button", { name: "Save the WhatsApp number" }).click();
+    await pg.getByRole("alert").filter({ hasText: /phone_number_id/ }).waitFor();
+    await pg.getByLabel("Phone number id (not the number)").fill(id);
+    await pg.getByRole("button", { name: "Save the WhatsApp number" }).click();
+    await pg.getByRole("status").filter({ hasText: "Your WhatsApp number is saved" }).waitFor();
+    const row = pg.getByRole("row").filter({ hasText: id });
+    await row.getByText("EAAG-c…").waitFor();
+    assert.equal(await pg.getByText("EAAG-console-token").count(), 0, "the token is never shown back");
+    const { data } = await partner("GET", "/settings/senders");
+    assert.deepEqual(data.map((s) => [s.channel, s.address]), [["whatsapp", id]]);
+    await axe("console-numbers", pg);
+    await row.getByRole("button", { name: "Remove the WhatsApp sender" }).click();
+    await pg.getByRole("status").filter({ hasText: "goes from the shared number again" }).waitFor();
+    assert.equal((await partner("GET", "/settings/senders")).data.length, 0);
+  } finally {
+    await ctx.close();
+  }
+});
+
 test("3d. search: messages and conversations, by words, from the server's text index", async () => {
   const stamp = Date.now().toString(36);
   await send({ body: `Quarterly statement ${stamp} is ready` });

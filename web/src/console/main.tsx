@@ -23,6 +23,7 @@ import { Canned } from "./canned";
 import { Broadcasts } from "./broadcasts";
 import { Accounts } from "./accounts";
 import { Passkeys } from "./passkeys";
+import { Senders } from "./senders";
 
 // ---- The signed-in console ----
 
@@ -53,6 +54,7 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
           { href: "/console/bots", label: "Bots", on: path.startsWith("/console/bots") },
           { href: "/console/webhooks", label: "Webhooks", on: path.startsWith("/console/webhooks") },
           { href: "/console/keys", label: "API keys", on: path.startsWith("/console/keys") },
+          { href: "/console/numbers", label: "Numbers", on: path.startsWith("/console/numbers") },
           { href: "/console/canned", label: "Canned replies", on: path.startsWith("/console/canned") },
           { href: "/console/messages", label: "Messages", on: path.startsWith("/console/messages") },
           { href: "/console/broadcasts", label: "Broadcasts", on: path.startsWith("/console/broadcasts") },
@@ -75,6 +77,7 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
   else if (path.startsWith("/console/webhooks") && admin) page = <Webhooks />;
   else if (path.startsWith("/console/bots") && admin) page = <Bots />;
   else if (path.startsWith("/console/keys") && admin) page = <Keys />;
+  else if (path.startsWith("/console/numbers") && admin) page = <Senders />;
   else if (path.startsWith("/console/canned") && admin) page = <Canned />;
   else if (path.startsWith("/console/messages") && admin) page = <Messages />;
   else if (path.startsWith("/console/templates") && admin) page = <Templates />;

@@ -37,6 +37,7 @@ export type BroadcastAudience = S["BroadcastAudience"];
 export type AccountField = S["AccountField"];
 export type Linked = S["Linked"];
 export type BotSession = S["BotSession"];
+export type PartnerSender = S["PartnerSender"];
 export type FlowInvited = S["FlowInvited"];
 export type PasskeyRecord = S["PasskeyRecord"];
 export type PasskeyChallenge = S["PasskeyChallenge"];
