@@ -20,7 +20,10 @@
 //! goes as a link that opens it in the app, once, without a login (`form_links`). Files (WhatsApp images,
 //! documents, audio, video, stickers; SMS `MediaUrl`s) are fetched from the provider and kept as Hubbub
 //! media, and go to support as in 3 and 4 (a bot takes text and choices only). Other kinds of message
-//! (reactions, …) are kept (`unsupported`) and reach no one; partners' own numbers are not routed yet.
+//! (reactions, …) are kept (`unsupported`) and reach no one.
+//!
+//! A message sent to a partner's own number (`store::senders`) is that partner's in 2 to 4, whoever else
+//! the phone knows; the partner of `context.id` comes next.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -255,22 +258,46 @@ pub async fn run_worker(routing: Routing, stop: CancellationToken) {
 /// Messages routed in one pass.
 const BATCH: usize = 64;
 
-/// Routes the oldest waiting messages, in order; answers how many it routed. One that cannot be routed now
-/// (its database write failed) stays waiting for the next pass, and holds up none after it; after
+/// Phones whose messages are routed at once in a pass (each phone's in order, one after another).
+const PHONES_AT_ONCE: usize = 16;
+
+/// Routes the oldest waiting messages: the phones' at once ([`PHONES_AT_ONCE`]), each phone's in the order
+/// they came; answers how many it routed. One that cannot be routed now (its database write failed) stays
+/// waiting for the next pass with those of its phone behind it, and holds up no other phone; after
 /// [`inbound::MAX_ATTEMPTS`] it is set aside (`failed`), so that a message that can never be routed cannot
-/// hold up those behind it.
+/// hold up those behind it for good.
 pub async fn route_waiting(routing: &Routing) -> Result<usize, sqlx::Error> {
     let delivery = &routing.delivery;
     let waiting = inbound::waiting(&delivery.db, BATCH as i64).await?;
-    let mut routed = 0;
-    for m in &waiting {
-        match route(routing, m).await {
-            Ok(()) => routed += 1,
-            Err(e) => {
-                tracing::warn!(inbound = m.id, error = %e, "routing an inbound message failed; will retry");
-                inbound::failed(&delivery.db, m.id, delivery.now()).await?;
-            }
+    let mut phones: Vec<Vec<Inbound>> = Vec::new();
+    for m in waiting {
+        match phones.iter_mut().find(|p| p[0].phone == m.phone) {
+            Some(theirs) => theirs.push(m),
+            None => phones.push(vec![m]),
         }
+    }
+    let slots = Arc::new(tokio::sync::Semaphore::new(PHONES_AT_ONCE));
+    let mut running = tokio::task::JoinSet::new();
+    for messages in phones {
+        let slot = slots.clone().acquire_owned().await.expect("the semaphore is never closed");
+        let routing = routing.clone();
+        running.spawn(async move {
+            let _slot = slot;
+            let mut routed = 0;
+            for m in &messages {
+                if let Err(e) = route(&routing, m).await {
+                    tracing::warn!(inbound = m.id, error = %e, "routing an inbound message failed; will retry");
+                    inbound::failed(&routing.delivery.db, m.id, routing.delivery.now()).await?;
+                    break;
+                }
+                routed += 1;
+            }
+            Ok::<usize, sqlx::Error>(routed)
+        });
+    }
+    let mut routed = 0;
+    while let Some(done) = running.join_next().await {
+        routed += done.map_err(|e| sqlx::Error::Protocol(format!("a routing task ended: {e}")))??;
     }
     Ok(routed)
 }

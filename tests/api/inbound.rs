@@ -986,3 +986,43 @@ async fn partners_with_their_own_numbers_get_their_users_messages_and_answer_fro
     assert_eq!(app.request(reqwest::Method::DELETE, path, Some(&acme), None).await.status, 204);
     app.request(reqwest::Method::DELETE, path, Some(&acme), None).await.error(404, "not_found");
 }
+
+#[tokio::test]
+async fn a_pass_routes_many_phones_at_once_and_each_phones_messages_in_order() {
+    use hubbub_host::names::Channel;
+    use hubbub_host::store::inbound::{self, NewInbound};
+    let app = TestApp::start_with(|c| c.workers = false).await;
+    let acme = app.partner("acme").await;
+    let phones: Vec<String> = (0..20).map(|i| format!("+1555000{:04}", 3000 + i)).collect();
+    for phone in &phones {
+        app.post(&acme, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    }
+    // Three messages from each, interleaved as they would arrive.
+    for n in 0..3 {
+        for (i, phone) in phones.iter().enumerate() {
+            let m = NewInbound {
+                channel: Channel::Sms,
+                provider_ref: format!("SMorder{i}-{n}"),
+                phone: phone.clone(),
+                user_id: None,
+                sender: "dev".into(),
+                body: Some(format!("message {n}")),
+                content: json!({}),
+                context_ref: None,
+                received_at: app.now(),
+            };
+            assert!(inbound::record(&app.state.db, &m).await.unwrap());
+        }
+    }
+    assert_eq!(hubbub_host::inbound::route_waiting(&app.state.routing()).await.unwrap(), 60);
+    let list = conversations(&app, &acme).await;
+    assert_eq!(list.len(), 20, "one conversation per phone");
+    for c in list {
+        let bodies: Vec<String> = thread(&app, &acme, c["conversation_id"].as_i64().unwrap())
+            .await
+            .iter()
+            .map(|m| m["body"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(bodies, ["message 0", "message 1", "message 2"]);
+    }
+}

@@ -23,6 +23,8 @@ impl Drop for Server {
 pub struct Host {
     /// `HUBBUB_BENCH_BIN`, or the workspace's release build.
     pub bin: String,
+    /// The database URL (the benches that fill the database themselves read it).
+    #[allow(dead_code)]
     pub url: String,
     pub port: u16,
     /// `http://127.0.0.1:{port}`.
