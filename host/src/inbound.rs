@@ -78,15 +78,16 @@ pub fn keyword(text: &str) -> Option<Keyword> {
     }
 }
 
-/// The message of a Twilio inbound webhook (its form's pairs), or what is missing.
-pub fn from_twilio(delivery: &Delivery, params: &[(String, String)], now: Millis) -> Result<NewInbound, String> {
+/// The message of a Twilio inbound webhook (its form's pairs) to our sender `sender` (as the webhook's
+/// signature check found it), or what is missing.
+pub fn from_twilio(sender: &str, params: &[(String, String)], now: Millis) -> Result<NewInbound, String> {
     let get = |k: &str| receipts::twilio_param(params, k).map(str::trim).filter(|v| !v.is_empty());
     let sid = get("MessageSid").or(get("SmsSid")).ok_or("MessageSid is required")?;
     let phone = get("From").ok_or("From is required")?;
     if !crate::validate::is_e164(phone) {
         return Err(format!("From must be a phone number in E.164 form, not {phone}"));
     }
-    let to = get("To").ok_or("To is required")?;
+    get("To").ok_or("To is required")?;
     let media: Vec<Value> = (0..get("NumMedia").and_then(|n| n.parse::<usize>().ok()).unwrap_or(0).min(10))
         .filter_map(|i| {
             let url = get(&format!("MediaUrl{i}"))?;
@@ -99,7 +100,7 @@ pub fn from_twilio(delivery: &Delivery, params: &[(String, String)], now: Millis
         provider_ref: sid.to_string(),
         phone: phone.to_string(),
         user_id: None,
-        sender: delivery.sms_sender(to),
+        sender: sender.to_string(),
         content: json!({"type": if media.is_empty() { "text" } else { "media" }, "body": body, "media": media}),
         body,
         context_ref: None,
@@ -318,19 +319,22 @@ pub async fn route(routing: &Routing, m: &Inbound) -> Result<(), sqlx::Error> {
         return Ok(());
     }
     let body = m.body.as_deref().map(str::trim).filter(|b| !b.is_empty());
+    // Whose the message is, when that is known before looking at sessions and conversations: the partner
+    // whose own number received it, else the partner of our message it replies to. Read once here.
+    let receiving = receiving_partner(delivery, m).await?;
+    let partner = match receiving {
+        Some(partner) => Some(partner),
+        None => context_partner(delivery, m).await?,
+    };
     let files = files_of(m);
     if !files.is_empty() {
         // Files go to support (a bot takes text and choices only), fetched and kept as Hubbub media.
-        let requests = fetch_files(delivery, m, &files, body).await?;
-        let outcome = for_partner(delivery, m, requests, true).await?;
+        let requests = fetch_files(delivery, receiving, m, &files, body).await?;
+        let outcome = for_partner(delivery, partner, m, requests, true).await?;
         return settle(delivery, m, outcome).await;
     }
     let keyword = body.filter(|_| m.channel == Channel::Sms).and_then(keyword);
     if keyword.is_none() && body.is_some() {
-        let partner = match receiving_partner(delivery, m).await? {
-            Some(partner) => Some(partner),
-            None => context_partner(delivery, m).await?,
-        };
         if let Some(session) = sessions::active_on_channel(db, &m.phone, m.channel, partner, now - DAY_MS).await? {
             return to_session(routing, m, session).await;
         }
@@ -339,12 +343,12 @@ pub async fn route(routing: &Routing, m: &Inbound) -> Result<(), sqlx::Error> {
     let outcome = match (keyword, body) {
         // A keyword is also a word to an agent the user is talking to ("Cancel", "Yes"): it goes on in the
         // conversation there is, and opens none.
-        (Some(keyword), Some(body)) => match for_partner(delivery, m, text(body), false).await? {
+        (Some(keyword), Some(body)) => match for_partner(delivery, partner, m, text(body), false).await? {
             Outcome::Append(c, messages) => Outcome::Keyword(keyword, Some((c, messages))),
             _ => Outcome::Keyword(keyword, None),
         },
         (_, None) => Outcome::Unsupported,
-        (None, Some(body)) => for_partner(delivery, m, text(body), true).await?,
+        (None, Some(body)) => for_partner(delivery, partner, m, text(body), true).await?,
     };
     if let Outcome::Open(messages) = &outcome
         && let Some(bot) = bots::entry_bot(db, messages[0].partner_id, m.channel.as_str()).await?
@@ -480,18 +484,19 @@ fn files_of(m: &Inbound) -> Vec<File> {
 }
 
 /// The messages `m`'s files become: each fetched from the provider (at most `HUBBUB_BODY_LIMIT` bytes) and
-/// kept as Hubbub media, the first with the text that came with them. A file that cannot be fetched for
+/// kept as Hubbub media, the first with the text that came with them — with the credentials of the partner
+/// whose own number received them (`receiving`), else the host's. A file that cannot be fetched for
 /// good (too large, gone) becomes a line saying so; one the provider cannot give now fails the routing,
 /// which is tried again.
 async fn fetch_files(
     delivery: &Delivery,
+    receiving: Option<i64>,
     m: &Inbound,
     files: &[File],
     body: Option<&str>,
 ) -> Result<Vec<SendMessage>, sqlx::Error> {
     use base64::Engine;
-    let partner = receiving_partner(delivery, m).await?;
-    let Some(sending) = delivery.sending(partner, m.channel).await? else { return Ok(Vec::new()) };
+    let Some(sending) = delivery.sending(receiving, m.channel).await? else { return Ok(Vec::new()) };
     let provider = &sending.provider;
     let limit = delivery.config.body_limit;
     let mut requests = Vec::with_capacity(files.len());
@@ -694,19 +699,15 @@ enum Outcome {
 }
 
 /// Where the messages `requests` go: the conversation they belong in, or (`open_new`) a new one with the
-/// partner they are for.
+/// partner they are for — `context_partner` when it is known (see [`route`]).
 async fn for_partner(
     delivery: &Delivery,
+    context_partner: Option<i64>,
     m: &Inbound,
     requests: Vec<SendMessage>,
     open_new: bool,
 ) -> Result<Outcome, sqlx::Error> {
     let db = &delivery.db;
-    let receiving = receiving_partner(delivery, m).await?;
-    let context_partner = match receiving {
-        Some(partner) => Some(partner),
-        None => context_partner(delivery, m).await?,
-    };
     let ongoing = match context_partner {
         Some(partner_id) => conversations::latest_active(db, partner_id, &m.phone).await?,
         None => conversations::latest_active_of_phone(db, &m.phone).await?,

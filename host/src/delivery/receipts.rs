@@ -92,15 +92,14 @@ pub fn whatsapp_receipts(payload: &Value) -> Vec<(String, Receipt)> {
 /// Twilio's error for a phone that opted out of the sender with Twilio (it replied STOP to it).
 const TWILIO_OPTED_OUT: &str = "21610";
 
-/// Who opted out with Twilio, by a status callback: `(E.164 phone, our SMS sender)` when it carries
-/// Twilio's [`TWILIO_OPTED_OUT`] error.
-pub fn twilio_opt_out(delivery: &Delivery, params: &[(String, String)]) -> Option<(String, String)> {
+/// Who opted out with Twilio, by a status callback: the E.164 phone, when it carries Twilio's
+/// [`TWILIO_OPTED_OUT`] error (of the sender the callback is about).
+pub fn twilio_opt_out(params: &[(String, String)]) -> Option<String> {
     let get = |k: &str| twilio_param(params, k).map(str::trim);
     if get("ErrorCode") != Some(TWILIO_OPTED_OUT) {
         return None;
     }
-    let phone = get("To").filter(|p| crate::validate::is_e164(p))?;
-    Some((phone.to_string(), delivery.sms_sender(get("From")?)))
+    get("To").filter(|p| crate::validate::is_e164(p)).map(str::to_string)
 }
 
 /// WhatsApp's errors that mean the person does not want marketing messages from the business: 131050.

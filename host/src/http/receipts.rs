@@ -24,7 +24,7 @@ use crate::names::Channel;
 use crate::secrets::constant_time_eq;
 use crate::state::AppState;
 use crate::store::opt_outs;
-use crate::store::senders::{self, Sender};
+use crate::store::senders;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -37,7 +37,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// query Twilio called it with, and the sorted pairs) matches, and the partner's own sender it concerns: the
 /// webhook of a partner's own Twilio account (its `AccountSid`) is checked with that account's auth token,
 /// any other with the host's. 404 when neither is configured, 401 when the signature does not match.
-/// `ours`: the pair naming our number (`To` for an inbound message, `From` for a status).
+/// `ours`: the pair naming our number (`To` for an inbound message, `From` for a status); answered with the
+/// pairs, our sender it concerns as opt-outs are kept (the partner's own, or the host's for that number).
 async fn twilio_signed(
     state: &AppState,
     url: String,
@@ -45,7 +46,7 @@ async fn twilio_signed(
     uri: &Uri,
     headers: &HeaderMap,
     body: &[u8],
-) -> ApiResult<(Vec<(String, String)>, Option<Sender>)> {
+) -> ApiResult<(Vec<(String, String)>, String)> {
     let params: Vec<(String, String)> =
         serde_urlencoded::from_bytes(body).map_err(|_| ApiError::bad_request("body must be form-encoded"))?;
     let account = receipts::twilio_param(&params, "AccountSid").map(str::trim).unwrap_or("");
@@ -71,6 +72,10 @@ async fn twilio_signed(
     if !receipts::signature_matches(header(headers, "x-twilio-signature"), &expected) {
         return Err(ApiError::unauthorized("X-Twilio-Signature does not match"));
     }
+    let sender = match sender {
+        Some(own) => own.address,
+        None => state.delivery.sms_sender(number),
+    };
     Ok((params, sender))
 }
 
@@ -117,7 +122,7 @@ async fn twilio_status(
     body: Bytes,
 ) -> ApiResult<Json<TwilioApplied>> {
     let url = crate::providers::twilio_status_url(&state.config);
-    let (params, own) = twilio_signed(&state, url, "From", &uri, &headers, &body).await?;
+    let (params, sender) = twilio_signed(&state, url, "From", &uri, &headers, &body).await?;
     let sid = receipts::twilio_param(&params, "MessageSid").filter(|s| !s.is_empty());
     let sid = sid.ok_or_else(|| ApiError::validation("MessageSid", "MessageSid is required"))?;
     let applied = match receipts::twilio_receipt(&params) {
@@ -125,8 +130,7 @@ async fn twilio_status(
         None => false,
     };
     // Twilio refused to send to a phone that opted out with it (error 21610): we know it now too.
-    if let Some((phone, sender)) = receipts::twilio_opt_out(&state.delivery, &params) {
-        let sender = own.map(|s| s.address).unwrap_or(sender);
+    if let Some(phone) = receipts::twilio_opt_out(&params) {
         receipts::opt_out(&state.delivery, &phone, Channel::Sms, &sender, "twilio 21610").await?;
     }
     Ok(Json(TwilioApplied { applied }))
@@ -175,15 +179,11 @@ async fn twilio_inbound(
     body: Bytes,
 ) -> ApiResult<impl IntoResponse> {
     let url = crate::providers::twilio_inbound_url(&state.config);
-    let (params, own) = twilio_signed(&state, url, "To", &uri, &headers, &body).await?;
-    let mut message = inbound::from_twilio(&state.delivery, &params, state.now()).map_err(|message| {
+    let (params, sender) = twilio_signed(&state, url, "To", &uri, &headers, &body).await?;
+    let message = inbound::from_twilio(&sender, &params, state.now()).map_err(|message| {
         let field = message.split_whitespace().next().unwrap_or("body").to_string();
         ApiError::validation(field, message)
     })?;
-    // To a partner's own number: that sender's (and so that partner's).
-    if let Some(own) = own {
-        message.sender = own.address;
-    }
     inbound::receive(&state.delivery, &[message]).await?;
     Ok(([(header::CONTENT_TYPE, "text/xml")], "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response></Response>"))
 }

@@ -107,56 +107,45 @@ pub(super) async fn invite_to_flow(
         return Err(ApiError::not_found("flow"));
     };
     let reference = format!("flow_{}", random_alnum(24));
-    if channel != Channel::Inapp {
-        let session = on_channel(&state, &bot, &flow, phone, channel, &reference).await?;
-        return Ok((
-            StatusCode::CREATED,
-            Json(Invited {
-                flow_session: FlowSession {
-                    reference: session.reference,
-                    bot: bot.code,
-                    flow,
-                    phone: phone.to_string(),
-                    state: "in_progress".to_string(),
-                    channel,
-                    message_id: None,
-                },
-            }),
-        ));
-    }
-    let card = NewMessage {
-        reference: format!("msg_{}", random_alnum(24)),
-        partner_id: partner.id,
-        direction: crate::names::Direction::Out,
-        conversation_id: None,
-        developer_id: None,
-        phone: phone.to_string(),
-        content_type: "text".into(),
-        body: Some(format!("{} invites you to fill in: {title}", partner.name)),
-        rendered_body: None,
-        template_code: None,
-        lang: None,
-        priority: "notification".into(),
-        content: json!({ "flow": { "ref": reference, "bot": bot.code, "bot_ref": bot.reference, "partner": bot.partner_code, "flow": flow, "title": title, "state": "invited" } }),
-        media: None,
-        idempotency_key: None,
-        request_hash: None,
-        fallback_after_s: None,
-        channel: None,
+    let (state_name, message_id) = if channel == Channel::Inapp {
+        let card = NewMessage {
+            reference: format!("msg_{}", random_alnum(24)),
+            partner_id: partner.id,
+            direction: crate::names::Direction::Out,
+            conversation_id: None,
+            developer_id: None,
+            phone: phone.to_string(),
+            content_type: "text".into(),
+            body: Some(format!("{} invites you to fill in: {title}", partner.name)),
+            rendered_body: None,
+            template_code: None,
+            lang: None,
+            priority: "notification".into(),
+            content: json!({ "flow": { "ref": reference, "bot": bot.code, "bot_ref": bot.reference, "partner": bot.partner_code, "flow": flow, "title": title, "state": "invited" } }),
+            media: None,
+            idempotency_key: None,
+            request_hash: None,
+            fallback_after_s: None,
+            channel: None,
+        };
+        let (_, message_id) = flows::invite(&state.db, &reference, bot.id, &flow, &title, &card, state.now()).await?;
+        state.delivery.wake.notify_one();
+        ("invited", Some(message_id))
+    } else {
+        on_channel(&state, &bot, &flow, phone, channel, &reference).await?;
+        ("in_progress", None)
     };
-    let (session, message_id) = flows::invite(&state.db, &reference, bot.id, &flow, &title, &card, state.now()).await?;
-    state.delivery.wake.notify_one();
     Ok((
         StatusCode::CREATED,
         Json(Invited {
             flow_session: FlowSession {
-                reference: session.reference,
+                reference,
                 bot: bot.code,
                 flow,
                 phone: phone.to_string(),
-                state: "invited".to_string(),
+                state: state_name.to_string(),
                 channel,
-                message_id: Some(message_id),
+                message_id,
             },
         }),
     ))
@@ -186,7 +175,7 @@ async fn on_channel(
     phone: &str,
     channel: Channel,
     reference: &str,
-) -> ApiResult<flows::Session> {
+) -> ApiResult<()> {
     if !bot.channels.iter().any(|c| c == channel.as_str()) {
         return Err(ApiError::conflict(format!(
             "{} is not among the bot's channels: add it there first (PATCH /bots/{})",
@@ -216,5 +205,5 @@ async fn on_channel(
             return Err(e.into());
         }
     }
-    Ok(session)
+    Ok(())
 }
