@@ -191,6 +191,13 @@ impl Delivery {
         Ok(own.or(shared))
     }
 
+    /// Whether `phone` opted out of the sender `partner_id`'s messages go from on `channel` (its own, or
+    /// the host's).
+    pub async fn opted_out(&self, partner_id: i64, channel: Channel, phone: &str) -> Result<bool, sqlx::Error> {
+        let Some(sending) = self.sending(Some(partner_id), channel).await? else { return Ok(false) };
+        Ok(opt_outs::reason(&self.db, phone, channel, &sending.sender).await?.is_some())
+    }
+
     /// Forgets what was read of a partner's own senders (they were just changed on this host).
     pub fn forget_senders(&self, partner_id: i64) {
         self.own.lock().expect("not poisoned").retain(|(p, _), _| *p != partner_id);
@@ -200,7 +207,7 @@ impl Delivery {
         self.clock.now_ms()
     }
 
-    pub(crate) fn provider(&self, channel: Channel) -> Option<&Arc<dyn Provider>> {
+    fn provider(&self, channel: Channel) -> Option<&Arc<dyn Provider>> {
         match channel {
             Channel::Inapp => None,
             Channel::Whatsapp => Some(&self.whatsapp),

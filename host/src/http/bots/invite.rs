@@ -18,7 +18,7 @@ use crate::secrets::random_alnum;
 use crate::state::AppState;
 use crate::store::bots as store;
 use crate::store::messages::NewMessage;
-use crate::store::{devices, flows, opt_outs};
+use crate::store::{devices, flows};
 use crate::validate::is_code;
 
 /// Who to invite.
@@ -160,8 +160,7 @@ async fn auto_channel(state: &AppState, bot: &store::Bot, phone: &str) -> ApiRes
     if on(Channel::Whatsapp) && crate::delivery::within_window(&state.delivery, phone).await? {
         return Ok(Channel::Whatsapp);
     }
-    let sender = state.delivery.sender(Channel::Sms);
-    if on(Channel::Sms) && opt_outs::reason(&state.db, phone, Channel::Sms, &sender).await?.is_none() {
+    if on(Channel::Sms) && !state.delivery.opted_out(bot.partner_id, Channel::Sms, phone).await? {
         return Ok(Channel::Sms);
     }
     Ok(Channel::Inapp)
@@ -190,7 +189,7 @@ async fn on_channel(
              only templates reach them: invite them by SMS, or in the app",
         ));
     }
-    if opt_outs::reason(&state.db, phone, channel, &delivery.sender(channel)).await?.is_some() {
+    if delivery.opted_out(bot.partner_id, channel, phone).await? {
         return Err(ApiError::conflict(format!("the user opted out of {} from this sender", channel.as_str())));
     }
     let mut tx = state.db.begin().await?;
