@@ -270,8 +270,7 @@ impl Flows<'_> {
             let payload = json!({ "session": session.reference, "phone": session.phone, "flow": flow, "event": {"type": "start"} });
             return self.forward(&bot, session, "flow.start", payload).await;
         }
-        let ctx =
-            GuestContext { partner: bot.partner_code.clone(), bot: bot.code.clone(), phone: session.phone.clone() };
+        let ctx = guest_context(&bot, &session.phone);
         let reply = self.call_guest(&bot, GuestCall::Start(Entry::Flow(flow)), ctx).await?;
         self.apply(&bot, session, reply).await
     }
@@ -294,8 +293,7 @@ impl Flows<'_> {
             let payload = json!({ "session": session.reference, "phone": session.phone, "event": {"type": "start"} });
             return self.forward(bot, session, "session.start", payload).await;
         }
-        let ctx =
-            GuestContext { partner: bot.partner_code.clone(), bot: bot.code.clone(), phone: session.phone.clone() };
+        let ctx = guest_context(bot, &session.phone);
         let reply = self.call_guest(bot, GuestCall::Start(Entry::Chat), ctx).await?;
         self.apply(bot, session, reply).await
     }
@@ -313,8 +311,7 @@ impl Flows<'_> {
             let payload = event_payload(session, &event);
             return self.forward(bot, session, "session.event", payload).await;
         }
-        let ctx =
-            GuestContext { partner: bot.partner_code.clone(), bot: bot.code.clone(), phone: session.phone.clone() };
+        let ctx = guest_context(bot, &session.phone);
         let guest_state = session.guest_state.clone().unwrap_or_default();
         let reply = self.call_guest(bot, GuestCall::Handle(guest_state, event), ctx).await?;
         self.apply(bot, session, reply).await
@@ -343,8 +340,7 @@ impl Flows<'_> {
             tx.commit().await?;
             return Ok(None);
         }
-        let ctx =
-            GuestContext { partner: bot.partner_code.clone(), bot: bot.code.clone(), phone: session.phone.clone() };
+        let ctx = guest_context(&bot, &session.phone);
         let guest_state = session.guest_state.clone().unwrap_or_default();
         let reply = self.call_guest(&bot, GuestCall::Handle(guest_state, event), ctx).await?;
         let progress = self.apply(&bot, &session, reply).await?;
@@ -365,11 +361,7 @@ impl Flows<'_> {
         entries.extend(flows.iter().map(|f| (format!("flow {f:?}"), Entry::Flow(f.clone()))));
         let mut misfits = Vec::new();
         for (name, entry) in entries {
-            let ctx = GuestContext {
-                partner: bot.partner_code.clone(),
-                bot: bot.code.clone(),
-                phone: WHATSAPP_CHECK_PHONE.to_string(),
-            };
+            let ctx = guest_context(bot, WHATSAPP_CHECK_PHONE);
             if let Ok(reply) = self.runtime.start(digest, &bot.code, entry, ctx).await {
                 let found = crate::channel_steps::whatsapp_misfits(&reply.steps);
                 misfits.extend(found.into_iter().map(|why| format!("{name}, {why}")));
@@ -520,6 +512,11 @@ impl Flows<'_> {
         let steps = store::take_pending(self.db, session.id).await?;
         Ok(Progress { reference: session.reference.clone(), state: SessionState::InProgress, summary: None, steps })
     }
+}
+
+/// What a guest is told of the call: its partner, itself, and the person.
+fn guest_context(bot: &Bot, phone: &str) -> GuestContext {
+    GuestContext { partner: bot.partner_code.clone(), bot: bot.code.clone(), phone: phone.to_string() }
 }
 
 /// A runtime failure, logged with the bot.
