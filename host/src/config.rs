@@ -361,7 +361,8 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_STREAM_HEARTBEAT_MS", default_value_t = 25_000)]
     pub stream_heartbeat_ms: u64,
 
-    /// How often a SQLite host reads its event log for streams to wake, in milliseconds (PostgreSQL hosts
+    /// How often a SQLite host reads its event log for streams to wake, in milliseconds: what other
+    /// processes sharing the file wrote (this host's own writes are read as they commit; PostgreSQL hosts
     /// are told by `LISTEN`).
     #[arg(long, env = "HUBBUB_STREAM_POLL_MS", default_value_t = 20)]
     pub stream_poll_ms: u64,

@@ -171,6 +171,27 @@ async fn hub_messages_arrive_live_and_a_reconnect_replays_what_was_missed_once()
     assert_eq!(created, missed, "what was missed, in order, each once");
 }
 
+/// A host's own writes wake its streams as they commit: with the log's poll a minute apart (on SQLite what
+/// other processes wrote is found by that poll; PostgreSQL hosts hear by `LISTEN`), a message still arrives
+/// at once.
+#[tokio::test]
+async fn a_hosts_own_writes_reach_its_streams_without_waiting_for_the_poll() {
+    let app = TestApp::start_with(|c| c.stream_poll_ms = 60_000).await;
+    let key = app.partner("acme").await;
+    let token = user(&app, &key).await;
+    let mut stream = open(&app, &token, None).await;
+    for text in ["First", "Second"] {
+        let sent = app.send_text(&key, PHONE, text).await.ok(201).clone();
+        let created = loop {
+            let event = stream.next(Duration::from_secs(5)).await.expect("the message came before the poll");
+            if event.event == "message.created" {
+                break event;
+            }
+        };
+        assert_eq!(created.data["ref"], sent["ref"]);
+    }
+}
+
 #[tokio::test]
 async fn a_ticket_opens_one_stream_once_and_nothing_else_does() {
     let app = TestApp::start().await;

@@ -12,7 +12,7 @@
 //! noted when it opens, at each heartbeat and when it ends.
 //!
 //! Hosts learn of new events through [`Wakes`]: PostgreSQL's `LISTEN` (every append notifies), or on
-//! SQLite a tail of the log ([`run_wakes`]).
+//! SQLite a tail of the log, read as soon as this process has written and at a poll ([`run_wakes`]).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -412,8 +412,12 @@ async fn as_user_sees(db: &Db, c: &Conversation) -> Option<ConversationRecord> {
     Some(ConversationRecord::new(c, unread.get(&c.id).copied().unwrap_or(0)))
 }
 
+/// The shortest time between two reads of SQLite's log woken by this process's writes.
+const TAIL_GAP: Duration = Duration::from_millis(2);
+
 /// Wakes this host's streams when their users have new events, until `stop`: PostgreSQL's notifications
-/// (every append notifies at commit), or on SQLite a tail of the log every `poll`.
+/// (every append notifies at commit), or on SQLite a tail of the log read when this process has written
+/// (at most every [`TAIL_GAP`]) and every `poll` (what other processes sharing the file wrote).
 pub async fn run_wakes(db: Db, wakes: Arc<Wakes>, database_url: String, poll: Duration, stop: CancellationToken) {
     if db.backend() == Backend::Postgres {
         listen(&database_url, &wakes, &stop).await;
@@ -422,11 +426,16 @@ pub async fn run_wakes(db: Db, wakes: Arc<Wakes>, database_url: String, poll: Du
     let mut after = user_events::newest_id(&db).await.unwrap_or(0);
     let mut tick = tokio::time::interval(poll);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut read_at = tokio::time::Instant::now();
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tick.tick() => {}
+            // This process wrote: its events (if any) are committed, read them now. Writes come in
+            // bursts; one read every TAIL_GAP covers all of a burst's.
+            _ = db.written().notified() => tokio::time::sleep_until(read_at + TAIL_GAP).await,
         }
+        read_at = tokio::time::Instant::now();
         if wakes.watched() == 0 {
             after = user_events::newest_id(&db).await.unwrap_or(after);
             continue;

@@ -61,6 +61,9 @@ pub struct Db {
     keys: std::sync::Arc<sealing::Keyring>,
     /// How many transactions each group commit (`store::writer`) runs at once.
     write_lanes: usize,
+    /// Told each time SQLite's one writer connection is handed back (a transaction committed or rolled
+    /// back, a write done): what this process wrote is visible to readers from then on.
+    written: std::sync::Arc<tokio::sync::Notify>,
 }
 
 static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("src/store/migrations/sqlite");
@@ -106,7 +109,16 @@ impl Db {
                         })
                     })
                 };
-                let write = options().max_connections(1).connect(url).await?;
+                let written = std::sync::Arc::new(tokio::sync::Notify::new());
+                let told = written.clone();
+                let write = options()
+                    .max_connections(1)
+                    .after_release(move |_, _| {
+                        told.notify_one();
+                        Box::pin(async { Ok(true) })
+                    })
+                    .connect(url)
+                    .await?;
                 // Create the file and the schema before the readers open it.
                 SQLITE_MIGRATOR.run(&write).await?;
                 // SQLite reads run on the connection's own thread, in this process: more reader threads than
@@ -115,7 +127,7 @@ impl Db {
                 let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as u32;
                 let readers = max_connections.min(2 * cores).max(1);
                 let read = options().max_connections(readers).connect(url).await?;
-                Db { read, write, backend, keys, write_lanes: 1 }
+                Db { read, write, backend, keys, write_lanes: 1, written }
             }
             Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
@@ -125,7 +137,7 @@ impl Db {
                     .await?;
                 POSTGRES_MIGRATOR.run(&pool).await?;
                 let write_lanes = (max_connections as usize / 4).clamp(1, 8);
-                Db { read: pool.clone(), write: pool, backend, keys, write_lanes }
+                Db { read: pool.clone(), write: pool, backend, keys, write_lanes, written: Default::default() }
             }
         };
         Ok(db)
@@ -171,6 +183,13 @@ impl Db {
             Backend::Sqlite => self.write.begin_with("BEGIN IMMEDIATE").await,
             Backend::Postgres => self.write.begin().await,
         }
+    }
+
+    /// On SQLite, notified (one stored permit) whenever this process's writer has finished a write, so a
+    /// reader waiting for new rows looks at once instead of at its next poll; never notified on
+    /// PostgreSQL (whose hosts hear of new rows by `LISTEN`).
+    pub fn written(&self) -> &tokio::sync::Notify {
+        &self.written
     }
 
     /// The pool for writes and transactions.
