@@ -25,7 +25,8 @@
 //! A message sent to a partner's own number (`store::senders`) is that partner's in 2 to 4, whoever else
 //! the phone knows; the partner of `context.id` comes next.
 
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -232,75 +233,210 @@ impl Routing {
     }
 }
 
-/// Routes the kept messages until `stop`, woken by each webhook, and every `delivery_poll_ms` for what a
-/// host that stopped left behind.
+/// Routes the kept messages until `stop`, as they come: read when a webhook kept one (or every
+/// `delivery_poll_ms`, from the oldest: what failed and waits to be tried again, what a host that stopped left
+/// behind) and handed to their phone's routing at once ([`Pipeline`]) — no message waits for a slower
+/// phone's. On `stop`, the messages being routed are finished and no other is started.
 pub async fn run_worker(routing: Routing, stop: CancellationToken) {
     let delivery = routing.delivery.clone();
     let poll = Duration::from_millis(delivery.config.delivery_poll_ms.max(10));
+    let mut pipeline = Pipeline::new(routing, stop.clone());
+    // Where the next read starts: past the newest read, back to the oldest at each poll.
+    let mut cursor = 0;
+    let mut rescan = tokio::time::interval(poll);
+    rescan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let routed = match route_waiting(&routing).await {
-            Ok(n) => n,
-            Err(e) => {
-                tracing::warn!(error = %e, "routing inbound messages failed; will retry");
-                0
+        pipeline.reap();
+        let full = pipeline.taken() >= MAX_TAKEN;
+        if !full {
+            match inbound::waiting_after(&delivery.db, cursor, BATCH as i64).await {
+                Ok(batch) => {
+                    let more = batch.len() == BATCH;
+                    for m in batch {
+                        cursor = cursor.max(m.id);
+                        pipeline.take(m);
+                    }
+                    if more {
+                        continue;
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "reading inbound messages failed; will retry"),
             }
-        };
-        if routed == BATCH {
-            continue;
         }
         tokio::select! {
             _ = stop.cancelled() => break,
             _ = delivery.inbound_wake.notified() => {}
-            _ = tokio::time::sleep(poll) => {}
+            // Room to read more once a phone is done.
+            Some(done) = pipeline.tasks.join_next(), if full => {
+                ended(done);
+            }
+            _ = rescan.tick() => {
+                cursor = 0;
+            }
+        }
+    }
+    pipeline.finish().await;
+}
+
+/// Routes every message waiting now, and answers how many were routed once all are done (what
+/// [`run_worker`] does as they come, for one read of the whole log).
+pub async fn route_waiting(routing: &Routing) -> Result<usize, sqlx::Error> {
+    let mut pipeline = Pipeline::new(routing.clone(), CancellationToken::new());
+    let mut cursor = 0;
+    loop {
+        let batch = inbound::waiting_after(&routing.delivery.db, cursor, BATCH as i64).await?;
+        let full = batch.len() == BATCH;
+        for m in batch {
+            cursor = cursor.max(m.id);
+            pipeline.take(m);
+        }
+        if !full {
+            return Ok(pipeline.finish().await);
         }
     }
 }
 
-/// Messages routed in one pass.
+/// Messages read at once.
 const BATCH: usize = 64;
 
-/// Phones whose messages are routed at once in a pass (each phone's in order, one after another).
+/// Phones whose messages are routed at once (each phone's in order, one after another); the others wait
+/// their turn in the order they were read.
 const PHONES_AT_ONCE: usize = 16;
 
-/// Routes the oldest waiting messages: the phones' at once ([`PHONES_AT_ONCE`]), each phone's in the order
-/// they came; answers how many it routed. One that cannot be routed now (its database write failed) stays
-/// waiting for the next pass with those of its phone behind it, and holds up no other phone; after
-/// [`inbound::MAX_ATTEMPTS`] it is set aside (`failed`), so that a message that can never be routed cannot
-/// hold up those behind it for good.
-pub async fn route_waiting(routing: &Routing) -> Result<usize, sqlx::Error> {
-    let delivery = &routing.delivery;
-    let waiting = inbound::waiting(&delivery.db, BATCH as i64).await?;
-    let mut phones: Vec<Vec<Inbound>> = Vec::new();
-    for m in waiting {
-        match phones.iter_mut().find(|p| p[0].phone == m.phone) {
-            Some(theirs) => theirs.push(m),
-            None => phones.push(vec![m]),
+/// Messages read and not routed yet, at most: past it, the worker reads more as phones finish.
+const MAX_TAKEN: usize = 1024;
+
+/// The messages read and not routed yet, by phone. A phone here has a task routing its messages, in order.
+#[derive(Default)]
+struct Queues {
+    phones: HashMap<String, VecDeque<Inbound>>,
+    /// The ids in a queue (being routed, or waiting behind it): a read from the oldest skips them.
+    taken: HashSet<i64>,
+}
+
+/// Routes messages as they are handed over: a task per phone with messages, at most [`PHONES_AT_ONCE`]
+/// routing at once; a message for a phone whose task runs joins its queue. A message that cannot be routed
+/// now (its database write failed) is counted ([`inbound::failed`]) and left waiting with those of its phone
+/// behind it, for a later read from the oldest; it holds up no other phone, and after
+/// [`inbound::MAX_ATTEMPTS`] it is set aside (`failed`), so that one that can never be routed cannot hold up
+/// those behind it for good.
+struct Pipeline {
+    routing: Routing,
+    queues: Arc<Mutex<Queues>>,
+    slots: Arc<tokio::sync::Semaphore>,
+    /// Each phone's task, answering how many of its messages it routed.
+    tasks: tokio::task::JoinSet<usize>,
+    stop: CancellationToken,
+}
+
+impl Pipeline {
+    fn new(routing: Routing, stop: CancellationToken) -> Pipeline {
+        Pipeline {
+            routing,
+            queues: Arc::default(),
+            slots: Arc::new(tokio::sync::Semaphore::new(PHONES_AT_ONCE)),
+            tasks: tokio::task::JoinSet::new(),
+            stop,
         }
     }
-    let slots = Arc::new(tokio::sync::Semaphore::new(PHONES_AT_ONCE));
-    let mut running = tokio::task::JoinSet::new();
-    for messages in phones {
-        let slot = slots.clone().acquire_owned().await.expect("the semaphore is never closed");
-        let routing = routing.clone();
-        running.spawn(async move {
-            let _slot = slot;
-            let mut routed = 0;
-            for m in &messages {
-                if let Err(e) = route(&routing, m).await {
-                    tracing::warn!(inbound = m.id, error = %e, "routing an inbound message failed; will retry");
-                    inbound::failed(&routing.delivery.db, m.id, routing.delivery.now()).await?;
-                    break;
-                }
-                routed += 1;
-            }
-            Ok::<usize, sqlx::Error>(routed)
-        });
+
+    /// Messages read and not routed yet.
+    fn taken(&self) -> usize {
+        lock(&self.queues).taken.len()
     }
+
+    /// Hands `m` to its phone's task (starting one when the phone has none); nothing when it is taken already.
+    fn take(&mut self, m: Inbound) {
+        let mut queues = lock(&self.queues);
+        if !queues.taken.insert(m.id) {
+            return;
+        }
+        if let Some(queue) = queues.phones.get_mut(&m.phone) {
+            queue.push_back(m);
+            return;
+        }
+        let phone = m.phone.clone();
+        queues.phones.insert(phone.clone(), VecDeque::from([m]));
+        drop(queues);
+        let (routing, queues, slots, stop) =
+            (self.routing.clone(), self.queues.clone(), self.slots.clone(), self.stop.clone());
+        self.tasks.spawn(route_phone(routing, queues, slots, stop, phone));
+    }
+
+    /// Forgets the phones' tasks that are done.
+    fn reap(&mut self) {
+        while let Some(done) = self.tasks.try_join_next() {
+            ended(done);
+        }
+    }
+
+    /// Waits for every phone's task; answers how many messages they routed.
+    async fn finish(mut self) -> usize {
+        let mut routed = 0;
+        while let Some(done) = self.tasks.join_next().await {
+            routed += ended(done);
+        }
+        routed
+    }
+}
+
+/// How many messages a phone's task routed (none when it panicked, which is logged).
+fn ended(done: Result<usize, tokio::task::JoinError>) -> usize {
+    done.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "an inbound routing task ended");
+        0
+    })
+}
+
+fn lock(queues: &Mutex<Queues>) -> std::sync::MutexGuard<'_, Queues> {
+    queues.lock().expect("inbound queues poisoned")
+}
+
+/// One phone's task: once it has a slot, routes the phone's messages in order until its queue is empty (or
+/// one fails, or the host stops); answers how many it routed.
+async fn route_phone(
+    routing: Routing,
+    queues: Arc<Mutex<Queues>>,
+    slots: Arc<tokio::sync::Semaphore>,
+    stop: CancellationToken,
+    phone: String,
+) -> usize {
+    let slot = tokio::select! {
+        slot = slots.acquire_owned() => slot.ok(),
+        _ = stop.cancelled() => None,
+    };
+    // Done, failed or stopped: what is left of the phone's queue waits for a later read, in its order.
+    let release = |queues: &mut Queues| {
+        for m in queues.phones.remove(&phone).unwrap_or_default() {
+            queues.taken.remove(&m.id);
+        }
+    };
     let mut routed = 0;
-    while let Some(done) = running.join_next().await {
-        routed += done.map_err(|e| sqlx::Error::Protocol(format!("a routing task ended: {e}")))??;
+    loop {
+        let next = {
+            let mut queues = lock(&queues);
+            match queues.phones.get(&phone).and_then(VecDeque::front) {
+                Some(m) if slot.is_some() && !stop.is_cancelled() => m.clone(),
+                _ => {
+                    release(&mut queues);
+                    return routed;
+                }
+            }
+        };
+        if let Err(e) = route(&routing, &next).await {
+            tracing::warn!(inbound = next.id, error = %e, "routing an inbound message failed; will retry");
+            let db = &routing.delivery.db;
+            if let Err(e) = inbound::failed(db, next.id, routing.delivery.now()).await {
+                tracing::warn!(inbound = next.id, error = %e, "an inbound message's failure could not be counted");
+            }
+            release(&mut lock(&queues));
+            return routed;
+        }
+        routed += 1;
+        let mut queues = lock(&queues);
+        queues.taken.remove(&next.id);
+        queues.phones.get_mut(&phone).map(VecDeque::pop_front);
     }
-    Ok(routed)
 }
 
 /// Routes one message (see the module's documentation): what it becomes is read first, then written in one

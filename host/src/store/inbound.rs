@@ -89,8 +89,13 @@ pub async fn record(db: &Db, m: &NewInbound) -> Result<bool, sqlx::Error> {
 
 /// The oldest messages not routed yet.
 pub async fn waiting(db: &Db, limit: i64) -> Result<Vec<Inbound>, sqlx::Error> {
-    let sql = const_format::concatcp!(COLUMNS, "WHERE state = 'received' ORDER BY id LIMIT $1");
-    sqlx::query(sql).bind(limit).fetch_all(db.reader()).await?.iter().map(from_row).collect()
+    waiting_after(db, 0, limit).await
+}
+
+/// The oldest messages not routed yet after id `after`.
+pub async fn waiting_after(db: &Db, after: i64, limit: i64) -> Result<Vec<Inbound>, sqlx::Error> {
+    let sql = const_format::concatcp!(COLUMNS, "WHERE state = 'received' AND id > $1 ORDER BY id LIMIT $2");
+    sqlx::query(sql).bind(after).bind(limit).fetch_all(db.reader()).await?.iter().map(from_row).collect()
 }
 
 /// A kept message by its provider's id.
