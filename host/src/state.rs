@@ -62,7 +62,7 @@ pub struct AppState {
     pub(crate) key_uses: Arc<crate::store::partners::KeyUses>,
     /// The event streams open on this host, and how they are woken.
     pub streams: Arc<crate::http::streams::Streams>,
-    pub(crate) wakes: Arc<crate::store::user_events::Wakes>,
+    pub(crate) wakes: Arc<crate::http::streams::Wakes>,
     /// Cancelled when the host stops serving: long-lived responses (event streams) end.
     pub(crate) shutdown: tokio_util::sync::CancellationToken,
     /// The WebAuthn relying party of members' passkeys.

@@ -11,10 +11,11 @@
 //! several streams of one device all work (each gets every event). An open stream is the user's presence:
 //! noted when it opens, at each heartbeat and when it ends.
 //!
-//! Hosts learn of new events through [`Wakes`]: PostgreSQL's `LISTEN` (every append notifies), or on
-//! SQLite a tail of the log, read as soon as this process has written and at a poll ([`run_wakes`]).
+//! Hosts learn of new events through [`Wakes`]: PostgreSQL's `LISTEN` (every append notifies; the woken
+//! streams read the log), or on SQLite a tail of the log, read as soon as this process has written and at a
+//! poll, that hands each stream its events ([`run_wakes`]).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +27,6 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -34,7 +34,7 @@ use utoipa_axum::routes;
 
 use super::conversations::ConversationRecord;
 use super::messages::MessageRecord;
-use super::streams::StreamSlot;
+use super::streams::{Handed, StreamSlot, Wakes, Watch};
 use super::{ApiQuery, E401, E429, E503};
 use crate::auth::UserAuth;
 use crate::clock::record_time;
@@ -45,7 +45,7 @@ use crate::secrets::{digest, random_alnum};
 use crate::state::AppState;
 use crate::store::conversations::Conversation;
 use crate::store::messages::Message;
-use crate::store::user_events::{self, Ticket, UserEvent, Wakes};
+use crate::store::user_events::{self, Ticket, UserEvent};
 use crate::store::{Backend, Db, conversations, flows, messages};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -162,21 +162,25 @@ where
 /// What a followed log has next.
 pub(super) enum Next {
     /// Events after the last read, each with the message it is about (if any).
-    Events(Vec<(UserEvent, Option<Message>)>),
+    Events(Vec<messages::Logged>),
     /// A heartbeat went by with nothing new: the stream checks it may go on.
     Beat,
     /// The host stops.
     Stop,
 }
 
-/// One stream's place in one key's event log (a user's phone, or a partner's key): reads what comes after
-/// `after`, waking when the key is told it has new events and at its heartbeat.
+/// One stream's place in one key's event log (a user's phone, or a partner's key): takes what comes after
+/// `after` — as this host handed it over, or read from the log when it was not (the first time, after a
+/// gap, when woken with nothing handed over) —, waking when the key is told it has new events and at its
+/// heartbeat.
 pub(super) struct Follow {
     state: AppState,
     key: String,
     /// The newest event number read.
     pub after: i64,
-    wake: Arc<Notify>,
+    watch: Arc<Watch>,
+    /// The next events are read from the log.
+    read_log: bool,
     heartbeat: Duration,
 }
 
@@ -190,31 +194,45 @@ impl Follow {
             Some(id) if id > newest || id < 0 => (newest, true),
             Some(id) => (id, id < newest && oldest.is_none_or(|o| id + 1 < o)),
         };
-        let wake = state.wakes.watch(&key);
+        let watch = state.wakes.watch(&key);
         // Each stream's beat is its own, between 3/4 and all of the interval: streams opened together
         // (a host restarted, a broadcast's readers) do not all do their checks in the same instant.
         let heartbeat =
             Duration::from_millis(state.config.stream_heartbeat_ms.max(10)).mul_f64(rand::random_range(0.75..=1.0));
-        Ok((Follow { state: state.clone(), key, after, wake, heartbeat }, reset))
+        Ok((Follow { state: state.clone(), key, after, watch, read_log: true, heartbeat }, reset))
     }
 
     /// The next events (`after` then moves past them), or a beat without any, or the host's stop.
     pub async fn next(&mut self) -> Next {
+        let watch = self.watch.clone();
         loop {
-            let woken = self.wake.notified();
+            let woken = watch.wake.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            match messages::events_since(&self.state.db, &self.key, self.after, BATCH).await {
-                Ok(events) if !events.is_empty() => {
-                    self.after = events.last().map_or(self.after, |(e, _)| e.seq);
-                    return Next::Events(events);
-                }
-                Ok(_) => {}
-                Err(error) => tracing::warn!(%error, "an event stream could not read the log"),
+            let handed = if self.read_log { Handed::Gap } else { watch.after(self.after) };
+            let events = match handed {
+                Handed::Events(events) => events,
+                Handed::Nothing => Vec::new(),
+                Handed::Gap => match messages::events_since(&self.state.db, &self.key, self.after, BATCH).await {
+                    Ok(events) => {
+                        // A whole batch: there may be more in the log than was handed over.
+                        self.read_log = events.len() as i64 == BATCH;
+                        events
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "an event stream could not read the log");
+                        Vec::new()
+                    }
+                },
+            };
+            if let Some((last, _)) = events.last() {
+                self.after = last.seq;
+                return Next::Events(events);
             }
             let stop = self.state.shutdown.clone();
             tokio::select! {
-                _ = &mut woken => {}
+                // Woken with nothing handed over (PostgreSQL's notification, another process's write): read.
+                _ = &mut woken => self.read_log = matches!(watch.after(self.after), Handed::Nothing),
                 _ = tokio::time::sleep(self.heartbeat) => return Next::Beat,
                 _ = stop.cancelled() => return Next::Stop,
             }
@@ -224,8 +242,8 @@ impl Follow {
 
 impl Drop for Follow {
     fn drop(&mut self) {
-        // The wake is ours to drop first, so the registry can tell the key has no stream left.
-        self.wake = Arc::new(Notify::new());
+        // The watch is ours to drop first, so the registry can tell the key has no stream left.
+        self.watch = Arc::default();
         self.state.wakes.unwatch(&self.key);
     }
 }
@@ -415,9 +433,13 @@ async fn as_user_sees(db: &Db, c: &Conversation) -> Option<ConversationRecord> {
 /// The shortest time between two reads of SQLite's log woken by this process's writes.
 const TAIL_GAP: Duration = Duration::from_millis(2);
 
+/// Log rows SQLite's tail reads at once.
+const TAIL_BATCH: i64 = 1000;
+
 /// Wakes this host's streams when their users have new events, until `stop`: PostgreSQL's notifications
-/// (every append notifies at commit), or on SQLite a tail of the log read when this process has written
-/// (at most every [`TAIL_GAP`]) and every `poll` (what other processes sharing the file wrote).
+/// (every append notifies at commit; each stream reads the log), or on SQLite a tail of the log read when
+/// this process has written (at most every [`TAIL_GAP`]) and every `poll` (what other processes sharing the
+/// file wrote), which hands each stream its events with their messages: one read for all of them.
 pub async fn run_wakes(db: Db, wakes: Arc<Wakes>, database_url: String, poll: Duration, stop: CancellationToken) {
     if db.backend() == Backend::Postgres {
         listen(&database_url, &wakes, &stop).await;
@@ -427,23 +449,35 @@ pub async fn run_wakes(db: Db, wakes: Arc<Wakes>, database_url: String, poll: Du
     let mut tick = tokio::time::interval(poll);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut read_at = tokio::time::Instant::now();
+    // The last read was a whole batch: read on at once.
+    let mut more = false;
     loop {
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tick.tick() => {}
-            // This process wrote: its events (if any) are committed, read them now. Writes come in
-            // bursts; one read every TAIL_GAP covers all of a burst's.
-            _ = db.written().notified() => tokio::time::sleep_until(read_at + TAIL_GAP).await,
+        if !more {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tick.tick() => {}
+                // This process wrote: its events (if any) are committed, read them now. Writes come in
+                // bursts; one read every TAIL_GAP covers all of a burst's.
+                _ = db.written().notified() => tokio::time::sleep_until(read_at + TAIL_GAP).await,
+            }
         }
         read_at = tokio::time::Instant::now();
+        more = false;
         if wakes.watched() == 0 {
             after = user_events::newest_id(&db).await.unwrap_or(after);
             continue;
         }
-        match user_events::tail(&db, after).await {
-            Ok((phones, newest)) => {
-                after = newest;
-                phones.iter().for_each(|phone| wakes.wake(phone));
+        match messages::events_after_row(&db, after, TAIL_BATCH).await {
+            Ok(rows) => {
+                more = rows.len() as i64 == TAIL_BATCH;
+                let mut by_key: HashMap<String, Vec<messages::Logged>> = HashMap::new();
+                for (key, id, logged) in rows {
+                    after = after.max(id);
+                    by_key.entry(key).or_default().push(logged);
+                }
+                for (key, events) in by_key {
+                    wakes.hand_over(&key, events);
+                }
             }
             Err(error) => tracing::warn!(%error, "the event log could not be read"),
         }

@@ -685,44 +685,53 @@ pub async fn find_media(db: &Db, id: &str) -> Result<Option<StoredMedia>, sqlx::
     .transpose()
 }
 
-/// The user's events after `after` (oldest first, at most `limit`), each with the message it is about when
-/// it is about one (`message.*`, `conversation.message`; `None` when that message is gone): one read for
-/// what an event stream sends, instead of one for the events and one per message.
-pub async fn events_since(
-    db: &Db,
-    phone: &str,
-    after: i64,
-    limit: i64,
-) -> Result<Vec<(super::user_events::UserEvent, Option<Message>)>, sqlx::Error> {
-    const SQL: &str = const_format::concatcp!(
-        "SELECT e.seq AS event_seq, e.kind AS event_kind, e.subject_id AS event_subject, \
-         e.created_at AS event_at, ",
-        COLUMN_LIST,
-        " FROM user_events e LEFT JOIN messages m ON m.id = e.subject_id AND e.kind IN ('",
-        UserEventKind::MessageCreated.as_str(),
-        "', '",
-        UserEventKind::MessageUpdated.as_str(),
-        "', '",
-        UserEventKind::ConversationMessage.as_str(),
-        "') LEFT JOIN partners p ON p.id = m.partner_id \
-         WHERE e.phone = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3"
-    );
+/// The log's rows with the message each is about when it is about one (`message.*`, `conversation.message`;
+/// no message when that one is gone): what an event stream sends, in one read.
+const LOGGED: &str = const_format::concatcp!(
+    "SELECT e.id AS event_id, e.phone AS event_key, e.seq AS event_seq, e.kind AS event_kind, \
+     e.subject_id AS event_subject, e.created_at AS event_at, ",
+    COLUMN_LIST,
+    " FROM user_events e LEFT JOIN messages m ON m.id = e.subject_id AND e.kind IN ('",
+    UserEventKind::MessageCreated.as_str(),
+    "', '",
+    UserEventKind::MessageUpdated.as_str(),
+    "', '",
+    UserEventKind::ConversationMessage.as_str(),
+    "') LEFT JOIN partners p ON p.id = m.partner_id "
+);
+
+/// A logged event as a stream sends it: the event, and the message it is about.
+pub type Logged = (super::user_events::UserEvent, Option<Message>);
+
+fn logged_from_row(r: &AnyRow) -> Result<Logged, sqlx::Error> {
+    let event = super::user_events::UserEvent {
+        seq: r.try_get("event_seq")?,
+        kind: decode_name(r, "event_kind")?,
+        subject_id: r.try_get("event_subject")?,
+        created_at: r.try_get("event_at")?,
+    };
+    let message = match r.try_get::<Option<i64>, _>("id")? {
+        Some(_) => Some(from_row(r)?),
+        None => None,
+    };
+    Ok((event, message))
+}
+
+/// The user's events after `after` (oldest first, at most `limit`), each with the message it is about: one
+/// read for what an event stream sends, instead of one for the events and one per message.
+pub async fn events_since(db: &Db, phone: &str, after: i64, limit: i64) -> Result<Vec<Logged>, sqlx::Error> {
+    const SQL: &str = const_format::concatcp!(LOGGED, "WHERE e.phone = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3");
     let rows = sqlx::query(SQL).bind(phone).bind(after).bind(limit).fetch_all(db.reader()).await?;
-    rows.iter()
-        .map(|r| {
-            let event = super::user_events::UserEvent {
-                seq: r.try_get("event_seq")?,
-                kind: decode_name(r, "event_kind")?,
-                subject_id: r.try_get("event_subject")?,
-                created_at: r.try_get("event_at")?,
-            };
-            let message = match r.try_get::<Option<i64>, _>("id")? {
-                Some(_) => Some(from_row(r)?),
-                None => None,
-            };
-            Ok((event, message))
-        })
-        .collect()
+    rows.iter().map(logged_from_row).collect()
+}
+
+/// Every key's events after log row `after_id` (in the order they were written, at most `limit`), each with
+/// its key (a phone, or a partner's key), its row id and the message it is about: SQLite's tail, whose one
+/// writer commits ids in order, handing each stream what it sends in one read for all of them.
+pub async fn events_after_row(db: &Db, after_id: i64, limit: i64) -> Result<Vec<(String, i64, Logged)>, sqlx::Error> {
+    const SQL: &str = const_format::concatcp!(LOGGED, "WHERE e.id > $1 ORDER BY e.id LIMIT $2");
+    let rows = sqlx::query(SQL).bind(after_id).bind(limit).fetch_all(db.reader()).await?;
+    rows.iter().map(|r| Ok((r.try_get("event_key")?, r.try_get("event_id")?, logged_from_row(r)?))).collect()
 }
 
 /// A message by id, whoever sent it (delivery workers).

@@ -5,15 +5,13 @@
 //! "after N" never skips one that commits late. Events are written in the transactions that make the
 //! changes they tell of, and kept [`RETENTION_MS`].
 //!
-//! Hosts learn that a user has new events through [`Wakes`]: on PostgreSQL every append sends
-//! `pg_notify('hubbub_user_events', phone)`, delivered at commit to every host's listener; on SQLite (one
-//! host) a tail of the log wakes the streams.
+//! Hosts learn that a user has new events (`http::streams::Wakes`): on PostgreSQL every append sends
+//! `pg_notify('hubbub_user_events', phone)`, delivered at commit to every host's listener; on SQLite a tail
+//! of the log (`messages::events_after_row`) hands the streams their events.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
 
 use sqlx::{Any, Row, Transaction};
-use tokio::sync::Notify;
 
 use super::{Backend, Db};
 use crate::clock::Millis;
@@ -125,25 +123,6 @@ pub async fn newest_id(db: &Db) -> Result<i64, sqlx::Error> {
     Ok(id.unwrap_or(0))
 }
 
-/// The phones with log rows after `after_id`, and the newest id read (SQLite's tail: its one writer
-/// commits ids in order).
-pub async fn tail(db: &Db, after_id: i64) -> Result<(Vec<String>, i64), sqlx::Error> {
-    let rows = sqlx::query("SELECT id, phone FROM user_events WHERE id > $1 ORDER BY id LIMIT 10000")
-        .bind(after_id)
-        .fetch_all(db.reader())
-        .await?;
-    let mut newest = after_id;
-    let mut phones = Vec::new();
-    for r in rows {
-        newest = newest.max(r.try_get::<i64, _>("id")?);
-        let phone: String = r.try_get("phone")?;
-        if !phones.contains(&phone) {
-            phones.push(phone);
-        }
-    }
-    Ok((phones, newest))
-}
-
 /// What a stream ticket was issued for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ticket {
@@ -192,47 +171,4 @@ pub async fn redeem_ticket(db: &Db, hash: &str, now: Millis) -> Result<Option<Ti
         })
     })
     .transpose()
-}
-
-/// Wakes the streams of a user when the user has new events: one `Notify` per user with a stream on this
-/// host, dropped when the last of them ends.
-#[derive(Default)]
-pub struct Wakes {
-    users: Mutex<HashMap<String, Arc<Notify>>>,
-}
-
-impl Wakes {
-    /// The user's `Notify`, for a stream that starts.
-    pub fn watch(&self, phone: &str) -> Arc<Notify> {
-        self.users().entry(phone.to_string()).or_insert_with(|| Arc::new(Notify::new())).clone()
-    }
-
-    /// A stream of the user ended (with its `Notify` dropped first): forget the user when no stream is left.
-    pub fn unwatch(&self, phone: &str) {
-        let mut users = self.users();
-        if users.get(phone).is_some_and(|n| Arc::strong_count(n) == 1) {
-            users.remove(phone);
-        }
-    }
-
-    /// The user has new events: wake the user's streams on this host, if any.
-    pub fn wake(&self, phone: &str) {
-        if let Some(notify) = self.users().get(phone) {
-            notify.notify_waiters();
-        }
-    }
-
-    /// Wakes every stream on this host (after the notifications may have missed some).
-    pub fn wake_all(&self) {
-        self.users().values().for_each(|n| n.notify_waiters());
-    }
-
-    /// Users with a stream on this host.
-    pub fn watched(&self) -> usize {
-        self.users().len()
-    }
-
-    fn users(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Notify>>> {
-        self.users.lock().expect("stream wakes poisoned")
-    }
 }
