@@ -452,21 +452,29 @@ pub async fn run_wakes(db: Db, wakes: Arc<Wakes>, database_url: String, poll: Du
     // The last read was a whole batch: read on at once.
     let mut more = false;
     loop {
+        let mut ticked = false;
         if !more {
             tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = tick.tick() => {}
+                _ = tick.tick() => ticked = true,
                 // This process wrote: its events (if any) are committed, read them now. Writes come in
                 // bursts; one read every TAIL_GAP covers all of a burst's.
-                _ = db.written().notified() => tokio::time::sleep_until(read_at + TAIL_GAP).await,
+                _ = db.written().notified() => {
+                    if wakes.watched() > 0 {
+                        tokio::time::sleep_until(read_at + TAIL_GAP).await;
+                    }
+                }
             }
         }
-        read_at = tokio::time::Instant::now();
         more = false;
         if wakes.watched() == 0 {
-            after = user_events::newest_id(&db).await.unwrap_or(after);
+            // No stream here: the log is not read for each write, only where it ends is kept at each poll.
+            if ticked {
+                after = user_events::newest_id(&db).await.unwrap_or(after);
+            }
             continue;
         }
+        read_at = tokio::time::Instant::now();
         match messages::events_after_row(&db, after, TAIL_BATCH).await {
             Ok(rows) => {
                 more = rows.len() as i64 == TAIL_BATCH;
