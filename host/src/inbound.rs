@@ -249,17 +249,9 @@ pub async fn run_worker(routing: Routing, stop: CancellationToken) {
         pipeline.reap();
         let full = pipeline.taken() >= MAX_TAKEN;
         if !full {
-            match inbound::waiting_after(&delivery.db, cursor, BATCH as i64).await {
-                Ok(batch) => {
-                    let more = batch.len() == BATCH;
-                    for m in batch {
-                        cursor = cursor.max(m.id);
-                        pipeline.take(m);
-                    }
-                    if more {
-                        continue;
-                    }
-                }
+            match pipeline.read(&mut cursor).await {
+                Ok(true) => continue,
+                Ok(false) => {}
                 Err(e) => tracing::warn!(error = %e, "reading inbound messages failed; will retry"),
             }
         }
@@ -283,17 +275,8 @@ pub async fn run_worker(routing: Routing, stop: CancellationToken) {
 pub async fn route_waiting(routing: &Routing) -> Result<usize, sqlx::Error> {
     let mut pipeline = Pipeline::new(routing.clone(), CancellationToken::new());
     let mut cursor = 0;
-    loop {
-        let batch = inbound::waiting_after(&routing.delivery.db, cursor, BATCH as i64).await?;
-        let full = batch.len() == BATCH;
-        for m in batch {
-            cursor = cursor.max(m.id);
-            pipeline.take(m);
-        }
-        if !full {
-            return Ok(pipeline.finish().await);
-        }
-    }
+    while pipeline.read(&mut cursor).await? {}
+    Ok(pipeline.finish().await)
 }
 
 /// Messages read at once.
@@ -343,6 +326,18 @@ impl Pipeline {
     /// Messages read and not routed yet.
     fn taken(&self) -> usize {
         lock(&self.queues).taken.len()
+    }
+
+    /// Reads the next waiting messages after `cursor` (which moves past them) and hands each over; answers
+    /// whether there may be more (a whole batch was read).
+    async fn read(&mut self, cursor: &mut i64) -> Result<bool, sqlx::Error> {
+        let batch = inbound::waiting_after(&self.routing.delivery.db, *cursor, BATCH as i64).await?;
+        let more = batch.len() == BATCH;
+        for m in batch {
+            *cursor = (*cursor).max(m.id);
+            self.take(m);
+        }
+        Ok(more)
     }
 
     /// Hands `m` to its phone's task (starting one when the phone has none); nothing when it is taken already.

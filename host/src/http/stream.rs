@@ -232,7 +232,7 @@ impl Follow {
             let stop = self.state.shutdown.clone();
             tokio::select! {
                 // Woken with nothing handed over (PostgreSQL's notification, another process's write): read.
-                _ = &mut woken => self.read_log = matches!(watch.after(self.after), Handed::Nothing),
+                _ = &mut woken => self.read_log = !watch.has_after(self.after),
                 _ = tokio::time::sleep(self.heartbeat) => return Next::Beat,
                 _ = stop.cancelled() => return Next::Stop,
             }

@@ -96,6 +96,11 @@ pub enum Handed {
 }
 
 impl Watch {
+    /// Whether anything newer than number `after` was handed over.
+    pub fn has_after(&self, after: i64) -> bool {
+        self.handed.lock().expect("stream wakes poisoned").back().is_some_and(|(e, _)| e.seq > after)
+    }
+
     /// The handed-over events after number `after`, when they continue from it.
     pub fn after(&self, after: i64) -> Handed {
         let handed = self.handed.lock().expect("stream wakes poisoned");

@@ -1,3 +1,4 @@
+import { Fragment } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { Alert, Head, acting, errorText, when } from "../pages/ui";
 import { del, get, put, type Page, type PartnerSender } from "../pages/api";
@@ -58,58 +59,68 @@ export function Senders() {
 
 type Act = (what: () => Promise<unknown>, done?: string) => Promise<void>;
 
-function WhatsappForm({ act }: { act: Act }) {
-  const [f, setF] = useState({ phone_number_id: "", business_account_id: "", token: "", app_secret: "" });
-  const field = (k: keyof typeof f, label: string, secret = false) => (
-    <>
-      <label for={`wa-${k}`}>{label}</label>
-      <input id={`wa-${k}`} type={secret ? "password" : "text"} autocomplete="off" value={f[k]} onInput={(e) => setF({ ...f, [k]: e.currentTarget.value })} required />
-    </>
-  );
+/** One field of a sender's form: its key in the request, its label, and whether it is a secret. */
+type Field = [key: string, label: string, secret?: boolean];
+
+/** The form that sets the partner's own sender on `channel`; emptied once saved (secrets are not kept here). */
+function SenderForm({ act, channel, title, fields, button, done }: { act: Act; channel: Channel; title: string; fields: Field[]; button: string; done: string }) {
+  const empty = () => Object.fromEntries(fields.map(([k]) => [k, ""]));
+  const [f, setF] = useState<Record<string, string>>(empty);
   return (
     <form
       class="card invite"
-      aria-labelledby="wa-h"
+      aria-labelledby={`${channel}-h`}
       onSubmit={(e) => {
         e.preventDefault();
         act(async () => {
-          await put("/settings/senders/whatsapp", f);
-          setF({ phone_number_id: "", business_account_id: "", token: "", app_secret: "" });
-        }, "Your WhatsApp number is saved: your users' WhatsApp messages go from it.");
+          await put(`/settings/senders/${channel}`, f);
+          setF(empty());
+        }, done);
       }}
     >
-      <h2 id="wa-h">Your WhatsApp number</h2>
-      {field("phone_number_id", "Phone number id (not the number)")}
-      {field("business_account_id", "WhatsApp Business Account id")}
-      {field("token", "Access token", true)}
-      {field("app_secret", "Meta app secret", true)}
-      <button class="primary">Save the WhatsApp number</button>
+      <h2 id={`${channel}-h`}>{title}</h2>
+      {fields.map(([k, label, secret]) => (
+        <Fragment key={k}>
+          <label for={`${channel}-${k}`}>{label}</label>
+          <input id={`${channel}-${k}`} type={secret ? "password" : "text"} autocomplete="off" value={f[k]} onInput={(e) => setF({ ...f, [k]: e.currentTarget.value })} required />
+        </Fragment>
+      ))}
+      <button class="primary">{button}</button>
     </form>
   );
 }
 
-function SmsForm({ act }: { act: Act }) {
-  const [f, setF] = useState({ account_sid: "", auth_token: "", from: "" });
+function WhatsappForm({ act }: { act: Act }) {
   return (
-    <form
-      class="card invite"
-      aria-labelledby="sms-h"
-      onSubmit={(e) => {
-        e.preventDefault();
-        act(async () => {
-          await put("/settings/senders/sms", f);
-          setF({ account_sid: "", auth_token: "", from: "" });
-        }, "Your Twilio sender is saved: your users' SMS go from it.");
-      }}
-    >
-      <h2 id="sms-h">Your Twilio sender</h2>
-      <label for="sms-account">Twilio account SID</label>
-      <input id="sms-account" autocomplete="off" value={f.account_sid} onInput={(e) => setF({ ...f, account_sid: e.currentTarget.value })} required />
-      <label for="sms-token">Auth token</label>
-      <input id="sms-token" type="password" autocomplete="off" value={f.auth_token} onInput={(e) => setF({ ...f, auth_token: e.currentTarget.value })} required />
-      <label for="sms-from">From (a number in +E.164 form, or a messaging service SID)</label>
-      <input id="sms-from" autocomplete="off" value={f.from} onInput={(e) => setF({ ...f, from: e.currentTarget.value })} required />
-      <button class="primary">Save the Twilio sender</button>
-    </form>
+    <SenderForm
+      act={act}
+      channel="whatsapp"
+      title="Your WhatsApp number"
+      fields={[
+        ["phone_number_id", "Phone number id (not the number)"],
+        ["business_account_id", "WhatsApp Business Account id"],
+        ["token", "Access token", true],
+        ["app_secret", "Meta app secret", true],
+      ]}
+      button="Save the WhatsApp number"
+      done="Your WhatsApp number is saved: your users' WhatsApp messages go from it."
+    />
+  );
+}
+
+function SmsForm({ act }: { act: Act }) {
+  return (
+    <SenderForm
+      act={act}
+      channel="sms"
+      title="Your Twilio sender"
+      fields={[
+        ["account_sid", "Twilio account SID"],
+        ["auth_token", "Auth token", true],
+        ["from", "From (a number in +E.164 form, or a messaging service SID)"],
+      ]}
+      button="Save the Twilio sender"
+      done="Your Twilio sender is saved: your users' SMS go from it."
+    />
   );
 }
