@@ -5,8 +5,8 @@
 //! `HUBBUB_BENCH_MESSAGES` support messages (default 1,000,000) in 50,000 conversations of two partners,
 //! each message ten words drawn from a 5,000-word vocabulary with a skew (a few words are in a large share of
 //! the messages, most are rare, as in real text), written straight into the tables so the engines' own
-//! indexes (SQLite FTS5 triggers, PostgreSQL's generated `tsvector` and GIN) fill as they would. Then a
-//! release `hubbub serve` (`HUBBUB_BENCH_BIN`, default `target/release/hubbub`) answers
+//! indexes (SQLite FTS5 triggers, PostgreSQL's `tsvector` tables and GIN, filled by a trigger) fill as they
+//! would. Then a release `hubbub serve` (`HUBBUB_BENCH_BIN`, default `target/release/hubbub`) answers
 //! `GET /api/v1/conversations?q=…` with the partner key, 100 times for each kind of search — a rare word, a
 //! common word, two words, a word's start, a part of a phone — one at a time, and the bench prints p50, p95
 //! and max per kind: what an agent waits for, over HTTP.

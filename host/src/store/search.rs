@@ -1,10 +1,10 @@
 //! Text search over what a user reads, served by each engine's own text index: on SQLite the FTS5 tables
 //! `messages_search` (one row per message, rowid = its id, with the owner's phone and the words; migration
 //! 0016) and `conversation_words` (one row per conversation with its partner, phone, subject and the words
-//! of all its messages; migration 0025), filled by triggers; on PostgreSQL the messages' `search` tsvector
-//! column and the `conversation_words` table, with GIN indexes. Both use the language-neutral tokenizer (no
-//! stemming), and every word searched must start a word of the text. Encrypted messages have no words: the
-//! server cannot read them.
+//! of all its messages; migration 0025), filled by triggers; on PostgreSQL the tables `message_words`
+//! (migration 0028) and `conversation_words` of tsvectors, filled by a trigger as a message is written, with
+//! GIN indexes. Both use the language-neutral tokenizer (no stemming), and every word searched must start a
+//! word of the text. Encrypted messages have no words: the server cannot read them.
 
 use super::Backend;
 
@@ -12,7 +12,9 @@ use super::Backend;
 pub fn message_has_words(backend: Backend, n: usize) -> String {
     match backend {
         Backend::Sqlite => format!("m.id IN (SELECT rowid FROM messages_search WHERE messages_search MATCH ${n})"),
-        Backend::Postgres => format!("m.search @@ to_tsquery('simple', ${n})"),
+        Backend::Postgres => {
+            format!("m.id IN (SELECT message_id FROM message_words WHERE words @@ to_tsquery('simple', ${n}))")
+        }
     }
 }
 
