@@ -181,6 +181,8 @@ pub(super) struct Follow {
     watch: Arc<Watch>,
     /// The next events are read from the log.
     read_log: bool,
+    /// How many times the key's streams had been asked to read the log when this one last looked.
+    asked: u64,
     heartbeat: Duration,
 }
 
@@ -199,7 +201,8 @@ impl Follow {
         // (a host restarted, a broadcast's readers) do not all do their checks in the same instant.
         let heartbeat =
             Duration::from_millis(state.config.stream_heartbeat_ms.max(10)).mul_f64(rand::random_range(0.75..=1.0));
-        Ok((Follow { state: state.clone(), key, after, watch, read_log: true, heartbeat }, reset))
+        let asked = watch.asked();
+        Ok((Follow { state: state.clone(), key, after, watch, read_log: true, asked, heartbeat }, reset))
     }
 
     /// The next events (`after` then moves past them), or a beat without any, or the host's stop.
@@ -209,6 +212,13 @@ impl Follow {
             let woken = watch.wake.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
+            // Asked to read the log (PostgreSQL's notification, the listener reconnected) since the last look,
+            // even while this stream was busy sending and not waiting for the wake: read it.
+            let asked = watch.asked();
+            if asked != self.asked {
+                self.asked = asked;
+                self.read_log = true;
+            }
             let handed = if self.read_log { Handed::Gap } else { watch.after(self.after) };
             let events = match handed {
                 Handed::Events(events) => events,
@@ -231,8 +241,7 @@ impl Follow {
             }
             let stop = self.state.shutdown.clone();
             tokio::select! {
-                // Woken with nothing handed over (PostgreSQL's notification, another process's write): read.
-                _ = &mut woken => self.read_log = !watch.has_after(self.after),
+                _ = &mut woken => {}
                 _ = tokio::time::sleep(self.heartbeat) => return Next::Beat,
                 _ = stop.cancelled() => return Next::Stop,
             }

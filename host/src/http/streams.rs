@@ -3,7 +3,7 @@
 //! wakes them ([`Wakes`]).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
@@ -78,11 +78,14 @@ pub struct Wakes {
     keys: Mutex<HashMap<String, Arc<Watch>>>,
 }
 
-/// One key's streams on this host: what wakes them, and the events handed over to them.
+/// One key's streams on this host: what wakes them, the events handed over to them, and how many times they
+/// were asked to read the log themselves (woken with nothing handed over). A count, not only a wake: a stream
+/// that was busy sending, not waiting, when it was asked still sees it.
 #[derive(Default)]
 pub struct Watch {
     pub wake: Notify,
     handed: Mutex<VecDeque<Logged>>,
+    asked: AtomicU64,
 }
 
 /// What a stream that has sent up to a number finds handed over.
@@ -96,9 +99,14 @@ pub enum Handed {
 }
 
 impl Watch {
-    /// Whether anything newer than number `after` was handed over.
-    pub fn has_after(&self, after: i64) -> bool {
-        self.handed.lock().expect("stream wakes poisoned").back().is_some_and(|(e, _)| e.seq > after)
+    /// How many times the streams were asked to read the log: a stream that finds this changed reads it.
+    pub fn asked(&self) -> u64 {
+        self.asked.load(Ordering::SeqCst)
+    }
+
+    fn ask(&self) {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        self.wake.notify_waiters();
     }
 
     /// The handed-over events after number `after`, when they continue from it.
@@ -131,7 +139,7 @@ impl Wakes {
     /// The key has new events: wake its streams on this host, if any (they read the log).
     pub fn wake(&self, key: &str) {
         if let Some(watch) = self.keys().get(key) {
-            watch.wake.notify_waiters();
+            watch.ask();
         }
     }
 
@@ -150,7 +158,7 @@ impl Wakes {
 
     /// Wakes every stream on this host (after the notifications may have missed some).
     pub fn wake_all(&self) {
-        self.keys().values().for_each(|w| w.wake.notify_waiters());
+        self.keys().values().for_each(|w| w.ask());
     }
 
     /// Keys with a stream on this host.
@@ -198,6 +206,13 @@ mod tests {
         wakes.hand_over("+1", events(7..=(7 + HANDED_KEPT as i64)));
         assert_eq!(seqs(watch.after(6)), None, "7 is no longer kept");
         assert_eq!(seqs(watch.after(7)).map(|s| s.len()), Some(HANDED_KEPT));
+        // Asked to read the log while no stream waited (each was busy sending): the ask is kept, and a stream
+        // that comes back sees it.
+        let asked = watch.asked();
+        wakes.wake("+1");
+        assert_eq!(watch.asked(), asked + 1, "the ask is kept for a stream that was not waiting");
+        wakes.wake_all();
+        assert_eq!(watch.asked(), asked + 2);
         // The last stream gone, the key is forgotten.
         drop(watch);
         wakes.unwatch("+1");
