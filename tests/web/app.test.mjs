@@ -807,6 +807,43 @@ test("3. support: open a conversation, get the agent's reply without reloading, 
   await axe("conversations");
 });
 
+test("3q. an agent's reply that comes while the thread is still loading is shown all the same", async () => {
+  const stamp = Date.now().toString(36);
+  await page.goto(BASE + "/conversations/new");
+  await page.getByLabel("Partner").selectOption("acme");
+  await page.getByLabel("Subject").fill(`Refund ${stamp}`);
+  await page.getByLabel("Message").fill("Where is my refund?");
+  await page.getByRole("button", { name: "Start conversation" }).click();
+  await page.waitForURL(/\/conversations\/conv_/);
+  const ref = new URL(page.url()).pathname.split("/").pop();
+  const id = await conversationId(`Refund ${stamp}`);
+  await page.goto(BASE + "/conversations");
+  await page.waitForSelector("html[data-live=live]");
+  const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
+  const before = await (await fetch(API + "/api/v1/me/unread", { headers: { Authorization: `Bearer ${token}` } })).json();
+  // The thread's first answer is taken from the server before the agent replies, and handed to the page
+  // only after the reply's live event has come (the unread count in the title has gone up).
+  let held = false;
+  const hold = async (route) => {
+    if (held || route.request().method() !== "GET") return route.continue();
+    held = true;
+    const stale = await route.fetch();
+    await partner("POST", `/conversations/${id}/messages`, { body: `Refund sent ${stamp}` });
+    await page.waitForFunction((n) => document.title.startsWith(`(${n}) `), before.total + 1, { timeout: 5000 });
+    await route.fulfill({ response: stale });
+  };
+  const thread = (u) => u.pathname === `/api/v1/me/conversations/${ref}`;
+  await page.route(thread, hold);
+  try {
+    await page.getByRole("link", { name: `Refund ${stamp}` }).click();
+    await page.locator(".bubble.agent", { hasText: `Refund sent ${stamp}` }).waitFor({ timeout: 5000 });
+    assert.ok(held, "the first answer was held back");
+    await page.getByText("Where is my refund?").waitFor();
+  } finally {
+    await page.unroute(thread, hold);
+  }
+});
+
 /** Signs `phone` in to the console from an invitation link. */
 async function consoleSignIn(pg, phone, url) {
   await pg.goto(url);

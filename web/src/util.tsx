@@ -60,11 +60,26 @@ export function useTitle(t: string): void {
 export function useAsync<T>(f: () => Promise<T>, deps: unknown[]): { data?: T; error?: unknown; reload: () => void; set: (t: T) => void } {
   const [state, setState] = useState<{ data?: T; error?: unknown }>({});
   const [n, setN] = useState(0);
+  // A change set from a live event while a fetch is on its way may be missing from that fetch's answer
+  // (the server answered before the change): then that answer is not shown over it, and is fetched again.
+  const loading = useRef(false);
+  const changed = useRef(false);
   useEffect(() => {
     let live = true;
+    loading.current = true;
+    changed.current = false;
     f().then(
-      (data) => live && setState({ data }),
-      (error) => live && setState({ error }),
+      (data) => {
+        if (!live) return;
+        loading.current = false;
+        if (changed.current) setN((x) => x + 1);
+        else setState({ data });
+      },
+      (error) => {
+        if (!live) return;
+        loading.current = false;
+        setState({ error });
+      },
     );
     return () => {
       live = false;
@@ -72,5 +87,9 @@ export function useAsync<T>(f: () => Promise<T>, deps: unknown[]): { data?: T; e
   }, [...deps, n]);
   // Shown from what was saved while offline: fetched again once the connection is back.
   useEffect(() => onBackOnline(() => setN((x) => x + 1)), []);
-  return { ...state, reload: () => setN((x) => x + 1), set: (data: T) => setState({ data }) };
+  const set = (data: T) => {
+    if (loading.current) changed.current = true;
+    setState({ data });
+  };
+  return { ...state, reload: () => setN((x) => x + 1), set };
 }

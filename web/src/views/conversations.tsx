@@ -187,13 +187,17 @@ export function ConversationView({ convRef }: { convRef: string }) {
   current.current = thread.data;
   useLive(["conversation.message"], ({ conversation, message }: { conversation: Conversation; message: Message }) => {
     const t = current.current;
-    if (!t || conversation.ref !== convRef) return;
+    if (conversation.ref !== convRef) return;
+    // Still loading: the answer on its way may have left this message out, so the thread is asked again.
+    if (!t) return thread.reload();
     const messages = t.messages.some((m) => m.ref === message.ref) ? t.messages.map((m) => (m.ref === message.ref ? message : m)) : [...t.messages, message];
     thread.set({ ...t, state: conversation.state, unread: conversation.unread, last_message_at: conversation.last_message_at, messages });
   }, [convRef]);
   useLive(["conversation.updated"], (c: Conversation) => {
     const t = current.current;
-    if (t && c.ref === convRef) thread.set({ ...t, state: c.state });
+    if (c.ref !== convRef) return;
+    if (!t) return thread.reload();
+    thread.set({ ...t, state: c.state });
   }, [convRef]);
   useLive(["reset"], () => thread.reload(), [convRef]);
   const keys = useRef(new ConvKeys(convRef));
