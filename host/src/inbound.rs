@@ -48,7 +48,7 @@ use crate::store::flows::{self as sessions, Session};
 use crate::store::inbound::{self, Inbound, NewInbound};
 use crate::store::messages::NewMessage;
 use crate::store::writer::GroupCommit;
-use crate::store::{accounts, conversations, deliveries, form_links, messages, opt_outs, partners, senders, whatsapp};
+use crate::store::{accounts, conversations, deliveries, form_links, messages, opt_outs, senders, whatsapp};
 
 /// Twilio's standard opt-out keywords (a message that is only one of them, in any case).
 const STOP_WORDS: [&str; 7] = ["stop", "stopall", "unsubscribe", "cancel", "end", "quit", "optout"];
@@ -183,27 +183,40 @@ fn whatsapp_text(m: &Value) -> Option<String> {
     Some(text).filter(|t| !t.trim().is_empty())
 }
 
-/// Keeps what a webhook brought: `true` for each message not seen before. A person writing on WhatsApp
-/// opens their 24-hour window at once (the answer may be quick).
+/// Keeps what a webhook brought, in one transaction: `true` for each message not seen before. A person
+/// writing on WhatsApp opens their 24-hour window at once (the answer may be quick).
 ///
 /// A WhatsApp message's business-scoped user id is kept with its phone; one that came with the id only gets
 /// the phone it was last seen with — or none, when it never was (then it reaches no one: see [`route`]).
 pub async fn receive(delivery: &Delivery, received: &[NewInbound]) -> Result<usize, sqlx::Error> {
+    if received.is_empty() {
+        return Ok(0);
+    }
     let mut new = 0;
+    // The phones this webhook's own messages gave their user ids (not committed yet, so not read back).
+    let mut phones: HashMap<String, String> = HashMap::new();
+    let mut tx = delivery.db.begin().await?;
     for m in received {
         let mut m = m.clone();
         match (&m.user_id, m.phone.is_empty()) {
-            (Some(user_id), false) => whatsapp::remember_user(&delivery.db, user_id, &m.phone, m.received_at).await?,
+            (Some(user_id), false) => {
+                whatsapp::remember_user_in(&mut tx, user_id, &m.phone, m.received_at).await?;
+                phones.insert(user_id.clone(), m.phone.clone());
+            }
             (Some(user_id), true) => {
-                m.phone = whatsapp::phone_of_user(&delivery.db, user_id).await?.unwrap_or_default();
+                m.phone = match phones.get(user_id) {
+                    Some(phone) => phone.clone(),
+                    None => whatsapp::phone_of_user(&delivery.db, user_id).await?.unwrap_or_default(),
+                };
             }
             (None, _) => {}
         }
         if m.channel == Channel::Whatsapp && !m.phone.is_empty() {
-            whatsapp::record_inbound(&delivery.db, &m.phone, m.received_at).await?;
+            whatsapp::record_inbound_in(&mut tx, &m.phone, m.received_at).await?;
         }
-        new += usize::from(inbound::record(&delivery.db, &m).await?);
+        new += usize::from(inbound::record_in(&mut tx, &m).await?);
     }
+    tx.commit().await?;
     if new > 0 {
         delivery.inbound_wake.notify_one();
     }
@@ -461,7 +474,8 @@ pub async fn route(routing: &Routing, m: &Inbound) -> Result<(), sqlx::Error> {
     if !files.is_empty() {
         // Files go to support (a bot takes text and choices only), fetched and kept as Hubbub media.
         let requests = fetch_files(delivery, receiving, m, &files, body).await?;
-        let outcome = for_partner(delivery, partner, m, requests, true).await?;
+        let whose = whose(delivery, partner, m, true).await?;
+        let outcome = outcome(delivery, m, whose, requests).await?;
         return settle(delivery, m, outcome).await;
     }
     let keyword = body.filter(|_| m.channel == Channel::Sms).and_then(keyword);
@@ -474,18 +488,24 @@ pub async fn route(routing: &Routing, m: &Inbound) -> Result<(), sqlx::Error> {
     let outcome = match (keyword, body) {
         // A keyword is also a word to an agent the user is talking to ("Cancel", "Yes"): it goes on in the
         // conversation there is, and opens none.
-        (Some(keyword), Some(body)) => match for_partner(delivery, partner, m, text(body), false).await? {
-            Outcome::Append(c, messages) => Outcome::Keyword(keyword, Some((c, messages))),
-            _ => Outcome::Keyword(keyword, None),
-        },
+        (Some(keyword), Some(body)) => {
+            match outcome(delivery, m, whose(delivery, partner, m, false).await?, text(body)).await? {
+                Outcome::Append(c, messages) => Outcome::Keyword(keyword, Some((c, messages))),
+                _ => Outcome::Keyword(keyword, None),
+            }
+        }
         (_, None) => Outcome::Unsupported,
-        (None, Some(body)) => for_partner(delivery, partner, m, text(body), true).await?,
+        (None, Some(body)) => {
+            let whose = whose(delivery, partner, m, true).await?;
+            // A new conversation's first message starts the partner's entry bot there, when it has one.
+            if let Whose::New(partner_id) = whose
+                && let Some(bot) = bots::entry_bot(db, partner_id, m.channel.as_str()).await?
+            {
+                return start_entry(routing, m, &bot).await;
+            }
+            outcome(delivery, m, whose, text(body)).await?
+        }
     };
-    if let Outcome::Open(messages) = &outcome
-        && let Some(bot) = bots::entry_bot(db, messages[0].partner_id, m.channel.as_str()).await?
-    {
-        return start_entry(routing, m, &bot).await;
-    }
     settle(delivery, m, outcome).await
 }
 
@@ -701,15 +721,15 @@ async fn to_session(routing: &Routing, m: &Inbound, session: Session) -> Result<
     let waiting = session.waiting.clone().unwrap_or(Value::Null);
     let menu: Vec<(String, String)> = serde_json::from_value(waiting["menu"].clone()).unwrap_or_default();
     let body = m.body.as_deref().unwrap_or("").trim();
+    let Some(bot) = bots::find_by_id(&delivery.db, session.bot_id).await? else { return Ok(()) };
     let event = match channel_steps::chosen(&menu, body, tapped(m)) {
         Some(id) => GuestEvent::Select(id),
         None if waiting.get("form").is_some() => {
             let screen = json!({"type": "flow_screen", "screen": session.screen.clone().unwrap_or(Value::Null)});
-            return deliver(delivery, &session, &[screen]).await;
+            return deliver(delivery, bot.partner_id, &session, &[screen]).await;
         }
         None => GuestEvent::Text(body.to_string()),
     };
-    let Some(bot) = bots::find_by_id(&delivery.db, session.bot_id).await? else { return Ok(()) };
     let result = routing.flows().handle_with(&bot, &session, event).await;
     after_bot(routing, m, &bot, &session, result.map(|p| p.steps), !menu.is_empty()).await
 }
@@ -751,7 +771,7 @@ async fn after_bot(
 ) -> Result<(), sqlx::Error> {
     let delivery = &*routing.delivery;
     let error = match result {
-        Ok(steps) => return deliver(delivery, session, &steps).await,
+        Ok(steps) => return deliver(delivery, bot.partner_id, session, &steps).await,
         Err(FlowError::Busy | FlowError::QueueFull) => {
             return inbound::unsettle(&delivery.db, m.id, delivery.now()).await;
         }
@@ -766,23 +786,29 @@ async fn after_bot(
     if menu_waiting {
         text.push_str(" Please reply with one of the numbers above.");
     }
-    let apology = channel_steps::Outgoing::Text(text);
-    let outcome = delivery::send_outgoing(delivery, bot.partner_id, m.channel, &m.phone, &apology).await?;
-    if !outcome.is_sent() {
-        tracing::warn!(inbound = m.id, ?outcome, "the apology could not be sent");
+    let apology = [channel_steps::Outgoing::Text(text)];
+    for outcome in delivery::send_outgoing(delivery, bot.partner_id, m.channel, &m.phone, &apology).await? {
+        if !outcome.is_sent() {
+            tracing::warn!(inbound = m.id, ?outcome, "the apology could not be sent");
+        }
     }
     Ok(())
 }
 
 /// Sends a bot's `steps` on the channel `session` runs on (rendered by `channel_steps`; a form screen as a
-/// new link to it) and keeps what the session waits for there. A step the provider refuses is logged; the
-/// session stays where the bot put it, and the person's next message gets the form's link again.
-pub async fn deliver(delivery: &Delivery, session: &Session, steps: &[Value]) -> Result<(), sqlx::Error> {
+/// new link to it), from the sender of the bot's partner `partner_id`, and keeps what the session waits for
+/// there. A step the provider refuses is logged; the session stays where the bot put it, and the person's
+/// next message gets the form's link again.
+pub async fn deliver(
+    delivery: &Delivery,
+    partner_id: i64,
+    session: &Session,
+    steps: &[Value],
+) -> Result<(), sqlx::Error> {
     let Some(channel) = session.channel else { return Ok(()) };
     if steps.is_empty() {
         return Ok(());
     }
-    let Some(bot) = bots::find_by_id(&delivery.db, session.bot_id).await? else { return Ok(()) };
     let now = delivery.now();
     let screen = steps.iter().rev().find(|s| s["type"] == "flow_screen").map(|s| &s["screen"]);
     let url = match screen.and_then(|s| s["id"].as_str()) {
@@ -797,11 +823,9 @@ pub async fn deliver(delivery: &Delivery, session: &Session, steps: &[Value]) ->
     };
     let done = steps.iter().any(|s| s["type"] == "flow_completed");
     sessions::moved_on_channel(&delivery.db, session.id, waiting.as_ref(), (!done).then_some(now)).await?;
-    for message in &rendered.messages {
-        let outcome = delivery::send_outgoing(delivery, bot.partner_id, channel, &session.phone, message).await?;
-        if !outcome.is_sent() {
-            tracing::warn!(session = %session.reference, ?outcome, "a bot's step could not be sent on {}", channel.as_str());
-        }
+    let outcomes = delivery::send_outgoing(delivery, partner_id, channel, &session.phone, &rendered.messages).await?;
+    for outcome in outcomes.iter().filter(|o| !o.is_sent()) {
+        tracing::warn!(session = %session.reference, ?outcome, "a bot's step could not be sent on {}", channel.as_str());
     }
     Ok(())
 }
@@ -829,33 +853,57 @@ enum Outcome {
     Open(Vec<NewMessage>),
 }
 
-/// Where the messages `requests` go: the conversation they belong in, or (`open_new`) a new one with the
-/// partner they are for — `context_partner` when it is known (see [`route`]).
-async fn for_partner(
+/// Whose an inbound message is, when it is not for a bot session.
+enum Whose {
+    /// The phone's conversation `0` (open or pending) with partner `1`.
+    Ongoing(i64, i64),
+    /// A new conversation's, with this partner.
+    New(i64),
+    /// No partner's.
+    Nobody,
+}
+
+/// Whose `m` is: the conversation it belongs in, or (`open_new`) a new one with the partner it is for —
+/// `context_partner` when it is known (see [`route`]), else the one [`accounts::new_conversation_partner`]
+/// names.
+async fn whose(
     delivery: &Delivery,
     context_partner: Option<i64>,
     m: &Inbound,
-    requests: Vec<SendMessage>,
     open_new: bool,
-) -> Result<Outcome, sqlx::Error> {
+) -> Result<Whose, sqlx::Error> {
     let db = &delivery.db;
     let ongoing = match context_partner {
         Some(partner_id) => conversations::latest_active(db, partner_id, &m.phone).await?,
         None => conversations::latest_active_of_phone(db, &m.phone).await?,
     };
-    let partner_id = match (&ongoing, context_partner) {
-        (Some(c), _) => c.partner_id,
-        (None, _) if !open_new => return Ok(Outcome::NoPartner),
-        (None, Some(partner_id)) => partner_id,
-        (None, None) => match new_conversation_partner(delivery, &m.phone).await? {
-            Some(partner_id) => partner_id,
-            None => return Ok(Outcome::NoPartner),
+    Ok(match (ongoing, context_partner) {
+        (Some(c), _) => Whose::Ongoing(c.id, c.partner_id),
+        (None, _) if !open_new => Whose::Nobody,
+        (None, Some(partner_id)) => Whose::New(partner_id),
+        (None, None) => match accounts::new_conversation_partner(db, &m.phone).await? {
+            Some(partner_id) => Whose::New(partner_id),
+            None => Whose::Nobody,
         },
+    })
+}
+
+/// What the messages `requests` become for `whose`: the user's messages in their conversation or a new one,
+/// with the same checks as a message the user writes in the app.
+async fn outcome(
+    delivery: &Delivery,
+    m: &Inbound,
+    whose: Whose,
+    requests: Vec<SendMessage>,
+) -> Result<Outcome, sqlx::Error> {
+    let (ongoing, partner_id) = match whose {
+        Whose::Ongoing(c, partner_id) => (Some(c), partner_id),
+        Whose::New(partner_id) => (None, partner_id),
+        Whose::Nobody => return Ok(Outcome::NoPartner),
     };
-    // The same checks as a message the user writes in the app.
     let mut messages = Vec::with_capacity(requests.len());
     for request in &requests {
-        let content = match compose::content(db, false, partner_id, request, Some(&m.phone)).await {
+        let content = match compose::content(&delivery.db, false, partner_id, request, Some(&m.phone)).await {
             Ok(content) => content,
             Err(compose::ComposeError::Database(e)) => return Err(e),
             Err(refused) => {
@@ -871,7 +919,7 @@ async fn for_partner(
         return Ok(Outcome::Unsupported);
     }
     Ok(match ongoing {
-        Some(c) => Outcome::Append(c.id, messages),
+        Some(c) => Outcome::Append(c, messages),
         None => Outcome::Open(messages),
     })
 }
@@ -892,18 +940,6 @@ async fn context_partner(delivery: &Delivery, m: &Inbound) -> Result<Option<i64>
     };
     let message = messages::find_any(&delivery.db, target.message_id).await?;
     Ok(message.filter(|message| message.phone == m.phone).map(|message| message.partner_id))
-}
-
-/// Which partner a new conversation of `phone` is with: the platform partner, else the partner it was
-/// linked to last — `None` when the phone is linked to no partner.
-async fn new_conversation_partner(delivery: &Delivery, phone: &str) -> Result<Option<i64>, sqlx::Error> {
-    let Some(account) = accounts::find_account(&delivery.db, phone).await? else { return Ok(None) };
-    let linked = accounts::linked_partners(&delivery.db, account.id).await?;
-    let Some(last) = linked.last() else { return Ok(None) };
-    Ok(Some(match partners::find_platform(&delivery.db).await? {
-        Some(platform) => platform.id,
-        None => last.id,
-    }))
 }
 
 #[cfg(test)]

@@ -370,8 +370,8 @@ async fn a_message_whose_routing_keeps_failing_is_set_aside_and_holds_up_no_othe
         context_ref: None,
         received_at: app.now(),
     };
-    assert!(inbound::record(db, &message("SMfail")).await.unwrap());
-    assert!(inbound::record(db, &message("SMnext")).await.unwrap());
+    let received = [message("SMfail"), message("SMnext")];
+    assert_eq!(hubbub_host::inbound::receive(&app.state.routing().delivery, &received).await.unwrap(), 2);
     for _ in 1..MAX_ATTEMPTS {
         inbound::failed(db, inbound::waiting(db, 1).await.unwrap()[0].id, app.now()).await.unwrap();
     }
@@ -990,7 +990,7 @@ async fn partners_with_their_own_numbers_get_their_users_messages_and_answer_fro
 #[tokio::test]
 async fn a_pass_routes_many_phones_at_once_and_each_phones_messages_in_order() {
     use hubbub_host::names::Channel;
-    use hubbub_host::store::inbound::{self, NewInbound};
+    use hubbub_host::store::inbound::NewInbound;
     let app = TestApp::start_with(|c| c.workers = false).await;
     let acme = app.partner("acme").await;
     let phones: Vec<String> = (0..20).map(|i| format!("+1555000{:04}", 3000 + i)).collect();
@@ -1011,7 +1011,7 @@ async fn a_pass_routes_many_phones_at_once_and_each_phones_messages_in_order() {
                 context_ref: None,
                 received_at: app.now(),
             };
-            assert!(inbound::record(&app.state.db, &m).await.unwrap());
+            assert_eq!(hubbub_host::inbound::receive(&app.state.routing().delivery, &[m]).await.unwrap(), 1);
         }
     }
     assert_eq!(hubbub_host::inbound::route_waiting(&app.state.routing()).await.unwrap(), 60);

@@ -534,27 +534,34 @@ pub(crate) async fn send_on(
     })
 }
 
-/// Sends a bot's step to a person on WhatsApp or SMS (`channel_steps`): reply buttons, a list or a link
-/// button where the provider has them, else its text — unless the person opted out, or is outside
-/// WhatsApp's window, as for [`send_on`].
+/// Sends a bot's steps to a person on WhatsApp or SMS (`channel_steps`), in order: reply buttons, a list or
+/// a link button where the provider has them, else their text — unless the person opted out, or is outside
+/// WhatsApp's window, as for [`send_on`] (looked up once for all of them). One outcome per message.
 pub(crate) async fn send_outgoing(
     delivery: &Delivery,
     partner_id: i64,
     channel: Channel,
     phone: &str,
-    message: &Outgoing,
-) -> Result<Outcome, sqlx::Error> {
+    messages: &[Outgoing],
+) -> Result<Vec<Outcome>, sqlx::Error> {
     let Some(sending) = delivery.sending(Some(partner_id), channel).await? else {
-        return Ok(Outcome::Failed(format!("{} has no provider", channel.as_str())));
+        let why = format!("{} has no provider", channel.as_str());
+        return Ok(messages.iter().map(|_| Outcome::Failed(why.clone())).collect());
     };
     if let Some(reason) = skip_reason(delivery, &sending, channel, phone, None, true).await? {
-        return Ok(Outcome::Skipped(reason));
+        return Ok(messages.iter().map(|_| Outcome::Skipped(reason)).collect());
     }
     let provider = &sending.provider;
-    Ok(match message {
-        Outgoing::Text(text) => provider.send(phone, text).await.into(),
-        Outgoing::Interactive { interactive, text } => provider.send_interactive(phone, interactive, text).await.into(),
-    })
+    let mut outcomes = Vec::with_capacity(messages.len());
+    for message in messages {
+        outcomes.push(match message {
+            Outgoing::Text(text) => provider.send(phone, text).await.into(),
+            Outgoing::Interactive { interactive, text } => {
+                provider.send_interactive(phone, interactive, text).await.into()
+            }
+        });
+    }
+    Ok(outcomes)
 }
 
 /// Why a try on `channel` is not made: the person opted out of our sender there (WhatsApp's "stopped

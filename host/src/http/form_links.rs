@@ -146,6 +146,6 @@ async fn submit_form_link(
             return Err(e.into());
         }
     };
-    crate::inbound::deliver(&state.delivery, &session, &progress.steps).await?;
+    crate::inbound::deliver(&state.delivery, bot.partner_id, &session, &progress.steps).await?;
     Ok(Json(Submitted { state: progress.state, channel: session.channel.unwrap_or(Channel::Whatsapp) }))
 }

@@ -236,7 +236,8 @@ pub(crate) async fn tell_guest(state: &AppState, applied: &Applied) {
     }
     match state.flows().payment_outcome(&applied.payment).await {
         Ok(Some((session, steps))) => {
-            if let Err(e) = crate::inbound::deliver(&state.delivery, &session, &steps).await {
+            if let Err(e) = crate::inbound::deliver(&state.delivery, applied.payment.partner_id, &session, &steps).await
+            {
                 tracing::warn!(payment_id = applied.payment.id, error = %e, "the bot's answer could not be sent");
             }
         }

@@ -40,6 +40,20 @@ pub async fn find_account(db: &Db, phone: &str) -> Result<Option<Account>, sqlx:
     row.as_ref().map(account_from_row).transpose()
 }
 
+/// Which partner a new conversation that `phone` starts from WhatsApp or SMS is with, in one read: the
+/// platform partner, else the partner the phone's account was linked to last — `None` when the phone is
+/// linked to no partner (or has no account).
+pub async fn new_conversation_partner(db: &Db, phone: &str) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT COALESCE((SELECT p.id FROM partners p WHERE p.is_platform = 1 ORDER BY p.id LIMIT 1), l.partner_id) \
+         FROM account_links l JOIN accounts a ON a.id = l.account_id WHERE a.phone = $1 \
+         ORDER BY l.linked_at DESC, l.partner_id DESC LIMIT 1",
+    )
+    .bind(phone)
+    .fetch_optional(db.reader())
+    .await
+}
+
 /// A partner an account is linked to, with the values of its account fields.
 pub struct LinkedPartner {
     pub id: i64,

@@ -67,7 +67,7 @@ fn from_row(row: &AnyRow) -> Result<Inbound, sqlx::Error> {
 }
 
 /// Keeps a message; `false` when the provider's id was seen already (a retried or replayed webhook).
-pub async fn record(db: &Db, m: &NewInbound) -> Result<bool, sqlx::Error> {
+pub async fn record_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, m: &NewInbound) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(
         "INSERT INTO inbound_messages (channel, provider_ref, phone, sender, body, content, context_ref, state, \
          received_at, user_id) VALUES ($1, $2, $3, $4, $5, $6, $7, 'received', $8, $9) \
@@ -82,7 +82,7 @@ pub async fn record(db: &Db, m: &NewInbound) -> Result<bool, sqlx::Error> {
     .bind(&m.context_ref)
     .bind(m.received_at)
     .bind(&m.user_id)
-    .execute(db.writer())
+    .execute(&mut **tx)
     .await?;
     Ok(done.rows_affected() == 1)
 }

@@ -1,12 +1,14 @@
 //! The WhatsApp customer-service window: when each phone last wrote to the business on WhatsApp; and the
 //! business-scoped user ids (BSUID) WhatsApp's webhooks carry, with the phone each was seen with.
 
+use sqlx::{Any, Transaction};
+
 use super::Db;
 use crate::clock::Millis;
 
 /// Records that `phone` wrote on WhatsApp at `at` (a later message moves the window; an older one, heard
 /// late, does not).
-pub async fn record_inbound(db: &Db, phone: &str, at: Millis) -> Result<(), sqlx::Error> {
+pub async fn record_inbound_in(tx: &mut Transaction<'_, Any>, phone: &str, at: Millis) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO whatsapp_windows (phone, last_inbound_at) VALUES ($1, $2) \
          ON CONFLICT (phone) DO UPDATE SET last_inbound_at = excluded.last_inbound_at \
@@ -14,7 +16,7 @@ pub async fn record_inbound(db: &Db, phone: &str, at: Millis) -> Result<(), sqlx
     )
     .bind(phone)
     .bind(at)
-    .execute(db.writer())
+    .execute(&mut **tx)
     .await?;
     Ok(())
 }
@@ -28,7 +30,12 @@ pub async fn last_inbound(db: &Db, phone: &str) -> Result<Option<Millis>, sqlx::
 }
 
 /// Keeps that WhatsApp's business-scoped user id `user_id` is `phone` (the latest pairing wins).
-pub async fn remember_user(db: &Db, user_id: &str, phone: &str, at: Millis) -> Result<(), sqlx::Error> {
+pub async fn remember_user_in(
+    tx: &mut Transaction<'_, Any>,
+    user_id: &str,
+    phone: &str,
+    at: Millis,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO whatsapp_users (user_id, phone, seen_at) VALUES ($1, $2, $3) \
          ON CONFLICT (user_id) DO UPDATE SET phone = excluded.phone, seen_at = excluded.seen_at",
@@ -36,7 +43,7 @@ pub async fn remember_user(db: &Db, user_id: &str, phone: &str, at: Millis) -> R
     .bind(user_id)
     .bind(phone)
     .bind(at)
-    .execute(db.writer())
+    .execute(&mut **tx)
     .await?;
     Ok(())
 }

@@ -125,7 +125,7 @@ pub(super) async fn bot_inbound(
             // A session on WhatsApp or SMS gets the steps there, not in the app.
             if applied && session.channel.is_some() {
                 let steps = state.flows().pending_steps(&session).await?;
-                crate::inbound::deliver(&state.delivery, &session, &steps).await?;
+                crate::inbound::deliver(&state.delivery, bot.partner_id, &session, &steps).await?;
             }
             Ok(Json(Ack { ok: true, duplicate: !applied }))
         }

@@ -197,7 +197,7 @@ async fn on_channel(
         flows::open_on_channel_in(&mut tx, reference, bot.id, Some(flow), phone, channel, state.now()).await?;
     tx.commit().await?;
     match state.flows().start_session(bot, &session).await {
-        Ok(progress) => crate::inbound::deliver(delivery, &session, &progress.steps).await?,
+        Ok(progress) => crate::inbound::deliver(delivery, bot.partner_id, &session, &progress.steps).await?,
         Err(e) => {
             // A flow that could not start takes none of the person's messages.
             flows::moved_on_channel(&state.db, session.id, None, None).await?;
