@@ -57,7 +57,10 @@ export function useTitle(t: string): void {
   }, [t]);
 }
 
-export function useAsync<T>(f: () => Promise<T>, deps: unknown[]): { data?: T; error?: unknown; reload: () => void; set: (t: T) => void } {
+export function useAsync<T>(
+  f: () => Promise<T>,
+  deps: unknown[],
+): { data?: T; error?: unknown; reload: () => void; set: (t: T) => void; update: (change: (t: T) => T) => void } {
   const [state, setState] = useState<{ data?: T; error?: unknown }>({});
   const [n, setN] = useState(0);
   // A change set from a live event while a fetch is on its way may be missing from that fetch's answer
@@ -91,5 +94,13 @@ export function useAsync<T>(f: () => Promise<T>, deps: unknown[]): { data?: T; e
     if (loading.current) changed.current = true;
     setState({ data });
   };
-  return { ...state, reload: () => setN((x) => x + 1), set };
+  const reload = () => setN((x) => x + 1);
+  // A live change to what is shown; with nothing shown yet (the first answer on its way may have left it
+  // out), asked again.
+  const update = (change: (t: T) => T) => {
+    if (state.data === undefined) return reload();
+    if (loading.current) changed.current = true;
+    setState((s) => (s.data === undefined ? s : { data: change(s.data) }));
+  };
+  return { ...state, reload, set, update };
 }

@@ -183,21 +183,15 @@ export function ConversationView({ convRef }: { convRef: string }) {
   const thread = useAsync(() => get<ConversationThread>(`/me/conversations/${enc(convRef)}`), [convRef]);
   // Live: a new message in this thread (an agent's reply, or the user's own from another device) and the
   // thread's state; after a gap the stream could not replay, the thread is fetched again.
-  const current = useRef(thread.data);
-  current.current = thread.data;
   useLive(["conversation.message"], ({ conversation, message }: { conversation: Conversation; message: Message }) => {
-    const t = current.current;
     if (conversation.ref !== convRef) return;
-    // Still loading: the answer on its way may have left this message out, so the thread is asked again.
-    if (!t) return thread.reload();
-    const messages = t.messages.some((m) => m.ref === message.ref) ? t.messages.map((m) => (m.ref === message.ref ? message : m)) : [...t.messages, message];
-    thread.set({ ...t, state: conversation.state, unread: conversation.unread, last_message_at: conversation.last_message_at, messages });
+    thread.update((t) => {
+      const messages = t.messages.some((m) => m.ref === message.ref) ? t.messages.map((m) => (m.ref === message.ref ? message : m)) : [...t.messages, message];
+      return { ...t, state: conversation.state, unread: conversation.unread, last_message_at: conversation.last_message_at, messages };
+    });
   }, [convRef]);
   useLive(["conversation.updated"], (c: Conversation) => {
-    const t = current.current;
-    if (c.ref !== convRef) return;
-    if (!t) return thread.reload();
-    thread.set({ ...t, state: c.state });
+    if (c.ref === convRef) thread.update((t) => ({ ...t, state: c.state }));
   }, [convRef]);
   useLive(["reset"], () => thread.reload(), [convRef]);
   const keys = useRef(new ConvKeys(convRef));
@@ -252,7 +246,7 @@ export function ConversationView({ convRef }: { convRef: string }) {
       if (done || document.visibilityState !== "visible") return;
       done = true;
       post<ConversationThread>(`/me/conversations/${enc(convRef)}/read`).then(
-        (r) => current.current && thread.set({ ...current.current, unread: r.unread, messages: r.messages }),
+        (r) => thread.update((t) => ({ ...t, unread: r.unread, messages: r.messages })),
         () => (done = false),
       );
     };
