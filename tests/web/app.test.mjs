@@ -370,6 +370,59 @@ test("1b. live: a new message appears in the open inbox without polling; reading
   }
 });
 
+test("1f. an inbox page asked for before a message was read on another device does not show it unread again", async () => {
+  const body = `Read elsewhere ${Date.now()}`;
+  const sent = await send({ body });
+  await page.goto(BASE + "/");
+  await page.waitForSelector("html[data-live=live]");
+  const isUnread = (b) => {
+    const a = [...document.querySelectorAll("ol.messages article")].find((x) => x.textContent.includes(b));
+    return a ? a.classList.contains("unread") : null;
+  };
+  await page.waitForFunction((b) => {
+    const a = [...document.querySelectorAll("ol.messages article")].find((x) => x.textContent.includes(b));
+    return a && a.classList.contains("unread");
+  }, body);
+  const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
+  // Back to the inbox from another screen: it asks for its first page again. That answer is taken from the
+  // server at once (the message unread), and handed to the page only after the message was read on
+  // another device and its live event has marked it read here.
+  let held = false;
+  let handed = false;
+  const hold = async (route) => {
+    if (held || route.request().method() !== "GET") return route.continue();
+    held = true;
+    const stale = await route.fetch().catch(() => null);
+    try {
+      const r = await fetch(API + `/api/v1/me/messages/${sent.ref}/read`, { method: "POST", headers: { Authorization: `Bearer ${token}` } });
+      assert.ok(r.ok, `read: ${r.status}`);
+      await page.waitForFunction((b) => {
+        const a = [...document.querySelectorAll("ol.messages article")].find((x) => x.textContent.includes(b));
+        return a && !a.classList.contains("unread");
+      }, body, { timeout: 5000 });
+    } catch {
+      /* the assertions below say what went wrong */
+    } finally {
+      if (stale) await route.fulfill({ response: stale }).catch(() => {});
+      else await route.abort().catch(() => {});
+      handed = true;
+    }
+  };
+  const firstPage = (u) => u.pathname === "/api/v1/me/messages" && !u.searchParams.has("cursor") && !u.searchParams.has("q");
+  await page.getByRole("link", { name: "Account" }).click();
+  await page.getByRole("heading", { name: "Account", level: 1 }).waitFor();
+  await page.route(firstPage, hold);
+  try {
+    await page.getByRole("link", { name: /^Inbox/ }).click();
+    for (let i = 0; i < 100 && !handed; i++) await page.waitForTimeout(100);
+    assert.ok(held && handed, "the first page was held back, then handed over");
+    await page.waitForTimeout(1000); // an answer handed over is on screen well within this
+    assert.equal(await page.evaluate(isUnread, body), false, "read on the other device, it stays read here");
+  } finally {
+    await page.unroute(firstPage, hold);
+  }
+});
+
 test("1c. the host is killed and restarted: the app reconnects and shows what arrived meanwhile, once", async () => {
   // A host of this test's own on the same database (and secrets), so it can be killed without the others.
   const port = 19000 + Math.floor(Math.random() * 900);
@@ -1005,6 +1058,70 @@ test("3f. the partner console: an owner joins by invitation and invites an agent
   } finally {
     await owners.close();
     await agents.close();
+  }
+});
+
+test("3s. the console's open thread shows the answer it asked for last, not an older one that comes after it", async () => {
+  const stamp = Date.now().toString(36);
+  const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
+  const user = async (method, path, body) => {
+    const r = await fetch(API + "/api/v1" + path, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+      body: body && JSON.stringify(body),
+    });
+    assert.ok(r.ok, `${method} ${path}: ${r.status}`);
+    return r.json();
+  };
+  const conv = await user("POST", "/me/conversations", { partner: "acme", subject: `Order ${stamp}`, body: `First ${stamp}` });
+  const { ctx, pg } = await memberConsole("agent");
+  try {
+    await pg.getByLabel("Assigned").selectOption("none");
+    await pg.getByRole("link", { name: new RegExp(`Order ${stamp}`) }).click();
+    await pg.locator(".from-user", { hasText: `First ${stamp}` }).waitFor();
+    await pg.waitForTimeout(1000); // the thread's read receipt and the list settle
+    // The user writes twice. The thread asks again at each message's live event; the first ask's answer
+    // (with the second message only) is taken from the server at once and handed to the page only after
+    // the answer to the second ask (with the third message) is on screen.
+    let held = false;
+    let handed = false;
+    const hold = async (route) => {
+      if (held || route.request().method() !== "GET") return route.continue();
+      held = true;
+      const stale = await route.fetch().catch(() => null);
+      try {
+        await user("POST", `/me/conversations/${conv.ref}/messages`, { body: `Third ${stamp}` });
+        await pg.locator(".from-user", { hasText: `Third ${stamp}` }).waitFor({ timeout: 5000 });
+        // Whether the third message leaves the page, if only until a later answer brings it back.
+        await pg.evaluate((text) => {
+          window.__lost = false;
+          new MutationObserver(() => {
+            if (![...document.querySelectorAll(".from-user")].some((b) => b.textContent.includes(text))) window.__lost = true;
+          }).observe(document.body, { childList: true, subtree: true, characterData: true });
+        }, `Third ${stamp}`);
+      } catch {
+        /* the assertions below say what went wrong */
+      } finally {
+        if (stale) await route.fulfill({ response: stale }).catch(() => {});
+        else await route.abort().catch(() => {});
+        handed = true;
+      }
+    };
+    const thread = (u) => u.pathname === `/api/v1/conversations/${conv.conversation_id}`;
+    await pg.route(thread, hold);
+    try {
+      await user("POST", `/me/conversations/${conv.ref}/messages`, { body: `Second ${stamp}` });
+      for (let i = 0; i < 100 && !handed; i++) await pg.waitForTimeout(100);
+      assert.ok(held && handed, "the first ask's answer was held back, then handed over");
+      await pg.waitForTimeout(1000); // an answer handed over is on screen well within this
+      assert.equal(await pg.evaluate(() => window.__lost), false, "the older answer never replaced the newer, even for a moment");
+      assert.equal(await pg.locator(".from-user", { hasText: `Third ${stamp}` }).count(), 1);
+      assert.equal(await pg.locator(".from-user", { hasText: `Second ${stamp}` }).count(), 1);
+    } finally {
+      await pg.unroute(thread, hold);
+    }
+  } finally {
+    await ctx.close();
   }
 });
 

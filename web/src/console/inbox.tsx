@@ -160,17 +160,22 @@ function ThreadView({ id, members, session, onChange }: { id: number; members: M
     // A text once opened stays (sent from here, or opened with a key this device held).
     if (encrypted.length) setPlain((old) => ({ ...out, ...Object.fromEntries(Object.entries(old).filter(([, v]) => v !== null)) }));
   };
-  const load = () =>
-    Promise.all([get<Thread>(`/conversations/${id}`), get<Page<Note>>(`/conversations/${id}/notes`)]).then(
+  /** Loads asked for: only the answer to the last is shown (an earlier one may come after it, and be older). */
+  const asked = useRef(0);
+  const load = () => {
+    const mine = ++asked.current;
+    return Promise.all([get<Thread>(`/conversations/${id}`), get<Page<Note>>(`/conversations/${id}/notes`)]).then(
       ([t, n]) => {
+        if (mine !== asked.current) return;
         setThread(t);
         setNotes(n.data);
         void openThread(t);
         // What the user wrote is read once an agent has it open.
         if (t.unread > 0) post(`/conversations/${id}/read`).then(onChange, () => undefined);
       },
-      (e) => setError(errorText(e)),
+      (e) => mine === asked.current && setError(errorText(e)),
     );
+  };
   useEffect(() => void load(), [id]);
   useLive((e) => {
     if (e.kind === "fresh" || (e.kind === "conversation.message" ? e.data.conversation : e.data).conversation_id === id) load();

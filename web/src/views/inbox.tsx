@@ -33,12 +33,26 @@ function update(f: (s: InboxState) => InboxState) {
 export function resetInbox() {
   inbox = { items: [], cursor: null, done: false, loaded: false };
   opened.clear();
+  changedAt.clear();
 }
 
-function merge(old: Message[], fresh: Message[]): Message[] {
+/** Changes to single messages (live, or made here) counted, and the count at each message's last change:
+ * a page asked for before a message changed is older than what is shown of it, and does not overwrite it. */
+let changes = 0;
+const changedAt = new Map<string, number>();
+
+/** `fresh` merged into `old`; `askedAt` is the count of changes when `fresh` was asked for (none: newer than all). */
+function merge(old: Message[], fresh: Message[], askedAt = Infinity): Message[] {
   const byRef = new Map(old.map((m) => [m.ref, m]));
-  for (const m of fresh) byRef.set(m.ref, { ...byRef.get(m.ref), ...m });
+  for (const m of fresh) {
+    const shown = byRef.get(m.ref);
+    if (shown && (changedAt.get(m.ref) ?? 0) > askedAt) continue;
+    byRef.set(m.ref, { ...shown, ...m });
+  }
   return [...byRef.values()].sort((a, b) => b.message_id - a.message_id);
+}
+function changed(ref: string) {
+  changedAt.set(ref, ++changes);
 }
 
 export function cachedMessage(ref: string): Message | undefined {
@@ -48,6 +62,7 @@ export function cachedFlowCard(flowRef: string): Message | undefined {
   return inbox.items.find((m) => (m.flow as FlowCard | null)?.ref === flowRef);
 }
 export function rememberMessage(m: Message) {
+  changed(m.ref);
   update((s) => ({ ...s, items: merge(s.items, [m]) }));
 }
 
@@ -66,10 +81,11 @@ onBackOnline(() => {
 });
 
 async function loadFirst() {
+  const asked = changes;
   const page = await get<Page<Message>>(FIRST_PAGE);
   update((s) => ({
     ...s,
-    items: merge(s.items, page.data),
+    items: merge(s.items, page.data, asked),
     cursor: s.loaded ? s.cursor : page.next_cursor ?? null,
     done: s.loaded ? s.done : !page.next_cursor,
     loaded: true,
@@ -81,8 +97,9 @@ async function loadMore() {
   if (loadingMore || inbox.done || !inbox.cursor) return;
   loadingMore = true;
   try {
+    const asked = changes;
     const page = await get<Page<Message>>(`/me/messages?limit=${PAGE}&cursor=${enc(inbox.cursor)}`);
-    update((s) => ({ ...s, items: merge(s.items, page.data), cursor: page.next_cursor ?? null, done: !page.next_cursor }));
+    update((s) => ({ ...s, items: merge(s.items, page.data, asked), cursor: page.next_cursor ?? null, done: !page.next_cursor }));
   } finally {
     loadingMore = false;
   }
@@ -103,6 +120,7 @@ const opened = new Set<string>();
 export async function markRead(m: Message) {
   if (m.state === "read" || opened.has(m.ref)) return;
   opened.add(m.ref);
+  changed(m.ref);
   update((s) => ({ ...s, items: s.items.map((x) => (x.ref === m.ref ? { ...x, state: "read" } : x)) }));
   try {
     await post(`/me/messages/${enc(m.ref)}/read?device_uuid=${enc(auth.device())}`);
