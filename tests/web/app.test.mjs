@@ -168,6 +168,36 @@ async function axe(area, pg = page) {
   assert.deepEqual(bad, [], `${area}: axe violations ${JSON.stringify(bad, null, 1)}`);
 }
 
+/** Runs `act` on `pg` with the first GET of `url` held back: its answer is taken from the server at once and
+ * handed to the page only once `meanwhile()` is done (or has failed: the caller's assertions say what went
+ * wrong; a route handler must never throw). Answers once the held answer was handed over. */
+async function withFirstAnswerHeld(pg, url, meanwhile, act) {
+  let held = false;
+  let handed = false;
+  const hold = async (route) => {
+    if (held || route.request().method() !== "GET") return route.continue();
+    held = true;
+    const stale = await route.fetch().catch(() => null);
+    try {
+      await meanwhile();
+    } catch {
+      /* the caller's assertions say what went wrong */
+    } finally {
+      if (stale) await route.fulfill({ response: stale }).catch(() => {});
+      else await route.abort().catch(() => {});
+      handed = true;
+    }
+  };
+  await pg.route(url, hold);
+  try {
+    await act();
+    for (let i = 0; i < 150 && !handed; i++) await pg.waitForTimeout(100);
+    assert.ok(held && handed, "the first answer was held back, then handed over");
+  } finally {
+    await pg.unroute(url, hold);
+  }
+}
+
 /** The newest one-time code sent to `phone` (other than `used`, a code already spent: the new SMS may not be there yet). */
 async function codeFor(phone, used = null) {
   for (let i = 0; i < 50; i++) {
@@ -387,40 +417,20 @@ test("1f. an inbox page asked for before a message was read on another device do
   // Back to the inbox from another screen: it asks for its first page again. That answer is taken from the
   // server at once (the message unread), and handed to the page only after the message was read on
   // another device and its live event has marked it read here.
-  let held = false;
-  let handed = false;
-  const hold = async (route) => {
-    if (held || route.request().method() !== "GET") return route.continue();
-    held = true;
-    const stale = await route.fetch().catch(() => null);
-    try {
-      const r = await fetch(API + `/api/v1/me/messages/${sent.ref}/read`, { method: "POST", headers: { Authorization: `Bearer ${token}` } });
-      assert.ok(r.ok, `read: ${r.status}`);
-      await page.waitForFunction((b) => {
-        const a = [...document.querySelectorAll("ol.messages article")].find((x) => x.textContent.includes(b));
-        return a && !a.classList.contains("unread");
-      }, body, { timeout: 5000 });
-    } catch {
-      /* the assertions below say what went wrong */
-    } finally {
-      if (stale) await route.fulfill({ response: stale }).catch(() => {});
-      else await route.abort().catch(() => {});
-      handed = true;
-    }
-  };
   const firstPage = (u) => u.pathname === "/api/v1/me/messages" && !u.searchParams.has("cursor") && !u.searchParams.has("q");
   await page.getByRole("link", { name: "Account" }).click();
   await page.getByRole("heading", { name: "Account", level: 1 }).waitFor();
-  await page.route(firstPage, hold);
-  try {
-    await page.getByRole("link", { name: /^Inbox/ }).click();
-    for (let i = 0; i < 100 && !handed; i++) await page.waitForTimeout(100);
-    assert.ok(held && handed, "the first page was held back, then handed over");
-    await page.waitForTimeout(1000); // an answer handed over is on screen well within this
-    assert.equal(await page.evaluate(isUnread, body), false, "read on the other device, it stays read here");
-  } finally {
-    await page.unroute(firstPage, hold);
-  }
+  const readElsewhere = async () => {
+    const r = await fetch(API + `/api/v1/me/messages/${sent.ref}/read`, { method: "POST", headers: { Authorization: `Bearer ${token}` } });
+    assert.ok(r.ok, `read: ${r.status}`);
+    await page.waitForFunction((b) => {
+      const a = [...document.querySelectorAll("ol.messages article")].find((x) => x.textContent.includes(b));
+      return a && !a.classList.contains("unread");
+    }, body, { timeout: 5000 });
+  };
+  await withFirstAnswerHeld(page, firstPage, readElsewhere, () => page.getByRole("link", { name: /^Inbox/ }).click());
+  await page.waitForTimeout(1000); // an answer handed over is on screen well within this
+  assert.equal(await page.evaluate(isUnread, body), false, "read on the other device, it stays read here");
 });
 
 test("1c. the host is killed and restarted: the app reconnects and shows what arrived meanwhile, once", async () => {
@@ -876,32 +886,18 @@ test("3q. an agent's reply that comes while the thread is still loading is shown
   await page.waitForTimeout(500); // the counts asked as the stream opened have come
   // The thread's first answer is taken from the server before the agent replies, and handed to the page
   // only after the reply's live event has come.
-  let held = false;
-  const hold = async (route) => {
-    if (held || route.request().method() !== "GET") return route.continue();
-    held = true;
-    const stale = await route.fetch();
-    try {
-      // The reply's live event asks for the unread counts again (whether or not the thread takes it).
-      const told = page.waitForRequest((r) => new URL(r.url()).pathname === "/api/v1/me/unread", { timeout: 5000 });
-      await partner("POST", `/conversations/${id}/messages`, { body: `Refund sent ${stamp}` });
-      await told;
-    } catch {
-      /* the page's assertion below says what went wrong */
-    } finally {
-      await route.fulfill({ response: stale }).catch(() => {});
-    }
+  const reply = async () => {
+    // The reply's live event asks for the unread counts again (whether or not the thread takes it).
+    const told = page.waitForRequest((r) => new URL(r.url()).pathname === "/api/v1/me/unread", { timeout: 5000 });
+    await partner("POST", `/conversations/${id}/messages`, { body: `Refund sent ${stamp}` });
+    await told;
   };
   const thread = (u) => u.pathname === `/api/v1/me/conversations/${ref}`;
-  await page.route(thread, hold);
-  try {
+  await withFirstAnswerHeld(page, thread, reply, async () => {
     await page.getByRole("link", { name: `Refund ${stamp}` }).click();
     await page.locator(".bubble.agent", { hasText: `Refund sent ${stamp}` }).waitFor({ timeout: 5000 });
-    assert.ok(held, "the first answer was held back");
-    await page.getByText("Where is my refund?").waitFor();
-  } finally {
-    await page.unroute(thread, hold);
-  }
+  });
+  await page.getByText("Where is my refund?").waitFor();
 });
 
 /** Signs `phone` in to the console from an invitation link. */
@@ -1083,43 +1079,23 @@ test("3s. the console's open thread shows the answer it asked for last, not an o
     // The user writes twice. The thread asks again at each message's live event; the first ask's answer
     // (with the second message only) is taken from the server at once and handed to the page only after
     // the answer to the second ask (with the third message) is on screen.
-    let held = false;
-    let handed = false;
-    const hold = async (route) => {
-      if (held || route.request().method() !== "GET") return route.continue();
-      held = true;
-      const stale = await route.fetch().catch(() => null);
-      try {
-        await user("POST", `/me/conversations/${conv.ref}/messages`, { body: `Third ${stamp}` });
-        await pg.locator(".from-user", { hasText: `Third ${stamp}` }).waitFor({ timeout: 5000 });
-        // Whether the third message leaves the page, if only until a later answer brings it back.
-        await pg.evaluate((text) => {
-          window.__lost = false;
-          new MutationObserver(() => {
-            if (![...document.querySelectorAll(".from-user")].some((b) => b.textContent.includes(text))) window.__lost = true;
-          }).observe(document.body, { childList: true, subtree: true, characterData: true });
-        }, `Third ${stamp}`);
-      } catch {
-        /* the assertions below say what went wrong */
-      } finally {
-        if (stale) await route.fulfill({ response: stale }).catch(() => {});
-        else await route.abort().catch(() => {});
-        handed = true;
-      }
+    const writeAgain = async () => {
+      await user("POST", `/me/conversations/${conv.ref}/messages`, { body: `Third ${stamp}` });
+      await pg.locator(".from-user", { hasText: `Third ${stamp}` }).waitFor({ timeout: 5000 });
+      // Whether the third message leaves the page, if only until a later answer brings it back.
+      await pg.evaluate((text) => {
+        window.__lost = false;
+        new MutationObserver(() => {
+          if (![...document.querySelectorAll(".from-user")].some((b) => b.textContent.includes(text))) window.__lost = true;
+        }).observe(document.body, { childList: true, subtree: true, characterData: true });
+      }, `Third ${stamp}`);
     };
     const thread = (u) => u.pathname === `/api/v1/conversations/${conv.conversation_id}`;
-    await pg.route(thread, hold);
-    try {
-      await user("POST", `/me/conversations/${conv.ref}/messages`, { body: `Second ${stamp}` });
-      for (let i = 0; i < 100 && !handed; i++) await pg.waitForTimeout(100);
-      assert.ok(held && handed, "the first ask's answer was held back, then handed over");
-      await pg.waitForTimeout(1000); // an answer handed over is on screen well within this
-      assert.equal(await pg.evaluate(() => window.__lost), false, "the older answer never replaced the newer, even for a moment");
-      assert.equal(await pg.locator(".from-user", { hasText: `Third ${stamp}` }).count(), 1);
-      assert.equal(await pg.locator(".from-user", { hasText: `Second ${stamp}` }).count(), 1);
-    } finally {
-      await pg.unroute(thread, hold);
-    }
+    await withFirstAnswerHeld(pg, thread, writeAgain, () => user("POST", `/me/conversations/${conv.ref}/messages`, { body: `Second ${stamp}` }));
+    await pg.waitForTimeout(1000); // an answer handed over is on screen well within this
+    assert.equal(await pg.evaluate(() => window.__lost), false, "the older answer never replaced the newer, even for a moment");
+    assert.equal(await pg.locator(".from-user", { hasText: `Third ${stamp}` }).count(), 1);
+    assert.equal(await pg.locator(".from-user", { hasText: `Second ${stamp}` }).count(), 1);
   } finally {
     await ctx.close();
   }
