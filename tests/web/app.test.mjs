@@ -405,14 +405,9 @@ test("1f. an inbox page asked for before a message was read on another device do
   const sent = await send({ body });
   await page.goto(BASE + "/");
   await page.waitForSelector("html[data-live=live]");
-  const isUnread = (b) => {
-    const a = [...document.querySelectorAll("ol.messages article")].find((x) => x.textContent.includes(b));
-    return a ? a.classList.contains("unread") : null;
-  };
-  await page.waitForFunction((b) => {
-    const a = [...document.querySelectorAll("ol.messages article")].find((x) => x.textContent.includes(b));
-    return a && a.classList.contains("unread");
-  }, body);
+  const card = page.locator("ol.messages article", { hasText: body });
+  const unreadCard = page.locator("ol.messages article.unread", { hasText: body });
+  await unreadCard.waitFor();
   const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
   // Back to the inbox from another screen: it asks for its first page again. That answer is taken from the
   // server at once (the message unread), and handed to the page only after the message was read on
@@ -423,14 +418,12 @@ test("1f. an inbox page asked for before a message was read on another device do
   const readElsewhere = async () => {
     const r = await fetch(API + `/api/v1/me/messages/${sent.ref}/read`, { method: "POST", headers: { Authorization: `Bearer ${token}` } });
     assert.ok(r.ok, `read: ${r.status}`);
-    await page.waitForFunction((b) => {
-      const a = [...document.querySelectorAll("ol.messages article")].find((x) => x.textContent.includes(b));
-      return a && !a.classList.contains("unread");
-    }, body, { timeout: 5000 });
+    await page.locator("ol.messages article:not(.unread)", { hasText: body }).waitFor({ timeout: 5000 });
   };
   await withFirstAnswerHeld(page, firstPage, readElsewhere, () => page.getByRole("link", { name: /^Inbox/ }).click());
   await page.waitForTimeout(1000); // an answer handed over is on screen well within this
-  assert.equal(await page.evaluate(isUnread, body), false, "read on the other device, it stays read here");
+  assert.equal(await card.count(), 1);
+  assert.equal(await unreadCard.count(), 0, "read on the other device, it stays read here");
 });
 
 test("1c. the host is killed and restarted: the app reconnects and shows what arrived meanwhile, once", async () => {

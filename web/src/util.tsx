@@ -60,7 +60,7 @@ export function useTitle(t: string): void {
 export function useAsync<T>(
   f: () => Promise<T>,
   deps: unknown[],
-): { data?: T; error?: unknown; reload: () => void; set: (t: T) => void; update: (change: (t: T) => T) => void } {
+): { data?: T; error?: unknown; reload: () => void; update: (change: (t: T) => T) => void } {
   const [state, setState] = useState<{ data?: T; error?: unknown }>({});
   const [n, setN] = useState(0);
   // A change set from a live event while a fetch is on its way may be missing from that fetch's answer
@@ -90,10 +90,6 @@ export function useAsync<T>(
   }, [...deps, n]);
   // Shown from what was saved while offline: fetched again once the connection is back.
   useEffect(() => onBackOnline(() => setN((x) => x + 1)), []);
-  const set = (data: T) => {
-    if (loading.current) changed.current = true;
-    setState({ data });
-  };
   const reload = () => setN((x) => x + 1);
   // A live change to what is shown; with nothing shown yet (the first answer on its way may have left it
   // out), asked again.
@@ -102,5 +98,5 @@ export function useAsync<T>(
     if (loading.current) changed.current = true;
     setState((s) => (s.data === undefined ? s : { data: change(s.data) }));
   };
-  return { ...state, reload, set, update };
+  return { ...state, reload, update };
 }

@@ -179,16 +179,19 @@ class ConvKeys {
   }
 }
 
+/** `t` with `m` in it: in place of the message with its ref, else added at the end. */
+function withMessage(t: ConversationThread, m: Message): ConversationThread {
+  const messages = t.messages.some((x) => x.ref === m.ref) ? t.messages.map((x) => (x.ref === m.ref ? m : x)) : [...t.messages, m];
+  return { ...t, messages };
+}
+
 export function ConversationView({ convRef }: { convRef: string }) {
   const thread = useAsync(() => get<ConversationThread>(`/me/conversations/${enc(convRef)}`), [convRef]);
   // Live: a new message in this thread (an agent's reply, or the user's own from another device) and the
   // thread's state; after a gap the stream could not replay, the thread is fetched again.
   useLive(["conversation.message"], ({ conversation, message }: { conversation: Conversation; message: Message }) => {
     if (conversation.ref !== convRef) return;
-    thread.update((t) => {
-      const messages = t.messages.some((m) => m.ref === message.ref) ? t.messages.map((m) => (m.ref === message.ref ? message : m)) : [...t.messages, message];
-      return { ...t, state: conversation.state, unread: conversation.unread, last_message_at: conversation.last_message_at, messages };
-    });
+    thread.update((t) => ({ ...withMessage(t, message), state: conversation.state, unread: conversation.unread, last_message_at: conversation.last_message_at }));
   }, [convRef]);
   useLive(["conversation.updated"], (c: Conversation) => {
     if (c.ref === convRef) thread.update((t) => ({ ...t, state: c.state }));
@@ -283,7 +286,7 @@ export function ConversationView({ convRef }: { convRef: string }) {
         sent = await post<Message>(`/me/conversations/${enc(convRef)}/messages`, { body });
       }
       setText("");
-      if (t) thread.set({ ...t, messages: [...t.messages, sent] });
+      thread.update((t) => withMessage(t, sent));
     } catch (err) {
       // Offline: a plain reply waits in this browser and goes when the connection is back (an encrypted
       // one needs the service for its key, so it stays in the box with the error).
