@@ -973,6 +973,10 @@ mod tests {
         assert_eq!(text(json!({"type": "button", "button": {"payload": "p", "text": "Yes"}})).as_deref(), Some("Yes"));
         let location = json!({"type": "location", "location": {"latitude": 52.5, "longitude": 13.4, "name": "Office"}});
         assert_eq!(text(location).as_deref(), Some("Location: Office https://maps.google.com/?q=52.5,13.4"));
+        let contacts = json!({"type": "contacts", "contacts": [
+            {"name": {"formatted_name": "Ana Tester"}, "phones": [{"phone": "+1 555 0100"}, {"phone": "+1 555 0101"}]},
+            {"name": {"formatted_name": "Bo"}}]});
+        assert_eq!(text(contacts).as_deref(), Some("Contact: Ana Tester +1 555 0100, +1 555 0101; Bo"));
         assert_eq!(text(json!({"type": "image", "image": {"id": "m1"}})), None);
     }
 }
