@@ -26,7 +26,7 @@
 //! | A new message state | `names.rs` (`MessageState`, its paths such as `HUB_PATH`), then what moves into it: `messages/mod.rs` (people's marks) or `delivery/` (the worker), and the OpenAPI document (`hubbub openapi > docs/openapi.json`) |
 //! | A new event | `events.rs` (its payload type and builder), the module that raises it (it passes the builder to the store), `http/openapi.rs` (its `webhooks` entry) and `docs/webhooks.md` |
 //! | A new endpoint | `http/<resource>.rs` (the handler: parse, call one domain function, answer), its domain function, `store/<aggregate>.rs` for new SQL (both migrations folders for new tables), a row in `tests/api/auth_matrix.rs` |
-//! | A new channel | `names.rs` (`Channel`), `providers.rs` (its client), `delivery/mod.rs` (the order channels are tried in), `config.rs` (its settings) |
+//! | A new channel | `names.rs` (`Channel`), `providers.rs` (its client), `messages/routing.rs` (the order channels are tried in), `delivery/mod.rs` (trying them), `config.rs` (its settings) |
 //! | A new WIT import | `wit/` (a new frozen version), `runtime/bindings.rs` (its module), `runtime/sandbox.rs` (the `Host` impl beside `GuestState`), `runtime/convert.rs` (its types) |
 //!
 //! [`prepare`] opens the database, builds the services and the state; [`serve`] runs the API on a listener
@@ -79,7 +79,7 @@ use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::delivery::Delivery;
 use crate::state::AppState;
-use crate::store::messages::MessageWriter;
+use crate::store::deliveries::MessageWriter;
 use crate::store::{Db, settings};
 use crate::webhooks::Webhooks;
 

@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::delivery::Delivery;
 use crate::runtime::Runtime;
 use crate::store::Db;
-use crate::store::messages::MessageWriter;
+use crate::store::deliveries::MessageWriter;
 use crate::store::writer::GroupCommit;
 use crate::webhooks::Webhooks;
 
@@ -158,6 +158,8 @@ impl AppState {
             writer: &self.messages,
             wake: &self.delivery.wake,
             now: self.now(),
+            hub_fallback_after_s: self.config.hub_fallback_after_s,
+            arrivals: self.delivery.as_ref(),
         }
     }
 

@@ -579,9 +579,10 @@ async fn one_bad_message_in_a_group_commit_fails_only_itself() {
         request_hash: None,
         fallback_after_s: None,
         channel: None,
+        in_hub: None,
     };
     let now = app.state.now();
-    let writer = hubbub_host::store::messages::MessageWriter::spawn(app.state.db.clone());
+    let writer = hubbub_host::store::deliveries::MessageWriter::spawn(app.state.db.clone());
     let creations = (0..40).map(|i| {
         let reference = if i == 17 { taken.clone() } else { format!("msg_batch{i:03}") };
         writer.create(message(i, reference), now)

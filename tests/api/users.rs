@@ -260,7 +260,7 @@ async fn recipients_can_fetch_their_base64_media() {
 
 #[tokio::test]
 async fn a_hub_message_the_app_fetches_before_its_delivery_still_reports_sent_then_delivered() {
-    // No delivery worker in this host: messages stay queued until the app fetches them.
+    // No delivery worker in this host: what the worker routes stays queued until the app fetches it.
     let app = TestApp::start_with(|c| c.workers = false).await;
     let key = app.partner("acme").await;
     let hook = json!({"webhook_url": "http://127.0.0.1:9/hook"});
@@ -290,7 +290,40 @@ async fn a_hub_message_the_app_fetches_before_its_delivery_still_reports_sent_th
             (states, events)
         }
     };
-    let fetched = app.send_text(&key, PHONE, "fetched").await.ok(201)["message_id"].as_i64().unwrap();
+    // A plain message to a claimed user with a device is in the hub as the send answers, worker or not:
+    // `sent` on `inapp`, with its attempt, its event and the user's `message.created`.
+    let sent = app.send_text(&key, PHONE, "at once").await.ok(201).clone();
+    assert_eq!((&sent["state"], &sent["channel"]), (&json!("sent"), &json!("inapp")), "{sent}");
+    let id = sent["message_id"].as_i64().unwrap();
+    let got = app.get(&key, &format!("/api/v1/messages/{id}?include=attempts")).await.ok(200).clone();
+    assert_eq!(got["state"], "sent");
+    let attempts = got["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{got}");
+    assert_eq!((&attempts[0]["channel"], &attempts[0]["state"]), (&json!("inapp"), &json!("sent")));
+    assert_eq!(history(id).await, (vec!["queued".to_string(), "sent".into()], vec!["sent".to_string()]));
+    let told: Vec<(String, i64)> = sqlx::query_as("SELECT kind, subject_id FROM user_events WHERE phone = $1")
+        .bind(PHONE)
+        .fetch_all(app.state.db.reader())
+        .await
+        .unwrap();
+    assert!(told.contains(&("message.created".to_string(), id)), "{told:?}");
+    // Its job is only the fallback after the hub, due when the window ends (the default, 300 s).
+    let due: Vec<(i64, Option<String>)> =
+        sqlx::query_as("SELECT next_attempt_at, resume FROM delivery_jobs WHERE message_id = $1")
+            .bind(id)
+            .fetch_all(app.state.db.reader())
+            .await
+            .unwrap();
+    assert_eq!(due.len(), 1, "{due:?}");
+    assert_eq!(due[0].1.as_deref(), Some("after_hub"));
+    assert!(due[0].0 >= app.state.now() + 290_000, "{due:?}");
+    app.get(&token, "/api/v1/me/messages").await.ok(200);
+    assert_eq!(history(id).await.1, ["sent", "delivered"]);
+
+    // A code is routed by the worker (its route depends on whether the user is online): fetched while
+    // still queued, it reports sent, then delivered.
+    let code = json!({"phone": PHONE, "body": "fetched", "priority": "otp"});
+    let fetched = app.post(&key, "/api/v1/messages", code).await.ok(201)["message_id"].as_i64().unwrap();
     assert_eq!(app.message(&key, fetched).await["state"], "queued");
     app.get(&token, "/api/v1/me/messages").await.ok(200);
     let (states, events) = history(fetched).await;

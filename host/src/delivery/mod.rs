@@ -28,35 +28,12 @@ use crate::store::writer::GroupCommit;
 use crate::store::{Db, deliveries, devices, opt_outs, senders, templates, whatsapp};
 
 use crate::events;
+pub use crate::messages::routing::{AFTER_HUB, Recipient, is_encrypted, plan};
 
-/// What routing knows about the recipient.
-#[derive(Debug, Clone, Copy)]
-pub struct Recipient {
-    pub claimed: bool,
-    pub has_device: bool,
-    pub online: bool,
-    /// Where the user last wrote from, when the message answers them in a conversation (`None`: the app).
-    pub writes_from: Option<Channel>,
-}
-
-/// The channels to try, in order (`docs/api.md`, "Sending"): an answer to a user who wrote from WhatsApp
-/// or SMS goes back there.
-pub fn plan(priority: &str, r: Recipient) -> Vec<Channel> {
-    let in_app = r.claimed && r.has_device;
-    if let Some(channel) = r.writes_from.filter(|c| *c != Channel::Inapp && priority != "otp") {
-        // Where they wrote from first; then as any message would go on, the app last (if they have it).
-        let mut channels =
-            if channel == Channel::Whatsapp { vec![Channel::Whatsapp, Channel::Sms] } else { vec![channel] };
-        if in_app {
-            channels.push(Channel::Inapp);
-        }
-        channels
-    } else if priority == "otp" {
-        if in_app && r.online { vec![Channel::Inapp] } else { vec![Channel::Sms] }
-    } else if in_app {
-        vec![Channel::Inapp]
-    } else {
-        vec![Channel::Whatsapp, Channel::Sms]
+impl crate::messages::send::HubArrivals for Delivery {
+    /// Web Push to the user's devices, beside the send.
+    fn arrived(&self, message: Message, partner_name: String) {
+        self.push.notify(message, partner_name);
     }
 }
 
@@ -100,11 +77,6 @@ pub fn fallback_text(m: &Message, partner_name: &str, public_url: &str) -> Strin
         },
     };
     format!("{partner_name}: {}", text.trim())
-}
-
-/// Whether the message is end-to-end encrypted (its content is an envelope the server cannot read).
-pub fn is_encrypted(m: &Message) -> bool {
-    m.content.get("encryption").and_then(Value::as_str) == Some("e2e")
 }
 
 /// The opaque alert about an encrypted message: who sent it and the link that opens it in the app, never
@@ -423,24 +395,26 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
         Some((channel, Outcome::Sent(_))) => (MessageState::Sent, Some(*channel)),
         _ => (MessageState::Failed, last),
     };
-    metrics::counter!("hubbub_messages_total", "channel" => last.map(Channel::as_str).unwrap_or("none"), "state" => to.as_str())
-        .increment(1);
+    crate::messages::routing::count(last, to);
     let tries = attempts
         .into_iter()
         .map(|(c, o)| attempt(AttemptKind::Delivery, c, o))
         .chain(alerts.into_iter().map(|(c, o)| attempt(AttemptKind::Alert, c, o)))
         .collect();
     let change = Some(Change::State { from: &[MessageState::Queued], to, channel });
-    // A plain message now in the hub goes on to WhatsApp, then SMS, if no device gets it within its window
-    // (an encrypted one has its alert instead; a code has its own rule).
-    let window = match found.fallback_after_s {
-        Some(seconds) if seconds < 0 => None,
-        Some(seconds) => Some(seconds),
-        None => Some(delivery.config.hub_fallback_after_s as i64),
-    };
-    let follow_up = window
-        .filter(|_| in_hub && !is_encrypted(&message) && message.priority != "otp")
-        .map(|seconds| (AFTER_HUB, delivery.now() + seconds * 1000));
+    let default_window = delivery.config.hub_fallback_after_s;
+    let follow_up = in_hub
+        .then(|| {
+            let (priority, content) = (&message.priority, &message.content);
+            crate::messages::routing::after_hub(
+                priority,
+                content,
+                found.fallback_after_s,
+                default_window,
+                delivery.now(),
+            )
+        })
+        .flatten();
     let notify = in_hub.then(|| (message.clone(), partner_name.clone()));
     Ok(Done {
         notify,
@@ -688,9 +662,6 @@ async fn continue_after_receipt(delivery: &Delivery, found: ToDeliver, resume: &
     finished.at = delivery.now();
     Ok(Done { finished, release_alert, notify: None })
 }
-
-/// The job that continues a hub message on WhatsApp then SMS when no device got it in time.
-const AFTER_HUB: &str = "after_hub";
 
 /// The fallback after the hub: a message still only `sent` in the hub (no device got it: it is not
 /// `delivered`) goes on to WhatsApp, then SMS, as further attempts. The fallback is claimed first, so a device

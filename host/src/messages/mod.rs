@@ -12,6 +12,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 pub mod compose;
+pub mod routing;
 pub mod send;
 
 /// What a message carries besides its body, by type: stored with the message and spread into its record.

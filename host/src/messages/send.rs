@@ -1,25 +1,40 @@
 //! Sending a hub message, as one call: the request's content checked ([`super::compose`]), the message
 //! stored with its delivery job (the group-commit writer), an idempotent retry recognised, and the delivery
-//! worker woken.
+//! worker woken. When routing's answer is the hub alone (a claimed user with a device; not a code, not an
+//! encrypted message, whose routes depend on more), the message is put in the hub as it is written — `sent`
+//! on `inapp`, the user's `message.created` in the same transaction — instead of waiting for the worker, and
+//! its job is only the fallback after the hub.
 
 use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::compose::{self, ComposeError, SendMessage};
+use super::routing::{self, Recipient};
 use crate::clock::Millis;
-use crate::names::Direction;
-use crate::store::messages::{self as store, Created, Message, MessageWriter};
+use crate::events;
+use crate::names::{Channel, Direction, MessageState};
+use crate::store::deliveries::MessageWriter;
+use crate::store::messages::{self as store, Created, InHub, Message, NewMessage};
 use crate::store::{Db, is_unique_violation};
 use crate::validate::{Invalid, required_phone};
 
 /// What a send needs of the host: the database, whether dev mode allows local URLs, the writer of new
-/// messages and the delivery worker's wake-up.
+/// messages, the delivery worker's wake-up, the default fallback window and who hears of a message put in
+/// the hub.
 pub struct Sending<'a> {
     pub db: &'a Db,
     pub dev: bool,
     pub writer: &'a MessageWriter,
     pub wake: &'a Notify,
     pub now: Millis,
+    /// The host's fallback window after the hub (seconds), for a message and partner that set none.
+    pub hub_fallback_after_s: u64,
+    pub arrivals: &'a dyn HubArrivals,
+}
+
+/// Told of each message a send put in the hub, once it is written (the user's devices are pushed to).
+pub trait HubArrivals: Send + Sync {
+    fn arrived(&self, message: Message, partner_name: String);
 }
 
 /// What a send did.
@@ -77,6 +92,7 @@ pub async fn send(
         message.idempotency_key = Some(key.clone());
         message.request_hash = Some(hash.clone());
     }
+    let in_hub = route_now(host, partner_id, &mut message).await.map_err(SendError::Database)?;
     let created = match host.writer.create(message, host.now).await {
         // Two identical retries racing (several hosts): the loser's chosen ref collides with the winner's
         // message, which is the one to replay.
@@ -93,10 +109,42 @@ pub async fn send(
         Created::New(m) => {
             tracing::info!(message_id = m.id, "message accepted");
             metrics::counter!("hubbub_messages_accepted_total").increment(1);
-            host.wake.notify_one();
+            match in_hub.filter(|_| m.state == MessageState::Sent) {
+                Some(partner_name) => {
+                    routing::count(m.channel, m.state);
+                    host.arrivals.arrived(m.clone(), partner_name);
+                }
+                None => host.wake.notify_one(),
+            }
             Ok(Sent::New(m))
         }
         Created::Replayed(m) => Ok(Sent::Replayed(m)),
         Created::KeyReused => Err(SendError::IdempotencyConflict),
     }
+}
+
+/// Routes `message` now when routing's answer is the hub alone (see the module's note): it is then marked
+/// to be put in the hub as it is written, and the partner's name (for the push) is answered; `None` leaves
+/// it to the delivery worker.
+async fn route_now(
+    host: &Sending<'_>,
+    partner_id: i64,
+    message: &mut NewMessage,
+) -> Result<Option<String>, sqlx::Error> {
+    // A code's route depends on whether the user is online, an encrypted message has its alert, an answer in
+    // a conversation goes where the user wrote from: the worker routes those.
+    if message.priority == "otp" || routing::encrypted(&message.content) || message.conversation_id.is_some() {
+        return Ok(None);
+    }
+    let Some(known) = store::send_routing(host.db, partner_id, &message.phone).await? else { return Ok(None) };
+    let recipient =
+        Recipient { claimed: known.claimed, has_device: known.has_device, online: false, writes_from: None };
+    if routing::plan(&message.priority, recipient) != [Channel::Inapp] {
+        return Ok(None);
+    }
+    let window = message.fallback_after_s.or(known.hub_fallback_after_s);
+    let follow_up =
+        routing::after_hub(&message.priority, &message.content, window, host.hub_fallback_after_s, host.now);
+    message.in_hub = Some(InHub { follow_up, event: events::message_status });
+    Ok(Some(known.partner_name))
 }

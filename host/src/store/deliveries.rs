@@ -3,7 +3,7 @@
 
 use sqlx::{Any, Transaction};
 
-use super::messages::{self, Message};
+use super::messages::{self, Created, Message, NewMessage};
 use super::writer::{GroupCommit, Writes};
 use super::{Backend, Db};
 use crate::clock::Millis;
@@ -92,11 +92,12 @@ pub struct Finished {
 
 /// Writes finished jobs in the caller's transaction (see [`Finished`]): one statement for all their
 /// attempts, one state change per kind of change (say, every message now `sent` in the hub) with one
-/// insert of the history rows and one of the events, and one statement ending the jobs.
-pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Result<(), sqlx::Error> {
+/// insert of the history rows and one of the events, and one statement ending the jobs. Answers the
+/// messages whose state moved, as they are now.
+pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Result<Vec<Message>, sqlx::Error> {
     let backend = super::backend_of(tx);
     if done.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let attempts: Vec<(i64, Millis, &NewAttempt)> =
         done.iter().flat_map(|d| d.attempts.iter().map(move |a| (d.message.id, d.at, a))).collect();
@@ -140,8 +141,9 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
             None => {}
         }
     }
+    let mut moved = Vec::new();
     for ((from, to, channel), group, at, event) in groups {
-        messages::transition_read_in(tx, &group, from, to, channel, at, event).await?;
+        moved.extend(messages::transition_read_in(tx, &group, from, to, channel, at, event).await?);
     }
     let sql = format!("DELETE FROM delivery_jobs WHERE message_id IN ({})", super::rows(done.len(), "?"));
     let mut delete = super::query_rows(backend, &sql, done.len());
@@ -162,7 +164,7 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
         }
         insert.execute(&mut **tx).await?;
     }
-    Ok(())
+    Ok(moved)
 }
 
 /// Most finished jobs written in one transaction.
@@ -174,10 +176,94 @@ pub fn finisher(db: Db) -> GroupCommit<Finished, ()> {
         db,
         MAX_FINISH_BATCH,
         Writes {
-            batch: Some(|tx, done| Box::pin(async move { finish_in(tx, done).await.map(|()| vec![(); done.len()]) })),
-            one: |tx, done| Box::pin(finish_in(tx, std::slice::from_ref(done))),
+            batch: Some(|tx, done| Box::pin(async move { finish_in(tx, done).await.map(|_| vec![(); done.len()]) })),
+            one: |tx, done| Box::pin(async move { finish_in(tx, std::slice::from_ref(done)).await.map(drop) }),
         },
     )
+}
+
+/// Most creations written in one transaction.
+const MAX_MESSAGE_BATCH: usize = 256;
+
+/// Creates messages in group commits (`store::writer`): each with its first state row and its delivery job
+/// (`messages::create_many_in`), and those put in the hub as they are written ([`messages::InHub`]) moved
+/// there in the same transaction.
+#[derive(Clone, Debug)]
+pub struct MessageWriter(GroupCommit<(NewMessage, Millis), Created>);
+
+impl MessageWriter {
+    /// Starts the writer task; it ends when every handle is dropped.
+    pub fn spawn(db: Db) -> MessageWriter {
+        MessageWriter(GroupCommit::spawn_with(
+            db,
+            MAX_MESSAGE_BATCH,
+            Writes {
+                batch: Some(|tx, items| {
+                    Box::pin(async move {
+                        let created = messages::create_many_in(tx, items).await?;
+                        into_hub_in(tx, items, created).await
+                    })
+                }),
+                one: |tx, item| {
+                    Box::pin(async move {
+                        let created = messages::create_in(tx, &item.0, item.1).await?;
+                        Ok(into_hub_in(tx, std::slice::from_ref(item), vec![created]).await?.remove(0))
+                    })
+                },
+            },
+        ))
+    }
+
+    /// Creates a message as part of the next batch.
+    pub async fn create(&self, message: NewMessage, now: Millis) -> Result<Created, sqlx::Error> {
+        self.0.write((message, now)).await
+    }
+}
+
+/// Moves the new messages among `created` whose item asked for it ([`messages::InHub`]) into the hub, as
+/// the delivery worker finishes a hub delivery: the `inapp` attempt, `queued` → `sent` with its event and
+/// the user's `message.created`, and the fallback's job. Answers `created` with those messages as they are
+/// now.
+async fn into_hub_in(
+    tx: &mut Transaction<'_, Any>,
+    items: &[(NewMessage, Millis)],
+    mut created: Vec<Created>,
+) -> Result<Vec<Created>, sqlx::Error> {
+    let finished: Vec<Finished> = items
+        .iter()
+        .zip(&created)
+        .filter_map(|((new, at), created)| match (new.in_hub, created) {
+            (Some(hub), Created::New(message)) => Some(Finished {
+                message: message.clone(),
+                attempts: vec![NewAttempt {
+                    kind: AttemptKind::Delivery,
+                    channel: Channel::Inapp,
+                    state: AttemptState::Sent,
+                    error: None,
+                    provider_ref: None,
+                }],
+                change: Some(Change::State {
+                    from: &[MessageState::Queued],
+                    to: MessageState::Sent,
+                    channel: Some(Channel::Inapp),
+                }),
+                at: *at,
+                event: hub.event,
+                follow_up: hub.follow_up,
+            }),
+            _ => None,
+        })
+        .collect();
+    let mut moved: std::collections::HashMap<i64, Message> =
+        finish_in(tx, &finished).await?.into_iter().map(|m| (m.id, m)).collect();
+    for c in created.iter_mut() {
+        if let Created::New(m) = c
+            && let Some(now) = moved.remove(&m.id)
+        {
+            *m = now;
+        }
+    }
+    Ok(created)
 }
 
 /// The attempt a provider receipt is about: found by the provider's id on that channel.

@@ -6,7 +6,6 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 use super::outbox::{self, Target};
-use super::writer::{GroupCommit, Writes};
 use super::{Db, decode_name, like_pattern};
 use crate::clock::Millis;
 use crate::names::{AttemptKind, AttemptState, Channel, Direction, MessageState, UserEventKind};
@@ -109,6 +108,21 @@ pub struct NewMessage {
     /// The channel a user's message came by (`None`: the app; an outgoing message gets its channel when it
     /// is sent).
     pub channel: Option<Channel>,
+    /// Put in the hub as it is written (routing knew at the send), instead of queued for the delivery
+    /// worker.
+    pub in_hub: Option<InHub>,
+}
+
+/// How a new message goes into the hub in the transaction that writes it, when its sender knew the user is
+/// reached in the app (a claimed account with a device): written `queued`, then moved to `sent` on `inapp`
+/// with its attempt, its `message.status` event and the user's `message.created` (`deliveries::finish_in`),
+/// exactly as the delivery worker would have; its job is only the fallback after the hub, when it has one.
+#[derive(Debug, Clone, Copy)]
+pub struct InHub {
+    /// The job that follows (what it continues, when): the fallback after the hub, unless hub only.
+    pub follow_up: Option<(&'static str, Millis)>,
+    /// Builds the `message.status` event (the caller's: the store knows no event shapes).
+    pub event: fn(&Message, Millis) -> Value,
 }
 
 /// What a create did.
@@ -201,24 +215,28 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     if let Some(media) = &m.media {
         insert_media_in(tx, m.partner_id, media, now).await?;
     }
-    record_created_in(tx, &[&message]).await?;
+    record_created_in(tx, &[(&message, m.in_hub.is_none())]).await?;
     Ok(Created::New(message))
 }
 
-/// What goes with new messages: their first state rows and, for outgoing ones, their delivery jobs.
-async fn record_created_in(tx: &mut Transaction<'_, Any>, created: &[&Message]) -> Result<(), sqlx::Error> {
+/// What goes with new messages: their first state rows and, for outgoing ones queued for the delivery
+/// worker (`true` beside them), their delivery jobs.
+async fn record_created_in(tx: &mut Transaction<'_, Any>, created: &[(&Message, bool)]) -> Result<(), sqlx::Error> {
     let backend = super::backend_of(tx);
     let sql = format!(
         "INSERT INTO message_states (message_id, seq, state, channel, at) VALUES {}",
         super::rows(created.len(), "(?, 0, ?, NULL, ?)")
     );
     let mut states = super::query_rows(backend, &sql, created.len());
-    for m in created {
+    for (m, _) in created {
         states = states.bind(m.id).bind(m.state.as_str()).bind(m.created_at);
     }
     states.execute(&mut **tx).await?;
-    let jobs: Vec<(i64, Millis)> =
-        created.iter().filter(|m| m.direction == Direction::Out).map(|m| (m.id, m.created_at)).collect();
+    let jobs: Vec<(i64, Millis)> = created
+        .iter()
+        .filter(|(m, queued)| *queued && m.direction == Direction::Out)
+        .map(|(m, _)| (m.id, m.created_at))
+        .collect();
     enqueue_in(tx, &jobs).await
 }
 
@@ -289,7 +307,8 @@ pub async fn create_many_in(
             written.push((i, stored(m, id, code, *now)));
         }
 
-        record_created_in(tx, &written.iter().map(|(_, m)| m).collect::<Vec<_>>()).await?;
+        let created: Vec<(&Message, bool)> = written.iter().map(|(i, m)| (m, items[*i].0.in_hub.is_none())).collect();
+        record_created_in(tx, &created).await?;
         for (i, m) in written {
             out[i] = Some(Created::New(m));
         }
@@ -761,6 +780,38 @@ pub struct ToDeliver {
     pub opted_out: bool,
 }
 
+/// What a send knows of its recipient to route at once (see `messages::routing`): whether the account is
+/// claimed and has a device, and the partner's name and fallback window (`None`: the host's default).
+#[derive(Debug)]
+pub struct SendRouting {
+    pub claimed: bool,
+    pub has_device: bool,
+    pub partner_name: String,
+    pub hub_fallback_after_s: Option<i64>,
+}
+
+/// [`SendRouting`] for a message from the partner to `phone`, in one read (`None`: no such partner).
+pub async fn send_routing(db: &Db, partner_id: i64, phone: &str) -> Result<Option<SendRouting>, sqlx::Error> {
+    let row = sqlx::query(
+        "SELECT p.name AS partner_name, p.hub_fallback_after_s, \
+         (SELECT COUNT(*) FROM accounts a WHERE a.phone = $2 AND a.state = 'claimed') AS claimed, \
+         (SELECT COUNT(*) FROM devices d WHERE d.phone = $2) AS devices FROM partners p WHERE p.id = $1",
+    )
+    .bind(partner_id)
+    .bind(phone)
+    .fetch_optional(db.reader())
+    .await?;
+    row.map(|r| {
+        Ok(SendRouting {
+            claimed: r.try_get::<i64, _>("claimed")? > 0,
+            has_device: r.try_get::<i64, _>("devices")? > 0,
+            partner_name: r.try_get("partner_name")?,
+            hub_fallback_after_s: r.try_get("hub_fallback_after_s")?,
+        })
+    })
+    .transpose()
+}
+
 /// Messages to deliver and what routing needs (see [`ToDeliver`]), in one read, by id (a message that is
 /// gone is missing from the answer).
 pub async fn find_to_deliver(db: &Db, ids: &[i64]) -> Result<std::collections::HashMap<i64, ToDeliver>, sqlx::Error> {
@@ -965,32 +1016,6 @@ pub async fn uploaded_since(db: &Db, phone: &str, since: Millis) -> Result<i64, 
             .fetch_one(db.reader())
             .await?;
     Ok(bytes.unwrap_or(0))
-}
-
-/// Most creations written in one transaction.
-const MAX_MESSAGE_BATCH: usize = 256;
-
-/// Creates messages (see [`create_in`]) in group commits (`store::writer`).
-#[derive(Clone, Debug)]
-pub struct MessageWriter(GroupCommit<(NewMessage, Millis), Created>);
-
-impl MessageWriter {
-    /// Starts the writer task; it ends when every handle is dropped.
-    pub fn spawn(db: Db) -> MessageWriter {
-        MessageWriter(GroupCommit::spawn_with(
-            db,
-            MAX_MESSAGE_BATCH,
-            Writes {
-                batch: Some(|tx, items| Box::pin(create_many_in(tx, items))),
-                one: |tx, (message, now)| Box::pin(create_in(tx, message, *now)),
-            },
-        ))
-    }
-
-    /// Creates a message as part of the next batch.
-    pub async fn create(&self, message: NewMessage, now: Millis) -> Result<Created, sqlx::Error> {
-        self.0.write((message, now)).await
-    }
 }
 
 /// Queues new messages for delivery (`(message id, due at)`: a job of `deliveries`), in the transaction

@@ -7,7 +7,7 @@
 //! item). If that transaction fails, every item of the batch is written again in a transaction of its own,
 //! so one bad item fails only itself, never the others.
 //!
-//! The hot write paths that use it: message creation (`messages::MessageWriter`), the outcome of each
+//! The hot write paths that use it: message creation (`deliveries::MessageWriter`), the outcome of each
 //! delivery (`deliveries::finisher`), webhook attempts (`outbox::AttemptRecorder`) and bots' progress
 //! (`flows::progress_writer`).
 

@@ -14,6 +14,10 @@ use crate::messages::{self, compose::SendMessage, send::Sent};
 use crate::state::AppState;
 
 /// Send a hub message.
+///
+/// A message for a user reached in the hub (a claimed account with a device; not a code, not encrypted) is
+/// in the hub as this answers: `state` `sent`, `channel` `inapp`. Any other is `queued`, and the delivery
+/// worker routes it just after.
 #[utoipa::path(
     post,
     path = "/messages",
