@@ -579,7 +579,7 @@ async fn one_bad_message_in_a_group_commit_fails_only_itself() {
         request_hash: None,
         fallback_after_s: None,
         channel: None,
-        in_hub: None,
+        hub: None,
     };
     let now = app.state.now();
     let writer = hubbub_host::store::deliveries::MessageWriter::spawn(app.state.db.clone());

@@ -32,8 +32,8 @@ pub use crate::messages::routing::{AFTER_HUB, Recipient, is_encrypted, plan};
 
 impl crate::messages::send::HubArrivals for Delivery {
     /// Web Push to the user's devices, beside the send.
-    fn arrived(&self, message: Message, partner_name: String) {
-        self.push.notify(message, partner_name);
+    fn arrived(&self, message: Message) {
+        self.push.notify(message, None);
     }
 }
 
@@ -275,7 +275,7 @@ async fn claim_loop(
                         let written = finisher.write(done.finished).await;
                         // Now in the hub: the user's devices hear of it, beside this worker.
                         if let (Ok(()), Some((message, partner_name))) = (&written, done.notify) {
-                            delivery.push.notify(message, partner_name);
+                            delivery.push.notify(message, Some(partner_name));
                         }
                         if let (Ok(()), Some((partner_id, phone))) = (&written, alert) {
                             devices::release_alert(&delivery.db, partner_id, &phone, id).await.map(drop)

@@ -22,7 +22,7 @@ use tokio::sync::Semaphore;
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::store::messages::Message;
-use crate::store::{Db, conversations, push};
+use crate::store::{Db, conversations, partners, push};
 use crate::webpush::{self, Pushed, Vapid};
 
 /// Pushes in flight at once on a host; more wait.
@@ -77,22 +77,28 @@ impl Push {
         self.vapid.public_key()
     }
 
-    /// Tells every subscribed device of the message's user, beside the caller.
-    pub fn notify(self: &Arc<Self>, message: Message, partner_name: String) {
+    /// Tells every subscribed device of the message's user, beside the caller (the partner's name, when not
+    /// given, is read only for a user with a subscription).
+    pub fn notify(self: &Arc<Self>, message: Message, partner_name: Option<String>) {
         let push = self.clone();
         tokio::spawn(async move {
             let Ok(_permit) = push.in_flight.clone().acquire_owned().await else { return };
-            if let Err(error) = push.send_all(&message, &partner_name).await {
+            if let Err(error) = push.send_all(&message, partner_name).await {
                 tracing::warn!(%error, message_id = message.id, "web push: reading the subscriptions failed");
             }
         });
     }
 
-    async fn send_all(&self, message: &Message, partner_name: &str) -> Result<(), sqlx::Error> {
+    async fn send_all(&self, message: &Message, partner_name: Option<String>) -> Result<(), sqlx::Error> {
         let subscriptions = push::list_for_phone(&self.db, &message.phone).await?;
         if subscriptions.is_empty() {
             return Ok(());
         }
+        let partner_name = match partner_name {
+            Some(name) => name,
+            None => partners::find_by_id(&self.db, message.partner_id).await?.map(|p| p.name).unwrap_or_default(),
+        };
+        let partner_name = partner_name.as_str();
         let conversation = match message.conversation_id {
             Some(id) => conversations::find_by_id(&self.db, id).await?.map(|c| c.reference),
             None => None,

@@ -493,7 +493,7 @@ async fn dev_send(
             .map(|_| digest(&format!("{code}|{lang}|{}|{:?}", req.phone.as_deref().unwrap_or(""), req.vars))),
         fallback_after_s: None,
         channel: None,
-        in_hub: None,
+        hub: None,
     };
     match state.messages.create(message, now).await? {
         Created::New(m) => {

@@ -225,7 +225,7 @@ impl Content {
             request_hash: None,
             fallback_after_s: self.fallback_after_s,
             channel: None,
-            in_hub: None,
+            hub: None,
         }
     }
 }

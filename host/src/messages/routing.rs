@@ -21,7 +21,7 @@ pub struct Recipient {
 /// The channels to try, in order (`docs/api.md`, "Sending"): an answer to a user who wrote from WhatsApp
 /// or SMS goes back there.
 pub fn plan(priority: &str, r: Recipient) -> Vec<Channel> {
-    let in_app = r.claimed && r.has_device;
+    let in_app = reached_in_app(r.claimed, r.has_device);
     if let Some(channel) = r.writes_from.filter(|c| *c != Channel::Inapp && priority != "otp") {
         // Where they wrote from first; then as any message would go on, the app last (if they have it).
         let mut channels =
@@ -37,6 +37,11 @@ pub fn plan(priority: &str, r: Recipient) -> Vec<Channel> {
     } else {
         vec![Channel::Whatsapp, Channel::Sms]
     }
+}
+
+/// Whether a recipient is reached in the app's hub: a claimed account with a device.
+pub fn reached_in_app(claimed: bool, has_device: bool) -> bool {
+    claimed && has_device
 }
 
 /// Whether the message is end-to-end encrypted (its content is an envelope the server cannot read).

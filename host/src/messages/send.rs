@@ -9,12 +9,12 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::compose::{self, ComposeError, SendMessage};
-use super::routing::{self, Recipient};
+use super::routing;
 use crate::clock::Millis;
 use crate::events;
-use crate::names::{Channel, Direction, MessageState};
+use crate::names::{Direction, MessageState};
 use crate::store::deliveries::MessageWriter;
-use crate::store::messages::{self as store, Created, InHub, Message, NewMessage};
+use crate::store::messages::{self as store, Created, HubRoute, Message, NewMessage};
 use crate::store::{Db, is_unique_violation};
 use crate::validate::{Invalid, required_phone};
 
@@ -34,7 +34,7 @@ pub struct Sending<'a> {
 
 /// Told of each message a send put in the hub, once it is written (the user's devices are pushed to).
 pub trait HubArrivals: Send + Sync {
-    fn arrived(&self, message: Message, partner_name: String);
+    fn arrived(&self, message: Message);
 }
 
 /// What a send did.
@@ -92,7 +92,7 @@ pub async fn send(
         message.idempotency_key = Some(key.clone());
         message.request_hash = Some(hash.clone());
     }
-    let in_hub = route_now(host, partner_id, &mut message).await.map_err(SendError::Database)?;
+    route_now(host, &mut message);
     let created = match host.writer.create(message, host.now).await {
         // Two identical retries racing (several hosts): the loser's chosen ref collides with the winner's
         // message, which is the one to replay.
@@ -109,12 +109,12 @@ pub async fn send(
         Created::New(m) => {
             tracing::info!(message_id = m.id, "message accepted");
             metrics::counter!("hubbub_messages_accepted_total").increment(1);
-            match in_hub.filter(|_| m.state == MessageState::Sent) {
-                Some(partner_name) => {
-                    routing::count(m.channel, m.state);
-                    host.arrivals.arrived(m.clone(), partner_name);
-                }
-                None => host.wake.notify_one(),
+            if m.state == MessageState::Sent {
+                // In the hub already: counted as the worker counts what it routes, and pushed.
+                routing::count(m.channel, m.state);
+                host.arrivals.arrived(m.clone());
+            } else {
+                host.wake.notify_one();
             }
             Ok(Sent::New(m))
         }
@@ -123,28 +123,19 @@ pub async fn send(
     }
 }
 
-/// Routes `message` now when routing's answer is the hub alone (see the module's note): it is then marked
-/// to be put in the hub as it is written, and the partner's name (for the push) is answered; `None` leaves
-/// it to the delivery worker.
-async fn route_now(
-    host: &Sending<'_>,
-    partner_id: i64,
-    message: &mut NewMessage,
-) -> Result<Option<String>, sqlx::Error> {
-    // A code's route depends on whether the user is online, an encrypted message has its alert, an answer in
-    // a conversation goes where the user wrote from: the worker routes those.
+/// Lets `message` go into the hub as it is written, when it is a message whose route is the hub alone for a
+/// recipient reached there (see the module's note): the writer reads the recipient in the insert itself and
+/// applies routing's rule (`routing::reached_in_app`). A code's route depends on whether the user is online,
+/// an encrypted message has its alert, an answer in a conversation goes where the user wrote from: the
+/// worker routes those.
+fn route_now(host: &Sending<'_>, message: &mut NewMessage) {
     if message.priority == "otp" || routing::encrypted(&message.content) || message.conversation_id.is_some() {
-        return Ok(None);
+        return;
     }
-    let Some(known) = store::send_routing(host.db, partner_id, &message.phone).await? else { return Ok(None) };
-    let recipient =
-        Recipient { claimed: known.claimed, has_device: known.has_device, online: false, writes_from: None };
-    if routing::plan(&message.priority, recipient) != [Channel::Inapp] {
-        return Ok(None);
-    }
-    let window = message.fallback_after_s.or(known.hub_fallback_after_s);
-    let follow_up =
-        routing::after_hub(&message.priority, &message.content, window, host.hub_fallback_after_s, host.now);
-    message.in_hub = Some(InHub { follow_up, event: events::message_status });
-    Ok(Some(known.partner_name))
+    message.hub = Some(HubRoute {
+        reached: routing::reached_in_app,
+        follow_up: routing::after_hub,
+        default_after_s: host.hub_fallback_after_s,
+        event: events::message_status,
+    });
 }

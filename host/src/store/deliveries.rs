@@ -3,7 +3,7 @@
 
 use sqlx::{Any, Transaction};
 
-use super::messages::{self, Created, Message, NewMessage};
+use super::messages::{self, Created, InHub, Message, NewMessage};
 use super::writer::{GroupCommit, Writes};
 use super::{Backend, Db};
 use crate::clock::Millis;
@@ -186,8 +186,8 @@ pub fn finisher(db: Db) -> GroupCommit<Finished, ()> {
 const MAX_MESSAGE_BATCH: usize = 256;
 
 /// Creates messages in group commits (`store::writer`): each with its first state row and its delivery job
-/// (`messages::create_many_in`), and those put in the hub as they are written ([`messages::InHub`]) moved
-/// there in the same transaction.
+/// (`messages::create_many_in`), and those that go into the hub as they are written
+/// ([`messages::HubRoute`]) moved there in the same transaction.
 #[derive(Clone, Debug)]
 pub struct MessageWriter(GroupCommit<(NewMessage, Millis), Created>);
 
@@ -201,13 +201,13 @@ impl MessageWriter {
                 batch: Some(|tx, items| {
                     Box::pin(async move {
                         let created = messages::create_many_in(tx, items).await?;
-                        into_hub_in(tx, items, created).await
+                        into_hub_in(tx, created).await
                     })
                 }),
-                one: |tx, item| {
+                one: |tx, (message, now)| {
                     Box::pin(async move {
-                        let created = messages::create_in(tx, &item.0, item.1).await?;
-                        Ok(into_hub_in(tx, std::slice::from_ref(item), vec![created]).await?.remove(0))
+                        let created = messages::create_routed_in(tx, message, *now).await?;
+                        Ok(into_hub_in(tx, vec![created]).await?.remove(0))
                     })
                 },
             },
@@ -220,20 +220,17 @@ impl MessageWriter {
     }
 }
 
-/// Moves the new messages among `created` whose item asked for it ([`messages::InHub`]) into the hub, as
-/// the delivery worker finishes a hub delivery: the `inapp` attempt, `queued` → `sent` with its event and
-/// the user's `message.created`, and the fallback's job. Answers `created` with those messages as they are
-/// now.
+/// Moves the new messages that go into the hub (those with an [`InHub`]) there, as the delivery worker
+/// finishes a hub delivery: the `inapp` attempt, `queued` → `sent` with its event and the user's
+/// `message.created`, and the fallback's job. Answers what was created, those messages as they are now.
 async fn into_hub_in(
     tx: &mut Transaction<'_, Any>,
-    items: &[(NewMessage, Millis)],
-    mut created: Vec<Created>,
+    created: Vec<(Created, Option<InHub>)>,
 ) -> Result<Vec<Created>, sqlx::Error> {
-    let finished: Vec<Finished> = items
+    let finished: Vec<Finished> = created
         .iter()
-        .zip(&created)
-        .filter_map(|((new, at), created)| match (new.in_hub, created) {
-            (Some(hub), Created::New(message)) => Some(Finished {
+        .filter_map(|(created, hub)| match (created, hub) {
+            (Created::New(message), Some(hub)) => Some(Finished {
                 message: message.clone(),
                 attempts: vec![NewAttempt {
                     kind: AttemptKind::Delivery,
@@ -247,7 +244,7 @@ async fn into_hub_in(
                     to: MessageState::Sent,
                     channel: Some(Channel::Inapp),
                 }),
-                at: *at,
+                at: message.created_at,
                 event: hub.event,
                 follow_up: hub.follow_up,
             }),
@@ -256,14 +253,13 @@ async fn into_hub_in(
         .collect();
     let mut moved: std::collections::HashMap<i64, Message> =
         finish_in(tx, &finished).await?.into_iter().map(|m| (m.id, m)).collect();
-    for c in created.iter_mut() {
-        if let Created::New(m) = c
-            && let Some(now) = moved.remove(&m.id)
-        {
-            *m = now;
-        }
-    }
-    Ok(created)
+    Ok(created
+        .into_iter()
+        .map(|(created, _)| match created {
+            Created::New(m) => Created::New(moved.remove(&m.id).unwrap_or(m)),
+            other => other,
+        })
+        .collect())
 }
 
 /// The attempt a provider receipt is about: found by the provider's id on that channel.

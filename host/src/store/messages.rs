@@ -108,21 +108,52 @@ pub struct NewMessage {
     /// The channel a user's message came by (`None`: the app; an outgoing message gets its channel when it
     /// is sent).
     pub channel: Option<Channel>,
-    /// Put in the hub as it is written (routing knew at the send), instead of queued for the delivery
-    /// worker.
-    pub in_hub: Option<InHub>,
+    /// Put in the hub as it is written when its recipient is reached there (see [`HubRoute`]), instead of
+    /// queued for the delivery worker; `None`: the worker routes it.
+    pub hub: Option<HubRoute>,
 }
 
-/// How a new message goes into the hub in the transaction that writes it, when its sender knew the user is
-/// reached in the app (a claimed account with a device): written `queued`, then moved to `sent` on `inapp`
-/// with its attempt, its `message.status` event and the user's `message.created` (`deliveries::finish_in`),
-/// exactly as the delivery worker would have; its job is only the fallback after the hub, when it has one.
+/// How a new message goes into the hub in the transaction that writes it, when what the insert reads of its
+/// recipient (a claimed account, a device) is, by its sender's rule (`reached`), the hub alone: written
+/// `queued`, then moved to `sent` on `inapp` with its attempt, its `message.status` event and the user's
+/// `message.created` (`deliveries::MessageWriter`), exactly as the delivery worker would have; its job is
+/// only the fallback after the hub, when it has one. The rules are the sender's (`messages::routing`): the
+/// store knows none.
+#[derive(Debug, Clone, Copy)]
+pub struct HubRoute {
+    /// Whether a recipient (claimed, with a device) is reached in the hub alone.
+    pub reached: fn(bool, bool) -> bool,
+    /// The job that follows a message put in the hub — from its priority, its content, its window (the
+    /// message's or its partner's; `None`: `default_after_s`) and the time —, if any.
+    pub follow_up: fn(&str, &Value, Option<i64>, u64, Millis) -> Option<(&'static str, Millis)>,
+    pub default_after_s: u64,
+    /// Builds the `message.status` event.
+    pub event: fn(&Message, Millis) -> Value,
+}
+
+/// A message put in the hub as it was written: its job to follow and its event builder.
 #[derive(Debug, Clone, Copy)]
 pub struct InHub {
-    /// The job that follows (what it continues, when): the fallback after the hub, unless hub only.
     pub follow_up: Option<(&'static str, Millis)>,
-    /// Builds the `message.status` event (the caller's: the store knows no event shapes).
     pub event: fn(&Message, Millis) -> Value,
+}
+
+/// What an insert answers of its recipient and partner besides the new row, for [`HubRoute`].
+const RETURNED_REACH: &str = "(SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code, \
+     (SELECT p.hub_fallback_after_s FROM partners p WHERE p.id = messages.partner_id) AS partner_after_s, \
+     (SELECT COUNT(*) FROM accounts a WHERE a.phone = messages.phone AND a.state = 'claimed') AS claimed, \
+     (SELECT COUNT(*) FROM devices d WHERE d.phone = messages.phone) AS devices";
+
+/// Whether the message just inserted (its returned `row`) goes into the hub now, by its [`HubRoute`].
+fn hub_decision(m: &NewMessage, row: &AnyRow, now: Millis) -> Result<Option<InHub>, sqlx::Error> {
+    let Some(route) = m.hub else { return Ok(None) };
+    let (claimed, devices): (i64, i64) = (row.try_get("claimed")?, row.try_get("devices")?);
+    if !(route.reached)(claimed > 0, devices > 0) {
+        return Ok(None);
+    }
+    let window = m.fallback_after_s.or(row.try_get::<Option<i64>, _>("partner_after_s")?);
+    let follow_up = (route.follow_up)(&m.priority, &m.content, window, route.default_after_s, now);
+    Ok(Some(InHub { follow_up, event: route.event }))
 }
 
 /// What a create did.
@@ -174,6 +205,16 @@ fn bind_new<'q>(
 /// idempotency key. Safe under races: the unique `(partner_id, idempotency_key)` constraint decides which
 /// request creates.
 pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Millis) -> Result<Created, sqlx::Error> {
+    Ok(create_routed_in(tx, m, now).await?.0)
+}
+
+/// [`create_in`], answering too whether the new message went into the hub ([`HubRoute`]): then the caller
+/// moves it there in the same transaction (`deliveries::MessageWriter`).
+pub async fn create_routed_in(
+    tx: &mut Transaction<'_, Any>,
+    m: &NewMessage,
+    now: Millis,
+) -> Result<(Created, Option<InHub>), sqlx::Error> {
     if let Some(key) = &m.idempotency_key {
         // A key older than the window is free again.
         sqlx::query(
@@ -188,15 +229,14 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
         // A retry is answered before inserting, so a sender-chosen ref of the original is not a conflict.
         let sql = const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.idempotency_key = $2");
         if let Some(row) = sqlx::query(sql).bind(m.partner_id).bind(key).fetch_optional(&mut **tx).await? {
-            return replay_or_reused(&row, m.request_hash.as_deref());
+            return Ok((replay_or_reused(&row, m.request_hash.as_deref())?, None));
         }
     }
     // The new row is answered from what was written: its id and the sender's code come back with the
     // insert, so no read-back follows.
     let sql = format!(
         "INSERT INTO messages ({NEW_COLUMNS}, idempotency_key, request_hash, media_id) VALUES ({NEW_ROW}, ?, ?, ?) \
-         ON CONFLICT (partner_id, idempotency_key) DO NOTHING \
-         RETURNING id, (SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code"
+         ON CONFLICT (partner_id, idempotency_key) DO NOTHING RETURNING id, {RETURNED_REACH}"
     );
     let inserted = bind_new(super::query_rows(super::backend_of(tx), &sql, 1), m, now)
         .bind(&m.idempotency_key)
@@ -208,15 +248,16 @@ pub async fn create_in(tx: &mut Transaction<'_, Any>, m: &NewMessage, now: Milli
     let Some(row) = inserted else {
         let sql = const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.idempotency_key = $2");
         let row = sqlx::query(sql).bind(m.partner_id).bind(&m.idempotency_key).fetch_one(&mut **tx).await?;
-        return replay_or_reused(&row, m.request_hash.as_deref());
+        return Ok((replay_or_reused(&row, m.request_hash.as_deref())?, None));
     };
 
     let message = stored(m, row.try_get("id")?, row.try_get("partner_code")?, now);
+    let in_hub = hub_decision(m, &row, now)?;
     if let Some(media) = &m.media {
         insert_media_in(tx, m.partner_id, media, now).await?;
     }
-    record_created_in(tx, &[(&message, m.in_hub.is_none())]).await?;
-    Ok(Created::New(message))
+    record_created_in(tx, &[(&message, in_hub.is_none())]).await?;
+    Ok((Created::New(message), in_hub))
 }
 
 /// What goes with new messages: their first state rows and, for outgoing ones queued for the delivery
@@ -265,28 +306,27 @@ fn stored(m: &NewMessage, id: i64, partner_code: String, now: Millis) -> Message
     }
 }
 
-/// [`create_in`] for many messages at once (the message writer's batch): those without an idempotency
+/// [`create_routed_in`] for many messages at once (the message writer's batch): those without an idempotency
 /// key or media — nearly all — are written with three multi-row statements (the messages, their first
 /// state rows, their delivery jobs) instead of three statements each; the others one by one. Answers in
 /// the order of `items`. Any failure (a sender-chosen ref already taken) fails the whole call.
 pub async fn create_many_in(
     tx: &mut Transaction<'_, Any>,
     items: &[(NewMessage, Millis)],
-) -> Result<Vec<Created>, sqlx::Error> {
+) -> Result<Vec<(Created, Option<InHub>)>, sqlx::Error> {
     let backend = super::backend_of(tx);
-    let mut out: Vec<Option<Created>> = items.iter().map(|_| None).collect();
+    let mut out: Vec<Option<(Created, Option<InHub>)>> = items.iter().map(|_| None).collect();
     let mut plain = Vec::new();
     for (i, (m, now)) in items.iter().enumerate() {
         if m.idempotency_key.is_none() && m.media.is_none() {
             plain.push(i);
         } else {
-            out[i] = Some(create_in(tx, m, *now).await?);
+            out[i] = Some(create_routed_in(tx, m, *now).await?);
         }
     }
     if !plain.is_empty() {
         let sql = format!(
-            "INSERT INTO messages ({NEW_COLUMNS}) VALUES {} \
-             RETURNING id, ref, (SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code",
+            "INSERT INTO messages ({NEW_COLUMNS}) VALUES {} RETURNING id, ref, {RETURNED_REACH}",
             super::rows(plain.len(), &format!("({NEW_ROW})"))
         );
         let mut insert = super::query_rows(backend, &sql, plain.len());
@@ -295,22 +335,21 @@ pub async fn create_many_in(
             insert = bind_new(insert, m, *now);
         }
         // RETURNING's order is not defined: rows are matched back by their (unique) ref.
-        let mut ids = std::collections::HashMap::with_capacity(plain.len());
+        let mut rows = std::collections::HashMap::with_capacity(plain.len());
         for row in insert.fetch_all(&mut **tx).await? {
-            let reference: String = row.try_get("ref")?;
-            ids.insert(reference, (row.try_get::<i64, _>("id")?, row.try_get::<String, _>("partner_code")?));
+            rows.insert(row.try_get::<String, _>("ref")?, row);
         }
         let mut written = Vec::with_capacity(plain.len());
         for &i in &plain {
             let (m, now) = &items[i];
-            let (id, code) = ids.remove(&m.reference).ok_or(sqlx::Error::RowNotFound)?;
-            written.push((i, stored(m, id, code, *now)));
+            let row = rows.remove(&m.reference).ok_or(sqlx::Error::RowNotFound)?;
+            let message = stored(m, row.try_get("id")?, row.try_get("partner_code")?, *now);
+            written.push((i, message, hub_decision(m, &row, *now)?));
         }
-
-        let created: Vec<(&Message, bool)> = written.iter().map(|(i, m)| (m, items[*i].0.in_hub.is_none())).collect();
+        let created: Vec<(&Message, bool)> = written.iter().map(|(_, m, hub)| (m, hub.is_none())).collect();
         record_created_in(tx, &created).await?;
-        for (i, m) in written {
-            out[i] = Some(Created::New(m));
+        for (i, m, hub) in written {
+            out[i] = Some((Created::New(m), hub));
         }
     }
     Ok(out.into_iter().map(|c| c.expect("every item was written")).collect())
@@ -778,38 +817,6 @@ pub struct ToDeliver {
     pub conversation_channel: Option<Channel>,
     /// The recipient opted out of one of our senders on some channel (which one, each try looks up).
     pub opted_out: bool,
-}
-
-/// What a send knows of its recipient to route at once (see `messages::routing`): whether the account is
-/// claimed and has a device, and the partner's name and fallback window (`None`: the host's default).
-#[derive(Debug)]
-pub struct SendRouting {
-    pub claimed: bool,
-    pub has_device: bool,
-    pub partner_name: String,
-    pub hub_fallback_after_s: Option<i64>,
-}
-
-/// [`SendRouting`] for a message from the partner to `phone`, in one read (`None`: no such partner).
-pub async fn send_routing(db: &Db, partner_id: i64, phone: &str) -> Result<Option<SendRouting>, sqlx::Error> {
-    let row = sqlx::query(
-        "SELECT p.name AS partner_name, p.hub_fallback_after_s, \
-         (SELECT COUNT(*) FROM accounts a WHERE a.phone = $2 AND a.state = 'claimed') AS claimed, \
-         (SELECT COUNT(*) FROM devices d WHERE d.phone = $2) AS devices FROM partners p WHERE p.id = $1",
-    )
-    .bind(partner_id)
-    .bind(phone)
-    .fetch_optional(db.reader())
-    .await?;
-    row.map(|r| {
-        Ok(SendRouting {
-            claimed: r.try_get::<i64, _>("claimed")? > 0,
-            has_device: r.try_get::<i64, _>("devices")? > 0,
-            partner_name: r.try_get("partner_name")?,
-            hub_fallback_after_s: r.try_get("hub_fallback_after_s")?,
-        })
-    })
-    .transpose()
 }
 
 /// Messages to deliver and what routing needs (see [`ToDeliver`]), in one read, by id (a message that is

@@ -127,7 +127,7 @@ pub(super) async fn invite_to_flow(
             request_hash: None,
             fallback_after_s: None,
             channel: None,
-            in_hub: None,
+            hub: None,
         };
         let (_, message_id) = flows::invite(&state.db, &reference, bot.id, &flow, &title, &card, state.now()).await?;
         state.delivery.wake.notify_one();
