@@ -1679,7 +1679,12 @@ export interface paths {
         /** List messages, newest first. */
         get: operations["list_messages"];
         put?: never;
-        /** Send a hub message. */
+        /**
+         * Send a hub message.
+         * @description A message for a user reached in the hub (a claimed account with a device; not a code, not encrypted) is
+         *     in the hub as this answers: `state` `sent`, `channel` `inapp`. Any other is `queued`, and the delivery
+         *     worker routes it just after.
+         */
         post: operations["send_message"];
         delete?: never;
         options?: never;
