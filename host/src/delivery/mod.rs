@@ -402,19 +402,17 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
         .chain(alerts.into_iter().map(|(c, o)| attempt(AttemptKind::Alert, c, o)))
         .collect();
     let change = Some(Change::State { from: &[MessageState::Queued], to, channel });
-    let default_window = delivery.config.hub_fallback_after_s;
-    let follow_up = in_hub
-        .then(|| {
-            let (priority, content) = (&message.priority, &message.content);
-            crate::messages::routing::after_hub(
-                priority,
-                content,
-                found.fallback_after_s,
-                default_window,
-                delivery.now(),
-            )
-        })
-        .flatten();
+    let (window, default_window) = (found.fallback_after_s, delivery.config.hub_fallback_after_s);
+    let follow_up = match in_hub {
+        true => crate::messages::routing::after_hub(
+            &message.priority,
+            &message.content,
+            window,
+            default_window,
+            delivery.now(),
+        ),
+        false => None,
+    };
     let notify = in_hub.then(|| (message.clone(), partner_name.clone()));
     Ok(Done {
         notify,

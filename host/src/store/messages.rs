@@ -138,7 +138,11 @@ pub struct InHub {
     pub event: fn(&Message, Millis) -> Value,
 }
 
-/// What an insert answers of its recipient and partner besides the new row, for [`HubRoute`].
+/// What an insert answers besides the new row's id: the sender's code.
+const RETURNED: &str = "(SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code";
+
+/// [`RETURNED`], and what a [`HubRoute`] decides by: the recipient's claimed accounts and devices, the
+/// partner's window. Asked only when a message has a route, so other inserts read nothing more.
 const RETURNED_REACH: &str = "(SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code, \
      (SELECT p.hub_fallback_after_s FROM partners p WHERE p.id = messages.partner_id) AS partner_after_s, \
      (SELECT COUNT(*) FROM accounts a WHERE a.phone = messages.phone AND a.state = 'claimed') AS claimed, \
@@ -236,7 +240,8 @@ pub async fn create_routed_in(
     // insert, so no read-back follows.
     let sql = format!(
         "INSERT INTO messages ({NEW_COLUMNS}, idempotency_key, request_hash, media_id) VALUES ({NEW_ROW}, ?, ?, ?) \
-         ON CONFLICT (partner_id, idempotency_key) DO NOTHING RETURNING id, {RETURNED_REACH}"
+         ON CONFLICT (partner_id, idempotency_key) DO NOTHING RETURNING id, {}",
+        if m.hub.is_some() { RETURNED_REACH } else { RETURNED }
     );
     let inserted = bind_new(super::query_rows(super::backend_of(tx), &sql, 1), m, now)
         .bind(&m.idempotency_key)
@@ -326,8 +331,9 @@ pub async fn create_many_in(
     }
     if !plain.is_empty() {
         let sql = format!(
-            "INSERT INTO messages ({NEW_COLUMNS}) VALUES {} RETURNING id, ref, {RETURNED_REACH}",
-            super::rows(plain.len(), &format!("({NEW_ROW})"))
+            "INSERT INTO messages ({NEW_COLUMNS}) VALUES {} RETURNING id, ref, {}",
+            super::rows(plain.len(), &format!("({NEW_ROW})")),
+            if plain.iter().any(|&i| items[i].0.hub.is_some()) { RETURNED_REACH } else { RETURNED }
         );
         let mut insert = super::query_rows(backend, &sql, plain.len());
         for &i in &plain {
