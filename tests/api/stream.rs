@@ -333,6 +333,67 @@ async fn conversations_and_bot_replies_arrive_live() {
     assert_eq!((&flow.data["ref"], flow.data["kind"].as_str()), (&session, Some("chat")));
 }
 
+/// The states a message has passed through, and its `message.status` events' states, in order.
+async fn history(app: &TestApp, id: i64) -> (Vec<String>, Vec<String>) {
+    let db = app.state.db.reader();
+    let states: Vec<String> = sqlx::query_scalar("SELECT state FROM message_states WHERE message_id = $1 ORDER BY seq")
+        .bind(id)
+        .fetch_all(db)
+        .await
+        .unwrap();
+    let events: Vec<String> = sqlx::query_scalar(
+        "SELECT payload FROM outbox_events WHERE ordering_key LIKE $1 AND event = 'message.status' ORDER BY id",
+    )
+    .bind(format!("%:message:{id}"))
+    .fetch_all(db)
+    .await
+    .unwrap();
+    let events = events.iter().map(|p| serde_json::from_str::<Value>(p).unwrap()["state"].as_str().unwrap().into());
+    (states, events.collect())
+}
+
+#[tokio::test]
+async fn a_message_handed_over_while_queued_walks_to_delivered_and_a_replay_hands_nothing_over_again() {
+    // No delivery worker: an agent's reply stays `queued` until a device gets it.
+    let app = TestApp::start_with(|c| c.workers = false).await;
+    let key = app.partner("acme").await;
+    let token = user(&app, &key).await;
+    let mut stream = open(&app, &token, None).await;
+    let thread = app.post(&token, "/api/v1/me/conversations", json!({"partner": "acme", "body": "Help"})).await;
+    let id = thread.ok(201)["conversation_id"].as_i64().unwrap();
+    let reply = app.post(&key, &format!("/api/v1/conversations/{id}/messages"), json!({"body": "On it"})).await;
+    let reply_id = reply.ok(201)["message_id"].as_i64().unwrap();
+    let handed = stream.next_where("conversation.message", |d| d["message"]["message_id"] == reply_id).await;
+    assert_eq!(handed.data["message"]["state"], "queued", "the stream read it before any worker moved it");
+    // The stream's copy said `queued`: the message walks through `sent` to `delivered`, each step recorded
+    // and told, in order.
+    let walked =
+        (vec!["queued".to_string(), "sent".into(), "delivered".into()], vec!["sent".into(), "delivered".into()]);
+    eventually("the reply walks to delivered", || async { history(&app, reply_id).await == walked }).await;
+
+    // A hub message, delivered down the stream, then read.
+    let sent = app.send_text(&key, PHONE, "Your order shipped").await.ok(201).clone();
+    let (message_id, reference) = (sent["message_id"].as_i64().unwrap(), sent["ref"].as_str().unwrap().to_string());
+    let created = stream.next_where("message.created", |d| d["message_id"] == message_id).await;
+    eventually("delivered by the stream", || async { app.message(&key, message_id).await["state"] == "delivered" })
+        .await;
+    app.post(&token, &format!("/api/v1/me/messages/{reference}/read"), json!({})).await.ok(200);
+    let read = (
+        vec!["queued".to_string(), "sent".into(), "delivered".into(), "read".into()],
+        vec!["sent".to_string(), "delivered".into(), "read".into()],
+    );
+    assert_eq!(history(&app, message_id).await, read);
+    drop(stream);
+    // Replayed from before it was created, the message comes again as it is now (read), and is not handed
+    // over again: no step back, no second `delivered`.
+    let before = (created.id.unwrap().parse::<i64>().unwrap() - 1).to_string();
+    let mut again = open(&app, &token, Some(&before)).await;
+    let replayed = again.next_where("message.created", |d| d["message_id"] == message_id).await;
+    assert_eq!(replayed.data["state"], "read");
+    tokio::time::sleep(hubbub_host::messages::HANDED_OVER_GATHER * 4).await;
+    assert_eq!(history(&app, message_id).await, read);
+}
+
 #[tokio::test]
 async fn a_stream_on_one_host_hears_what_another_host_did() {
     let db = Arc::new(TestDb::new().await);

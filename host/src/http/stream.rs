@@ -347,8 +347,8 @@ struct Live {
 impl Audience for Live {
     async fn render(&mut self, event: UserEvent, message: Option<Message>) -> Option<Event> {
         let (rendered, carried) = render(&self.state.db, &event, message, self.ticket.device.as_deref()).await?;
-        if let Some(message_id) = carried {
-            self.delivered(message_id);
+        if let Some(message) = carried {
+            self.delivered(message);
         }
         Some(rendered)
     }
@@ -367,11 +367,12 @@ impl Live {
     /// A hub message goes down this stream: a device has it, so it is `delivered` (which ends the wait for
     /// the fallback after the hub).
     /// Written by the group commit, without holding up the stream: the event goes out now.
-    fn delivered(&self, message_id: i64) {
+    fn delivered(&self, message: Message) {
         let writer = self.state.delivered.clone();
         let now = self.state.now();
         tokio::spawn(async move {
-            if let Err(error) = writer.write((message_id, now)).await {
+            let message_id = message.id;
+            if let Err(error) = writer.write((message, now)).await {
                 tracing::warn!(%error, message_id, "a message sent down a stream could not be marked delivered");
             }
         });
@@ -399,24 +400,27 @@ async fn render(
     event: &UserEvent,
     message: Option<Message>,
     device: Option<&str>,
-) -> Option<(Event, Option<i64>)> {
+) -> Option<(Event, Option<Message>)> {
     let mut carried = None;
     let body: Value = match event.kind {
         UserEventKind::MessageCreated | UserEventKind::MessageUpdated => {
             let m = message?;
-            if event.kind == UserEventKind::MessageCreated {
-                carried = Some(m.id);
+            let body = serde_json::to_value(MessageRecord::for_device(&m, device)).ok()?;
+            // Replayed, a message the device had already got is not handed over again.
+            if event.kind == UserEventKind::MessageCreated && MessageState::UNDELIVERED.contains(&m.state) {
+                carried = Some(m);
             }
-            serde_json::to_value(MessageRecord::for_device(&m, device)).ok()?
+            body
         }
         UserEventKind::ConversationMessage => {
             let m = message?;
             let c = conversations::find_by_id(db, m.conversation_id?).await.ok()??;
-            if m.direction == Direction::Out && MessageState::UNDELIVERED.contains(&m.state) {
-                carried = Some(m.id);
-            }
             let conversation = as_user_sees(db, &c).await?;
-            json!({ "conversation": conversation, "message": MessageRecord::for_device(&m, device) })
+            let body = json!({ "conversation": conversation, "message": MessageRecord::for_device(&m, device) });
+            if m.direction == Direction::Out && MessageState::UNDELIVERED.contains(&m.state) {
+                carried = Some(m);
+            }
+            body
         }
         UserEventKind::ConversationUpdated => {
             let c = conversations::find_by_id(db, event.subject_id).await.ok()??;

@@ -108,30 +108,58 @@ pub async fn advance_in_hub(db: &Db, id: i64, to: MessageState, now: Millis) -> 
     Ok(moved)
 }
 
-/// A message a device got down its event stream, and when.
-pub type HandedOver = (i64, Millis);
+/// How long the messages handed to devices gather before they are written `delivered` (at most 256 in
+/// one transaction).
+pub const HANDED_OVER_GATHER: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// A message a device got down its event stream (as the stream read it), and when.
+pub type HandedOver = (Message, Millis);
 
 /// The group commit of messages handed to devices down their event streams (see `store::writer`): each
 /// becomes `delivered`, many streams' messages in one transaction, so an open stream costs the send path
-/// a share of a transaction instead of one of its own.
+/// a share of a transaction instead of one of its own. The streams read each message with its event, so
+/// nothing is read again here: one update per step of the hub path (a hub message is `sent` when its
+/// event is written, so one update in all; an agent's message may still be `queued`). Nobody waits on
+/// these writes (the event has gone down the stream), so a batch gathers for [`HANDED_OVER_GATHER`]: a
+/// few transactions a second instead of one per cycle of the send path's writer, at the cost of
+/// `delivered` being recorded up to that much later.
 pub fn delivered_writer(db: Db) -> crate::store::writer::GroupCommit<HandedOver, Option<Message>> {
     use crate::store::writer::{GroupCommit, Writes};
-    GroupCommit::spawn_with(
+    GroupCommit::spawn_gathering(
         db,
         256,
+        HANDED_OVER_GATHER,
         Writes {
-            // The batch: one read of its messages and one update per step, whatever its size.
             batch: Some(|tx, items| {
                 Box::pin(async move {
-                    let ids: Vec<i64> = items.iter().map(|(id, _)| *id).collect();
+                    let messages: Vec<Message> = items.iter().map(|(m, _)| m.clone()).collect();
                     let now = items.iter().map(|(_, at)| *at).max().unwrap_or_default();
                     let inapp = Some(Channel::Inapp);
-                    store::advance_many_in(tx, &ids, MessageState::Delivered, inapp, now, events::message_status).await
+                    store::advance_read_many_in(
+                        tx,
+                        &messages,
+                        MessageState::Delivered,
+                        inapp,
+                        now,
+                        events::message_status,
+                    )
+                    .await
                 })
             }),
-            one: |tx, (id, now)| {
-                let inapp = Some(Channel::Inapp);
-                Box::pin(store::advance_in(tx, *id, MessageState::Delivered, inapp, *now, events::message_status))
+            one: |tx, (message, now)| {
+                Box::pin(async move {
+                    let inapp = Some(Channel::Inapp);
+                    let delivered = MessageState::Delivered;
+                    let moved = store::advance_read_many_in(
+                        tx,
+                        std::slice::from_ref(message),
+                        delivered,
+                        inapp,
+                        *now,
+                        events::message_status,
+                    );
+                    Ok(moved.await?.pop().flatten())
+                })
             },
         },
     )

@@ -650,11 +650,9 @@ pub async fn advance_in(
     Ok(advance_many_in(tx, &[message_id], target, channel, now, event).await?.pop().flatten())
 }
 
-/// [`advance_in`] for many messages at once (the group commit of messages handed to devices, the app's
-/// fetch and read): one read of them all, then per step of the hub path one update of those at that step
-/// (with its history rows and events). The updates lock the rows in the same order as every other update
-/// of several messages, before the user's event counter, so two such transactions never deadlock. Answers, for each id in order, the message after the last step it took, or `None` when it did
-/// not move (already there or past it, failed, gone, or an id given twice).
+/// [`advance_in`] for many messages at once (the app's fetch and read): one read of them all, then
+/// [`advance_read_many_in`]. Answers, for each id in order, the message after the last step it took, or
+/// `None` when it did not move (already there or past it, failed, gone, or an id given twice).
 pub async fn advance_many_in(
     tx: &mut Transaction<'_, Any>,
     ids: &[i64],
@@ -663,8 +661,6 @@ pub async fn advance_many_in(
     now: Millis,
     event: fn(&Message, Millis) -> Value,
 ) -> Result<Vec<Option<Message>>, sqlx::Error> {
-    const HUB_PATH: [MessageState; 4] = MessageState::HUB_PATH;
-    let Some(end) = HUB_PATH.iter().position(|s| *s == target) else { return Ok(vec![None; ids.len()]) };
     if ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -674,18 +670,51 @@ pub async fn advance_many_in(
     for id in ids {
         read = read.bind(*id);
     }
-    let mut current: std::collections::HashMap<i64, Message> = read
-        .fetch_all(&mut **tx)
-        .await?
-        .iter()
-        .map(from_row)
-        .map(|m| m.map(|m| (m.id, m)))
-        .collect::<Result<_, _>>()?;
+    let current: Vec<Message> = read.fetch_all(&mut **tx).await?.iter().map(from_row).collect::<Result<_, _>>()?;
+    let mut moved: std::collections::HashMap<i64, Message> =
+        advance_read_many_in(tx, &current, target, channel, now, event)
+            .await?
+            .into_iter()
+            .flatten()
+            .map(|m| (m.id, m))
+            .collect();
+    Ok(ids.iter().map(|id| moved.remove(id)).collect())
+}
+
+/// [`advance_many_in`] for messages the caller has read already (the group commit of messages handed to
+/// devices down their streams, which read each with its event): no read, only per step of the hub path one
+/// update of those that may be at that step, with its history rows and events. A message is offered to the
+/// steps from the state it was read in on; it may have moved on since (the delivery worker, another
+/// device), and the update's own `state IN (…)` decides, on the row as it is when this transaction gets it.
+/// The updates lock the rows in the same order as every other update of several messages, before the
+/// user's event counter, so two such transactions never deadlock. Answers, for each message in order, the
+/// message after the last step it took, or `None` when it did not move (already there or past it, failed,
+/// gone, or given twice).
+pub async fn advance_read_many_in(
+    tx: &mut Transaction<'_, Any>,
+    messages: &[Message],
+    target: MessageState,
+    channel: Option<Channel>,
+    now: Millis,
+    event: fn(&Message, Millis) -> Value,
+) -> Result<Vec<Option<Message>>, sqlx::Error> {
+    const HUB_PATH: [MessageState; 4] = MessageState::HUB_PATH;
+    let Some(end) = HUB_PATH.iter().position(|s| *s == target) else { return Ok(vec![None; messages.len()]) };
+    let position = |m: &Message| HUB_PATH.iter().position(|s| *s == m.state);
+    let mut current: std::collections::HashMap<i64, Message> = std::collections::HashMap::new();
+    for m in messages {
+        // Failed (off the path) or already there: nothing to offer.
+        if position(m).is_some_and(|p| p < end) {
+            current.entry(m.id).or_insert_with(|| m.clone());
+        }
+    }
     let mut moved = std::collections::HashMap::new();
     for step in 1..=end {
-        // Every message is offered to every step: the update's own `state IN (…)` decides, on the row as it
-        // is when this transaction gets it (the delivery worker may have moved it since it was read here).
-        let at_step: Vec<&Message> = current.values().collect();
+        // Every message not known to be past this step is offered to it.
+        let at_step: Vec<&Message> = current.values().filter(|m| position(m).is_some_and(|p| p < step)).collect();
+        if at_step.is_empty() {
+            continue;
+        }
         let stepped =
             transition_read_in(tx, &at_step, &HUB_PATH[step - 1..step], HUB_PATH[step], channel, now, event).await?;
         for m in stepped {
@@ -693,7 +722,8 @@ pub async fn advance_many_in(
             moved.insert(m.id, m);
         }
     }
-    Ok(ids.iter().map(|id| moved.remove(id)).collect())
+    let mut answered = std::collections::HashSet::new();
+    Ok(messages.iter().map(|m| if answered.insert(m.id) { moved.remove(&m.id) } else { None }).collect())
 }
 
 /// The ids of the partner's messages among `ids` (others' ids are dropped), or all of a phone's.

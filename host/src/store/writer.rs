@@ -13,6 +13,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Duration;
 
 use sqlx::{Any, Transaction};
 use tokio::sync::{mpsc, oneshot};
@@ -72,6 +73,15 @@ impl<J: Send + Sync + 'static, R: Send + 'static> GroupCommit<J, R> {
 
     /// [`GroupCommit::spawn`] with a write of the whole batch.
     pub fn spawn_with(db: Db, max_batch: usize, write: Writes<J, R>) -> GroupCommit<J, R> {
+        GroupCommit::spawn_gathering(db, max_batch, Duration::ZERO, write)
+    }
+
+    /// [`GroupCommit::spawn_with`] for writes that may wait: a batch gathers for `gather` after its first
+    /// item (or until it holds `max_batch`) before it is written, so a steady trickle of items costs the
+    /// writer a transaction per `gather` rather than one per item or two. For writes nobody waits on
+    /// (messages handed to devices), where each transaction taken from the one SQLite writer is one the
+    /// send path waits behind.
+    pub fn spawn_gathering(db: Db, max_batch: usize, gather: Duration, write: Writes<J, R>) -> GroupCommit<J, R> {
         let (jobs, rx) = mpsc::channel::<(J, oneshot::Sender<Result<R, sqlx::Error>>)>(4 * max_batch);
         // Lanes take turns at the queue: one gathers a batch while others are writing theirs.
         let rx = std::sync::Arc::new(tokio::sync::Mutex::new(rx));
@@ -79,7 +89,22 @@ impl<J: Send + Sync + 'static, R: Send + 'static> GroupCommit<J, R> {
             let (db, rx) = (db.clone(), rx.clone());
             tokio::spawn(async move {
                 let mut batch = Vec::with_capacity(max_batch);
-                while rx.lock().await.recv_many(&mut batch, max_batch).await > 0 {
+                loop {
+                    let mut queue = rx.lock().await;
+                    if queue.recv_many(&mut batch, max_batch).await == 0 {
+                        break;
+                    }
+                    if !gather.is_zero() {
+                        let until = tokio::time::Instant::now() + gather;
+                        while batch.len() < max_batch {
+                            let more = max_batch - batch.len();
+                            match tokio::time::timeout_at(until, queue.recv_many(&mut batch, more)).await {
+                                Ok(n) if n > 0 => {}
+                                _ => break,
+                            }
+                        }
+                    }
+                    drop(queue);
                     let (items, replies): (Vec<J>, Vec<_>) = std::mem::take(&mut batch).into_iter().unzip();
                     let results = write_batch(&db, &items, write).await;
                     for (reply, result) in replies.into_iter().zip(results) {
