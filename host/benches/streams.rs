@@ -4,9 +4,12 @@
 //! database (or `HUBBUB_BENCH_DATABASE_URL=postgres://…`), makes N claimed users with a device (default
 //! 10,000; `HUBBUB_BENCH_STREAMS`), and prints:
 //!
-//! 1. sends per second (`POST /messages`, 64 in flight, 5 s) with no stream open;
+//! 1. sends per second (`POST /messages`, 64 in flight, 5 s) with no stream open: to the N users, and to
+//!    1,000 other claimed users with a device (who never open a stream);
 //! 2. the host's resident memory with N idle streams open (`GET /me/events`), per stream;
-//! 3. sends per second again with the N streams open, and that as a share of (1);
+//! 3. sends per second again with the N streams open, and each as a share of its rate in (1): to the 1,000
+//!    other users (the N streams stay idle: what holding them open costs the host), and to the N users
+//!    (every send goes down one of the streams and marks its message `delivered`);
 //! 4. send `201` → the event read by the user's stream, at 1,000 sends/s (`HUBBUB_BENCH_RATE`) over 1,000 of
 //!    the users for 10 s: p50, p99, max;
 //! 5. one broadcast to all N users: the time until the last stream has its `message.created`;
@@ -221,7 +224,9 @@ async fn main() -> anyhow::Result<()> {
     config.secret_key = Some(SECRET_KEY.into());
     let db = hubbub_host::store::Db::open(&config, 4).await?;
     let phones: Vec<String> = (0..n).map(|i| format!("+1555{:07}", 1_000_000 + i)).collect();
-    for chunk in phones.chunks(200) {
+    // Users like them who never open a stream: sends to them leave the streams idle.
+    let quiet: Vec<String> = (0..1000).map(|i| format!("+1556{:07}", 1_000_000 + i)).collect();
+    for chunk in phones.chunks(200).chain(quiet.chunks(200)) {
         let mut links = tokio::task::JoinSet::new();
         for phone in chunk {
             let link = client
@@ -236,11 +241,15 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     let now = SystemClock.now_ms();
-    for phone in &phones {
+    for phone in phones.iter().chain(&quiet) {
         let claimed = |p: &str, at| hubbub_host::events::account_claimed(p, phone, at);
         hubbub_host::store::accounts::sign_in(&db, phone, &format!("dev-{phone}"), Some("web"), now, claimed).await?;
     }
-    println!("setup: {n} claimed users with a device in {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "setup: {n} claimed users with a device (and {} who open no stream) in {:.1} s",
+        quiet.len(),
+        started.elapsed().as_secs_f64()
+    );
 
     let cpu = |pid: u32| (cpu_s(&pid.to_string()), cpu_s("self"));
     let (server_cpu, client_cpu) = cpu(pid);
@@ -251,6 +260,14 @@ async fn main() -> anyhow::Result<()> {
     };
     println!("sends without streams: {without:.0}/s (64 in flight, 5 s); delivered {:.1} s after", drain(&db).await?);
     println!("  {}", spent((server_cpu, client_cpu)));
+    let quiet_cpu = cpu(pid);
+    let quiet_without = send_rate(&client, &base, &key, &quiet, 5).await;
+    println!(
+        "sends to the {} users who open no stream, none open: {quiet_without:.0}/s; delivered {:.1} s after",
+        quiet.len(),
+        drain(&db).await?
+    );
+    println!("  {}", spent(quiet_cpu));
     let before = rss_kib(pid);
 
     // N idle streams, one per user.
@@ -288,11 +305,20 @@ async fn main() -> anyhow::Result<()> {
         (after - before) / n as f64
     );
 
+    let quiet_cpu = cpu(pid);
+    let quiet_with = send_rate(&client, &base, &key, &quiet, 5).await;
+    println!("  {}", spent(quiet_cpu));
+    println!(
+        "sends to the {} users who open no stream, {n} idle streams open: {quiet_with:.0}/s, {:.0} % of the rate with none open; delivered {:.1} s after",
+        quiet.len(),
+        100.0 * quiet_with / quiet_without,
+        drain(&db).await?
+    );
     let before_cpu = cpu(pid);
     let with = send_rate(&client, &base, &key, &phones, 5).await;
     println!("  {}", spent(before_cpu));
     println!(
-        "sends with {n} streams open: {with:.0}/s, {:.0} % of the rate without; delivered {:.1} s after",
+        "sends with {n} streams open, to their users (each message goes down a stream): {with:.0}/s, {:.0} % of the rate without; delivered {:.1} s after",
         100.0 * with / without,
         drain(&db).await?
     );
