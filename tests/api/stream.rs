@@ -395,6 +395,25 @@ async fn a_message_handed_over_while_queued_walks_to_delivered_and_a_replay_hand
 }
 
 #[tokio::test]
+async fn an_open_stream_notes_the_user_present_at_its_heartbeats_and_as_it_ends() {
+    let app = TestApp::start_with(|c| c.stream_heartbeat_ms = 100).await;
+    let key = app.partner("acme").await;
+    let token = user(&app, &key).await;
+    let seen = || async { hubbub_host::store::devices::last_seen(&app.state.db, PHONE).await.unwrap() };
+    let stream = open(&app, &token, None).await;
+    assert_eq!(seen().await, Some(app.now()), "opening a stream is activity");
+    // Past the 15 s between two notes, a heartbeat notes the user again (its notes gather for a moment).
+    app.clock.advance_ms(20_000);
+    let beat = app.now();
+    eventually("a heartbeat notes the user present", || async { seen().await == Some(beat) }).await;
+    // The stream's end is the last moment the user was here: the offline timer starts from it.
+    app.clock.advance_ms(20_000);
+    let gone = app.now();
+    drop(stream);
+    eventually("the stream's end notes the user present", || async { seen().await == Some(gone) }).await;
+}
+
+#[tokio::test]
 async fn a_stream_on_one_host_hears_what_another_host_did() {
     let db = Arc::new(TestDb::new().await);
     let a = TestApp::start_on(db.clone(), |_| {}).await;

@@ -356,7 +356,7 @@ impl Audience for Live {
     /// The user's presence is noted as the stream goes on.
     async fn still_valid(&mut self) -> bool {
         let now = self.state.now();
-        if let Err(error) = self.state.presence.touch(&self.ticket.phone, now).await {
+        if let Err(error) = self.state.presence.beat(&self.ticket.phone, now).await {
             tracing::warn!(%error, "an event stream could not note the user's presence");
         }
         !signed_out(&self.state, &self.ticket).await.unwrap_or(false)
@@ -385,7 +385,7 @@ impl Drop for Live {
         // The user was here until now: the offline timer (HUBBUB_OFFLINE_AFTER_S) starts as the stream ends.
         let state = self.state.clone();
         tokio::spawn(async move {
-            if let Err(error) = state.presence.touch(&phone, state.now()).await {
+            if let Err(error) = state.presence.beat(&phone, state.now()).await {
                 tracing::warn!(%error, "a closing event stream could not note the user's presence");
             }
         });
