@@ -130,39 +130,23 @@ pub fn delivered_writer(db: Db) -> crate::store::writer::GroupCommit<HandedOver,
         256,
         HANDED_OVER_GATHER,
         Writes {
-            batch: Some(|tx, items| {
-                Box::pin(async move {
-                    let messages: Vec<Message> = items.iter().map(|(m, _)| m.clone()).collect();
-                    let now = items.iter().map(|(_, at)| *at).max().unwrap_or_default();
-                    let inapp = Some(Channel::Inapp);
-                    store::advance_read_many_in(
-                        tx,
-                        &messages,
-                        MessageState::Delivered,
-                        inapp,
-                        now,
-                        events::message_status,
-                    )
-                    .await
-                })
-            }),
-            one: |tx, (message, now)| {
-                Box::pin(async move {
-                    let inapp = Some(Channel::Inapp);
-                    let delivered = MessageState::Delivered;
-                    let moved = store::advance_read_many_in(
-                        tx,
-                        std::slice::from_ref(message),
-                        delivered,
-                        inapp,
-                        *now,
-                        events::message_status,
-                    );
-                    Ok(moved.await?.pop().flatten())
-                })
+            batch: Some(|tx, items| Box::pin(deliver_in(tx, items))),
+            one: |tx, item| {
+                Box::pin(async move { Ok(deliver_in(tx, std::slice::from_ref(item)).await?.pop().flatten()) })
             },
         },
     )
+}
+
+/// Messages handed to devices become `delivered`, each from the state its stream read it in.
+async fn deliver_in(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    items: &[HandedOver],
+) -> Result<Vec<Option<Message>>, sqlx::Error> {
+    let messages: Vec<&Message> = items.iter().map(|(m, _)| m).collect();
+    let now = items.iter().map(|(_, at)| *at).max().unwrap_or_default();
+    let (delivered, inapp) = (MessageState::Delivered, Some(Channel::Inapp));
+    store::advance_read_many_in(tx, &messages, delivered, inapp, now, events::message_status).await
 }
 
 /// The user has read these messages in the app: each walks the hub path to `read` (each step with its

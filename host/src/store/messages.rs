@@ -671,6 +671,7 @@ pub async fn advance_many_in(
         read = read.bind(*id);
     }
     let current: Vec<Message> = read.fetch_all(&mut **tx).await?.iter().map(from_row).collect::<Result<_, _>>()?;
+    let current: Vec<&Message> = current.iter().collect();
     let mut moved: std::collections::HashMap<i64, Message> =
         advance_read_many_in(tx, &current, target, channel, now, event)
             .await?
@@ -692,7 +693,7 @@ pub async fn advance_many_in(
 /// gone, or given twice).
 pub async fn advance_read_many_in(
     tx: &mut Transaction<'_, Any>,
-    messages: &[Message],
+    messages: &[&Message],
     target: MessageState,
     channel: Option<Channel>,
     now: Millis,
@@ -705,7 +706,7 @@ pub async fn advance_read_many_in(
     for m in messages {
         // Failed (off the path) or already there: nothing to offer.
         if position(m).is_some_and(|p| p < end) {
-            current.entry(m.id).or_insert_with(|| m.clone());
+            current.entry(m.id).or_insert_with(|| (*m).clone());
         }
     }
     let mut moved = std::collections::HashMap::new();
