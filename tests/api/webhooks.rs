@@ -495,3 +495,74 @@ async fn the_delivery_log_filters_by_time_and_a_page_of_failed_ones_is_whole() {
     assert_eq!(ids("/api/v1/webhooks/deliveries?state=failed&limit=1".into()).await, [id(2)]);
     assert_eq!(ids("/api/v1/webhooks/deliveries?state=pending".into()).await.len(), 3);
 }
+
+/// One batch of events (`outbox::enqueue_many`, one statement): stored in the order given; `pending` when
+/// the target has an endpoint, else `dead` with the reason (a partner without a URL, a developer and a bot
+/// that do not exist); and each names the last event stored under its ordering key of its target, so a
+/// second batch chains onto the first.
+#[tokio::test]
+async fn a_batch_of_events_is_stored_in_order_each_after_the_last_of_its_key() {
+    use hubbub_host::store::outbox::{self, NewEvent, Target};
+    use sqlx::Row;
+    // No dispatcher pass while the test reads the states it wrote.
+    let app = TestApp::start_with(|c| c.webhook_poll_ms = 3_600_000).await;
+    let recv = FakeServer::start(200, 0).await;
+    let (acme, _beta) = (app.partner("acme").await, app.partner("beta").await);
+    configure(&app, &acme, &recv.url).await;
+    let db = &app.state.db;
+    let mut partner = HashMap::new();
+    for code in ["acme", "beta"] {
+        let id: i64 = sqlx::query_scalar("SELECT id FROM partners WHERE code = $1")
+            .bind(code)
+            .fetch_one(db.reader())
+            .await
+            .unwrap();
+        partner.insert(code, Target::Partner(id));
+    }
+    let payload = json!({"n": 1});
+    // At an instant long past: due at once, were a dispatcher to look.
+    let event = |target, key: &str| NewEvent {
+        target,
+        event: "message.status",
+        payload: &payload,
+        ordering_key: key.to_string(),
+        at: 1_000,
+    };
+    let batches = [
+        vec![
+            event(partner["acme"], "message:1"),
+            event(partner["beta"], "message:1"),
+            event(Target::Developer(999_999), "message:1"),
+            event(Target::Bot(999_999), "message:1"),
+            event(partner["acme"], "message:2"),
+        ],
+        vec![event(partner["acme"], "message:3"), event(partner["acme"], "message:1")],
+    ];
+    let mut delivery_ids = Vec::new();
+    for batch in &batches {
+        let mut tx = db.begin().await.unwrap();
+        delivery_ids.extend(outbox::enqueue_many(&mut tx, batch).await.unwrap());
+        tx.commit().await.unwrap();
+    }
+    let mut rows = Vec::new();
+    for delivery_id in &delivery_ids {
+        let r = sqlx::query("SELECT id, state, last_error, after_id FROM outbox_events WHERE delivery_id = $1")
+            .bind(delivery_id)
+            .fetch_one(db.reader())
+            .await
+            .unwrap();
+        let id: i64 = r.try_get("id").unwrap();
+        let state: String = r.try_get("state").unwrap();
+        let error: Option<String> = r.try_get("last_error").unwrap();
+        let after: i64 = r.try_get("after_id").unwrap();
+        rows.push((id, state, error, after));
+    }
+    let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "stored in the order given: {ids:?}");
+    let states: Vec<(&str, Option<&str>)> = rows.iter().map(|r| (r.1.as_str(), r.2.as_deref())).collect();
+    let dead = ("dead", Some("no webhook_url configured"));
+    let pending = ("pending", None);
+    assert_eq!(states, [pending, dead, dead, dead, pending, pending, pending]);
+    let after: Vec<i64> = rows.iter().map(|r| r.3).collect();
+    assert_eq!(after, [0, 0, 0, 0, 0, 0, ids[0]], "a chain per key and target: only acme's message:1 has one");
+}
