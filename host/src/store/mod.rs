@@ -97,17 +97,22 @@ impl Db {
         };
         let db = match backend {
             Backend::Sqlite => {
+                // The connections are this process's own files: none goes stale between uses, so none is
+                // pinged before it is handed out (a round trip to its thread for every transaction).
                 let options = || {
-                    AnyPoolOptions::new().acquire_timeout(Duration::from_secs(30)).after_connect(|conn, _| {
-                        Box::pin(async move {
-                            conn.execute(
-                                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                    AnyPoolOptions::new()
+                        .test_before_acquire(false)
+                        .acquire_timeout(Duration::from_secs(30))
+                        .after_connect(|conn, _| {
+                            Box::pin(async move {
+                                conn.execute(
+                                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
                                      PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;",
-                            )
-                            .await?;
-                            Ok(())
+                                )
+                                .await?;
+                                Ok(())
+                            })
                         })
-                    })
                 };
                 let written = std::sync::Arc::new(tokio::sync::Notify::new());
                 let told = written.clone();
