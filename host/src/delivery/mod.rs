@@ -329,6 +329,7 @@ fn unchanged(delivery: &Delivery, message: Message) -> Finished {
         at: delivery.now(),
         event: events::message_status,
         follow_up: None,
+        ends_job: true,
     }
 }
 
@@ -423,6 +424,7 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
             at: delivery.now(),
             event: events::message_status,
             follow_up,
+            ends_job: true,
         },
         release_alert,
     })

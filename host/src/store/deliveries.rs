@@ -88,6 +88,9 @@ pub struct Finished {
     pub event: fn(&Message, Millis) -> serde_json::Value,
     /// A job to queue for the message once this one ends: what it continues (`after_hub`) and when.
     pub follow_up: Option<(&'static str, Millis)>,
+    /// Whether the message has a delivery job to end (a claimed job's); a message going into the hub as it
+    /// is written never had one, and asks nothing of the jobs' table.
+    pub ends_job: bool,
 }
 
 /// Writes finished jobs in the caller's transaction (see [`Finished`]): one statement for all their
@@ -145,12 +148,15 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
     for ((from, to, channel), group, at, event) in groups {
         moved.extend(messages::transition_read_in(tx, &group, from, to, channel, at, event).await?);
     }
-    let sql = format!("DELETE FROM delivery_jobs WHERE message_id IN ({})", super::rows(done.len(), "?"));
-    let mut delete = super::query_rows(backend, &sql, done.len());
-    for d in done {
-        delete = delete.bind(d.message.id);
+    let ended: Vec<i64> = done.iter().filter(|d| d.ends_job).map(|d| d.message.id).collect();
+    if !ended.is_empty() {
+        let sql = format!("DELETE FROM delivery_jobs WHERE message_id IN ({})", super::rows(ended.len(), "?"));
+        let mut delete = super::query_rows(backend, &sql, ended.len());
+        for id in ended {
+            delete = delete.bind(id);
+        }
+        delete.execute(&mut **tx).await?;
     }
-    delete.execute(&mut **tx).await?;
     let follow_ups: Vec<(i64, &str, Millis)> =
         done.iter().filter_map(|d| d.follow_up.map(|(resume, at)| (d.message.id, resume, at))).collect();
     if !follow_ups.is_empty() {
@@ -247,6 +253,7 @@ async fn into_hub_in(
                 at: message.created_at,
                 event: hub.event,
                 follow_up: hub.follow_up,
+                ends_job: false,
             }),
             _ => None,
         })
