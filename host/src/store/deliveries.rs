@@ -95,8 +95,8 @@ pub struct Finished {
 
 /// Writes finished jobs in the caller's transaction (see [`Finished`]): one statement for all their
 /// attempts, one state change per kind of change (say, every message now `sent` in the hub) with one
-/// insert of the history rows and one of the events, and one statement ending the jobs. Answers the
-/// messages whose state moved, as they are now.
+/// insert of the history rows and one of the events, and one statement ending the jobs (of those that
+/// have one, [`Finished::ends_job`]). Answers the messages whose state moved, as they are now.
 pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Result<Vec<Message>, sqlx::Error> {
     let backend = super::backend_of(tx);
     if done.is_empty() {
@@ -191,9 +191,9 @@ pub fn finisher(db: Db) -> GroupCommit<Finished, ()> {
 /// Most creations written in one transaction.
 const MAX_MESSAGE_BATCH: usize = 256;
 
-/// Creates messages in group commits (`store::writer`): each with its first state row and its delivery job
-/// (`messages::create_many_in`), and those that go into the hub as they are written
-/// ([`messages::HubRoute`]) moved there in the same transaction.
+/// Creates messages in group commits (`store::writer`): each with its first state row and, unless it goes
+/// into the hub as it is written ([`messages::HubRoute`]), its delivery job (`messages::create_many_in`);
+/// those that go into the hub are moved there in the same transaction, with no job.
 #[derive(Clone, Debug)]
 pub struct MessageWriter(GroupCommit<(NewMessage, Millis), Created>);
 
