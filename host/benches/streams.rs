@@ -9,7 +9,10 @@
 //! 2. the host's resident memory with N idle streams open (`GET /me/events`), per stream;
 //! 3. sends per second again with the N streams open, and each as a share of its rate in (1): to the 1,000
 //!    other users (the N streams stay idle: what holding them open costs the host), and to the N users
-//!    (every send goes down one of the streams and marks its message `delivered`);
+//!    (every send goes down one of the streams and marks its message `delivered`); then, the streams closed,
+//!    both rates once more, and each share also against the mean of its rate before the streams opened and
+//!    after they closed (the database grows through the run and the send rate drifts down with it, so a
+//!    later phase is slower than the first even without streams); the streams are then opened again;
 //! 4. send `201` → the event read by the user's stream, at 1,000 sends/s (`HUBBUB_BENCH_RATE`) over 1,000 of
 //!    the users for 10 s: p50, p99, max;
 //! 5. one broadcast to all N users: the time until the last stream has its `message.created`;
@@ -146,6 +149,38 @@ async fn until_seen(answered: &Mutex<HashMap<String, Instant>>, seen: &Mutex<Has
     }
 }
 
+/// Opens a stream for each of `phones` (a ticket with the user's token, then `GET /me/events`), 100 at a time,
+/// each read by a task of its own ([`read_stream`]); answers those tasks (aborting one closes its stream).
+async fn open_streams(
+    client: &reqwest::Client,
+    stream_client: &reqwest::Client,
+    base: &str,
+    phones: &[String],
+    token: &dyn Fn(&str) -> String,
+    seen: &Seen,
+    broadcast: &Arc<tokio::sync::Semaphore>,
+) -> anyhow::Result<Vec<tokio::task::JoinHandle<()>>> {
+    let mut readers = Vec::with_capacity(phones.len());
+    for chunk in phones.chunks(100) {
+        let mut opens = tokio::task::JoinSet::new();
+        for phone in chunk {
+            let (client, stream_client, base, token) =
+                (client.clone(), stream_client.clone(), base.to_string(), token(phone));
+            opens.spawn(async move {
+                let t = client.post(format!("{base}/api/v1/me/events/ticket")).bearer_auth(&token).send().await?;
+                let ticket = t.json::<Value>().await?["ticket"].as_str().unwrap_or_default().to_string();
+                let r = stream_client.get(format!("{base}/api/v1/me/events?ticket={ticket}")).send().await?;
+                anyhow::ensure!(r.status() == 200, "stream: {}", r.status());
+                Ok::<_, anyhow::Error>(r)
+            });
+        }
+        while let Some(r) = opens.join_next().await {
+            readers.push(tokio::spawn(read_stream(r??, seen.clone(), broadcast.clone())));
+        }
+    }
+    Ok(readers)
+}
+
 /// Sends text messages for `seconds` with `in_flight` concurrent requests; answers sends per second.
 async fn send_rate(client: &reqwest::Client, base: &str, key: &str, phones: &[String], seconds: u64) -> f64 {
     let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -277,24 +312,12 @@ async fn main() -> anyhow::Result<()> {
     let key_enc = jsonwebtoken::EncodingKey::from_secret(JWT_SECRET.as_bytes());
     let started = Instant::now();
     let stream_client = reqwest::Client::builder().pool_max_idle_per_host(0).build()?;
-    for chunk in phones.chunks(100) {
-        let mut opens = tokio::task::JoinSet::new();
-        for phone in chunk {
-            let claims = UserClaims { sub: phone.clone(), dev: Some(format!("dev-{phone}")), iat: now / 1000, exp };
-            let token = jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key_enc).unwrap();
-            let (client, stream_client, base) = (client.clone(), stream_client.clone(), stream_base.clone());
-            opens.spawn(async move {
-                let t = client.post(format!("{base}/api/v1/me/events/ticket")).bearer_auth(&token).send().await?;
-                let ticket = t.json::<Value>().await?["ticket"].as_str().unwrap_or_default().to_string();
-                let r = stream_client.get(format!("{base}/api/v1/me/events?ticket={ticket}")).send().await?;
-                anyhow::ensure!(r.status() == 200, "stream: {}", r.status());
-                Ok::<_, anyhow::Error>(r)
-            });
-        }
-        while let Some(r) = opens.join_next().await {
-            tokio::spawn(read_stream(r??, seen.clone(), broadcast.clone()));
-        }
-    }
+    let token = |phone: &str| {
+        let claims = UserClaims { sub: phone.to_string(), dev: Some(format!("dev-{phone}")), iat: now / 1000, exp };
+        jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key_enc).unwrap()
+    };
+    let opening = open_streams(&client, &stream_client, &stream_base, &phones, &token, &seen, &broadcast);
+    let readers = opening.await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let after = rss_kib(pid);
     println!(
@@ -322,6 +345,32 @@ async fn main() -> anyhow::Result<()> {
         100.0 * with / without,
         drain(&db).await?
     );
+
+    // The rates without streams again, once the streams are closed. The database grows through the run and
+    // the send rate drifts down with it (run again at once, the first phase without streams gave 82–101 %
+    // of its rate), so each rate with the streams open is also given against the mean of its rate before they
+    // opened and after they closed. Then the streams are opened again for what follows.
+    readers.iter().for_each(tokio::task::JoinHandle::abort);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let closed = send_rate(&client, &base, &key, &phones, 5).await;
+    drain(&db).await?;
+    let quiet_closed = send_rate(&client, &base, &key, &quiet, 5).await;
+    drain(&db).await?;
+    println!(
+        "the streams closed: sends to the {n} users {closed:.0}/s, to the {} others {quiet_closed:.0}/s",
+        quiet.len()
+    );
+    println!(
+        "  against the mean of the rates before the streams opened and after they closed: idle streams {:.0} %, \
+         every send down a stream {:.0} %",
+        200.0 * quiet_with / (quiet_without + quiet_closed),
+        200.0 * with / (without + closed)
+    );
+    let started = Instant::now();
+    let opening = open_streams(&client, &stream_client, &stream_base, &phones, &token, &seen, &broadcast);
+    let _readers = opening.await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    println!("{n} streams opened again in {:.1} s", started.elapsed().as_secs_f64());
 
     // Latency: 1,000 sends/s (or HUBBUB_BENCH_RATE) over 1,000 users, each body marked; 201 → read by the stream.
     let users = &phones[..n.min(1000)];
