@@ -426,6 +426,35 @@ test("1f. an inbox page asked for before a message was read on another device do
   assert.equal(await unreadCard.count(), 0, "read on the other device, it stays read here");
 });
 
+test("1g. a message written after the inbox's first page was read and before the stream opened still shows", async () => {
+  // A fresh load asks for the inbox's first page and opens the stream at once; a stream opened without a
+  // last event id starts after what the log holds then. Here the page's answer is read from the server first,
+  // then a message is sent, then the stream opens (its ticket held back until the send), and the page's
+  // answer, which lacks the message, is handed over last: the app must fetch the page again.
+  const body = `Between the page and the stream ${Date.now()}`;
+  const firstPage = (u) => u.pathname === "/api/v1/me/messages" && !u.searchParams.has("cursor") && !u.searchParams.has("q");
+  const ticket = (u) => u.pathname === "/api/v1/me/events/ticket";
+  let sent;
+  const sending = new Promise((r) => (sent = r));
+  const holdTicket = async (route) => {
+    await sending;
+    await route.continue();
+  };
+  await page.route(ticket, holdTicket);
+  try {
+    const meanwhile = async () => {
+      await send({ body });
+      sent();
+      await page.waitForSelector("html[data-live=live]", { timeout: 10000 });
+    };
+    await withFirstAnswerHeld(page, firstPage, meanwhile, () => page.goto(BASE + "/"));
+  } finally {
+    sent();
+    await page.unroute(ticket, holdTicket);
+  }
+  await page.locator("ol.messages article", { hasText: body }).waitFor({ timeout: 5000 });
+});
+
 test("1c. the host is killed and restarted: the app reconnects and shows what arrived meanwhile, once", async () => {
   // A host of this test's own on the same database (and secrets), so it can be killed without the others.
   const port = 19000 + Math.floor(Math.random() * 900);

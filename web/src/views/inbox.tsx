@@ -73,14 +73,38 @@ const FIRST_PAGE = `/me/messages?limit=${PAGE}`;
 // the inbox is on screen; after a gap the stream could not replay, the newest page is fetched again.
 onLive("message.created", (m: Message) => rememberMessage(m));
 onLive("message.updated", (m: Message) => rememberMessage(m));
-onLive("reset", () => {
-  if (inbox.loaded) loadFirst().catch(() => {});
-});
-onBackOnline(() => {
-  if (inbox.loaded) loadFirst().catch(() => {});
-});
+onLive("reset", () => refetch());
+onBackOnline(() => refetch());
 
-async function loadFirst() {
+/** The newest page fetched again, if the inbox was loaded or its first page is on its way. */
+function refetch() {
+  if (inbox.loaded || firstLoad) loadFirst().catch(() => {});
+}
+
+/** The newest page's fetch on its way, and whether it was asked for again meanwhile: the answer on its way
+ * may be older than what the second ask was about (a stream that opened after the server answered starts
+ * after messages that answer did not have), so it is fetched once more when it is back. */
+let firstLoad: Promise<void> | null = null;
+let askedAgain = false;
+function loadFirst(): Promise<void> {
+  if (firstLoad) {
+    askedAgain = true;
+    return firstLoad;
+  }
+  firstLoad = (async () => {
+    try {
+      do {
+        askedAgain = false;
+        await fetchFirst();
+      } while (askedAgain);
+    } finally {
+      firstLoad = null;
+    }
+  })();
+  return firstLoad;
+}
+
+async function fetchFirst() {
   const asked = changes;
   const page = await get<Page<Message>>(FIRST_PAGE);
   update((s) => ({
