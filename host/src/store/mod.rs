@@ -11,6 +11,7 @@ pub mod accounts;
 pub mod bots;
 pub mod broadcasts;
 pub mod canned_replies;
+pub mod checkpoints;
 pub mod conversations;
 pub mod deliveries;
 pub mod dev_sink;
@@ -64,7 +65,18 @@ pub struct Db {
     /// Told each time SQLite's one writer connection is handed back (a transaction committed or rolled
     /// back, a write done): what this process wrote is visible to readers from then on.
     written: std::sync::Arc<tokio::sync::Notify>,
+    /// On SQLite, the task that checkpoints the write-ahead log (`store::checkpoints`): it ends with the
+    /// last handle.
+    _checkpoints: Option<std::sync::Arc<tokio_util::sync::DropGuard>>,
 }
+
+/// Each SQLite connection's settings; the writer's own checkpoints wait until the log is large
+/// (`store::checkpoints`).
+const SQLITE_SETTINGS: &str = const_format::formatcp!(
+    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
+     PRAGMA busy_timeout = 10000; PRAGMA wal_autocheckpoint = {};",
+    checkpoints::WRITER_CHECKPOINT_PAGES
+);
 
 static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("src/store/migrations/sqlite");
 static POSTGRES_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("src/store/migrations/postgres");
@@ -105,11 +117,7 @@ impl Db {
                         .acquire_timeout(Duration::from_secs(30))
                         .after_connect(|conn, _| {
                             Box::pin(async move {
-                                conn.execute(
-                                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                                     PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;",
-                                )
-                                .await?;
+                                conn.execute(SQLITE_SETTINGS).await?;
                                 Ok(())
                             })
                         })
@@ -132,7 +140,9 @@ impl Db {
                 let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as u32;
                 let readers = max_connections.min(2 * cores).max(1);
                 let read = options().max_connections(readers).connect(url).await?;
-                Db { read, write, backend, keys, write_lanes: 1, written }
+                let checkpoints = checkpoints::start(options().max_connections(1).connect(url).await?);
+                let _checkpoints = Some(std::sync::Arc::new(checkpoints));
+                Db { read, write, backend, keys, write_lanes: 1, written, _checkpoints }
             }
             Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
@@ -142,7 +152,8 @@ impl Db {
                     .await?;
                 POSTGRES_MIGRATOR.run(&pool).await?;
                 let write_lanes = (max_connections as usize / 4).clamp(1, 8);
-                Db { read: pool.clone(), write: pool, backend, keys, write_lanes, written: Default::default() }
+                let written = Default::default();
+                Db { read: pool.clone(), write: pool, backend, keys, write_lanes, written, _checkpoints: None }
             }
         };
         Ok(db)
@@ -310,6 +321,32 @@ mod tests {
         assert_eq!(placeholders(Backend::Sqlite, &rows(2, "(?, ?, 0)")), "(?, ?, 0), (?, ?, 0)");
         assert_eq!(placeholders(Backend::Postgres, &rows(1, "(?)")), "($1)");
         assert_eq!(rows(0, "(?)"), "");
+    }
+
+    /// The writer does not checkpoint a log of a few hundred pages by itself: what it wrote reaches the
+    /// database file through the background checkpoints, with no checkpoint asked for.
+    #[tokio::test]
+    async fn sqlite_writes_reach_the_database_file_through_the_background_checkpoints() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("h.db");
+        let url = format!("sqlite://{}?mode=rwc", file.display());
+        let keys = super::sealing::Keyring::new(super::sealing::SecretKey::generate());
+        let db = super::Db::connect(&url, 2, keys).await.unwrap();
+        sqlx::query("CREATE TABLE pages (body BLOB NOT NULL)").execute(db.writer()).await.unwrap();
+        // Let the schema reach the file, then write some 300 pages of 4 KiB.
+        tokio::time::sleep(4 * super::checkpoints::INTERVAL).await;
+        let before = std::fs::metadata(&file).unwrap().len();
+        for _ in 0..300 {
+            sqlx::query("INSERT INTO pages (body) VALUES (zeroblob(4000))").execute(db.writer()).await.unwrap();
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut size = before;
+        while size < before + 300 * 4000 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(super::checkpoints::INTERVAL).await;
+            size = std::fs::metadata(&file).unwrap().len();
+        }
+        assert!(size >= before + 300 * 4000, "the database file is {size} bytes, {before} before the writes");
+        db.close().await;
     }
 }
 
