@@ -19,9 +19,22 @@ use crate::store::deliveries::MessageWriter;
 use crate::store::writer::GroupCommit;
 use crate::webhooks::Webhooks;
 
-/// Fields that tests, benchmarks or the binary reach are public; the rest are the crate's own.
+/// The state, cloned for every request (each extractor takes its copy) and every task: one shared
+/// reference, so a clone costs one reference count, not one per service it holds. Its fields are those of
+/// [`Services`], reached through it.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Services>);
+
+impl std::ops::Deref for AppState {
+    type Target = Services;
+    fn deref(&self) -> &Services {
+        &self.0
+    }
+}
+
+/// What the state holds. Fields that tests, benchmarks or the binary reach are public; the rest are the
+/// crate's own.
+pub struct Services {
     /// Where everything durable lives.
     pub db: Db,
     /// Settings read at start.
@@ -97,7 +110,7 @@ impl AppState {
         let code_limits = Arc::new(crate::http::code_limits::CodeLimits::new(&config));
         let payments = Arc::new(crate::payments::Payments::new(&config, db.clone(), clock.clone()));
         let streams = crate::http::streams::Streams::new(config.streams_per_user.max(1), config.max_streams);
-        AppState {
+        AppState(Arc::new(Services {
             passkeys: Arc::new(crate::passkeys::RelyingParty::new(&config.public_url)),
             progress: crate::store::flows::progress_writer(db.clone()),
             delivered: crate::messages::delivered_writer(db.clone()),
@@ -121,7 +134,7 @@ impl AppState {
             wakes: Arc::default(),
             shutdown: tokio_util::sync::CancellationToken::new(),
             runtime,
-        }
+        }))
     }
 
     /// One-time codes, sent by this host's SMS provider and keyed with its secret.
