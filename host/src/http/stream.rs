@@ -26,7 +26,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -366,16 +366,9 @@ impl Audience for Live {
 impl Live {
     /// A hub message goes down this stream: a device has it, so it is `delivered` (which ends the wait for
     /// the fallback after the hub).
-    /// Written by the group commit, without holding up the stream: the event goes out now.
+    /// Handed to the group commit, without holding up the stream: the event goes out now.
     fn delivered(&self, message: Message) {
-        let writer = self.state.delivered.clone();
-        let now = self.state.now();
-        tokio::spawn(async move {
-            let message_id = message.id;
-            if let Err(error) = writer.write((message, now)).await {
-                tracing::warn!(%error, message_id, "a message sent down a stream could not be marked delivered");
-            }
-        });
+        self.state.delivered.hand((message, self.state.now()));
     }
 }
 
@@ -394,7 +387,7 @@ impl Drop for Live {
 
 /// An event as the stream sends it (with `message`, the message it is about, read with it), and the message
 /// it hands to the device when that one was not delivered yet (a hub message, an agent's message in a
-/// conversation); `None` when what it is about is gone.
+/// conversation); `None` when what it is about is gone. Each body is serialized once, straight to its text.
 async fn render(
     db: &Db,
     event: &UserEvent,
@@ -402,10 +395,10 @@ async fn render(
     device: Option<&str>,
 ) -> Option<(Event, Option<Message>)> {
     let mut carried = None;
-    let body: Value = match event.kind {
+    let body = match event.kind {
         UserEventKind::MessageCreated | UserEventKind::MessageUpdated => {
             let m = message?;
-            let body = serde_json::to_value(MessageRecord::for_device(&m, device)).ok()?;
+            let body = serde_json::to_string(&MessageRecord::for_device(&m, device)).ok()?;
             // Replayed, a message the device had already got is not handed over again.
             if event.kind == UserEventKind::MessageCreated && MessageState::UNDELIVERED.contains(&m.state) {
                 carried = Some(m);
@@ -416,7 +409,8 @@ async fn render(
             let m = message?;
             let c = conversations::find_by_id(db, m.conversation_id?).await.ok()??;
             let conversation = as_user_sees(db, &c).await?;
-            let body = json!({ "conversation": conversation, "message": MessageRecord::for_device(&m, device) });
+            let body = ConversationMessage { conversation, message: MessageRecord::for_device(&m, device) };
+            let body = serde_json::to_string(&body).ok()?;
             if m.direction == Direction::Out && MessageState::UNDELIVERED.contains(&m.state) {
                 carried = Some(m);
             }
@@ -424,17 +418,24 @@ async fn render(
         }
         UserEventKind::ConversationUpdated => {
             let c = conversations::find_by_id(db, event.subject_id).await.ok()??;
-            serde_json::to_value(as_user_sees(db, &c).await?).ok()?
+            serde_json::to_string(&as_user_sees(db, &c).await?).ok()?
         }
         UserEventKind::FlowUpdated => {
             let s = flows::find_by_id(db, event.subject_id).await.ok()??;
             let bot = crate::store::bots::find_by_id(db, s.bot_id).await.ok()??;
             let kind = if s.kind == SessionKind::Flow { "flow" } else { "chat" };
-            json!({ "ref": s.reference, "kind": kind, "state": s.state, "bot_ref": bot.reference })
+            json!({ "ref": s.reference, "kind": kind, "state": s.state, "bot_ref": bot.reference }).to_string()
         }
-        UserEventKind::AccountUpdated => json!({}),
+        UserEventKind::AccountUpdated => "{}".to_string(),
     };
-    Some((Event::default().id(event.seq.to_string()).event(event.kind.as_str()).data(body.to_string()), carried))
+    Some((Event::default().id(event.seq.to_string()).event(event.kind.as_str()).data(body), carried))
+}
+
+/// A `conversation.message` event's body: the conversation as its user sees it, and the message.
+#[derive(Serialize)]
+struct ConversationMessage {
+    conversation: ConversationRecord,
+    message: MessageRecord,
 }
 
 /// A conversation as its user sees it (the agents' messages not read yet).

@@ -1,7 +1,9 @@
 //! Group commit for the hot write paths. Concurrent writers hand their work to one task, which writes
 //! whatever has gathered in a single transaction: on SQLite, where every write is serialised on one
 //! connection anyway, N round trips through the writer become one transaction; on PostgreSQL N commits
-//! become one. Each caller still waits for its own write, so nothing is acknowledged before it is stored.
+//! become one. Each caller still waits for its own write, so nothing is acknowledged before it is stored —
+//! but for writes nobody waits on, which are handed over ([`GroupCommit::hand`]: the messages a stream
+//! sent, which become `delivered`) and logged by the writer should they fail.
 //!
 //! A batch is written in one transaction without savepoints (a savepoint costs two more round trips per
 //! item). If that transaction fails, every item of the batch is written again in a transaction of its own,
@@ -49,8 +51,11 @@ impl<J, R> Copy for Writes<J, R> {}
 
 /// Handle to a group-commit task writing items of type `J` with `write`, answering each with `R`.
 pub struct GroupCommit<J, R> {
-    jobs: mpsc::Sender<(J, oneshot::Sender<Result<R, sqlx::Error>>)>,
+    jobs: mpsc::Sender<Job<J, R>>,
 }
+
+/// An item to write, and who waits for its answer (nobody, for an item [`GroupCommit::hand`]ed over).
+type Job<J, R> = (J, Option<oneshot::Sender<Result<R, sqlx::Error>>>);
 
 impl<J, R> Clone for GroupCommit<J, R> {
     fn clone(&self) -> Self {
@@ -82,7 +87,7 @@ impl<J: Send + Sync + 'static, R: Send + 'static> GroupCommit<J, R> {
     /// (messages handed to devices), where each transaction taken from the one SQLite writer is one the
     /// send path waits behind.
     pub fn spawn_gathering(db: Db, max_batch: usize, gather: Duration, write: Writes<J, R>) -> GroupCommit<J, R> {
-        let (jobs, rx) = mpsc::channel::<(J, oneshot::Sender<Result<R, sqlx::Error>>)>(4 * max_batch);
+        let (jobs, rx) = mpsc::channel::<Job<J, R>>(4 * max_batch);
         // Lanes take turns at the queue: one gathers a batch while others are writing theirs.
         let rx = std::sync::Arc::new(tokio::sync::Mutex::new(rx));
         for _ in 0..db.write_lanes() {
@@ -108,7 +113,11 @@ impl<J: Send + Sync + 'static, R: Send + 'static> GroupCommit<J, R> {
                     let (items, replies): (Vec<J>, Vec<_>) = std::mem::take(&mut batch).into_iter().unzip();
                     let results = write_batch(&db, &items, write).await;
                     for (reply, result) in replies.into_iter().zip(results) {
-                        let _ = reply.send(result);
+                        match (reply, result) {
+                            (Some(reply), result) => drop(reply.send(result)),
+                            (None, Err(error)) => tracing::warn!(%error, "a write handed over could not be stored"),
+                            (None, Ok(_)) => {}
+                        }
                     }
                 }
             });
@@ -119,8 +128,27 @@ impl<J: Send + Sync + 'static, R: Send + 'static> GroupCommit<J, R> {
     /// Writes `item` as part of the next batch, and answers once it is committed (or failed).
     pub async fn write(&self, item: J) -> Result<R, sqlx::Error> {
         let (reply, answer) = oneshot::channel();
-        self.jobs.send((item, reply)).await.map_err(|_| sqlx::Error::PoolClosed)?;
+        self.jobs.send((item, Some(reply))).await.map_err(|_| sqlx::Error::PoolClosed)?;
         answer.await.map_err(|_| sqlx::Error::PoolClosed)?
+    }
+
+    /// Writes `item` as part of a coming batch, for a caller that does not wait for it: queued at once, or
+    /// (the queue full) by a task of its own that waits for room; a failure is logged by the writer.
+    pub fn hand(&self, item: J) {
+        match self.jobs.try_send((item, None)) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(job)) => {
+                let jobs = self.jobs.clone();
+                tokio::spawn(async move {
+                    if jobs.send(job).await.is_err() {
+                        tracing::warn!("a write handed over was dropped: its writer has stopped");
+                    }
+                });
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                tracing::warn!("a write handed over was dropped: its writer has stopped");
+            }
+        }
     }
 }
 
@@ -195,5 +223,43 @@ impl<K: Eq + std::hash::Hash> WrittenWithin<K> {
             at.retain(|_, written| (0..self.interval).contains(&(now - *written)));
         }
         at.insert(key, now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GroupCommit;
+    use crate::store::Db;
+    use crate::store::sealing::{Keyring, SecretKey};
+
+    async fn count(db: &Db) -> i64 {
+        sqlx::query_scalar("SELECT COUNT(*) FROM handed").fetch_one(db.reader()).await.unwrap()
+    }
+
+    /// Items handed over are all written though nobody waits for them: past a full queue (four batches of
+    /// one), and around an item whose write fails (it alone is lost, and logged).
+    #[tokio::test]
+    async fn items_handed_over_are_written_even_past_a_full_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("w.db").display());
+        let db = Db::connect(&url, 2, Keyring::new(SecretKey::generate())).await.unwrap();
+        sqlx::query("CREATE TABLE handed (n INTEGER NOT NULL CHECK (n >= 0))").execute(db.writer()).await.unwrap();
+        let writer: GroupCommit<i64, ()> = GroupCommit::spawn(db.clone(), 1, |tx, n| {
+            Box::pin(async move {
+                sqlx::query("INSERT INTO handed (n) VALUES ($1)").bind(*n).execute(&mut **tx).await.map(|_| ())
+            })
+        });
+        for n in 0..100 {
+            writer.hand(if n == 50 { -1 } else { n });
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while count(&db).await < 99 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(count(&db).await, 99, "every item but the one that cannot be written");
+        // A caller that waits still has its answer: written, or the error.
+        writer.write(200).await.unwrap();
+        assert!(writer.write(-2).await.is_err());
+        db.close().await;
     }
 }

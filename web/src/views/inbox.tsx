@@ -76,21 +76,20 @@ onLive("message.updated", (m: Message) => rememberMessage(m));
 onLive("reset", () => refetch());
 onBackOnline(() => refetch());
 
-/** The newest page fetched again, if the inbox was loaded or its first page is on its way. */
+/** The newest page fetched again, if the inbox was loaded or its first page is on its way. A fetch on its
+ * way may be answered with a page older than what this ask is about (a stream that opened after the server
+ * answered starts after messages that page does not have), so it is fetched once more when it is back. */
 function refetch() {
-  if (inbox.loaded || firstLoad) loadFirst().catch(() => {});
+  if (firstLoad) askedAgain = true;
+  else if (inbox.loaded) loadFirst().catch(() => {});
 }
 
-/** The newest page's fetch on its way, and whether it was asked for again meanwhile: the answer on its way
- * may be older than what the second ask was about (a stream that opened after the server answered starts
- * after messages that answer did not have), so it is fetched once more when it is back. */
+/** The newest page's fetch on its way (joined by whoever asks for it meanwhile), and whether a refetch was
+ * asked for while it was. */
 let firstLoad: Promise<void> | null = null;
 let askedAgain = false;
 function loadFirst(): Promise<void> {
-  if (firstLoad) {
-    askedAgain = true;
-    return firstLoad;
-  }
+  if (firstLoad) return firstLoad;
   firstLoad = (async () => {
     try {
       do {
