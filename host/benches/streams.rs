@@ -4,7 +4,7 @@
 //! database (or `HUBBUB_BENCH_DATABASE_URL=postgres://…`), makes N claimed users with a device (default
 //! 10,000; `HUBBUB_BENCH_STREAMS`), and prints:
 //!
-//! 1. sends per second (`POST /messages`, 64 in flight, 5 s) with no stream open: to the N users, and to
+//! 1. sends per second (`POST /messages`, 64 in flight (`HUBBUB_BENCH_IN_FLIGHT`), 5 s) with no stream open: to the N users, and to
 //!    1,000 other claimed users with a device (who never open a stream);
 //! 2. the host's resident memory with N idle streams open (`GET /me/events`), per stream;
 //! 3. sends per second again with the N streams open, and each as a share of its rate in (1): to the 1,000
@@ -181,12 +181,18 @@ async fn open_streams(
     Ok(readers)
 }
 
-/// Sends text messages for `seconds` with `in_flight` concurrent requests; answers sends per second.
+/// Sends in flight at once in the send-rate phases (`HUBBUB_BENCH_IN_FLIGHT`, default 64).
+fn in_flight() -> usize {
+    std::env::var("HUBBUB_BENCH_IN_FLIGHT").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(64)
+}
+
+/// Sends text messages for `seconds` with [`in_flight`] concurrent requests; answers sends per second.
 async fn send_rate(client: &reqwest::Client, base: &str, key: &str, phones: &[String], seconds: u64) -> f64 {
     let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let until = Instant::now() + Duration::from_secs(seconds);
     let mut tasks = Vec::new();
-    for worker in 0..64 {
+    let in_flight = in_flight();
+    for worker in 0..in_flight {
         let (client, base, key, done) = (client.clone(), base.to_string(), key.to_string(), done.clone());
         let phones = phones.to_vec();
         tasks.push(tokio::spawn(async move {
@@ -202,7 +208,7 @@ async fn send_rate(client: &reqwest::Client, base: &str, key: &str, phones: &[St
                 if r.is_ok_and(|r| r.status() == 201) {
                     done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
-                i += 64;
+                i += in_flight;
             }
         }));
     }
@@ -293,7 +299,11 @@ async fn main() -> anyhow::Result<()> {
         let (s2, c2) = cpu(pid);
         format!("host {:.1} CPU-s, load generator {:.1} CPU-s", s2 - s, c2 - c)
     };
-    println!("sends without streams: {without:.0}/s (64 in flight, 5 s); delivered {:.1} s after", drain(&db).await?);
+    println!(
+        "sends without streams: {without:.0}/s ({} in flight, 5 s); delivered {:.1} s after",
+        in_flight(),
+        drain(&db).await?
+    );
     println!("  {}", spent((server_cpu, client_cpu)));
     let quiet_cpu = cpu(pid);
     let quiet_without = send_rate(&client, &base, &key, &quiet, 5).await;
