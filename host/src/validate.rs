@@ -227,11 +227,50 @@ pub fn check_public_url(raw: &str, dev: bool) -> Result<reqwest::Url, &'static s
         || matches!(&host, url::Host::Ipv6(ip) if ip.is_loopback());
     match url.scheme() {
         "https" | "http" if dev && loopback_name => Ok(url),
-        "https" if !local => Ok(url),
-        "https" => Err("must not point at a private or loopback address"),
+        "https" if local => Err("must not point at a private or loopback address"),
+        "https" if !has_public_url_shape(raw) => {
+            Err("must be https:// then a host name or address, an optional port, and printable characters only")
+        }
+        "https" => Ok(url),
         "http" => Err("must use https"),
         _ => Err("must be an https URL"),
     }
+}
+
+/// Whether `raw` has the shape the document gives a webhook URL (`http::PUBLIC_URL_PATTERN`): `https://`,
+/// a host of letter, digit and hyphen labels (the last beginning with a letter, none `xn--`), a dotted IPv4
+/// address or a bracketed IPv6 one, an optional port without a leading zero, then printable ASCII only.
+fn has_public_url_shape(raw: &str) -> bool {
+    let Some(rest) = raw.strip_prefix("https://") else { return false };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => match v6.find(']') {
+            Some(end) => (&authority[..end + 2], &v6[end + 1..]),
+            None => return false,
+        },
+        None => authority.split_at(authority.rfind(':').unwrap_or(authority.len())),
+    };
+    let port_ok = port.is_empty()
+        || port.strip_prefix(':').is_some_and(|p| {
+            (1..=5).contains(&p.len()) && !p.starts_with('0') && p.bytes().all(|b| b.is_ascii_digit())
+        });
+    let label = |l: &str| {
+        (1..=63).contains(&l.len())
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && !l.to_ascii_lowercase().starts_with("xn--")
+    };
+    let host_ok = if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        !v6.is_empty() && v6.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+    } else if host.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let parts: Vec<&str> = host.split('.').collect();
+        parts.len() == 4 && parts.iter().all(|p| (1..=3).contains(&p.len()))
+    } else {
+        host.split('.').all(label)
+            && host.rsplit('.').next().is_some_and(|l| l.starts_with(|c: char| c.is_ascii_alphabetic()))
+    };
+    port_ok && host_ok && tail.bytes().all(|b| (b'!'..=b'~').contains(&b))
 }
 
 #[cfg(test)]
@@ -274,6 +313,25 @@ mod url_tests {
         assert!(check_public_url("http://127.0.0.1:9000/x", true).is_ok());
         assert!(check_public_url("http://10.0.0.1/x", true).is_err());
         assert!(check_public_url("ftp://example.com/x", true).is_err());
+        // The shape the document's pattern gives, and nothing outside it.
+        for ok in ["https://hooks.example.com:8443/x?y=1#z", "https://93.184.215.14/h", "https://a-b.example.io"] {
+            assert!(check_public_url(ok, false).is_ok(), "{ok}");
+        }
+        for shape in [
+            "https://u*",
+            "https://u*/x",
+            "https://user@hooks.example.com/x",
+            "https://hooks.example.com:0/x",
+            "https://hooks.example.com:08443/x",
+            "https://xn--80ak6aa92e.com/x",
+            "https://hooks.example.com./x",
+            "https://-hooks.example.com/x",
+            "https://hooks.example.1/x",
+            "https://hooks.example.com/caf\u{e9}",
+            "https://hooks.example.com/a b",
+        ] {
+            assert!(check_public_url(shape, false).is_err(), "{shape}");
+        }
         for raw in ["https://example.com/a\r\nSet-Cookie: x", "https://example.com/\u{0}", "https://exa\tmple.com/"] {
             assert!(check_public_url(raw, false).is_err(), "{raw:?}");
             assert!(!super::is_http_url(raw), "{raw:?}");
