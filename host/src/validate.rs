@@ -237,9 +237,10 @@ pub fn check_public_url(raw: &str, dev: bool) -> Result<reqwest::Url, &'static s
     }
 }
 
-/// Whether `raw` has the shape the document gives a webhook URL (`http::PUBLIC_URL_PATTERN`): `https://`,
-/// a host of letter, digit and hyphen labels (the last beginning with a letter, none `xn--`), a dotted IPv4
-/// address or a bracketed IPv6 one, an optional port without a leading zero, then printable ASCII only.
+/// Whether `raw` has the shape the document gives a webhook URL (`http::PUBLIC_URL_PATTERN`): `https://`, a
+/// host of letter, digit and hyphen labels (the last beginning with a letter, none `xn--`), an optional port
+/// of one to four digits without a leading zero, then printable ASCII only. An address for a host (four
+/// dotted numbers, or bracketed IPv6) is left to the address checks.
 fn has_public_url_shape(raw: &str) -> bool {
     let Some(rest) = raw.strip_prefix("https://") else { return false };
     let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
@@ -252,7 +253,7 @@ fn has_public_url_shape(raw: &str) -> bool {
     };
     let port_ok = port.is_empty()
         || port.strip_prefix(':').is_some_and(|p| {
-            (1..=5).contains(&p.len()) && !p.starts_with('0') && p.bytes().all(|b| b.is_ascii_digit())
+            (1..=4).contains(&p.len()) && !p.starts_with('0') && p.bytes().all(|b| b.is_ascii_digit())
         });
     let label = |l: &str| {
         (1..=63).contains(&l.len())
@@ -261,8 +262,8 @@ fn has_public_url_shape(raw: &str) -> bool {
             && !l.ends_with('-')
             && !l.to_ascii_lowercase().starts_with("xn--")
     };
-    let host_ok = if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-        !v6.is_empty() && v6.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+    let host_ok = if host.starts_with('[') {
+        true
     } else if host.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         let parts: Vec<&str> = host.split('.').collect();
         parts.len() == 4 && parts.iter().all(|p| (1..=3).contains(&p.len()))
@@ -323,6 +324,8 @@ mod url_tests {
             "https://user@hooks.example.com/x",
             "https://hooks.example.com:0/x",
             "https://hooks.example.com:08443/x",
+            "https://hooks.example.com:10443/x",
+            "https://1.2.3/x",
             "https://xn--80ak6aa92e.com/x",
             "https://hooks.example.com./x",
             "https://-hooks.example.com/x",

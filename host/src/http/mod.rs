@@ -364,14 +364,12 @@ pub struct List<T> {
 }
 
 /// What the document says of a webhook URL (`validate::check_public_url`, which checks the same shape, one
-/// pattern for every field that takes one): HTTPS to a named host that is not `localhost`, or to an IPv4 or
-/// IPv6 address, without spaces or control characters. The
+/// pattern for every field that takes one): HTTPS to a named host that is not `localhost`, without spaces
+/// or control characters. (The host also takes a public IP address, which the pattern does not show.) The
 /// host must also resolve to public addresses only, checked when it is set (not expressible here; 422 on
 /// the field). In dev mode `http://localhost` is taken too.
 const PUBLIC_URL_PATTERN: &str = "^https://(?!localhost([:/?#]|$))(?![^/?#]*\\.localhost([:/?#]|$))(?!([^/?#]*\\.)?xn--)\
-    (\\[[0-9A-Fa-f:.]+\\]|[0-9]{1,3}(\\.[0-9]{1,3}){3}|\
-    ([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)\
-    (:[1-9][0-9]{0,4})?([/?#][!-~]*)?$";
+    ([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(:[1-9][0-9]{0,3})?([/?#][!-~]*)?$";
 
 /// A webhook URL that must be given.
 pub fn public_url_schema() -> utoipa::openapi::Object {
