@@ -4,15 +4,17 @@
 //! database (or `HUBBUB_BENCH_DATABASE_URL=postgres://…`), makes N claimed users with a device (default
 //! 10,000; `HUBBUB_BENCH_STREAMS`), and prints:
 //!
-//! 1. sends per second (`POST /messages`, 64 in flight (`HUBBUB_BENCH_IN_FLIGHT`), 5 s) with no stream open: to the N users, and to
-//!    1,000 other claimed users with a device (who never open a stream);
-//! 2. the host's resident memory with N idle streams open (`GET /me/events`), per stream;
-//! 3. sends per second again with the N streams open, and each as a share of its rate in (1): to the 1,000
-//!    other users (the N streams stay idle: what holding them open costs the host), and to the N users
-//!    (every send goes down one of the streams and marks its message `delivered`); then, the streams closed,
-//!    both rates once more, and each share also against the mean of its rate before the streams opened and
-//!    after they closed (the database grows through the run and the send rate drifts down with it, so a
-//!    later phase is slower than the first even without streams); the streams are then opened again;
+//! 1. rounds (`HUBBUB_BENCH_ROUNDS`, default 5) of sends per second (`POST /messages`, 64 in flight
+//!    (`HUBBUB_BENCH_IN_FLIGHT`), 5 s a phase): with no stream open, to the N users and to 1,000 other
+//!    claimed users with a device (who never open a stream); then with the N streams open (`GET
+//!    /me/events`), to the 1,000 others (the streams stay idle: what holding them open costs the host) and to
+//!    the N users (every send goes down one of the streams and marks its message `delivered`); then the
+//!    streams close and the next round begins; after the last round, the rates without streams once more;
+//! 2. the host's resident memory as the N idle streams open (round 1's is the figure: later rounds reuse what
+//!    the first streams' memory left behind), per stream;
+//! 3. each round's rate with the streams open as a share of the mean of its rates without them just before
+//!    and just after (the machine's speed swings from minute to minute, and the send rate drifts as the
+//!    database grows), and the median share over the rounds; the streams are then opened again;
 //! 4. send `201` → the event read by the user's stream, at 1,000 sends/s (`HUBBUB_BENCH_RATE`) over 1,000 of
 //!    the users for 10 s: p50, p99, max;
 //! 5. one broadcast to all N users: the time until the last stream has its `message.created`;
@@ -79,47 +81,83 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// When each marked body was read by a stream: body → instant.
 type Seen = Arc<Mutex<HashMap<String, Instant>>>;
 
-/// Reads one user's stream: every `message.created` whose body starts with `bench:` is recorded once
-/// (the first stream to read it, for the latency), and counted for the broadcast.
-async fn read_stream(mut response: reqwest::Response, seen: Seen, broadcast: Arc<tokio::sync::Semaphore>) {
-    let mut buffer = String::new();
-    while let Ok(Some(chunk)) = response.chunk().await {
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buffer.find("\n\n") {
-            let event: String = buffer.drain(..end + 2).collect();
-            let Some(body) = marked_body(&event) else { continue };
-            if body == "bench:broadcast" {
-                broadcast.add_permits(1);
-            } else if body.starts_with("bench:") {
-                seen.lock().unwrap().entry(body).or_insert_with(Instant::now);
-            }
+/// Splits a stream's bytes into its events (each ends with a blank line), keeping a partial one for the next
+/// chunk. Bytes, not text: the readers run on the host's two cores, so each costs them as little as it can.
+#[derive(Default)]
+struct Events {
+    buffer: Vec<u8>,
+}
+
+impl Events {
+    /// Adds `chunk`, and calls `each` with every event it completes.
+    fn feed(&mut self, chunk: &[u8], mut each: impl FnMut(&[u8])) {
+        self.buffer.extend_from_slice(chunk);
+        let mut start = 0;
+        while let Some(end) = self.buffer[start..].windows(2).position(|w| w == b"\n\n") {
+            each(&self.buffer[start..start + end]);
+            start += end + 2;
         }
+        self.buffer.drain(..start);
     }
 }
 
-/// The body of a `message.created` (a hub message) or `conversation.message` (its `message`) event.
-fn marked_body(event: &str) -> Option<String> {
-    let conversation = event.contains("event: conversation.message");
-    if !conversation && !event.contains("event: message.created") {
-        return None;
+/// Reads one user's stream: every `message.created` whose body starts with `bench:` is recorded once
+/// (the first stream to read it, for the latency), and counted for the broadcast.
+async fn read_stream(mut response: reqwest::Response, seen: Seen, broadcast: Arc<tokio::sync::Semaphore>) {
+    let mut events = Events::default();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        events.feed(&chunk, |event| match marked_body(event).as_deref() {
+            Some("bench:broadcast") => broadcast.add_permits(1),
+            Some(body) => {
+                seen.lock().unwrap().entry(body.to_string()).or_insert_with(Instant::now);
+            }
+            None => {}
+        });
     }
-    let data = event.lines().find_map(|l| l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")))?;
-    let v = serde_json::from_str::<Value>(data).ok()?;
-    let body = if conversation { &v["message"]["body"] } else { &v["body"] };
-    body.as_str().map(str::to_string)
+}
+
+/// What the readers take of a hub message: its body (the rest of the record is skipped unread).
+#[derive(serde::Deserialize)]
+struct Hub<'a> {
+    #[serde(borrow)]
+    body: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// What the readers take of a `conversation.message` event: its message.
+#[derive(serde::Deserialize)]
+struct InConversation<'a> {
+    #[serde(borrow)]
+    message: Hub<'a>,
+}
+
+/// The body of a `message.created` (a hub message) or `conversation.message` (its `message`) event, when
+/// it is marked (starts with `bench:`).
+fn marked_body(event: &[u8]) -> Option<std::borrow::Cow<'_, str>> {
+    let (mut kind, mut data) = (None, None);
+    for line in event.split(|b| *b == b'\n') {
+        if let Some(k) = line.strip_prefix(b"event:") {
+            kind = Some(k.trim_ascii());
+        } else if let Some(d) = line.strip_prefix(b"data:") {
+            data = Some(d);
+        }
+    }
+    let body = match kind? {
+        b"message.created" => serde_json::from_slice::<Hub>(data?).ok()?.body?,
+        b"conversation.message" => serde_json::from_slice::<InConversation>(data?).ok()?.message.body?,
+        _ => return None,
+    };
+    body.starts_with("bench:").then_some(body)
 }
 
 /// Reads the partner's conversation stream (the console's): when each marked message was first read.
 async fn read_console(mut response: reqwest::Response, seen: Seen) {
-    let mut buffer = String::new();
+    let mut events = Events::default();
     while let Ok(Some(chunk)) = response.chunk().await {
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buffer.find("\n\n") {
-            let event: String = buffer.drain(..end + 2).collect();
-            if let Some(body) = marked_body(&event).filter(|b| b.starts_with("bench:")) {
-                seen.lock().unwrap().entry(body).or_insert_with(Instant::now);
+        events.feed(&chunk, |event| {
+            if let Some(body) = marked_body(event) {
+                seen.lock().unwrap().entry(body.into_owned()).or_insert_with(Instant::now);
             }
-        }
+        });
     }
 }
 
@@ -184,6 +222,34 @@ async fn open_streams(
 /// Sends in flight at once in the send-rate phases (`HUBBUB_BENCH_IN_FLIGHT`, default 64).
 fn in_flight() -> usize {
     std::env::var("HUBBUB_BENCH_IN_FLIGHT").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(64)
+}
+
+/// One send-rate phase ([`send_rate`], 5 s): printed with the time its delivery took to drain and the CPU
+/// the host and this load generator spent on it.
+struct Phase<'a> {
+    client: &'a reqwest::Client,
+    base: &'a str,
+    key: &'a str,
+    db: &'a hubbub_host::store::Db,
+    pid: u32,
+    to: String,
+}
+
+impl Phase<'_> {
+    async fn run(self, users: Vec<String>) -> anyhow::Result<f64> {
+        let cpu = || (cpu_s(&self.pid.to_string()), cpu_s("self"));
+        let (host, us) = cpu();
+        let rate = send_rate(self.client, self.base, self.key, &users, 5).await;
+        let (host2, us2) = cpu();
+        let drained = drain(self.db).await?;
+        println!(
+            "  to {}: {rate:.0}/s (host {:.1} CPU-s, load generator {:.1} CPU-s; delivered {drained:.1} s after)",
+            self.to,
+            host2 - host,
+            us2 - us
+        );
+        Ok(rate)
+    }
 }
 
 /// Sends text messages for `seconds` with [`in_flight`] concurrent requests; answers sends per second.
@@ -292,89 +358,67 @@ async fn main() -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
 
-    let cpu = |pid: u32| (cpu_s(&pid.to_string()), cpu_s("self"));
-    let (server_cpu, client_cpu) = cpu(pid);
-    let without = send_rate(&client, &base, &key, &phones, 5).await;
-    let spent = |(s, c): (f64, f64)| {
-        let (s2, c2) = cpu(pid);
-        format!("host {:.1} CPU-s, load generator {:.1} CPU-s", s2 - s, c2 - c)
-    };
-    println!(
-        "sends without streams: {without:.0}/s ({} in flight, 5 s); delivered {:.1} s after",
-        in_flight(),
-        drain(&db).await?
-    );
-    println!("  {}", spent((server_cpu, client_cpu)));
-    let quiet_cpu = cpu(pid);
-    let quiet_without = send_rate(&client, &base, &key, &quiet, 5).await;
-    println!(
-        "sends to the {} users who open no stream, none open: {quiet_without:.0}/s; delivered {:.1} s after",
-        quiet.len(),
-        drain(&db).await?
-    );
-    println!("  {}", spent(quiet_cpu));
-    let before = rss_kib(pid);
-
-    // N idle streams, one per user.
+    // Rounds of the send-rate phases: with no stream open, then with the N streams open, then closed again.
+    // The machine's speed swings from minute to minute (a phase run twice a minute apart has given 60 % to
+    // 100 % of itself), so each phase with streams is set against the phases without them just before and
+    // just after it, round by round, and the median of the rounds is the figure.
+    let rounds: usize = std::env::var("HUBBUB_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(5).max(1);
     let seen: Seen = Arc::default();
     let broadcast = Arc::new(tokio::sync::Semaphore::new(0));
     let exp = (now / 1000) + 3600;
     let key_enc = jsonwebtoken::EncodingKey::from_secret(JWT_SECRET.as_bytes());
-    let started = Instant::now();
     let stream_client = reqwest::Client::builder().pool_max_idle_per_host(0).build()?;
     let token = |phone: &str| {
         let claims = UserClaims { sub: phone.to_string(), dev: Some(format!("dev-{phone}")), iat: now / 1000, exp };
         jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key_enc).unwrap()
     };
-    let opening = open_streams(&client, &stream_client, &stream_base, &phones, &token, &seen, &broadcast);
-    let readers = opening.await?;
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let after = rss_kib(pid);
+    let rate = |to: &str, users: &[String]| {
+        Phase { client: &client, base: &base, key: &key, db: &db, pid, to: to.to_string() }.run(users.to_vec())
+    };
+    let (others, every) = (format!("the {} others", quiet.len()), format!("the {n} users"));
+    let (mut without, mut quiet_without, mut with, mut quiet_with) = (vec![], vec![], vec![], vec![]);
+    println!("sends per second, {} in flight, 5 s a phase, {rounds} rounds:", in_flight());
+    for round in 1..=rounds {
+        println!("round {round}: no stream open");
+        without.push(rate(&every, &phones).await?);
+        quiet_without.push(rate(&others, &quiet).await?);
+        let (before, started) = (rss_kib(pid), Instant::now());
+        let readers = open_streams(&client, &stream_client, &stream_base, &phones, &token, &seen, &broadcast).await?;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let after = rss_kib(pid);
+        println!(
+            "round {round}: {n} idle streams opened in {:.1} s: host resident memory {:.0} MiB → {:.0} MiB, {:.1} KiB per stream",
+            started.elapsed().as_secs_f64(),
+            before / 1024.0,
+            after / 1024.0,
+            (after - before) / n as f64
+        );
+        quiet_with.push(rate(&format!("{others} (the streams idle)"), &quiet).await?);
+        with.push(rate(&format!("{every} (each send down a stream)"), &phones).await?);
+        readers.iter().for_each(tokio::task::JoinHandle::abort);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    println!("the streams closed");
+    without.push(rate(&every, &phones).await?);
+    quiet_without.push(rate(&others, &quiet).await?);
+    // Each round's share: the rate with the streams open against the mean of the rates without, just before
+    // the streams opened and just after they closed.
+    let shares = |open: &[f64], closed: &[f64]| -> Vec<f64> {
+        open.iter().enumerate().map(|(r, rate)| 200.0 * rate / (closed[r] + closed[r + 1])).collect()
+    };
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let listed = |v: &[f64]| v.iter().map(|s| format!("{s:.0} %")).collect::<Vec<_>>().join(", ");
+    let (idle, down) = (shares(&quiet_with, &quiet_without), shares(&with, &without));
     println!(
-        "{n} idle streams opened in {:.1} s: host resident memory {:.0} MiB → {:.0} MiB, {:.1} KiB per stream",
-        started.elapsed().as_secs_f64(),
-        before / 1024.0,
-        after / 1024.0,
-        (after - before) / n as f64
-    );
-
-    let quiet_cpu = cpu(pid);
-    let quiet_with = send_rate(&client, &base, &key, &quiet, 5).await;
-    println!("  {}", spent(quiet_cpu));
-    println!(
-        "sends to the {} users who open no stream, {n} idle streams open: {quiet_with:.0}/s, {:.0} % of the rate with none open; delivered {:.1} s after",
-        quiet.len(),
-        100.0 * quiet_with / quiet_without,
-        drain(&db).await?
-    );
-    let before_cpu = cpu(pid);
-    let with = send_rate(&client, &base, &key, &phones, 5).await;
-    println!("  {}", spent(before_cpu));
-    println!(
-        "sends with {n} streams open, to their users (each message goes down a stream): {with:.0}/s, {:.0} % of the rate without; delivered {:.1} s after",
-        100.0 * with / without,
-        drain(&db).await?
-    );
-
-    // The rates without streams again, once the streams are closed. The database grows through the run and
-    // the send rate drifts down with it (run again at once, the first phase without streams gave 82–101 %
-    // of its rate), so each rate with the streams open is also given against the mean of its rate before they
-    // opened and after they closed. Then the streams are opened again for what follows.
-    readers.iter().for_each(tokio::task::JoinHandle::abort);
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let closed = send_rate(&client, &base, &key, &phones, 5).await;
-    drain(&db).await?;
-    let quiet_closed = send_rate(&client, &base, &key, &quiet, 5).await;
-    drain(&db).await?;
-    println!(
-        "the streams closed: sends to the {n} users {closed:.0}/s, to the {} others {quiet_closed:.0}/s",
-        quiet.len()
-    );
-    println!(
-        "  against the mean of the rates before the streams opened and after they closed: idle streams {:.0} %, \
-         every send down a stream {:.0} %",
-        200.0 * quiet_with / (quiet_without + quiet_closed),
-        200.0 * with / (without + closed)
+        "with {n} streams open, the rate against the mean of the rates without just before and just after, by round: \
+         idle streams {}, median {:.0} %; every send down a stream {}, median {:.0} %",
+        listed(&idle),
+        median(idle.clone()),
+        listed(&down),
+        median(down.clone())
     );
     let started = Instant::now();
     let opening = open_streams(&client, &stream_client, &stream_base, &phones, &token, &seen, &broadcast);
