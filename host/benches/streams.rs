@@ -101,8 +101,8 @@ impl Events {
     }
 }
 
-/// Reads one user's stream: every `message.created` whose body starts with `bench:` is recorded once
-/// (the first stream to read it, for the latency), and counted for the broadcast.
+/// Reads one stream (a user's, or the partner's console's): every marked body ([`marked_body`]) is recorded
+/// once (the first stream to read it, for the latency), and the broadcast's counted.
 async fn read_stream(mut response: reqwest::Response, seen: Seen, broadcast: Arc<tokio::sync::Semaphore>) {
     let mut events = Events::default();
     while let Ok(Some(chunk)) = response.chunk().await {
@@ -147,18 +147,6 @@ fn marked_body(event: &[u8]) -> Option<std::borrow::Cow<'_, str>> {
         _ => return None,
     };
     body.starts_with("bench:").then_some(body)
-}
-
-/// Reads the partner's conversation stream (the console's): when each marked message was first read.
-async fn read_console(mut response: reqwest::Response, seen: Seen) {
-    let mut events = Events::default();
-    while let Ok(Some(chunk)) = response.chunk().await {
-        events.feed(&chunk, |event| {
-            if let Some(body) = marked_body(event) {
-                seen.lock().unwrap().entry(body.into_owned()).or_insert_with(Instant::now);
-            }
-        });
-    }
 }
 
 /// Latencies (ms, sorted) from each answered request to its event being read.
@@ -224,27 +212,26 @@ fn in_flight() -> usize {
     std::env::var("HUBBUB_BENCH_IN_FLIGHT").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(64)
 }
 
-/// One send-rate phase ([`send_rate`], 5 s): printed with the time its delivery took to drain and the CPU
-/// the host and this load generator spent on it.
-struct Phase<'a> {
+/// The send-rate phases ([`send_rate`], 5 s each): each printed with the time its delivery took to drain
+/// and the CPU the host and this load generator spent on it.
+struct Phases<'a> {
     client: &'a reqwest::Client,
     base: &'a str,
     key: &'a str,
     db: &'a hubbub_host::store::Db,
     pid: u32,
-    to: String,
 }
 
-impl Phase<'_> {
-    async fn run(self, users: Vec<String>) -> anyhow::Result<f64> {
+impl Phases<'_> {
+    /// One phase of sends to `users` (`to` names them); answers its rate.
+    async fn run(&self, to: &str, users: &[String]) -> anyhow::Result<f64> {
         let cpu = || (cpu_s(&self.pid.to_string()), cpu_s("self"));
         let (host, us) = cpu();
-        let rate = send_rate(self.client, self.base, self.key, &users, 5).await;
+        let rate = send_rate(self.client, self.base, self.key, users, 5).await;
         let (host2, us2) = cpu();
         let drained = drain(self.db).await?;
         println!(
-            "  to {}: {rate:.0}/s (host {:.1} CPU-s, load generator {:.1} CPU-s; delivered {drained:.1} s after)",
-            self.to,
+            "  to {to}: {rate:.0}/s (host {:.1} CPU-s, load generator {:.1} CPU-s; delivered {drained:.1} s after)",
             host2 - host,
             us2 - us
         );
@@ -372,16 +359,14 @@ async fn main() -> anyhow::Result<()> {
         let claims = UserClaims { sub: phone.to_string(), dev: Some(format!("dev-{phone}")), iat: now / 1000, exp };
         jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key_enc).unwrap()
     };
-    let rate = |to: &str, users: &[String]| {
-        Phase { client: &client, base: &base, key: &key, db: &db, pid, to: to.to_string() }.run(users.to_vec())
-    };
+    let phases = Phases { client: &client, base: &base, key: &key, db: &db, pid };
     let (others, every) = (format!("the {} others", quiet.len()), format!("the {n} users"));
     let (mut without, mut quiet_without, mut with, mut quiet_with) = (vec![], vec![], vec![], vec![]);
     println!("sends per second, {} in flight, 5 s a phase, {rounds} rounds:", in_flight());
     for round in 1..=rounds {
         println!("round {round}: no stream open");
-        without.push(rate(&every, &phones).await?);
-        quiet_without.push(rate(&others, &quiet).await?);
+        without.push(phases.run(&every, &phones).await?);
+        quiet_without.push(phases.run(&others, &quiet).await?);
         let (before, started) = (rss_kib(pid), Instant::now());
         let readers = open_streams(&client, &stream_client, &stream_base, &phones, &token, &seen, &broadcast).await?;
         tokio::time::sleep(Duration::from_secs(3)).await;
@@ -393,20 +378,21 @@ async fn main() -> anyhow::Result<()> {
             after / 1024.0,
             (after - before) / n as f64
         );
-        quiet_with.push(rate(&format!("{others} (the streams idle)"), &quiet).await?);
-        with.push(rate(&format!("{every} (each send down a stream)"), &phones).await?);
+        quiet_with.push(phases.run(&format!("{others} (the streams idle)"), &quiet).await?);
+        with.push(phases.run(&format!("{every} (each send down a stream)"), &phones).await?);
         readers.iter().for_each(tokio::task::JoinHandle::abort);
         tokio::time::sleep(Duration::from_secs(5)).await;
     }
     println!("the streams closed");
-    without.push(rate(&every, &phones).await?);
-    quiet_without.push(rate(&others, &quiet).await?);
+    without.push(phases.run(&every, &phones).await?);
+    quiet_without.push(phases.run(&others, &quiet).await?);
     // Each round's share: the rate with the streams open against the mean of the rates without, just before
     // the streams opened and just after they closed.
     let shares = |open: &[f64], closed: &[f64]| -> Vec<f64> {
         open.iter().enumerate().map(|(r, rate)| 200.0 * rate / (closed[r] + closed[r + 1])).collect()
     };
-    let median = |mut v: Vec<f64>| {
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
@@ -416,9 +402,9 @@ async fn main() -> anyhow::Result<()> {
         "with {n} streams open, the rate against the mean of the rates without just before and just after, by round: \
          idle streams {}, median {:.0} %; every send down a stream {}, median {:.0} %",
         listed(&idle),
-        median(idle.clone()),
+        median(&idle),
         listed(&down),
-        median(down.clone())
+        median(&down)
     );
     let started = Instant::now();
     let opening = open_streams(&client, &stream_client, &stream_base, &phones, &token, &seen, &broadcast);
@@ -493,7 +479,7 @@ async fn main() -> anyhow::Result<()> {
     let console =
         stream_client.get(format!("{stream_base}/api/v1/conversations/events")).bearer_auth(&key).send().await?;
     anyhow::ensure!(console.status() == 200, "console stream: {}", console.status());
-    tokio::spawn(read_console(console, console_seen.clone()));
+    tokio::spawn(read_stream(console, console_seen.clone(), Arc::new(tokio::sync::Semaphore::new(0))));
     let writers = &phones[..n.min(500)];
     let asked: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let opened: Arc<Mutex<Vec<(usize, i64)>>> = Arc::default();

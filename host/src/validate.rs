@@ -260,13 +260,12 @@ fn has_public_url_shape(raw: &str) -> bool {
             && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
             && !l.starts_with('-')
             && !l.ends_with('-')
-            && !l.to_ascii_lowercase().starts_with("xn--")
+            && !l.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("xn--"))
     };
     let host_ok = if host.starts_with('[') {
         true
     } else if host.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-        let parts: Vec<&str> = host.split('.').collect();
-        parts.len() == 4 && parts.iter().all(|p| (1..=3).contains(&p.len()))
+        host.split('.').count() == 4 && host.split('.').all(|p| (1..=3).contains(&p.len()))
     } else {
         host.split('.').all(label)
             && host.rsplit('.').next().is_some_and(|l| l.starts_with(|c: char| c.is_ascii_alphabetic()))
