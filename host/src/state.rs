@@ -114,7 +114,11 @@ impl AppState {
             passkeys: Arc::new(crate::passkeys::RelyingParty::new(&config.public_url)),
             progress: crate::store::flows::progress_writer(db.clone()),
             delivered: crate::messages::delivered_writer(db.clone()),
-            presence: Arc::new(crate::store::devices::PresenceNotes::new(db.clone())),
+            presence: Arc::new(crate::store::devices::PresenceNotes::new(
+                db.clone(),
+                (config.offline_after_s as i64).saturating_mul(1000),
+                config.stream_heartbeat_ms as i64,
+            )),
             payments,
             db,
             config,

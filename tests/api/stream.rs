@@ -252,6 +252,36 @@ async fn signing_out_ends_the_stream_with_a_logout_event() {
     assert!(stream.next(Duration::from_secs(2)).await.is_none(), "the stream ends");
 }
 
+/// A stream that events keep coming down still checks its sign-in at each heartbeat: signed out, it ends
+/// while the events go on (a heartbeat that waited for a quiet moment would never come).
+#[tokio::test]
+async fn a_busy_stream_still_ends_at_the_next_heartbeat_after_signing_out() {
+    let app = TestApp::start_with(|c| c.stream_heartbeat_ms = 100).await;
+    let key = app.partner("acme").await;
+    let token = user(&app, &key).await;
+    let mut stream = open(&app, &token, None).await;
+    // A message every 25 ms, for 6 s: the stream is never quiet for a heartbeat's 75–100 ms.
+    let sending = {
+        let (client, base, key) = (app.client.clone(), app.base.clone(), key.clone());
+        tokio::spawn(async move {
+            let until = tokio::time::Instant::now() + Duration::from_secs(6);
+            while tokio::time::Instant::now() < until {
+                let body = json!({"phone": PHONE, "body": "busy"});
+                let r = client.post(format!("{base}/api/v1/messages")).bearer_auth(&key).json(&body).send().await;
+                assert_eq!(r.unwrap().status(), 201);
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        })
+    };
+    stream.next_of("message.created").await;
+    let r = app.client.delete(format!("{}/api/v1/me/tokens", app.base)).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+    let logout = tokio::time::timeout(Duration::from_secs(3), stream.next_of("logout")).await;
+    assert!(!sending.is_finished(), "the sends went on all the while");
+    assert_eq!(logout.expect("the stream ends while events still come").data["reason"], "signed_out");
+    sending.abort();
+}
+
 #[tokio::test]
 async fn streams_are_bounded_per_user_and_per_host_with_clear_errors() {
     let app = TestApp::start_with(|c| {
@@ -396,18 +426,30 @@ async fn a_message_handed_over_while_queued_walks_to_delivered_and_a_replay_hand
 
 #[tokio::test]
 async fn an_open_stream_notes_the_user_present_at_its_heartbeats_and_as_it_ends() {
-    let app = TestApp::start_with(|c| c.stream_heartbeat_ms = 100).await;
+    // Users are offline 60 s after their last note; heartbeats come every 100 ms (at most).
+    let app = TestApp::start_with(|c| {
+        c.stream_heartbeat_ms = 100;
+        c.offline_after_s = 60;
+    })
+    .await;
     let key = app.partner("acme").await;
     let token = user(&app, &key).await;
     let seen = || async { hubbub_host::store::devices::last_seen(&app.state.db, PHONE).await.unwrap() };
     let stream = open(&app, &token, None).await;
-    assert_eq!(seen().await, Some(app.now()), "opening a stream is activity");
-    // Past the 15 s between two notes, a heartbeat notes the user again (its notes gather for a moment).
+    let opened = app.now();
+    assert_eq!(seen().await, Some(opened), "opening a stream is activity");
+    // Within the offline time less two heartbeats (59.8 s), heartbeats write nothing: the note is fresh
+    // enough that the user never looks offline while the stream is open.
+    app.clock.advance_ms(40_000);
+    tokio::time::sleep(Duration::from_millis(500) + hubbub_host::store::devices::BEAT_GATHER * 2).await;
+    assert_eq!(seen().await, Some(opened), "a heartbeat while the note is fresh writes nothing");
+    // Past it, a heartbeat notes the user again (its notes gather for a moment).
     app.clock.advance_ms(20_000);
     let beat = app.now();
     eventually("a heartbeat notes the user present", || async { seen().await == Some(beat) }).await;
-    // The stream's end is the last moment the user was here: the offline timer starts from it.
-    app.clock.advance_ms(20_000);
+    // The stream's end is the last moment the user was here, however fresh the note: the offline timer
+    // starts from it.
+    app.clock.advance_ms(30_000);
     let gone = app.now();
     drop(stream);
     eventually("the stream's end notes the user present", || async { seen().await == Some(gone) }).await;

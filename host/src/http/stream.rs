@@ -9,7 +9,8 @@
 //! idle stream; when the token it was opened with is signed out or expires, a `logout` event ends it.
 //! Streams are bounded per user (`HUBBUB_STREAMS_PER_USER`, 429) and per host (`HUBBUB_MAX_STREAMS`, 503);
 //! several streams of one device all work (each gets every event). An open stream is the user's presence:
-//! noted when it opens, at each heartbeat and when it ends.
+//! noted when it opens, at the heartbeats that keep the note fresh (`store::devices::PresenceNotes`) and
+//! when it ends.
 //!
 //! Hosts learn of new events through [`Wakes`]: PostgreSQL's `LISTEN` (every append notifies; the woken
 //! streams read the log), or on SQLite a tail of the log, read as soon as this process has written and at a
@@ -172,7 +173,8 @@ pub(super) enum Next {
 /// One stream's place in one key's event log (a user's phone, or a partner's key): takes what comes after
 /// `after` — as this host handed it over, or read from the log when it was not (the first time, after a
 /// gap, when woken with nothing handed over) —, waking when the key is told it has new events and at its
-/// heartbeat.
+/// heartbeat. The heartbeat keeps its time however many events come: a stream busy with events is still
+/// asked at each beat whether its sign-in works.
 pub(super) struct Follow {
     state: AppState,
     key: String,
@@ -184,6 +186,8 @@ pub(super) struct Follow {
     /// How many times the key's streams had been asked to read the log when this one last looked.
     asked: u64,
     heartbeat: Duration,
+    /// When the next heartbeat is due.
+    beat_at: tokio::time::Instant,
 }
 
 impl Follow {
@@ -202,13 +206,19 @@ impl Follow {
         let heartbeat =
             Duration::from_millis(state.config.stream_heartbeat_ms.max(10)).mul_f64(rand::random_range(0.75..=1.0));
         let asked = watch.asked();
-        Ok((Follow { state: state.clone(), key, after, watch, read_log: true, asked, heartbeat }, reset))
+        let beat_at = tokio::time::Instant::now() + heartbeat;
+        Ok((Follow { state: state.clone(), key, after, watch, read_log: true, asked, heartbeat, beat_at }, reset))
     }
 
-    /// The next events (`after` then moves past them), or a beat without any, or the host's stop.
+    /// The next events (`after` then moves past them), or the heartbeat when it is due (before any events),
+    /// or the host's stop.
     pub async fn next(&mut self) -> Next {
         let watch = self.watch.clone();
         loop {
+            if tokio::time::Instant::now() >= self.beat_at {
+                self.beat_at = tokio::time::Instant::now() + self.heartbeat;
+                return Next::Beat;
+            }
             let woken = watch.wake.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
@@ -242,7 +252,7 @@ impl Follow {
             let stop = self.state.shutdown.clone();
             tokio::select! {
                 _ = &mut woken => {}
-                _ = tokio::time::sleep(self.heartbeat) => return Next::Beat,
+                _ = tokio::time::sleep_until(self.beat_at) => {}
                 _ = stop.cancelled() => return Next::Stop,
             }
         }
@@ -378,7 +388,7 @@ impl Drop for Live {
         // The user was here until now: the offline timer (HUBBUB_OFFLINE_AFTER_S) starts as the stream ends.
         let state = self.state.clone();
         tokio::spawn(async move {
-            if let Err(error) = state.presence.beat(&phone, state.now()).await {
+            if let Err(error) = state.presence.left(&phone, state.now()).await {
                 tracing::warn!(%error, "a closing event stream could not note the user's presence");
             }
         });

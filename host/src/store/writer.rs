@@ -212,8 +212,18 @@ impl<K: Eq + std::hash::Hash> WrittenWithin<K> {
         K: std::borrow::Borrow<Q>,
         Q: Eq + std::hash::Hash + ?Sized,
     {
+        self.recent_within(key, now, self.interval)
+    }
+
+    /// Whether `key` was written within `interval` before `now` (a longer interval than the notes' own
+    /// finds only what they still hold: those written within theirs, and any older until pruned).
+    pub fn recent_within<Q>(&self, key: &Q, now: crate::clock::Millis, interval: crate::clock::Millis) -> bool
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Eq + std::hash::Hash + ?Sized,
+    {
         let at = self.at.lock().expect("written notes poisoned");
-        at.get(key).is_some_and(|at| (0..self.interval).contains(&(now - at)))
+        at.get(key).is_some_and(|at| (0..interval).contains(&(now - at)))
     }
 
     /// Notes that `key` was written at `now`.
