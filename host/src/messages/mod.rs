@@ -108,9 +108,14 @@ pub async fn advance_in_hub(db: &Db, id: i64, to: MessageState, now: Millis) -> 
     Ok(moved)
 }
 
-/// How long the messages handed to devices gather before they are written `delivered` (at most 256 in
-/// one transaction).
-pub const HANDED_OVER_GATHER: std::time::Duration = std::time::Duration::from_millis(50);
+/// How long the messages handed to devices gather before they are written `delivered` (at most
+/// [`HANDED_OVER_BATCH`] in one transaction). Each transaction costs the one SQLite writer its round trips
+/// however many rows it holds: at 2,400 sends/s down streams, batches of ~500 (200 ms) held the writer
+/// 51–97 µs per message where batches of ~160 (50 ms) held it 74–176 µs (docs/performance.md).
+pub const HANDED_OVER_GATHER: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Most messages written `delivered` in one transaction.
+const HANDED_OVER_BATCH: usize = 1024;
 
 /// A message a device got down its event stream (as the stream read it), and when.
 pub type HandedOver = (Message, Millis);
@@ -127,7 +132,7 @@ pub fn delivered_writer(db: Db) -> crate::store::writer::GroupCommit<HandedOver,
     use crate::store::writer::{GroupCommit, Writes};
     GroupCommit::spawn_gathering(
         db,
-        256,
+        HANDED_OVER_BATCH,
         HANDED_OVER_GATHER,
         Writes {
             batch: Some(|tx, items| Box::pin(deliver_in(tx, items))),
