@@ -119,6 +119,12 @@ async fn user(app: &TestApp, key: &str) -> String {
     app.login(PHONE).await
 }
 
+/// The user signs out the token (`DELETE /me/tokens`).
+async fn sign_out(app: &TestApp, token: &str) {
+    let r = app.client.delete(format!("{}/api/v1/me/tokens", app.base)).bearer_auth(token).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+}
+
 #[tokio::test]
 async fn hub_messages_arrive_live_and_a_reconnect_replays_what_was_missed_once() {
     let app = TestApp::start().await;
@@ -246,8 +252,7 @@ async fn signing_out_ends_the_stream_with_a_logout_event() {
     let key = app.partner("acme").await;
     let token = user(&app, &key).await;
     let mut stream = open(&app, &token, None).await;
-    let r = app.client.delete(format!("{}/api/v1/me/tokens", app.base)).bearer_auth(&token).send().await.unwrap();
-    assert_eq!(r.status(), 204);
+    sign_out(&app, &token).await;
     assert_eq!(stream.next_of("logout").await.data["reason"], "signed_out");
     assert!(stream.next(Duration::from_secs(2)).await.is_none(), "the stream ends");
 }
@@ -274,8 +279,7 @@ async fn a_busy_stream_still_ends_at_the_next_heartbeat_after_signing_out() {
         })
     };
     stream.next_of("message.created").await;
-    let r = app.client.delete(format!("{}/api/v1/me/tokens", app.base)).bearer_auth(&token).send().await.unwrap();
-    assert_eq!(r.status(), 204);
+    sign_out(&app, &token).await;
     let logout = tokio::time::timeout(Duration::from_secs(3), stream.next_of("logout")).await;
     assert!(!sending.is_finished(), "the sends went on all the while");
     assert_eq!(logout.expect("the stream ends while events still come").data["reason"], "signed_out");
