@@ -378,6 +378,12 @@ pub struct Config {
 }
 
 impl Config {
+    /// An event stream's heartbeat interval (`HUBBUB_STREAM_HEARTBEAT_MS`), at least 10 ms: the one value
+    /// the streams beat at and their users' presence notes are timed by.
+    pub fn stream_heartbeat(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.stream_heartbeat_ms.max(10))
+    }
+
     /// This host's share of a service-wide rate `limit` (at least 1): the limit divided by `hosts`, rounded up.
     pub fn host_share(&self, limit: u32) -> std::num::NonZeroU32 {
         let hosts = self.hosts.max(1);
@@ -528,6 +534,19 @@ mod tests {
         assert_eq!(super::redact_url("postgres://u:pw@h/db"), "postgres://u:[redacted]@h/db");
         assert_eq!(super::redact_url("postgres://u@h/db"), "postgres://u@h/db");
         assert_eq!(super::redact_url("sqlite://x.db"), "sqlite://x.db");
+    }
+
+    #[test]
+    fn a_stream_heartbeat_is_at_least_ten_milliseconds() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Args {
+            #[command(flatten)]
+            config: super::Config,
+        }
+        let beat = |ms: &str| Args::parse_from(["hubbub", "--stream-heartbeat-ms", ms]).config.stream_heartbeat();
+        assert_eq!(beat("0"), std::time::Duration::from_millis(10));
+        assert_eq!(beat("25000"), std::time::Duration::from_secs(25));
     }
 }
 

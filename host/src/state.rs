@@ -117,7 +117,7 @@ impl AppState {
             presence: Arc::new(crate::store::devices::PresenceNotes::new(
                 db.clone(),
                 (config.offline_after_s as i64).saturating_mul(1000),
-                config.stream_heartbeat_ms as i64,
+                config.stream_heartbeat().as_millis() as i64,
             )),
             payments,
             db,

@@ -156,8 +156,7 @@ pub(super) fn sse<S>(state: &AppState, events: S) -> Sse<impl Stream<Item = Resu
 where
     S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
 {
-    Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(Duration::from_millis(state.config.stream_heartbeat_ms.max(10))))
+    Sse::new(events).keep_alive(KeepAlive::new().interval(state.config.stream_heartbeat()))
 }
 
 /// What a followed log has next.
@@ -203,8 +202,7 @@ impl Follow {
         let watch = state.wakes.watch(&key);
         // Each stream's beat is its own, between 3/4 and all of the interval: streams opened together
         // (a host restarted, a broadcast's readers) do not all do their checks in the same instant.
-        let heartbeat =
-            Duration::from_millis(state.config.stream_heartbeat_ms.max(10)).mul_f64(rand::random_range(0.75..=1.0));
+        let heartbeat = state.config.stream_heartbeat().mul_f64(rand::random_range(0.75..=1.0));
         let asked = watch.asked();
         let beat_at = tokio::time::Instant::now() + heartbeat;
         Ok((Follow { state: state.clone(), key, after, watch, read_log: true, asked, heartbeat, beat_at }, reset))
