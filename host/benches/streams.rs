@@ -9,7 +9,9 @@
 //!    claimed users with a device (who never open a stream); then with the N streams open (`GET
 //!    /me/events`), to the 1,000 others (the streams stay idle: what holding them open costs the host) and to
 //!    the N users (every send goes down one of the streams and marks its message `delivered`); then the
-//!    streams close and the next round begins; after the last round, the rates without streams once more;
+//!    streams close and the next round begins; after the last round, the rates without streams once more
+//!    (`HUBBUB_BENCH_WARMUP=K` first runs K pairs of phases with no stream open that count in no share,
+//!    to see the rate settle as the database grows before any stream has opened);
 //! 2. the host's resident memory as the N idle streams open (round 1's is the figure: later rounds reuse what
 //!    the first streams' memory left behind), per stream;
 //! 3. each round's rate with the streams open as a share of the mean of its rates without them just before
@@ -363,6 +365,13 @@ async fn main() -> anyhow::Result<()> {
     let (others, every) = (format!("the {} others", quiet.len()), format!("the {n} users"));
     let (mut without, mut quiet_without, mut with, mut quiet_with) = (vec![], vec![], vec![], vec![]);
     println!("sends per second, {} in flight, 5 s a phase, {rounds} rounds:", in_flight());
+    // Phases without streams first that count in no share (none by default: the figure's method is unchanged).
+    let warmup: usize = std::env::var("HUBBUB_BENCH_WARMUP").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    for w in 1..=warmup {
+        println!("warm-up {w}: no stream open");
+        phases.run(&every, &phones).await?;
+        phases.run(&others, &quiet).await?;
+    }
     for round in 1..=rounds {
         println!("round {round}: no stream open");
         without.push(phases.run(&every, &phones).await?);
