@@ -35,14 +35,19 @@ struct Loaded {
 
 static LOADED: OnceCell<Loaded> = OnceCell::const_new();
 
+/// A runtime with `limits` on the shared artifacts (`target/tmp/runtime-artifacts`): what it loads was
+/// compiled once, by whichever test came first.
+fn runtime_with(limits: RuntimeLimits) -> Runtime {
+    Runtime::new(limits, Path::new(env!("CARGO_TARGET_TMPDIR")).join("runtime-artifacts")).expect("runtime")
+}
+
 async fn loaded() -> &'static Loaded {
     LOADED
         .get_or_init(|| async {
             // `RUST_LOG=hubbub_host=debug,hubbub::guest=debug` shows the runtime's and the guests' logs.
             let filter = tracing_subscriber::EnvFilter::from_default_env();
             let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
-            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("runtime-artifacts");
-            let runtime = Runtime::new(RuntimeLimits::default(), dir).expect("runtime");
+            let runtime = runtime_with(RuntimeLimits::default());
             let load = |name: &'static str| {
                 let runtime = runtime.clone();
                 async move {
@@ -335,8 +340,7 @@ async fn every_call_gets_a_fresh_instance() {
 /// no other test's slots count.
 #[tokio::test]
 async fn a_scattered_working_set_is_reset_in_place() {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("runtime-artifacts");
-    let runtime = Runtime::new(RuntimeLimits::default(), dir).expect("runtime");
+    let runtime = runtime_with(RuntimeLimits::default());
     let evil = runtime.load(&component("evil")).await.expect("evil loads");
     let idle = runtime.pool_resident_bytes();
     for _ in 0..3 {
@@ -355,8 +359,7 @@ async fn a_scattered_working_set_is_reset_in_place() {
 async fn a_memory_bomb_runs_out_of_memory() {
     // A runtime of its own with time to spare: faulting in 32 MiB takes some of the default 50 ms of CPU,
     // all of it when the other tests load the machine, and then the call ends as a timeout instead.
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("runtime-artifacts");
-    let runtime = Runtime::new(RuntimeLimits { cpu_ms: 2_000, ..RuntimeLimits::default() }, dir).expect("runtime");
+    let runtime = runtime_with(RuntimeLimits { cpu_ms: 2_000, ..RuntimeLimits::default() });
     let evil = runtime.load(&component("evil")).await.expect("evil loads");
     let result = runtime.start(&evil.digest, "demo", flow("memory"), ctx()).await;
     assert!(matches!(result, Err(RuntimeError::OutOfMemory | RuntimeError::Trap(_))), "{result:?}");
@@ -537,9 +540,8 @@ fn ctx_of(partner: &str) -> GuestContext {
 
 #[tokio::test]
 async fn partners_share_the_slots_and_a_slot_is_held_until_its_guest_returns() {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("runtime-artifacts");
     let slots = SlotLimits { per_partner: 2, queue: 2, wait: Duration::from_millis(200) };
-    let runtime = Runtime::new(RuntimeLimits { slots, ..RuntimeLimits::default() }, dir).unwrap();
+    let runtime = runtime_with(RuntimeLimits { slots, ..RuntimeLimits::default() });
     let evil = runtime.load(&component("evil")).await.unwrap();
     let free = runtime.free_call_slots();
     // Partner a floods: six calls whose guests sleep (each holds its slot until its wall-clock deadline).
@@ -581,9 +583,7 @@ async fn partners_share_the_slots_and_a_slot_is_held_until_its_guest_returns() {
 
 #[tokio::test]
 async fn tighter_limits_apply() {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("runtime-artifacts");
-    let limits = RuntimeLimits { max_output_bytes: 64, ..RuntimeLimits::default() };
-    let runtime = Runtime::new(limits, dir).unwrap();
+    let runtime = runtime_with(RuntimeLimits { max_output_bytes: 64, ..RuntimeLimits::default() });
     let signup = runtime.load(&component("signup")).await.unwrap();
     assert!(signup.from_cache, "the shared artifact is reused");
     let result = runtime.start(&signup.digest, "demo", flow("signup"), ctx()).await;
@@ -592,9 +592,7 @@ async fn tighter_limits_apply() {
 
 #[tokio::test]
 async fn the_least_recently_used_component_is_dropped_past_the_limit_and_reloads() {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("runtime-artifacts");
-    let limits = RuntimeLimits { max_loaded_components: 2, ..RuntimeLimits::default() };
-    let runtime = Runtime::new(limits, dir).unwrap();
+    let runtime = runtime_with(RuntimeLimits { max_loaded_components: 2, ..RuntimeLimits::default() });
     let signup = runtime.load(&component("signup")).await.unwrap();
     let shop = runtime.load(&component("shop")).await.unwrap();
     // signup is used after shop was loaded, so shop is now the least recently used.
