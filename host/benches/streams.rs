@@ -403,7 +403,8 @@ async fn main() -> anyhow::Result<()> {
     let median = |v: &[f64]| {
         let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+        // Of an even count, the mean of the two in the middle (not the upper one).
+        (v[(v.len() - 1) / 2] + v[v.len() / 2]) / 2.0
     };
     let listed = |v: &[f64]| v.iter().map(|s| format!("{s:.0} %")).collect::<Vec<_>>().join(", ");
     let (idle, down) = (shares(&quiet_with, &quiet_without), shares(&with, &without));
