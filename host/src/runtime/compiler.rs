@@ -93,16 +93,11 @@ pub(super) async fn compile_in_child(limits: &CompileLimits, input: &Path, outpu
     let stderr = String::from_utf8_lossy(&output.stderr);
     let said = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
     let said = said.strip_prefix("Error: ").unwrap_or(said);
-    // Out of its memory: an allocation failed (an abort, or the error saying so), or the compiler could not
-    // start its threads — each thread's stack is a mapping that counts against `RLIMIT_DATA`, the only limit
-    // set on the child, so `EAGAIN` there means the limit (jemalloc's own mappings can take the budget before
-    // any allocation fails).
     let out_of_memory = {
         use std::os::unix::process::ExitStatusExt;
         output.status.signal() == Some(libc::SIGABRT)
             || stderr.contains("memory allocation")
             || stderr.contains("Cannot allocate memory")
-            || stderr.contains("Resource temporarily unavailable")
     };
     if out_of_memory {
         return Err(RuntimeError::InvalidComponent(format!(
