@@ -14,6 +14,11 @@ use serde_json::json;
 
 mod cli;
 
+/// jemalloc for every allocation of the process (host/Cargo.toml says why).
+#[cfg(all(target_os = "linux", not(target_env = "musl")))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(name = "hubbub", version, about = "Hubbub: partner messaging with a WebAssembly bot runtime")]
 struct Cli {
