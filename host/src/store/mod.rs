@@ -71,10 +71,13 @@ pub struct Db {
 }
 
 /// Each SQLite connection's settings; the writer's own checkpoints wait until the log is large
-/// (`store::checkpoints`).
+/// (`store::checkpoints`). Temporary files stay in memory (`temp_store`): the statement journal of each
+/// multi-row statement inside a transaction (what undoes that statement alone) outgrew SQLite's 64 KiB spill
+/// threshold, so each was a file created, written, read and deleted in `/var/tmp` — about half the writer's
+/// `pwrite` calls (docs/performance.md).
 const SQLITE_SETTINGS: &str = const_format::formatcp!(
     "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \
-     PRAGMA busy_timeout = 10000; PRAGMA wal_autocheckpoint = {};",
+     PRAGMA busy_timeout = 10000; PRAGMA temp_store = MEMORY; PRAGMA wal_autocheckpoint = {};",
     checkpoints::WRITER_CHECKPOINT_PAGES
 );
 
@@ -346,6 +349,28 @@ mod tests {
             size = std::fs::metadata(&file).unwrap().len();
         }
         assert!(size >= before + 300 * 4000, "the database file is {size} bytes, {before} before the writes");
+        db.close().await;
+    }
+
+    /// Every SQLite connection, the writer's and the readers', keeps its temporary files in memory
+    /// (`temp_store = MEMORY`, 2): a multi-row statement's journal is never a file in `/var/tmp`.
+    #[tokio::test]
+    async fn sqlite_connections_keep_temporary_files_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+        let keys = super::sealing::Keyring::new(super::sealing::SecretKey::generate());
+        let db = super::Db::connect(&url, 4, keys).await.unwrap();
+        let store: i64 = sqlx::query_scalar("PRAGMA temp_store").fetch_one(db.writer()).await.unwrap();
+        assert_eq!(store, 2, "the writer");
+        // Each of the readers (held at once, so each answer is another connection's).
+        let mut held = Vec::new();
+        for _ in 0..db.reader().options().get_max_connections() {
+            let mut reader = db.reader().acquire().await.unwrap();
+            let store: i64 = sqlx::query_scalar("PRAGMA temp_store").fetch_one(&mut *reader).await.unwrap();
+            assert_eq!(store, 2, "reader {}", held.len());
+            held.push(reader);
+        }
+        drop(held);
         db.close().await;
     }
 }
