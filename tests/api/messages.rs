@@ -585,7 +585,8 @@ async fn one_bad_message_in_a_group_commit_fails_only_itself() {
     let writer = hubbub_host::store::deliveries::MessageWriter::spawn(app.state.db.clone());
     let creations = (0..40).map(|i| {
         let reference = if i == 17 { taken.clone() } else { format!("msg_batch{i:03}") };
-        writer.create(message(i, reference), now)
+        let created = writer.create(message(i, reference), now);
+        async move { created.await.map(|written| written.created) }
     });
     let results = futures_util::future::join_all(creations).await;
     for (i, result) in results.iter().enumerate() {

@@ -122,6 +122,50 @@ async fn subscriptions_are_checked_and_one_per_device() {
     assert_eq!(app.get(&token, "/api/v1/me/push").await.json["subscribed"], false);
 }
 
+/// The messages a send hands to Web Push.
+#[derive(Default)]
+struct Arrivals(std::sync::Mutex<Vec<String>>);
+
+impl hubbub_host::messages::send::HubArrivals for Arrivals {
+    fn arrived(&self, message: hubbub_host::store::messages::Message) {
+        self.0.lock().unwrap().push(message.body.unwrap_or_default());
+    }
+}
+
+/// A send into the hub learns in its own insert whether the user has a device subscribed to Web Push, and
+/// hands the message to the push sender only then: a hub message to a user without one reads nothing more.
+#[tokio::test]
+async fn a_send_hands_a_hub_message_to_push_only_for_a_user_with_a_subscribed_device() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let token = user(&app, &key).await;
+    let partner = hubbub_host::store::partners::find_by_code(&app.state.db, "acme").await.unwrap().unwrap();
+    let arrivals = Arrivals::default();
+    let send = |body: &str| {
+        let raw = json!({"phone": PHONE, "body": body});
+        let mut sending = app.state.sending();
+        sending.arrivals = &arrivals;
+        async move {
+            let req = serde_json::from_value(raw.clone()).unwrap();
+            match hubbub_host::messages::send::send(&sending, partner.id, &req, &raw, None).await.unwrap() {
+                hubbub_host::messages::send::Sent::New(m) => assert_eq!(m.state.as_str(), "sent", "in the hub"),
+                other => panic!("a new message, not {other:?}"),
+            }
+        }
+    };
+    send("before any subscription").await;
+    assert!(arrivals.0.lock().unwrap().is_empty(), "no device is subscribed: nothing to push");
+
+    let endpoint = "https://push.example.com/send/abc";
+    app.post(&token, "/api/v1/me/push/subscriptions", Device::new().subscription(endpoint)).await.ok(201);
+    send("once subscribed").await;
+    assert_eq!(*arrivals.0.lock().unwrap(), ["once subscribed"]);
+
+    app.request(Method::DELETE, "/api/v1/me/push/subscriptions", Some(&token), None).await;
+    send("after unsubscribing").await;
+    assert_eq!(*arrivals.0.lock().unwrap(), ["once subscribed"], "unsubscribed: nothing more to push");
+}
+
 #[tokio::test]
 async fn a_message_in_the_hub_is_pushed_encrypted_and_the_ack_makes_it_delivered() {
     let service = FakeServer::start(201, 0).await;

@@ -495,7 +495,7 @@ async fn dev_send(
         channel: None,
         hub: None,
     };
-    match state.messages.create(message, now).await? {
+    match state.messages.create(message, now).await?.created {
         Created::New(m) => {
             state.delivery.wake.notify_one();
             Ok((StatusCode::CREATED, Json(MessageRecord::from(&m))))

@@ -13,7 +13,7 @@ use super::routing;
 use crate::clock::Millis;
 use crate::events;
 use crate::names::{Direction, MessageState};
-use crate::store::deliveries::MessageWriter;
+use crate::store::deliveries::{MessageWriter, Written};
 use crate::store::messages::{self as store, Created, HubRoute, Message, NewMessage};
 use crate::store::{Db, is_unique_violation};
 use crate::validate::{Invalid, required_phone};
@@ -32,7 +32,8 @@ pub struct Sending<'a> {
     pub arrivals: &'a dyn HubArrivals,
 }
 
-/// Told of each message a send put in the hub, once it is written (the user's devices are pushed to).
+/// Told of each message a send put in the hub for a user with a device subscribed to Web Push, once it is
+/// written (those devices are pushed to). A user without one costs no more than the insert's own look.
 pub trait HubArrivals: Send + Sync {
     fn arrived(&self, message: Message);
 }
@@ -93,26 +94,28 @@ pub async fn send(
         message.request_hash = Some(hash.clone());
     }
     route_now(host, &mut message);
-    let created = match host.writer.create(message, host.now).await {
+    let written = match host.writer.create(message, host.now).await {
         // Two identical retries racing (several hosts): the loser's chosen ref collides with the winner's
         // message, which is the one to replay.
         Err(e) if is_unique_violation(&e) && idempotency.is_some() => {
             let (key, hash) = idempotency.expect("checked");
             match store::find_replay(host.db, partner_id, &key, &hash).await? {
-                Some(replay) => replay,
+                Some(replay) => Written { created: replay, to_push: false },
                 None => return Err(e.into()),
             }
         }
         other => other?,
     };
-    match created {
+    match written.created {
         Created::New(m) => {
             tracing::info!(message_id = m.id, "message accepted");
             metrics::counter!("hubbub_messages_accepted_total").increment(1);
             if m.state == MessageState::Sent {
                 // In the hub already: counted as the worker counts what it routes, and pushed.
                 routing::count(m.channel, m.state);
-                host.arrivals.arrived(m.clone());
+                if written.to_push {
+                    host.arrivals.arrived(m.clone());
+                }
             } else {
                 host.wake.notify_one();
             }

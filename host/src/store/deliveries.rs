@@ -195,7 +195,15 @@ const MAX_MESSAGE_BATCH: usize = 256;
 /// into the hub as it is written ([`messages::HubRoute`]), its delivery job (`messages::create_many_in`);
 /// those that go into the hub are moved there in the same transaction, with no job.
 #[derive(Clone, Debug)]
-pub struct MessageWriter(GroupCommit<(NewMessage, Millis), Created>);
+pub struct MessageWriter(GroupCommit<(NewMessage, Millis), Written>);
+
+/// What the writer did with a message: created it (or found the original of a retry), and whether it went
+/// into the hub for a recipient with a device subscribed to Web Push — then the caller pushes to them.
+#[derive(Debug)]
+pub struct Written {
+    pub created: Created,
+    pub to_push: bool,
+}
 
 impl MessageWriter {
     /// Starts the writer task; it ends when every handle is dropped.
@@ -221,7 +229,7 @@ impl MessageWriter {
     }
 
     /// Creates a message as part of the next batch.
-    pub async fn create(&self, message: NewMessage, now: Millis) -> Result<Created, sqlx::Error> {
+    pub async fn create(&self, message: NewMessage, now: Millis) -> Result<Written, sqlx::Error> {
         self.0.write((message, now)).await
     }
 }
@@ -232,7 +240,7 @@ impl MessageWriter {
 async fn into_hub_in(
     tx: &mut Transaction<'_, Any>,
     created: Vec<(Created, Option<InHub>)>,
-) -> Result<Vec<Created>, sqlx::Error> {
+) -> Result<Vec<Written>, sqlx::Error> {
     let finished: Vec<Finished> = created
         .iter()
         .filter_map(|(created, hub)| match (created, hub) {
@@ -262,9 +270,13 @@ async fn into_hub_in(
         finish_in(tx, &finished).await?.into_iter().map(|m| (m.id, m)).collect();
     Ok(created
         .into_iter()
-        .map(|(created, _)| match created {
-            Created::New(m) => Created::New(moved.remove(&m.id).unwrap_or(m)),
-            other => other,
+        .map(|(created, hub)| {
+            let to_push = hub.is_some_and(|hub| hub.subscribed);
+            let created = match created {
+                Created::New(m) => Created::New(moved.remove(&m.id).unwrap_or(m)),
+                other => other,
+            };
+            Written { created, to_push }
         })
         .collect())
 }

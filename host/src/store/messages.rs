@@ -131,22 +131,27 @@ pub struct HubRoute {
     pub event: fn(&Message, Millis) -> Value,
 }
 
-/// A message put in the hub as it was written: its job to follow and its event builder.
+/// A message put in the hub as it was written: its job to follow, its event builder, and whether its
+/// recipient has a device subscribed to Web Push (read in the insert, so a send to a user without one reads
+/// nothing more for the push).
 #[derive(Debug, Clone, Copy)]
 pub struct InHub {
     pub follow_up: Option<(&'static str, Millis)>,
     pub event: fn(&Message, Millis) -> Value,
+    pub subscribed: bool,
 }
 
 /// What an insert answers besides the new row's id: the sender's code.
 const RETURNED: &str = "(SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code";
 
 /// [`RETURNED`], and what a [`HubRoute`] decides by: the recipient's claimed accounts and devices, the
-/// partner's window. Asked only when a message has a route, so other inserts read nothing more.
+/// partner's window; and whether the recipient has a push subscription ([`InHub::subscribed`]). Asked only
+/// when a message has a route, so other inserts read nothing more.
 const RETURNED_REACH: &str = "(SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code, \
      (SELECT p.hub_fallback_after_s FROM partners p WHERE p.id = messages.partner_id) AS partner_after_s, \
      (SELECT COUNT(*) FROM accounts a WHERE a.phone = messages.phone AND a.state = 'claimed') AS claimed, \
-     (SELECT COUNT(*) FROM devices d WHERE d.phone = messages.phone) AS devices";
+     (SELECT COUNT(*) FROM devices d WHERE d.phone = messages.phone) AS devices, \
+     (SELECT COUNT(*) FROM push_subscriptions s WHERE s.phone = messages.phone) AS subscriptions";
 
 /// Whether the message just inserted (its returned `row`) goes into the hub now, by its [`HubRoute`].
 fn hub_decision(m: &NewMessage, row: &AnyRow, now: Millis) -> Result<Option<InHub>, sqlx::Error> {
@@ -157,7 +162,8 @@ fn hub_decision(m: &NewMessage, row: &AnyRow, now: Millis) -> Result<Option<InHu
     }
     let window = m.fallback_after_s.or(row.try_get::<Option<i64>, _>("partner_after_s")?);
     let follow_up = (route.follow_up)(&m.priority, &m.content, window, route.default_after_s, now);
-    Ok(Some(InHub { follow_up, event: route.event }))
+    let subscribed = row.try_get::<i64, _>("subscriptions")? > 0;
+    Ok(Some(InHub { follow_up, event: route.event, subscribed }))
 }
 
 /// What a create did.

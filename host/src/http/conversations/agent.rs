@@ -328,7 +328,7 @@ pub(super) async fn agent_send(
     }
     let content = validate_content(&state, partner.id, &req, Some(&phone)).await?;
     let message = content.into_message(partner.id, &phone, Direction::Out, None);
-    match state.messages.create(message, state.now()).await.map_err(ref_taken)? {
+    match state.messages.create(message, state.now()).await.map_err(ref_taken)?.created {
         Created::New(m) => {
             state.delivery.wake.notify_one();
             Ok(created(&m, false))
