@@ -111,7 +111,7 @@ pub async fn send(
             tracing::info!(message_id = m.id, "message accepted");
             metrics::counter!("hubbub_messages_accepted_total").increment(1);
             if m.state == MessageState::Sent {
-                // In the hub already: counted as the worker counts what it routes, and pushed.
+                // In the hub already: counted as the worker counts what it routes, and pushed to subscribed devices.
                 routing::count(m.channel, m.state);
                 if written.to_push {
                     host.arrivals.arrived(m.clone());
