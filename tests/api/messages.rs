@@ -58,6 +58,10 @@ async fn text_message_is_created_queued_with_the_interface_fields() {
         later.ok(200)["events"].as_array().unwrap().iter().map(|e| e["state"].as_str().unwrap()).collect();
     assert_eq!(states, ["queued", "sent", "read"]);
     assert!(later.json.get("attempts").is_none());
+    // Refs sort by when they were made: a new one lands at the end of their unique index.
+    let next = app.post(&key, "/api/v1/messages", json!({"phone": "+15551230001", "body": "Later"})).await;
+    let next = next.ok(201)["ref"].as_str().unwrap().to_string();
+    assert!(next.as_str() > reference, "{reference} then {next}");
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ use sqlx::{Any, Transaction};
 use super::writer::{GroupCommit, Writes};
 use crate::clock::Millis;
 use crate::names::DeliveryState;
-use crate::secrets::random_alnum;
+use crate::secrets::ordered_id;
 
 /// Who receives an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -92,7 +92,7 @@ pub async fn enqueue_many(tx: &mut Transaction<'_, Any>, events: &[NewEvent<'_>]
     let mut insert = super::query_rows(backend, &sql, events.len());
     let mut ids = Vec::with_capacity(events.len());
     for (n, e) in events.iter().enumerate() {
-        let delivery_id = format!("dlv_{}", random_alnum(24));
+        let delivery_id = ordered_id("dlv_", 22);
         insert = insert
             .bind(n as i64)
             .bind(delivery_id.clone())
