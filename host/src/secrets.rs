@@ -12,13 +12,13 @@ pub fn random_alnum(n: usize) -> String {
 }
 
 /// A new identifier of a row written many times a second (a message's `ref`, a webhook delivery's id):
-/// `prefix`, the time it was made in milliseconds as eight base-62 digits, then `random` characters of
+/// `prefix`, the time it was made in milliseconds as eight base-62 digits, then 22 characters of
 /// [`random_alnum`]. One made later sorts after one made earlier, so each new row lands at the end of the
 /// identifier's unique index, not on a random page of it: with identifiers random throughout, each row of a
 /// batch had a page of that index of its own to read into SQLite's cache and to write to its log at commit,
-/// more of them as the table grew (docs/performance.md). The random part keeps it unguessable (22
-/// characters: 131 bits); the time part tells only when it was made.
-pub fn ordered_id(prefix: &str, random: usize) -> String {
+/// more of them as the table grew (docs/performance.md). The random part keeps it unguessable (131 bits);
+/// the time part tells only when it was made.
+pub fn ordered_id(prefix: &str) -> String {
     const DIGITS: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     let mut ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
     let mut time = [b'0'; 8];
@@ -26,11 +26,14 @@ pub fn ordered_id(prefix: &str, random: usize) -> String {
         *digit = DIGITS[(ms % 62) as usize];
         ms /= 62;
     }
-    let mut id = String::with_capacity(prefix.len() + time.len() + random);
-    id.push_str(prefix);
-    id.extend(time.iter().map(|&d| char::from(d)));
-    id.extend(rand::rng().sample_iter(&Alphanumeric).take(random).map(char::from));
-    id
+    let time = std::str::from_utf8(&time).expect("base-62 digits are ASCII");
+    format!("{prefix}{time}{}", random_alnum(22))
+}
+
+/// A new message `ref` made by the server ([`ordered_id`]); a sender's own (end-to-end encrypted messages)
+/// is checked by `encryption::client_ref` instead.
+pub fn new_message_ref() -> String {
+    ordered_id("msg_")
 }
 
 /// Random bytes from the OS-seeded generator.
@@ -170,14 +173,14 @@ mod tests {
     /// SQLite's unique index compares them), keep their random part, and are the shape refs must have.
     #[test]
     fn ordered_ids_sort_by_time_and_stay_random() {
-        let earlier = ordered_id("msg_", 22);
+        let earlier = new_message_ref();
         std::thread::sleep(std::time::Duration::from_millis(2));
-        let later = ordered_id("msg_", 22);
+        let later = new_message_ref();
         assert!(earlier.as_bytes() < later.as_bytes(), "{earlier} {later}");
         assert_eq!(later.len(), 4 + 8 + 22);
         assert!(later[4..].bytes().all(|b| b.is_ascii_alphanumeric()), "{later}");
         // Made in the same millisecond, they differ in their random part only.
-        let (a, b) = (ordered_id("dlv_", 22), ordered_id("dlv_", 22));
+        let (a, b) = (ordered_id("dlv_"), ordered_id("dlv_"));
         assert_ne!(a, b);
         assert!(a.starts_with("dlv_") && b.starts_with("dlv_"));
         // The time part is the clock's: after 2020 and before 2100 in base 62.

@@ -57,7 +57,7 @@ pub async fn run(command: E2eCommand) -> anyhow::Result<()> {
                 Some(t) => t,
                 None => read_stdin()?,
             };
-            let reference = reference.unwrap_or_else(|| hubbub_host::secrets::ordered_id("msg_", 22));
+            let reference = reference.unwrap_or_else(hubbub_host::secrets::new_message_ref);
             let http = reqwest::Client::new();
             let mut url = reqwest::Url::parse(&api.api_url).context("--api-url")?;
             url.path_segments_mut()

@@ -22,7 +22,7 @@ use crate::clock::{Millis, record_time};
 use crate::http::error::{ApiError, ApiResult};
 use crate::names::{Category, Channel};
 use crate::otp;
-use crate::secrets::{digest, display_prefix, ordered_id, random_alnum};
+use crate::secrets::{digest, display_prefix, new_message_ref, random_alnum};
 use crate::state::AppState;
 use crate::store::developers::{self as store, Developer};
 use crate::store::messages::{Created, NewMessage};
@@ -473,7 +473,7 @@ async fn dev_send(
         return Err(ApiError::rate_limited(((day_start + DAY_MS - now) / 1000) as u64));
     }
     let message = NewMessage {
-        reference: ordered_id("msg_", 22),
+        reference: new_message_ref(),
         partner_id: platform.id,
         direction: crate::names::Direction::Out,
         conversation_id: None,

@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 use super::{Link, Media, MessageContent};
 use crate::encryption;
 use crate::names::{ContentType, Direction, E2eMode, Encryption};
-use crate::secrets::{hex, ordered_id, random_alnum};
+use crate::secrets::{hex, new_message_ref, random_alnum};
 use crate::store::messages::{NewMedia, NewMessage};
 use crate::store::{Db, devices, templates};
 use crate::template::{self, RenderError};
@@ -207,7 +207,7 @@ impl Content {
         conversation_id: Option<i64>,
     ) -> NewMessage {
         NewMessage {
-            reference: self.reference.unwrap_or_else(|| ordered_id("msg_", 22)),
+            reference: self.reference.unwrap_or_else(new_message_ref),
             partner_id,
             direction,
             conversation_id,

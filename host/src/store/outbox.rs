@@ -92,7 +92,7 @@ pub async fn enqueue_many(tx: &mut Transaction<'_, Any>, events: &[NewEvent<'_>]
     let mut insert = super::query_rows(backend, &sql, events.len());
     let mut ids = Vec::with_capacity(events.len());
     for (n, e) in events.iter().enumerate() {
-        let delivery_id = ordered_id("dlv_", 22);
+        let delivery_id = ordered_id("dlv_");
         insert = insert
             .bind(n as i64)
             .bind(delivery_id.clone())

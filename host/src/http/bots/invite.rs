@@ -14,7 +14,7 @@ use crate::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::{ApiJson, E404, E409, E502};
 use crate::names::{Channel, RuntimeMode};
-use crate::secrets::{ordered_id, random_alnum};
+use crate::secrets::{new_message_ref, random_alnum};
 use crate::state::AppState;
 use crate::store::bots as store;
 use crate::store::messages::NewMessage;
@@ -109,7 +109,7 @@ pub(super) async fn invite_to_flow(
     let reference = format!("flow_{}", random_alnum(24));
     let (state_name, message_id) = if channel == Channel::Inapp {
         let card = NewMessage {
-            reference: ordered_id("msg_", 22),
+            reference: new_message_ref(),
             partner_id: partner.id,
             direction: crate::names::Direction::Out,
             conversation_id: None,
