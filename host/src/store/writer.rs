@@ -49,6 +49,10 @@ impl<J, R> Clone for Writes<J, R> {
 }
 impl<J, R> Copy for Writes<J, R> {}
 
+/// How often a gathering batch ([`GroupCommit::spawn_gathering`]) takes what has come: a batch that fills
+/// up is written at most this late, however fast items come.
+const GATHER_STEP: Duration = Duration::from_millis(20);
+
 /// Handle to a group-commit task writing items of type `J` with `write`, answering each with `R`.
 pub struct GroupCommit<J, R> {
     jobs: mpsc::Sender<Job<J, R>>,
@@ -100,12 +104,17 @@ impl<J: Send + Sync + 'static, R: Send + 'static> GroupCommit<J, R> {
                         break;
                     }
                     if !gather.is_zero() {
+                        // The lane sleeps while the batch gathers, taking what came at each step: a task that
+                        // waited on the queue would be woken by every item (a wake-up, often of the other
+                        // core's thread, and a timer set anew, for each message a stream sends).
                         let until = tokio::time::Instant::now() + gather;
-                        while batch.len() < max_batch {
-                            let more = max_batch - batch.len();
-                            match tokio::time::timeout_at(until, queue.recv_many(&mut batch, more)).await {
-                                Ok(n) if n > 0 => {}
-                                _ => break,
+                        while batch.len() < max_batch && tokio::time::Instant::now() < until {
+                            tokio::time::sleep_until(until.min(tokio::time::Instant::now() + GATHER_STEP)).await;
+                            while batch.len() < max_batch {
+                                match queue.try_recv() {
+                                    Ok(job) => batch.push(job),
+                                    Err(_) => break,
+                                }
                             }
                         }
                     }
@@ -270,6 +279,60 @@ mod tests {
         // A caller that waits still has its answer: written, or the error.
         writer.write(200).await.unwrap();
         assert!(writer.write(-2).await.is_err());
+        db.close().await;
+    }
+
+    /// A gathering writer writes what comes within its window as one batch, and a batch that fills up at
+    /// once without waiting out the window.
+    #[tokio::test]
+    async fn a_gathering_writer_writes_what_comes_within_its_window_in_one_batch() {
+        use super::Writes;
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("w.db").display());
+        let db = Db::connect(&url, 2, Keyring::new(SecretKey::generate())).await.unwrap();
+        sqlx::query("CREATE TABLE batches (id INTEGER PRIMARY KEY, size INTEGER NOT NULL)")
+            .execute(db.writer())
+            .await
+            .unwrap();
+        let writes: Writes<i64, ()> = Writes {
+            batch: Some(|tx, items| {
+                Box::pin(async move {
+                    sqlx::query("INSERT INTO batches (size) VALUES ($1)")
+                        .bind(items.len() as i64)
+                        .execute(&mut **tx)
+                        .await?;
+                    Ok(vec![(); items.len()])
+                })
+            }),
+            one: |_, _| Box::pin(async { Ok(()) }),
+        };
+        let gather = std::time::Duration::from_millis(1000);
+        let writer = GroupCommit::spawn_gathering(db.clone(), 10, gather, writes);
+        let sizes = || async {
+            let sizes: Vec<i64> =
+                sqlx::query_scalar("SELECT size FROM batches ORDER BY id").fetch_all(db.reader()).await.unwrap();
+            sizes
+        };
+        // A trickle: five items, 20 ms apart, all within the window.
+        for n in 0..5 {
+            writer.hand(n);
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while sizes().await.is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(sizes().await, vec![5], "the trickle is one batch");
+        // Twenty-five at once: two full batches, written without waiting, then the rest after the window.
+        let started = std::time::Instant::now();
+        for n in 0..25 {
+            writer.hand(n);
+        }
+        while sizes().await.len() < 4 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(sizes().await, vec![5, 10, 10, 5]);
+        assert!(started.elapsed() >= gather, "the last batch waited out its window");
         db.close().await;
     }
 }
