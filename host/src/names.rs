@@ -398,6 +398,17 @@ string_enum! {
     }
 }
 
+impl UserEventKind {
+    /// The kinds whose subject is a message (a stream sends that message with the event).
+    pub const ABOUT_A_MESSAGE: [UserEventKind; 3] =
+        [UserEventKind::MessageCreated, UserEventKind::MessageUpdated, UserEventKind::ConversationMessage];
+
+    /// Whether an event of this kind is about a message ([`UserEventKind::ABOUT_A_MESSAGE`]).
+    pub fn is_about_a_message(self) -> bool {
+        UserEventKind::ABOUT_A_MESSAGE.contains(&self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -138,6 +138,13 @@ async fn hub_messages_arrive_live_and_a_reconnect_replays_what_was_missed_once()
     // Sent down the stream, it reached a device: delivered, for the partner.
     let id = sent["message_id"].as_i64().unwrap();
     eventually("delivered by the stream", || async { app.message(&key, id).await["state"] == "delivered" }).await;
+    // The event's body is the message as the inbox lists it (on SQLite, the stream's copy is the one this host
+    // kept as it wrote the message, not read back: it is no other), but for its state then.
+    let mut listed = app.get(&token, "/api/v1/me/messages").await.json["data"][0].clone();
+    assert_eq!(listed["ref"], sent["ref"]);
+    assert_eq!((&listed["state"], &created.data["state"]), (&json!("delivered"), &json!("sent")));
+    listed["state"] = json!("sent");
+    assert_eq!(created.data, listed);
     // Read on another device: this one hears of it.
     let reference = sent["ref"].as_str().unwrap();
     app.post(&token, &format!("/api/v1/me/messages/{reference}/read"), json!({})).await.ok(200);

@@ -16,7 +16,7 @@
 //! streams read the log), or on SQLite a tail of the log, read as soon as this process has written and at a
 //! poll, that hands each stream its events ([`run_wakes`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -461,7 +461,9 @@ const TAIL_BATCH: i64 = 1000;
 /// Wakes this host's streams when their users have new events, until `stop`: PostgreSQL's notifications
 /// (every append notifies at commit; each stream reads the log), or on SQLite a tail of the log read when
 /// this process has written (at most every [`TAIL_GAP`]) and every `poll` (what other processes sharing the
-/// file wrote), which hands each stream its events with their messages: one read for all of them.
+/// file wrote), which hands each stream its events with their messages: one read for all of them, and the
+/// messages read only for the keys with a stream here — those this process has just put into the hub not
+/// even then (`messages::Fresh`).
 pub async fn run_wakes(db: Db, wakes: Arc<Wakes>, database_url: String, poll: Duration, stop: CancellationToken) {
     if db.backend() == Backend::Postgres {
         listen(&database_url, &wakes, &stop).await;
@@ -497,15 +499,10 @@ pub async fn run_wakes(db: Db, wakes: Arc<Wakes>, database_url: String, poll: Du
             continue;
         }
         read_at = tokio::time::Instant::now();
-        match messages::events_after_row(&db, after, TAIL_BATCH).await {
-            Ok(rows) => {
-                more = rows.len() as i64 == TAIL_BATCH;
-                let mut by_key: HashMap<String, Vec<messages::Logged>> = HashMap::new();
-                for (key, id, logged) in rows {
-                    after = after.max(id);
-                    by_key.entry(key).or_default().push(logged);
-                }
-                for (key, events) in by_key {
+        match messages::events_after_row(&db, after, TAIL_BATCH, |key| wakes.watches(key)).await {
+            Ok(tail) => {
+                (after, more) = (tail.newest.max(after), tail.whole);
+                for (key, events) in tail.by_key {
                     wakes.hand_over(&key, events);
                 }
             }

@@ -161,6 +161,11 @@ impl Wakes {
         self.keys().values().for_each(|w| w.ask());
     }
 
+    /// Whether `key` has a stream on this host.
+    pub fn watches(&self, key: &str) -> bool {
+        self.keys().contains_key(key)
+    }
+
     /// Keys with a stream on this host.
     pub fn watched(&self) -> usize {
         self.keys().len()

@@ -195,7 +195,7 @@ const MAX_MESSAGE_BATCH: usize = 256;
 /// into the hub as it is written ([`messages::HubRoute`]), its delivery job (`messages::create_many_in`);
 /// those that go into the hub are moved there in the same transaction, with no job.
 #[derive(Clone, Debug)]
-pub struct MessageWriter(GroupCommit<(NewMessage, Millis), Written>);
+pub struct MessageWriter(GroupCommit<(NewMessage, Millis), Written>, Db);
 
 /// What the writer did with a message: created it (or found the original of a retry), and whether it went
 /// into the hub for a recipient with a device subscribed to Web Push — then the caller pushes to them.
@@ -208,8 +208,8 @@ pub struct Written {
 impl MessageWriter {
     /// Starts the writer task; it ends when every handle is dropped.
     pub fn spawn(db: Db) -> MessageWriter {
-        MessageWriter(GroupCommit::spawn_with(
-            db,
+        let commits = GroupCommit::spawn_with(
+            db.clone(),
             MAX_MESSAGE_BATCH,
             Writes {
                 batch: Some(|tx, items| {
@@ -225,12 +225,21 @@ impl MessageWriter {
                     })
                 },
             },
-        ))
+        );
+        MessageWriter(commits, db)
     }
 
-    /// Creates a message as part of the next batch.
+    /// Creates a message as part of the next batch. One that went into the hub is kept for SQLite's tail of
+    /// the event log ([`messages::Fresh`]): its user's streams here send it without reading it back.
     pub async fn create(&self, message: NewMessage, now: Millis) -> Result<Written, sqlx::Error> {
-        self.0.write((message, now)).await
+        let written = self.0.write((message, now)).await?;
+        if let (Created::New(m), Some(fresh)) = (&written.created, self.1.fresh())
+            && m.state == MessageState::Sent
+            && m.channel == Some(Channel::Inapp)
+        {
+            fresh.keep(m.clone());
+        }
+        Ok(written)
     }
 }
 

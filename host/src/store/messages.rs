@@ -793,11 +793,11 @@ const LOGGED: &str = const_format::concatcp!(
      e.subject_id AS event_subject, e.created_at AS event_at, ",
     COLUMN_LIST,
     " FROM user_events e LEFT JOIN messages m ON m.id = e.subject_id AND e.kind IN ('",
-    UserEventKind::MessageCreated.as_str(),
+    UserEventKind::ABOUT_A_MESSAGE[0].as_str(),
     "', '",
-    UserEventKind::MessageUpdated.as_str(),
+    UserEventKind::ABOUT_A_MESSAGE[1].as_str(),
     "', '",
-    UserEventKind::ConversationMessage.as_str(),
+    UserEventKind::ABOUT_A_MESSAGE[2].as_str(),
     "') LEFT JOIN partners p ON p.id = m.partner_id "
 );
 
@@ -826,13 +826,130 @@ pub async fn events_since(db: &Db, phone: &str, after: i64, limit: i64) -> Resul
     rows.iter().map(logged_from_row).collect()
 }
 
-/// Every key's events after log row `after_id` (in the order they were written, at most `limit`), each with
-/// its key (a phone, or a partner's key), its row id and the message it is about: SQLite's tail, whose one
-/// writer commits ids in order, handing each stream what it sends in one read for all of them.
-pub async fn events_after_row(db: &Db, after_id: i64, limit: i64) -> Result<Vec<(String, i64, Logged)>, sqlx::Error> {
-    const SQL: &str = const_format::concatcp!(LOGGED, "WHERE e.id > $1 ORDER BY e.id LIMIT $2");
-    let rows = sqlx::query(SQL).bind(after_id).bind(limit).fetch_all(db.reader()).await?;
-    rows.iter().map(|r| Ok((r.try_get("event_key")?, r.try_get("event_id")?, logged_from_row(r)?))).collect()
+/// What SQLite's tail read of the log ([`events_after_row`]).
+#[derive(Debug, Default)]
+pub struct Tail {
+    /// The newest log row read (where the next read starts).
+    pub newest: i64,
+    /// The read was a whole batch: there may be more to read at once.
+    pub whole: bool,
+    /// The events of the keys kept, by key, each key's in order, with the messages they are about.
+    pub by_key: Vec<(String, Vec<Logged>)>,
+}
+
+/// SQLite's tail of the log, whose one writer commits row ids in order: every key's events after log row
+/// `after_id` (at most `limit`), those of the keys `kept` wants (the keys with a stream on this host) each
+/// with the message it is about — so a read hands every stream what it sends. A `message.created` takes its
+/// message from [`Fresh`] when this process has just put it into the hub (as it was then); the other
+/// messages are read in one statement, and only for the keys kept.
+pub async fn events_after_row(
+    db: &Db,
+    after_id: i64,
+    limit: i64,
+    kept: impl Fn(&str) -> bool,
+) -> Result<Tail, sqlx::Error> {
+    let rows = super::user_events::after_row(db, after_id, limit).await?;
+    let newest = rows.last().map_or(after_id, |(id, _, _)| *id);
+    let whole = rows.len() as i64 == limit;
+    let is_created = |e: &super::user_events::UserEvent| e.kind == UserEventKind::MessageCreated;
+    // Every fresh message the log tells of is taken, for a stream here or not: each is told of once.
+    let created: Vec<i64> = rows.iter().filter(|(_, _, e)| is_created(e)).map(|(_, _, e)| e.subject_id).collect();
+    let mut fresh = db.fresh().map(|f| f.take(&created)).unwrap_or_default();
+    let mut by_key: Vec<(String, Vec<super::user_events::UserEvent>)> = Vec::new();
+    let mut place: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (_, key, event) in rows {
+        let at = match place.get(&key) {
+            Some(at) => *at,
+            None if kept(&key) => {
+                place.insert(key.clone(), by_key.len());
+                by_key.push((key, Vec::new()));
+                by_key.len() - 1
+            }
+            None => continue,
+        };
+        by_key[at].1.push(event);
+    }
+    // A fresh message is the one its event is about only for its own user (ids are never reused).
+    fresh.retain(|id, m| place.get(&m.phone).is_some_and(|at| by_key[*at].1.iter().any(|e| e.subject_id == *id)));
+    let unread: Vec<i64> = by_key
+        .iter()
+        .flat_map(|(_, events)| events)
+        .filter(|e| e.kind.is_about_a_message() && !(is_created(e) && fresh.contains_key(&e.subject_id)))
+        .map(|e| e.subject_id)
+        .collect();
+    let read = find_many(db, &unread).await?;
+    let by_key = by_key
+        .into_iter()
+        .map(|(key, events)| {
+            let logged = events
+                .into_iter()
+                .map(|e| {
+                    let message = match e.kind {
+                        _ if is_created(&e) && fresh.contains_key(&e.subject_id) => fresh.remove(&e.subject_id),
+                        kind if kind.is_about_a_message() => read.get(&e.subject_id).cloned(),
+                        _ => None,
+                    };
+                    (e, message)
+                })
+                .collect();
+            (key, logged)
+        })
+        .collect();
+    Ok(Tail { newest, whole, by_key })
+}
+
+/// Messages by id, whoever sent them (a message that is gone is missing from the answer).
+pub async fn find_many(db: &Db, ids: &[i64]) -> Result<std::collections::HashMap<i64, Message>, sqlx::Error> {
+    let mut found = std::collections::HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(500) {
+        let sql = format!("{SELECT}WHERE m.id IN ({})", vec!["?"; chunk.len()].join(", "));
+        let mut read = super::query_rows(db.backend(), &sql, chunk.len());
+        for id in chunk {
+            read = read.bind(*id);
+        }
+        for row in read.fetch_all(db.reader()).await? {
+            let m = from_row(&row)?;
+            found.insert(m.id, m);
+        }
+    }
+    Ok(found)
+}
+
+/// Hub messages this process has just written into the hub (each with its `message.created` in the log),
+/// kept for SQLite's tail of the log ([`events_after_row`]), which would otherwise read each back to hand
+/// it to its user's stream. Each is taken once; only the newest [`FRESH_KEPT`] are kept (one the tail
+/// read past before it was kept is forgotten in time, and a message not kept is read from the database).
+#[derive(Debug, Default)]
+pub struct Fresh {
+    kept: std::sync::Mutex<(std::collections::HashMap<i64, Message>, std::collections::VecDeque<i64>)>,
+}
+
+/// The most messages [`Fresh`] keeps: seconds of sends at the rates one SQLite host takes, while its tail
+/// reads within milliseconds.
+const FRESH_KEPT: usize = 4096;
+
+impl Fresh {
+    /// Keeps `message`, just committed into the hub with its `message.created`.
+    pub fn keep(&self, message: Message) {
+        let mut kept = self.kept.lock().expect("fresh messages poisoned");
+        let (messages, order) = &mut *kept;
+        order.push_back(message.id);
+        messages.insert(message.id, message);
+        while order.len() > FRESH_KEPT {
+            if let Some(id) = order.pop_front() {
+                messages.remove(&id);
+            }
+        }
+    }
+
+    /// Takes those of `ids` that are kept.
+    pub fn take(&self, ids: &[i64]) -> std::collections::HashMap<i64, Message> {
+        if ids.is_empty() {
+            return Default::default();
+        }
+        let mut kept = self.kept.lock().expect("fresh messages poisoned");
+        ids.iter().filter_map(|id| kept.0.remove(id).map(|m| (*id, m))).collect()
+    }
 }
 
 /// A message by id, whoever sent it (delivery workers).
@@ -1084,4 +1201,134 @@ pub async fn enqueue_in(tx: &mut Transaction<'_, Any>, jobs: &[(i64, Millis)]) -
     }
     insert.execute(&mut **tx).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Db, FRESH_KEPT, Fresh, events_after_row, find_any};
+    use crate::names::UserEventKind;
+    use crate::store::sealing::{Keyring, SecretKey};
+    use crate::store::user_events::{NewUserEvent, append_in, newest_id};
+
+    async fn db_with_messages(dir: &std::path::Path) -> Db {
+        let url = format!("sqlite://{}?mode=rwc", dir.join("t.db").display());
+        let db = Db::connect(&url, 2, Keyring::new(SecretKey::generate())).await.unwrap();
+        sqlx::query(
+            "INSERT INTO partners (id, code, name, key_hash, key_prefix, created_at) VALUES (1, 'p', 'P', 'h', 'k', 0)",
+        )
+        .execute(db.writer())
+        .await
+        .unwrap();
+        for (id, phone, body) in [(1, "+1", "one"), (2, "+1", "two"), (3, "+2", "three")] {
+            sqlx::query(
+                "INSERT INTO messages (id, ref, partner_id, phone, direction, content_type, body, priority, content, \
+                 state, channel, created_at, updated_at) \
+                 VALUES ($1, $2, 1, $3, 'out', 'text', $4, 'normal', '{}', 'sent', 'inapp', 0, 0)",
+            )
+            .bind(id)
+            .bind(format!("msg_{id}"))
+            .bind(phone)
+            .bind(body)
+            .execute(db.writer())
+            .await
+            .unwrap();
+        }
+        db
+    }
+
+    /// SQLite's tail hands the keys with a stream their events in order, each with its message: a fresh one
+    /// (just put into the hub by this process) from memory, as it was written, taken once; the others read
+    /// from the database; the events of keys with no stream are skipped, their fresh messages taken all the
+    /// same.
+    #[tokio::test]
+    async fn the_tail_hands_watched_keys_their_events_with_fresh_messages_from_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_with_messages(dir.path()).await;
+        let start = newest_id(&db).await.unwrap();
+        let told = |phone: &str, kind, subject_id| NewUserEvent { phone: phone.into(), kind, subject_id };
+        let mut tx = db.begin().await.unwrap();
+        let events = [
+            told("+1", UserEventKind::MessageCreated, 1),
+            told("+2", UserEventKind::MessageCreated, 3),
+            told("+1", UserEventKind::MessageCreated, 2),
+            told("+1", UserEventKind::MessageUpdated, 1),
+            told("+1", UserEventKind::AccountUpdated, 0),
+        ];
+        append_in(&mut tx, &events, 0).await.unwrap();
+        tx.commit().await.unwrap();
+        // Messages 1 and 3 were just written by this process: message 1 as the writer had it (its body told
+        // apart from the row's, to see where the stream's copy comes from).
+        let fresh = db.fresh().expect("SQLite keeps fresh messages");
+        let mut one = find_any(&db, 1).await.unwrap().unwrap();
+        one.body = Some("one, as written".into());
+        fresh.keep(one);
+        fresh.keep(find_any(&db, 3).await.unwrap().unwrap());
+
+        let tail = events_after_row(&db, start, 100, |key| key == "+1").await.unwrap();
+        assert_eq!((tail.newest, tail.whole), (start + 5, false));
+        let keys: Vec<&str> = tail.by_key.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["+1"], "only the watched key");
+        let handed: Vec<(i64, UserEventKind, Option<String>)> =
+            tail.by_key[0].1.iter().map(|(e, m)| (e.seq, e.kind, m.as_ref().and_then(|m| m.body.clone()))).collect();
+        assert_eq!(
+            handed,
+            [
+                (1, UserEventKind::MessageCreated, Some("one, as written".into())),
+                (2, UserEventKind::MessageCreated, Some("two".into())),
+                (3, UserEventKind::MessageUpdated, Some("one".into())),
+                (4, UserEventKind::AccountUpdated, None),
+            ],
+            "the fresh message from memory, the others from the database, in order"
+        );
+        assert!(fresh.take(&[1, 3]).is_empty(), "each fresh message is taken once, watched or not");
+
+        // Read again, in batches of two: the messages come from the database; each batch says it was whole.
+        let tail = events_after_row(&db, start, 2, |_| true).await.unwrap();
+        assert_eq!((tail.newest, tail.whole), (start + 2, true));
+        let bodies: Vec<(String, Option<String>)> = tail
+            .by_key
+            .iter()
+            .flat_map(|(k, events)| {
+                events.iter().map(move |(_, m)| (k.clone(), m.as_ref().and_then(|m| m.body.clone())))
+            })
+            .collect();
+        assert_eq!(bodies, [("+1".into(), Some("one".into())), ("+2".into(), Some("three".into()))]);
+        db.close().await;
+    }
+
+    /// A fresh message is the one an event is about only for the event's own key: one kept under another
+    /// user's phone is not handed to this one's stream (it is read from the database instead).
+    #[tokio::test]
+    async fn a_fresh_message_is_handed_only_to_its_own_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_with_messages(dir.path()).await;
+        let start = newest_id(&db).await.unwrap();
+        let mut tx = db.begin().await.unwrap();
+        let created = NewUserEvent { phone: "+1".into(), kind: UserEventKind::MessageCreated, subject_id: 1 };
+        append_in(&mut tx, &[created], 0).await.unwrap();
+        tx.commit().await.unwrap();
+        let mut stray = find_any(&db, 1).await.unwrap().unwrap();
+        (stray.phone, stray.body) = ("+2".into(), Some("someone else's".into()));
+        db.fresh().unwrap().keep(stray);
+        let tail = events_after_row(&db, start, 100, |_| true).await.unwrap();
+        let body = tail.by_key[0].1[0].1.as_ref().and_then(|m| m.body.clone());
+        assert_eq!(body.as_deref(), Some("one"));
+        db.close().await;
+    }
+
+    /// Only the newest fresh messages are kept.
+    #[tokio::test]
+    async fn fresh_messages_are_kept_up_to_a_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_with_messages(dir.path()).await;
+        let one = find_any(&db, 1).await.unwrap().unwrap();
+        let fresh = Fresh::default();
+        for id in 1..=(FRESH_KEPT as i64 + 1) {
+            fresh.keep(super::Message { id, ..one.clone() });
+        }
+        let ids: Vec<i64> = fresh.take(&[1, 2, FRESH_KEPT as i64 + 1]).into_keys().collect();
+        assert_eq!(ids.len(), 2, "the oldest is forgotten: {ids:?}");
+        assert!(!ids.contains(&1));
+        db.close().await;
+    }
 }

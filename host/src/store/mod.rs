@@ -65,6 +65,8 @@ pub struct Db {
     /// Told each time SQLite's one writer connection is handed back (a transaction committed or rolled
     /// back, a write done): what this process wrote is visible to readers from then on.
     written: std::sync::Arc<tokio::sync::Notify>,
+    /// On SQLite, the hub messages this process has just written, for its tail of the event log.
+    fresh: Option<std::sync::Arc<messages::Fresh>>,
     /// On SQLite, the task that checkpoints the write-ahead log (`store::checkpoints`): it ends with the
     /// last handle.
     _checkpoints: Option<std::sync::Arc<tokio_util::sync::DropGuard>>,
@@ -145,7 +147,8 @@ impl Db {
                 let read = options().max_connections(readers).connect(url).await?;
                 let checkpoints = checkpoints::start(options().max_connections(1).connect(url).await?);
                 let _checkpoints = Some(std::sync::Arc::new(checkpoints));
-                Db { read, write, backend, keys, write_lanes: 1, written, _checkpoints }
+                let fresh = Some(Default::default());
+                Db { read, write, backend, keys, write_lanes: 1, written, fresh, _checkpoints }
             }
             Backend::Postgres => {
                 let pool = AnyPoolOptions::new()
@@ -156,7 +159,8 @@ impl Db {
                 POSTGRES_MIGRATOR.run(&pool).await?;
                 let write_lanes = (max_connections as usize / 4).clamp(1, 8);
                 let written = Default::default();
-                Db { read: pool.clone(), write: pool, backend, keys, write_lanes, written, _checkpoints: None }
+                let (read, write, fresh) = (pool.clone(), pool, None);
+                Db { read, write, backend, keys, write_lanes, written, fresh, _checkpoints: None }
             }
         };
         Ok(db)
@@ -209,6 +213,12 @@ impl Db {
     /// PostgreSQL (whose hosts hear of new rows by `LISTEN`).
     pub fn written(&self) -> &tokio::sync::Notify {
         &self.written
+    }
+
+    /// On SQLite, the hub messages this process has just written (see [`messages::Fresh`]); `None` on
+    /// PostgreSQL, whose streams read the log themselves.
+    pub fn fresh(&self) -> Option<&messages::Fresh> {
+        self.fresh.as_deref()
     }
 
     /// The pool for writes and transactions.

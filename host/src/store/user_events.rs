@@ -7,7 +7,8 @@
 //!
 //! Hosts learn that a user has new events (`http::streams::Wakes`): on PostgreSQL every append sends
 //! `pg_notify('hubbub_user_events', phone)`, delivered at commit to every host's listener; on SQLite a tail
-//! of the log (`messages::events_after_row`) hands the streams their events.
+//! of the log (`messages::events_after_row`) hands the streams their events, with the messages this process
+//! has just put into the hub taken from memory (`messages::Fresh`), not read back.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -115,6 +116,29 @@ pub async fn forget_before(db: &Db, before: Millis) -> Result<u64, sqlx::Error> 
     let done = sqlx::query("DELETE FROM user_events WHERE created_at < $1").bind(before).execute(db.writer()).await?;
     sqlx::query("DELETE FROM stream_tickets WHERE expires_at < $1").bind(before).execute(db.writer()).await?;
     Ok(done.rows_affected())
+}
+
+/// Every key's events after log row `after_id`, in the order they were written (at most `limit`), each with
+/// its row id and its key (a phone, or a partner's key): SQLite's tail (`messages::events_after_row`).
+pub async fn after_row(db: &Db, after_id: i64, limit: i64) -> Result<Vec<(i64, String, UserEvent)>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT id, phone, seq, kind, subject_id, created_at FROM user_events WHERE id > $1 ORDER BY id LIMIT $2",
+    )
+    .bind(after_id)
+    .bind(limit)
+    .fetch_all(db.reader())
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let event = UserEvent {
+                seq: r.try_get("seq")?,
+                kind: super::decode_name(r, "kind")?,
+                subject_id: r.try_get("subject_id")?,
+                created_at: r.try_get("created_at")?,
+            };
+            Ok((r.try_get("id")?, r.try_get("phone")?, event))
+        })
+        .collect()
 }
 
 /// The newest log row's id: where a tail starts.
