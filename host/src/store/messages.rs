@@ -885,7 +885,7 @@ pub async fn events_after_row(
                 .into_iter()
                 .map(|e| {
                     let message = match e.kind {
-                        _ if is_created(&e) && fresh.contains_key(&e.subject_id) => fresh.remove(&e.subject_id),
+                        _ if is_created(&e) && fresh.contains_key(&e.subject_id) => fresh.get(&e.subject_id).cloned(),
                         kind if kind.is_about_a_message() => read.get(&e.subject_id).cloned(),
                         _ => None,
                     };
@@ -1313,6 +1313,24 @@ mod tests {
         let tail = events_after_row(&db, start, 100, |_| true).await.unwrap();
         let body = tail.by_key[0].1[0].1.as_ref().and_then(|m| m.body.clone());
         assert_eq!(body.as_deref(), Some("one"));
+        db.close().await;
+    }
+
+    /// Should a message's arrival be told twice, each event carries the fresh message.
+    #[tokio::test]
+    async fn a_fresh_message_told_twice_goes_with_both_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_with_messages(dir.path()).await;
+        let start = newest_id(&db).await.unwrap();
+        let mut tx = db.begin().await.unwrap();
+        let created = NewUserEvent { phone: "+1".into(), kind: UserEventKind::MessageCreated, subject_id: 1 };
+        append_in(&mut tx, &[created.clone(), created], 0).await.unwrap();
+        tx.commit().await.unwrap();
+        db.fresh().unwrap().keep(find_any(&db, 1).await.unwrap().unwrap());
+        let tail = events_after_row(&db, start, 100, |_| true).await.unwrap();
+        let bodies: Vec<Option<String>> =
+            tail.by_key[0].1.iter().map(|(_, m)| m.as_ref().and_then(|m| m.body.clone())).collect();
+        assert_eq!(bodies, [Some("one".to_string()), Some("one".to_string())]);
         db.close().await;
     }
 
