@@ -234,8 +234,7 @@ impl MessageWriter {
     pub async fn create(&self, message: NewMessage, now: Millis) -> Result<Written, sqlx::Error> {
         let written = self.0.write((message, now)).await?;
         if let (Created::New(m), Some(fresh)) = (&written.created, self.1.fresh())
-            && m.state == MessageState::Sent
-            && m.channel == Some(Channel::Inapp)
+            && m.arrived_in_hub()
         {
             fresh.keep(m.clone());
         }

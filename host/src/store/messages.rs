@@ -37,6 +37,14 @@ pub struct Message {
     pub created_at: Millis,
 }
 
+impl Message {
+    /// Whether the message, as it is now, has just arrived in its user's hub (`sent` in the app): the change
+    /// that tells the user's app `message.created` (for a hub message, outside a conversation).
+    pub fn arrived_in_hub(&self) -> bool {
+        self.channel == Some(Channel::Inapp) && self.state == MessageState::Sent
+    }
+}
+
 const COLUMN_LIST: &str = "m.id, m.ref, m.partner_id, p.code AS partner_code, m.phone, m.direction, \
     m.content_type, m.body, m.rendered_body, m.template_code, m.lang, m.priority, m.content, m.state, \
     m.channel, m.seq, m.conversation_id, m.developer_id, m.created_at, m.request_hash";
@@ -626,9 +634,7 @@ async fn record_transitions_in(
                     told(m.phone.clone(), UserEventKind::ConversationMessage),
                     Some(told(super::user_events::partner_key(m.partner_id), UserEventKind::ConversationMessage)),
                 ),
-                None if m.channel == Some(Channel::Inapp) && m.state == MessageState::Sent => {
-                    (told(m.phone.clone(), UserEventKind::MessageCreated), None)
-                }
+                None if m.arrived_in_hub() => (told(m.phone.clone(), UserEventKind::MessageCreated), None),
                 None if m.channel == Some(Channel::Inapp) => {
                     (told(m.phone.clone(), UserEventKind::MessageUpdated), None)
                 }
@@ -854,7 +860,7 @@ pub async fn events_after_row(
     let is_created = |e: &super::user_events::UserEvent| e.kind == UserEventKind::MessageCreated;
     // Every fresh message the log tells of is taken, for a stream here or not: each is told of once.
     let created: Vec<i64> = rows.iter().filter(|(_, _, e)| is_created(e)).map(|(_, _, e)| e.subject_id).collect();
-    let mut fresh = db.fresh().map(|f| f.take(&created)).unwrap_or_default();
+    let fresh = db.fresh().map(|f| f.take(&created)).unwrap_or_default();
     let mut by_key: Vec<(String, Vec<super::user_events::UserEvent>)> = Vec::new();
     let mut place: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (_, key, event) in rows {
@@ -869,13 +875,15 @@ pub async fn events_after_row(
         };
         by_key[at].1.push(event);
     }
-    // A fresh message is the one its event is about only for its own user (ids are never reused).
-    fresh.retain(|id, m| place.get(&m.phone).is_some_and(|at| by_key[*at].1.iter().any(|e| e.subject_id == *id)));
+    // An event's fresh message: only its own user's (ids are never reused).
+    let fresh_for = |key: &str, e: &super::user_events::UserEvent| {
+        fresh.get(&e.subject_id).filter(|m| is_created(e) && m.phone == key)
+    };
     let unread: Vec<i64> = by_key
         .iter()
-        .flat_map(|(_, events)| events)
-        .filter(|e| e.kind.is_about_a_message() && !(is_created(e) && fresh.contains_key(&e.subject_id)))
-        .map(|e| e.subject_id)
+        .flat_map(|(key, events)| events.iter().map(move |e| (key, e)))
+        .filter(|(key, e)| e.kind.is_about_a_message() && fresh_for(key, e).is_none())
+        .map(|(_, e)| e.subject_id)
         .collect();
     let read = find_many(db, &unread).await?;
     let by_key = by_key
@@ -884,10 +892,10 @@ pub async fn events_after_row(
             let logged = events
                 .into_iter()
                 .map(|e| {
-                    let message = match e.kind {
-                        _ if is_created(&e) && fresh.contains_key(&e.subject_id) => fresh.get(&e.subject_id).cloned(),
-                        kind if kind.is_about_a_message() => read.get(&e.subject_id).cloned(),
-                        _ => None,
+                    let message = match fresh_for(&key, &e) {
+                        Some(m) => Some(m.clone()),
+                        None if e.kind.is_about_a_message() => read.get(&e.subject_id).cloned(),
+                        None => None,
                     };
                     (e, message)
                 })
