@@ -499,7 +499,9 @@ pub async fn run_wakes(db: Db, wakes: Arc<Wakes>, database_url: String, poll: Du
             continue;
         }
         read_at = tokio::time::Instant::now();
-        match messages::events_after_row(&db, after, TAIL_BATCH, |key| wakes.watches(key)).await {
+        // At the poll, the log itself (what other processes wrote); woken by this process's writes, what
+        // its group commits appended is taken from memory.
+        match messages::events_after_row(&db, after, TAIL_BATCH, ticked, |key| wakes.watches(key)).await {
             Ok(tail) => {
                 (after, more) = (tail.newest.max(after), tail.whole);
                 for (key, events) in tail.by_key {

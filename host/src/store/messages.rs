@@ -845,17 +845,29 @@ pub struct Tail {
 
 /// SQLite's tail of the log, whose one writer commits row ids in order: every key's events after log row
 /// `after_id` (at most `limit`), those of the keys `kept` wants (the keys with a stream on this host) each
-/// with the message it is about — so a read hands every stream what it sends. A `message.created` takes its
-/// message from [`Fresh`] when this process has just put it into the hub (as it was then); the other
-/// messages are read in one statement, and only for the keys kept.
+/// with the message it is about — so a read hands every stream what it sends. Unless `read_log` (at the
+/// tail's poll, which finds what other processes wrote), the log rows come from [`Fresh`] as far as this
+/// process's group commits appended them without a gap, and from the log from the first row they did not.
+/// A `message.created` takes its message from [`Fresh`] when this process has just put it into the hub (as
+/// it was then); the other messages are read in one statement, and only for the keys kept.
 pub async fn events_after_row(
     db: &Db,
     after_id: i64,
     limit: i64,
+    read_log: bool,
     kept: impl Fn(&str) -> bool,
 ) -> Result<Tail, sqlx::Error> {
-    let rows = super::user_events::after_row(db, after_id, limit).await?;
+    // What this process's group commits appended is in memory, up to the first row they did not append.
+    let in_memory = if read_log { None } else { db.fresh().and_then(|f| f.take_rows(after_id, limit as usize)) };
+    let from_log = in_memory.is_none();
+    let rows = match in_memory {
+        Some(rows) => rows,
+        None => super::user_events::after_row(db, after_id, limit).await?,
+    };
     let newest = rows.last().map_or(after_id, |(id, _, _)| *id);
+    if let (true, Some(fresh)) = (from_log, db.fresh()) {
+        fresh.forget_rows(newest);
+    }
     let whole = rows.len() as i64 == limit;
     let is_created = |e: &super::user_events::UserEvent| e.kind == UserEventKind::MessageCreated;
     // Every fresh message the log tells of is taken, for a stream here or not: each is told of once.
@@ -923,17 +935,21 @@ pub async fn find_many(db: &Db, ids: &[i64]) -> Result<std::collections::HashMap
     Ok(found)
 }
 
-/// Hub messages this process has just written into the hub (each with its `message.created` in the log),
-/// kept for SQLite's tail of the log ([`events_after_row`]), which would otherwise read each back to hand
-/// it to its user's stream. Each is taken once; only the newest [`FRESH_KEPT`] are kept (one the tail
-/// read past before it was kept is forgotten in time, and a message not kept is read from the database).
+/// What this process has just written, kept for SQLite's tail of the log ([`events_after_row`]), which
+/// would otherwise read it back to hand it to the streams: the hub messages it put into the hub (each with
+/// its `message.created` in the log), and the log rows its group commits appended
+/// (`store::writer`, once committed). Each is taken once; only the newest [`FRESH_KEPT`] of each are kept
+/// (one the tail read past before it was kept is forgotten in time, and what is not kept is read from the
+/// database).
 #[derive(Debug, Default)]
 pub struct Fresh {
     kept: std::sync::Mutex<(std::collections::HashMap<i64, Message>, std::collections::VecDeque<i64>)>,
+    /// Log rows by id: their keys and events.
+    events: std::sync::Mutex<std::collections::BTreeMap<i64, (String, super::user_events::UserEvent)>>,
 }
 
-/// The most messages [`Fresh`] keeps: seconds of sends at the rates one SQLite host takes, while its tail
-/// reads within milliseconds.
+/// The most messages, and log rows, [`Fresh`] keeps: seconds of sends at the rates one SQLite host takes,
+/// while its tail reads within milliseconds.
 const FRESH_KEPT: usize = 4096;
 
 impl Fresh {
@@ -957,6 +973,43 @@ impl Fresh {
         }
         let mut kept = self.kept.lock().expect("fresh messages poisoned");
         ids.iter().filter_map(|id| kept.0.remove(id).map(|m| (*id, m))).collect()
+    }
+
+    /// Keeps log rows a transaction of this process's appended, once it has committed.
+    pub fn keep_rows(&self, rows: Vec<super::user_events::LogRow>) {
+        if rows.is_empty() {
+            return;
+        }
+        let mut kept = self.events.lock().expect("fresh log rows poisoned");
+        kept.extend(rows.into_iter().map(|(id, key, event)| (id, (key, event))));
+        while kept.len() > FRESH_KEPT {
+            kept.pop_first();
+        }
+    }
+
+    /// The kept log rows that follow `after_id` without a gap (at most `limit`), taken; `None` when the row
+    /// after `after_id` is not kept (another process's, a write's outside a group commit, or one forgotten:
+    /// the caller reads the log). A row id is never reused (the log's ids are `AUTOINCREMENT`, and a
+    /// rolled-back transaction's ids are taken again by the next): rows kept without a gap are every row
+    /// of the log there. Rows up to `after_id` are let go.
+    pub fn take_rows(&self, after_id: i64, limit: usize) -> Option<Vec<super::user_events::LogRow>> {
+        let mut kept = self.events.lock().expect("fresh log rows poisoned");
+        *kept = kept.split_off(&(after_id + 1));
+        let mut rows = Vec::new();
+        while rows.len() < limit {
+            let next = after_id + 1 + rows.len() as i64;
+            match kept.remove(&next) {
+                Some((key, event)) => rows.push((next, key, event)),
+                None => break,
+            }
+        }
+        (!rows.is_empty()).then_some(rows)
+    }
+
+    /// Lets go of the kept log rows up to `newest` (the log was read up to there).
+    pub fn forget_rows(&self, newest: i64) {
+        let mut kept = self.events.lock().expect("fresh log rows poisoned");
+        *kept = kept.split_off(&(newest + 1));
     }
 }
 
@@ -1217,6 +1270,7 @@ mod tests {
     use crate::names::UserEventKind;
     use crate::store::sealing::{Keyring, SecretKey};
     use crate::store::user_events::{NewUserEvent, append_in, newest_id};
+    use crate::store::writer::GroupCommit;
 
     async fn db_with_messages(dir: &std::path::Path) -> Db {
         let url = format!("sqlite://{}?mode=rwc", dir.join("t.db").display());
@@ -1272,7 +1326,7 @@ mod tests {
         fresh.keep(one);
         fresh.keep(find_any(&db, 3).await.unwrap().unwrap());
 
-        let tail = events_after_row(&db, start, 100, |key| key == "+1").await.unwrap();
+        let tail = events_after_row(&db, start, 100, false, |key| key == "+1").await.unwrap();
         assert_eq!((tail.newest, tail.whole), (start + 5, false));
         let keys: Vec<&str> = tail.by_key.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["+1"], "only the watched key");
@@ -1291,7 +1345,7 @@ mod tests {
         assert!(fresh.take(&[1, 3]).is_empty(), "each fresh message is taken once, watched or not");
 
         // Read again, in batches of two: the messages come from the database; each batch says it was whole.
-        let tail = events_after_row(&db, start, 2, |_| true).await.unwrap();
+        let tail = events_after_row(&db, start, 2, false, |_| true).await.unwrap();
         assert_eq!((tail.newest, tail.whole), (start + 2, true));
         let bodies: Vec<(String, Option<String>)> = tail
             .by_key
@@ -1301,6 +1355,80 @@ mod tests {
             })
             .collect();
         assert_eq!(bodies, [("+1".into(), Some("one".into())), ("+2".into(), Some("three".into()))]);
+        db.close().await;
+    }
+
+    /// A group commit whose batch appends `NewUserEvent`s (and fails on an event about subject 0).
+    fn event_writer(db: &Db) -> GroupCommit<NewUserEvent, ()> {
+        GroupCommit::spawn(db.clone(), 16, |tx, e| {
+            Box::pin(async move {
+                append_in(tx, std::slice::from_ref(e), 7).await?;
+                if e.subject_id == 0 {
+                    sqlx::query("SELECT * FROM no_such_table").execute(&mut **tx).await?;
+                }
+                Ok(())
+            })
+        })
+    }
+
+    /// The log rows a group commit appended are kept once committed, and the tail hands them from memory
+    /// (the rows in the log were changed behind its back, and it hands them as they were written) up to the
+    /// first row it did not keep (a write outside a group commit): from there it reads the log, and lets go
+    /// of what it kept up to where it read. At its poll, it reads the log whatever it kept.
+    #[tokio::test]
+    async fn the_tail_takes_the_rows_a_group_commit_appended_from_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_with_messages(dir.path()).await;
+        let writer = event_writer(&db);
+        let told = |phone: &str, kind, subject_id| NewUserEvent { phone: phone.into(), kind, subject_id };
+        let created_at = |tail: &super::Tail| -> Vec<(String, i64, i64)> {
+            let each = |(k, events): &(String, Vec<super::Logged>)| -> Vec<(String, i64, i64)> {
+                events.iter().map(|(e, _)| (k.clone(), e.seq, e.created_at)).collect()
+            };
+            tail.by_key.iter().flat_map(each).collect()
+        };
+        let tamper = || sqlx::query("UPDATE user_events SET created_at = 1").execute(db.writer());
+        let outside = |event: NewUserEvent| async {
+            let mut tx = db.begin().await.unwrap();
+            append_in(&mut tx, &[event], 7).await.unwrap();
+            tx.commit().await.unwrap();
+        };
+
+        let start = newest_id(&db).await.unwrap();
+        writer.write(told("+1", UserEventKind::MessageCreated, 1)).await.unwrap();
+        writer.write(told("+2", UserEventKind::MessageCreated, 3)).await.unwrap();
+        outside(told("+1", UserEventKind::AccountUpdated, 0)).await;
+        writer.write(told("+1", UserEventKind::MessageCreated, 2)).await.unwrap();
+        tamper().await.unwrap();
+        let tail = events_after_row(&db, start, 100, false, |_| true).await.unwrap();
+        assert_eq!((tail.newest, tail.whole), (start + 2, false));
+        assert_eq!(created_at(&tail), [("+1".into(), 1, 7), ("+2".into(), 1, 7)], "as written, from memory");
+        let tail = events_after_row(&db, tail.newest, 100, false, |_| true).await.unwrap();
+        assert_eq!(tail.newest, start + 4);
+        assert_eq!(created_at(&tail), [("+1".into(), 2, 1), ("+1".into(), 3, 1)], "from the log");
+        assert_eq!(db.fresh().unwrap().take_rows(start, 100), None, "nothing is kept past a read of the log");
+
+        writer.write(told("+2", UserEventKind::MessageCreated, 3)).await.unwrap();
+        tamper().await.unwrap();
+        let tail = events_after_row(&db, start + 4, 100, true, |_| true).await.unwrap();
+        assert_eq!(created_at(&tail), [("+2".into(), 2, 1)], "at the poll, from the log");
+        assert_eq!(db.fresh().unwrap().take_rows(start + 4, 100), None);
+        db.close().await;
+    }
+
+    /// What a transaction that failed appended is not kept: the tail never hands an event that is not in the
+    /// log.
+    #[tokio::test]
+    async fn a_failed_group_commit_keeps_no_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_with_messages(dir.path()).await;
+        let writer = event_writer(&db);
+        let start = newest_id(&db).await.unwrap();
+        let failing = NewUserEvent { phone: "+1".into(), kind: UserEventKind::AccountUpdated, subject_id: 0 };
+        assert!(writer.write(failing).await.is_err());
+        assert_eq!(db.fresh().unwrap().take_rows(start, 100), None);
+        let tail = events_after_row(&db, start, 100, false, |_| true).await.unwrap();
+        assert!(tail.by_key.is_empty());
         db.close().await;
     }
 
@@ -1318,7 +1446,7 @@ mod tests {
         let mut stray = find_any(&db, 1).await.unwrap().unwrap();
         (stray.phone, stray.body) = ("+2".into(), Some("someone else's".into()));
         db.fresh().unwrap().keep(stray);
-        let tail = events_after_row(&db, start, 100, |_| true).await.unwrap();
+        let tail = events_after_row(&db, start, 100, false, |_| true).await.unwrap();
         let body = tail.by_key[0].1[0].1.as_ref().and_then(|m| m.body.clone());
         assert_eq!(body.as_deref(), Some("one"));
         db.close().await;
@@ -1335,14 +1463,14 @@ mod tests {
         append_in(&mut tx, &[created.clone(), created], 0).await.unwrap();
         tx.commit().await.unwrap();
         db.fresh().unwrap().keep(find_any(&db, 1).await.unwrap().unwrap());
-        let tail = events_after_row(&db, start, 100, |_| true).await.unwrap();
+        let tail = events_after_row(&db, start, 100, false, |_| true).await.unwrap();
         let bodies: Vec<Option<String>> =
             tail.by_key[0].1.iter().map(|(_, m)| m.as_ref().and_then(|m| m.body.clone())).collect();
         assert_eq!(bodies, [Some("one".to_string()), Some("one".to_string())]);
         db.close().await;
     }
 
-    /// Only the newest fresh messages are kept.
+    /// Only the newest fresh messages, and log rows, are kept.
     #[tokio::test]
     async fn fresh_messages_are_kept_up_to_a_bound() {
         let dir = tempfile::tempdir().unwrap();
@@ -1355,6 +1483,15 @@ mod tests {
         let ids: Vec<i64> = fresh.take(&[1, 2, FRESH_KEPT as i64 + 1]).into_keys().collect();
         assert_eq!(ids.len(), 2, "the oldest is forgotten: {ids:?}");
         assert!(!ids.contains(&1));
+        let event = crate::store::user_events::UserEvent {
+            seq: 1,
+            kind: UserEventKind::AccountUpdated,
+            subject_id: 0,
+            created_at: 0,
+        };
+        fresh.keep_rows((1..=(FRESH_KEPT as i64 + 1)).map(|id| (id, "+1".to_string(), event.clone())).collect());
+        assert_eq!(fresh.take_rows(0, usize::MAX), None, "the oldest log row is forgotten");
+        assert_eq!(fresh.take_rows(1, usize::MAX).map(|rows| rows.len()), Some(FRESH_KEPT));
         db.close().await;
     }
 }

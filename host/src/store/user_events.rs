@@ -68,13 +68,31 @@ pub async fn append_in(tx: &mut Transaction<'_, Any>, events: &[NewUserEvent], n
         "INSERT INTO user_events (phone, seq, kind, subject_id, created_at) VALUES {}",
         super::rows(events.len(), "(?, ?, ?, ?, ?)")
     );
+    // Inside a group commit that keeps what it appends (`collecting`), the rows' ids are asked back.
+    let collecting = APPENDED.try_with(|_| ()).is_ok();
+    let sql = if collecting { format!("{sql} RETURNING id, phone, seq") } else { sql };
     let mut insert = super::query_rows(backend, &sql, events.len());
+    let mut appended: HashMap<(&str, i64), &NewUserEvent> = HashMap::new();
     for e in events {
         let seq = next.get_mut(&e.phone).ok_or(sqlx::Error::RowNotFound)?;
         insert = insert.bind(&e.phone).bind(*seq).bind(e.kind.as_str()).bind(e.subject_id).bind(now);
+        if collecting {
+            appended.insert((e.phone.as_str(), *seq), e);
+        }
         *seq += 1;
     }
-    insert.execute(&mut **tx).await?;
+    if collecting {
+        let mut rows = Vec::with_capacity(events.len());
+        for row in insert.fetch_all(&mut **tx).await? {
+            let (id, phone, seq): (i64, String, i64) = (row.try_get("id")?, row.try_get("phone")?, row.try_get("seq")?);
+            let e = appended.get(&(phone.as_str(), seq)).ok_or(sqlx::Error::RowNotFound)?;
+            let event = UserEvent { seq, kind: e.kind, subject_id: e.subject_id, created_at: now };
+            rows.push((id, phone, event));
+        }
+        APPENDED.with(|kept| kept.borrow_mut().extend(rows));
+    } else {
+        insert.execute(&mut **tx).await?;
+    }
     if backend == Backend::Postgres {
         let sql = format!(
             "SELECT pg_notify('{CHANNEL}', phone) FROM (VALUES {}) AS woken (phone)",
@@ -87,6 +105,27 @@ pub async fn append_in(tx: &mut Transaction<'_, Any>, events: &[NewUserEvent], n
         notify.fetch_all(&mut **tx).await?;
     }
     Ok(())
+}
+
+/// A row of the log: its id, its key (a phone, or a partner's key) and the event.
+pub type LogRow = (i64, String, UserEvent);
+
+tokio::task_local! {
+    /// The log rows appended within [`collecting`].
+    static APPENDED: std::cell::RefCell<Vec<LogRow>>;
+}
+
+/// Runs `write` (a transaction of this task's, begun and ended within it), answering with what it appended
+/// to the log ([`append_in`]), in the order appended. Whether those rows were committed is the caller's to
+/// know: a group commit keeps them for SQLite's tail once its transaction has committed
+/// (`messages::Fresh`), so the tail hands them to the streams without reading them back.
+pub async fn collecting<T>(write: impl Future<Output = T>) -> (T, Vec<LogRow>) {
+    APPENDED
+        .scope(std::cell::RefCell::new(Vec::new()), async move {
+            let result = write.await;
+            (result, APPENDED.with(|kept| kept.take()))
+        })
+        .await
 }
 
 /// One recorded event.
@@ -120,7 +159,7 @@ pub async fn forget_before(db: &Db, before: Millis) -> Result<u64, sqlx::Error> 
 
 /// Every key's events after log row `after_id`, in the order they were written (at most `limit`), each with
 /// its row id and its key (a phone, or a partner's key): SQLite's tail (`messages::events_after_row`).
-pub async fn after_row(db: &Db, after_id: i64, limit: i64) -> Result<Vec<(i64, String, UserEvent)>, sqlx::Error> {
+pub async fn after_row(db: &Db, after_id: i64, limit: i64) -> Result<Vec<LogRow>, sqlx::Error> {
     let rows = sqlx::query(
         "SELECT id, phone, seq, kind, subject_id, created_at FROM user_events WHERE id > $1 ORDER BY id LIMIT $2",
     )

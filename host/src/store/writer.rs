@@ -161,8 +161,20 @@ impl<J: Send + Sync + 'static, R: Send + 'static> GroupCommit<J, R> {
     }
 }
 
+/// Runs one transaction's `write` (begun and ended within it); once it has committed, on SQLite, the rows
+/// it appended to the event log are kept for the log's tail (`messages::Fresh`), which hands them to the
+/// streams without reading them back.
+async fn committed<T>(db: &Db, write: impl Future<Output = Result<T, sqlx::Error>>) -> Result<T, sqlx::Error> {
+    let Some(fresh) = db.fresh() else { return write.await };
+    let (result, appended) = super::user_events::collecting(write).await;
+    if result.is_ok() {
+        fresh.keep_rows(appended);
+    }
+    result
+}
+
 async fn write_batch<J, R>(db: &Db, items: &[J], write: Writes<J, R>) -> Vec<Result<R, sqlx::Error>> {
-    let together: Result<Vec<R>, sqlx::Error> = async {
+    let together: Result<Vec<R>, sqlx::Error> = committed(db, async {
         let mut tx = db.begin().await?;
         let results = match write.batch {
             Some(batch) => batch(&mut tx, items).await?,
@@ -176,7 +188,7 @@ async fn write_batch<J, R>(db: &Db, items: &[J], write: Writes<J, R>) -> Vec<Res
         };
         tx.commit().await?;
         Ok(results)
-    }
+    })
     .await;
     match together {
         Ok(results) => results.into_iter().map(Ok).collect(),
@@ -185,12 +197,12 @@ async fn write_batch<J, R>(db: &Db, items: &[J], write: Writes<J, R>) -> Vec<Res
             tracing::debug!(error = %e, size = items.len(), "a batch failed; writing its items one by one");
             let mut each = Vec::with_capacity(items.len());
             for item in items {
-                let result: Result<R, sqlx::Error> = async {
+                let result: Result<R, sqlx::Error> = committed(db, async {
                     let mut tx = db.begin().await?;
                     let result = (write.one)(&mut tx, item).await?;
                     tx.commit().await?;
                     Ok(result)
-                }
+                })
                 .await;
                 each.push(result);
             }
