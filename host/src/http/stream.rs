@@ -200,11 +200,13 @@ impl Follow {
             Some(id) => (id, id < newest && oldest.is_none_or(|o| id + 1 < o)),
         };
         let watch = state.wakes.watch(&key);
-        // Each stream's beat is its own, between 3/4 and all of the interval: streams opened together
-        // (a host restarted, a broadcast's readers) do not all do their checks in the same instant.
+        // Each stream's beat is its own, between 3/4 and all of the interval, and its first comes anywhere
+        // within one: streams opened together (a host restarted, a broadcast's readers) do their checks
+        // spread over the whole interval from the start, as many each second as later on, not all in the
+        // same instant, nor as one wave a little under an interval after they opened.
         let heartbeat = state.config.stream_heartbeat().mul_f64(rand::random_range(0.75..=1.0));
         let asked = watch.asked();
-        let beat_at = tokio::time::Instant::now() + heartbeat;
+        let beat_at = tokio::time::Instant::now() + heartbeat.mul_f64(rand::random_range(0.0..=1.0));
         Ok((Follow { state: state.clone(), key, after, watch, read_log: true, asked, heartbeat, beat_at }, reset))
     }
 
