@@ -463,7 +463,8 @@ const TAIL_BATCH: i64 = 1000;
 /// Wakes this host's streams when their users have new events, until `stop`: PostgreSQL's notifications
 /// (every append notifies at commit; each stream reads the log), or on SQLite a tail of the log read when
 /// this process has written (at most every [`TAIL_GAP`]) and every `poll` (what other processes sharing the
-/// file wrote), which hands each stream its events with their messages: one read for all of them, and the
+/// file wrote), which hands each stream its events with their messages: one read for all of them, the log
+/// rows this process's group commits appended taken from memory (the log itself read at the poll), and the
 /// messages read only for the keys with a stream here — those this process has just put into the hub not
 /// even then (`messages::Fresh`).
 pub async fn run_wakes(db: Db, wakes: Arc<Wakes>, database_url: String, poll: Duration, stop: CancellationToken) {

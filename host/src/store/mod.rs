@@ -65,7 +65,7 @@ pub struct Db {
     /// Told each time SQLite's one writer connection is handed back (a transaction committed or rolled
     /// back, a write done): what this process wrote is visible to readers from then on.
     written: std::sync::Arc<tokio::sync::Notify>,
-    /// On SQLite, the hub messages this process has just written, for its tail of the event log.
+    /// On SQLite, what this process has just written (hub messages, log rows), for its tail of the event log.
     fresh: Option<std::sync::Arc<messages::Fresh>>,
     /// On SQLite, the task that checkpoints the write-ahead log (`store::checkpoints`): it ends with the
     /// last handle.

@@ -7,8 +7,9 @@
 //!
 //! Hosts learn that a user has new events (`http::streams::Wakes`): on PostgreSQL every append sends
 //! `pg_notify('hubbub_user_events', phone)`, delivered at commit to every host's listener; on SQLite a tail
-//! of the log (`messages::events_after_row`) hands the streams their events, with the messages this process
-//! has just put into the hub taken from memory (`messages::Fresh`), not read back.
+//! of the log (`messages::events_after_row`) hands the streams their events, with what this process has just
+//! written taken from memory (`messages::Fresh`: the rows its group commits appended, the messages it put
+//! into the hub), not read back.
 
 use std::collections::{BTreeMap, HashMap};
 
