@@ -858,16 +858,18 @@ pub async fn events_after_row(
     kept: impl Fn(&str) -> bool,
 ) -> Result<Tail, sqlx::Error> {
     // What this process's group commits appended is in memory, up to the first row they did not append.
-    let in_memory = if read_log { None } else { db.fresh().and_then(|f| f.take_rows(after_id, limit as usize)) };
-    let from_log = in_memory.is_none();
-    let rows = match in_memory {
+    let fresh = db.fresh();
+    let rows = match fresh.filter(|_| !read_log).and_then(|f| f.take_rows(after_id, limit as usize)) {
         Some(rows) => rows,
-        None => super::user_events::after_row(db, after_id, limit).await?,
+        None => {
+            let rows = super::user_events::after_row(db, after_id, limit).await?;
+            if let (Some(fresh), Some((newest, _, _))) = (fresh, rows.last()) {
+                fresh.forget_rows(*newest);
+            }
+            rows
+        }
     };
     let newest = rows.last().map_or(after_id, |(id, _, _)| *id);
-    if let (true, Some(fresh)) = (from_log, db.fresh()) {
-        fresh.forget_rows(newest);
-    }
     let whole = rows.len() as i64 == limit;
     let is_created = |e: &super::user_events::UserEvent| e.kind == UserEventKind::MessageCreated;
     // Every fresh message the log tells of is taken, for a stream here or not: each is told of once.
@@ -994,7 +996,7 @@ impl Fresh {
     /// of the log there. Rows up to `after_id` are let go.
     pub fn take_rows(&self, after_id: i64, limit: usize) -> Option<Vec<super::user_events::LogRow>> {
         let mut kept = self.events.lock().expect("fresh log rows poisoned");
-        *kept = kept.split_off(&(after_id + 1));
+        let_go(&mut kept, after_id);
         let mut rows = Vec::new();
         while rows.len() < limit {
             let next = after_id + 1 + rows.len() as i64;
@@ -1008,9 +1010,13 @@ impl Fresh {
 
     /// Lets go of the kept log rows up to `newest` (the log was read up to there).
     pub fn forget_rows(&self, newest: i64) {
-        let mut kept = self.events.lock().expect("fresh log rows poisoned");
-        *kept = kept.split_off(&(newest + 1));
+        let_go(&mut self.events.lock().expect("fresh log rows poisoned"), newest);
     }
+}
+
+/// Drops the kept log rows up to `upto`.
+fn let_go<V>(kept: &mut std::collections::BTreeMap<i64, V>, upto: i64) {
+    *kept = kept.split_off(&(upto + 1));
 }
 
 /// A message by id, whoever sent it (delivery workers).
