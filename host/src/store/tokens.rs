@@ -69,6 +69,16 @@ struct Notes {
     prune_at: usize,
 }
 
+impl Notes {
+    /// Notes a revocation read of `phone`, keeping the later one (a revocation only ever moves later); a phone
+    /// new here counts as asked about `now`.
+    fn merge(&mut self, phone: String, read: Option<i64>, now: Millis) -> &mut (Option<i64>, Millis) {
+        let noted = self.phones.entry(phone).or_insert((read, now));
+        noted.0 = noted.0.max(read);
+        noted
+    }
+}
+
 impl RevocationNotes {
     /// Phones held before those not asked about for [`Self::IDLE_MS`] are forgotten.
     const PRUNE_AT: usize = 100_000;
@@ -123,10 +133,10 @@ impl RevocationNotes {
         let mut notes = self.notes();
         // Each row read is the phone's whole revocation: noted whether or not the phone was known here.
         for (phone, before_s) in written {
-            let (before, _) = notes.phones.entry(phone).or_insert((None, now));
-            *before = (*before).max(Some(before_s));
+            notes.merge(phone, Some(before_s), now);
         }
-        notes.looked_at = Some(looked_at.map_or(now, |at| at.max(now)));
+        // The next look reaches back from when this one began (a clock set back only reaches further).
+        notes.looked_at = Some(now);
         Ok(())
     }
 
@@ -135,7 +145,7 @@ impl RevocationNotes {
         revoked_before(db, phone).await
     }
 
-    /// Notes what was read of `phone` (a revocation only ever moves later).
+    /// Notes what was read of `phone`, asked about `now`.
     fn note(&self, phone: &str, read: Option<i64>, now: Millis) {
         let mut notes = self.notes();
         if notes.phones.len() >= notes.prune_at.max(Self::PRUNE_AT) {
@@ -143,8 +153,7 @@ impl RevocationNotes {
             // Were most of them asked about lately, the next prune waits until they are twice as many.
             notes.prune_at = 2 * notes.phones.len();
         }
-        let (before, asked) = notes.phones.entry(phone.to_string()).or_insert((read, now));
-        *before = (*before).max(read);
+        let (_, asked) = notes.merge(phone.to_string(), read, now);
         *asked = now;
     }
 
