@@ -117,6 +117,27 @@ async function waitUntil(check, what) {
   assert.fail(what);
 }
 
+/** Whether this browser has kept (offline.ts: IndexedDB `hubbub-offline`, store `saved`) an answer with `text` in it. */
+async function keptOffline(text) {
+  return page.evaluate(
+    (text) =>
+      new Promise((resolve) => {
+        const open = indexedDB.open("hubbub-offline");
+        // Not there yet: create nothing (the app creates it with its stores).
+        open.onupgradeneeded = () => open.transaction.abort();
+        open.onerror = () => resolve(false);
+        open.onsuccess = () => {
+          const db = open.result;
+          if (!db.objectStoreNames.contains("saved")) return db.close(), resolve(false);
+          const all = db.transaction("saved", "readonly").objectStore("saved").getAll();
+          all.onsuccess = () => (db.close(), resolve(all.result.some((r) => JSON.stringify(r.json).includes(text))));
+          all.onerror = () => (db.close(), resolve(false));
+        };
+      }),
+    text,
+  );
+}
+
 async function conversationId(subject) {
   const convs = await partner("GET", "/conversations?limit=200");
   return convs.data.find((c) => c.phone === PHONE && c.subject === subject).conversation_id;
@@ -2017,8 +2038,12 @@ test("3e. offline: the inbox and a thread are shown from this device, and a repl
   const id = await conversationId(`Seat change ${stamp}`);
   await partner("POST", `/conversations/${id}/messages`, { body: "Yes, pick one in the app." });
   await page.locator(".bubble.agent", { hasText: "pick one in the app" }).waitFor();
+  // Kept as shown: the live reply is in the saved thread before the page goes (a save still in flight
+  // when the page is left is lost with it).
+  await waitUntil(() => keptOffline("pick one in the app"), "the thread with the agent's reply is kept in this browser");
   await page.goto(BASE + "/");
   await page.getByText(`Boarding pass ${stamp}`).waitFor();
+  await waitUntil(() => keptOffline(`Boarding pass ${stamp}`), "the inbox is kept in this browser");
   await page.evaluate(() => navigator.serviceWorker.ready);
 
   // Offline, the app opens from the service worker and shows what it saved, marked as such.
