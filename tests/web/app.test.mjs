@@ -117,25 +117,32 @@ async function waitUntil(check, what) {
   assert.fail(what);
 }
 
-/** Whether this browser has kept (offline.ts: IndexedDB `hubbub-offline`, store `saved`) an answer with `text` in it. */
-async function keptOffline(text) {
+/** What this browser keeps for offline use (offline.ts: IndexedDB `hubbub-offline`): the saved answers and
+ * how many replies wait in the outbox; `null` while the app has not made the database (nothing is made here). */
+async function offlineKept() {
   return page.evaluate(
-    (text) =>
+    () =>
       new Promise((resolve) => {
         const open = indexedDB.open("hubbub-offline");
-        // Not there yet: create nothing (the app creates it with its stores).
         open.onupgradeneeded = () => open.transaction.abort();
-        open.onerror = () => resolve(false);
+        open.onerror = () => resolve(null);
         open.onsuccess = () => {
           const db = open.result;
-          if (!db.objectStoreNames.contains("saved")) return db.close(), resolve(false);
-          const all = db.transaction("saved", "readonly").objectStore("saved").getAll();
-          all.onsuccess = () => (db.close(), resolve(all.result.some((r) => JSON.stringify(r.json).includes(text))));
-          all.onerror = () => (db.close(), resolve(false));
+          if (!db.objectStoreNames.contains("saved")) return db.close(), resolve(null);
+          const tx = db.transaction(["saved", "outbox"]);
+          const saved = tx.objectStore("saved").getAll();
+          const outbox = tx.objectStore("outbox").count();
+          tx.oncomplete = () => (db.close(), resolve({ saved: saved.result.map((r) => r.json), outbox: outbox.result }));
+          tx.onerror = () => (db.close(), resolve(null));
         };
       }),
-    text,
   );
+}
+
+/** Whether this browser has kept an answer with `text` in it for offline use. */
+async function keptOffline(text) {
+  const kept = await offlineKept();
+  return kept !== null && kept.saved.some((json) => JSON.stringify(json).includes(text));
 }
 
 async function conversationId(subject) {
@@ -2346,21 +2353,10 @@ test("6. account, logout, and an invalid or expired token returns to the login s
   await page.waitForURL(/\/login/);
   assert.equal(await page.evaluate(() => localStorage.getItem("hubbub.token")), null);
   // What was kept for offline use (3e) is gone with the session.
-  const kept = () =>
-    page.evaluate(
-      () =>
-        new Promise((resolve, reject) => {
-          const req = indexedDB.open("hubbub-offline", 1);
-          req.onerror = () => reject(req.error);
-          req.onsuccess = () => {
-            const tx = req.result.transaction(["saved", "outbox"]);
-            const saved = tx.objectStore("saved").count();
-            const outbox = tx.objectStore("outbox").count();
-            tx.oncomplete = () => resolve(saved.result + outbox.result);
-          };
-        }),
-    );
-  await waitUntil(async () => (await kept()) === 0, "signing out empties the saved messages");
+  await waitUntil(async () => {
+    const kept = await offlineKept();
+    return kept !== null && kept.saved.length + kept.outbox === 0;
+  }, "signing out empties the saved messages");
 });
 
 test("6b. sign out everywhere ends the session in every browser", async () => {
