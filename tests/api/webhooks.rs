@@ -451,6 +451,55 @@ async fn a_delivery_shows_what_it_sends_and_every_failed_one_since_a_time_is_sen
     eventually("none dead", || async { dead().await.as_array().is_some_and(|d| d.is_empty()) }).await;
 }
 
+/// A message's statuses while no URL is set are stored `dead` without looking up their predecessors (none of
+/// them may go out); retried together once a URL is set, each names the one before it again, so they still
+/// arrive in order: `sent`, `delivered`, `read`.
+#[tokio::test]
+async fn statuses_stored_dead_then_retried_together_arrive_in_order() {
+    use sqlx::Row;
+    let recv = FakeServer::start(200, 0).await;
+    let app = TestApp::start_with(|c| c.webhook_poll_ms = 20).await;
+    let key = app.partner("acme").await;
+    let token = app.login(PHONE).await;
+    let before = hubbub_host::clock::record_time(app.now() - 1000);
+    let m = app.send_text(&key, PHONE, "hello").await.ok(201).clone();
+    app.delivered(&key, m["message_id"].as_i64().unwrap()).await;
+    app.get(&token, "/api/v1/me/messages").await.ok(200);
+    app.post(&token, &format!("/api/v1/me/messages/{}/read", m["ref"].as_str().unwrap()), json!({})).await.ok(200);
+    let statuses = || async {
+        let rows = sqlx::query(
+            "SELECT id, state, after_id FROM outbox_events WHERE event = 'message.status' AND ordering_key LIKE $1 \
+             ORDER BY id",
+        )
+        .bind(format!("%:message:{}", m["message_id"]))
+        .fetch_all(app.state.db.reader())
+        .await
+        .unwrap();
+        let row = |r: &sqlx::any::AnyRow| -> (i64, String, i64) {
+            (r.try_get("id").unwrap(), r.try_get("state").unwrap(), r.try_get("after_id").unwrap())
+        };
+        rows.iter().map(row).collect::<Vec<_>>()
+    };
+    let born = statuses().await;
+    assert_eq!(born.len(), 3, "{born:?}");
+    assert!(born.iter().all(|(_, state, after)| state == "dead" && *after == 0), "{born:?}");
+    configure(&app, &key, &recv.url).await;
+    let n = app.post(&key, "/api/v1/webhooks/deliveries/retry", json!({"since": before})).await.ok(200)["retried"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(n, 3);
+    // Retried, each names its predecessor (what the dispatcher waits for), and they go out in that order.
+    let ids: Vec<i64> = born.iter().map(|(id, _, _)| *id).collect();
+    let chain: Vec<i64> = statuses().await.iter().map(|(_, _, after)| *after).collect();
+    assert_eq!(chain, [0, ids[0], ids[1]], "a chain again");
+    eventually("three statuses", || async { events_of(&recv.received(), "message.status").len() == 3 }).await;
+    let states: Vec<String> = events_of(&recv.received(), "message.status")
+        .iter()
+        .map(|r| r.json()["state"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(states, ["sent", "delivered", "read"]);
+}
+
 /// The delivery ids a list answers, in its order.
 async fn delivery_ids(app: &TestApp, key: &str, path: String) -> Vec<Value> {
     let r = app.get(key, &path).await;

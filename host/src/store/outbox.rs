@@ -53,7 +53,9 @@ pub struct NewEvent<'a> {
 /// `X-Service-Delivery` header).
 ///
 /// A target that has no webhook URL now gets the event already `dead` (with [`NO_URL`]): the dispatcher
-/// would only claim it to find that out, two writes per event for nothing.
+/// would only claim it to find that out, two writes per event for nothing. Nor is such an event's
+/// predecessor looked up (`after_id` 0): it matters only if the event is sent, and a retry that makes it
+/// pending names it then ([`PREDECESSOR`]).
 pub async fn enqueue(
     tx: &mut Transaction<'_, Any>,
     target: Target,
@@ -85,7 +87,8 @@ pub async fn enqueue_many(tx: &mut Transaction<'_, Any>, events: &[NewEvent<'_>]
          next_attempt_at, created_at, updated_at, after_id) \
          SELECT v.delivery_id, v.target, v.target_id, v.event, v.payload, v.ordering_key, \
          CASE WHEN {HAS_ENDPOINT} THEN 'pending' ELSE 'dead' END, CASE WHEN {HAS_ENDPOINT} THEN NULL ELSE ? END, \
-         v.at, v.at, v.at, COALESCE((SELECT MAX(o.id) FROM outbox_events o WHERE o.ordering_key = v.ordering_key), 0) \
+         v.at, v.at, v.at, \
+         CASE WHEN {HAS_ENDPOINT} THEN COALESCE((SELECT MAX(o.id) FROM outbox_events o WHERE o.ordering_key = v.ordering_key), 0) ELSE 0 END \
          FROM v {ENDPOINTS} ORDER BY v.n",
         super::rows(events.len(), "(?, ?, ?, ?, ?, ?, ?, ?)")
     );
@@ -119,6 +122,11 @@ const ENDPOINTS: &str = "LEFT JOIN partners p ON v.target = 'partner' AND p.id =
 
 /// Whether [`ENDPOINTS`] found the event's target with an endpoint.
 const HAS_ENDPOINT: &str = "COALESCE(p.id, d.id, b.id) IS NOT NULL";
+
+/// An event's predecessor in its ordering group (the latest event of the same key before it; 0 for none),
+/// for an `UPDATE outbox_events` that makes events pending again: an event born `dead` was stored without it.
+const PREDECESSOR: &str = "after_id = COALESCE((SELECT MAX(p.id) FROM outbox_events p \
+     WHERE p.ordering_key = outbox_events.ordering_key AND p.id < outbox_events.id), 0)";
 
 /// Events waiting to be delivered (for metrics): how many, and when the oldest was created.
 pub async fn backlog(db: &super::Db) -> Result<(i64, Option<Millis>), sqlx::Error> {
@@ -425,17 +433,14 @@ pub async fn retry_failed_since(
     since: Millis,
     now: Millis,
 ) -> Result<u64, sqlx::Error> {
-    let done = sqlx::query(
-        "UPDATE outbox_events SET state = 'pending', next_attempt_at = $1, lease_until = NULL, updated_at = $1 \
-         WHERE target = $2 AND target_id = $3 AND created_at >= $4 \
-         AND (state = 'dead' OR (state = 'pending' AND attempts > 0))",
-    )
-    .bind(now)
-    .bind(target.kind())
-    .bind(target.id())
-    .bind(since)
-    .execute(db.writer())
-    .await?;
+    let sql = const_format::concatcp!(
+        "UPDATE outbox_events SET state = 'pending', next_attempt_at = $1, lease_until = NULL, updated_at = $1, ",
+        PREDECESSOR,
+        " WHERE target = $2 AND target_id = $3 AND created_at >= $4 \
+         AND (state = 'dead' OR (state = 'pending' AND attempts > 0))"
+    );
+    let done =
+        sqlx::query(sql).bind(now).bind(target.kind()).bind(target.id()).bind(since).execute(db.writer()).await?;
     Ok(done.rows_affected())
 }
 
@@ -448,8 +453,9 @@ pub async fn retry_now(
     now: Millis,
 ) -> Result<Option<WebhookDelivery>, sqlx::Error> {
     let sql = const_format::concatcp!(
-        "UPDATE outbox_events SET state = 'pending', next_attempt_at = $1, lease_until = NULL, updated_at = $1 \
-         WHERE target = $2 AND target_id = $3 AND delivery_id = $4 RETURNING ",
+        "UPDATE outbox_events SET state = 'pending', next_attempt_at = $1, lease_until = NULL, updated_at = $1, ",
+        PREDECESSOR,
+        " WHERE target = $2 AND target_id = $3 AND delivery_id = $4 RETURNING ",
         DELIVERY_COLUMNS
     );
     let row = sqlx::query(sql)
