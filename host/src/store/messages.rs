@@ -714,24 +714,25 @@ pub async fn advance_read_many_in(
     const HUB_PATH: [MessageState; 4] = MessageState::HUB_PATH;
     let Some(end) = HUB_PATH.iter().position(|s| *s == target) else { return Ok(vec![None; messages.len()]) };
     let position = |m: &Message| HUB_PATH.iter().position(|s| *s == m.state);
-    let mut current: std::collections::HashMap<i64, Message> = std::collections::HashMap::new();
-    for m in messages {
-        // Failed (off the path) or already there: nothing to offer.
-        if position(m).is_some_and(|p| p < end) {
-            current.entry(m.id).or_insert_with(|| (*m).clone());
-        }
-    }
-    let mut moved = std::collections::HashMap::new();
+    // Each message once, as read: failed (off the path) or already there, nothing to offer. Those that move
+    // are kept as they are after each step (each message is cloned once, as it moves first).
+    let mut seen = std::collections::HashSet::new();
+    let offered: Vec<&Message> =
+        messages.iter().copied().filter(|m| seen.insert(m.id) && position(m).is_some_and(|p| p < end)).collect();
+    let mut moved: std::collections::HashMap<i64, Message> = std::collections::HashMap::new();
     for step in 1..=end {
         // Every message not known to be past this step is offered to it.
-        let at_step: Vec<&Message> = current.values().filter(|m| position(m).is_some_and(|p| p < step)).collect();
+        let at_step: Vec<&Message> = offered
+            .iter()
+            .map(|m| moved.get(&m.id).unwrap_or(m))
+            .filter(|m| position(m).is_some_and(|p| p < step))
+            .collect();
         if at_step.is_empty() {
             continue;
         }
         let stepped =
             transition_read_in(tx, &at_step, &HUB_PATH[step - 1..step], HUB_PATH[step], channel, now, event).await?;
         for m in stepped {
-            current.insert(m.id, m.clone());
             moved.insert(m.id, m);
         }
     }
