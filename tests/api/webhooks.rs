@@ -173,10 +173,7 @@ async fn statuses_of_a_message_arrive_in_order_with_growing_seq() {
     let key = app.partner("acme").await;
     let token = app.login(PHONE).await;
     configure(&app, &key, &recv.url).await;
-    let m = app.send_text(&key, PHONE, "hello").await.ok(201).clone();
-    app.delivered(&key, m["message_id"].as_i64().unwrap()).await;
-    app.get(&token, "/api/v1/me/messages").await.ok(200);
-    app.post(&token, &format!("/api/v1/me/messages/{}/read", m["ref"].as_str().unwrap()), json!({})).await.ok(200);
+    sent_delivered_read(&app, &key, &token).await;
     eventually("three statuses", || async { events_of(&recv.received(), "message.status").len() == 3 }).await;
     let got = recv.received();
     let seen: Vec<(String, i64)> = events_of(&got, "message.status")
@@ -187,6 +184,15 @@ async fn statuses_of_a_message_arrive_in_order_with_growing_seq() {
         })
         .collect();
     assert_eq!(seen, vec![("sent".into(), 1), ("delivered".into(), 2), ("read".into(), 3)]);
+}
+
+/// A hub message sent, fetched by its user's app (`delivered`) and read there: the message as sent.
+async fn sent_delivered_read(app: &TestApp, key: &str, token: &str) -> Value {
+    let m = app.send_text(key, PHONE, "hello").await.ok(201).clone();
+    app.delivered(key, m["message_id"].as_i64().unwrap()).await;
+    app.get(token, "/api/v1/me/messages").await.ok(200);
+    app.post(token, &format!("/api/v1/me/messages/{}/read", m["ref"].as_str().unwrap()), json!({})).await.ok(200);
+    m
 }
 
 async fn first_delivery(app: &TestApp, key: &str) -> Value {
@@ -462,10 +468,7 @@ async fn statuses_stored_dead_then_retried_together_arrive_in_order() {
     let key = app.partner("acme").await;
     let token = app.login(PHONE).await;
     let before = hubbub_host::clock::record_time(app.now() - 1000);
-    let m = app.send_text(&key, PHONE, "hello").await.ok(201).clone();
-    app.delivered(&key, m["message_id"].as_i64().unwrap()).await;
-    app.get(&token, "/api/v1/me/messages").await.ok(200);
-    app.post(&token, &format!("/api/v1/me/messages/{}/read", m["ref"].as_str().unwrap()), json!({})).await.ok(200);
+    let m = sent_delivered_read(&app, &key, &token).await;
     let statuses = || async {
         let rows = sqlx::query(
             "SELECT id, state, after_id FROM outbox_events WHERE event = 'message.status' AND ordering_key LIKE $1 \

@@ -55,7 +55,7 @@ pub struct NewEvent<'a> {
 /// A target that has no webhook URL now gets the event already `dead` (with [`NO_URL`]): the dispatcher
 /// would only claim it to find that out, two writes per event for nothing. Nor is such an event's
 /// predecessor looked up (`after_id` 0): it matters only if the event is sent, and a retry that makes it
-/// pending names it then ([`PREDECESSOR`]).
+/// pending names it then ([`REVIVE`]).
 pub async fn enqueue(
     tx: &mut Transaction<'_, Any>,
     target: Target,
@@ -123,9 +123,11 @@ const ENDPOINTS: &str = "LEFT JOIN partners p ON v.target = 'partner' AND p.id =
 /// Whether [`ENDPOINTS`] found the event's target with an endpoint.
 const HAS_ENDPOINT: &str = "COALESCE(p.id, d.id, b.id) IS NOT NULL";
 
-/// An event's predecessor in its ordering group (the latest event of the same key before it; 0 for none),
-/// for an `UPDATE outbox_events` that makes events pending again: an event born `dead` was stored without it.
-const PREDECESSOR: &str = "after_id = COALESCE((SELECT MAX(p.id) FROM outbox_events p \
+/// What a retry writes to make events pending and due at `$1`: among it each one's predecessor in its ordering
+/// group (the latest event of the same key before it; 0 for none), which an event born `dead` was stored
+/// without.
+const REVIVE: &str = "UPDATE outbox_events SET state = 'pending', next_attempt_at = $1, lease_until = NULL, \
+     updated_at = $1, after_id = COALESCE((SELECT MAX(p.id) FROM outbox_events p \
      WHERE p.ordering_key = outbox_events.ordering_key AND p.id < outbox_events.id), 0)";
 
 /// Events waiting to be delivered (for metrics): how many, and when the oldest was created.
@@ -434,8 +436,7 @@ pub async fn retry_failed_since(
     now: Millis,
 ) -> Result<u64, sqlx::Error> {
     let sql = const_format::concatcp!(
-        "UPDATE outbox_events SET state = 'pending', next_attempt_at = $1, lease_until = NULL, updated_at = $1, ",
-        PREDECESSOR,
+        REVIVE,
         " WHERE target = $2 AND target_id = $3 AND created_at >= $4 \
          AND (state = 'dead' OR (state = 'pending' AND attempts > 0))"
     );
@@ -453,8 +454,7 @@ pub async fn retry_now(
     now: Millis,
 ) -> Result<Option<WebhookDelivery>, sqlx::Error> {
     let sql = const_format::concatcp!(
-        "UPDATE outbox_events SET state = 'pending', next_attempt_at = $1, lease_until = NULL, updated_at = $1, ",
-        PREDECESSOR,
+        REVIVE,
         " WHERE target = $2 AND target_id = $3 AND delivery_id = $4 RETURNING ",
         DELIVERY_COLUMNS
     );
