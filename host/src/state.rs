@@ -66,7 +66,7 @@ pub struct Services {
     /// The group commit of bot steps' progress.
     pub(crate) progress: GroupCommit<crate::store::flows::Step, ()>,
     /// The group commit of messages handed to devices down their event streams (they become delivered).
-    pub(crate) delivered: GroupCommit<crate::messages::HandedOver, Option<crate::store::messages::Message>>,
+    pub(crate) delivered: GroupCommit<crate::messages::HandedOver, bool>,
     /// When this host last wrote each end user's activity.
     pub(crate) presence: Arc<crate::store::devices::PresenceNotes>,
     /// What this host last read of each end user's "sign out everywhere".

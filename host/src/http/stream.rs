@@ -378,7 +378,9 @@ impl Live {
     /// the fallback after the hub).
     /// Handed to the group commit, without holding up the stream: the event goes out now.
     fn delivered(&self, message: Message) {
-        self.state.delivered.hand((message, self.state.now()));
+        if let Some(handed) = crate::messages::handed_over(message, self.state.now()) {
+            self.state.delivered.hand(handed);
+        }
     }
 }
 

@@ -117,18 +117,26 @@ pub const HANDED_OVER_GATHER: std::time::Duration = std::time::Duration::from_mi
 /// Most messages written `delivered` in one transaction.
 const HANDED_OVER_BATCH: usize = 1024;
 
-/// A message a device got down its event stream (as the stream read it), and when.
-pub type HandedOver = (Message, Millis);
+/// A message a device got down its event stream (as the stream read it), and when, with what making it
+/// `delivered` writes built then ([`handed_over`]), outside the transaction that writes it.
+pub type HandedOver = store::Foreseen;
+
+/// `message` (as its stream read it) handed to a device at `at`: its moves to `delivered` and what they
+/// write, built now; `None` when it has none to make.
+pub fn handed_over(message: Message, at: Millis) -> Option<HandedOver> {
+    store::foresee(message, MessageState::Delivered, Some(Channel::Inapp), at, events::message_status)
+}
 
 /// The group commit of messages handed to devices down their event streams (see `store::writer`): each
 /// becomes `delivered`, many streams' messages in one transaction, so an open stream costs the send path
-/// a share of a transaction instead of one of its own. The streams read each message with its event, so
-/// nothing is read again here: one update per step of the hub path (a hub message is `sent` when its
-/// event is written, so one update in all; an agent's message may still be `queued`). Nobody waits on
-/// these writes (the event has gone down the stream), so a batch gathers for [`HANDED_OVER_GATHER`]: a
-/// few transactions a second instead of one per cycle of the send path's writer, at the cost of
-/// `delivered` being recorded up to that much later.
-pub fn delivered_writer(db: Db) -> crate::store::writer::GroupCommit<HandedOver, Option<Message>> {
+/// a share of a transaction instead of one of its own. The streams read each message with its event, and
+/// what its move writes is built as it is handed over, so the transaction reads nothing and builds nothing:
+/// one update of the messages (checked to find each as its stream read it) and one insert each of their
+/// history, events and (in conversations) users' events. Nobody waits on these writes (the event has gone
+/// down the stream), so a batch gathers for [`HANDED_OVER_GATHER`]: a few transactions a second instead of
+/// one per cycle of the send path's writer, at the cost of `delivered` being recorded up to that much later.
+/// Answers, for each message, whether it moved.
+pub fn delivered_writer(db: Db) -> crate::store::writer::GroupCommit<HandedOver, bool> {
     use crate::store::writer::{GroupCommit, Writes};
     GroupCommit::spawn_gathering(
         db,
@@ -137,7 +145,7 @@ pub fn delivered_writer(db: Db) -> crate::store::writer::GroupCommit<HandedOver,
         Writes {
             batch: Some(|tx, items| Box::pin(deliver_in(tx, items))),
             one: |tx, item| {
-                Box::pin(async move { Ok(deliver_in(tx, std::slice::from_ref(item)).await?.pop().flatten()) })
+                Box::pin(async move { Ok(deliver_in(tx, std::slice::from_ref(item)).await?.pop().unwrap_or(false)) })
             },
         },
     )
@@ -147,11 +155,9 @@ pub fn delivered_writer(db: Db) -> crate::store::writer::GroupCommit<HandedOver,
 async fn deliver_in(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     items: &[HandedOver],
-) -> Result<Vec<Option<Message>>, sqlx::Error> {
-    let messages: Vec<&Message> = items.iter().map(|(m, _)| m).collect();
-    let now = items.iter().map(|(_, at)| *at).max().unwrap_or_default();
+) -> Result<Vec<bool>, sqlx::Error> {
     let (delivered, inapp) = (MessageState::Delivered, Some(Channel::Inapp));
-    store::advance_read_many_in(tx, &messages, delivered, inapp, now, events::message_status).await
+    store::advance_foreseen_in(tx, items, delivered, inapp, events::message_status).await
 }
 
 /// The user has read these messages in the app: each walks the hub path to `read` (each step with its

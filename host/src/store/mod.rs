@@ -272,6 +272,82 @@ pub fn rows(rows: usize, template: &str) -> String {
     vec![template; rows].join(", ")
 }
 
+/// Rows bound as one value, a JSON array of arrays, for a statement that reads them through [`json_table`]:
+/// one value to bind however many rows (a statement of a value per `?` costs `sqlx`'s `Any` driver and the
+/// engine a conversion and a bind each, most of a batch's time beside the engine's own work), and one
+/// statement text for any count, kept prepared. Rows can be built before the transaction that writes them
+/// and joined later.
+#[derive(Debug, Default, Clone)]
+pub struct JsonRows {
+    /// The rows' JSON, comma-separated, without the enclosing brackets.
+    text: Vec<u8>,
+    count: usize,
+}
+
+impl JsonRows {
+    /// Adds a row: a tuple (or array) of the table's columns in order.
+    pub fn push(&mut self, row: &impl serde::Serialize) {
+        if self.count > 0 {
+            self.text.push(b',');
+        }
+        serde_json::to_writer(&mut self.text, row).expect("rows of numbers, strings and nulls serialize");
+        self.count += 1;
+    }
+
+    /// Adds `other`'s rows after these.
+    pub fn append(&mut self, other: &JsonRows) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count > 0 {
+            self.text.push(b',');
+        }
+        self.text.extend_from_slice(&other.text);
+        self.count += other.count;
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The value to bind: the JSON array.
+    pub fn value(&self) -> String {
+        let mut text = String::with_capacity(self.text.len() + 2);
+        text.push('[');
+        text.push_str(std::str::from_utf8(&self.text).expect("serde_json writes UTF-8"));
+        text.push(']');
+        text
+    }
+}
+
+/// The rows of a [`JsonRows`] bound at this `?`, as a `SELECT` of `n` (each row's place, from 0) and then
+/// `columns`, each a row's item at its place as its SQL type (a JSON `null` is `NULL`): SQLite's
+/// `json_each`, PostgreSQL's `jsonb_array_elements`.
+pub fn json_table(backend: Backend, columns: &[(&str, &str)]) -> String {
+    let items = |cast: bool| {
+        columns
+            .iter()
+            .enumerate()
+            .map(|(i, (name, ty))| match cast {
+                false => format!("value ->> {i} AS {name}"),
+                true => format!("CAST(value ->> {i} AS {ty}) AS {name}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match backend {
+        Backend::Sqlite => format!("SELECT key AS n, {} FROM json_each(?)", items(false)),
+        Backend::Postgres => format!(
+            "SELECT j.n - 1 AS n, {} FROM jsonb_array_elements(CAST(? AS jsonb)) WITH ORDINALITY AS j (value, n)",
+            items(true)
+        ),
+    }
+}
+
 /// `sql` written with `?` placeholders, in the form the engine takes best: unchanged on SQLite, where
 /// anonymous parameters bind in order (SQLite looks each *named* parameter up in a list, which makes a
 /// statement of a few thousand `$N` parameters quadratic to prepare and bind); `$1`, `$2`, … on

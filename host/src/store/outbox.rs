@@ -72,43 +72,76 @@ pub async fn enqueue(
 /// [`enqueue`] for many events in one statement. Their ordering keys must differ (an event's predecessor
 /// is looked up among the rows already stored). Answers their delivery ids in order.
 ///
-/// The events are a list of values joined once to their targets (whether each has an endpoint) and to
-/// the ordering keys' last events: per event only its values are written into the statement, so a batch
-/// of a few hundred prepares and runs about three times faster than rows that each carried their own
-/// subqueries (docs/performance.md).
+/// The events are rows of one bound value ([`super::JsonRows`]) joined once to their targets (whether each
+/// has an endpoint) and to the ordering keys' last events: a batch of a few hundred runs about three times
+/// faster than rows that each carried their own subqueries, and faster again than a value bound per column
+/// of each row (docs/performance.md).
 pub async fn enqueue_many(tx: &mut Transaction<'_, Any>, events: &[NewEvent<'_>]) -> Result<Vec<String>, sqlx::Error> {
-    let backend = super::backend_of(tx);
-    if events.is_empty() {
-        return Ok(Vec::new());
+    let mut rows = EventRows::default();
+    for e in events {
+        rows.push(e);
     }
-    let sql = format!(
-        "WITH v (n, delivery_id, target, target_id, event, payload, ordering_key, at) AS (VALUES {}) \
-         INSERT INTO outbox_events (delivery_id, target, target_id, event, payload, ordering_key, state, last_error, \
-         next_attempt_at, created_at, updated_at, after_id) \
-         SELECT v.delivery_id, v.target, v.target_id, v.event, v.payload, v.ordering_key, \
-         CASE WHEN {HAS_ENDPOINT} THEN 'pending' ELSE 'dead' END, CASE WHEN {HAS_ENDPOINT} THEN NULL ELSE ? END, \
-         v.at, v.at, v.at, \
-         CASE WHEN {HAS_ENDPOINT} THEN COALESCE((SELECT MAX(o.id) FROM outbox_events o WHERE o.ordering_key = v.ordering_key), 0) ELSE 0 END \
-         FROM v {ENDPOINTS} ORDER BY v.n",
-        super::rows(events.len(), "(?, ?, ?, ?, ?, ?, ?, ?)")
-    );
-    let mut insert = super::query_rows(backend, &sql, events.len());
-    let mut ids = Vec::with_capacity(events.len());
-    for (n, e) in events.iter().enumerate() {
+    rows.insert_in(tx).await
+}
+
+/// Events as the rows [`enqueue_many`] inserts, each with its delivery id: built before the transaction
+/// that inserts them when need be (the streams' `delivered` marks), and joined with others'.
+#[derive(Debug, Default, Clone)]
+pub struct EventRows {
+    rows: super::JsonRows,
+    ids: Vec<String>,
+}
+
+impl EventRows {
+    pub fn push(&mut self, e: &NewEvent<'_>) {
         let delivery_id = ordered_id("dlv_");
-        insert = insert
-            .bind(n as i64)
-            .bind(delivery_id.clone())
-            .bind(e.target.kind())
-            .bind(e.target.id())
-            .bind(e.event.to_string())
-            .bind(e.payload.to_string())
-            .bind(format!("{}:{}:{}", e.target.kind(), e.target.id(), e.ordering_key))
-            .bind(e.at);
-        ids.push(delivery_id);
+        let ordering_key = format!("{}:{}:{}", e.target.kind(), e.target.id(), e.ordering_key);
+        let payload = e.payload.to_string();
+        self.rows.push(&(&delivery_id, e.target.kind(), e.target.id(), e.event, payload, ordering_key, e.at));
+        self.ids.push(delivery_id);
     }
-    insert.bind(NO_URL).execute(&mut **tx).await?;
-    Ok(ids)
+
+    /// Adds `other`'s events after these.
+    pub fn append(&mut self, other: &EventRows) {
+        self.rows.append(&other.rows);
+        self.ids.extend_from_slice(&other.ids);
+    }
+
+    /// Inserts the events in order, in one statement; answers their delivery ids.
+    pub async fn insert_in(self, tx: &mut Transaction<'_, Any>) -> Result<Vec<String>, sqlx::Error> {
+        if self.rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let backend = super::backend_of(tx);
+        let rows = super::json_table(
+            backend,
+            &[
+                ("delivery_id", "TEXT"),
+                ("target", "TEXT"),
+                ("target_id", "BIGINT"),
+                ("event", "TEXT"),
+                ("payload", "TEXT"),
+                ("ordering_key", "TEXT"),
+                ("at", "BIGINT"),
+            ],
+        );
+        let sql = format!(
+            "WITH v (n, delivery_id, target, target_id, event, payload, ordering_key, at) AS MATERIALIZED ({rows}) \
+             INSERT INTO outbox_events (delivery_id, target, target_id, event, payload, ordering_key, state, \
+             last_error, next_attempt_at, created_at, updated_at, after_id) \
+             SELECT v.delivery_id, v.target, v.target_id, v.event, v.payload, v.ordering_key, \
+             CASE WHEN {HAS_ENDPOINT} THEN 'pending' ELSE 'dead' END, CASE WHEN {HAS_ENDPOINT} THEN NULL ELSE ? END, \
+             v.at, v.at, v.at, \
+             CASE WHEN {HAS_ENDPOINT} THEN COALESCE((SELECT MAX(o.id) FROM outbox_events o WHERE o.ordering_key = v.ordering_key), 0) ELSE 0 END \
+             FROM v {ENDPOINTS} ORDER BY v.n"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(super::placeholders(backend, &sql)))
+            .bind(self.rows.value())
+            .bind(NO_URL)
+            .execute(&mut **tx)
+            .await?;
+        Ok(self.ids)
+    }
 }
 
 /// The targets of [`enqueue_many`]'s events (`v`) that have an endpoint — a URL and, for partners and
