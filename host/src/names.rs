@@ -180,6 +180,11 @@ impl MessageState {
     /// The states an outgoing message passes through to the user's app, in order.
     pub const HUB_PATH: [MessageState; 4] =
         [MessageState::Queued, MessageState::Sent, MessageState::Delivered, MessageState::Read];
+    /// Its place on [`MessageState::HUB_PATH`]; `None` off it (failed, or a user's own message).
+    pub fn hub_step(self) -> Option<usize> {
+        MessageState::HUB_PATH.iter().position(|s| *s == self)
+    }
+
     /// The states of a message the user's app does not have yet.
     pub const UNDELIVERED: [MessageState; 2] = [MessageState::Queued, MessageState::Sent];
     /// The states a message can be marked read from.

@@ -750,8 +750,8 @@ pub async fn advance_read_many_in(
     event: fn(&Message, Millis) -> Value,
 ) -> Result<Vec<Option<Message>>, sqlx::Error> {
     const HUB_PATH: [MessageState; 4] = MessageState::HUB_PATH;
-    let Some(end) = HUB_PATH.iter().position(|s| *s == target) else { return Ok(vec![None; messages.len()]) };
-    let position = |m: &Message| HUB_PATH.iter().position(|s| *s == m.state);
+    let Some(end) = target.hub_step() else { return Ok(vec![None; messages.len()]) };
+    let position = |m: &Message| m.state.hub_step();
     // Each message once, as read: failed (off the path) or already there, nothing to offer. Those that move
     // are kept as they are after each step (each message is cloned once, as it moves first).
     let mut seen = std::collections::HashSet::new();
@@ -791,6 +791,8 @@ pub struct Foreseen {
     read: (MessageState, i64, Option<Channel>),
     /// When the moves are made (their history, events and `updated_at`).
     at: Millis,
+    /// Its row of the batch's update: its id, state and `seq` as read (the guard), and as after the moves.
+    guard: super::JsonRows,
     recorded: Recorded,
 }
 
@@ -812,17 +814,19 @@ pub fn foresee(
     at: Millis,
     event: fn(&Message, Millis) -> Value,
 ) -> Option<Foreseen> {
-    const HUB_PATH: [MessageState; 4] = MessageState::HUB_PATH;
-    let end = HUB_PATH.iter().position(|s| *s == target)?;
-    let from = HUB_PATH.iter().position(|s| *s == message.state).filter(|from| *from < end)?;
+    let end = target.hub_step()?;
+    let from = message.state.hub_step().filter(|from| *from < end)?;
     let read = (message.state, message.seq, message.channel);
     let mut recorded = Recorded::default();
     let mut after = message;
-    for state in &HUB_PATH[from + 1..=end] {
+    for state in &MessageState::HUB_PATH[from + 1..=end] {
         after = Message { state: *state, seq: after.seq + 1, channel: channel.or(after.channel), ..after };
         recorded.push(&after, at, event);
     }
-    Some(Foreseen { after, read, at, recorded })
+    let mut guard = super::JsonRows::default();
+    let to = (after.state.as_str(), after.seq, after.channel.map(Channel::as_str));
+    guard.push(&(after.id, read.0.as_str(), read.1, to.0, to.1, to.2, at));
+    Some(Foreseen { after, read, at, guard, recorded })
 }
 
 /// Makes foreseen moves (all of them [`foresee`]n with `target`, `channel` and `event`): each message still
@@ -842,9 +846,7 @@ pub async fn advance_foreseen_in(
     let first: Vec<bool> = items.iter().map(|f| seen.insert(f.after.id)).collect();
     let (mut moves, mut recorded) = (super::JsonRows::default(), Recorded::default());
     for f in items.iter().zip(&first).filter(|(_, first)| **first).map(|(f, _)| f) {
-        let (after, (state, seq, _)) = (&f.after, f.read);
-        let to = (after.state.as_str(), after.seq, after.channel.map(Channel::as_str));
-        moves.push(&(after.id, state.as_str(), seq, to.0, to.1, to.2, f.at));
+        moves.append(&f.guard);
         recorded.append(&f.recorded);
     }
     let now = items.iter().map(|f| f.at).max().unwrap_or_default();
