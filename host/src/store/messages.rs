@@ -1420,13 +1420,11 @@ pub async fn enqueue_in(tx: &mut Transaction<'_, Any>, jobs: &[(i64, Millis)]) -
 mod tests {
     use super::{Db, FRESH_KEPT, Fresh, events_after_row, find_any};
     use crate::names::UserEventKind;
-    use crate::store::sealing::{Keyring, SecretKey};
     use crate::store::user_events::{NewUserEvent, append_in, newest_id};
     use crate::store::writer::GroupCommit;
 
     async fn db_with_messages(dir: &std::path::Path) -> Db {
-        let url = format!("sqlite://{}?mode=rwc", dir.join("t.db").display());
-        let db = Db::connect(&url, 2, Keyring::new(SecretKey::generate())).await.unwrap();
+        let db = Db::sqlite_at(&dir.join("t.db"), 2).await;
         sqlx::query(
             "INSERT INTO partners (id, code, name, key_hash, key_prefix, created_at) VALUES (1, 'p', 'P', 'h', 'k', 0)",
         )

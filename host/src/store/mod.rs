@@ -401,14 +401,18 @@ pub fn like_pattern(needle: &str) -> String {
 }
 
 #[cfg(test)]
+impl Db {
+    /// For tests: a new SQLite database `file`, opened as the host opens it (with a new key), with up to `max`
+    /// connections.
+    pub async fn sqlite_at(file: &std::path::Path, max: u32) -> Db {
+        let url = format!("sqlite://{}?mode=rwc", file.display());
+        Db::connect(&url, max, sealing::Keyring::new(sealing::SecretKey::generate())).await.unwrap()
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::{Backend, Db, placeholders, rows};
-
-    /// A new SQLite database `file` opened as the host opens it, with up to `max` connections.
-    async fn sqlite_at(file: &std::path::Path, max: u32) -> Db {
-        let url = format!("sqlite://{}?mode=rwc", file.display());
-        Db::connect(&url, max, super::sealing::Keyring::new(super::sealing::SecretKey::generate())).await.unwrap()
-    }
 
     #[test]
     fn placeholders_are_numbered_in_order_on_postgresql_and_anonymous_on_sqlite() {
@@ -424,7 +428,7 @@ mod tests {
     async fn sqlite_writes_reach_the_database_file_through_the_background_checkpoints() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("h.db");
-        let db = sqlite_at(&file, 2).await;
+        let db = Db::sqlite_at(&file, 2).await;
         sqlx::query("CREATE TABLE pages (body BLOB NOT NULL)").execute(db.writer()).await.unwrap();
         // Let the schema reach the file, then write some 300 pages of 4 KiB.
         tokio::time::sleep(4 * super::checkpoints::INTERVAL).await;
@@ -447,7 +451,7 @@ mod tests {
     #[tokio::test]
     async fn sqlite_connections_keep_temporary_files_in_memory() {
         let dir = tempfile::tempdir().unwrap();
-        let db = sqlite_at(&dir.path().join("t.db"), 4).await;
+        let db = Db::sqlite_at(&dir.path().join("t.db"), 4).await;
         let store: i64 = sqlx::query_scalar("PRAGMA temp_store").fetch_one(db.writer()).await.unwrap();
         assert_eq!(store, 2, "the writer");
         // Each of the readers (held at once, so each answer is another connection's).
@@ -467,7 +471,7 @@ mod tests {
     #[tokio::test]
     async fn sqlite_is_built_without_memory_statistics() {
         let dir = tempfile::tempdir().unwrap();
-        let db = sqlite_at(&dir.path().join("t.db"), 1).await;
+        let db = Db::sqlite_at(&dir.path().join("t.db"), 1).await;
         let options: Vec<String> = sqlx::query_scalar("SELECT compile_options FROM pragma_compile_options")
             .fetch_all(db.reader())
             .await

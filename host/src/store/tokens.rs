@@ -166,7 +166,6 @@ impl RevocationNotes {
 mod tests {
     use super::{NOTE_TTL_MS, RevocationNotes, revoke_before};
     use crate::store::Db;
-    use crate::store::sealing::{Keyring, SecretKey};
 
     impl RevocationNotes {
         fn reads(&self) -> u64 {
@@ -177,8 +176,7 @@ mod tests {
     #[tokio::test]
     async fn a_host_reads_each_phone_once_then_only_what_was_revoked_since_its_last_look() {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
-        let db = Db::connect(&url, 2, Keyring::new(SecretKey::generate())).await.unwrap();
+        let db = Db::sqlite_at(&dir.path().join("t.db"), 2).await;
         // Two hosts on one database.
         let (here, there) = (RevocationNotes::default(), RevocationNotes::default());
         let phones: Vec<String> = (0..100).map(|i| format!("+1555000{i:04}")).collect();

@@ -261,7 +261,6 @@ impl<K: Eq + std::hash::Hash> WrittenWithin<K> {
 mod tests {
     use super::GroupCommit;
     use crate::store::Db;
-    use crate::store::sealing::{Keyring, SecretKey};
 
     async fn count(db: &Db) -> i64 {
         sqlx::query_scalar("SELECT COUNT(*) FROM handed").fetch_one(db.reader()).await.unwrap()
@@ -272,8 +271,7 @@ mod tests {
     #[tokio::test]
     async fn items_handed_over_are_written_even_past_a_full_queue() {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}?mode=rwc", dir.path().join("w.db").display());
-        let db = Db::connect(&url, 2, Keyring::new(SecretKey::generate())).await.unwrap();
+        let db = Db::sqlite_at(&dir.path().join("w.db"), 2).await;
         sqlx::query("CREATE TABLE handed (n INTEGER NOT NULL CHECK (n >= 0))").execute(db.writer()).await.unwrap();
         let writer: GroupCommit<i64, ()> = GroupCommit::spawn(db.clone(), 1, |tx, n| {
             Box::pin(async move {
@@ -300,8 +298,7 @@ mod tests {
     async fn a_gathering_writer_writes_what_comes_within_its_window_in_one_batch() {
         use super::Writes;
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}?mode=rwc", dir.path().join("w.db").display());
-        let db = Db::connect(&url, 2, Keyring::new(SecretKey::generate())).await.unwrap();
+        let db = Db::sqlite_at(&dir.path().join("w.db"), 2).await;
         sqlx::query("CREATE TABLE batches (id INTEGER PRIMARY KEY, size INTEGER NOT NULL)")
             .execute(db.writer())
             .await
