@@ -65,7 +65,30 @@ fn rss_kib(pid: u32) -> f64 {
 
 /// CPU seconds (user + system) `pid` has used so far ("self" for this process), Linux.
 fn cpu_s(pid: &str) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat_cpu_s(&std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default())
+}
+
+/// CPU seconds (user + system) `pid`'s threads have used so far: the `tokio` runtime's workers, SQLite's
+/// connection threads (`sqlx`'s, one per connection) and the rest, Linux. A thread that ended between two
+/// readings takes its time with it (the host's threads live as long as it does).
+fn thread_cpu_s(pid: u32) -> [f64; 3] {
+    let mut by = [0.0; 3];
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return [f64::NAN; 3] };
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else { continue };
+        let name = stat.split_once('(').and_then(|(_, r)| r.rsplit_once(')')).map_or("", |(n, _)| n);
+        let group = match name {
+            n if n.starts_with("tokio-rt-worker") => 0,
+            n if n.starts_with("sqlx-sqlite") => 1,
+            _ => 2,
+        };
+        by[group] += stat_cpu_s(&stat);
+    }
+    by
+}
+
+/// The CPU seconds (user + system) of a `/proc/…/stat` line.
+fn stat_cpu_s(stat: &str) -> f64 {
     // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
     let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -214,8 +237,9 @@ fn in_flight() -> usize {
     std::env::var("HUBBUB_BENCH_IN_FLIGHT").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(64)
 }
 
-/// The send-rate phases ([`send_rate`], 5 s each): each printed with the time its delivery took to drain
-/// and the CPU the host and this load generator spent on it.
+/// The send-rate phases ([`send_rate`], 5 s each): each printed with the time its delivery took to drain,
+/// the CPU the host and this load generator spent on it, and the host's CPU a send by its threads (the
+/// runtime's workers, SQLite's connection threads, the rest).
 struct Phases<'a> {
     client: &'a reqwest::Client,
     base: &'a str,
@@ -227,15 +251,21 @@ struct Phases<'a> {
 impl Phases<'_> {
     /// One phase of sends to `users` (`to` names them); answers its rate.
     async fn run(&self, to: &str, users: &[String]) -> anyhow::Result<f64> {
-        let cpu = || (cpu_s(&self.pid.to_string()), cpu_s("self"));
-        let (host, us) = cpu();
+        let cpu = || (cpu_s(&self.pid.to_string()), cpu_s("self"), thread_cpu_s(self.pid));
+        let (host, us, threads) = cpu();
         let rate = send_rate(self.client, self.base, self.key, users, 5).await;
-        let (host2, us2) = cpu();
+        let (host2, us2, threads2) = cpu();
         let drained = drain(self.db).await?;
+        // The host's CPU a send, by its threads: where a phase's cost goes, whatever the machine's speed did
+        // to its rate.
+        let per_send = |s: f64| s * 1e6 / (rate * 5.0);
+        let [runtime, sqlite, other] = [0, 1, 2].map(|i| per_send(threads2[i] - threads[i]));
         println!(
-            "  to {to}: {rate:.0}/s (host {:.1} CPU-s, load generator {:.1} CPU-s; delivered {drained:.1} s after)",
+            "  to {to}: {rate:.0}/s (host {:.1} CPU-s, load generator {:.1} CPU-s; delivered {drained:.1} s after; \
+             host {:.0} µs a send: runtime {runtime:.0}, SQLite {sqlite:.0}, other {other:.0})",
             host2 - host,
-            us2 - us
+            us2 - us,
+            per_send(host2 - host),
         );
         Ok(rate)
     }
