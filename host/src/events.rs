@@ -103,9 +103,10 @@ fn value(event: impl Serialize) -> Value {
     serde_json::to_value(event).expect("an event serialises")
 }
 
-/// `message.status` of `m` now.
-pub fn message_status(m: &Message, at: Millis) -> Value {
-    value(MessageStatusEvent {
+/// `message.status` of `m` now, as JSON text: written straight from the struct (for each move of every
+/// message, in the send path and in each `delivered` mark), not built as a [`Value`] first.
+pub fn message_status(m: &Message, at: Millis) -> String {
+    let event = MessageStatusEvent {
         event: "message.status",
         partner: m.partner_code.clone(),
         message_ref: m.reference.clone(),
@@ -115,7 +116,8 @@ pub fn message_status(m: &Message, at: Millis) -> Value {
         channel: m.channel.unwrap_or(Channel::Inapp),
         phone: m.phone.clone(),
         at: iso_time(at),
-    })
+    };
+    serde_json::to_string(&event).expect("an event serialises")
 }
 
 /// `template.status` of `t`.

@@ -571,7 +571,7 @@ async fn a_batch_of_events_is_stored_in_order_each_after_the_last_of_its_key() {
             .unwrap();
         partner.insert(code, Target::Partner(id));
     }
-    let payload = json!({"n": 1});
+    let payload = json!({"n": 1}).to_string();
     // At an instant long past: due at once, were a dispatcher to look.
     let event = |target, key: &str| NewEvent {
         target,

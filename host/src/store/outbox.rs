@@ -42,7 +42,8 @@ pub const NO_URL: &str = "no webhook_url configured";
 pub struct NewEvent<'a> {
     pub target: Target,
     pub event: &'a str,
-    pub payload: &'a Value,
+    /// The event's body, as JSON text: stored, signed and sent as it is.
+    pub payload: &'a str,
     pub ordering_key: String,
     pub at: Millis,
 }
@@ -64,7 +65,8 @@ pub async fn enqueue(
     ordering_key: &str,
     now: Millis,
 ) -> Result<String, sqlx::Error> {
-    let one = NewEvent { target, event, payload, ordering_key: ordering_key.to_string(), at: now };
+    let payload = payload.to_string();
+    let one = NewEvent { target, event, payload: &payload, ordering_key: ordering_key.to_string(), at: now };
     let mut ids = enqueue_many(tx, std::slice::from_ref(&one)).await?;
     Ok(ids.pop().expect("one event, one id"))
 }
@@ -96,8 +98,7 @@ impl EventRows {
     pub fn push(&mut self, e: &NewEvent<'_>) {
         let delivery_id = ordered_id("dlv_");
         let ordering_key = format!("{}:{}:{}", e.target.kind(), e.target.id(), e.ordering_key);
-        let payload = e.payload.to_string();
-        self.rows.push(&(&delivery_id, e.target.kind(), e.target.id(), e.event, payload, ordering_key, e.at));
+        self.rows.push(&(&delivery_id, e.target.kind(), e.target.id(), e.event, e.payload, ordering_key, e.at));
         self.ids.push(delivery_id);
     }
 
