@@ -991,9 +991,11 @@ pub struct Tail {
 
 /// SQLite's tail of the log, whose one writer commits row ids in order: every key's events after log row
 /// `after_id` (at most `limit`), those of the keys `kept` wants (the keys with a stream on this host) each
-/// with the message it is about — so a read hands every stream what it sends. Unless `read_log` (at the
-/// tail's poll, which finds what other processes wrote), the log rows come from [`Fresh`] as far as this
-/// process's group commits appended them without a gap, and from the log from the first row they did not.
+/// with the message it is about — so a read hands every stream what it sends. The log rows come from
+/// [`Fresh`] as far as this process's group commits appended them without a gap; from the log when the first
+/// row is one they did not append; and with `read_log` (the tail's poll, which finds what other processes
+/// wrote) also from the log after the last of them: rows another process appended after all of this one's
+/// leave no gap among them to read from.
 /// A `message.created` takes its message from [`Fresh`] when this process has just put it into the hub (as
 /// it was then); the other messages are read in one statement, and only for the keys kept.
 pub async fn events_after_row(
@@ -1003,18 +1005,19 @@ pub async fn events_after_row(
     read_log: bool,
     kept: impl Fn(&str) -> bool,
 ) -> Result<Tail, sqlx::Error> {
-    // What this process's group commits appended is in memory, up to the first row they did not append.
+    // What this process's group commits appended is in memory, up to the first row they did not append; the
+    // log is read from there when that is nothing, and at the poll (rows another process appended after all
+    // of this one's are no gap among them).
     let fresh = db.fresh();
-    let rows = match fresh.filter(|_| !read_log).and_then(|f| f.take_rows(after_id, limit as usize)) {
-        Some(rows) => rows,
-        None => {
-            let rows = super::user_events::after_row(db, after_id, limit).await?;
-            if let (Some(fresh), Some((newest, _, _))) = (fresh, rows.last()) {
-                fresh.forget_rows(*newest);
-            }
-            rows
+    let mut rows = fresh.and_then(|f| f.take_rows(after_id, limit as usize)).unwrap_or_default();
+    if rows.is_empty() || (read_log && (rows.len() as i64) < limit) {
+        let from = rows.last().map_or(after_id, |(id, _, _)| *id);
+        let read = super::user_events::after_row(db, from, limit - rows.len() as i64).await?;
+        if let (Some(fresh), Some((newest, _, _))) = (fresh, read.last()) {
+            fresh.forget_rows(*newest);
         }
-    };
+        rows.extend(read);
+    }
     let newest = rows.last().map_or(after_id, |(id, _, _)| *id);
     let whole = rows.len() as i64 == limit;
     let is_created = |e: &super::user_events::UserEvent| e.kind == UserEventKind::MessageCreated;
@@ -1524,7 +1527,8 @@ mod tests {
     /// The log rows a group commit appended are kept once committed, and the tail hands them from memory
     /// (the rows in the log were changed behind its back, and it hands them as they were written) up to the
     /// first row it did not keep (a write outside a group commit): from there it reads the log, and lets go
-    /// of what it kept up to where it read. At its poll, it reads the log whatever it kept.
+    /// of what it kept up to where it read. At its poll, it also reads the log after what it kept: a row
+    /// written outside a group commit after all of those it kept.
     #[tokio::test]
     async fn the_tail_takes_the_rows_a_group_commit_appended_from_memory() {
         let dir = tempfile::tempdir().unwrap();
@@ -1560,9 +1564,23 @@ mod tests {
 
         writer.write(told("+2", UserEventKind::MessageCreated, 3)).await.unwrap();
         tamper().await.unwrap();
-        let tail = events_after_row(&db, start + 4, 100, true, |_| true).await.unwrap();
-        assert_eq!(created_at(&tail), [("+2".into(), 2, 1)], "at the poll, from the log");
-        assert_eq!(db.fresh().unwrap().take_rows(start + 4, 100), None);
+        let tail = events_after_row(&db, start + 4, 100, false, |_| true).await.unwrap();
+        assert_eq!(created_at(&tail), [("+2".into(), 2, 7)], "from memory");
+        // Rows after all of those kept leave no gap to see: the poll reads the log after them.
+        writer.write(told("+1", UserEventKind::MessageCreated, 1)).await.unwrap();
+        outside(told("+2", UserEventKind::AccountUpdated, 0)).await;
+        tamper().await.unwrap();
+        let tail = events_after_row(&db, start + 5, 100, false, |_| true).await.unwrap();
+        assert_eq!(created_at(&tail), [("+1".into(), 4, 7)], "between polls, what was kept");
+        let tail = events_after_row(&db, tail.newest, 100, true, |_| true).await.unwrap();
+        assert_eq!(created_at(&tail), [("+2".into(), 3, 1)], "at the poll, the log after it");
+        writer.write(told("+1", UserEventKind::MessageCreated, 2)).await.unwrap();
+        outside(told("+2", UserEventKind::AccountUpdated, 0)).await;
+        tamper().await.unwrap();
+        let tail = events_after_row(&db, start + 7, 100, true, |_| true).await.unwrap();
+        assert_eq!(created_at(&tail), [("+1".into(), 5, 7), ("+2".into(), 4, 1)], "at the poll, both in one read");
+        assert_eq!(tail.newest, start + 9);
+        assert_eq!(db.fresh().unwrap().take_rows(start + 7, 100), None, "nothing is kept past a read of the log");
         db.close().await;
     }
 
