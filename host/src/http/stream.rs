@@ -18,6 +18,7 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -185,8 +186,9 @@ pub(super) struct Follow {
     /// How many times the key's streams had been asked to read the log when this one last looked.
     asked: u64,
     heartbeat: Duration,
-    /// When the next heartbeat is due.
-    beat_at: tokio::time::Instant,
+    /// The next heartbeat: one timer for the stream's life, moved at each beat (not a new one each time the
+    /// stream waits, which is after every event it sends).
+    beat: Pin<Box<tokio::time::Sleep>>,
 }
 
 impl Follow {
@@ -206,8 +208,8 @@ impl Follow {
         // same instant, nor as one wave a little under an interval after they opened.
         let heartbeat = state.config.stream_heartbeat().mul_f64(rand::random_range(0.75..=1.0));
         let asked = watch.asked();
-        let beat_at = tokio::time::Instant::now() + heartbeat.mul_f64(rand::random_range(0.0..=1.0));
-        Ok((Follow { state: state.clone(), key, after, watch, read_log: true, asked, heartbeat, beat_at }, reset))
+        let beat = Box::pin(tokio::time::sleep(heartbeat.mul_f64(rand::random_range(0.0..=1.0))));
+        Ok((Follow { state: state.clone(), key, after, watch, read_log: true, asked, heartbeat, beat }, reset))
     }
 
     /// The next events (`after` then moves past them), or the heartbeat when it is due (before any events),
@@ -215,8 +217,9 @@ impl Follow {
     pub async fn next(&mut self) -> Next {
         let watch = self.watch.clone();
         loop {
-            if tokio::time::Instant::now() >= self.beat_at {
-                self.beat_at = tokio::time::Instant::now() + self.heartbeat;
+            if tokio::time::Instant::now() >= self.beat.deadline() {
+                let next = tokio::time::Instant::now() + self.heartbeat;
+                self.beat.as_mut().reset(next);
                 return Next::Beat;
             }
             let woken = watch.wake.notified();
@@ -252,7 +255,7 @@ impl Follow {
             let stop = self.state.shutdown.clone();
             tokio::select! {
                 _ = &mut woken => {}
-                _ = tokio::time::sleep_until(self.beat_at) => {}
+                _ = self.beat.as_mut() => {}
                 _ = stop.cancelled() => return Next::Stop,
             }
         }
