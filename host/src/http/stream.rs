@@ -217,9 +217,9 @@ impl Follow {
     pub async fn next(&mut self) -> Next {
         let watch = self.watch.clone();
         loop {
-            if tokio::time::Instant::now() >= self.beat.deadline() {
-                let next = tokio::time::Instant::now() + self.heartbeat;
-                self.beat.as_mut().reset(next);
+            let now = tokio::time::Instant::now();
+            if now >= self.beat.deadline() {
+                self.beat.as_mut().reset(now + self.heartbeat);
                 return Next::Beat;
             }
             let woken = watch.wake.notified();

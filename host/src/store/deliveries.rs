@@ -85,7 +85,7 @@ pub struct Finished {
     pub change: Option<Change>,
     pub at: Millis,
     /// Builds the `message.status` event of a change (the caller's: the store knows no event shapes).
-    pub event: fn(&Message, Millis) -> String,
+    pub event: messages::StatusEvent,
     /// A job to queue for the message once this one ends: what it continues (`after_hub`) and when.
     pub follow_up: Option<(&'static str, Millis)>,
     /// Whether the message has a delivery job to end (a claimed job's); a message going into the hub as it
@@ -124,8 +124,7 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
     }
     // The state changes, grouped by what they are.
     type Kind = (&'static [MessageState], MessageState, Option<Channel>);
-    type Event = fn(&Message, Millis) -> String;
-    let mut groups: Vec<(Kind, Vec<&Message>, Millis, Event)> = Vec::new();
+    let mut groups: Vec<(Kind, Vec<&Message>, Millis, messages::StatusEvent)> = Vec::new();
     for d in done {
         match &d.change {
             Some(Change::State { from, to, channel }) => {

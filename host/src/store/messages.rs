@@ -127,6 +127,10 @@ pub struct NewMessage {
 /// `message.created` (`deliveries::MessageWriter`), exactly as the delivery worker would have; its job is
 /// only the fallback after the hub, when it has one. The rules are the sender's (`messages::routing`): the
 /// store knows none.
+/// Builds the `message.status` event of a message as it is after a change, made at a time: its JSON text
+/// (the caller's: the store knows no event shapes).
+pub type StatusEvent = fn(&Message, Millis) -> String;
+
 #[derive(Debug, Clone, Copy)]
 pub struct HubRoute {
     /// Whether a recipient (claimed, with a device) is reached in the hub alone.
@@ -135,8 +139,8 @@ pub struct HubRoute {
     /// message's or its partner's; `None`: `default_after_s`) and the time —, if any.
     pub follow_up: fn(&str, &Value, Option<i64>, u64, Millis) -> Option<(&'static str, Millis)>,
     pub default_after_s: u64,
-    /// Builds the `message.status` event (its JSON text).
-    pub event: fn(&Message, Millis) -> String,
+    /// Builds the `message.status` event.
+    pub event: StatusEvent,
 }
 
 /// A message put in the hub as it was written: its job to follow, its event builder, and whether its
@@ -145,7 +149,7 @@ pub struct HubRoute {
 #[derive(Debug, Clone, Copy)]
 pub struct InHub {
     pub follow_up: Option<(&'static str, Millis)>,
-    pub event: fn(&Message, Millis) -> String,
+    pub event: StatusEvent,
     pub subscribed: bool,
 }
 
@@ -526,7 +530,7 @@ pub async fn transition_in(
     state: MessageState,
     channel: Option<Channel>,
     now: Millis,
-    event: fn(&Message, Millis) -> String,
+    event: StatusEvent,
 ) -> Result<Option<Message>, sqlx::Error> {
     let sql = const_format::concatcp!(SELECT, "WHERE m.id = $1");
     let Some(row) = sqlx::query(sql).bind(message_id).fetch_optional(&mut **tx).await? else { return Ok(None) };
@@ -545,7 +549,7 @@ pub async fn transition_read_in(
     state: MessageState,
     channel: Option<Channel>,
     now: Millis,
-    event: fn(&Message, Millis) -> String,
+    event: StatusEvent,
 ) -> Result<Vec<Message>, sqlx::Error> {
     let backend = super::backend_of(tx);
     if messages.is_empty() || from.is_empty() {
@@ -592,7 +596,7 @@ async fn record_transitions_in(
     tx: &mut Transaction<'_, Any>,
     updated: &[Message],
     now: Millis,
-    event: fn(&Message, Millis) -> String,
+    event: StatusEvent,
 ) -> Result<(), sqlx::Error> {
     Recorded::of(updated, now, event).write_in(tx, now).await
 }
@@ -609,7 +613,7 @@ pub struct Recorded {
 }
 
 impl Recorded {
-    pub fn of(updated: &[Message], now: Millis, event: fn(&Message, Millis) -> String) -> Recorded {
+    pub fn of(updated: &[Message], now: Millis, event: StatusEvent) -> Recorded {
         let mut recorded = Recorded::default();
         for m in updated {
             recorded.push(m, now, event);
@@ -618,7 +622,7 @@ impl Recorded {
     }
 
     /// Adds the records of `m`'s change, made at `now`.
-    pub fn push(&mut self, m: &Message, now: Millis, event: fn(&Message, Millis) -> String) {
+    pub fn push(&mut self, m: &Message, now: Millis, event: StatusEvent) {
         self.history.push(&(m.id, m.seq, m.state.as_str(), m.channel.map(Channel::as_str), now));
         let payload = event(m, now);
         self.events.push(&outbox::NewEvent {
@@ -695,7 +699,7 @@ pub async fn advance_in(
     target: MessageState,
     channel: Option<Channel>,
     now: Millis,
-    event: fn(&Message, Millis) -> String,
+    event: StatusEvent,
 ) -> Result<Option<Message>, sqlx::Error> {
     Ok(advance_many_in(tx, &[message_id], target, channel, now, event).await?.pop().flatten())
 }
@@ -709,7 +713,7 @@ pub async fn advance_many_in(
     target: MessageState,
     channel: Option<Channel>,
     now: Millis,
-    event: fn(&Message, Millis) -> String,
+    event: StatusEvent,
 ) -> Result<Vec<Option<Message>>, sqlx::Error> {
     if ids.is_empty() {
         return Ok(Vec::new());
@@ -747,7 +751,7 @@ pub async fn advance_read_many_in(
     target: MessageState,
     channel: Option<Channel>,
     now: Millis,
-    event: fn(&Message, Millis) -> String,
+    event: StatusEvent,
 ) -> Result<Vec<Option<Message>>, sqlx::Error> {
     const HUB_PATH: [MessageState; 4] = MessageState::HUB_PATH;
     let Some(end) = target.hub_step() else { return Ok(vec![None; messages.len()]) };
@@ -812,7 +816,7 @@ pub fn foresee(
     target: MessageState,
     channel: Option<Channel>,
     at: Millis,
-    event: fn(&Message, Millis) -> String,
+    event: StatusEvent,
 ) -> Option<Foreseen> {
     let end = target.hub_step()?;
     let from = message.state.hub_step().filter(|from| *from < end)?;
@@ -839,7 +843,7 @@ pub async fn advance_foreseen_in(
     items: &[Foreseen],
     target: MessageState,
     channel: Option<Channel>,
-    event: fn(&Message, Millis) -> String,
+    event: StatusEvent,
 ) -> Result<Vec<bool>, sqlx::Error> {
     use sqlx::Acquire;
     let mut seen = std::collections::HashSet::new();
