@@ -121,16 +121,16 @@ pub struct NewMessage {
     pub hub: Option<HubRoute>,
 }
 
+/// Builds the `message.status` event of a message as it is after a change, made at a time: its JSON text
+/// (the caller's: the store knows no event shapes).
+pub type StatusEvent = fn(&Message, Millis) -> String;
+
 /// How a new message goes into the hub in the transaction that writes it, when what the insert reads of its
 /// recipient (a claimed account, a device) is, by its sender's rule (`reached`), the hub alone: written
 /// `queued`, then moved to `sent` on `inapp` with its attempt, its `message.status` event and the user's
 /// `message.created` (`deliveries::MessageWriter`), exactly as the delivery worker would have; its job is
 /// only the fallback after the hub, when it has one. The rules are the sender's (`messages::routing`): the
 /// store knows none.
-/// Builds the `message.status` event of a message as it is after a change, made at a time: its JSON text
-/// (the caller's: the store knows no event shapes).
-pub type StatusEvent = fn(&Message, Millis) -> String;
-
 #[derive(Debug, Clone, Copy)]
 pub struct HubRoute {
     /// Whether a recipient (claimed, with a device) is reached in the hub alone.
