@@ -15,12 +15,13 @@ use crate::state::AppState;
 use crate::store::bots::{self, Bot};
 use crate::store::developers::{self, Developer};
 use crate::store::members::{self, Session};
-use crate::store::partners::{self, Partner};
+use crate::store::partners::{self, KeyAuth, KeyMaker, Partner};
 
 /// A verified credential.
 #[derive(Debug, Clone)]
 pub enum Credential {
-    Partner(Partner),
+    /// A partner, by one of its API keys: acts as far as the key's role allows (`members::allows`).
+    Partner(Partner, KeyAuth),
     /// An end user, by a JWT from OTP login.
     User(UserClaims),
     /// A developer, by an `sk_dev_` key.
@@ -37,7 +38,7 @@ impl Credential {
     /// The rate-limit bucket of this credential.
     fn rate_key(&self) -> String {
         match self {
-            Credential::Partner(p) => format!("partner:{}", p.id),
+            Credential::Partner(p, _) => format!("partner:{}", p.id),
             Credential::User(u) => format!("user:{}", u.sub),
             Credential::Developer(d) => format!("developer:{}", d.id),
             Credential::Bot(b) => format!("bot:{}", b.id),
@@ -90,11 +91,12 @@ pub async fn authenticate(state: &AppState, token: &str) -> Result<Credential, A
         }
     } else if token.starts_with("sk_") {
         let hash = digest(token);
-        if let Some((partner, key_id, stored)) = partners::find_by_key_hash(&state.db, &hash).await?
+        if let Some((partner, key, stored)) = partners::find_by_key_hash(&state.db, &hash).await?
             && constant_time_eq(&stored, &hash)
         {
             // The key's last use, written off the request's path, at most once a minute per key.
             let now = state.now();
+            let key_id = key.id;
             if state.key_uses.due(key_id, now) {
                 let db = state.db.clone();
                 tokio::spawn(async move {
@@ -103,7 +105,7 @@ pub async fn authenticate(state: &AppState, token: &str) -> Result<Credential, A
                     }
                 });
             }
-            return Ok(Credential::Partner(partner));
+            return Ok(Credential::Partner(partner, key));
         }
     }
     Err(ApiError::unauthorized("unknown or revoked credential"))
@@ -159,6 +161,7 @@ async fn credential(parts: &Parts, state: &AppState) -> Result<Credential, ApiEr
         (false, Some(token)) => {
             let member = member_session(state, token).await?;
             if !same_origin(parts, state) {
+                audit(parts, state, &member);
                 return Err(ApiError::forbidden(
                     "a cookie-authenticated request that changes something must come from this origin (CSRF)",
                 ));
@@ -167,20 +170,21 @@ async fn credential(parts: &Parts, state: &AppState) -> Result<Credential, ApiEr
         }
         _ => authenticate(state, bearer(parts)?).await?,
     };
-    if let Credential::Member(session) = &credential {
-        let route = parts.extensions.get::<MatchedPath>().map(MatchedPath::as_str).unwrap_or(parts.uri.path());
+    let role = match &credential {
+        Credential::Member(session) => Some((session.member.role, crate::members::refusal(session.member.role))),
+        Credential::Partner(_, key) => Some((key.role, crate::members::key_refusal(key.role))),
+        _ => None,
+    };
+    if let Some((role, refusal)) = role {
+        let route = route_of(parts);
         let reads = matches!(parts.method, Method::GET | Method::HEAD);
-        if !crate::members::allows(session.member.role, reads, route) {
-            return Err(ApiError::forbidden(crate::members::refusal(session.member.role)));
+        if !crate::members::allows(role, reads, route) {
+            audit(parts, state, &credential);
+            return Err(ApiError::forbidden(refusal));
         }
-        // What the member changes is written to the audit log by the layer that put this slot here.
-        if let Some(slot) = parts.extensions.get::<AuditSlot>() {
-            let _ = slot.0.set(Acting {
-                partner_id: session.partner.id,
-                member_id: session.member.id,
-                action: format!("{} {route}", parts.method),
-                address: crate::http::abuse::ClientIp::of(parts, state).to_string(),
-            });
+        // What a member or a key changes is written to the audit log by the layer that put the slot here.
+        if !reads && crate::members::audited(matches!(credential, Credential::Partner(..)), route) {
+            audit(parts, state, &credential);
         }
     }
     let developer = matches!(credential, Credential::Developer(_));
@@ -190,7 +194,7 @@ async fn credential(parts: &Parts, state: &AppState) -> Result<Credential, ApiEr
         return Err(ApiError::rate_limited(wait.as_secs_f64().ceil() as u64));
     }
     match &credential {
-        Credential::Partner(p) => {
+        Credential::Partner(p, _) => {
             tracing::Span::current().record("partner", p.code.as_str());
         }
         Credential::Member(s) => {
@@ -201,26 +205,67 @@ async fn credential(parts: &Parts, state: &AppState) -> Result<Credential, ApiEr
     Ok(credential)
 }
 
-/// Put on each request by the audit layer (`http::members::audit`); filled when a member's session made
-/// it, so that what they change is written to the audit log.
+/// The matched route template of a request (`/api/v1/bots/{code}`), else its path.
+fn route_of(parts: &Parts) -> &str {
+    parts.extensions.get::<MatchedPath>().map(MatchedPath::as_str).unwrap_or(parts.uri.path())
+}
+
+/// Fills the request's audit slot (when the audit layer put one there) with who acts: a member's session,
+/// or a partner key (and the member who made it); the layer writes the entry with the answer's status.
+fn audit(parts: &Parts, state: &AppState, credential: &Credential) {
+    let Some(slot) = parts.extensions.get::<AuditSlot>() else { return };
+    let (partner_id, member_id, key_id) = match credential {
+        Credential::Member(s) => (s.partner.id, Some(s.member.id), None),
+        Credential::Partner(p, key) => (p.id, key.created_by, Some(key.id)),
+        _ => return,
+    };
+    let _ = slot.0.set(Acting {
+        partner_id,
+        member_id,
+        key_id,
+        action: format!("{} {}", parts.method, route_of(parts)),
+        address: crate::http::abuse::ClientIp::of(parts, state).to_string(),
+    });
+}
+
+/// Put on each request by the audit layer (`http::members::audit`); filled when a member's session or a
+/// partner key made it and it changes something, or was refused for its role or as cross-site (CSRF), so
+/// that it is written to the audit log.
 #[derive(Clone, Default)]
 pub struct AuditSlot(pub Arc<OnceLock<Acting>>);
 
-/// A member acting: who, on which route (`POST /api/v1/bots/{code}/token`), from which address.
+/// A member or a partner key acting: who, on which route (`POST /api/v1/bots/{code}/token`), from which
+/// address.
 #[derive(Debug)]
 pub struct Acting {
     pub partner_id: i64,
-    pub member_id: i64,
+    /// The member (of the session, or who made the key; none for a key of the command line's).
+    pub member_id: Option<i64>,
+    /// The key, when one made the call.
+    pub key_id: Option<i64>,
     pub action: String,
     pub address: String,
 }
 
 /// The calling partner, and the member acting for it when a member's session made the call (none for an
-/// API key): for the routes that record who did something (invitations).
+/// API key, which is `key`): for the routes that record who did something (invitations, new keys).
 #[derive(Debug, Clone)]
 pub struct PartnerActor {
     pub partner: Partner,
     pub member: Option<members::Member>,
+    pub key: Option<KeyAuth>,
+}
+
+impl PartnerActor {
+    /// Who a key made by this caller is made by: the member (their role), or the calling key's role and
+    /// member — a key never makes one that may do more than itself.
+    pub fn key_maker(&self) -> KeyMaker {
+        match (&self.member, &self.key) {
+            (Some(member), _) => KeyMaker { role: member.role, member_id: Some(member.id) },
+            (None, Some(key)) => KeyMaker { role: key.role, member_id: key.created_by },
+            (None, None) => KeyMaker::OPERATOR,
+        }
+    }
 }
 
 impl FromRequestParts<AppState> for PartnerActor {
@@ -228,10 +273,10 @@ impl FromRequestParts<AppState> for PartnerActor {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         match credential(parts, state).await? {
-            Credential::Partner(partner) => Ok(PartnerActor { partner, member: None }),
+            Credential::Partner(partner, key) => Ok(PartnerActor { partner, member: None, key: Some(key) }),
             Credential::Member(s) => {
                 let s = *s;
-                Ok(PartnerActor { partner: s.partner, member: Some(s.member) })
+                Ok(PartnerActor { partner: s.partner, member: Some(s.member), key: None })
             }
             _ => Err(ApiError::forbidden("this route takes a partner key or a member's session")),
         }
@@ -273,7 +318,7 @@ impl FromRequestParts<AppState> for PartnerWatch {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         match credential(parts, state).await? {
-            Credential::Partner(partner) => Ok(PartnerWatch {
+            Credential::Partner(partner, _) => Ok(PartnerWatch {
                 holder: crate::store::user_events::partner_key(partner.id),
                 partner,
                 proof: Proof::Key(digest(bearer(parts)?)),
@@ -312,7 +357,7 @@ impl FromRequestParts<AppState> for PartnerAuth {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         match credential(parts, state).await? {
-            Credential::Partner(p) => Ok(PartnerAuth(p)),
+            Credential::Partner(p, _) => Ok(PartnerAuth(p)),
             Credential::Member(s) => Ok(PartnerAuth(s.partner)),
             Credential::User(_) => Err(ApiError::forbidden("a user token cannot call partner routes")),
             Credential::Developer(_) => {
@@ -347,7 +392,7 @@ impl FromRequestParts<AppState> for UserAuth {
                     expires_at_s: claims.exp,
                 })
             }
-            Credential::Partner(_) | Credential::Developer(_) | Credential::Bot(_) | Credential::Member(_) => {
+            Credential::Partner(..) | Credential::Developer(_) | Credential::Bot(_) | Credential::Member(_) => {
                 Err(ApiError::forbidden("/me routes take a user token"))
             }
         }
@@ -366,12 +411,15 @@ impl FromRequestParts<AppState> for AnyAuth {
     }
 }
 
-/// Claims of a user JWT (HS256): `sub` = phone, `dev` = device uuid, `exp`.
+/// Claims of a user JWT (HS256): `sub` = phone, `dev` = device uuid, `exp` — the contract's — and `iat`,
+/// which every token this host issues carries. A token without `iat` (made elsewhere with the secret) counts
+/// as issued at the epoch: any "sign out everywhere" of its phone ends it.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct UserClaims {
     pub sub: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dev: Option<String>,
+    #[serde(default)]
     pub iat: i64,
     pub exp: i64,
 }
@@ -415,7 +463,7 @@ impl FromRequestParts<AppState> for DeveloperAuth {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         match credential(parts, state).await? {
             Credential::Developer(d) => Ok(DeveloperAuth(d)),
-            Credential::Partner(_) | Credential::Member(_) => {
+            Credential::Partner(..) | Credential::Member(_) => {
                 Err(ApiError::forbidden("/dev routes take a developer key (sk_dev_…)"))
             }
             Credential::User(_) | Credential::Bot(_) => {
@@ -438,7 +486,7 @@ impl FromRequestParts<AppState> for PartnerOrBot {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         match credential(parts, state).await? {
-            Credential::Partner(p) => Ok(PartnerOrBot::Partner(p)),
+            Credential::Partner(p, _) => Ok(PartnerOrBot::Partner(p)),
             Credential::Member(s) => Ok(PartnerOrBot::Partner(s.partner)),
             Credential::Bot(b) => {
                 let client = crate::http::abuse::ClientIp::of(parts, state);

@@ -145,6 +145,12 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_PUBLIC_URL", default_value = "http://127.0.0.1:8080")]
     pub public_url: String,
 
+    /// The contact Web Push services see in the host's VAPID claims (`sub`, RFC 8292): a `mailto:` address or
+    /// an `https:` URL; anything else is refused at start. Default: `HUBBUB_PUBLIC_URL` when it is `https:`,
+    /// else none (the claim is left out, which some push services refuse).
+    #[arg(long, env = "HUBBUB_VAPID_CONTACT")]
+    pub vapid_contact: Option<String>,
+
     /// SMS provider. Default: the dev sink in dev mode, Twilio when an account SID is set, else none
     /// (SMS attempts fail).
     #[arg(long, env = "HUBBUB_SMS_PROVIDER", value_enum)]
@@ -153,6 +159,11 @@ pub struct Config {
     /// Base URL of the Twilio API (point it at a fake server in tests).
     #[arg(long, env = "HUBBUB_TWILIO_BASE_URL", default_value = "https://api.twilio.com")]
     pub twilio_base_url: String,
+
+    /// Base URL of Twilio's Messaging API, where a partner's messaging service (`MG…`) is looked up when it
+    /// is set as its own sender (point it at a fake server in tests).
+    #[arg(long, env = "HUBBUB_TWILIO_MESSAGING_BASE_URL", default_value = "https://messaging.twilio.com")]
+    pub twilio_messaging_base_url: String,
 
     /// Twilio account SID.
     #[arg(long, env = "HUBBUB_TWILIO_ACCOUNT_SID")]
@@ -416,6 +427,13 @@ impl Config {
                 "{switch} is for development only: set HUBBUB_DEV=1 on a development host, or choose a real provider"
             ));
         }
+        if let Some(contact) = self.vapid_contact.as_deref()
+            && !vapid_contact_valid(contact)
+        {
+            refusals.push(format!(
+                "HUBBUB_VAPID_CONTACT must be a mailto: address or an https: URL (RFC 8292), not {contact:?}"
+            ));
+        }
         for (name, secret) in [("HUBBUB_JWT_SECRET", &self.jwt_secret), ("HUBBUB_METRICS_TOKEN", &self.metrics_token)] {
             if let Some(secret) = secret.as_deref().filter(|s| !s.is_empty())
                 && let Err(why) = crate::secrets::check_strength(name, secret)
@@ -425,6 +443,30 @@ impl Config {
         }
         refusals
     }
+}
+
+impl Config {
+    /// The contact of the host's VAPID claims (`sub`): `HUBBUB_VAPID_CONTACT`, else the public URL when it is
+    /// `https:`, else none.
+    pub fn vapid_subject(&self) -> Option<String> {
+        let contact = self.vapid_contact.as_deref().map(str::trim).filter(|c| !c.is_empty());
+        match contact {
+            Some(contact) => Some(contact.to_string()),
+            None => {
+                let public = self.public_url.trim_end_matches('/');
+                vapid_contact_valid(public).then(|| public.to_string())
+            }
+        }
+    }
+}
+
+/// Whether `contact` may be a VAPID `sub`: `mailto:` and an e-mail address, or an `https:` URL with a host.
+fn vapid_contact_valid(contact: &str) -> bool {
+    let contact = contact.trim();
+    if let Some(address) = contact.strip_prefix("mailto:") {
+        return crate::validate::is_email(address);
+    }
+    url::Url::parse(contact).is_ok_and(|u| u.scheme() == "https" && u.host_str().is_some_and(|h| !h.is_empty()))
 }
 
 /// How much end users may upload: bytes per user within a rolling window.
@@ -458,8 +500,10 @@ impl std::fmt::Debug for Config {
             .field("trusted_proxies", &self.trusted_proxies)
             .field("user_token_ttl_s", &self.user_token_ttl_s)
             .field("public_url", &self.public_url)
+            .field("vapid_contact", &self.vapid_contact)
             .field("sms_provider", &self.sms_provider)
             .field("twilio_base_url", &self.twilio_base_url)
+            .field("twilio_messaging_base_url", &self.twilio_messaging_base_url)
             .field("twilio_account_sid", &self.twilio_account_sid)
             .field("twilio_auth_token", &self.twilio_auth_token.as_ref().map(|_| "[redacted]"))
             .field("twilio_from", &self.twilio_from)
@@ -547,6 +591,33 @@ mod tests {
         let beat = |ms: &str| Args::parse_from(["hubbub", "--stream-heartbeat-ms", ms]).config.stream_heartbeat();
         assert_eq!(beat("0"), std::time::Duration::from_millis(10));
         assert_eq!(beat("25000"), std::time::Duration::from_secs(25));
+    }
+
+    #[test]
+    fn the_vapid_contact_is_a_mailto_or_https_url_or_the_host_refuses_to_start() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Args {
+            #[command(flatten)]
+            config: super::Config,
+        }
+        let config = |args: &[&str]| Args::parse_from([&["hubbub"], args].concat()).config;
+        let refused = |contact: &str| {
+            config(&["--vapid-contact", contact]).refusals().iter().any(|r| r.contains("HUBBUB_VAPID_CONTACT"))
+        };
+        assert!(!refused("mailto:ops@hubbub.example"));
+        assert!(!refused("https://hubbub.example/contact"));
+        for bad in ["http://127.0.0.1:8080", "mailto:not-an-address", "ops@hubbub.example", "https://", "ftp://x"] {
+            assert!(refused(bad), "{bad} is refused");
+        }
+        let contact = config(&["--vapid-contact", "mailto:ops@hubbub.example"]).vapid_subject();
+        assert_eq!(contact.as_deref(), Some("mailto:ops@hubbub.example"));
+        // Without a contact: the public URL when it is https, else none (never an http: URL).
+        assert_eq!(
+            config(&["--public-url", "https://hub.example/"]).vapid_subject().as_deref(),
+            Some("https://hub.example")
+        );
+        assert_eq!(config(&["--public-url", "http://127.0.0.1:8080"]).vapid_subject(), None);
     }
 }
 

@@ -413,6 +413,11 @@ impl Flows<'_> {
             None => None,
         };
         self.open_payments(bot, session, &mut steps).await?;
+        // The screen it shows is the one a submission is checked against (in the app, and through a form link
+        // on WhatsApp or SMS), as for a local bot.
+        if let Some(screen) = steps.iter().rev().find(|s| s["type"] == "flow_screen").map(|s| &s["screen"]) {
+            store::show_screen(self.db, session.id, screen).await?;
+        }
         store::push_pending(self.db, session.id, &steps, self.now()).await?;
         if let Some(mut claim) = claim {
             claim.kept = true;

@@ -43,6 +43,7 @@ use crate::payments::Payments;
 use crate::providers::FetchError;
 use crate::runtime::{GuestEvent, Runtime};
 use crate::secrets::{digest, random_alnum};
+use crate::senders::Ours;
 use crate::store::bots::{self, Bot};
 use crate::store::flows::{self as sessions, Session};
 use crate::store::inbound::{self, Inbound, NewInbound};
@@ -79,9 +80,9 @@ pub fn keyword(text: &str) -> Option<Keyword> {
     }
 }
 
-/// The message of a Twilio inbound webhook (its form's pairs) to our sender `sender` (as the webhook's
-/// signature check found it), or what is missing.
-pub fn from_twilio(sender: &str, params: &[(String, String)], now: Millis) -> Result<NewInbound, String> {
+/// The message of a Twilio inbound webhook (its form's pairs) to our sender `ours` (the one the webhook's
+/// signature speaks for), or what is missing.
+pub fn from_twilio(ours: &Ours, params: &[(String, String)], now: Millis) -> Result<NewInbound, String> {
     let get = |k: &str| receipts::twilio_param(params, k).map(str::trim).filter(|v| !v.is_empty());
     let sid = get("MessageSid").or(get("SmsSid")).ok_or("MessageSid is required")?;
     let phone = get("From").ok_or("From is required")?;
@@ -101,7 +102,8 @@ pub fn from_twilio(sender: &str, params: &[(String, String)], now: Millis) -> Re
         provider_ref: sid.to_string(),
         phone: phone.to_string(),
         user_id: None,
-        sender: sender.to_string(),
+        sender: ours.address.clone(),
+        account: ours.account.clone(),
         content: json!({"type": if media.is_empty() { "text" } else { "media" }, "body": body, "media": media}),
         body,
         context_ref: None,
@@ -118,9 +120,9 @@ pub fn from_twilio(sender: &str, params: &[(String, String)], now: Millis) -> Re
 /// Who wrote is `from` (the phone) and the business-scoped user id (BSUID: the message's `from_user_id`, or
 /// `user_id` of the sender's entry in `contacts`); a person with a username may come with the BSUID only:
 /// the phone is left empty then, for [`receive`] to find.
-pub fn from_whatsapp(ours: &[String], payload: &Value, now: Millis) -> Vec<NewInbound> {
+pub fn from_whatsapp(ours: &[Ours], payload: &Value, now: Millis) -> Vec<NewInbound> {
     let mut out = Vec::new();
-    for (value, sender) in receipts::whatsapp_values(ours, payload) {
+    for (value, our) in receipts::whatsapp_values(ours, payload) {
         let contacts = value["contacts"].as_array().cloned().unwrap_or_default();
         for m in value["messages"].as_array().into_iter().flatten() {
             let Some(id) = m["id"].as_str() else { continue };
@@ -143,7 +145,8 @@ pub fn from_whatsapp(ours: &[String], payload: &Value, now: Millis) -> Vec<NewIn
                 provider_ref: id.to_string(),
                 phone,
                 user_id,
-                sender: sender.clone(),
+                sender: our.address.clone(),
+                account: our.account.clone(),
                 body: whatsapp_text(m),
                 content: m.clone(),
                 context_ref: m["context"]["id"].as_str().map(str::to_string),
@@ -186,27 +189,32 @@ fn whatsapp_text(m: &Value) -> Option<String> {
 /// Keeps what a webhook brought, in one transaction: `true` for each message not seen before. A person
 /// writing on WhatsApp opens their 24-hour window at once (the answer may be quick).
 ///
-/// A WhatsApp message's business-scoped user id is kept with its phone; one that came with the id only gets
-/// the phone it was last seen with — or none, when it never was (then it reaches no one: see [`route`]).
+/// A WhatsApp message's business-scoped user id is kept with its phone, for the number that received it;
+/// one that came with the id only gets the phone it was last seen with by that number — or none, when it
+/// never was (then it reaches no one: see [`route`]).
 pub async fn receive(delivery: &Delivery, received: &[NewInbound]) -> Result<usize, sqlx::Error> {
     if received.is_empty() {
         return Ok(0);
     }
     let mut new = 0;
-    // The phones this webhook's own messages gave their user ids (not committed yet, so not read back).
-    let mut phones: HashMap<String, String> = HashMap::new();
+    // The phones this webhook's own messages gave their user ids, by the number that received them (not
+    // committed yet, so not read back).
+    let mut phones: HashMap<(String, String, String), String> = HashMap::new();
     let mut tx = delivery.db.begin().await?;
     for m in received {
         let mut m = m.clone();
+        let (account, sender) = (m.account.clone(), m.sender.clone());
         match (&m.user_id, m.phone.is_empty()) {
             (Some(user_id), false) => {
-                whatsapp::remember_user_in(&mut tx, user_id, &m.phone, m.received_at).await?;
-                phones.insert(user_id.clone(), m.phone.clone());
+                whatsapp::remember_user_in(&mut tx, &account, &sender, user_id, &m.phone, m.received_at).await?;
+                phones.insert((account, sender, user_id.clone()), m.phone.clone());
             }
             (Some(user_id), true) => {
-                m.phone = match phones.get(user_id) {
+                m.phone = match phones.get(&(account.clone(), sender.clone(), user_id.clone())) {
                     Some(phone) => phone.clone(),
-                    None => whatsapp::phone_of_user(&delivery.db, user_id).await?.unwrap_or_default(),
+                    None => {
+                        whatsapp::phone_of_user(&delivery.db, &account, &sender, user_id).await?.unwrap_or_default()
+                    }
                 };
             }
             (None, _) => {}
@@ -518,11 +526,11 @@ async fn settle(delivery: &Delivery, m: &Inbound, outcome: Outcome) -> Result<()
         Outcome::Keyword(keyword, also) => {
             let state = match keyword {
                 Keyword::Stop => {
-                    opt_outs::set_in(&mut tx, &m.phone, m.channel, &m.sender, "stop", now).await?;
+                    opt_outs::set_in(&mut tx, &m.phone, m.channel, &m.account, &m.sender, "stop", now).await?;
                     InboundState::OptedOut
                 }
                 Keyword::Start => {
-                    opt_outs::clear_in(&mut tx, &m.phone, m.channel, &m.sender).await?;
+                    opt_outs::clear_in(&mut tx, &m.phone, m.channel, &m.account, &m.sender).await?;
                     InboundState::OptedIn
                 }
             };
@@ -548,7 +556,7 @@ async fn settle(delivery: &Delivery, m: &Inbound, outcome: Outcome) -> Result<()
     };
     // Writing again on WhatsApp undoes a block: they want to hear from us.
     if m.channel == Channel::Whatsapp {
-        opt_outs::clear_in(&mut tx, &m.phone, m.channel, &m.sender).await?;
+        opt_outs::clear_in(&mut tx, &m.phone, m.channel, &m.account, &m.sender).await?;
     }
     if !inbound::settle_in(&mut tx, m.id, state, message_id, now).await? {
         return Ok(());
@@ -696,7 +704,7 @@ async fn settle_to_session(delivery: &Delivery, m: &Inbound, session: &Session) 
         return Ok(false);
     }
     if m.channel == Channel::Whatsapp {
-        opt_outs::clear_in(&mut tx, &m.phone, m.channel, &m.sender).await?;
+        opt_outs::clear_in(&mut tx, &m.phone, m.channel, &m.account, &m.sender).await?;
     }
     tx.commit().await?;
     Ok(true)
@@ -748,7 +756,7 @@ async fn start_entry(routing: &Routing, m: &Inbound, bot: &Bot) -> Result<(), sq
         return Ok(());
     }
     if m.channel == Channel::Whatsapp {
-        opt_outs::clear_in(&mut tx, &m.phone, m.channel, &m.sender).await?;
+        opt_outs::clear_in(&mut tx, &m.phone, m.channel, &m.account, &m.sender).await?;
     }
     tx.commit().await?;
     let result = routing.flows().start_session(bot, &session).await;
@@ -927,15 +935,20 @@ async fn outcome(
 const DAY_MS: Millis = 24 * 60 * 60 * 1000;
 
 /// The partner whose own number `m` was sent to, if it was one (`store::senders`): the message is that
-/// partner's, whoever else the phone knows.
+/// partner's, whoever else the phone knows. Only a message its account's signature vouched for: one the host's
+/// signature brought is never a partner's by its number.
 async fn receiving_partner(delivery: &Delivery, m: &Inbound) -> Result<Option<i64>, sqlx::Error> {
-    Ok(senders::by_address(&delivery.db, m.channel, &m.sender).await?.map(|s| s.partner_id))
+    if m.account.is_empty() {
+        return Ok(None);
+    }
+    let own = senders::by_address(&delivery.db, m.channel, &m.sender).await?;
+    Ok(own.filter(|s| s.account == m.account).map(|s| s.partner_id))
 }
 
 /// The partner of our WhatsApp message that `m` replies to, if it is one of ours.
 async fn context_partner(delivery: &Delivery, m: &Inbound) -> Result<Option<i64>, sqlx::Error> {
     let Some(context) = m.context_ref.as_deref() else { return Ok(None) };
-    let Some(target) = deliveries::find_by_provider_ref(&delivery.db, m.channel.as_str(), context).await? else {
+    let Some(target) = deliveries::find_by_provider_ref(&delivery.db, m.channel.as_str(), context, None).await? else {
         return Ok(None);
     };
     let message = messages::find_any(&delivery.db, target.message_id).await?;

@@ -92,6 +92,7 @@ pub async fn prepare(config: Config, clock: SharedClock) -> anyhow::Result<AppSt
         anyhow::bail!("refusing to start: {}", refusals.join("; "));
     }
     let db = Db::open(&config, config.db_max_connections).await?;
+    senders::release_hosts(&db, &config).await?;
     let jwt_secret = match configured_jwt_secret(&config) {
         Some(secret) => secret.as_bytes().to_vec(),
         None => settings::get_or_insert_secret(&db, "jwt_secret", || {
@@ -102,7 +103,7 @@ pub async fn prepare(config: Config, clock: SharedClock) -> anyhow::Result<AppSt
     };
     // The host's Web Push key pair: made once, kept sealed with the other secrets, the same on every host.
     let vapid = settings::get_or_insert_secret(&db, "vapid_private_key", webpush::Vapid::generate).await?;
-    let vapid = webpush::Vapid::from_stored(&vapid, &config.public_url).map_err(anyhow::Error::msg)?;
+    let vapid = webpush::Vapid::from_stored(&vapid, config.vapid_subject().as_deref()).map_err(anyhow::Error::msg)?;
     let push = Arc::new(delivery::push::Push::new(db.clone(), clock.clone(), &config, vapid, &jwt_secret));
     let config = Arc::new(config);
     let limits = runtime::RuntimeLimits {

@@ -396,7 +396,8 @@ async fn main() -> anyhow::Result<()> {
             let (db, partner) = open_partner(&config, &code).await?;
             let key = secrets::new_partner_key();
             let (hash, prefix) = (secrets::digest(&key), secrets::display_prefix(&key, "sk_"));
-            let created = partners::create_key(&db, partner.id, name, &hash, &prefix, clock.now_ms()).await?;
+            let operator = partners::KeyMaker::OPERATOR;
+            let created = partners::create_key(&db, partner.id, name, &hash, &prefix, operator, clock.now_ms()).await?;
             println!("{}", json!({ "partner": code, "key": api_keys::ApiKeyRecord::from(&created), "api_key": key }));
         }
         Command::Partner { command: PartnerCommand::Keys { code, config } } => {
@@ -439,11 +440,19 @@ async fn main() -> anyhow::Result<()> {
                 auth_token,
                 from,
             };
-            let sender = hubbub_host::senders::check(partner.id, channel, &fields, clock.now_ms())
-                .map_err(|e| anyhow::anyhow!("--{}: {}", e.field.replace('_', "-"), e.message))?;
-            if !store_senders::set(&db, &sender, clock.now_ms()).await? {
-                anyhow::bail!("another partner has {} as its {} sender", sender.address, channel.as_str());
-            }
+            let http = hubbub_host::providers::http_client(&config);
+            let now = clock.now_ms();
+            use hubbub_host::senders::SenderError;
+            let sender =
+                match hubbub_host::senders::register(&db, &config, &http, partner.id, channel, &fields, now).await {
+                    Ok(sender) => sender,
+                    Err(SenderError::Invalid(e)) => anyhow::bail!("--{}: {}", e.field.replace('_', "-"), e.message),
+                    Err(SenderError::Taken(address)) => {
+                        anyhow::bail!("another partner has {address} as its {} sender", channel.as_str())
+                    }
+                    Err(SenderError::Unreachable(why)) => anyhow::bail!("the provider could not be asked: {why}"),
+                    Err(SenderError::Database(e)) => return Err(e.into()),
+                };
             println!("{}", json!(SenderRecord::from(&sender)));
         }
         Command::Partner { command: PartnerCommand::Senders { code, config } } => {

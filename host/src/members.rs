@@ -63,6 +63,29 @@ pub fn refusal(role: MemberRole) -> &'static str {
     }
 }
 
+/// What a key of `role` may not do, for the `403` that says so: a key acts with the role of the member who
+/// made it.
+pub fn key_refusal(role: MemberRole) -> &'static str {
+    match role {
+        MemberRole::Owner => "owners may do everything",
+        MemberRole::Admin => {
+            "this key was made by an admin and acts as one: it may not manage members or read the audit log"
+        }
+        MemberRole::Agent => "this key acts as an agent: it may answer conversations and read contacts only",
+    }
+}
+
+/// Routes whose changes made with an API key the audit log leaves out: sending a message
+/// (`POST /api/v1/messages`), the one call of the data plane that runs thousands of times a second, and
+/// leaves its own durable record (the message, its attempts and events). Everything else a key changes, and
+/// everything a member changes, is written.
+const UNAUDITED_KEY_ROUTES: &[&str] = &["/api/v1/messages"];
+
+/// Whether a change made on `route` is written to the audit log (`by_key`: made with an API key).
+pub fn audited(by_key: bool, route: &str) -> bool {
+    !(by_key && UNAUDITED_KEY_ROUTES.contains(&route))
+}
+
 /// Makes an invitation to `partner_id` as `role`: the token (shown once, stored as a digest) and when it
 /// expires. `POST /members/invitations`, and `hubbub partner create` for the first owner.
 pub async fn invite(

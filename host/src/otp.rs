@@ -28,6 +28,10 @@ pub enum OtpError {
     NotSent(String),
     #[error("the code is wrong, expired or used up")]
     Rejected,
+    /// A code issued with another payload (a developer sign-up for another e-mail) waits for this phone
+    /// until `until`: a second one is not sent beside it.
+    #[error("a code for this phone with another e-mail is waiting")]
+    OtherPending { until: Millis },
     #[error(transparent)]
     Database(#[from] sqlx::Error),
 }
@@ -63,6 +67,13 @@ pub async fn start(
     let (all, from_client) = otp::count_since(codes.db, phone, purpose, &client, now - SEND_WINDOW_MS).await?;
     if from_client >= SENDS_PER_WINDOW || all >= SENDS_PER_PHONE_CEILING {
         return Err(OtpError::TooManySends { retry_after_s: (SEND_WINDOW_MS / 1000) as u64 });
+    }
+    // One pending sign-up per phone: two codes for two e-mails in one SMS inbox would let a stranger's
+    // look-alike address ride on the owner's sign-up (they would enter whichever code came last).
+    if let Some(payload) = payload
+        && let Some(until) = otp::other_pending(codes.db, phone, purpose, payload, now).await?
+    {
+        return Err(OtpError::OtherPending { until });
     }
     let code = format!("{:06}", rand::rng().random_range(0..1_000_000u32));
     let expires_at = now + CODE_TTL_MS;

@@ -390,16 +390,146 @@ pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     current.to_string()
 }
 
-/// The SMS provider the configuration selects.
-pub fn sms(config: &Config, db: &Db, clock: &SharedClock, http: &reqwest::Client) -> Arc<dyn Provider> {
-    let kind = config.sms_provider.or(if config.dev {
+/// The SMS provider kind the configuration selects: the one named, else the dev sink in dev mode, Twilio
+/// when an account SID is set, else none.
+fn sms_kind(config: &Config) -> Option<SmsProviderKind> {
+    config.sms_provider.or(if config.dev {
         Some(SmsProviderKind::DevSink)
     } else if config.twilio_account_sid.is_some() {
         Some(SmsProviderKind::Twilio)
     } else {
         None
-    });
-    match kind {
+    })
+}
+
+/// The WhatsApp provider kind the configuration selects: the one named, else the dev sink in dev mode, the
+/// Cloud API when a token is set, else none.
+fn whatsapp_kind(config: &Config) -> Option<WhatsAppProviderKind> {
+    config.whatsapp_provider.or(if config.dev {
+        Some(WhatsAppProviderKind::DevSink)
+    } else if config.whatsapp_token.is_some() {
+        Some(WhatsAppProviderKind::Cloud)
+    } else {
+        None
+    })
+}
+
+/// Why a partner's own sender was not shown to be its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnershipError {
+    /// The provider answered, and the sender is not the credentials' (or the credentials are refused):
+    /// the field at fault and why.
+    Refused { field: &'static str, reason: String },
+    /// The provider could not be asked now (unreachable, 5xx, 429): try again.
+    Unreachable(String),
+}
+
+/// Asks the provider whether the credentials of `sender` (a partner's own) hold its address: a WhatsApp
+/// number that is in the business account the token can see (`GET /{waba}/phone_numbers`), a Twilio number
+/// of the account (`GET …/IncomingPhoneNumbers.json?PhoneNumber=`) or a messaging service of it
+/// (`GET /v1/Services/{MG…}`). Where the host's provider for the channel is the development sink, which
+/// stands in for every number, nothing is asked.
+pub async fn check_ownership(
+    config: &Config,
+    http: &reqwest::Client,
+    sender: &crate::store::senders::Sender,
+) -> Result<(), OwnershipError> {
+    match sender.channel {
+        Channel::Whatsapp if whatsapp_kind(config) == Some(WhatsAppProviderKind::DevSink) => Ok(()),
+        Channel::Sms if sms_kind(config) == Some(SmsProviderKind::DevSink) => Ok(()),
+        Channel::Whatsapp => {
+            // The business account's numbers, page after page (a few at most: Meta allows 20 by default).
+            let base = config.whatsapp_base_url.trim_end_matches('/');
+            let mut url = format!("{base}/{}/phone_numbers?fields=id&limit=100", sender.account);
+            for _ in 0..WHATSAPP_NUMBER_PAGES {
+                let found = ownership_call("whatsapp", http.get(&url).bearer_auth(&sender.token), "token").await?;
+                let mut ids = found["data"].as_array().into_iter().flatten().filter_map(|n| n["id"].as_str());
+                if ids.any(|id| id == sender.address) {
+                    return Ok(());
+                }
+                // Meta's `paging.next` is a URL of its own; only the cursor is taken, on our base URL.
+                let Some(after) =
+                    found["paging"]["cursors"]["after"].as_str().filter(|_| found["paging"]["next"].is_string())
+                else {
+                    break;
+                };
+                let after = serde_urlencoded::to_string([("after", after)]).unwrap_or_default();
+                url = format!("{base}/{}/phone_numbers?fields=id&limit=100&{after}", sender.account);
+            }
+            Err(OwnershipError::Refused {
+                field: "phone_number_id",
+                reason: format!(
+                    "Meta lists no number {} in business account {} for this token",
+                    sender.address, sender.account
+                ),
+            })
+        }
+        Channel::Sms if sender.address.starts_with("MG") => {
+            let url =
+                format!("{}/v1/Services/{}", config.twilio_messaging_base_url.trim_end_matches('/'), sender.address);
+            let request = http.get(url).basic_auth(&sender.account, Some(&sender.token));
+            let found = ownership_call("twilio", request, "auth_token").await?;
+            if found["account_sid"].as_str() != Some(sender.account.as_str()) {
+                return Err(OwnershipError::Refused {
+                    field: "from",
+                    reason: format!("messaging service {} is not of account {}", sender.address, sender.account),
+                });
+            }
+            Ok(())
+        }
+        _ => {
+            let query = serde_urlencoded::to_string([("PhoneNumber", sender.address.as_str())]).unwrap_or_default();
+            let url = format!(
+                "{}/2010-04-01/Accounts/{}/IncomingPhoneNumbers.json?{query}",
+                config.twilio_base_url.trim_end_matches('/'),
+                sender.account
+            );
+            let request = http.get(url).basic_auth(&sender.account, Some(&sender.token));
+            let found = ownership_call("twilio", request, "auth_token").await?;
+            let numbers = found["incoming_phone_numbers"].as_array().into_iter().flatten();
+            if !numbers.filter_map(|n| n["phone_number"].as_str()).any(|n| n == sender.address) {
+                return Err(OwnershipError::Refused {
+                    field: "from",
+                    reason: format!("Twilio account {} has no number {}", sender.account, sender.address),
+                });
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The pages of a WhatsApp business account's numbers read at most (100 a page).
+const WHATSAPP_NUMBER_PAGES: usize = 10;
+
+/// Meta's error codes that mean "too many calls, try later" (its rate limits answer 4xx with them).
+const META_THROTTLED: [i64; 6] = [4, 17, 32, 613, 80007, 80008];
+
+/// One lookup of [`check_ownership`]: the answer's JSON on 2xx; refused credentials (401, 403) are the
+/// `credentials` field's fault, another 4xx (404: no such account or service) too; a 5xx, a 429 or one of
+/// Meta's rate-limit codes is [`OwnershipError::Unreachable`].
+async fn ownership_call(
+    provider: &str,
+    request: reqwest::RequestBuilder,
+    credentials: &'static str,
+) -> Result<Value, OwnershipError> {
+    let response = request.send().await.map_err(|e| OwnershipError::Unreachable(describe(provider, &e)))?;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    if status.is_success() {
+        return Ok(body);
+    }
+    let detail = body["error"]["message"].as_str().or(body["message"].as_str()).unwrap_or("");
+    let reason = format!("{provider} answered HTTP {} {detail}", status.as_u16()).trim_end().to_string();
+    let throttled = body["error"]["code"].as_i64().is_some_and(|code| META_THROTTLED.contains(&code));
+    if status.is_server_error() || status.as_u16() == 429 || throttled {
+        return Err(OwnershipError::Unreachable(reason));
+    }
+    Err(OwnershipError::Refused { field: credentials, reason: format!("{reason}: these credentials do not hold it") })
+}
+
+/// The SMS provider the configuration selects.
+pub fn sms(config: &Config, db: &Db, clock: &SharedClock, http: &reqwest::Client) -> Arc<dyn Provider> {
+    match sms_kind(config) {
         Some(SmsProviderKind::DevSink) => {
             Arc::new(DevSink { sink: dev_sink::writer(db.clone()), clock: clock.clone(), channel: Channel::Sms })
         }
@@ -444,14 +574,7 @@ pub fn own_sender(
 
 /// The WhatsApp provider the configuration selects.
 pub fn whatsapp(config: &Config, db: &Db, clock: &SharedClock, http: &reqwest::Client) -> Arc<dyn Provider> {
-    let kind = config.whatsapp_provider.or(if config.dev {
-        Some(WhatsAppProviderKind::DevSink)
-    } else if config.whatsapp_token.is_some() {
-        Some(WhatsAppProviderKind::Cloud)
-    } else {
-        None
-    });
-    match kind {
+    match whatsapp_kind(config) {
         Some(WhatsAppProviderKind::DevSink) => {
             Arc::new(DevSink { sink: dev_sink::writer(db.clone()), clock: clock.clone(), channel: Channel::Whatsapp })
         }

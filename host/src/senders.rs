@@ -1,11 +1,119 @@
 //! Partners' own senders: what a partner gives for its own WhatsApp number or Twilio sender, checked in one
-//! place for the API (`/settings/senders`) and the CLI (`hubbub partner sender`). They are kept by
-//! `store::senders` and used by delivery (sends) and the provider webhooks (inbound routing, signatures).
+//! place for the API (`/settings/senders`) and the CLI (`hubbub partner sender`): well formed, not one of the
+//! host's own, and held by the credentials given (asked of the provider, `providers::check_ownership`).
+//! They are kept by `store::senders` and used by delivery (sends) and the provider webhooks (inbound
+//! routing, signatures).
 
 use crate::clock::Millis;
+use crate::config::Config;
 use crate::names::Channel;
-use crate::store::senders::Sender;
+use crate::providers::OwnershipError;
+use crate::store::Db;
+use crate::store::senders::{self as store, Sender};
 use crate::validate::{Invalid, is_e164};
+
+/// One of our senders, as a provider's signed webhook speaks for it and as what that webhook sets is kept:
+/// the host's shared sender (no account, no partner) or a partner's own (its Twilio account SID or WhatsApp
+/// business account id, and the partner).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ours {
+    /// The Twilio number or messaging service, or the WhatsApp phone number id (`dev`: the development sink).
+    pub address: String,
+    /// Empty for the host's own.
+    pub account: String,
+    pub partner_id: Option<i64>,
+}
+
+impl Ours {
+    /// The host's sender `address`.
+    pub fn host(address: String) -> Ours {
+        Ours { address, account: String::new(), partner_id: None }
+    }
+
+    /// A partner's own sender.
+    pub fn own(sender: &Sender) -> Ours {
+        Ours { address: sender.address.clone(), account: sender.account.clone(), partner_id: Some(sender.partner_id) }
+    }
+}
+
+/// Why a partner's own sender was not set.
+#[derive(Debug)]
+pub enum SenderError {
+    /// A field is missing, malformed, one of the host's, or not held by the credentials.
+    Invalid(Invalid),
+    /// Another partner has that address.
+    Taken(String),
+    /// The provider could not be asked now.
+    Unreachable(String),
+    Database(sqlx::Error),
+}
+
+impl From<sqlx::Error> for SenderError {
+    fn from(e: sqlx::Error) -> Self {
+        SenderError::Database(e)
+    }
+}
+
+/// Sets `partner_id`'s own sender on `channel` from `fields` (replacing the one it had), once it is shown
+/// to be well formed, not the host's, and held by the credentials given (`Delivery::set_own_sender` puts it
+/// to use on this host at once; `hubbub partner set-sender` calls it alone).
+pub async fn register(
+    db: &Db,
+    config: &Config,
+    http: &reqwest::Client,
+    partner_id: i64,
+    channel: Channel,
+    fields: &Fields,
+    now: Millis,
+) -> Result<Sender, SenderError> {
+    let sender = check(partner_id, channel, fields, now).map_err(SenderError::Invalid)?;
+    refuse_hosts(config, &sender).map_err(SenderError::Invalid)?;
+    crate::providers::check_ownership(config, http, &sender).await.map_err(|e| match e {
+        OwnershipError::Refused { field, reason } => SenderError::Invalid(Invalid::new(field, reason)),
+        OwnershipError::Unreachable(why) => SenderError::Unreachable(why),
+    })?;
+    if !store::set(db, &sender, now).await? {
+        return Err(SenderError::Taken(sender.address));
+    }
+    Ok(sender)
+}
+
+/// Takes back the host's own senders from any partner that holds one (set before partners' own senders were
+/// checked): at start, before anything is sent or received. Answers the partners they were taken from.
+pub async fn release_hosts(db: &Db, config: &Config) -> Result<Vec<i64>, sqlx::Error> {
+    let mut released = Vec::new();
+    for (channel, address) in
+        [(Channel::Sms, config.twilio_from.as_deref()), (Channel::Whatsapp, config.whatsapp_phone_number_id.as_deref())]
+    {
+        let Some(address) = address.map(str::trim).filter(|a| !a.is_empty()) else { continue };
+        for partner_id in store::remove_address(db, channel, address).await? {
+            tracing::error!(
+                partner_id,
+                channel = channel.as_str(),
+                address,
+                "a partner held the host's own sender as its own: removed (docs/security.md, Hardening III)"
+            );
+            released.push(partner_id);
+        }
+    }
+    Ok(released)
+}
+
+/// Refuses the host's own senders as a partner's: its WhatsApp number, its Twilio number or messaging
+/// service. Taking one would route people's replies to the shared number to that partner, let it sign
+/// webhooks about the shared number, and so opt people out of every partner's messages. (A partner's number
+/// may be in the host's own Twilio account or WhatsApp business account: the operator bought it for the
+/// partner, and the provider is asked with the credentials given, which only the operator holds.)
+fn refuse_hosts(config: &Config, sender: &Sender) -> Result<(), Invalid> {
+    let (hosts, field) = match sender.channel {
+        Channel::Whatsapp => (config.whatsapp_phone_number_id.as_deref(), "phone_number_id"),
+        _ => (config.twilio_from.as_deref(), "from"),
+    };
+    if hosts.map(str::trim).is_some_and(|h| !h.is_empty() && h.eq_ignore_ascii_case(&sender.address)) {
+        return Err(Invalid::new(field, format!("{} is this host's shared sender", sender.address)));
+    }
+    Ok(())
+}
 
 /// What a partner gives for its own sender. WhatsApp: `phone_number_id`, `business_account_id`, `token`,
 /// `app_secret`; SMS: `account_sid`, `auth_token`, `from`.
@@ -50,7 +158,10 @@ pub fn check(partner_id: i64, channel: Channel, fields: &Fields, now: Millis) ->
                 return Err(Invalid::new("account_sid", "account_sid is AC and 32 hex digits"));
             }
             let from = required(&fields.from, "from")?;
-            if !is_e164(&from) && !(from.starts_with("MG") && from.len() == 34) {
+            let service = from
+                .strip_prefix("MG")
+                .is_some_and(|sid| sid.len() == 32 && sid.bytes().all(|b| b.is_ascii_alphanumeric()));
+            if !is_e164(&from) && !service {
                 return Err(Invalid::new(
                     "from",
                     "from is a number in E.164 form or a messaging service SID (MG and 32 hex digits)",

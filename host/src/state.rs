@@ -208,7 +208,7 @@ impl AppState {
     pub async fn housekeep(&self) {
         self.limiter.retain_recent();
         self.developer_limiter.retain_recent();
-        self.code_limits.forget_idle();
+        self.code_limits.forget_idle(self.now());
         match crate::bots::forget_old_inbound_events(&self.db, self.now()).await {
             Ok(0) => {}
             Ok(forgotten) => tracing::debug!(forgotten, "inbound event ids past their retention forgotten"),

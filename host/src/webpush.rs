@@ -39,7 +39,7 @@ pub enum PushError {
 pub struct Vapid {
     encoding: jsonwebtoken::EncodingKey,
     public: Vec<u8>,
-    subject: String,
+    subject: Option<String>,
 }
 
 impl Vapid {
@@ -49,15 +49,16 @@ impl Vapid {
         STANDARD.encode(pair.to_pkcs8v1().expect("PKCS#8 of a new key").as_ref())
     }
 
-    /// The stored key, with the contact the push services see (`sub`: a `mailto:` or `https:` URL).
-    pub fn from_stored(stored: &str, subject: &str) -> Result<Vapid, String> {
+    /// The stored key, with the contact the push services see (`sub`: a `mailto:` or `https:` URL; none
+    /// leaves the claim out).
+    pub fn from_stored(stored: &str, subject: Option<&str>) -> Result<Vapid, String> {
         let der = STANDARD.decode(stored.trim()).map_err(|_| "the VAPID key is not base64".to_string())?;
         let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der)
             .map_err(|e| format!("the VAPID key is not a P-256 PKCS#8 key: {e}"))?;
         Ok(Vapid {
             encoding: jsonwebtoken::EncodingKey::from_ec_der(&der),
             public: pair.public_key().as_ref().to_vec(),
-            subject: subject.to_string(),
+            subject: subject.map(str::to_string),
         })
     }
 
@@ -70,7 +71,10 @@ impl Vapid {
     /// naming the endpoint's origin (`aud`), expiring in 12 hours (`exp`, at most 24 by RFC 8292).
     pub fn authorization(&self, endpoint: &url::Url, now_s: i64) -> Result<String, PushError> {
         let audience = endpoint.origin().ascii_serialization();
-        let claims = serde_json::json!({ "aud": audience, "exp": now_s + 12 * 3600, "sub": self.subject });
+        let mut claims = serde_json::json!({ "aud": audience, "exp": now_s + 12 * 3600 });
+        if let Some(subject) = &self.subject {
+            claims["sub"] = serde_json::Value::from(subject.as_str());
+        }
         let header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
         let token = jsonwebtoken::encode(&header, &claims, &self.encoding).map_err(|_| PushError::Crypto)?;
         Ok(format!("vapid t={token}, k={}", self.public_key()))
@@ -241,7 +245,7 @@ mod tests {
 
     #[test]
     fn the_vapid_header_is_an_es256_jwt_for_the_endpoints_origin_with_the_public_key() {
-        let vapid = Vapid::from_stored(&Vapid::generate(), "https://hub.example").unwrap();
+        let vapid = Vapid::from_stored(&Vapid::generate(), Some("https://hub.example")).unwrap();
         let url = url::Url::parse("https://push.example.net:8443/send/abc?x=1").unwrap();
         let header = vapid.authorization(&url, 1_800_000_000).unwrap();
         let (token, key) = header.strip_prefix("vapid t=").unwrap().split_once(", k=").unwrap();
@@ -256,7 +260,7 @@ mod tests {
         let claims = jsonwebtoken::decode::<serde_json::Value>(token, &decoding, &rules).unwrap().claims;
         assert_eq!(claims["exp"], 1_800_000_000 + 12 * 3600);
         assert_eq!(claims["sub"], "https://hub.example");
-        assert!(Vapid::from_stored("bm90IGEga2V5", "x").is_err());
+        assert!(Vapid::from_stored("bm90IGEga2V5", None).is_err());
     }
 
     #[test]

@@ -66,11 +66,16 @@ async fn user_token_prints_a_verifiable_jwt() {
     assert!(!hubbub(&app.db.url, &["user", "token", "5551230000"]).status.success());
 }
 
-#[tokio::test]
+// Multi-threaded: the test waits on the `hubbub` process while the fake Twilio it asks serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_sets_a_partners_own_sender_with_its_secrets_from_the_environment() {
     let app = TestApp::start().await;
     app.partner("acme").await;
     let sid = "AC0123456789abcdef0123456789abcdef";
+    // Twilio shows the account's numbers to its credentials: the sender is asked about before it is kept.
+    let twilio = crate::common::FakeServer::start(200, 0).await;
+    let numbers = serde_json::json!({"incoming_phone_numbers": [{"phone_number": "+15550002222"}]});
+    twilio.answer(&format!("/2010-04-01/Accounts/{sid}/IncomingPhoneNumbers.json"), 200, numbers);
     let set = |extra: &[&str], token: Option<&str>| {
         let mut args = vec!["partner", "set-sender", "--code", "acme", "--channel", "sms", "--account-sid", sid];
         args.extend_from_slice(extra);
@@ -80,6 +85,7 @@ async fn an_operator_sets_a_partners_own_sender_with_its_secrets_from_the_enviro
             .env("HUBBUB_DATABASE_URL", &app.db.url)
             .env("HUBBUB_JWT_SECRET", crate::common::TEST_JWT_SECRET)
             .env("HUBBUB_SECRET_KEY", crate::common::TEST_SECRET_KEY)
+            .env("HUBBUB_TWILIO_BASE_URL", &twilio.url)
             .env_remove("HUBBUB_DEV");
         match token {
             Some(token) => command.env("HUBBUB_SENDER_AUTH_TOKEN", token),
@@ -92,6 +98,10 @@ async fn an_operator_sets_a_partners_own_sender_with_its_secrets_from_the_enviro
     assert!(String::from_utf8_lossy(&missing.stderr).contains("--auth-token"), "{missing:?}");
     let bad = set(&["--from", "2222"], Some("tw-secret-token"));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--from"), "{bad:?}");
+    // A number the account does not hold is refused.
+    let not_held = set(&["--from", "+15550003333"], Some("tw-secret-token"));
+    assert!(!not_held.status.success());
+    assert!(String::from_utf8_lossy(&not_held.stderr).contains("has no number +15550003333"), "{not_held:?}");
     let out = set(&["--from", "+15550002222"], Some("tw-secret-token"));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let shown: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -78,6 +78,7 @@ pub fn fake_providers(c: &mut Config, wa: &FakeServer, sms: &FakeServer) {
     c.whatsapp_phone_number_id = Some("12345".into());
     c.sms_provider = Some(SmsProviderKind::Twilio);
     c.twilio_base_url = sms.url.clone();
+    c.twilio_messaging_base_url = sms.url.clone();
     c.twilio_account_sid = Some("AC1".into());
     c.twilio_auth_token = Some("tw-token".into());
     c.twilio_from = Some("+15550001111".into());

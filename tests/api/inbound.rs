@@ -145,7 +145,8 @@ async fn stop_opts_a_phone_out_of_sms_and_start_opts_it_back_in() {
         thread(&app, &acme, id).await.iter().map(|m| m["body"].as_str().unwrap().to_string()).collect();
     assert_eq!(bodies, ["Can I change my order?", "Cancel"]);
     let sms_channel = hubbub_host::names::Channel::Sms;
-    let reason = hubbub_host::store::opt_outs::reason(&app.state.db, phone, sms_channel, "+15550001111").await.unwrap();
+    let reason =
+        hubbub_host::store::opt_outs::reason(&app.state.db, phone, sms_channel, "", "+15550001111").await.unwrap();
     assert_eq!(reason.as_deref(), Some("stop"));
 }
 
@@ -365,6 +366,7 @@ async fn a_message_whose_routing_keeps_failing_is_set_aside_and_holds_up_no_othe
         phone: "+15550000108".into(),
         user_id: None,
         sender: "dev".into(),
+        account: String::new(),
         body: Some("hello".into()),
         content: json!({}),
         context_ref: None,
@@ -891,7 +893,9 @@ async fn partners_with_their_own_numbers_get_their_users_messages_and_answer_fro
     app.post(&acme, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
     app.post(&globex, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
 
-    // Each partner's WhatsApp number, shown back by prefixes only; a number is one partner's.
+    // Each partner's WhatsApp number, shown back by prefixes only; a number is one partner's. Meta shows the
+    // numbers in the business account to the token (the fake, to any token).
+    wa.answer("/900/phone_numbers", 200, json!({"data": [{"id": "111"}, {"id": "222"}]}));
     let number = |id: &str, token: &str, secret: &str| json!({"phone_number_id": id, "business_account_id": "900", "token": token, "app_secret": secret});
     let app = &app;
     let put = |key: &str, channel: &str, body: Value| {
@@ -924,7 +928,9 @@ async fn partners_with_their_own_numbers_get_their_users_messages_and_answer_fro
         change[0]["value"]["metadata"]["phone_number_id"] = json!(number);
         change
     };
-    whatsapp_signed_with(&app, "app-secret", to("111", "wamid.o1", "Hi acme")).await.error(401, "unauthorized");
+    // The host's app speaks for the host's number only: what it says of acme's is left out.
+    let by_host = whatsapp_signed_with(&app, "app-secret", to("111", "wamid.o1", "Hi acme")).await;
+    assert_eq!(by_host.ok(200)["inbound"], 0);
     whatsapp_signed_with(&app, "globex-app-secret", to("111", "wamid.o1", "Hi acme")).await.error(401, "unauthorized");
     assert_eq!(
         whatsapp_signed_with(&app, "acme-app-secret", to("111", "wamid.o1", "Hi acme")).await.ok(200)["inbound"],
@@ -953,6 +959,8 @@ async fn partners_with_their_own_numbers_get_their_users_messages_and_answer_fro
 
     // acme's own Twilio sender: its inbound SMS checked with its auth token, its answers from its number.
     let sid = "AC0123456789abcdef0123456789abcdef";
+    let numbers = json!({"incoming_phone_numbers": [{"phone_number": "+15550002222"}]});
+    sms.answer(&format!("/2010-04-01/Accounts/{sid}/IncomingPhoneNumbers.json"), 200, numbers);
     let twilio = json!({"account_sid": sid, "auth_token": "acme-tw-token", "from": "+15550002222"});
     put(&acme, "sms", twilio).await.ok(200);
     let params = [
@@ -1006,6 +1014,7 @@ async fn a_pass_routes_many_phones_at_once_and_each_phones_messages_in_order() {
                 phone: phone.clone(),
                 user_id: None,
                 sender: "dev".into(),
+                account: String::new(),
                 body: Some(format!("message {n}")),
                 content: json!({}),
                 context_ref: None,
@@ -1025,4 +1034,62 @@ async fn a_pass_routes_many_phones_at_once_and_each_phones_messages_in_order() {
             .collect();
         assert_eq!(bodies, ["message 0", "message 1", "message 2"]);
     }
+}
+
+#[tokio::test]
+async fn a_webhook_bots_form_opens_from_its_link_on_whatsapp() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let (wa2, sms2) = (wa.clone(), sms.clone());
+    let app = TestApp::start_with(move |c| {
+        crate::common::fake_providers(c, &wa2, &sms2);
+        c.webhook_poll_ms = 20;
+    })
+    .await;
+    let recv = FakeServer::start(200, 0).await;
+    let acme = app.partner("acme").await;
+    let phone = "+15550000221";
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    let bot = json!({"code": "remote", "name": "Remote", "runtime_mode": "webhook", "webhook_url": recv.url});
+    let token = app.post(&acme, "/api/v1/bots", bot).await.ok(201)["bot_token"].as_str().unwrap().to_string();
+    app.patch(&acme, "/api/v1/bots/remote", json!({"channels": ["whatsapp"], "entry": ["whatsapp"]})).await.ok(200);
+    // "Hi" on WhatsApp starts a session of the partner's bot: it is told, and answers with a form.
+    app.whatsapp_notify(whatsapp_message(
+        "wamid.w1",
+        phone,
+        app.now(),
+        json!({"type": "text", "text": {"body": "Hi"}}),
+    ))
+    .await
+    .ok(200);
+    eventually("the bot told of the session", || async {
+        recv.received().iter().any(|r| r.headers.get("x-service-event").is_some_and(|e| e == "session.start"))
+    })
+    .await;
+    let started = recv.received().into_iter().find(|r| r.headers["x-service-event"] == "session.start").unwrap();
+    let session = started.json()["payload"]["session"].as_str().unwrap().to_string();
+    let screen = json!({"id": "details", "title": "Your details", "kind": "form",
+        "fields": [{"key": "email", "type": "email", "label": "E-mail", "required": true}]});
+    let reply =
+        json!({"event": "reply", "data": {"session": session, "steps": [{"type": "flow_screen", "screen": screen}]}});
+    let r = app.client.post(format!("{}/api/v1/bots/remote/webhook", app.base)).bearer_auth(&token).json(&reply).send();
+    assert_eq!(r.await.unwrap().status(), 200);
+    let out = more_sent(&wa, phone, 0, 1).await;
+    let link = form_token(out[0]["interactive"]["action"]["parameters"]["url"].as_str().expect("a form link"));
+
+    // The link opens the form (it answered 409 "the bot has moved on" for webhook bots), checks its values,
+    // and the bot gets them.
+    let opened = app.client.get(format!("{}/api/v1/form-links/{link}", app.base)).send().await.unwrap();
+    assert_eq!(opened.status(), 200);
+    assert_eq!(opened.json::<Value>().await.unwrap()["screen"]["id"], "details");
+    let submit = |values: Value| {
+        app.client.post(format!("{}/api/v1/form-links/{link}", app.base)).json(&json!({"values": values})).send()
+    };
+    assert_eq!(submit(json!({"email": "not an address"})).await.unwrap().status(), 422);
+    assert_eq!(submit(json!({"email": "ana@example.com"})).await.unwrap().status(), 200);
+    eventually("the bot got the form", || async {
+        recv.received().iter().any(|r| r.json()["payload"]["event"]["type"] == "submit")
+    })
+    .await;
+    let got = recv.received().into_iter().find(|r| r.json()["payload"]["event"]["type"] == "submit").unwrap();
+    assert_eq!(got.json()["payload"]["event"]["values"], json!({"email": "ana@example.com"}));
 }

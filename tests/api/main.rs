@@ -16,6 +16,7 @@ mod delivery;
 mod developers;
 mod encryption;
 mod hardening;
+mod hardening_three;
 mod hardening_two;
 mod hub_fallback;
 mod inbound;

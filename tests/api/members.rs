@@ -222,17 +222,18 @@ async fn the_audit_log_says_who_changed_what_when_and_from_where() {
     owner.send(Method::PUT, "/api/v1/settings/webhook", json!({"webhook_url": "https://a.example/h"})).await.ok(200);
     owner.send(Method::POST, "/api/v1/api-keys", json!({"name": ""})).await.field_error("name");
     owner.get("/api/v1/api-keys").await.ok(200);
-    // What the partner key changes is the key's, not a member's: not in the log.
+    // What a partner key changes is logged too, naming the key (made on the command line: no member).
     app.post(&key, "/api/v1/api-keys", json!({"name": "deploy"})).await.ok(201);
 
     let log = owner.get("/api/v1/audit-log").await.ok(200).clone();
-    let entries = log["data"].as_array().unwrap();
+    let all = log["data"].as_array().unwrap();
+    let (entries, by_key): (Vec<&Value>, Vec<&Value>) = all.iter().partition(|e| e["key_id"].is_null());
     let actions: Vec<&str> = entries.iter().map(|e| e["action"].as_str().unwrap()).collect();
-    assert_eq!(
-        actions,
-        ["POST /api/v1/api-keys", "PUT /api/v1/settings/webhook"],
-        "reads and key calls are not logged"
-    );
+    assert_eq!(actions, ["POST /api/v1/api-keys", "PUT /api/v1/settings/webhook"], "reads are not logged");
+    let keyed: Vec<(&str, i64)> =
+        by_key.iter().map(|e| (e["action"].as_str().unwrap(), e["status"].as_i64().unwrap())).collect();
+    assert_eq!(keyed, [("POST /api/v1/api-keys", 201), ("POST /api/v1/members/invitations", 201)]);
+    assert!(by_key.iter().all(|e| e["member_id"].is_null()), "the command line's key is no member's");
     assert_eq!(entries[0]["status"], 422, "a refused change is logged with its answer");
     assert_eq!(entries[1]["status"], 200);
     assert_eq!(entries[1]["target"], "/api/v1/settings/webhook");
@@ -244,7 +245,7 @@ async fn the_audit_log_says_who_changed_what_when_and_from_where() {
     assert_eq!(page["data"].as_array().unwrap().len(), 1);
     let cursor = page["next_cursor"].as_str().unwrap();
     let next = app.get(&key, &format!("/api/v1/audit-log?limit=1&cursor={cursor}")).await.ok(200).clone();
-    assert_eq!(next["data"][0]["action"], "PUT /api/v1/settings/webhook");
+    assert_eq!(next["data"][0]["action"], "POST /api/v1/api-keys");
 }
 
 #[tokio::test]

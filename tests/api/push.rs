@@ -214,3 +214,47 @@ async fn a_message_in_the_hub_is_pushed_encrypted_and_the_ack_makes_it_delivered
     .await;
     assert_eq!(service.requests.lock().unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn a_person_keeps_ten_subscriptions_and_a_token_without_a_device_names_none() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    // Eleven devices sign in and subscribe, one after another: the eleventh replaces the oldest.
+    let mut tokens = Vec::new();
+    for n in 0..11 {
+        // A phone gets a few codes per quarter hour: each sign-in comes a quarter hour after the last.
+        app.clock.advance_ms(16 * 60 * 1000);
+        let (token, _) = app.login_device(PHONE, Some(&format!("device-{n}"))).await;
+        let endpoint = format!("https://push.example.com/sub/{n}");
+        app.post(&token, "/api/v1/me/push/subscriptions", Device::new().subscription(&endpoint)).await.ok(201);
+        tokens.push(token);
+    }
+    let kept: Vec<String> =
+        sqlx::query_scalar("SELECT device_uuid FROM push_subscriptions WHERE phone = $1 ORDER BY id")
+            .bind(PHONE)
+            .fetch_all(app.state.db.reader())
+            .await
+            .unwrap();
+    assert_eq!(kept, (1..11).map(|n| format!("device-{n}")).collect::<Vec<_>>());
+    assert_eq!(app.get(&tokens[0], "/api/v1/me/push").await.ok(200)["subscribed"], false);
+    assert_eq!(app.get(&tokens[10], "/api/v1/me/push").await.ok(200)["subscribed"], true);
+
+    // A token that names no device (`hubbub user token`) cannot subscribe, nor name a device to.
+    let (bare, _) = hubbub_host::auth::issue_user_token(&app.state, PHONE, None).unwrap();
+    let named = json!({"device_uuid": "made-up-1"});
+    let mut body = Device::new().subscription("https://push.example.com/sub/bare");
+    body["device_uuid"] = named["device_uuid"].clone();
+    app.post(&bare, "/api/v1/me/push/subscriptions", body).await.field_error("device_uuid");
+    let without = Device::new().subscription("https://push.example.com/sub/bare");
+    app.post(&bare, "/api/v1/me/push/subscriptions", without).await.field_error("device_uuid");
+    // It may read (or remove) a subscription of one of its phone's devices, which it names.
+    assert_eq!(app.get(&bare, "/api/v1/me/push?device_uuid=device-5").await.ok(200)["subscribed"], true);
+    assert_eq!(app.get(&bare, "/api/v1/me/push").await.ok(200)["subscribed"], false);
+    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM push_subscriptions WHERE phone = $1")
+        .bind(PHONE)
+        .fetch_one(app.state.db.reader())
+        .await
+        .unwrap();
+    assert_eq!(count, 10);
+}

@@ -1101,6 +1101,10 @@ test("3f. the partner console: an owner joins by invitation and invites an agent
     assert.match((await forged.json()).error.message, /CSRF/);
     const proper = await owners.request.post(BASE + "/api/v1/members/invitations", { headers: { "Sec-Fetch-Site": "same-origin" }, data: { role: "agent" } });
     assert.equal(proper.status(), 201, "the same cookie from the console's own origin works");
+    // The refused attempt is in the log too, with its answer.
+    await owner.reload();
+    const refused = owner.getByRole("row").filter({ hasText: "POST /api/v1/members/invitations" }).filter({ hasText: "403" });
+    await refused.first().waitFor();
   } finally {
     await owners.close();
     await agents.close();
@@ -1346,8 +1350,11 @@ test("3i. the console's bots: create one (secrets once), rotate its token, uploa
     await admin.getByRole("button", { name: "Create key" }).click();
     const apiKey = await admin.getByRole("textbox", { name: "API key" }).inputValue();
     assert.match(apiKey, /^sk_/);
-    const asKey = () => fetch(API + "/api/v1/api-keys", { headers: { Authorization: `Bearer ${apiKey}` } }).then((r) => r.status);
+    const asKey = (p = "/api-keys") => fetch(API + "/api/v1" + p, { headers: { Authorization: `Bearer ${apiKey}` } }).then((r) => r.status);
     assert.equal(await asKey(), 200);
+    // It acts as its maker, an admin: the table says so, and the audit log (owners only) is refused to it.
+    await admin.getByRole("row").filter({ hasText: `deploy ${code}` }).getByRole("cell", { name: "admin", exact: true }).waitFor();
+    assert.equal(await asKey("/audit-log"), 403);
     await admin.getByRole("button", { name: `Revoke deploy ${code}` }).click();
     await admin.getByRole("button", { name: `Revoke deploy ${code}` }).waitFor({ state: "detached" });
     assert.equal(await asKey(), 401);

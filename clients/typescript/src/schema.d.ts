@@ -92,7 +92,9 @@ export interface paths {
         put?: never;
         /**
          * Create an API key.
-         * @description The key works at once, beside the others; it is in the answer this once.
+         * @description The key works at once, beside the others; it is in the answer this once. It acts with the role of the
+         *     member who made it (a key made with a key: that key's role), and stops working when that member is
+         *     removed.
          */
         post: operations["create_key"];
         delete?: never;
@@ -131,8 +133,10 @@ export interface paths {
         };
         /**
          * The audit log.
-         * @description For the partner key and owners: every request by which a member changed something (any method but GET
-         *     and HEAD), who, when, from which address, and how it was answered. Newest first.
+         * @description For owners and owners' keys: every request by which a member changed something (any method but GET and
+         *     HEAD), with their session or an API key (the key named, and the member who made it), and every request
+         *     refused for its role or as cross-site: who, when, from which address, and how it was answered. Changes
+         *     made with a key leave out sending messages (`POST /messages`: the message is its own record). Newest first.
          */
         get: operations["audit_log"];
         put?: never;
@@ -762,7 +766,9 @@ export interface paths {
         /**
          * Sign up (or start a sign-in): sends a code by SMS.
          * @description The e-mail travels with the code and is stored only when that code verifies the sign-up (POST
-         *     /dev/verify); a sign-in never changes it. Limited per client address and host (429).
+         *     /dev/verify); a sign-in never changes it. While a sign-up's code for one e-mail waits (10 minutes), a
+         *     sign-up for another e-mail with the same phone is refused (409), so a look-alike address cannot ride on
+         *     the owner's SMS. Limited per client address and host (429).
          */
         post: operations["dev_signup"];
         delete?: never;
@@ -1356,7 +1362,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Subscribe this device to Web Push (replacing its earlier subscription). */
+        /**
+         * Subscribe this device to Web Push (replacing its earlier subscription).
+         * @description The device is the token's: a token that names none (`hubbub user token`) cannot subscribe, nor name a
+         *     device to (422). A person keeps at most 10 subscriptions: an 11th replaces their oldest.
+         */
         post: operations["subscribe"];
         /** Unsubscribe this device (nothing to do when it is not subscribed). */
         delete: operations["unsubscribe"];
@@ -1436,7 +1446,7 @@ export interface paths {
         };
         /**
          * The partner's members.
-         * @description For the partner key and owners. Oldest first.
+         * @description For owners and owners' keys. Oldest first.
          */
         get: operations["list_members"];
         put?: never;
@@ -1458,7 +1468,7 @@ export interface paths {
         put?: never;
         /**
          * Invite a member.
-         * @description For the partner key and owners. The invitation works once, within 7 days, for whichever phone signs in
+         * @description For owners and owners' keys. The invitation works once, within 7 days, for whichever phone signs in
          *     with it first; that phone becomes a member with `role`.
          */
         post: operations["invite"];
@@ -1656,15 +1666,15 @@ export interface paths {
         post?: never;
         /**
          * Remove a member.
-         * @description For the partner key and owners. Their sessions end at once; their audit entries stay. Not the last owner
-         *     (409).
+         * @description For owners and owners' keys. Their sessions end at once and the API keys they made are revoked; their
+         *     audit entries stay. Not the last owner (409).
          */
         delete: operations["remove_member"];
         options?: never;
         head?: never;
         /**
          * Change a member's role or name.
-         * @description For the partner key and owners. The last owner keeps the role (409).
+         * @description For owners and owners' keys; the keys the member made take the new role. The last owner keeps the role (409).
          */
         patch: operations["update_member"];
         trace?: never;
@@ -2023,7 +2033,9 @@ export interface paths {
          * Set the partner's own Twilio sender (replacing the one it had).
          * @description Its users' SMS go from it with its account, messages people send to it are this partner's, and its
          *     account's webhooks are checked with its auth token: point the number's incoming messages at the host's
-         *     URL (docs/providers.md). 409 when another partner has that sender.
+         *     URL (docs/providers.md). The number must be one of the account's (or the messaging service the account's),
+         *     as Twilio shows it to the credentials, and may not be the host's shared sender or account (422); 409 when
+         *     another partner has that sender; 502 when Twilio cannot be asked now.
          */
         put: operations["set_sms_sender"];
         post?: never;
@@ -2046,7 +2058,9 @@ export interface paths {
          * Set the partner's own WhatsApp number (replacing the one it had).
          * @description Its users' WhatsApp messages go from it, messages people send to it are this partner's, and the
          *     webhooks about it are checked with its app secret: subscribe the host's webhook URL for it
-         *     (docs/providers.md). 409 when another partner has that number.
+         *     (docs/providers.md). The number must be in the business account, as Meta shows it to the token
+         *     (`GET /{business_account_id}/phone_numbers`), and may not be the host's shared number or business
+         *     account (422); 409 when another partner has that number; 502 when Meta cannot be asked now.
          */
         put: operations["set_whatsapp_sender"];
         post?: never;
@@ -2636,6 +2650,11 @@ export interface components {
         /** @description One of the partner's API keys (never the key itself). */
         ApiKey: {
             created_at: string;
+            /**
+             * Format: int64
+             * @description The member who made it (null: the command line; or the member was removed, and the key revoked).
+             */
+            created_by?: number | null;
             /** Format: int64 */
             id: number;
             /** @description Within a minute; null when never used. */
@@ -2645,6 +2664,11 @@ export interface components {
             prefix: string;
             /** @description Null while the key works. */
             revoked_at?: string | null;
+            /**
+             * @description What the key may do: the role of the member who made it (`owner` for keys made on the command
+             *     line), as far as a member of that role may in the console.
+             */
+            role: components["schemas"]["MemberRole"];
         };
         /** @description A new key, shown this once. */
         ApiKeyCreated: {
@@ -2666,7 +2690,7 @@ export interface components {
         };
         /** @enum {string} */
         AttemptState: "sent" | "failed" | "skipped";
-        /** @description One thing a member changed. */
+        /** @description One thing a member changed or tried to, with their session or an API key. */
         AuditRecord: {
             /** @description The method and route, such as `POST /api/v1/bots/{code}/token`. */
             action: string;
@@ -2677,7 +2701,14 @@ export interface components {
             id: number;
             /**
              * Format: int64
-             * @description The member (null once removed) and their phone.
+             * @description The API key the call was made with (null: a member's session), and its prefix.
+             */
+            key_id?: number | null;
+            key_prefix?: string | null;
+            /**
+             * Format: int64
+             * @description The member (of the session, or who made the key; null once removed, or for a key of the command
+             *     line's) and their phone.
              */
             member_id?: number | null;
             phone?: string | null;
@@ -3017,6 +3048,7 @@ export interface components {
             code: string;
             name: string;
             runtime_mode?: components["schemas"]["RuntimeMode"] | null;
+            /** @description An https:// URL of a public host (it must resolve to public addresses only; 422 on the field otherwise). A development host (HUBBUB_DEV=1) also takes http:// and https:// URLs of a loopback host (localhost, 127.0.0.1, [::1]), which this pattern does not show. Null or empty: none. */
             webhook_url?: string | null;
         } | {
             /** @enum {string|null} */
@@ -3402,6 +3434,11 @@ export interface components {
         List_ApiKey: {
             data: {
                 created_at: string;
+                /**
+                 * Format: int64
+                 * @description The member who made it (null: the command line; or the member was removed, and the key revoked).
+                 */
+                created_by?: number | null;
                 /** Format: int64 */
                 id: number;
                 /** @description Within a minute; null when never used. */
@@ -3411,6 +3448,11 @@ export interface components {
                 prefix: string;
                 /** @description Null while the key works. */
                 revoked_at?: string | null;
+                /**
+                 * @description What the key may do: the role of the member who made it (`owner` for keys made on the command
+                 *     line), as far as a member of that role may in the console.
+                 */
+                role: components["schemas"]["MemberRole"];
             }[];
             /** @description Pass as `cursor` for the next page; null on the last. */
             next_cursor?: string | null;
@@ -3427,7 +3469,14 @@ export interface components {
                 id: number;
                 /**
                  * Format: int64
-                 * @description The member (null once removed) and their phone.
+                 * @description The API key the call was made with (null: a member's session), and its prefix.
+                 */
+                key_id?: number | null;
+                key_prefix?: string | null;
+                /**
+                 * Format: int64
+                 * @description The member (of the session, or who made the key; null once removed, or for a key of the command
+                 *     line's) and their phone.
                  */
                 member_id?: number | null;
                 phone?: string | null;
@@ -4343,12 +4392,14 @@ export interface components {
             allowed_ips?: string | null;
             /** @description A new webhook secret, shown once in the answer. */
             rotate_secret?: boolean | null;
+            /** @description An https:// URL of a public host (it must resolve to public addresses only; 422 on the field otherwise). A development host (HUBBUB_DEV=1) also takes http:// and https:// URLs of a loopback host (localhost, 127.0.0.1, [::1]), which this pattern does not show. */
             webhook_url: string;
         };
         /** @description Where events go. The secret is created on first use, and again when rotated. */
         SetWebhook: {
             /** @description A new secret replaces the current one. */
             rotate_secret?: boolean | null;
+            /** @description An https:// URL of a public host (it must resolve to public addresses only; 422 on the field otherwise). A development host (HUBBUB_DEV=1) also takes http:// and https:// URLs of a loopback host (localhost, 127.0.0.1, [::1]), which this pattern does not show. Null or empty: none. */
             webhook_url?: string | null;
         };
         /** @description message {text}; menu {style: button|list, text, sections: [{title, items: [{id, label, description}]}]}; flow_screen {screen: {id, title, kind: form|input|select, fields: [form field]}}; payment {payment: {id (the bot's), ref (pay_…), amount_minor, currency, description, state, checkout_url}}: send the user to checkout_url, the outcome reaches the bot from the payment provider; flow_completed {summary} */
@@ -4370,8 +4421,9 @@ export interface components {
         };
         /** @description The browser's `PushSubscription` (its `toJSON()`). */
         Subscribe: {
-            /** @description The device, when the token names none. */
+            /** @description Ignored: the device is the token's (a token that names none cannot subscribe, 422). */
             device_uuid?: string | null;
+            /** @description An https:// URL of a public host (it must resolve to public addresses only; 422 on the field otherwise). A development host (HUBBUB_DEV=1) also takes http:// and https:// URLs of a loopback host (localhost, 127.0.0.1, [::1]), which this pattern does not show. */
             endpoint: string;
             /**
              * Format: double
@@ -4484,6 +4536,7 @@ export interface components {
             entry_flow?: string | null;
             name?: string | null;
             runtime_mode?: components["schemas"]["RuntimeMode"] | null;
+            /** @description An https:// URL of a public host (it must resolve to public addresses only; 422 on the field otherwise). A development host (HUBBUB_DEV=1) also takes http:// and https:// URLs of a loopback host (localhost, 127.0.0.1, [::1]), which this pattern does not show. Null or empty: none. */
             webhook_url?: string | null;
         } | {
             /** @enum {string|null} */
@@ -6265,6 +6318,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["E400"];
+            409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
@@ -7288,7 +7342,7 @@ export interface operations {
     push_settings: {
         parameters: {
             query?: {
-                /** @description The device, when the token names none. */
+                /** @description The device, when the token names none (a token that names one uses its own). */
                 device_uuid?: string;
             };
             header?: never;
@@ -7347,7 +7401,7 @@ export interface operations {
     unsubscribe: {
         parameters: {
             query?: {
-                /** @description The device, when the token names none. */
+                /** @description The device, when the token names none (a token that names one uses its own). */
                 device_uuid?: string;
             };
             header?: never;
@@ -8549,6 +8603,7 @@ export interface operations {
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            502: components["responses"]["E502"];
             503: components["responses"]["E503"];
         };
     };
@@ -8604,6 +8659,7 @@ export interface operations {
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            502: components["responses"]["E502"];
             503: components["responses"]["E503"];
         };
     };

@@ -115,11 +115,13 @@ pub struct Delivery {
 /// host takes this long to reach this one; through this host, at once).
 const OWN_SENDER_TTL: Duration = Duration::from_secs(5);
 
-/// The provider a message goes out through and the sender it goes from (as opt-outs are kept).
+/// The provider a message goes out through and the sender it goes from (as opt-outs are kept: the address,
+/// and the account it is of, empty for the host's own).
 #[derive(Clone)]
 pub struct Sending {
     pub provider: Arc<dyn Provider>,
     pub sender: String,
+    pub account: String,
 }
 
 impl Delivery {
@@ -144,7 +146,11 @@ impl Delivery {
     /// How `partner_id`'s messages go out on `channel` (WhatsApp or SMS): from the partner's own sender when
     /// it set one, else from the host's (`None` for the hub).
     pub async fn sending(&self, partner_id: Option<i64>, channel: Channel) -> Result<Option<Sending>, sqlx::Error> {
-        let shared = self.provider(channel).map(|p| Sending { provider: p.clone(), sender: self.sender(channel) });
+        let shared = self.provider(channel).map(|p| Sending {
+            provider: p.clone(),
+            sender: self.sender(channel),
+            account: String::new(),
+        });
         let Some(partner_id) = partner_id.filter(|_| shared.is_some()) else { return Ok(shared) };
         let cached = self.own.lock().expect("not poisoned").get(&(partner_id, channel)).cloned();
         let own = match cached {
@@ -154,6 +160,7 @@ impl Delivery {
                 let own = found.map(|s| Sending {
                     provider: crate::providers::own_sender(&self.config, &self.http, &s),
                     sender: s.address.clone(),
+                    account: s.account.clone(),
                 });
                 let mut cache = self.own.lock().expect("not poisoned");
                 cache.insert((partner_id, channel), (std::time::Instant::now(), own.clone()));
@@ -167,7 +174,22 @@ impl Delivery {
     /// the host's).
     pub async fn opted_out(&self, partner_id: i64, channel: Channel, phone: &str) -> Result<bool, sqlx::Error> {
         let Some(sending) = self.sending(Some(partner_id), channel).await? else { return Ok(false) };
-        Ok(opt_outs::reason(&self.db, phone, channel, &sending.sender).await?.is_some())
+        Ok(opt_outs::reason(&self.db, phone, channel, &sending.account, &sending.sender).await?.is_some())
+    }
+
+    /// Sets a partner's own sender (`senders::register`: checked, proved at the provider, kept) and uses it on
+    /// this host from now on.
+    pub async fn set_own_sender(
+        &self,
+        partner_id: i64,
+        channel: Channel,
+        fields: &crate::senders::Fields,
+    ) -> Result<senders::Sender, crate::senders::SenderError> {
+        let sender =
+            crate::senders::register(&self.db, &self.config, &self.http, partner_id, channel, fields, self.now())
+                .await?;
+        self.forget_senders(partner_id);
+        Ok(sender)
     }
 
     /// Forgets what was read of a partner's own senders (they were just changed on this host).
@@ -549,7 +571,9 @@ async fn skip_reason(
     template: Option<&TemplateMessage>,
     opted_out: bool,
 ) -> Result<Option<&'static str>, sqlx::Error> {
-    if opted_out && let Some(reason) = opt_outs::reason(&delivery.db, phone, channel, &sending.sender).await? {
+    if opted_out
+        && let Some(reason) = opt_outs::reason(&delivery.db, phone, channel, &sending.account, &sending.sender).await?
+    {
         let marketing_only = reason == opt_outs::MARKETING;
         if !marketing_only || template.is_some_and(|t| t.marketing) {
             return Ok(Some(OPTED_OUT));

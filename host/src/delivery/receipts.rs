@@ -12,6 +12,7 @@ use super::Delivery;
 use crate::events;
 use crate::names::{AttemptKind, Channel, MessageState};
 use crate::secrets::constant_time_eq;
+use crate::senders::Ours;
 use crate::store::{deliveries, messages};
 
 /// What a provider reports about a message it accepted.
@@ -66,25 +67,26 @@ pub fn twilio_receipt(params: &[(String, String)]) -> Option<Receipt> {
     }
 }
 
-/// The `(message id, receipt)` pairs of a WhatsApp Cloud API webhook (`entry[].changes[].value.statuses[]`).
-pub fn whatsapp_receipts(payload: &Value) -> Vec<(String, Receipt)> {
+/// The `(message id, receipt, our number it is about)` of a WhatsApp Cloud API webhook
+/// (`entry[].changes[].value.statuses[]`), about one of `ours` (see [`whatsapp_values`]).
+pub fn whatsapp_receipts(ours: &[Ours], payload: &Value) -> Vec<(String, Receipt, Ours)> {
     let mut out = Vec::new();
-    let entries = payload["entry"].as_array().into_iter().flatten();
-    let changes = entries.flat_map(|e| e["changes"].as_array().into_iter().flatten());
-    for status in changes.flat_map(|c| c["value"]["statuses"].as_array().into_iter().flatten()) {
-        let Some(id) = status["id"].as_str() else { continue };
-        let receipt = match status["status"].as_str() {
-            Some("delivered") => Receipt::Delivered,
-            Some("read") => Receipt::Read,
-            Some("failed") => {
-                let error = &status["errors"][0];
-                let detail = error["title"].as_str().or(error["message"].as_str()).unwrap_or("failed");
-                let code = error["code"].as_i64().map(|c| format!(" (error {c})")).unwrap_or_default();
-                Receipt::Failed(format!("whatsapp: {detail}{code}"))
-            }
-            _ => continue,
-        };
-        out.push((id.to_string(), receipt));
+    for (value, our) in whatsapp_values(ours, payload) {
+        for status in value["statuses"].as_array().into_iter().flatten() {
+            let Some(id) = status["id"].as_str() else { continue };
+            let receipt = match status["status"].as_str() {
+                Some("delivered") => Receipt::Delivered,
+                Some("read") => Receipt::Read,
+                Some("failed") => {
+                    let error = &status["errors"][0];
+                    let detail = error["title"].as_str().or(error["message"].as_str()).unwrap_or("failed");
+                    let code = error["code"].as_i64().map(|c| format!(" (error {c})")).unwrap_or_default();
+                    Receipt::Failed(format!("whatsapp: {detail}{code}"))
+                }
+                _ => continue,
+            };
+            out.push((id.to_string(), receipt, our.clone()));
+        }
     }
     out
 }
@@ -106,17 +108,19 @@ pub fn twilio_opt_out(params: &[(String, String)]) -> Option<String> {
 const BLOCKED: [i64; 1] = [131050];
 
 /// Each `entry[].changes[].value` of a WhatsApp Cloud API webhook about one of `ours` (the numbers the
-/// webhook was verified for: the host's, or a partner's own), with its phone number id
+/// webhook's signature speaks for: the host's, or a partner's own), with that number
 /// (`metadata.phone_number_id`; else the first of `ours`). A value about another number of the same Meta
 /// app (a staging number, say) is none of this host's business, and left out; the development sink's
 /// `dev` takes any.
-pub fn whatsapp_values<'a>(ours: &[String], payload: &'a Value) -> Vec<(&'a Value, String)> {
-    let any = ours.iter().any(|o| o == "dev");
+pub fn whatsapp_values<'a>(ours: &[Ours], payload: &'a Value) -> Vec<(&'a Value, Ours)> {
+    let any = ours.iter().find(|o| o.address == "dev");
     let values = whatsapp_changes(payload).map(|c| &c["value"]);
     values
         .filter_map(|value| match value["metadata"]["phone_number_id"].as_str() {
-            Some(id) if !any && !ours.iter().any(|o| o == id) => None,
-            Some(id) => Some((value, id.to_string())),
+            Some(id) => match ours.iter().find(|o| o.address == id) {
+                Some(our) => Some((value, our.clone())),
+                None => any.map(|dev| (value, Ours { address: id.to_string(), ..dev.clone() })),
+            },
             None => Some((value, ours.first()?.clone())),
         })
         .collect()
@@ -126,14 +130,21 @@ fn whatsapp_changes(payload: &Value) -> impl Iterator<Item = &Value> {
     payload["entry"].as_array().into_iter().flatten().flat_map(|e| e["changes"].as_array().into_iter().flatten())
 }
 
-/// The phone number ids a WhatsApp Cloud API webhook is about (`value.metadata.phone_number_id`).
-pub fn whatsapp_numbers(payload: &Value) -> Vec<String> {
-    let mut ids: Vec<String> = whatsapp_changes(payload)
-        .filter_map(|c| c["value"]["metadata"]["phone_number_id"].as_str().map(str::to_string))
-        .collect();
-    ids.sort();
-    ids.dedup();
-    ids
+/// The phone number ids a WhatsApp Cloud API webhook is about (`value.metadata.phone_number_id`), at most
+/// `limit` of them: `None` when it names more (Meta names one; the numbers are looked up to choose the secret
+/// a signature is checked with, so an unsigned body must not make that cost what it likes).
+pub fn whatsapp_numbers(payload: &Value, limit: usize) -> Option<Vec<String>> {
+    let mut ids: Vec<String> = Vec::new();
+    for change in whatsapp_changes(payload) {
+        let Some(id) = change["value"]["metadata"]["phone_number_id"].as_str() else { continue };
+        if !ids.iter().any(|seen| seen == id) {
+            if ids.len() == limit {
+                return None;
+            }
+            ids.push(id.to_string());
+        }
+    }
+    Some(ids)
 }
 
 /// A WhatsApp id (digits, as the Cloud API writes phones) as an E.164 phone, if it is one.
@@ -142,11 +153,11 @@ pub fn whatsapp_phone(id: &str) -> Option<String> {
     crate::validate::is_e164(&phone).then_some(phone)
 }
 
-/// Who stopped marketing messages from us in a WhatsApp Cloud API webhook: `(E.164 phone, our phone number
-/// id)` of each failed status with a [`BLOCKED`] error.
-pub fn whatsapp_blocks(ours: &[String], payload: &Value) -> Vec<(String, String)> {
+/// Who stopped marketing messages from us in a WhatsApp Cloud API webhook: `(E.164 phone, our number)` of
+/// each failed status with a [`BLOCKED`] error.
+pub fn whatsapp_blocks(ours: &[Ours], payload: &Value) -> Vec<(String, Ours)> {
     let mut out = Vec::new();
-    for (value, sender) in whatsapp_values(ours, payload) {
+    for (value, our) in whatsapp_values(ours, payload) {
         for status in value["statuses"].as_array().into_iter().flatten() {
             let mut errors = status["errors"].as_array().into_iter().flatten();
             let blocked = errors.any(|e| e["code"].as_i64().is_some_and(|code| BLOCKED.contains(&code)));
@@ -154,27 +165,29 @@ pub fn whatsapp_blocks(ours: &[String], payload: &Value) -> Vec<(String, String)
                 continue;
             }
             if let Some(phone) = status["recipient_id"].as_str().and_then(whatsapp_phone) {
-                out.push((phone, sender.clone()));
+                out.push((phone, our.clone()));
             }
         }
     }
     out
 }
 
-/// Records that `phone` opted out of our `sender` on `channel`: sends skip that channel for them.
+/// Records that `phone` opted out of our sender `ours` on `channel`: sends from it skip that channel for them.
 pub async fn opt_out(
     delivery: &Delivery,
     phone: &str,
     channel: Channel,
-    sender: &str,
+    ours: &Ours,
     reason: &str,
 ) -> Result<(), sqlx::Error> {
     let mut tx = delivery.db.begin().await?;
-    crate::store::opt_outs::set_in(&mut tx, phone, channel, sender, reason, delivery.now()).await?;
+    let now = delivery.now();
+    crate::store::opt_outs::set_in(&mut tx, phone, channel, &ours.account, &ours.address, reason, now).await?;
     tx.commit().await
 }
 
-/// Applies one receipt; answers whether it matched a message attempt of ours. Delivered and read move the
+/// Applies one receipt about our sender `ours`; answers whether it matched a message attempt of ours (of
+/// the partner whose own sender it is, for a partner's: its signature speaks for nothing else). Delivered and read move the
 /// message on; a failure marks the attempt and continues the chain: after WhatsApp, the message (or the
 /// E2E alert) is queued again for SMS; after SMS, the last channel, the message fails. Receipts about an
 /// alert that got through change nothing, and so does a failure receipt for an attempt already failed
@@ -184,8 +197,11 @@ pub async fn apply(
     channel: Channel,
     provider_ref: &str,
     receipt: Receipt,
+    ours: &Ours,
 ) -> Result<bool, sqlx::Error> {
-    let Some(target) = deliveries::find_by_provider_ref(&delivery.db, channel.as_str(), provider_ref).await? else {
+    let partner = ours.partner_id;
+    let Some(target) = deliveries::find_by_provider_ref(&delivery.db, channel.as_str(), provider_ref, partner).await?
+    else {
         return Ok(false);
     };
     let alert = target.kind == AttemptKind::Alert;
@@ -272,19 +288,31 @@ mod tests {
             twilio_receipt(&params(&[("MessageStatus", "undelivered"), ("ErrorCode", "30003")])),
             Some(Receipt::Failed("twilio: undelivered (error 30003)".into()))
         );
-        let wa = json!({"entry": [{"changes": [{"value": {"statuses": [
+        let wa = json!({"entry": [{"changes": [{"value": {"metadata": {"phone_number_id": "111"}, "statuses": [
             {"id": "wamid.1", "status": "delivered"},
             {"id": "wamid.2", "status": "sent"},
             {"id": "wamid.3", "status": "read"},
             {"id": "wamid.4", "status": "failed", "errors": [{"code": 131026, "title": "Message undeliverable"}]}
         ]}}]}]});
+        let host = Ours::host("111".into());
+        let ids = |ours: &[Ours]| -> Vec<(String, Receipt)> {
+            whatsapp_receipts(ours, &wa).into_iter().map(|(id, receipt, _)| (id, receipt)).collect()
+        };
         assert_eq!(
-            whatsapp_receipts(&wa),
+            ids(&[host.clone()]),
             vec![
                 ("wamid.1".into(), Receipt::Delivered),
                 ("wamid.3".into(), Receipt::Read),
                 ("wamid.4".into(), Receipt::Failed("whatsapp: Message undeliverable (error 131026)".into())),
             ]
         );
+        // Statuses about a number the signature does not speak for are left out.
+        assert!(ids(&[Ours::host("222".into())]).is_empty());
+        assert_eq!(whatsapp_numbers(&wa, 1), Some(vec!["111".to_string()]));
+        let two = json!({"entry": [{"changes": [
+            {"value": {"metadata": {"phone_number_id": "1"}}}, {"value": {"metadata": {"phone_number_id": "2"}}},
+            {"value": {"metadata": {"phone_number_id": "1"}}}]}]});
+        assert_eq!(whatsapp_numbers(&two, 2), Some(vec!["1".to_string(), "2".to_string()]));
+        assert_eq!(whatsapp_numbers(&two, 1), None);
     }
 }

@@ -13,9 +13,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiJson, E404, E409, List, parse_id};
-use crate::auth::PartnerAuth;
+use crate::auth::{PartnerActor, PartnerAuth};
 use crate::clock::record_time;
 use crate::http::error::{ApiError, ApiResult};
+use crate::names::MemberRole;
 use crate::secrets::{digest, display_prefix, new_partner_key};
 use crate::state::AppState;
 use crate::store::partners::{self, PartnerKey, Revoked};
@@ -32,6 +33,11 @@ pub struct ApiKeyRecord {
     pub name: String,
     /// `sk_` and the key's first 8 characters.
     pub prefix: String,
+    /// What the key may do: the role of the member who made it (`owner` for keys made on the command
+    /// line), as far as a member of that role may in the console.
+    pub role: MemberRole,
+    /// The member who made it (null: the command line; or the member was removed, and the key revoked).
+    pub created_by: Option<i64>,
     pub created_at: String,
     /// Within a minute; null when never used.
     pub last_used_at: Option<String>,
@@ -45,6 +51,8 @@ impl From<&PartnerKey> for ApiKeyRecord {
             id: k.id,
             name: k.name.clone(),
             prefix: k.prefix.clone(),
+            role: k.role,
+            created_by: k.created_by,
             created_at: record_time(k.created_at),
             last_used_at: k.last_used_at.map(record_time),
             revoked_at: k.revoked_at.map(record_time),
@@ -96,7 +104,9 @@ async fn list_keys(
 
 /// Create an API key.
 ///
-/// The key works at once, beside the others; it is in the answer this once.
+/// The key works at once, beside the others; it is in the answer this once. It acts with the role of the
+/// member who made it (a key made with a key: that key's role), and stops working when that member is
+/// removed.
 #[utoipa::path(
     post,
     path = "/api-keys",
@@ -107,17 +117,18 @@ async fn list_keys(
 )]
 async fn create_key(
     State(state): State<AppState>,
-    PartnerAuth(partner): PartnerAuth,
+    actor: PartnerActor,
     ApiJson(req): ApiJson<NewKey>,
 ) -> ApiResult<(StatusCode, Json<Created>)> {
     let name = key_name(req.name.as_deref())?;
     let api_key = new_partner_key();
     let key = partners::create_key(
         &state.db,
-        partner.id,
+        actor.partner.id,
         name,
         &digest(&api_key),
         &display_prefix(&api_key, "sk_"),
+        actor.key_maker(),
         state.now(),
     )
     .await?;

@@ -6,22 +6,31 @@
 //! The client address is the socket's peer; `X-Forwarded-For` is believed only when that peer is one of
 //! `HUBBUB_TRUSTED_PROXIES`, and then the right-most address that is not itself a trusted proxy is used.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::Mutex;
 
 use axum::http::HeaderMap;
 use governor::clock::{Clock as _, DefaultClock};
 use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
 
+use crate::clock::Millis;
 use crate::config::Config;
 use crate::http::error::ApiError;
 use crate::validate::ip_matches;
 
-/// The code routes' buckets: one per client address, one for the host.
+/// The code routes' buckets: one per client address, one for the host; and the stream tickets each address
+/// presented that were refused, this minute.
 pub struct CodeLimits {
     per_ip: DefaultKeyedRateLimiter<IpAddr>,
     global: DefaultDirectRateLimiter,
     trusted_proxies: Vec<String>,
+    ticket_misses: Mutex<HashMap<IpAddr, (Millis, u32)>>,
 }
+
+/// Refused stream tickets an address may present in a minute; past them, it is answered 429 without a look
+/// at the database. A working app presents one ticket per stream it opens, and none refused.
+pub const TICKET_MISSES_PER_MIN: u32 = 30;
 
 impl CodeLimits {
     pub fn new(config: &Config) -> CodeLimits {
@@ -36,7 +45,31 @@ impl CodeLimits {
                 .map(|p| p.trim().to_string())
                 .filter(|p| !p.is_empty())
                 .collect(),
+            ticket_misses: Mutex::default(),
         }
+    }
+
+    /// Refuses (429) an address that presented [`TICKET_MISSES_PER_MIN`] refused stream tickets this minute.
+    pub fn check_ticket_misses(&self, client: IpAddr, now: Millis) -> Result<(), ApiError> {
+        let misses = self.ticket_misses.lock().expect("not poisoned");
+        match misses.get(&client) {
+            Some((minute, n)) if *minute == now / 60_000 && *n >= TICKET_MISSES_PER_MIN => {
+                let wait = ((60_000 - now.rem_euclid(60_000)) as u64).div_ceil(1000);
+                Err(ApiError::too_many(wait, "too many refused stream tickets from this address: wait a minute"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Counts a refused stream ticket from `client`.
+    pub fn ticket_missed(&self, client: IpAddr, now: Millis) {
+        let minute = now / 60_000;
+        let mut misses = self.ticket_misses.lock().expect("not poisoned");
+        let entry = misses.entry(client).or_insert((minute, 0));
+        if entry.0 != minute {
+            *entry = (minute, 0);
+        }
+        entry.1 = entry.1.saturating_add(1);
     }
 
     fn trusted(&self, ip: IpAddr) -> bool {
@@ -76,9 +109,10 @@ impl CodeLimits {
         self.global.check().map_err(wait)
     }
 
-    /// Drops idle per-address buckets.
-    pub fn forget_idle(&self) {
+    /// Drops idle per-address buckets, and the refused tickets of minutes past.
+    pub fn forget_idle(&self, now: Millis) {
         self.per_ip.retain_recent();
+        self.ticket_misses.lock().expect("not poisoned").retain(|_, (minute, _)| *minute == now / 60_000);
     }
 }
 

@@ -93,7 +93,9 @@ struct Signup {
 /// Sign up (or start a sign-in): sends a code by SMS.
 ///
 /// The e-mail travels with the code and is stored only when that code verifies the sign-up (POST
-/// /dev/verify); a sign-in never changes it. Limited per client address and host (429).
+/// /dev/verify); a sign-in never changes it. While a sign-up's code for one e-mail waits (10 minutes), a
+/// sign-up for another e-mail with the same phone is refused (409), so a look-alike address cannot ride on
+/// the owner's SMS. Limited per client address and host (429).
 #[utoipa::path(
     post,
     path = "/dev/signup",
@@ -101,6 +103,7 @@ struct Signup {
     request_body = Signup,
     responses(
         (status = 202, description = "Code sent", body = CodeSent),
+        (status = 409, response = E409),
         (status = 429, response = E429),
         (status = 502, response = E502),
     )

@@ -263,6 +263,11 @@ impl From<crate::otp::OtpError> for ApiError {
                 ApiError::bad_gateway("delivery_failed", format!("the code could not be sent: {reason}"))
             }
             OtpError::Rejected => ApiError::unauthorized("the code is wrong, expired or used up"),
+            OtpError::OtherPending { until } => ApiError::conflict(format!(
+                "a sign-up for this phone with another e-mail waits for its code until {}: use that code, or \
+                 sign up again once it has lapsed",
+                crate::clock::record_time(until)
+            )),
             OtpError::Database(e) => e.into(),
         }
     }
@@ -276,6 +281,21 @@ impl From<crate::delivery::meta_review::SubmitError> for ApiError {
                 ApiError::unavailable(30, format!("Meta's review could not be reached; try again: {why}"))
             }
             SubmitError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::senders::SenderError> for ApiError {
+    fn from(e: crate::senders::SenderError) -> Self {
+        use crate::senders::SenderError;
+        match e {
+            SenderError::Invalid(invalid) => invalid.into(),
+            SenderError::Taken(address) => ApiError::conflict(format!("another partner has {address} as its sender")),
+            SenderError::Unreachable(why) => ApiError::bad_gateway(
+                "provider_unavailable",
+                format!("the provider could not be asked whether these credentials hold this sender; try again: {why}"),
+            ),
+            SenderError::Database(e) => e.into(),
         }
     }
 }

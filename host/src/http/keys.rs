@@ -141,7 +141,7 @@ async fn publish_user_key(
 )]
 async fn publish_agent_key(
     State(state): State<AppState>,
-    PartnerActor { partner, member }: PartnerActor,
+    PartnerActor { partner, member, .. }: PartnerActor,
     ApiJson(req): ApiJson<PublishAgentKey>,
 ) -> ApiResult<(StatusCode, Json<DeviceKeyRecord>)> {
     let device_uuid = encryption::device_uuid(req.device_uuid.as_deref(), "device_uuid")?;

@@ -75,6 +75,18 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let stop = stop_rx.clone();
+        // The room was taken before the connection came: a place under the cap that freed meanwhile is
+        // this connection's, not the next one's.
+        let permit = match permit {
+            Room::Overflow(overflow) => match open.clone().try_acquire_owned() {
+                Ok(permit) => {
+                    drop(overflow);
+                    Room::Open(permit)
+                }
+                Err(_) => Room::Overflow(overflow),
+            },
+            open => open,
+        };
         match permit {
             Room::Open(permit) => {
                 let app = app.clone();

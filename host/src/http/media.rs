@@ -51,7 +51,7 @@ async fn get_media(
 ) -> ApiResult<Response> {
     let media = find_media(&state.db, &id).await?.ok_or_else(|| ApiError::not_found("media"))?;
     let allowed = match &caller {
-        Credential::Partner(p) => media.partner_id == p.id,
+        Credential::Partner(p, _) => media.partner_id == p.id,
         Credential::Member(s) => media.partner_id == s.partner.id,
         Credential::User(u) => media_sent_to(&state.db, &id, &u.sub).await?,
         Credential::Developer(_) | Credential::Bot(_) => {

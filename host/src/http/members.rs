@@ -9,7 +9,7 @@
 use axum::Json;
 use axum::extract::{Path, Request, State};
 use axum::http::header::{SET_COOKIE, USER_AGENT};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -263,7 +263,7 @@ async fn sign_out_everywhere(State(state): State<AppState>, MemberAuth(session):
 
 /// The partner's members.
 ///
-/// For the partner key and owners. Oldest first.
+/// For owners and owners' keys. Oldest first.
 #[utoipa::path(
     get,
     path = "/members",
@@ -300,7 +300,7 @@ struct InvitationCreated {
 
 /// Invite a member.
 ///
-/// For the partner key and owners. The invitation works once, within 7 days, for whichever phone signs in
+/// For owners and owners' keys. The invitation works once, within 7 days, for whichever phone signs in
 /// with it first; that phone becomes a member with `role`.
 #[utoipa::path(
     post,
@@ -338,7 +338,7 @@ struct UpdateMember {
 
 /// Change a member's role or name.
 ///
-/// For the partner key and owners. The last owner keeps the role (409).
+/// For owners and owners' keys; the keys the member made take the new role. The last owner keeps the role (409).
 #[utoipa::path(
     patch,
     path = "/members/{id}",
@@ -378,8 +378,8 @@ fn changed(c: Changed) -> ApiResult<Json<MemberRecord>> {
 
 /// Remove a member.
 ///
-/// For the partner key and owners. Their sessions end at once; their audit entries stay. Not the last owner
-/// (409).
+/// For owners and owners' keys. Their sessions end at once and the API keys they made are revoked; their
+/// audit entries stay. Not the last owner (409).
 #[utoipa::path(
     delete,
     path = "/members/{id}",
@@ -401,13 +401,17 @@ async fn remove_member(
     changed(members::remove(&state.db, partner.id, id, state.now()).await?)
 }
 
-/// One thing a member changed.
+/// One thing a member changed or tried to, with their session or an API key.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AuditRecord {
     pub id: i64,
-    /// The member (null once removed) and their phone.
+    /// The member (of the session, or who made the key; null once removed, or for a key of the command
+    /// line's) and their phone.
     pub member_id: Option<i64>,
     pub phone: Option<String>,
+    /// The API key the call was made with (null: a member's session), and its prefix.
+    pub key_id: Option<i64>,
+    pub key_prefix: Option<String>,
     /// The method and route, such as `POST /api/v1/bots/{code}/token`.
     pub action: String,
     /// The path called (message and payment refs cut to their prefix).
@@ -425,6 +429,8 @@ impl From<&AuditEntry> for AuditRecord {
             id: e.id,
             member_id: e.member_id,
             phone: e.phone.clone(),
+            key_id: e.key_id,
+            key_prefix: e.key_prefix.clone(),
             action: e.action.clone(),
             target: e.target.clone(),
             status: e.status,
@@ -436,8 +442,10 @@ impl From<&AuditEntry> for AuditRecord {
 
 /// The audit log.
 ///
-/// For the partner key and owners: every request by which a member changed something (any method but GET
-/// and HEAD), who, when, from which address, and how it was answered. Newest first.
+/// For owners and owners' keys: every request by which a member changed something (any method but GET and
+/// HEAD), with their session or an API key (the key named, and the member who made it), and every request
+/// refused for its role or as cross-site: who, when, from which address, and how it was answered. Changes
+/// made with a key leave out sending messages (`POST /messages`: the message is its own record). Newest first.
 #[utoipa::path(
     get,
     path = "/audit-log",
@@ -456,14 +464,20 @@ async fn audit_log(
     Ok(Json(page.list(rows, |e| e.id, |e| AuditRecord::from(e))))
 }
 
-/// The layer that writes the audit log: it gives each request a slot that `auth` fills when a member's
-/// session makes it, and writes an entry, before answering, for each such request that could change
-/// something. An entry that cannot be written fails the answer (500) rather than go unrecorded.
+/// The layer that writes the audit log: it gives each request made with a member's session or a partner
+/// key a slot that `auth` fills when the request could change something, or was refused for its role or as
+/// cross-site (CSRF), and writes an entry, before answering, for each slot filled. An entry that cannot be
+/// written fails the answer (500) rather than go unrecorded.
 pub async fn audit(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    // Only a request that carries a member's cookie and could change something can need an entry: every
-    // other one (API keys, bots, users, reads) passes untouched, at no cost.
-    let changes = !matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    if !changes || crate::auth::member_cookie(request.headers()).is_none() {
+    // Only a member's cookie or a partner key can need an entry: every other request (bots, users,
+    // developers, provider webhooks) passes untouched, at no cost.
+    let partner_key = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.get(7..))
+        .is_some_and(|token| token.trim_start().starts_with("sk_") && !token.trim_start().starts_with("sk_dev_"));
+    if !partner_key && crate::auth::member_cookie(request.headers()).is_none() {
         return next.run(request).await;
     }
     let slot = AuditSlot::default();
@@ -475,6 +489,7 @@ pub async fn audit(State(state): State<AppState>, mut request: Request, next: Ne
     let entry = AuditWrite {
         partner_id: acting.partner_id,
         member_id: acting.member_id,
+        key_id: acting.key_id,
         action: &acting.action,
         target: &target,
         status: response.status().as_u16(),

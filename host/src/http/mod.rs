@@ -158,23 +158,53 @@ fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> axum::respo
     ApiError::internal(format!("handler panicked: {what}")).into_response()
 }
 
-/// A request path as logs may show it: message and payment refs are capabilities (`/content/{ref}` serves
-/// the message, `/pay/{ref}` the dev checkout, to whoever has it), so each `msg_…` and `pay_…` segment is
-/// cut to its prefix.
+/// The routes whose path carries a bearer capability: whoever has the path may act, with no other
+/// credential (a form link, a push acknowledgement, a message's content, the dev checkout, the app's links to
+/// a form and to a message). Logs and the audit log never show that segment (see [`loggable_path`]); a test
+/// checks that every documented route without a credential is here.
+pub const CAPABILITY_ROUTES: &[&str] = &[
+    "/api/v1/form-links/{token}",
+    "/api/v1/push/ack/{token}",
+    "/api/v1/content/{ref}",
+    "/pay/{ref}",
+    "/f/{token}",
+    "/m/{ref}",
+];
+
+/// A request path as logs may show it: the capability segment of a [`CAPABILITY_ROUTES`] path, and every
+/// message and payment ref (`msg_…`, `pay_…`: each is a capability wherever it appears, `/content/{ref}`
+/// serving the message and `/pay/{ref}` the dev checkout to whoever has it), cut to its prefix.
 pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
-    const CAPABILITIES: [&str; 2] = ["msg_", "pay_"];
-    if !CAPABILITIES.iter().any(|prefix| path.contains(prefix)) {
+    const REFS: [&str; 2] = ["msg_", "pay_"];
+    let segments: Vec<&str> = path.split('/').collect();
+    let capability = CAPABILITY_ROUTES.iter().map(|route| route.split('/').collect::<Vec<_>>()).find(|route| {
+        route.len() == segments.len()
+            && route.iter().zip(&segments).all(|(r, s)| (r.starts_with('{') && !s.is_empty()) || r == s)
+    });
+    if capability.is_none() && !REFS.iter().any(|prefix| path.contains(prefix)) {
         return std::borrow::Cow::Borrowed(path);
     }
-    let masked: Vec<&str> = path
-        .split('/')
-        .map(|segment| match CAPABILITIES.iter().find(|prefix| segment.starts_with(**prefix)) {
-            Some(&"msg_") => "msg_…",
-            Some(_) => "pay_…",
-            None => segment,
+    let masked: Vec<String> = segments
+        .iter()
+        .enumerate()
+        .map(|(i, segment)| {
+            let secret = capability.as_ref().is_some_and(|route| route[i].starts_with('{'))
+                || REFS.iter().any(|prefix| segment.starts_with(prefix));
+            match secret {
+                true => format!("{}…", ref_prefix(segment)),
+                false => segment.to_string(),
+            }
         })
         .collect();
     std::borrow::Cow::Owned(masked.join("/"))
+}
+
+/// The kind prefix of a ref (`msg_` of `msg_abc…`), if it has a short one; else nothing.
+fn ref_prefix(segment: &str) -> &str {
+    match segment.find('_') {
+        Some(i) if (1..=4).contains(&i) && segment[..i].bytes().all(|b| b.is_ascii_lowercase()) => &segment[..=i],
+        _ => "",
+    }
 }
 
 /// A JSON object body. Not JSON, not an object or the wrong content type → 400 `bad_request`; over the
@@ -371,10 +401,17 @@ pub struct List<T> {
 const PUBLIC_URL_PATTERN: &str = "^https://(?!localhost([:/?#]|$))(?![^/?#]*\\.localhost([:/?#]|$))(?!([^/?#]*\\.)?xn--)\
     ([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(:[1-9][0-9]{0,3})?([/?#][!-~]*)?$";
 
+/// What every URL field the host calls out to says of itself: the pattern is production's; a development
+/// host takes loopback URLs besides, which generated clients should not refuse.
+const PUBLIC_URL_DESCRIPTION: &str = "An https:// URL of a public host (it must resolve to public addresses \
+    only; 422 on the field otherwise). A development host (HUBBUB_DEV=1) also takes http:// and https:// URLs \
+    of a loopback host (localhost, 127.0.0.1, [::1]), which this pattern does not show.";
+
 /// A webhook URL that must be given.
 pub fn public_url_schema() -> utoipa::openapi::Object {
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::Type::String)
+        .description(Some(PUBLIC_URL_DESCRIPTION))
         .pattern(Some(PUBLIC_URL_PATTERN))
         .max_length(Some(crate::validate::MAX_URL))
         .build()
@@ -388,6 +425,7 @@ pub fn optional_public_url_schema() -> utoipa::openapi::Object {
             utoipa::openapi::Type::String,
             utoipa::openapi::Type::Null,
         ]))
+        .description(Some(format!("{PUBLIC_URL_DESCRIPTION} Null or empty: none.")))
         .pattern(Some(either))
         .max_length(Some(crate::validate::MAX_URL))
         .build()
@@ -496,6 +534,49 @@ mod tests {
         let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(json["error"]["code"], "internal");
         assert_eq!(json["error"]["message"], "internal error", "the panic's text stays in the log");
+    }
+
+    #[test]
+    fn logged_paths_never_carry_a_capability() {
+        // Every documented route that takes no credential has its path as the credential: each is in
+        // CAPABILITY_ROUTES, and a path of it is logged without its secret.
+        let doc = serde_json::to_value(super::documented().split_for_parts().1).unwrap();
+        let mut open = Vec::new();
+        for (path, operations) in doc["paths"].as_object().unwrap() {
+            for (method, operation) in operations.as_object().unwrap() {
+                let security = operation.get("security").and_then(|s| s.as_array());
+                let credential =
+                    security.is_some_and(|s| s.iter().any(|r| r.as_object().is_some_and(|r| !r.is_empty())));
+                if !credential && path.contains('{') && method != "parameters" {
+                    open.push(path.clone());
+                }
+            }
+        }
+        assert!(!open.is_empty());
+        for path in &open {
+            assert!(super::CAPABILITY_ROUTES.contains(&path.as_str()), "{path} takes no credential but is not masked");
+        }
+        for route in super::CAPABILITY_ROUTES {
+            let secret = "Zq7SECRETxYw4kR2";
+            let sample = route.split('/').map(|s| if s.starts_with('{') { secret } else { s }).collect::<Vec<_>>();
+            let logged = super::loggable_path(&sample.join("/")).to_string();
+            assert!(!logged.contains(secret) && logged.contains('…'), "{route}: {logged}");
+            let prefixed = sample.join("/").replace(secret, "msg_Zq7SECRETxYw4kR2");
+            assert!(super::loggable_path(&prefixed).ends_with("msg_…"), "{route}");
+        }
+        assert_eq!(super::loggable_path("/api/v1/form-links/Zq7SECRETxYw4kR2"), "/api/v1/form-links/…");
+        assert_eq!(super::loggable_path("/api/v1/push/ack/Zq7SECRET"), "/api/v1/push/ack/…");
+        assert_eq!(super::loggable_path("/f/Zq7SECRET"), "/f/…");
+        assert_eq!(super::loggable_path("/api/v1/form-links"), "/api/v1/form-links");
+        assert_eq!(super::loggable_path("/api/v1/templates/7/submit"), "/api/v1/templates/7/submit");
+    }
+
+    #[test]
+    fn url_fields_say_what_a_development_host_takes() {
+        for schema in [super::public_url_schema(), super::optional_public_url_schema()] {
+            let text = serde_json::to_value(&schema).unwrap()["description"].as_str().unwrap_or("").to_string();
+            assert!(text.contains("HUBBUB_DEV=1") && text.contains("127.0.0.1"), "{text}");
+        }
     }
 
     #[test]

@@ -140,7 +140,11 @@ const SCHEMES: &[(&str, &str, Option<&str>)] = &[
     ("partnerKey", "Partner API key `sk_…`", None),
     ("developerKey", "Developer key `sk_dev_…`", None),
     ("botToken", "Bot token `bot_<prefix>.<secret>`, scoped to its bot", None),
-    ("userJwt", "User JWT from OTP login", Some("JWT")),
+    (
+        "userJwt",
+        "User JWT from OTP login (HS256; claims `sub` = phone, `dev` = device uuid, `exp`, `iat`; `sub` and `exp` are required, and a token without `iat` counts as issued at the epoch)",
+        Some("JWT"),
+    ),
 ];
 
 #[derive(OpenApi)]

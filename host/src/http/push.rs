@@ -41,17 +41,32 @@ struct PushSettingsRecord {
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 struct DeviceParam {
-    /// The device, when the token names none.
+    /// The device, when the token names none (a token that names one uses its own).
     #[param(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
     device_uuid: Option<String>,
 }
 
-/// The device a request is for: its token's, else the one it names.
-fn device_of(user: &UserAuth, named: Option<&str>) -> Result<String, ApiError> {
-    match &user.device {
-        Some(device) => Ok(device.clone()),
-        None => Ok(crate::encryption::device_uuid(named, "device_uuid")?),
+/// The device a request reads or unsubscribes: its token's, else the one it names (a token that names no
+/// device, `hubbub user token`, acts for its phone: it may read or remove the subscription of one of the
+/// phone's devices); `None` when there is neither.
+fn device_of(user: &UserAuth, named: Option<&str>) -> Result<Option<String>, ApiError> {
+    match (&user.device, named.map(str::trim).filter(|d| !d.is_empty())) {
+        (Some(device), _) => Ok(Some(device.clone())),
+        (None, Some(named)) => Ok(Some(crate::encryption::device_uuid(Some(named), "device_uuid")?)),
+        (None, None) => Ok(None),
     }
+}
+
+/// The device a subscription is for: the token's. A token that names no device has none to subscribe, and
+/// may not name one: otherwise one token could hold a subscription for any number of made-up devices, each
+/// pushed on every message.
+fn subscribing_device(user: &UserAuth) -> Result<String, ApiError> {
+    user.device.clone().ok_or_else(|| {
+        ApiError::validation(
+            "device_uuid",
+            "this token names no device, so it may not subscribe one: sign in on the device (POST /auth/otp/verify)",
+        )
+    })
 }
 
 /// The host's public key, and whether this device is subscribed.
@@ -68,8 +83,10 @@ async fn push_settings(
     user: UserAuth,
     ApiQuery(query): ApiQuery<DeviceParam>,
 ) -> ApiResult<Json<PushSettingsRecord>> {
-    let device = device_of(&user, query.device_uuid.as_deref())?;
-    let subscribed = push::find(&state.db, &user.phone, &device).await?.is_some();
+    let subscribed = match device_of(&user, query.device_uuid.as_deref())? {
+        Some(device) => push::find(&state.db, &user.phone, &device).await?.is_some(),
+        None => false,
+    };
     Ok(Json(PushSettingsRecord { vapid_public_key: state.delivery.push.public_key(), subscribed }))
 }
 
@@ -85,8 +102,9 @@ struct Subscribe {
     expiration_time: Option<f64>,
     #[schema(required = true)]
     keys: Option<SubscriptionKeys>,
-    /// The device, when the token names none.
+    /// Ignored: the device is the token's (a token that names none cannot subscribe, 422).
     #[schema(pattern = "^[A-Za-z0-9._:-]{1,128}$")]
+    #[allow(dead_code)]
     device_uuid: Option<String>,
 }
 
@@ -110,6 +128,9 @@ struct SubscriptionRecord {
 }
 
 /// Subscribe this device to Web Push (replacing its earlier subscription).
+///
+/// The device is the token's: a token that names none (`hubbub user token`) cannot subscribe, nor name a
+/// device to (422). A person keeps at most 10 subscriptions: an 11th replaces their oldest.
 #[utoipa::path(
     post,
     path = "/me/push/subscriptions",
@@ -126,7 +147,7 @@ async fn subscribe(
     user: UserAuth,
     ApiJson(req): ApiJson<Subscribe>,
 ) -> ApiResult<(StatusCode, Json<SubscriptionRecord>)> {
-    let device = device_of(&user, req.device_uuid.as_deref())?;
+    let device = subscribing_device(&user)?;
     let endpoint = req.endpoint.as_deref().map(str::trim).unwrap_or_default();
     if endpoint.is_empty() {
         return Err(ApiError::validation("endpoint", "endpoint is required"));
@@ -176,8 +197,9 @@ async fn unsubscribe(
     user: UserAuth,
     ApiQuery(query): ApiQuery<DeviceParam>,
 ) -> ApiResult<StatusCode> {
-    let device = device_of(&user, query.device_uuid.as_deref())?;
-    push::unsubscribe(&state.db, &user.phone, &device).await?;
+    if let Some(device) = device_of(&user, query.device_uuid.as_deref())? {
+        push::unsubscribe(&state.db, &user.phone, &device).await?;
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 

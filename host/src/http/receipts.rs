@@ -7,7 +7,9 @@
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::DefaultBodyLimit;
 use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, Uri, header};
 use axum::response::IntoResponse;
 use serde::{Deserialize, Serialize};
@@ -22,6 +24,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::inbound;
 use crate::names::Channel;
 use crate::secrets::constant_time_eq;
+use crate::senders::Ours;
 use crate::state::AppState;
 use crate::store::opt_outs;
 use crate::store::senders;
@@ -31,14 +34,28 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(twilio_status))
         .routes(routes!(twilio_inbound))
         .routes(routes!(whatsapp_statuses, whatsapp_subscribe))
+        .layer(DefaultBodyLimit::max(PROVIDER_BODY_LIMIT))
 }
 
+/// A provider webhook's body: past [`PROVIDER_BODY_LIMIT`], `413` in the contract's shape.
+fn provider_body(body: Result<Bytes, BytesRejection>) -> ApiResult<Bytes> {
+    body.map_err(|rejection| match rejection.status() {
+        axum::http::StatusCode::PAYLOAD_TOO_LARGE => ApiError::payload_too_large(),
+        _ => ApiError::bad_request(rejection.body_text()),
+    })
+}
+
+/// The largest body a provider's webhook may have (1 MiB): Twilio's forms are a few KiB, and Meta's
+/// notifications, batched, well under it. Anything larger is refused (413) before it is read whole.
+pub const PROVIDER_BODY_LIMIT: usize = 1 << 20;
+
 /// The pairs of a Twilio webhook whose `X-Twilio-Signature` (HMAC-SHA1 with the auth token over `url`, the
-/// query Twilio called it with, and the sorted pairs) matches, and the partner's own sender it concerns: the
-/// webhook of a partner's own Twilio account (its `AccountSid`) is checked with that account's auth token,
-/// any other with the host's. 404 when neither is configured, 401 when the signature does not match.
-/// `ours`: the pair naming our number (`To` for an inbound message, `From` for a status); answered with the
-/// pairs, our sender it concerns as opt-outs are kept (the partner's own, or the host's for that number).
+/// query Twilio called it with, and the sorted pairs) matches, and our sender its signature speaks for: the
+/// webhook of a partner's own Twilio account (its `AccountSid`) is checked with that account's auth token and
+/// speaks for that partner's sender only, any other with the host's, for the host's sender (or a partner's
+/// own number in the host's account). 404 when neither
+/// is configured, 401 when the signature does not match. `ours`: the pair naming our number (`To` for an
+/// inbound message, `From` for a status).
 async fn twilio_signed(
     state: &AppState,
     url: String,
@@ -46,12 +63,18 @@ async fn twilio_signed(
     uri: &Uri,
     headers: &HeaderMap,
     body: &[u8],
-) -> ApiResult<(Vec<(String, String)>, String)> {
+) -> ApiResult<(Vec<(String, String)>, Ours)> {
+    let presented = header(headers, "x-twilio-signature")
+        .filter(|s| s.trim().len() == 28)
+        .ok_or_else(|| ApiError::unauthorized("X-Twilio-Signature is missing or malformed"))?;
     let params: Vec<(String, String)> =
-        serde_urlencoded::from_bytes(body).map_err(|_| ApiError::bad_request("body must be form-encoded"))?;
+        serde_urlencoded::from_bytes(body).map_err(|_| ApiError::unauthorized("X-Twilio-Signature does not match"))?;
     let account = receipts::twilio_param(&params, "AccountSid").map(str::trim).unwrap_or("");
     let number = receipts::twilio_param(&params, ours).map(str::trim).unwrap_or("");
-    let mut own = match account.is_empty() {
+    let host = state.config.twilio_auth_token.as_deref().filter(|t| !t.is_empty());
+    let host_account = state.config.twilio_account_sid.as_deref().map(str::trim).unwrap_or("");
+    // The host's own account, or a webhook naming no account: the host's token.
+    let mut own = match account.is_empty() || account == host_account {
         true => Vec::new(),
         false => senders::by_twilio_account(&state.db, account).await?,
     };
@@ -59,7 +82,6 @@ async fn twilio_signed(
         Some(i) => Some(own.swap_remove(i)),
         None => own.into_iter().next(),
     };
-    let host = state.config.twilio_auth_token.as_deref().filter(|t| !t.is_empty());
     let token = match &sender {
         Some(sender) => sender.token.as_str(),
         None => host.ok_or_else(|| ApiError::not_found("Twilio provider"))?,
@@ -69,14 +91,18 @@ async fn twilio_signed(
         None => url,
     };
     let expected = receipts::twilio_signature(token, &url, &params);
-    if !receipts::signature_matches(header(headers, "x-twilio-signature"), &expected) {
+    if !receipts::signature_matches(Some(presented), &expected) {
         return Err(ApiError::unauthorized("X-Twilio-Signature does not match"));
     }
-    let sender = match sender {
-        Some(own) => own.address,
-        None => state.delivery.sms_sender(number),
+    let ours = match sender {
+        Some(own) => Ours::own(&own),
+        // The host's account speaks for its numbers, one of which may be a partner's own (bought for it).
+        None => match senders::by_address(&state.db, Channel::Sms, number).await? {
+            Some(own) if !host_account.is_empty() && own.account == host_account => Ours::own(&own),
+            _ => Ours::host(state.delivery.sms_sender(number)),
+        },
     };
-    Ok((params, sender))
+    Ok((params, ours))
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -119,19 +145,20 @@ async fn twilio_status(
     State(state): State<AppState>,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Json<TwilioApplied>> {
+    let body = provider_body(body)?;
     let url = crate::providers::twilio_status_url(&state.config);
-    let (params, sender) = twilio_signed(&state, url, "From", &uri, &headers, &body).await?;
+    let (params, ours) = twilio_signed(&state, url, "From", &uri, &headers, &body).await?;
     let sid = receipts::twilio_param(&params, "MessageSid").filter(|s| !s.is_empty());
     let sid = sid.ok_or_else(|| ApiError::validation("MessageSid", "MessageSid is required"))?;
     let applied = match receipts::twilio_receipt(&params) {
-        Some(receipt) => receipts::apply(&state.delivery, Channel::Sms, sid, receipt).await?,
+        Some(receipt) => receipts::apply(&state.delivery, Channel::Sms, sid, receipt, &ours).await?,
         None => false,
     };
     // Twilio refused to send to a phone that opted out with it (error 21610): we know it now too.
     if let Some(phone) = receipts::twilio_opt_out(&params) {
-        receipts::opt_out(&state.delivery, &phone, Channel::Sms, &sender, "twilio 21610").await?;
+        receipts::opt_out(&state.delivery, &phone, Channel::Sms, &ours, "twilio 21610").await?;
     }
     Ok(Json(TwilioApplied { applied }))
 }
@@ -176,11 +203,12 @@ async fn twilio_inbound(
     State(state): State<AppState>,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<impl IntoResponse> {
+    let body = provider_body(body)?;
     let url = crate::providers::twilio_inbound_url(&state.config);
-    let (params, sender) = twilio_signed(&state, url, "To", &uri, &headers, &body).await?;
-    let message = inbound::from_twilio(&sender, &params, state.now()).map_err(|message| {
+    let (params, ours) = twilio_signed(&state, url, "To", &uri, &headers, &body).await?;
+    let message = inbound::from_twilio(&ours, &params, state.now()).map_err(|message| {
         let field = message.split_whitespace().next().unwrap_or("body").to_string();
         ApiError::validation(field, message)
     })?;
@@ -220,62 +248,93 @@ struct WhatsappApplied {
 async fn whatsapp_statuses(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Json<WhatsappApplied>> {
-    let payload: Value =
-        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("body is not valid JSON: {e}")))?;
-    let ours = whatsapp_signed(&state, &headers, &body, &payload).await?;
+    let body = provider_body(body)?;
+    let (ours, payload) = whatsapp_signed(&state, &headers, &body).await?;
     let mut applied = 0;
-    for (id, receipt) in receipts::whatsapp_receipts(&payload) {
-        applied += receipts::apply(&state.delivery, Channel::Whatsapp, &id, receipt).await? as i64;
+    for (id, receipt, our) in receipts::whatsapp_receipts(&ours, &payload) {
+        applied += receipts::apply(&state.delivery, Channel::Whatsapp, &id, receipt, &our).await? as i64;
     }
-    for (phone, sender) in receipts::whatsapp_blocks(&ours, &payload) {
-        receipts::opt_out(&state.delivery, &phone, Channel::Whatsapp, &sender, opt_outs::MARKETING).await?;
+    for (phone, our) in receipts::whatsapp_blocks(&ours, &payload) {
+        receipts::opt_out(&state.delivery, &phone, Channel::Whatsapp, &our, opt_outs::MARKETING).await?;
     }
     let inbound =
         inbound::receive(&state.delivery, &inbound::from_whatsapp(&ours, &payload, state.now())).await? as i64;
+    // Templates are submitted under the host's business account: only its own signature decides them.
     let mut templates = 0;
-    for (id, status, reason) in meta_review::template_updates(&payload) {
-        templates += meta_review::apply(&state.delivery, &id, &status, reason.as_deref()).await? as i64;
+    if ours.iter().any(|our| our.partner_id.is_none()) {
+        for (id, status, reason) in meta_review::template_updates(&payload) {
+            templates += meta_review::apply(&state.delivery, &id, &status, reason.as_deref()).await? as i64;
+        }
     }
     Ok(Json(WhatsappApplied { applied, inbound, templates }))
 }
 
-/// Checks a WhatsApp Cloud API webhook's `X-Hub-Signature-256` with the app secret of the numbers it is
-/// about: a partner's own numbers (one Meta app, one secret), else the host's; answers the numbers it may
-/// speak for. 404 when no secret applies, 401 when the signature does not match.
-async fn whatsapp_signed(
-    state: &AppState,
-    headers: &HeaderMap,
-    body: &[u8],
-    payload: &Value,
-) -> ApiResult<Vec<String>> {
+/// The distinct numbers one notification signed by a partner's app may name (Meta names one): they are
+/// looked up before the signature can be checked.
+const NUMBERS_PER_NOTIFICATION: usize = 16;
+
+/// Checks a WhatsApp Cloud API webhook's `X-Hub-Signature-256` and answers the numbers it speaks for, with
+/// the body as JSON. What costs nothing comes first: a signature that is missing or not `sha256=` and 64 hex
+/// digits is 401 at once, and one made with the host's app secret speaks for the host's number (and the
+/// partners' own numbers of the host's app) before the body is read; otherwise the body must be JSON naming
+/// at most [`NUMBERS_PER_NOTIFICATION`] numbers, and those that are partners' own (one Meta app, one secret)
+/// give the secret it is checked with. 404 when no secret applies, 401 when the signature does not match.
+async fn whatsapp_signed(state: &AppState, headers: &HeaderMap, body: &[u8]) -> ApiResult<(Vec<Ours>, Value)> {
+    let mismatch = || ApiError::unauthorized("X-Hub-Signature-256 does not match");
+    let presented = header(headers, "x-hub-signature-256")
+        .map(str::trim)
+        .filter(|s| {
+            s.strip_prefix("sha256=").is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        })
+        .ok_or_else(|| ApiError::unauthorized("X-Hub-Signature-256 is missing or not sha256=<64 hex digits>"))?;
+    let host = state.config.whatsapp_app_secret.as_deref().filter(|t| !t.is_empty());
+    let by_host = host
+        .is_some_and(|secret| receipts::signature_matches(Some(presented), &receipts::meta_signature(secret, body)));
+    let payload = || -> ApiResult<Value> {
+        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("body is not valid JSON: {e}")))
+    };
+    if by_host {
+        let payload = payload()?;
+        let mut ours = vec![Ours::host(state.delivery.sender(Channel::Whatsapp))];
+        // A partner whose app is the host's own: its number is spoken for too.
+        for number in receipts::whatsapp_numbers(&payload, NUMBERS_PER_NOTIFICATION).unwrap_or_default() {
+            if let Some(own) = senders::by_address(&state.db, Channel::Whatsapp, &number).await?
+                && own.app_secret.as_deref() == host
+            {
+                ours.push(Ours::own(&own));
+            }
+        }
+        return Ok((ours, payload));
+    }
+    // Not the host's signature: only a partner's own app may have made it, and the body names the numbers.
+    let payload = payload().map_err(|_| mismatch())?;
+    let numbers = receipts::whatsapp_numbers(&payload, NUMBERS_PER_NOTIFICATION).ok_or_else(|| {
+        ApiError::unauthorized(format!(
+            "a notification not signed by this host's app names at most {NUMBERS_PER_NOTIFICATION} numbers"
+        ))
+    })?;
     let mut own = Vec::new();
-    for number in receipts::whatsapp_numbers(payload) {
+    for number in numbers {
         if let Some(sender) = senders::by_address(&state.db, Channel::Whatsapp, &number).await? {
             own.push(sender);
         }
     }
-    let host = state.config.whatsapp_app_secret.as_deref().filter(|t| !t.is_empty());
-    let (secret, mut ours) = match own.first() {
-        None => (host.map(str::to_string), vec![state.delivery.sender(Channel::Whatsapp)]),
-        Some(first) => {
-            if own.iter().any(|s| s.app_secret != first.app_secret) {
-                return Err(ApiError::unauthorized("the numbers of this notification belong to different Meta apps"));
-            }
-            (first.app_secret.clone(), own.iter().map(|s| s.address.clone()).collect())
-        }
+    let Some(first) = own.first() else {
+        return Err(match host {
+            Some(_) => mismatch(),
+            None => ApiError::not_found("WhatsApp app secret"),
+        });
     };
-    let secret = secret.ok_or_else(|| ApiError::not_found("WhatsApp app secret"))?;
-    let expected = receipts::meta_signature(&secret, body);
-    if !receipts::signature_matches(header(headers, "x-hub-signature-256"), &expected) {
-        return Err(ApiError::unauthorized("X-Hub-Signature-256 does not match"));
+    if own.iter().any(|s| s.app_secret != first.app_secret) {
+        return Err(ApiError::unauthorized("the numbers of this notification belong to different Meta apps"));
     }
-    // A partner whose app is the host's own: the host's number is in it too.
-    if !own.is_empty() && host == Some(secret.as_str()) {
-        ours.push(state.delivery.sender(Channel::Whatsapp));
+    let secret = first.app_secret.as_deref().ok_or_else(mismatch)?;
+    if !receipts::signature_matches(Some(presented), &receipts::meta_signature(secret, body)) {
+        return Err(mismatch());
     }
-    Ok(ours)
+    Ok((own.iter().map(Ours::own).collect(), payload))
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiJson, E404, E409, E422, List};
+use super::{ApiJson, E404, E409, E422, E502, List};
 use crate::auth::PartnerAuth;
 use crate::clock::record_time;
 use crate::http::error::{ApiError, ApiResult};
@@ -110,7 +110,9 @@ struct SetSms {
 ///
 /// Its users' WhatsApp messages go from it, messages people send to it are this partner's, and the
 /// webhooks about it are checked with its app secret: subscribe the host's webhook URL for it
-/// (docs/providers.md). 409 when another partner has that number.
+/// (docs/providers.md). The number must be in the business account, as Meta shows it to the token
+/// (`GET /{business_account_id}/phone_numbers`), and may not be the host's shared number or business
+/// account (422); 409 when another partner has that number; 502 when Meta cannot be asked now.
 #[utoipa::path(
     put,
     path = "/settings/senders/whatsapp",
@@ -121,6 +123,7 @@ struct SetSms {
         (status = 200, description = "The sender", body = SenderRecord),
         (status = 409, response = E409),
         (status = 422, response = E422),
+        (status = 502, response = E502),
     )
 )]
 async fn set_whatsapp_sender(
@@ -142,7 +145,9 @@ async fn set_whatsapp_sender(
 ///
 /// Its users' SMS go from it with its account, messages people send to it are this partner's, and its
 /// account's webhooks are checked with its auth token: point the number's incoming messages at the host's
-/// URL (docs/providers.md). 409 when another partner has that sender.
+/// URL (docs/providers.md). The number must be one of the account's (or the messaging service the account's),
+/// as Twilio shows it to the credentials, and may not be the host's shared sender or account (422); 409 when
+/// another partner has that sender; 502 when Twilio cannot be asked now.
 #[utoipa::path(
     put,
     path = "/settings/senders/sms",
@@ -153,6 +158,7 @@ async fn set_whatsapp_sender(
         (status = 200, description = "The sender", body = SenderRecord),
         (status = 409, response = E409),
         (status = 422, response = E422),
+        (status = 502, response = E502),
     )
 )]
 async fn set_sms_sender(
@@ -165,17 +171,9 @@ async fn set_sms_sender(
     set(&state, partner.id, Channel::Sms, &fields).await
 }
 
-/// Checks and keeps a partner's own sender.
+/// Checks and keeps a partner's own sender (`Delivery::set_own_sender`).
 async fn set(state: &AppState, partner_id: i64, channel: Channel, fields: &Fields) -> ApiResult<Json<SenderRecord>> {
-    let sender = crate::senders::check(partner_id, channel, fields, state.now())?;
-    if !senders::set(&state.db, &sender, state.now()).await? {
-        return Err(ApiError::conflict(format!(
-            "another partner has {} as its {} sender",
-            sender.address,
-            channel.as_str()
-        )));
-    }
-    state.delivery.forget_senders(partner_id);
+    let sender = state.delivery.set_own_sender(partner_id, channel, fields).await?;
     Ok(Json(SenderRecord::from(&sender)))
 }
 

@@ -34,6 +34,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::abuse::ClientIp;
 use super::conversations::ConversationRecord;
 use super::messages::MessageRecord;
 use super::streams::{Handed, StreamSlot, Wakes, Watch};
@@ -123,14 +124,27 @@ struct StreamQuery {
 )]
 async fn event_stream(
     State(state): State<AppState>,
+    ClientIp(client): ClientIp,
     headers: HeaderMap,
     ApiQuery(query): ApiQuery<StreamQuery>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let refused = || ApiError::unauthorized("open the stream with a fresh ticket from POST /api/v1/me/events/ticket");
-    let ticket =
-        query.ticket.as_deref().map(str::trim).filter(|t| !t.is_empty() && t.len() <= 128).ok_or_else(refused)?;
     let now = state.now();
-    let ticket = user_events::redeem_ticket(&state.db, &digest(ticket), now).await?.ok_or_else(refused)?;
+    state.code_limits.check_ticket_misses(client, now)?;
+    // A ticket not of our making, one used or lapsed, costs a read at most, never a write.
+    let hash = query.ticket.as_deref().map(str::trim).filter(|t| well_formed_ticket(t)).map(digest);
+    let usable = match &hash {
+        Some(hash) => user_events::ticket_usable(&state.db, hash, now).await?,
+        None => false,
+    };
+    let redeemed = match hash.filter(|_| usable) {
+        Some(hash) => user_events::redeem_ticket(&state.db, &hash, now).await?,
+        None => None,
+    };
+    let Some(ticket) = redeemed else {
+        state.code_limits.ticket_missed(client, now);
+        return Err(refused());
+    };
     if signed_out(&state, &ticket).await? {
         return Err(ApiError::unauthorized("this token was signed out or has expired: sign in again"));
     }
@@ -140,6 +154,11 @@ async fn event_stream(
     state.presence.touch(&ticket.phone, now).await?;
     tracing::debug!(phone_suffix = %suffix(&ticket.phone), after = follow.after, reset, "event stream opened");
     Ok(sse(&state, Tail::new(follow, reset, slot, Live { state: state.clone(), ticket })))
+}
+
+/// Whether `ticket` is of the shape [`stream_ticket`] makes (`evt_` and 32 letters or digits).
+fn well_formed_ticket(ticket: &str) -> bool {
+    ticket.strip_prefix("evt_").is_some_and(|rest| rest.len() == 32 && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
 /// The last event id a reconnecting client has: the `Last-Event-ID` header, or `?last_event_id=`.

@@ -296,20 +296,26 @@ pub struct ReceiptTarget {
     pub kind: AttemptKind,
 }
 
+/// The attempt with the provider's id `provider_ref` on `channel` (the latest, should a provider reuse one);
+/// with `partner`, only an attempt of that partner's messages (what a partner's own signed webhook may speak
+/// of).
 pub async fn find_by_provider_ref(
     db: &Db,
     channel: &str,
     provider_ref: &str,
+    partner: Option<i64>,
 ) -> Result<Option<ReceiptTarget>, sqlx::Error> {
     use sqlx::Row;
-    let row = sqlx::query(
-        "SELECT id, message_id, kind FROM delivery_attempts WHERE channel = $1 AND provider_ref = $2 \
-         ORDER BY id DESC LIMIT 1",
-    )
-    .bind(channel)
-    .bind(provider_ref)
-    .fetch_optional(db.reader())
-    .await?;
+    const ANY: &str = "SELECT a.id, a.message_id, a.kind FROM delivery_attempts a \
+         WHERE a.channel = $1 AND a.provider_ref = $2 ORDER BY a.id DESC LIMIT 1";
+    const PARTNERS: &str = "SELECT a.id, a.message_id, a.kind FROM delivery_attempts a \
+         JOIN messages m ON m.id = a.message_id \
+         WHERE a.channel = $1 AND a.provider_ref = $2 AND m.partner_id = $3 ORDER BY a.id DESC LIMIT 1";
+    let query = match partner {
+        None => sqlx::query(ANY).bind(channel).bind(provider_ref),
+        Some(partner_id) => sqlx::query(PARTNERS).bind(channel).bind(provider_ref).bind(partner_id),
+    };
+    let row = query.fetch_optional(db.reader()).await?;
     row.map(|r| {
         Ok(ReceiptTarget {
             attempt_id: r.try_get("id")?,

@@ -266,6 +266,17 @@ pub async fn save_progress_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, step: &
     Ok(())
 }
 
+/// Keeps the screen a `webhook`-mode bot shows (its state is its own: only the screen, against which a
+/// submission is checked).
+pub async fn show_screen(db: &Db, id: i64, screen: &Value) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE flow_sessions SET screen = $1 WHERE id = $2 AND state <> 'completed'")
+        .bind(screen.to_string())
+        .bind(id)
+        .execute(db.writer())
+        .await?;
+    Ok(())
+}
+
 /// The group commit of bot steps' progress (see `store::writer`): concurrent steps share a transaction.
 pub fn progress_writer(db: Db) -> super::writer::GroupCommit<Step, ()> {
     super::writer::GroupCommit::spawn(db, 256, |tx, step| Box::pin(save_progress_in(tx, step)))

@@ -21,6 +21,9 @@ pub struct NewInbound {
     pub user_id: Option<String>,
     /// Which of our senders received it (our number, messaging service or WhatsApp phone number id).
     pub sender: String,
+    /// The account of that sender whose signature vouched for it: empty for the host's own, else a partner's
+    /// own sender's (`store::senders`).
+    pub account: String,
     /// Its text, if it has one (a reply button's title, a list row's title).
     pub body: Option<String>,
     /// The message as the provider described it (media, location, the choice made …).
@@ -38,6 +41,8 @@ pub struct Inbound {
     pub provider_ref: String,
     pub phone: String,
     pub sender: String,
+    /// As [`NewInbound::account`].
+    pub account: String,
     pub body: Option<String>,
     pub content: Value,
     pub context_ref: Option<String>,
@@ -46,8 +51,8 @@ pub struct Inbound {
     pub received_at: Millis,
 }
 
-const COLUMNS: &str = "SELECT id, channel, provider_ref, phone, sender, body, content, context_ref, state, message_id, \
-    received_at FROM inbound_messages ";
+const COLUMNS: &str = "SELECT id, channel, provider_ref, phone, sender, account, body, content, context_ref, state, \
+    message_id, received_at FROM inbound_messages ";
 
 fn from_row(row: &AnyRow) -> Result<Inbound, sqlx::Error> {
     let content: String = row.try_get("content")?;
@@ -57,6 +62,7 @@ fn from_row(row: &AnyRow) -> Result<Inbound, sqlx::Error> {
         provider_ref: row.try_get("provider_ref")?,
         phone: row.try_get("phone")?,
         sender: row.try_get("sender")?,
+        account: row.try_get("account")?,
         body: row.try_get("body")?,
         content: serde_json::from_str(&content).unwrap_or(Value::Null),
         context_ref: row.try_get("context_ref")?,
@@ -70,7 +76,7 @@ fn from_row(row: &AnyRow) -> Result<Inbound, sqlx::Error> {
 pub async fn record_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, m: &NewInbound) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(
         "INSERT INTO inbound_messages (channel, provider_ref, phone, sender, body, content, context_ref, state, \
-         received_at, user_id) VALUES ($1, $2, $3, $4, $5, $6, $7, 'received', $8, $9) \
+         received_at, user_id, account) VALUES ($1, $2, $3, $4, $5, $6, $7, 'received', $8, $9, $10) \
          ON CONFLICT (channel, provider_ref) DO NOTHING",
     )
     .bind(m.channel.as_str())
@@ -82,6 +88,7 @@ pub async fn record_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, m: &NewInbound
     .bind(&m.context_ref)
     .bind(m.received_at)
     .bind(&m.user_id)
+    .bind(&m.account)
     .execute(&mut **tx)
     .await?;
     Ok(done.rows_affected() == 1)

@@ -199,7 +199,8 @@ async fn find_in(
         .transpose()
 }
 
-/// Gives a member another role (and a name, when given); never takes the last owner's.
+/// Gives a member another role (and a name, when given), and the keys they made with it; never takes the
+/// last owner's.
 pub async fn update(
     db: &Db,
     partner_id: i64,
@@ -221,6 +222,12 @@ pub async fn update(
             .bind(member_id)
             .execute(&mut *tx)
             .await?;
+        // The keys they made act with their role, from now on.
+        sqlx::query("UPDATE partner_keys SET role = $1 WHERE created_by = $2")
+            .bind(role.as_str())
+            .bind(member_id)
+            .execute(&mut *tx)
+            .await?;
     }
     if let Some(name) = name {
         sqlx::query("UPDATE members SET name = $1 WHERE id = $2").bind(name).bind(member_id).execute(&mut *tx).await?;
@@ -230,8 +237,9 @@ pub async fn update(
     Ok(Changed::Done(member))
 }
 
-/// Removes a member, ends their sessions, forgets their passkeys and unpublishes the agent devices of their
-/// browsers (their audit entries stay, naming them by id); never the last owner.
+/// Removes a member, ends their sessions, revokes the API keys they made, forgets their passkeys and
+/// unpublishes the agent devices of their browsers (their audit entries stay, naming them by id); never the
+/// last owner.
 pub async fn remove(db: &Db, partner_id: i64, member_id: i64, now: Millis) -> Result<Changed, sqlx::Error> {
     let mut tx = db.begin().await?;
     let Some(member) = find_in(&mut tx, partner_id, member_id).await? else { return Ok(Changed::NotFound) };
@@ -239,6 +247,12 @@ pub async fn remove(db: &Db, partner_id: i64, member_id: i64, now: Millis) -> Re
         return Ok(Changed::LastOwner);
     }
     end_sessions_in(&mut tx, member_id, now).await?;
+    // The API keys they made stop working with them (a key acts for its member).
+    sqlx::query("UPDATE partner_keys SET revoked_at = $1 WHERE created_by = $2 AND revoked_at IS NULL")
+        .bind(now)
+        .bind(member_id)
+        .execute(&mut *tx)
+        .await?;
     // The member's row goes; what pointed at it keeps its history without the link (the schema's foreign keys
     // have no ON DELETE rule, and SQLite cannot add one without rebuilding each table).
     for unlink in [
@@ -370,6 +384,9 @@ pub struct AuditEntry {
     pub id: i64,
     pub member_id: Option<i64>,
     pub phone: Option<String>,
+    /// The API key the call was made with (none: a member's session), and its prefix.
+    pub key_id: Option<i64>,
+    pub key_prefix: Option<String>,
     pub action: String,
     pub target: String,
     pub status: i64,
@@ -377,10 +394,12 @@ pub struct AuditEntry {
     pub at: Millis,
 }
 
-/// What a member changed: `action` is the route (`POST /api/v1/bots/{code}/token`), `target` the path.
+/// What a member changed, or tried to (with their session, or with an API key: `key_id`, and the member who
+/// made it, if any): `action` is the route (`POST /api/v1/bots/{code}/token`), `target` the path.
 pub struct AuditWrite<'a> {
     pub partner_id: i64,
-    pub member_id: i64,
+    pub member_id: Option<i64>,
+    pub key_id: Option<i64>,
     pub action: &'a str,
     pub target: &'a str,
     pub status: u16,
@@ -390,11 +409,12 @@ pub struct AuditWrite<'a> {
 
 pub async fn audit(db: &Db, e: AuditWrite<'_>) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO audit_log (partner_id, member_id, action, target, status, address, at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO audit_log (partner_id, member_id, key_id, action, target, status, address, at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(e.partner_id)
     .bind(e.member_id)
+    .bind(e.key_id)
     .bind(e.action)
     .bind(e.target)
     .bind(e.status as i64)
@@ -413,8 +433,9 @@ pub async fn audit_log(
     limit: i64,
 ) -> Result<Vec<AuditEntry>, sqlx::Error> {
     let rows = sqlx::query(
-        "SELECT a.id, a.member_id, m.phone, a.action, a.target, a.status, a.address, a.at \
-         FROM audit_log a LEFT JOIN members m ON m.id = a.member_id \
+        "SELECT a.id, COALESCE(a.member_id, k.created_by) AS member_id, m.phone, a.key_id, k.key_prefix, a.action, \
+         a.target, a.status, a.address, a.at FROM audit_log a LEFT JOIN partner_keys k ON k.id = a.key_id \
+         LEFT JOIN members m ON m.id = COALESCE(a.member_id, k.created_by) \
          WHERE a.partner_id = $1 AND a.id < $2 ORDER BY a.id DESC LIMIT $3",
     )
     .bind(partner_id)
@@ -428,6 +449,8 @@ pub async fn audit_log(
                 id: r.try_get("id")?,
                 member_id: r.try_get("member_id")?,
                 phone: r.try_get("phone")?,
+                key_id: r.try_get("key_id")?,
+                key_prefix: r.try_get("key_prefix")?,
                 action: r.try_get("action")?,
                 target: r.try_get("target")?,
                 status: r.try_get("status")?,

@@ -77,6 +77,27 @@ pub async fn insert_code(
     tx.commit().await
 }
 
+/// When the latest active code of `phone` for `purpose` issued with a payload other than `payload` lapses,
+/// if there is one.
+pub async fn other_pending(
+    db: &Db,
+    phone: &str,
+    purpose: &str,
+    payload: &str,
+    now: Millis,
+) -> Result<Option<Millis>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT MAX(expires_at) FROM otp_codes WHERE phone = $1 AND purpose = $2 AND state = 'active' \
+         AND expires_at > $3 AND payload IS NOT NULL AND payload <> $4",
+    )
+    .bind(phone)
+    .bind(purpose)
+    .bind(now)
+    .bind(payload)
+    .fetch_one(db.reader())
+    .await
+}
+
 /// A code that matched: what was issued with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsedCode {

@@ -5,8 +5,9 @@
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Db, is_unique_violation};
+use super::{Db, decode_name, is_unique_violation};
 use crate::clock::Millis;
+use crate::names::MemberRole;
 
 #[derive(Debug, Clone)]
 pub struct Partner {
@@ -65,7 +66,7 @@ pub async fn insert_partner(
         Err(e) if is_unique_violation(&e) => return Err(CreatePartnerError::Duplicate(code.to_string())),
         Err(e) => return Err(e.into()),
     };
-    insert_key_in(&mut tx, partner.id, "default", key_hash, key_prefix, now).await?;
+    insert_key_in(&mut tx, partner.id, "default", key_hash, key_prefix, KeyMaker::OPERATOR, now).await?;
     tx.commit().await?;
     Ok(partner)
 }
@@ -93,23 +94,37 @@ pub async fn replace_key(
         .bind(id)
         .execute(&mut *tx)
         .await?;
-    insert_key_in(&mut tx, id, "rotated", key_hash, key_prefix, now).await?;
+    insert_key_in(&mut tx, id, "rotated", key_hash, key_prefix, KeyMaker::OPERATOR, now).await?;
     tx.commit().await?;
     Ok(true)
 }
 
-/// The partner whose (unrevoked) key has this digest, with the key's id and the stored digest for a
+/// A working API key as a request presents it: which key, the role it acts with, and the member who made
+/// it (none: the command line, or a key of the time before roles — an owner's).
+#[derive(Debug, Clone)]
+pub struct KeyAuth {
+    pub id: i64,
+    pub role: MemberRole,
+    pub created_by: Option<i64>,
+}
+
+/// The partner whose (unrevoked) key has this digest, with the key and the stored digest for a
 /// constant-time re-check.
-pub async fn find_by_key_hash(db: &Db, key_hash: &str) -> Result<Option<(Partner, i64, String)>, sqlx::Error> {
+pub async fn find_by_key_hash(db: &Db, key_hash: &str) -> Result<Option<(Partner, KeyAuth, String)>, sqlx::Error> {
     let row = sqlx::query(
-        "SELECT p.id, p.code, p.name, p.is_platform, p.webhook_url, k.id AS key_id, k.key_hash \
+        "SELECT p.id, p.code, p.name, p.is_platform, p.webhook_url, k.id AS key_id, k.key_hash, k.role, k.created_by \
          FROM partner_keys k JOIN partners p ON p.id = k.partner_id \
          WHERE k.key_hash = $1 AND k.revoked_at IS NULL",
     )
     .bind(key_hash)
     .fetch_optional(db.reader())
     .await?;
-    row.map(|r| Ok((from_row(&r)?, r.try_get("key_id")?, r.try_get("key_hash")?))).transpose()
+    row.map(|r| {
+        let key =
+            KeyAuth { id: r.try_get("key_id")?, role: decode_name(&r, "role")?, created_by: r.try_get("created_by")? };
+        Ok((from_row(&r)?, key, r.try_get("key_hash")?))
+    })
+    .transpose()
 }
 
 /// One of a partner's API keys, as it is listed (never the key itself).
@@ -118,22 +133,41 @@ pub struct PartnerKey {
     pub id: i64,
     pub name: String,
     pub prefix: String,
+    /// What it may do: the role of the member who made it.
+    pub role: MemberRole,
+    /// The member who made it (none: the command line, or made before roles; or the member was removed,
+    /// and the key revoked with them).
+    pub created_by: Option<i64>,
     pub created_at: Millis,
     pub last_used_at: Option<Millis>,
     pub revoked_at: Option<Millis>,
 }
 
-const KEY_COLUMNS: &str = "id, name, key_prefix, created_at, last_used_at, revoked_at";
+const KEY_COLUMNS: &str = "id, name, key_prefix, role, created_by, created_at, last_used_at, revoked_at";
 
 fn key_from_row(row: &AnyRow) -> Result<PartnerKey, sqlx::Error> {
     Ok(PartnerKey {
         id: row.try_get("id")?,
         name: row.try_get("name")?,
         prefix: row.try_get("key_prefix")?,
+        role: decode_name(row, "role")?,
+        created_by: row.try_get("created_by")?,
         created_at: row.try_get("created_at")?,
         last_used_at: row.try_get("last_used_at")?,
         revoked_at: row.try_get("revoked_at")?,
     })
+}
+
+/// Who makes a key: the role it gets and the member behind it (none: the command line, an owner's).
+#[derive(Debug, Clone, Copy)]
+pub struct KeyMaker {
+    pub role: MemberRole,
+    pub member_id: Option<i64>,
+}
+
+impl KeyMaker {
+    /// The command line, or the partner's own first key: an owner's.
+    pub const OPERATOR: KeyMaker = KeyMaker { role: MemberRole::Owner, member_id: None };
 }
 
 async fn insert_key_in(
@@ -142,11 +176,12 @@ async fn insert_key_in(
     name: &str,
     key_hash: &str,
     key_prefix: &str,
+    maker: KeyMaker,
     now: Millis,
 ) -> Result<PartnerKey, sqlx::Error> {
     let sql = const_format::concatcp!(
-        "INSERT INTO partner_keys (partner_id, name, key_hash, key_prefix, created_at) VALUES ($1, $2, $3, $4, $5) \
-         RETURNING ",
+        "INSERT INTO partner_keys (partner_id, name, key_hash, key_prefix, role, created_by, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ",
         KEY_COLUMNS
     );
     let row = sqlx::query(sql)
@@ -154,23 +189,26 @@ async fn insert_key_in(
         .bind(name)
         .bind(key_hash)
         .bind(key_prefix)
+        .bind(maker.role.as_str())
+        .bind(maker.member_id)
         .bind(now)
         .fetch_one(&mut **tx)
         .await?;
     key_from_row(&row)
 }
 
-/// A new key of the partner's.
+/// A new key of the partner's, with the role of who made it.
 pub async fn create_key(
     db: &Db,
     partner_id: i64,
     name: &str,
     key_hash: &str,
     key_prefix: &str,
+    maker: KeyMaker,
     now: Millis,
 ) -> Result<PartnerKey, sqlx::Error> {
     let mut tx = db.begin().await?;
-    let key = insert_key_in(&mut tx, partner_id, name, key_hash, key_prefix, now).await?;
+    let key = insert_key_in(&mut tx, partner_id, name, key_hash, key_prefix, maker, now).await?;
     tx.commit().await?;
     Ok(key)
 }

@@ -32,7 +32,11 @@ fn from_row(row: &sqlx::any::AnyRow) -> Result<Subscription, sqlx::Error> {
     })
 }
 
-/// Subscribes the device (replacing its earlier subscription, and taking the endpoint from any other).
+/// The subscriptions one person keeps at most: a new one past it replaces their oldest.
+pub const PER_PHONE: i64 = 10;
+
+/// Subscribes the device (replacing its earlier subscription, and taking the endpoint from any other); past
+/// [`PER_PHONE`] subscriptions of the phone, the oldest go.
 pub async fn subscribe(
     db: &Db,
     phone: &str,
@@ -63,6 +67,14 @@ pub async fn subscribe(
         .bind(now)
         .fetch_one(&mut *tx)
         .await?;
+    sqlx::query(
+        "DELETE FROM push_subscriptions WHERE phone = $1 AND id NOT IN \
+         (SELECT id FROM push_subscriptions WHERE phone = $1 ORDER BY id DESC LIMIT $2)",
+    )
+    .bind(phone)
+    .bind(PER_PHONE)
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     from_row(&row)
 }

@@ -110,3 +110,12 @@ pub async fn remove(db: &Db, partner_id: i64, channel: Channel) -> Result<bool, 
         .await?;
     Ok(done.rows_affected() > 0)
 }
+
+/// Removes the senders with `address` on `channel`, whichever partner has them: the partners that had one.
+pub async fn remove_address(db: &Db, channel: Channel, address: &str) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar("DELETE FROM partner_senders WHERE channel = $1 AND address = $2 RETURNING partner_id")
+        .bind(channel.as_str())
+        .bind(address)
+        .fetch_all(db.writer())
+        .await
+}

@@ -215,6 +215,19 @@ pub async fn insert_ticket(db: &Db, hash: &str, ticket: &Ticket, expires_at: Mil
     Ok(())
 }
 
+/// Whether a ticket with this digest is there to be used (unused, unexpired): a read, so that a ticket
+/// that is not costs the writer nothing.
+pub async fn ticket_usable(db: &Db, hash: &str, now: Millis) -> Result<bool, sqlx::Error> {
+    let found: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM stream_tickets WHERE ticket_hash = $1 AND used_at IS NULL AND expires_at > $2",
+    )
+    .bind(hash)
+    .bind(now)
+    .fetch_optional(db.reader())
+    .await?;
+    Ok(found.is_some())
+}
+
 /// Uses a ticket: `Some` once, for an unexpired ticket with this digest; `None` after (or for an unknown
 /// or expired one).
 pub async fn redeem_ticket(db: &Db, hash: &str, now: Millis) -> Result<Option<Ticket>, sqlx::Error> {

@@ -1,5 +1,7 @@
 //! The WhatsApp customer-service window: when each phone last wrote to the business on WhatsApp; and the
-//! business-scoped user ids (BSUID) WhatsApp's webhooks carry, with the phone each was seen with.
+//! business-scoped user ids (BSUID) WhatsApp's webhooks carry, with the phone each was seen with by the
+//! number (of the account) that received them (migration 0031): a partner's signed webhook pairs only for its
+//! own number.
 
 use sqlx::{Any, Transaction};
 
@@ -29,17 +31,22 @@ pub async fn last_inbound(db: &Db, phone: &str) -> Result<Option<Millis>, sqlx::
         .await
 }
 
-/// Keeps that WhatsApp's business-scoped user id `user_id` is `phone` (the latest pairing wins).
+/// Keeps that WhatsApp's business-scoped user id `user_id`, writing to our number `sender` (of `account`), is
+/// `phone` (the latest pairing wins).
 pub async fn remember_user_in(
     tx: &mut Transaction<'_, Any>,
+    account: &str,
+    sender: &str,
     user_id: &str,
     phone: &str,
     at: Millis,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO whatsapp_users (user_id, phone, seen_at) VALUES ($1, $2, $3) \
-         ON CONFLICT (user_id) DO UPDATE SET phone = excluded.phone, seen_at = excluded.seen_at",
+        "INSERT INTO whatsapp_users (account, sender, user_id, phone, seen_at) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (account, sender, user_id) DO UPDATE SET phone = excluded.phone, seen_at = excluded.seen_at",
     )
+    .bind(account)
+    .bind(sender)
     .bind(user_id)
     .bind(phone)
     .bind(at)
@@ -48,9 +55,11 @@ pub async fn remember_user_in(
     Ok(())
 }
 
-/// The phone a business-scoped user id was seen with, if ever.
-pub async fn phone_of_user(db: &Db, user_id: &str) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query_scalar("SELECT phone FROM whatsapp_users WHERE user_id = $1")
+/// The phone a business-scoped user id was seen with by our number `sender` (of `account`), if ever.
+pub async fn phone_of_user(db: &Db, account: &str, sender: &str, user_id: &str) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT phone FROM whatsapp_users WHERE account = $1 AND sender = $2 AND user_id = $3")
+        .bind(account)
+        .bind(sender)
         .bind(user_id)
         .fetch_optional(db.reader())
         .await

@@ -18,6 +18,7 @@ export function Keys() {
     <section class="page" aria-labelledby="keys-h">
       <h1 id="keys-h">API keys</h1>
       <p class="hint">To replace a key without downtime: create a new one, move your services to it, then revoke the old one.</p>
+      <p class="hint">A key may do what you may: it acts with your role, and stops working if you leave the team.</p>
       <Alert text={error} />
       <form
         class="card invite"
@@ -41,12 +42,13 @@ export function Keys() {
       </form>
       <table>
         <caption class="sr-only">The partner's API keys</caption>
-        <Head cols={["Name", "Prefix", "Created", "Last used", "Revoked"]} actions />
+        <Head cols={["Name", "Prefix", "Acts as", "Created", "Last used", "Revoked"]} actions />
         <tbody>
           {keys.map((k) => (
             <tr>
               <td>{k.name}</td>
               <td class="mono">{k.prefix}</td>
+              <td>{k.role}</td>
               <td>{when(k.created_at)}</td>
               <td>{k.last_used_at ? when(k.last_used_at) : "never"}</td>
               <td>{k.revoked_at ? when(k.revoked_at) : ""}</td>

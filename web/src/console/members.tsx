@@ -107,16 +107,26 @@ export function Audit() {
   return (
     <section class="page" aria-labelledby="audit-h">
       <h1 id="audit-h">Audit log</h1>
-      <p class="hint">Every change a member made, newest first.</p>
+      <p class="hint">Every change made in the console or with an API key, and every attempt refused for its role, newest first.</p>
       <Alert text={error} />
       <table>
-        <caption class="sr-only">What members changed</caption>
+        <caption class="sr-only">What members and keys changed</caption>
         <Head cols={["When", "Who", "What", "Answer", "From"]} />
         <tbody>
           {entries.map((e) => (
             <tr>
               <td>{when(e.at)}</td>
-              <td>{e.phone ?? "a removed member"}</td>
+              <td>
+                {e.phone ?? (e.member_id ? "a removed member" : e.key_id ? "the command line's key" : "a removed member")}
+                {e.key_prefix ? (
+                  <>
+                    <br />
+                    <span class="meta">
+                      with key <span class="mono">{e.key_prefix}</span>
+                    </span>
+                  </>
+                ) : null}
+              </td>
               <td>
                 <span class="mono">{e.action}</span>
                 <br />
