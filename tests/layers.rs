@@ -1,89 +1,54 @@
-//! The host's layers, read from its code: every `use crate::…` path and every `crate::…` or `super::…`
-//! path written in the code of `host/src` is an edge from its file to the file that defines what it names.
-//! The test fails when an edge runs to a higher layer or when files depend on each other in a circle, and
-//! prints each offending edge (`file:line`, the item).
+//! The host's layers, read from its code as rustc reads it: every file of `host/src` is parsed (`syn`), and
+//! every path its code names that leads into the crate is an edge from its file to the file that defines
+//! it — `use` trees (renames and globs included), paths in expressions, types, patterns and attributes,
+//! paths in macro calls and `macro_rules!` bodies (`$crate::…`), and the names a module brings into scope
+//! (its `use` aliases, `use crate as x`, and the child modules it declares). Test modules (`#[cfg(test)]`)
+//! are left out wherever they stand in a file. The test fails when an edge runs to a higher layer or when
+//! files depend on each other in a circle, and prints each offending edge (`file:line`, the item).
 //!
-//! The layers, bottom up (the table `LAYERS` below is the one place they are named; `host/src/lib.rs`
-//! describes them):
-//! 1. names: the closed sets of stored names, settings, time, secrets and the pure checks;
-//! 2. store: every SQL statement (`store/`), the Wasm runtime (`runtime/`) and the channel providers;
-//! 3. domain: what the service does (messages, conversations, flows, payments, bots, events, …);
-//! 4. workers: what runs beside the API (delivery, webhooks, broadcasts);
-//! 5. http: the API, its credentials, its error type and the shared state.
+//! The layers are the table of `host/src/layers.md`, which `host/src/lib.rs` includes as its documentation:
+//! the one place they are named. A file may use the `mod.rs` of its own folder and of every folder above it
+//! (one rule, for every folder); every other circle fails.
 //!
 //! The binary (`main.rs`, `cli/`) is a crate of its own on top of the library and is not read.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Each file's layer, by the longest matching path prefix under `host/src`.
-const LAYERS: &[(&str, &str)] = &[
-    ("names.rs", "names"),
-    ("clock.rs", "names"),
-    ("secrets.rs", "names"),
-    ("validate.rs", "names"),
-    ("forms.rs", "names"),
-    ("config.rs", "names"),
-    ("signing.rs", "names"),
-    ("store/", "store"),
-    ("runtime/", "store"),
-    ("providers.rs", "store"),
-    ("webpush.rs", "store"),
-    ("encryption.rs", "domain"),
-    ("template.rs", "domain"),
-    ("events.rs", "domain"),
-    ("messages/", "domain"),
-    ("conversations.rs", "domain"),
-    ("flows.rs", "domain"),
-    ("channel_steps.rs", "domain"),
-    ("payments.rs", "domain"),
-    ("bots.rs", "domain"),
-    ("senders.rs", "domain"),
-    ("otp.rs", "domain"),
-    ("members.rs", "domain"),
-    ("passkeys.rs", "domain"),
-    ("health.rs", "domain"),
-    ("delivery/", "workers"),
-    ("webhooks/", "workers"),
-    ("broadcasts.rs", "workers"),
-    ("inbound.rs", "workers"),
-    ("http/", "http"),
-    ("metrics.rs", "http"),
-    ("auth.rs", "http"),
-    ("state.rs", "http"),
-    ("lib.rs", "http"),
-];
+use proc_macro2::{TokenStream, TokenTree};
+use syn::visit::Visit;
 
-const ORDER: &[&str] = &["names", "store", "domain", "workers", "http"];
-
-/// Folders whose children may use their parent `mod.rs` (which in turn declares and uses them), each with
-/// why. Only that edge is exempt: children of one folder must not depend on each other in a circle.
-const PARENTS_SHARED_WITH_CHILDREN: &[(&str, &str)] = &[
-    (
-        "runtime/",
-        "mod.rs is the runtime's API (Runtime, RuntimeError, RuntimeLimits) and its children implement it: the \
-         engine, the sandbox, the conversions, the compiler and the slots answer in the API's error type",
-    ),
-    (
-        "delivery/",
-        "mod.rs is the delivery worker's context (Delivery) that the provider receipts and Meta's template \
-         review run with",
-    ),
-];
-
-/// Whether `from` → `to` is a child's use of its own parent `mod.rs` in a folder that allows it.
-fn child_uses_parent(from: &str, to: &str) -> bool {
-    PARENTS_SHARED_WITH_CHILDREN
-        .iter()
-        .any(|(dir, _)| to == format!("{dir}mod.rs") && from.starts_with(dir) && !from[dir.len()..].contains('/'))
+/// The layers, bottom up, and the path prefixes of each (`host/src/layers.md`).
+struct Layers {
+    order: Vec<String>,
+    prefixes: Vec<(String, usize)>,
 }
 
-fn layer_of(file: &str) -> Option<usize> {
-    let (_, layer) = LAYERS
-        .iter()
-        .filter(|(prefix, _)| if prefix.ends_with('/') { file.starts_with(prefix) } else { file == *prefix })
-        .max_by_key(|(prefix, _)| prefix.len())?;
-    ORDER.iter().position(|l| l == layer)
+impl Layers {
+    /// Reads the table: a row's first cell is `N. name`, its last the files as `code` spans.
+    fn parse(table: &str) -> Layers {
+        let mut layers = Layers { order: Vec::new(), prefixes: Vec::new() };
+        for row in table.lines().filter(|l| l.starts_with("| ")) {
+            let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+            let Some((number, name)) = cells[0].split_once(". ") else { continue };
+            if number.parse::<usize>().is_err() {
+                continue;
+            }
+            let floor = layers.order.len();
+            layers.order.push(name.to_string());
+            let files = cells.last().unwrap();
+            for prefix in files.split('`').skip(1).step_by(2) {
+                layers.prefixes.push((prefix.to_string(), floor));
+            }
+        }
+        layers
+    }
+
+    /// A file's layer: that of the longest prefix naming it (a folder `a/` names what is under it).
+    fn of(&self, file: &str) -> Option<usize> {
+        let named = |prefix: &str| if prefix.ends_with('/') { file.starts_with(prefix) } else { file == prefix };
+        self.prefixes.iter().filter(|(p, _)| named(p)).max_by_key(|(p, _)| p.len()).map(|(_, l)| *l)
+    }
 }
 
 /// Every `.rs` file under `dir`, as paths relative to `root`.
@@ -98,98 +63,9 @@ fn sources(root: &Path, dir: &Path, found: &mut Vec<String>) {
     }
 }
 
-/// The code of a file with comments, string and char literals blanked (newlines kept, so lines still
-/// count), and without its `#[cfg(test)]` modules.
-fn code_of(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    let blank = |out: &mut String, s: &[u8]| {
-        for &b in s {
-            out.push(if b == b'\n' { '\n' } else { ' ' });
-        }
-    };
-    while i < bytes.len() {
-        let rest = &bytes[i..];
-        if rest.starts_with(b"//") {
-            let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
-            blank(&mut out, &rest[..end]);
-            i += end;
-        } else if rest.starts_with(b"/*") {
-            let end = text[i + 2..].find("*/").map(|e| e + 4).unwrap_or(rest.len());
-            blank(&mut out, &rest[..end]);
-            i += end;
-        } else if rest.starts_with(b"r#\"") || rest.starts_with(b"r\"") || rest.starts_with(b"br\"") {
-            let start = rest.iter().position(|&b| b == b'"').unwrap();
-            let hashes = rest[..start].iter().filter(|&&b| b == b'#').count();
-            let close = format!("\"{}", "#".repeat(hashes));
-            let end = text[i + start + 1..].find(&close).map(|e| start + 1 + e + close.len()).unwrap_or(rest.len());
-            blank(&mut out, &rest[..end]);
-            i += end;
-        } else if rest[0] == b'"' {
-            let mut j = 1;
-            while j < rest.len() && rest[j] != b'"' {
-                j += if rest[j] == b'\\' { 2 } else { 1 };
-            }
-            blank(&mut out, &rest[..(j + 1).min(rest.len())]);
-            i += j + 1;
-        } else if rest[0] == b'\'' && rest.len() > 2 && (rest[2] == b'\'' || rest[1] == b'\\') {
-            // A char literal (a lifetime has no closing quote right after one character).
-            let end = rest[1..].iter().position(|&b| b == b'\'').map(|e| e + 2).unwrap_or(1);
-            blank(&mut out, &rest[..end]);
-            i += end;
-        } else {
-            let c = text[i..].chars().next().unwrap();
-            out.push(c);
-            i += c.len_utf8();
-        }
-    }
-    match out.find("#[cfg(test)]\nmod tests") {
-        Some(at) => out[..at].to_string(),
-        None => out,
-    }
-}
-
-/// The paths of a `use` tree, expanded: `a::{b, c::{d, self}}` gives `a::b`, `a::c::d`, `a::c`.
-fn expand(tree: &str) -> Vec<String> {
-    let tree: String = tree.chars().filter(|c| !c.is_whitespace()).collect();
-    let Some(open) = tree.find('{') else {
-        return vec![tree.split(" as ").next().unwrap().trim_end_matches("::*").to_string()];
-    };
-    let prefix = &tree[..open];
-    let inner = &tree[open + 1..tree.rfind('}').unwrap()];
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0, 0);
-    for (k, c) in inner.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&inner[start..k]);
-                start = k + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&inner[start..]);
-    let mut out = Vec::new();
-    for part in parts.into_iter().filter(|p| !p.is_empty()) {
-        for path in expand(part) {
-            let path = path.split("as").next().unwrap().to_string();
-            if path == "self" {
-                out.push(prefix.trim_end_matches("::").to_string());
-            } else {
-                out.push(format!("{prefix}{path}"));
-            }
-        }
-    }
-    out
-}
-
 /// The module path of a file (`store/messages.rs` → `store::messages`, `store/mod.rs` → `store`).
 fn module_of(file: &str) -> Vec<String> {
-    let trimmed = file.trim_end_matches(".rs");
-    let mut parts: Vec<String> = trimmed.split('/').map(str::to_string).collect();
+    let mut parts: Vec<String> = file.trim_end_matches(".rs").split('/').map(str::to_string).collect();
     if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
         parts.pop();
     }
@@ -200,10 +76,9 @@ fn module_of(file: &str) -> Vec<String> {
 fn file_for(module: &[String], files: &BTreeSet<String>) -> Option<String> {
     for len in (0..=module.len()).rev() {
         let base = module[..len].join("/");
-        let candidates = if base.is_empty() {
-            vec!["lib.rs".to_string()]
-        } else {
-            vec![format!("{base}.rs"), format!("{base}/mod.rs")]
+        let candidates = match base.is_empty() {
+            true => vec!["lib.rs".to_string()],
+            false => vec![format!("{base}.rs"), format!("{base}/mod.rs")],
         };
         if let Some(found) = candidates.into_iter().find(|c| files.contains(c)) {
             return Some(found);
@@ -212,29 +87,309 @@ fn file_for(module: &[String], files: &BTreeSet<String>) -> Option<String> {
     None
 }
 
-/// A path written in `file` (`crate::…`, `super::…`, `self::…`) as an absolute module path.
-fn absolute(path: &str, file: &str) -> Option<Vec<String>> {
-    let segments: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
-    let mut module = module_of(file);
-    let mut rest = &segments[..];
-    match rest.first()? {
-        &"crate" => {
-            module.clear();
-            rest = &rest[1..];
-        }
-        &"super" | &"self" => {
-            while let Some(&"super") = rest.first() {
-                module.pop();
-                rest = &rest[1..];
-            }
-            if rest.first() == Some(&"self") {
-                rest = &rest[1..];
-            }
-        }
-        _ => return None,
+/// Whether `to` is the `mod.rs` of a folder `from` is in (its own, or one above it).
+fn descendant_uses_ancestor(from: &str, to: &str) -> bool {
+    to.strip_suffix("mod.rs").is_some_and(|dir| !dir.is_empty() && from.starts_with(dir) && from != to)
+}
+
+/// A path the code names, resolved: the absolute module path of what it names, and the line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Named {
+    path: Vec<String>,
+    line: usize,
+}
+
+/// The names one scope (a module, or a block) brings in: each to the absolute path it stands for.
+#[derive(Default, Clone)]
+struct Scope {
+    module: Vec<String>,
+    names: BTreeMap<String, Vec<String>>,
+}
+
+/// Walks a file's syntax tree, resolving every path into the crate.
+struct Reader {
+    scopes: Vec<Scope>,
+    found: Vec<Named>,
+}
+
+fn is_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg") && a.meta.require_list().is_ok_and(|l| l.tokens.to_string().replace(' ', "") == "test")
+    })
+}
+
+fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
+    use syn::Item::*;
+    match item {
+        Const(i) => &i.attrs,
+        Enum(i) => &i.attrs,
+        ExternCrate(i) => &i.attrs,
+        Fn(i) => &i.attrs,
+        ForeignMod(i) => &i.attrs,
+        Impl(i) => &i.attrs,
+        Macro(i) => &i.attrs,
+        Mod(i) => &i.attrs,
+        Static(i) => &i.attrs,
+        Struct(i) => &i.attrs,
+        Trait(i) => &i.attrs,
+        TraitAlias(i) => &i.attrs,
+        Type(i) => &i.attrs,
+        Union(i) => &i.attrs,
+        Use(i) => &i.attrs,
+        _ => &[],
     }
-    module.extend(rest.iter().map(|s| s.to_string()));
-    Some(module)
+}
+
+/// The leaves of a `use` tree: each name it brings in (none for a glob) and the path it stands for as written.
+fn use_leaves(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<(Option<String>, Vec<String>)>) {
+    match tree {
+        syn::UseTree::Path(p) => {
+            prefix.push(p.ident.to_string());
+            use_leaves(&p.tree, prefix, out);
+            prefix.pop();
+        }
+        syn::UseTree::Name(n) if n.ident == "self" => out.push((prefix.last().cloned(), prefix.clone())),
+        syn::UseTree::Name(n) => {
+            let mut path = prefix.clone();
+            path.push(n.ident.to_string());
+            out.push((Some(n.ident.to_string()), path));
+        }
+        syn::UseTree::Rename(r) => {
+            let mut path = prefix.clone();
+            if r.ident != "self" {
+                path.push(r.ident.to_string());
+            }
+            out.push((Some(r.rename.to_string()), path));
+        }
+        syn::UseTree::Glob(_) => out.push((None, prefix.clone())),
+        syn::UseTree::Group(g) => {
+            for tree in &g.items {
+                use_leaves(tree, prefix, out);
+            }
+        }
+    }
+}
+
+impl Reader {
+    fn new(file: &str) -> Reader {
+        Reader { scopes: vec![Scope { module: module_of(file), names: BTreeMap::new() }], found: Vec::new() }
+    }
+
+    fn scope(&self) -> &Scope {
+        self.scopes.last().unwrap()
+    }
+
+    /// The absolute path `segments` stands for in the current scope, when it leads into the crate.
+    fn resolve(&self, segments: &[String]) -> Option<Vec<String>> {
+        let (first, rest) = segments.split_first()?;
+        let module = &self.scope().module;
+        let mut base = match first.as_str() {
+            "crate" | "$crate" => Vec::new(),
+            "self" => module.clone(),
+            "super" => {
+                let mut base = module.clone();
+                base.pop();
+                let mut rest = rest;
+                while rest.first().is_some_and(|s| s == "super") {
+                    base.pop();
+                    rest = &rest[1..];
+                }
+                base.extend(rest.iter().cloned());
+                return Some(base);
+            }
+            name => self.scopes.iter().rev().find_map(|s| s.names.get(name)).cloned()?,
+        };
+        base.extend(rest.iter().cloned());
+        Some(base)
+    }
+
+    fn record(&mut self, segments: &[String], line: usize) {
+        // The crate itself (`use crate as x;`) names no file; what is reached through it does.
+        if let Some(path) = self.resolve(segments).filter(|p| !p.is_empty()) {
+            self.found.push(Named { path, line });
+        }
+    }
+
+    /// Brings in the names of `items` (their `use` leaves and the modules they declare) into the scope on
+    /// top, resolving `use` paths in rounds so that one alias may build on another (`use crate::a; use a::b;`).
+    fn bring_in(&mut self, items: &[syn::Item]) {
+        let mut leaves = Vec::new();
+        for item in items.iter().filter(|i| !is_test(item_attrs(i))) {
+            match item {
+                syn::Item::Use(u) => use_leaves(&u.tree, &mut Vec::new(), &mut leaves),
+                syn::Item::Mod(m) => {
+                    let mut path = self.scope().module.clone();
+                    path.push(m.ident.to_string());
+                    self.scopes.last_mut().unwrap().names.insert(m.ident.to_string(), path);
+                }
+                _ => {}
+            }
+        }
+        let mut pending: Vec<(Option<String>, Vec<String>)> = leaves;
+        loop {
+            let before = pending.len();
+            pending.retain(|(name, path)| match (name, self.resolve(path)) {
+                (Some(name), Some(absolute)) => {
+                    self.scopes.last_mut().unwrap().names.insert(name.clone(), absolute);
+                    false
+                }
+                _ => true,
+            });
+            if pending.len() == before {
+                break;
+            }
+        }
+    }
+
+    /// Paths in a token stream (a macro call's arguments, a `macro_rules!` body, an attribute): each run of
+    /// `name :: name …` whose first name leads into the crate (`$crate` included).
+    fn tokens(&mut self, tokens: TokenStream) {
+        let trees: Vec<TokenTree> = tokens.into_iter().collect();
+        let mut i = 0;
+        while i < trees.len() {
+            match &trees[i] {
+                TokenTree::Group(g) => {
+                    self.tokens(g.stream());
+                    i += 1;
+                }
+                TokenTree::Punct(p) if p.as_char() == '$' => {
+                    if let Some(TokenTree::Ident(id)) = trees.get(i + 1)
+                        && id == "crate"
+                    {
+                        let line = id.span().start().line;
+                        let (mut segments, next) = path_at(&trees, i + 1);
+                        segments[0] = "$crate".into();
+                        self.record(&segments, line);
+                        i = next;
+                    } else {
+                        i += 1;
+                    }
+                }
+                TokenTree::Ident(id) => {
+                    let line = id.span().start().line;
+                    let (segments, next) = path_at(&trees, i);
+                    let after_colons = i >= 2
+                        && matches!((&trees[i - 1], &trees[i - 2]), (TokenTree::Punct(a), TokenTree::Punct(b)) if a.as_char() == ':' && b.as_char() == ':');
+                    if segments.len() > 1 && !after_colons {
+                        self.record(&segments, line);
+                    }
+                    i = next.max(i + 1);
+                }
+                _ => i += 1,
+            }
+        }
+    }
+}
+
+/// The path `a :: b :: c` starting at `trees[i]` (an identifier): its segments and the index after it.
+fn path_at(trees: &[TokenTree], mut i: usize) -> (Vec<String>, usize) {
+    let mut segments = Vec::new();
+    while let Some(TokenTree::Ident(id)) = trees.get(i) {
+        segments.push(id.to_string());
+        let colons = matches!((trees.get(i + 1), trees.get(i + 2)), (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b))) if a.as_char() == ':' && b.as_char() == ':');
+        if !colons {
+            return (segments, i + 1);
+        }
+        i += 3;
+    }
+    (segments, i)
+}
+
+impl<'ast> Visit<'ast> for Reader {
+    fn visit_file(&mut self, file: &'ast syn::File) {
+        self.bring_in(&file.items);
+        for attr in &file.attrs {
+            self.visit_attribute(attr);
+        }
+        for item in &file.items {
+            self.visit_item(item);
+        }
+    }
+
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        if !is_test(item_attrs(item)) {
+            syn::visit::visit_item(self, item);
+        }
+    }
+
+    fn visit_impl_item(&mut self, item: &'ast syn::ImplItem) {
+        let test = match item {
+            syn::ImplItem::Fn(f) => is_test(&f.attrs),
+            _ => false,
+        };
+        if !test {
+            syn::visit::visit_impl_item(self, item);
+        }
+    }
+
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        let Some((_, items)) = &m.content else { return };
+        let mut module = self.scope().module.clone();
+        module.push(m.ident.to_string());
+        self.scopes.push(Scope { module, names: BTreeMap::new() });
+        self.bring_in(items);
+        for item in items {
+            self.visit_item(item);
+        }
+        self.scopes.pop();
+    }
+
+    fn visit_block(&mut self, block: &'ast syn::Block) {
+        let items: Vec<syn::Item> = block
+            .stmts
+            .iter()
+            .filter_map(|s| match s {
+                syn::Stmt::Item(item) => Some(item.clone()),
+                _ => None,
+            })
+            .collect();
+        let module = self.scope().module.clone();
+        self.scopes.push(Scope { module, names: BTreeMap::new() });
+        self.bring_in(&items);
+        syn::visit::visit_block(self, block);
+        self.scopes.pop();
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        let mut leaves = Vec::new();
+        use_leaves(&u.tree, &mut Vec::new(), &mut leaves);
+        let line = u.use_token.span.start().line;
+        for (_, path) in leaves {
+            self.record(&path, line);
+        }
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        if let Some(first) = path.segments.first() {
+            self.record(&segments, first.ident.span().start().line);
+        }
+        syn::visit::visit_path(self, path);
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        self.visit_path(&mac.path);
+        self.tokens(mac.tokens.clone());
+    }
+
+    fn visit_attribute(&mut self, attr: &'ast syn::Attribute) {
+        match &attr.meta {
+            syn::Meta::List(list) => {
+                self.visit_path(&list.path);
+                self.tokens(list.tokens.clone());
+            }
+            syn::Meta::NameValue(nv) => self.visit_expr(&nv.value),
+            syn::Meta::Path(p) => self.visit_path(p),
+        }
+    }
+}
+
+/// What a file's code names into the crate, parsed from `source` as the file `file`.
+fn named(file: &str, source: &str) -> Vec<Named> {
+    let parsed = syn::parse_file(source).unwrap_or_else(|e| panic!("host/src/{file} does not parse: {e}"));
+    let mut reader = Reader::new(file);
+    reader.visit_file(&parsed);
+    reader.found
 }
 
 struct Edge {
@@ -244,60 +399,19 @@ struct Edge {
     item: String,
 }
 
-fn edges(root: &Path, files: &BTreeSet<String>) -> Vec<Edge> {
-    let mut found = Vec::new();
-    for file in files {
-        let code = code_of(&std::fs::read_to_string(root.join(file)).unwrap());
-        let line_at = |offset: usize| code[..offset].matches('\n').count() + 1;
-        let mut record = |path: &str, offset: usize| {
-            let Some(module) = absolute(path, file) else { return };
-            let Some(to) = file_for(&module, files) else { return };
-            if &to != file {
-                found.push(Edge { from: file.clone(), line: line_at(offset), to, item: module.join("::") });
-            }
-        };
-        // `use` statements, their trees expanded.
-        let mut search = 0;
-        while let Some(at) = code[search..].find("use ") {
-            let start = search + at;
-            search = start + 4;
-            let before = code[..start].chars().last();
-            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                continue;
-            }
-            let Some(end) = code[start..].find(';') else { break };
-            let tree = code[start + 4..start + end].trim();
-            let tree = tree.strip_prefix("pub ").unwrap_or(tree);
-            if tree.starts_with("crate") || tree.starts_with("super") || tree.starts_with("self") {
-                for path in expand(tree) {
-                    record(&path, start);
-                }
-            }
-            search = start + end;
+fn edges_of(file: &str, source: &str, files: &BTreeSet<String>) -> Vec<Edge> {
+    let mut edges = Vec::new();
+    let mut seen = BTreeSet::new();
+    for Named { path, line } in named(file, source) {
+        if !seen.insert((path.clone(), line)) {
+            continue;
         }
-        // Paths written in the code: `crate::a::b`, `super::a`.
-        for prefix in ["crate::", "super::"] {
-            let mut from = 0;
-            while let Some(at) = code[from..].find(prefix) {
-                let start = from + at;
-                from = start + prefix.len();
-                let before = code[..start].chars().last();
-                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
-                    continue;
-                }
-                let line_start = code[..start].rfind('\n').map(|n| n + 1).unwrap_or(0);
-                if code[line_start..start].trim_start().starts_with("use ")
-                    || code[line_start..start].trim_start().starts_with("pub use ")
-                {
-                    continue;
-                }
-                let path: String =
-                    code[start..].chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
-                record(path.trim_end_matches(':'), start);
-            }
+        let Some(to) = file_for(&path, files) else { continue };
+        if to != file {
+            edges.push(Edge { from: file.to_string(), line, to, item: path.join("::") });
         }
     }
-    found
+    edges
 }
 
 /// The strongly connected components of more than one file (Tarjan).
@@ -360,31 +474,27 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     state.found
 }
 
-#[test]
-fn layers_only_depend_downwards_and_no_files_form_a_circle() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut all = Vec::new();
-    sources(&root, &root, &mut all);
-    // The binary is a crate of its own, on top of the library.
-    let files: BTreeSet<String> = all.into_iter().filter(|f| f != "main.rs" && !f.starts_with("cli/")).collect();
+/// The problems of a tree of sources (`(file, source)`): files of no layer, upward edges, circles.
+fn problems(layers: &Layers, sources: &[(String, String)]) -> Vec<String> {
+    let files: BTreeSet<String> = sources.iter().map(|(f, _)| f.clone()).collect();
     let mut problems = Vec::new();
     for file in &files {
-        if layer_of(file).is_none() {
-            problems.push(format!("{file} belongs to no layer: add it to LAYERS in tests/layers.rs"));
+        if layers.of(file).is_none() {
+            problems.push(format!("{file} belongs to no layer: add it to the table of host/src/layers.md"));
         }
     }
-    let edges = edges(&root, &files);
+    let edges: Vec<Edge> = sources.iter().flat_map(|(file, source)| edges_of(file, source, &files)).collect();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for edge in &edges {
-        if !child_uses_parent(&edge.from, &edge.to) {
+        if !descendant_uses_ancestor(&edge.from, &edge.to) {
             graph.entry(edge.from.clone()).or_default().insert(edge.to.clone());
         }
-        if let (Some(from), Some(to)) = (layer_of(&edge.from), layer_of(&edge.to))
+        if let (Some(from), Some(to)) = (layers.of(&edge.from), layers.of(&edge.to))
             && to > from
         {
             problems.push(format!(
                 "upward: host/src/{}:{} ({}) uses {} of host/src/{} ({})",
-                edge.from, edge.line, ORDER[from], edge.item, edge.to, ORDER[to]
+                edge.from, edge.line, layers.order[from], edge.item, edge.to, layers.order[to]
             ));
         }
     }
@@ -392,30 +502,118 @@ fn layers_only_depend_downwards_and_no_files_form_a_circle() {
         let members: BTreeSet<&String> = circle.iter().collect();
         let ties: Vec<String> = edges
             .iter()
-            .filter(|e| members.contains(&e.from) && members.contains(&e.to) && !child_uses_parent(&e.from, &e.to))
+            .filter(|e| {
+                members.contains(&e.from) && members.contains(&e.to) && !descendant_uses_ancestor(&e.from, &e.to)
+            })
             .map(|e| format!("    host/src/{}:{} uses {} (host/src/{})", e.from, e.line, e.item, e.to))
             .collect();
         problems.push(format!("circle of {} files: {}\n{}", circle.len(), circle.join(", "), ties.join("\n")));
     }
-    assert!(problems.is_empty(), "{} problems in the layers:\n{}", problems.len(), problems.join("\n"));
+    problems
+}
+
+fn the_layers() -> Layers {
+    let layers = Layers::parse(include_str!("../host/src/layers.md"));
+    assert_eq!(layers.order, ["names", "store", "domain", "workers", "http"], "the floors of host/src/layers.md");
+    layers
 }
 
 #[test]
-fn the_reader_finds_what_the_code_names() {
-    assert_eq!(
-        expand("crate::store::{self, Db, messages::{find, Message as M}}"),
-        ["crate::store", "crate::store::Db", "crate::store::messages::find", "crate::store::messages::Message"]
+fn layers_only_depend_downwards_and_no_files_form_a_circle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = Vec::new();
+    sources(&root, &root, &mut all);
+    // The binary is a crate of its own, on top of the library.
+    let sources: Vec<(String, String)> = all
+        .into_iter()
+        .filter(|f| f != "main.rs" && !f.starts_with("cli/"))
+        .map(|f| {
+            let text = std::fs::read_to_string(root.join(&f)).unwrap();
+            (f, text)
+        })
+        .collect();
+    let problems = problems(&the_layers(), &sources);
+    assert!(problems.is_empty(), "{} problems in the layers:\n{}", problems.len(), problems.join("\n"));
+}
+
+/// The problems of a small tree, for the reader's self-tests: `names.rs` (bottom, its code `names`),
+/// `store/mod.rs` and `store/messages.rs`, `broadcasts.rs` (workers), `http/mod.rs`, `http/stream.rs` (its
+/// code `http_stream`), `http/conversations/mod.rs` and `http/conversations/events.rs` (top): the shape of
+/// the circle the earlier reader missed.
+fn planted(names: &str, http_stream: &str) -> Vec<String> {
+    let tree = [
+        ("names.rs", names),
+        ("lib.rs", "pub mod names; pub mod store; pub mod broadcasts; pub mod http;"),
+        ("store/mod.rs", "pub mod messages; pub struct Db;"),
+        ("store/messages.rs", "pub fn find() {}"),
+        ("broadcasts.rs", "pub fn run() {}"),
+        ("http/mod.rs", "pub mod stream; pub mod conversations;"),
+        ("http/stream.rs", http_stream),
+        (
+            "http/conversations/mod.rs",
+            "mod events; pub struct ConversationRecord; pub fn router() { events::conversation_events(); }",
+        ),
+        ("http/conversations/events.rs", "use crate::http::stream::sse; pub fn conversation_events() { sse(); }"),
+    ];
+    let sources: Vec<(String, String)> = tree.iter().map(|(f, s)| (f.to_string(), s.to_string())).collect();
+    problems(&the_layers(), &sources)
+}
+
+#[test]
+fn the_reader_finds_each_way_code_names_another_file() {
+    // Nothing planted: the stream uses nothing of conversations, so no circle; names uses nothing above.
+    assert_eq!(planted("pub fn x() {}", "pub fn sse() {}"), Vec::<String>::new());
+    let upward = |problems: Vec<String>, item: &str| {
+        assert!(problems.iter().any(|p| p.starts_with("upward: host/src/names.rs") && p.contains(item)), "{problems:?}")
+    };
+    // An alias of the crate itself, then a path through it.
+    upward(planted("use crate as x; pub fn f() { x::broadcasts::run(); }", "pub fn sse() {}"), "broadcasts::run");
+    // Code after the file's test module.
+    upward(
+        planted("#[cfg(test)]\nmod tests { }\npub fn f() { crate::broadcasts::run(); }", "pub fn sse() {}"),
+        "broadcasts::run",
     );
-    let code = code_of(
-        "use crate::a; // crate::b\nlet s = \"crate::c\"; let c = '\"'; crate::d::e();\n#[cfg(test)]\nmod tests { use crate::f; }",
+    // A macro whose body names `$crate::…`.
+    upward(
+        planted("#[macro_export]\nmacro_rules! m { () => { $crate::broadcasts::run() }; }", "pub fn sse() {}"),
+        "broadcasts::run",
     );
-    assert!(code.contains("crate::a") && code.contains("crate::d::e") && !code.contains("crate::b"));
-    assert!(!code.contains("crate::c") && !code.contains("crate::f"));
-    assert_eq!(absolute("super::x::Y", "http/bots/inbound.rs").unwrap(), ["http", "bots", "x", "Y"]);
-    assert_eq!(absolute("super::Y", "http/bots/mod.rs").unwrap(), ["http", "Y"]);
-    let files: BTreeSet<String> =
-        ["store/mod.rs", "store/messages.rs", "lib.rs"].iter().map(|s| s.to_string()).collect();
-    assert_eq!(file_for(&["store".into(), "messages".into(), "find".into()], &files).unwrap(), "store/messages.rs");
-    assert_eq!(file_for(&["store".into(), "Db".into()], &files).unwrap(), "store/mod.rs");
-    let _ = PathBuf::new();
+    // A rename with a bare `as` inside a group: the whole name, not `broadc`.
+    upward(planted("use crate::{broadcasts as b}; pub fn f() { b::run(); }", "pub fn sse() {}"), "broadcasts");
+    let renamed = named("names.rs", "use crate::{broadcasts as b, store::Db};");
+    assert_eq!(renamed.iter().map(|n| n.path.join("::")).collect::<Vec<_>>(), ["broadcasts", "store::Db"]);
+    // A path inside a macro call, and inside an attribute.
+    upward(planted("pub fn f() { let _ = format!(\"{:?}\", crate::http::stream::sse()); }", "pub fn sse() {}"), "http");
+    upward(
+        planted("#[doc(alias = \"x\")]\n#[my(with = crate::http::stream::sse)]\npub fn f() {}", "pub fn sse() {}"),
+        "http",
+    );
+    // A use group that opens with the crate: `use crate::{store::…}` is the store, no alarm.
+    assert_eq!(planted("use crate::{store::messages::find}; pub fn f() { find(); }", "pub fn sse() {}").len(), 1);
+    assert!(planted("pub fn x() {}", "use crate::{store::messages::find}; pub fn sse() { find(); }").is_empty());
+    // A parent's bare path to its own child (`events::…` after `mod events;`) is an edge: with the stream
+    // using the conversations' record, the three files form the circle that was missed.
+    let circle = planted("pub fn x() {}", "use crate::http::conversations::ConversationRecord; pub fn sse() {}");
+    assert_eq!(circle.len(), 1, "{circle:?}");
+    assert!(
+        circle[0]
+            .starts_with("circle of 3 files: http/conversations/events.rs, http/conversations/mod.rs, http/stream.rs"),
+        "{circle:?}"
+    );
+    // A child's use of an ancestor folder's mod.rs is allowed, at any depth.
+    assert!(descendant_uses_ancestor("http/conversations/events.rs", "http/mod.rs"));
+    assert!(descendant_uses_ancestor("http/conversations/events.rs", "http/conversations/mod.rs"));
+    assert!(!descendant_uses_ancestor("http/mod.rs", "http/conversations/mod.rs"));
+    assert!(!descendant_uses_ancestor("store/messages.rs", "http/mod.rs"));
+}
+
+#[test]
+fn the_layers_are_the_table_lib_rs_includes() {
+    let lib = include_str!("../host/src/lib.rs");
+    assert!(lib.contains("#![doc = include_str!(\"layers.md\")]"), "lib.rs includes host/src/layers.md");
+    let layers = the_layers();
+    assert_eq!(layers.of("store/messages.rs"), Some(1));
+    assert_eq!(layers.of("http/conversations/events.rs"), Some(4));
+    assert_eq!(layers.of("names.rs"), Some(0));
+    assert_eq!(layers.of("nowhere.rs"), None);
 }

@@ -36,9 +36,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use hubbub_host::auth::UserClaims;
 use hubbub_host::clock::{Clock, SystemClock};
 use hubbub_host::config::Config;
+use hubbub_host::http::auth::UserClaims;
 use serde_json::{Value, json};
 
 mod common;

@@ -1,23 +1,6 @@
 //! Hubbub's host: the partner messaging API, its storage, delivery, webhooks and the Wasm bot runtime.
 //!
-//! # Layers
-//!
-//! Five floors; a file uses only its own floor and those below, and no files depend on each other in a
-//! circle (`tests/layers.rs` reads every `use` and fails naming the file, the line and the item otherwise):
-//!
-//! 1. **names**: the closed sets of stored names ([`names`]), settings ([`config`]), time ([`clock`]),
-//!    credentials ([`secrets`]), signatures ([`signing`]) and the pure checks ([`validate`], [`forms`]).
-//! 2. **store**: every SQL statement ([`store`]), the sandboxed Wasm runtime ([`runtime`]) and the SMS and
-//!    WhatsApp clients ([`providers`]), Web Push ([`webpush`]); they take what they need (an event builder, a row) from their caller.
-//! 3. **domain**: what the service does — [`messages`] (sending, content, marks), [`conversations`],
-//!    [`flows`], [`channel_steps`] (bots' steps on WhatsApp and SMS), [`bots`], [`senders`] (partners' own
-//!    numbers), [`payments`], [`otp`], [`template`], [`encryption`] (envelope checks), [`events`]
-//!    (webhook payloads), [`health`]; each with its own error enum.
-//! 4. **workers**: what runs beside the API — [`delivery`], [`webhooks`] (the outbox dispatcher),
-//!    [`broadcasts`], [`inbound`] (messages from WhatsApp and SMS, and bots' sessions there).
-//! 5. **http**: the API ([`http`], one module per resource; [`http::error`] is its one error type and the
-//!    one place domain errors become answers), credentials ([`auth`]), the shared state ([`state`]),
-//!    [`metrics`], and this file.
+#![doc = include_str!("layers.md")]
 //!
 //! # Where a change goes
 //!
@@ -28,12 +11,19 @@
 //! | A new endpoint | `http/<resource>.rs` (the handler: parse, call one domain function, answer), its domain function, `store/<aggregate>.rs` for new SQL (both migrations folders for new tables), a row in `tests/api/auth_matrix.rs` |
 //! | A new channel | `names.rs` (`Channel`), `providers.rs` (its client), `messages/routing.rs` (the order channels are tried in), `delivery/mod.rs` (trying them), `config.rs` (its settings) |
 //! | A new WIT import | `wit/` (a new frozen version), `runtime/bindings.rs` (its module), `runtime/sandbox.rs` (the `Host` impl beside `GuestState`), `runtime/convert.rs` (its types) |
+//! | A new live event kind | `names.rs` (`UserEventKind`), the domain change that appends it to the event log in its own transaction (`store::user_events::append_in`), how each stream renders it (`http/live/user.rs` `render`, `http/live/console.rs` `Console::rendered`), the stream's description in its handler's doc, and the page that follows it (`web/src/live.ts`, `web/src/console/live.ts`) |
+//! | A new console page | `web/src/console/<page>.tsx`, its route and link (`web/src/console/main.tsx`, `nav.tsx`), what each role may call for it (`members.rs` `allows`), a Chromium test in `tests/web/app.test.mjs` |
+//! | A new member role | `names.rs` (`MemberRole`), `members.rs` (`allows`, `refusal`, `key_refusal`: the one place that decides, for sessions and keys alike), the CHECK of `members.role` and `partner_keys.role` (both migrations folders), the roles table of `docs/api.md`, `tests/api/members.rs` |
+//! | A new rule for messages from WhatsApp or SMS | `inbound/route.rs` (`route`: the rules in their order, the module's documentation lists them), what it reads of the message (`inbound/parse.rs`), `docs/providers.md` ("Messages from users"), `tests/api/inbound.rs` |
+//! | Searching something new | `store/search.rs` (the one place each engine's text index is queried: FTS5 or `tsvector`), the migrations that keep its words (triggers, both folders), the store list that takes the words (`store/messages/hub.rs`, `store/conversations.rs`), `tests/api/search.rs` |
 //!
+//! What a handler calls: it parses the request, calls one function of the domain (`messages::send`,
+//! `conversations::…`, `Delivery::set_own_sender`, …) and answers; transactions are opened in the store or the
+//! domain, never in a handler.
 //! [`prepare`] opens the database, builds the services and the state; [`serve`] runs the API on a listener
 //! until a shutdown future resolves, so tests bind port 0.
 #![recursion_limit = "512"]
 
-pub mod auth;
 pub mod bots;
 pub mod broadcasts;
 pub mod channel_steps;
@@ -50,7 +40,6 @@ pub mod http;
 pub mod inbound;
 pub mod members;
 pub mod messages;
-pub mod metrics;
 pub mod names;
 pub mod otp;
 pub mod passkeys;
@@ -60,7 +49,6 @@ pub mod runtime;
 pub mod secrets;
 pub mod senders;
 pub mod signing;
-pub mod state;
 pub mod store;
 pub mod template;
 pub mod validate;
@@ -78,7 +66,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::delivery::Delivery;
-use crate::state::AppState;
+use crate::http::state::AppState;
 use crate::store::deliveries::MessageWriter;
 use crate::store::{Db, settings};
 use crate::webhooks::Webhooks;
@@ -127,7 +115,9 @@ pub async fn prepare(config: Config, clock: SharedClock) -> anyhow::Result<AppSt
         },
     };
     let runtime = runtime::Runtime::new(limits, config.component_cache_dir.clone())?;
-    Ok(AppState::new(state::Parts {
+    // The metrics recorder, before anything records (once per process).
+    http::metrics::handle();
+    Ok(AppState::new(http::state::Parts {
         messages: MessageWriter::spawn(db.clone()),
         delivery: Delivery::new(db.clone(), clock.clone(), config.clone(), push),
         webhooks: Webhooks::new(db.clone(), clock.clone(), config.clone()),
@@ -229,7 +219,7 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
             }
         })
     };
-    let wakes = tokio::spawn(http::stream::run_wakes(
+    let wakes = tokio::spawn(http::live::wakes::run_wakes(
         state.db.clone(),
         state.wakes.clone(),
         state.config.database_url.clone(),

@@ -6,10 +6,11 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use hubbub_host::clock::{Clock, SystemClock};
 use hubbub_host::config::Config;
 use hubbub_host::http::api_keys;
+use hubbub_host::http::auth;
 use hubbub_host::http::senders::SenderRecord;
 use hubbub_host::names::{Channel, MemberRole, TemplateStatus};
 use hubbub_host::store::{Db, partners, senders as store_senders, templates};
-use hubbub_host::{auth, events, secrets, validate};
+use hubbub_host::{events, secrets, validate};
 use serde_json::json;
 
 mod cli;

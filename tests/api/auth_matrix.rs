@@ -594,7 +594,7 @@ async fn every_route_answers_every_kind_of_credential_as_the_contract_says() {
         if *path == "/api/v1/me/tokens" {
             // The user signed out everywhere: a token issued a second later serves the rows after it.
             app.clock.advance_ms(1_000);
-            f.user = hubbub_host::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
+            f.user = hubbub_host::http::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
         }
     }
     assert_eq!(calls, MATRIX.len() * KINDS.len());

@@ -60,7 +60,7 @@ async fn user_token_prints_a_verifiable_jwt() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
     assert_eq!(token.split('.').count(), 3);
-    let claims = hubbub_host::auth::verify_user_token(&app.state, &token).expect("valid for the same secret");
+    let claims = hubbub_host::http::auth::verify_user_token(&app.state, &token).expect("valid for the same secret");
     assert_eq!(claims.sub, "+15551230000");
     assert!(claims.dev.is_none());
     assert!(!hubbub(&app.db.url, &["user", "token", "5551230000"]).status.success());

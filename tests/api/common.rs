@@ -6,7 +6,7 @@ use std::sync::Arc;
 use clap::Parser;
 use hubbub_host::clock::{Clock, ManualClock};
 use hubbub_host::config::{Config, SmsProviderKind, WhatsAppProviderKind};
-use hubbub_host::state::AppState;
+use hubbub_host::http::state::AppState;
 use hubbub_host::store::partners;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;

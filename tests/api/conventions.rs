@@ -431,7 +431,7 @@ async fn metrics_are_served_to_the_scraper_only_and_the_numbers_move() {
     crate::bots::local_bot(&app, &key, "signup", "signup").await;
     app.post(&key, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
     // A token minted directly: signing in would use up this test's one code-route call.
-    let user = hubbub_host::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
+    let user = hubbub_host::http::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
     for (bot, flow, status) in [("signup", "signup", 200), ("meter", "trap", 502), ("meter", "loop", 502)] {
         let invite = app.post(&key, &format!("/api/v1/bots/{bot}/flows/{flow}/invite"), json!({"phone": PHONE})).await;
         let reference = invite.ok(201)["flow_session"]["ref"].as_str().unwrap().to_string();

@@ -213,7 +213,7 @@ async fn payments_amounts_are_checked_and_a_host_without_a_provider_refuses_paym
     let key = app.partner("acme").await;
     local_bot(&app, &key, "shop", "shop").await;
     app.post(&key, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
-    let token = hubbub_host::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
+    let token = hubbub_host::http::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
     let (_, r) = shop_to_payment(&app, &key, &token).await;
     r.error(502, "bot_error");
     assert!(r.json["error"]["message"].as_str().unwrap().contains("not configured"), "{}", r.json);

@@ -241,7 +241,7 @@ async fn a_person_keeps_ten_subscriptions_and_a_token_without_a_device_names_non
     assert_eq!(app.get(&tokens[10], "/api/v1/me/push").await.ok(200)["subscribed"], true);
 
     // A token that names no device (`hubbub user token`) cannot subscribe, nor name a device to.
-    let (bare, _) = hubbub_host::auth::issue_user_token(&app.state, PHONE, None).unwrap();
+    let (bare, _) = hubbub_host::http::auth::issue_user_token(&app.state, PHONE, None).unwrap();
     let named = json!({"device_uuid": "made-up-1"});
     let mut body = Device::new().subscription("https://push.example.com/sub/bare");
     body["device_uuid"] = named["device_uuid"].clone();

@@ -43,7 +43,7 @@ async fn login_sends_a_code_by_sms_and_returns_a_jwt() {
     assert_eq!(body["account"]["state"], "claimed");
     assert!(body["expires_at"].as_str().unwrap().len() == 19);
     let token = body["token"].as_str().unwrap();
-    let claims = hubbub_host::auth::verify_user_token(&app.state, token).unwrap();
+    let claims = hubbub_host::http::auth::verify_user_token(&app.state, token).unwrap();
     assert_eq!(claims.sub, PHONE);
     assert_eq!(claims.dev.as_deref(), Some("dev-a"));
     assert!(claims.exp * 1000 > app.now());
@@ -122,16 +122,16 @@ async fn jwt_rejections_and_credential_kinds() {
     app.get(&tampered, "/api/v1/me/messages").await.error(401, "unauthorized");
     // Signed with another secret.
     let other = TestApp::start_with(|c| c.jwt_secret = Some("mN4bV7cX1zQ8wE5rT2yU9iO3pA6sD0fG".into())).await;
-    let foreign = hubbub_host::auth::issue_user_token(&other.state, PHONE, None).unwrap().0;
+    let foreign = hubbub_host::http::auth::issue_user_token(&other.state, PHONE, None).unwrap().0;
     app.get(&foreign, "/api/v1/me/messages").await.error(401, "unauthorized");
     // Expired.
-    let expired = hubbub_host::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
+    let expired = hubbub_host::http::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
     app.clock.advance_ms((app.state.config.user_token_ttl_s as i64 + 1) * 1000);
     app.get(&expired, "/api/v1/me/messages").await.error(401, "unauthorized");
     // Garbage that looks like a JWT.
     app.get("a.b.c", "/api/v1/me/messages").await.error(401, "unauthorized");
     // Wrong kinds: a user token on partner routes, a partner key on /me.
-    let fresh = hubbub_host::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
+    let fresh = hubbub_host::http::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
     app.get(&fresh, "/api/v1/messages").await.error(403, "forbidden");
     app.get(&key, "/api/v1/me/messages").await.error(403, "forbidden");
     drop(token);
@@ -140,7 +140,7 @@ async fn jwt_rejections_and_credential_kinds() {
 #[tokio::test]
 async fn me_calls_record_presence() {
     let app = TestApp::start().await;
-    let token = hubbub_host::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
+    let token = hubbub_host::http::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
     assert!(hubbub_host::store::devices::last_seen(&app.state.db, PHONE).await.unwrap().is_none());
     app.get(&token, "/api/v1/me/forms").await.ok(200);
     let seen = hubbub_host::store::devices::last_seen(&app.state.db, PHONE).await.unwrap().unwrap();
@@ -155,7 +155,7 @@ async fn me_calls_record_presence() {
 #[tokio::test]
 async fn presence_is_written_at_most_every_15_s_per_phone() {
     let app = TestApp::start().await;
-    let token = hubbub_host::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
+    let token = hubbub_host::http::auth::issue_user_token(&app.state, PHONE, None).unwrap().0;
     let last_seen = || async { hubbub_host::store::devices::last_seen(&app.state.db, PHONE).await.unwrap() };
     app.get(&token, "/api/v1/me/forms").await.ok(200);
     assert_eq!(last_seen().await, Some(app.now()));

@@ -7,7 +7,7 @@ use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 
 use crate::http::error::ApiError;
-use crate::state::AppState;
+use crate::http::state::AppState;
 
 /// Taken by the code routes' handlers (first, before the body is read): refuses with 429 and
 /// `Retry-After` when the client or the host is over its limit; holds the client's address.

@@ -13,11 +13,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiJson, E404, E409, List, parse_id};
-use crate::auth::PartnerAuth;
 use crate::forms::{self, ACCOUNT_FIELD_TYPES, Choice, FieldDef, account_field_kind};
+use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::names::AccountState;
-use crate::state::AppState;
 use crate::store::accounts::{self as store, Account, AccountField};
 use crate::store::is_unique_violation;
 

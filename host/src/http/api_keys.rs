@@ -13,12 +13,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiJson, E404, E409, List, parse_id};
-use crate::auth::{PartnerActor, PartnerAuth};
 use crate::clock::record_time;
+use crate::http::auth::{PartnerActor, PartnerAuth};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::names::MemberRole;
 use crate::secrets::{digest, display_prefix, new_partner_key};
-use crate::state::AppState;
 use crate::store::partners::{self, PartnerKey, Revoked};
 
 pub fn router() -> OpenApiRouter<AppState> {

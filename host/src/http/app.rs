@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
 use crate::http::error::ApiError;
-use crate::state::AppState;
+use crate::http::state::AppState;
 
 #[derive(rust_embed::Embed)]
 #[folder = "../web/dist"]

@@ -13,11 +13,11 @@ use utoipa_axum::routes;
 
 use super::messages::{SendMessage, validate_content};
 use super::{ApiJson, ApiQuery, E404, E422, List, PageParams, parse_id};
-use crate::auth::PartnerAuth;
 use crate::clock::record_time;
+use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::names::ContentType;
-use crate::state::AppState;
 use crate::store::broadcasts::{self as store, Broadcast, NewBroadcast};
 use crate::store::partners::Partner;
 

@@ -11,10 +11,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiJson, E404, E409, E422, List, parse_id};
-use crate::auth::PartnerAuth;
 use crate::clock::record_time;
+use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
-use crate::state::AppState;
+use crate::http::state::AppState;
 use crate::store::canned_replies::{self as store, CannedReply, Written};
 
 pub fn router() -> OpenApiRouter<AppState> {

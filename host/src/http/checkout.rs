@@ -15,9 +15,9 @@ use utoipa_axum::routes;
 
 use super::{E404, E422};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::names::{PaymentState, ProviderName};
 use crate::payments::{self, Outcome};
-use crate::state::AppState;
 use crate::store::payments::{self as store, Payment};
 
 /// What the page may do: inline styles, and post its form to this origin; nothing else.

@@ -9,11 +9,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiQuery, E404, E422, List, PageParams, query_text};
-use crate::auth::PartnerAuth;
 use crate::clock::record_time;
+use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::names::string_enum;
-use crate::state::AppState;
 use crate::store::dev_sink::{self, SinkRecord};
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -12,12 +12,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiJson, E404, E409, E502, parse_value};
-use crate::auth::UserAuth;
 use crate::clock::record_time;
 use crate::flows::{self, EventBody, Progress, Step};
+use crate::http::auth::UserAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::names::{SessionKind, SessionState};
-use crate::state::AppState;
 use crate::store::flows as flows_store;
 use crate::store::{bots, messages};
 

@@ -12,11 +12,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiJson, E404, E409, E422};
-use crate::auth::{PartnerActor, PartnerAuth, UserAuth};
 use crate::encryption;
+use crate::http::auth::{PartnerActor, PartnerAuth, UserAuth};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::secrets::random_alnum;
-use crate::state::AppState;
 use crate::store::accounts;
 use crate::store::devices::{self, Device};
 use crate::store::keys::{self, AgentDevice};

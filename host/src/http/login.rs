@@ -12,10 +12,10 @@ use utoipa_axum::routes;
 use super::abuse::CodeRouteLimit;
 use super::accounts::{AccountRecord, user_account};
 use super::{ApiJson, E401, E409, E429, E502};
-use crate::auth::issue_user_token;
 use crate::clock::record_time;
+use crate::http::auth::issue_user_token;
 use crate::http::error::{ApiError, ApiResult};
-use crate::state::AppState;
+use crate::http::state::AppState;
 use crate::store::accounts;
 use crate::{events, otp};
 

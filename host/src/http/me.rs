@@ -12,11 +12,11 @@ use utoipa_axum::routes;
 use super::accounts::{AccountRecord, PartnerRef, user_account};
 use super::messages::MessageRecord;
 use super::{ApiQuery, E404, E422, List, PageParams, SearchParams, query_text};
-use crate::auth::UserAuth;
 use crate::clock::record_time;
+use crate::http::auth::UserAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::names::{MessageState, SessionState};
-use crate::state::AppState;
 use crate::store::{accounts, bots, flows, messages};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -43,7 +43,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses((status = 204, description = "Signed out everywhere"))
 )]
 async fn sign_out_everywhere(State(state): State<AppState>, user: UserAuth) -> ApiResult<axum::http::StatusCode> {
-    crate::auth::revoke_user_tokens(&state, &user.phone).await?;
+    crate::http::auth::revoke_user_tokens(&state, &user.phone).await?;
     Ok(axum::http::StatusCode::NO_CONTENT)
 }
 

@@ -14,10 +14,10 @@ use utoipa_axum::routes;
 use axum::http::StatusCode;
 use axum::http::header::{CONTENT_SECURITY_POLICY, LOCATION, X_CONTENT_TYPE_OPTIONS};
 
-use crate::auth::{AnyAuth, Credential};
+use crate::http::auth::{AnyAuth, Credential};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::names::Direction;
-use crate::state::AppState;
 use crate::store::messages::{find_by_ref, find_media, media_sent_to};
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -19,13 +19,13 @@ use utoipa_axum::routes;
 
 use super::abuse::CodeRouteLimit;
 use super::{ApiJson, ApiQuery, E401, E403, E404, E409, E429, List, PageParams, loggable_path, parse_id};
-use crate::auth::{AuditSlot, MemberAuth, PartnerActor, PartnerAuth};
 use crate::clock::record_time;
+use crate::http::auth::{AuditSlot, MemberAuth, PartnerActor, PartnerAuth};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::members::{COOKIE, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS};
 use crate::names::MemberRole;
 use crate::secrets::{digest, new_member_session};
-use crate::state::AppState;
 use crate::store::members::{self, Accepted, AuditEntry, AuditWrite, Changed, Member, Session};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -477,7 +477,7 @@ pub async fn audit(State(state): State<AppState>, mut request: Request, next: Ne
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.get(7..))
         .is_some_and(|token| token.trim_start().starts_with("sk_") && !token.trim_start().starts_with("sk_dev_"));
-    if !partner_key && crate::auth::member_cookie(request.headers()).is_none() {
+    if !partner_key && crate::http::auth::member_cookie(request.headers()).is_none() {
         return next.run(request).await;
     }
     let slot = AuditSlot::default();

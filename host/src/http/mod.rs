@@ -7,6 +7,7 @@ pub mod abuse;
 pub mod accounts;
 pub mod api_keys;
 pub mod app;
+pub mod auth;
 pub mod bots;
 pub mod broadcasts;
 pub mod canned_replies;
@@ -21,6 +22,7 @@ pub mod form_links;
 pub mod health;
 pub mod keys;
 pub mod listener;
+pub mod live;
 pub mod login;
 pub mod me;
 pub mod media;
@@ -33,8 +35,7 @@ pub mod payments;
 pub mod push;
 pub mod receipts;
 pub mod senders;
-pub mod stream;
-pub mod streams;
+pub mod state;
 pub mod templates;
 pub mod webhooks;
 
@@ -67,7 +68,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::http::error::ApiError;
-use crate::state::AppState;
+use crate::http::state::AppState;
 
 pub use openapi::{E400, E401, E403, E404, E409, E413, E416, E422, E429, E502, E503};
 
@@ -87,7 +88,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(passkeys::router())
         .merge(login::router())
         .merge(me::router())
-        .merge(stream::router())
+        .merge(live::router())
         .merge(push::router())
         .merge(dev_sink::router())
         .merge(webhooks::router())
@@ -102,7 +103,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(senders::router())
         .merge(payments::router())
         .merge(openapi::router())
-        .route_layer(axum::middleware::from_fn(crate::metrics::track_request));
+        .route_layer(axum::middleware::from_fn(metrics::track_request));
     // Outside `/api/v1`, and not counted in the request metrics: probes, metrics, and the dev checkout
     // page (a real route, so the web app's fallback never answers for it).
     openapi::base().nest("/api/v1", api).merge(health::router()).merge(metrics::router()).merge(checkout::router())

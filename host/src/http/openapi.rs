@@ -18,7 +18,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::state::AppState;
+use crate::http::state::AppState;
 
 /// The contract's error body: `{"error": {"code", "message", "field"?, "fields"?}}`.
 #[derive(Serialize, ToSchema)]

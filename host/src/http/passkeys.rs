@@ -22,12 +22,12 @@ use webauthn_rs::prelude::{Passkey, PasskeyAuthentication, PasskeyRegistration};
 
 use super::abuse::CodeRouteLimit;
 use super::{ApiJson, E401, E403, E404, E409, E422, E429, List, parse_id};
-use crate::auth::MemberAuth;
 use crate::clock::record_time;
+use crate::http::auth::MemberAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::passkeys::CEREMONY_MS;
 use crate::secrets::{digest, new_passkey_ceremony};
-use crate::state::AppState;
 use crate::store::members;
 use crate::store::passkeys::{self, Ceremony, StoredPasskey};
 

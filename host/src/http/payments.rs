@@ -13,12 +13,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiQuery, E400, E404, E409, E502, List, PageParams, query_text};
-use crate::auth::PartnerAuth;
 use crate::clock::record_time;
+use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::names::{PaymentState, ProviderName};
 use crate::payments::{self, Applied};
-use crate::state::AppState;
 use crate::store::payments::{self as store, Filter, Payment};
 
 pub fn router() -> OpenApiRouter<AppState> {

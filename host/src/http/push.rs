@@ -12,11 +12,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiJson, ApiQuery, E404, E422};
-use crate::auth::UserAuth;
 use crate::clock::record_time;
+use crate::http::auth::UserAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::names::MessageState;
-use crate::state::AppState;
 use crate::store::push;
 use crate::webpush;
 

@@ -21,11 +21,11 @@ use utoipa_axum::routes;
 use super::{ApiQuery, E401, E404, E422, query_text};
 use crate::delivery::{meta_review, receipts};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::inbound;
 use crate::names::Channel;
 use crate::secrets::constant_time_eq;
 use crate::senders::Ours;
-use crate::state::AppState;
 use crate::store::opt_outs;
 use crate::store::senders;
 

@@ -12,12 +12,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiJson, E404, E409, E422, E502, List};
-use crate::auth::PartnerAuth;
 use crate::clock::record_time;
+use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::names::Channel;
 use crate::senders::{Fields, prefix};
-use crate::state::AppState;
 use crate::store::senders::{self, Sender};
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -10,12 +10,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiJson, ApiQuery, E404, E409, List, PageParams, parse_id};
-use crate::auth::PartnerAuth;
 use crate::clock::record_time;
 use crate::events;
+use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::names::{Category, Channel, TemplateStatus};
-use crate::state::AppState;
 use crate::store::templates::{self as store, NewTemplate, Template};
 use crate::template;
 use crate::validate::is_code;

@@ -10,12 +10,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiJson, ApiQuery, E404, E422, List, PageParams, query_text};
-use crate::auth::PartnerAuth;
 use crate::clock::{iso_time, parse_record_time, record_time};
+use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::names::{DeliveryState, string_enum};
 use crate::signing;
-use crate::state::AppState;
 use crate::store::outbox::{self, DeliveryQuery, Target, WebhookDelivery};
 use crate::store::{developers, partners};
 use crate::webhooks::{self, Endpoint};

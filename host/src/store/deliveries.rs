@@ -229,7 +229,7 @@ impl MessageWriter {
     }
 
     /// Creates a message as part of the next batch. One that went into the hub is kept for SQLite's tail of
-    /// the event log ([`messages::Fresh`]): its user's streams here send it without reading it back.
+    /// the event log ([`user_events::Fresh`](super::user_events::Fresh)): its user's streams here send it without reading it back.
     pub async fn create(&self, message: NewMessage, now: Millis) -> Result<Written, sqlx::Error> {
         let written = self.0.write((message, now)).await?;
         if let (Created::New(m), Some(fresh)) = (&written.created, self.1.fresh())

@@ -66,7 +66,7 @@ pub struct Db {
     /// back, a write done): what this process wrote is visible to readers from then on.
     written: std::sync::Arc<tokio::sync::Notify>,
     /// On SQLite, what this process has just written (hub messages, log rows), for its tail of the event log.
-    fresh: Option<std::sync::Arc<messages::Fresh>>,
+    fresh: Option<std::sync::Arc<user_events::Fresh>>,
     /// On SQLite, the task that checkpoints the write-ahead log (`store::checkpoints`): it ends with the
     /// last handle.
     _checkpoints: Option<std::sync::Arc<tokio_util::sync::DropGuard>>,
@@ -215,9 +215,9 @@ impl Db {
         &self.written
     }
 
-    /// On SQLite, the hub messages this process has just written (see [`messages::Fresh`]); `None` on
+    /// On SQLite, the hub messages this process has just written (see [`user_events::Fresh`]); `None` on
     /// PostgreSQL, whose streams read the log themselves.
-    pub fn fresh(&self) -> Option<&messages::Fresh> {
+    pub fn fresh(&self) -> Option<&user_events::Fresh> {
         self.fresh.as_deref()
     }
 

@@ -162,7 +162,7 @@ impl<J: Send + Sync + 'static, R: Send + 'static> GroupCommit<J, R> {
 }
 
 /// Runs one transaction's `write` (begun and ended within it); once it has committed, on SQLite, the rows
-/// it appended to the event log are kept for the log's tail (`messages::Fresh`), which hands them to the
+/// it appended to the event log are kept for the log's tail (`user_events::Fresh`), which hands them to the
 /// streams without reading them back.
 async fn committed<T>(db: &Db, write: impl Future<Output = Result<T, sqlx::Error>>) -> Result<T, sqlx::Error> {
     let Some(fresh) = db.fresh() else { return write.await };

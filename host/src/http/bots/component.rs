@@ -10,13 +10,13 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{Component, check_whatsapp_menus, owned};
-use crate::auth::PartnerAuth;
 use crate::clock::record_time;
+use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::openapi::Binary;
+use crate::http::state::AppState;
 use crate::http::{E404, E503};
 use crate::runtime::{ComponentSource, RuntimeError, WIT_VERSIONS_SERVED, WhenBusy};
-use crate::state::AppState;
 use crate::store::bots as store;
 
 /// `{"component": …}`.

@@ -11,8 +11,8 @@ use utoipa::ToSchema;
 use crate::flows::Step;
 use crate::http::abuse::ClientIp;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::http::{E404, parse_value};
-use crate::state::AppState;
 use crate::store::flows;
 
 /// An event a bot sends through its inbound webhook.

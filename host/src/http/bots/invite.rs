@@ -10,12 +10,12 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::owned;
-use crate::auth::PartnerAuth;
+use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::http::{ApiJson, E404, E409, E502};
 use crate::names::{Channel, RuntimeMode};
 use crate::secrets::{new_message_ref, random_alnum};
-use crate::state::AppState;
 use crate::store::bots as store;
 use crate::store::messages::NewMessage;
 use crate::store::{devices, flows};

@@ -12,15 +12,15 @@ use super::{
     BotRecord, BotResponse, CHANNELS, Credentials, bot_record, check_webhook_url, check_whatsapp_menus, new_token,
     owned, readable,
 };
-use crate::auth::{PartnerAuth, PartnerOrBot};
 use crate::events;
+use crate::http::auth::{PartnerAuth, PartnerOrBot};
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::http::webhooks::TestOutcome;
 use crate::http::{ApiJson, E404, List};
 use crate::names::{Channel, RuntimeMode};
 use crate::secrets::{digest, random_alnum};
 use crate::signing;
-use crate::state::AppState;
 use crate::store::bots::{self as store, Bot, NewBot};
 use crate::validate::{is_code, is_ip_list};
 use crate::webhooks::{self, Endpoint};

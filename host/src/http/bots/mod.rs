@@ -16,14 +16,14 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::auth::PartnerOrBot;
 use crate::clock::record_time;
+use crate::http::auth::PartnerOrBot;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::names::{Channel, RuntimeMode};
 use crate::runtime::FlowInfo;
 use crate::secrets::random_alnum;
 use crate::signing;
-use crate::state::AppState;
 use crate::store::bots::{self as store, Bot};
 use crate::store::partners::Partner;
 use crate::webhooks;

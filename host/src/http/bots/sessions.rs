@@ -7,12 +7,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::owned;
-use crate::auth::PartnerAuth;
 use crate::clock::record_time;
+use crate::http::auth::PartnerAuth;
 use crate::http::error::ApiResult;
+use crate::http::state::AppState;
 use crate::http::{ApiQuery, E404, E422, List, PageParams, query_text};
 use crate::names::{SessionKind, SessionState};
-use crate::state::AppState;
 use crate::store::flows;
 use crate::validate::phone_filter;
 

@@ -9,16 +9,16 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{ConversationRecord, ThreadRecord, agent_thread, page_of, read, record, with_messages};
-use crate::auth::{PartnerActor, PartnerAuth};
 use crate::clock::record_time;
 use crate::conversations::Reader;
 use crate::events;
+use crate::http::auth::{PartnerActor, PartnerAuth};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::messages::{MessageRecord, SendMessage, created, idempotency_header, ref_taken, validate_content};
+use crate::http::state::AppState;
 use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, parse_value, query_text};
 use crate::messages::compose;
 use crate::names::{Channel, ConversationState, Direction, Encryption};
-use crate::state::AppState;
 use crate::store::conversations::{self as store, Conversation};
 use crate::store::messages::Created;
 use crate::validate::required_phone;

@@ -9,13 +9,13 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::{agent_thread, user_thread};
-use crate::auth::{PartnerAuth, UserAuth};
 use crate::clock::record_time;
 use crate::encryption;
+use crate::http::auth::{PartnerAuth, UserAuth};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::keys::DeviceKeyRecord;
+use crate::http::state::AppState;
 use crate::http::{ApiJson, ApiQuery, E404, E422, query_text};
-use crate::state::AppState;
 use crate::store::conversations::Conversation;
 use crate::store::devices;
 use crate::store::keys::{self, ConversationKey};

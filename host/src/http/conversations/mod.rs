@@ -11,7 +11,6 @@
 
 mod agent;
 mod encryption;
-mod events;
 mod user;
 
 use serde::Serialize;
@@ -21,12 +20,12 @@ use utoipa_axum::routes;
 
 use super::messages::MessageRecord;
 use super::{List, Page, parse_id};
-use crate::auth::UserAuth;
 use crate::clock::record_time;
 use crate::conversations::Reader;
+use crate::http::auth::UserAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::names::{Channel, ConversationState};
-use crate::state::AppState;
 use crate::store::conversations::{self as store, Conversation};
 use crate::store::messages::{self};
 
@@ -39,7 +38,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(encryption::share_my_conversation_key, encryption::my_conversation_keys))
         .routes(routes!(encryption::my_conversation_devices))
         .routes(routes!(agent::list_conversations))
-        .routes(routes!(events::conversation_events))
         .routes(routes!(agent::get_conversation, agent::close_conversation))
         .routes(routes!(agent::reply_in_conversation))
         .routes(routes!(agent::read_conversation))
@@ -132,7 +130,7 @@ async fn with_messages(state: &AppState, c: &Conversation, reader: Reader) -> Ap
 }
 
 /// A conversation as `reader` sees it, with its unread count.
-async fn record(state: &AppState, c: &Conversation, reader: Reader) -> ApiResult<ConversationRecord> {
+pub(crate) async fn record(state: &AppState, c: &Conversation, reader: Reader) -> ApiResult<ConversationRecord> {
     let unread = messages::unread_counts(&state.db, &[c.id], reader.reads()).await?;
     Ok(ConversationRecord::seen_by(c, unread.get(&c.id).copied().unwrap_or(0), reader))
 }

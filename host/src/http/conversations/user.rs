@@ -9,17 +9,17 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::{ConversationRecord, ThreadRecord, page_of, read, user_thread, with_messages};
-use crate::auth::UserAuth;
 use crate::conversations::Reader;
 use crate::events;
+use crate::http::auth::UserAuth;
 use crate::http::error::{ApiError, ApiResult};
 
 use crate::http::messages::{MessageRecord, SendMessage, created, idempotency_header, ref_taken, validate_content};
+use crate::http::state::AppState;
 use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, SearchParams, parse_value};
 use crate::messages::compose;
 use crate::names::{ConversationState, Direction};
 use crate::secrets::random_alnum;
-use crate::state::AppState;
 use crate::store::conversations as store;
 use crate::store::messages::Created;
 use crate::store::{accounts, partners};

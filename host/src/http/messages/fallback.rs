@@ -7,11 +7,11 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::auth::PartnerAuth;
+use crate::http::auth::PartnerAuth;
 use crate::http::error::ApiResult;
+use crate::http::state::AppState;
 use crate::http::{ApiJson, E422};
 use crate::messages::compose::fallback_window;
-use crate::state::AppState;
 use crate::store::partners;
 
 /// The partner's delivery settings.

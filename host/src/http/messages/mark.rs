@@ -6,11 +6,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::MessageRecord;
-use crate::auth::PartnerAuth;
+use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::http::{ApiJson, parse_id};
 use crate::names::MessageState;
-use crate::state::AppState;
 use crate::store::messages::{self as store};
 use crate::validate::is_e164;
 

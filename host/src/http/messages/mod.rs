@@ -15,10 +15,10 @@ use utoipa_axum::routes;
 
 use crate::clock::record_time;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::messages::MessageContent;
 pub use crate::messages::compose::{self, Content, MAX_BODY_BYTES, SendMessage, client_ref};
 use crate::names::{AttemptKind, AttemptState, Channel, ContentType, Direction, MessageState};
-use crate::state::AppState;
 use crate::store::is_unique_violation;
 use crate::store::messages::Message;
 

@@ -6,12 +6,12 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::{AttemptRecord, MessageRecord, StateChangeRecord};
-use crate::auth::PartnerAuth;
 use crate::clock::record_time;
+use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::http::{ApiQuery, List, PageParams, parse_id};
 use crate::names::MessageState;
-use crate::state::AppState;
 use crate::store::messages::{self as store, MessageFilter};
 use crate::validate::phone_filter;
 

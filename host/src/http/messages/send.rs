@@ -7,11 +7,11 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use super::MessageRecord;
-use crate::auth::PartnerAuth;
+use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::http::state::AppState;
 use crate::http::{ApiJson, parse_value};
 use crate::messages::{self, compose::SendMessage, send::Sent};
-use crate::state::AppState;
 
 /// Send a hub message.
 ///

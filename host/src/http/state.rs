@@ -74,8 +74,8 @@ pub struct Services {
     /// When this host last wrote each partner key's `last_used_at`.
     pub(crate) key_uses: Arc<crate::store::partners::KeyUses>,
     /// The event streams open on this host, and how they are woken.
-    pub streams: Arc<crate::http::streams::Streams>,
-    pub(crate) wakes: Arc<crate::http::streams::Wakes>,
+    pub streams: Arc<crate::http::live::registry::Streams>,
+    pub(crate) wakes: Arc<crate::http::live::wakes::Wakes>,
     /// Cancelled when the host stops serving: long-lived responses (event streams) end.
     pub(crate) shutdown: tokio_util::sync::CancellationToken,
     /// The WebAuthn relying party of members' passkeys.
@@ -106,10 +106,9 @@ impl AppState {
         let dev_per_s = config.host_share(config.developer_rate_limit_per_s);
         let dev_burst = config.host_share(config.developer_rate_limit_burst);
         let developer_limiter = RateLimiter::keyed(Quota::per_second(dev_per_s).allow_burst(dev_burst));
-        crate::metrics::handle();
         let code_limits = Arc::new(crate::http::code_limits::CodeLimits::new(&config));
         let payments = Arc::new(crate::payments::Payments::new(&config, db.clone(), clock.clone()));
-        let streams = crate::http::streams::Streams::new(config.streams_per_user.max(1), config.max_streams);
+        let streams = crate::http::live::registry::Streams::new(config.streams_per_user.max(1), config.max_streams);
         AppState(Arc::new(Services {
             passkeys: Arc::new(crate::passkeys::RelyingParty::new(&config.public_url)),
             progress: crate::store::flows::progress_writer(db.clone()),

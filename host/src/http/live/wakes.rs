@@ -1,71 +1,17 @@
-//! The event streams open on this host (`GET /me/events`), counted per user and in all, so neither one
-//! user nor all of them together hold more than their bound: past a bound, a clear 429 or 503; and what
-//! wakes them ([`Wakes`]).
+//! What wakes the event streams of this host ([`Wakes`]): each key (a user's phone, a partner's key) has its
+//! streams' [`Watch`], woken when the key has new events, with the newest of them when this host read them
+//! already; [`run_wakes`] learns of new events, through PostgreSQL's `LISTEN` or a tail of SQLite's log.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
-use crate::http::error::ApiError;
-use crate::store::messages::Logged;
-
-/// The streams open on this host, per user and in all.
-pub struct Streams {
-    per_user: Mutex<HashMap<String, usize>>,
-    total: AtomicUsize,
-    max_per_user: usize,
-    max_total: usize,
-}
-
-/// A stream's place in [`Streams`], given back when the stream ends.
-pub struct StreamSlot {
-    streams: Arc<Streams>,
-    phone: String,
-}
-
-impl Streams {
-    pub fn new(max_per_user: usize, max_total: usize) -> Arc<Streams> {
-        Arc::new(Streams { per_user: Mutex::default(), total: AtomicUsize::new(0), max_per_user, max_total })
-    }
-
-    /// Streams open on this host.
-    pub fn open_count(&self) -> usize {
-        self.total.load(Ordering::SeqCst)
-    }
-
-    /// A place for a new stream of `phone`, or the error that answers it.
-    pub fn open(self: &Arc<Self>, phone: &str) -> Result<StreamSlot, ApiError> {
-        let mut per_user = self.per_user.lock().expect("streams poisoned");
-        let mine = per_user.get(phone).copied().unwrap_or(0);
-        if mine >= self.max_per_user {
-            return Err(ApiError::too_many(
-                5,
-                format!("{mine} event streams are open for this account already (at most {})", self.max_per_user),
-            ));
-        }
-        if self.total.load(Ordering::SeqCst) >= self.max_total {
-            return Err(ApiError::unavailable(5, "this host has as many event streams open as it serves; retry"));
-        }
-        self.total.fetch_add(1, Ordering::SeqCst);
-        per_user.insert(phone.to_string(), mine + 1);
-        Ok(StreamSlot { streams: self.clone(), phone: phone.to_string() })
-    }
-}
-
-impl Drop for StreamSlot {
-    fn drop(&mut self) {
-        let mut per_user = self.streams.per_user.lock().expect("streams poisoned");
-        match per_user.get_mut(&self.phone) {
-            Some(n) if *n > 1 => *n -= 1,
-            _ => {
-                per_user.remove(&self.phone);
-            }
-        }
-        self.streams.total.fetch_sub(1, Ordering::SeqCst);
-    }
-}
+use crate::store::user_events::{self, Logged};
+use crate::store::{Backend, Db};
 
 /// Events of a key handed over and kept for its streams here, at most: a stream further behind reads the log.
 const HANDED_KEPT: usize = 32;
@@ -222,5 +168,97 @@ mod tests {
         drop(watch);
         wakes.unwatch("+1");
         assert_eq!(wakes.watched(), 0);
+    }
+}
+
+/// The shortest time between two reads of SQLite's log woken by this process's writes.
+const TAIL_GAP: Duration = Duration::from_millis(2);
+
+/// Log rows SQLite's tail reads at once.
+const TAIL_BATCH: i64 = 1000;
+
+/// Wakes this host's streams when their users have new events, until `stop`: PostgreSQL's notifications
+/// (every append notifies at commit; each stream reads the log), or on SQLite a tail of the log read when
+/// this process has written (at most every [`TAIL_GAP`]) and every `poll` (what other processes sharing the
+/// file wrote), which hands each stream its events with their messages: one read for all of them, the log
+/// rows this process's group commits appended taken from memory (the log itself read at the poll), and the
+/// messages read only for the keys with a stream here — those this process has just put into the hub not
+/// even then (`user_events::Fresh`).
+pub async fn run_wakes(db: Db, wakes: Arc<Wakes>, database_url: String, poll: Duration, stop: CancellationToken) {
+    if db.backend() == Backend::Postgres {
+        listen(&database_url, &wakes, &stop).await;
+        return;
+    }
+    let mut after = user_events::newest_id(&db).await.unwrap_or(0);
+    let mut tick = tokio::time::interval(poll);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut read_at = tokio::time::Instant::now();
+    // The last read was a whole batch: read on at once.
+    let mut more = false;
+    loop {
+        let mut ticked = false;
+        if !more {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tick.tick() => ticked = true,
+                // This process wrote: its events (if any) are committed, read them now. Writes come in
+                // bursts; one read every TAIL_GAP covers all of a burst's.
+                _ = db.written().notified() => {
+                    if wakes.watched() > 0 {
+                        tokio::time::sleep_until(read_at + TAIL_GAP).await;
+                    }
+                }
+            }
+        }
+        more = false;
+        if wakes.watched() == 0 {
+            // No stream here: the log is not read for each write, only where it ends is kept at each poll.
+            if ticked {
+                after = user_events::newest_id(&db).await.unwrap_or(after);
+            }
+            continue;
+        }
+        read_at = tokio::time::Instant::now();
+        // At the poll, the log itself (what other processes wrote); woken by this process's writes, what
+        // its group commits appended is taken from memory.
+        match user_events::events_after_row(&db, after, TAIL_BATCH, ticked, |key| wakes.watches(key)).await {
+            Ok(tail) => {
+                (after, more) = (tail.newest.max(after), tail.whole);
+                for (key, events) in tail.by_key {
+                    wakes.hand_over(&key, events);
+                }
+            }
+            Err(error) => tracing::warn!(%error, "the event log could not be read"),
+        }
+    }
+}
+
+/// PostgreSQL: `LISTEN` on the events channel, reconnecting after a failure (and then waking every stream
+/// on this host, which reads what it may have missed).
+async fn listen(database_url: &str, wakes: &Wakes, stop: &CancellationToken) {
+    loop {
+        let connected = async {
+            let mut listener = sqlx::postgres::PgListener::connect(database_url).await?;
+            listener.listen(user_events::CHANNEL).await?;
+            wakes.wake_all();
+            loop {
+                let notification = listener.recv().await?;
+                wakes.wake(notification.payload());
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), sqlx::Error>(())
+        };
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            result = connected => {
+                if let Err(error) = result {
+                    tracing::warn!(%error, "the event listener lost its connection; reconnecting");
+                }
+            }
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
     }
 }

@@ -17,15 +17,15 @@ use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::record;
-use crate::auth::PartnerWatch;
+use super::sse::{Audience, Follow, Tail, last_event_id, sse};
 use crate::conversations::Reader;
+use crate::http::auth::PartnerWatch;
+use crate::http::conversations::record;
 use crate::http::error::ApiResult;
 use crate::http::messages::MessageRecord;
-use crate::http::stream::{self, Follow, Tail, last_event_id, sse};
+use crate::http::state::AppState;
 use crate::http::{ApiQuery, E401, E403, E429, E503};
 use crate::names::UserEventKind;
-use crate::state::AppState;
 use crate::store::conversations as store;
 use crate::store::messages::Message;
 use crate::store::user_events::{UserEvent, partner_key};
@@ -33,7 +33,7 @@ use crate::store::user_events::{UserEvent, partner_key};
 /// How a console reconnects.
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-pub(super) struct EventsQuery {
+pub struct EventsQuery {
     /// The last event id the console has (instead of the `Last-Event-ID` header).
     last_event_id: Option<String>,
 }
@@ -60,7 +60,7 @@ pub(super) struct EventsQuery {
         (status = 503, response = E503),
     )
 )]
-pub(super) async fn conversation_events(
+pub async fn conversation_events(
     State(state): State<AppState>,
     watch: PartnerWatch,
     headers: HeaderMap,
@@ -78,7 +78,7 @@ struct Console {
     watch: PartnerWatch,
 }
 
-impl stream::Audience for Console {
+impl Audience for Console {
     async fn render(&mut self, event: UserEvent, message: Option<Message>) -> Option<Event> {
         match self.rendered(&event, message).await {
             Ok(rendered) => rendered,

@@ -10,8 +10,8 @@ use axum::http::header::{AUTHORIZATION, COOKIE, ORIGIN};
 use axum::http::request::Parts;
 
 use crate::http::error::ApiError;
+use crate::http::state::AppState;
 use crate::secrets::{constant_time_eq, digest};
-use crate::state::AppState;
 use crate::store::bots::{self, Bot};
 use crate::store::developers::{self, Developer};
 use crate::store::members::{self, Session};
