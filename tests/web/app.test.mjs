@@ -68,7 +68,7 @@ async function sendMany(n, make, batch = 25) {
 }
 
 // The agent side of an encrypted conversation, written from docs/e2e.md with node:crypto only (never
-// web/src/e2e.ts), so that the browser's WebCrypto implementation and this one check each other.
+// web/src/shared/e2e.ts), so that the browser's WebCrypto implementation and this one check each other.
 const b64u = (b) => Buffer.from(b).toString("base64url");
 const unb64u = (s) => Buffer.from(s, "base64url");
 const ALG = "x25519-hkdf-sha256-aes-256-gcm";

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The web app's tests: Vitest (web/src/e2e.ts against docs/e2e.md), then the browser tests (Playwright on
+# The web app's tests: Vitest (web/src/shared/e2e.ts against docs/e2e.md), then the browser tests (Playwright on
 # Debian's Chromium, never a downloaded browser) against a real host with a temporary SQLite database.
 # Env: HUBBUB_BIN (default target/debug/hubbub), HUBBUB_WEB_PORT (default: a free port in 18000-18999).
 set -euo pipefail

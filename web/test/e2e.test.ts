@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   conversationAad, conversationKeyAad, decode, decrypt, E2eError, encode, encrypt, generateDeviceKey, hubAad,
   importPrivateRaw, newContentKey, open, publicFromPrivate, seal, sealWith, unwrapKey, wrapKey,
-} from "../src/e2e";
+} from "../src/shared/e2e";
 
 const seq = (start: number, n: number) => Uint8Array.from({ length: n }, (_, i) => start + i);
 

@@ -1,21 +1,15 @@
 // Accounts: link a phone to the partner (with its custom field values, and an SMS invitation to claim it),
 // look a linked account up, and define the partner's custom account fields.
-import { useEffect, useState } from "preact/hooks";
-import { Alert, Head, acting, errorText } from "../pages/ui";
-import { ApiError, del, enc, get, patch, post, type Account, type AccountField, type Linked, type Page } from "../pages/api";
+import { useState } from "preact/hooks";
+import { errorText } from "../shared/format";
+import { Alert, Head } from "../shared/ui";
+import { ApiError, del, enc, get, patch, post, type Account, type AccountField, type Linked } from "./api";
+import { useList } from "./page";
 
 const TYPES = ["char", "text", "number", "date", "selection", "boolean", "email", "phone"] as const;
 
 export function Accounts() {
-  const [fields, setFields] = useState<AccountField[]>([]);
-  const [error, setError] = useState<string | null>(null);
-  const [status, setStatus] = useState("");
-  const load = () => get<Page<AccountField>>("/settings/account-fields").then((p) => setFields(p.data));
-  useEffect(() => {
-    document.title = "Accounts · Hubbub console";
-    load().catch((e) => setError(errorText(e)));
-  }, []);
-  const act = acting(load, setError, setStatus);
+  const { list: fields, error, setError, status, act } = useList<AccountField>("Accounts", "/settings/account-fields");
   return (
     <section class="page" aria-labelledby="accounts-h">
       <h1 id="accounts-h">Accounts</h1>
@@ -83,7 +77,7 @@ function LinkForm({ fields }: { fields: AccountField[] }) {
       setName("");
       setValues({});
     } catch (err) {
-      if (err instanceof ApiError) setFieldErrors(err.fields);
+      if (err instanceof ApiError) setFieldErrors(err.fields ?? {});
       setError(errorText(err));
     }
   };

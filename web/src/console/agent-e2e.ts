@@ -1,5 +1,5 @@
 // The console's agent device for end-to-end encrypted conversations (docs/e2e.md, "Encrypted
-// conversations"): an X25519 identity made in this browser with WebCrypto (web/src/e2e.ts, the code the
+// conversations"): an X25519 identity made in this browser with WebCrypto (web/src/shared/e2e.ts, the code the
 // end-user app uses), its private key non-extractable and kept in IndexedDB, published for the partner with
 // `POST /agent/devices/keys`. A thread's content keys K_v reach it as wraps the other side (or this browser)
 // uploaded to `/conversations/{id}/keys`; messages are opened and sealed here, so the service only ever sees
@@ -10,8 +10,7 @@
 // re-wraps an existing key for a browser published later, so the messages sealed before cannot be read
 // here; a reply from here makes the next key (K_{v+1}, wrapped to the user's devices and the partner's agent
 // devices), and what the user writes after it can be.
-import type { components } from "@hubbub/client/src/schema";
-import { ApiError, enc, get, post, type MemberSession } from "../pages/api";
+import { ApiError, enc, get, post, type MemberSession, type Schemas } from "./api";
 import {
   conversationAad,
   conversationKeyAad,
@@ -27,10 +26,10 @@ import {
   type DeviceKey,
   type Envelope,
   type KeyWrap,
-} from "../e2e";
-import { database } from "../idb";
+} from "../shared/e2e";
+import { database } from "../shared/idb";
 
-type S = components["schemas"];
+type S = Schemas;
 type ConversationKeys = S["ConversationKeys"];
 type PeerDirectory = S["PeerDirectory"];
 type Message = S["Message"];

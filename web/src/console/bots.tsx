@@ -2,20 +2,16 @@
 // compiler's errors as the author needs them), set the webhook and allowed IPs, invite a phone to a flow,
 // and the recent sessions.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { Alert, Head, ShownOnce, acting, errorText, when } from "../pages/ui";
-import { enc, get, patch, post, upload, type Page, type Bot, type BotCreated, type BotSession, type BotToken, type FlowInvited } from "../pages/api";
+import { errorText, when } from "../shared/format";
+import { Alert, Head, ShownOnce } from "../shared/ui";
+import { enc, get, patch, post, upload, type Page, type Bot, type BotCreated, type BotSession, type BotToken, type FlowInvited } from "./api";
+import { acting, useList } from "./page";
 
 export function Bots() {
-  const [bots, setBots] = useState<Bot[]>([]);
+  const { list: bots, error, setError, load } = useList<Bot>("Bots", "/bots");
   const [code, setCode] = useState("");
   const [name, setName] = useState("");
   const [created, setCreated] = useState<BotCreated | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const load = () => get<Page<Bot>>("/bots").then((p) => setBots(p.data), (e) => setError(errorText(e)));
-  useEffect(() => {
-    load();
-    document.title = "Bots · Hubbub console";
-  }, []);
   return (
     <section class="page" aria-labelledby="bots-h">
       <h1 id="bots-h">Bots</h1>

@@ -1,8 +1,10 @@
 // Broadcasts: one text to every linked user who claimed their account. Compose with a preview of the card
 // the users will see and how many it reaches now; then each broadcast's progress and its messages by state.
 import { useEffect, useState } from "preact/hooks";
-import { Alert, Head, acting, errorText, when } from "../pages/ui";
-import { get, post, type Broadcast, type BroadcastAudience, type Page } from "../pages/api";
+import { errorText, when } from "../shared/format";
+import { Alert, Head } from "../shared/ui";
+import { get, post, type Broadcast, type BroadcastAudience, type Page } from "./api";
+import { acting, useTitle } from "./page";
 
 const PRIORITIES: [string, string][] = [
   ["notification", "Notification"],
@@ -26,10 +28,8 @@ export function Broadcasts() {
     setAudience(size);
     if (open) setOpen(await get<Broadcast>(`/broadcasts/${open.broadcast_id}`));
   };
-  useEffect(() => {
-    document.title = "Broadcasts · Hubbub console";
-    load().catch((e) => setError(errorText(e)));
-  }, []);
+  useTitle("Broadcasts");
+  useEffect(() => void load().catch((e) => setError(errorText(e))), []);
   // While one is on its way, its progress is fetched again every two seconds (and no longer after).
   const busy = (list ?? []).some(moving) || (open !== null && moving(open));
   useEffect(() => {

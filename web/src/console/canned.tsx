@@ -1,21 +1,15 @@
-import { useEffect, useState } from "preact/hooks";
-import { Alert, Head, acting, errorText, when } from "../pages/ui";
-import { del, get, post, put, type Page, type CannedReply } from "../pages/api";
+import { useState } from "preact/hooks";
+import { when } from "../shared/format";
+import { Alert, Head } from "../shared/ui";
+import { del, post, put, type CannedReply } from "./api";
+import { useList } from "./page";
 
 /** The partner's canned replies: kept here by admins and owners, picked by agents in a thread's reply box. */
 export function Canned() {
-  const [list, setList] = useState<CannedReply[]>([]);
+  const { list, error, status, act } = useList<CannedReply>("Canned replies", "/canned-replies");
   const [editing, setEditing] = useState<CannedReply | null>(null);
   const [shortcut, setShortcut] = useState("");
   const [body, setBody] = useState("");
-  const [error, setError] = useState<string | null>(null);
-  const [status, setStatus] = useState("");
-  const load = () => get<Page<CannedReply>>("/canned-replies").then((p) => setList(p.data));
-  useEffect(() => {
-    document.title = "Canned replies · Hubbub console";
-    load().catch((e) => setError(errorText(e)));
-  }, []);
-  const act = acting(load, setError, setStatus);
   const edit = (r: CannedReply | null) => {
     setEditing(r);
     setShortcut(r?.shortcut ?? "");

@@ -1,8 +1,10 @@
 // The agents' inbox: the conversation list (filters, search, live), a thread (reply, assign, notes, close)
 // and the contact panel beside it.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { Alert, acting, errorText, when } from "../pages/ui";
-import { get, patch, post, type Conversation, type Member, type MemberSession, type Note, type Page, type Thread, type ThreadMessage, type Account, type CannedReply, type Payment, type BotSession } from "../pages/api";
+import { errorText, when } from "../shared/format";
+import { Alert } from "../shared/ui";
+import { get, patch, post, type Conversation, type Member, type MemberSession, type Note, type Page, type Thread, type ThreadMessage, type Account, type CannedReply, type Payment, type BotSession } from "./api";
+import { acting } from "./page";
 import { useLive } from "./live";
 import { Link } from "./nav";
 import { AgentConvKeys, agentDevice } from "./agent-e2e";

@@ -1,19 +1,14 @@
-import { useEffect, useState } from "preact/hooks";
-import { Alert, Head, ShownOnce, acting, errorText, when } from "../pages/ui";
-import { del, get, post, type Page, type ApiKey, type ApiKeyCreated } from "../pages/api";
+import { useState } from "preact/hooks";
+import { when } from "../shared/format";
+import { Alert, Head, ShownOnce } from "../shared/ui";
+import { del, post, type ApiKey, type ApiKeyCreated } from "./api";
+import { useList } from "./page";
 
 /** The partner's API keys: several at once, so one is replaced without downtime. */
 export function Keys() {
-  const [keys, setKeys] = useState<ApiKey[]>([]);
+  const { list: keys, error, act } = useList<ApiKey>("API keys", "/api-keys");
   const [name, setName] = useState("");
   const [made, setMade] = useState<ApiKeyCreated | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const load = () => get<Page<ApiKey>>("/api-keys").then((p) => setKeys(p.data), (e) => setError(errorText(e)));
-  useEffect(() => {
-    load();
-    document.title = "API keys · Hubbub console";
-  }, []);
-  const act = acting(load, setError);
   return (
     <section class="page" aria-labelledby="keys-h">
       <h1 id="keys-h">API keys</h1>

@@ -4,11 +4,11 @@
 // messages, templates, broadcasts, accounts) and owners manage members and read the audit log; every member
 // may add passkeys and sign in with them. One module per page; this one is the shell and its routes. It
 // loads only on /console/ and shares the end-user app's toolchain, styles and generated API types.
-import "../styles.css";
-import "./console.css";
+import "../shared/styles.css";
+import "../shared/console.css";
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { del, get, onSignedOut, type Member, type MemberSession, type Page } from "../pages/api";
+import { del, get, onSignedOut, type Member, type MemberSession, type Page } from "./api";
 import { startLive, stopLive, useLiveStatus } from "./live";
 import { go, usePath, Link } from "./nav";
 import { Inbox } from "./inbox";

@@ -1,20 +1,15 @@
 // Owners only: the partner's members (invite, change roles, remove) and the audit log.
 import { useEffect, useState } from "preact/hooks";
-import { Alert, Head, acting, errorText, when } from "../pages/ui";
-import { del, enc, get, patch, post, type AuditEntry, type Invitation, type Member, type Page } from "../pages/api";
+import { errorText, when } from "../shared/format";
+import { Alert, Head } from "../shared/ui";
+import { del, enc, get, patch, post, type AuditEntry, type Invitation, type Member, type Page } from "./api";
+import { useList, useTitle } from "./page";
 
 export function Members({ self }: { self: Member }) {
-  const [members, setMembers] = useState<Member[]>([]);
+  const { list: members, error, act } = useList<Member>("Members", "/members");
   const [role, setRole] = useState("agent");
   const [made, setMade] = useState<Invitation | null>(null);
-  const [error, setError] = useState<string | null>(null);
   const [copied, setCopied] = useState(false);
-  const load = () => get<Page<Member>>("/members").then((p) => setMembers(p.data), (e) => setError(errorText(e)));
-  useEffect(() => {
-    load();
-    document.title = "Members · Hubbub console";
-  }, []);
-  const act = acting(load, setError);
   return (
     <section class="page" aria-labelledby="members-h">
       <h1 id="members-h">Members</h1>
@@ -100,10 +95,8 @@ export function Audit() {
       },
       (e) => setError(errorText(e)),
     );
-  useEffect(() => {
-    load();
-    document.title = "Audit log · Hubbub console";
-  }, []);
+  useTitle("Audit log");
+  useEffect(() => void load(), []);
   return (
     <section class="page" aria-labelledby="audit-h">
       <h1 id="audit-h">Audit log</h1>

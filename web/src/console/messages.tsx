@@ -1,6 +1,8 @@
 import { useEffect, useState } from "preact/hooks";
-import { Alert, Head, errorText, when } from "../pages/ui";
-import { get, type Page, type ThreadMessage } from "../pages/api";
+import { errorText, when } from "../shared/format";
+import { Alert, Head } from "../shared/ui";
+import { get, type Page, type ThreadMessage } from "./api";
+import { useTitle } from "./page";
 
 /** The message log: filters by phone, state and words; a message's delivery attempts and changes of state. */
 export function Messages() {
@@ -11,9 +13,7 @@ export function Messages() {
   const [list, setList] = useState<ThreadMessage[] | null>(null);
   const [open, setOpen] = useState<ThreadMessage | null>(null);
   const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    document.title = "Messages · Hubbub console";
-  }, []);
+  useTitle("Messages");
   useEffect(() => {
     get<Page<ThreadMessage>>(`/messages?${query}`).then(
       (p) => {

@@ -1,6 +1,5 @@
 // Moving within the console without reloading it: the address as state, links, and polling while visible.
 import { useEffect, useState } from "preact/hooks";
-import { when } from "../pages/ui";
 
 const listeners = new Set<() => void>();
 export function go(path: string) {

@@ -1,21 +1,15 @@
-import { useEffect, useState } from "preact/hooks";
-import { Alert, Head, acting, errorText, when } from "../pages/ui";
-import { del, get, post, type Page, type PasskeyChallenge, type PasskeyRecord } from "../pages/api";
+import { useState } from "preact/hooks";
+import { when } from "../shared/format";
+import { Alert, Head } from "../shared/ui";
+import { del, post, type PasskeyChallenge, type PasskeyRecord } from "./api";
+import { useList } from "./page";
 import { createPasskey, passkeysAvailable } from "./webauthn";
 
 /** The signed-in member's passkeys: add one (this device's screen lock or a security key), see when each was
  * last used, remove one. */
 export function Passkeys() {
-  const [keys, setKeys] = useState<PasskeyRecord[]>([]);
+  const { list: keys, error, status, act } = useList<PasskeyRecord>("Passkeys", "/members/me/passkeys");
   const [name, setName] = useState("");
-  const [status, setStatus] = useState("");
-  const [error, setError] = useState<string | null>(null);
-  const load = () => get<Page<PasskeyRecord>>("/members/me/passkeys").then((p) => setKeys(p.data), (e) => setError(errorText(e)));
-  useEffect(() => {
-    load();
-    document.title = "Passkeys · Hubbub console";
-  }, []);
-  const act = acting(load, setError, setStatus);
   const add = () =>
     act(async () => {
       const challenge = await post<PasskeyChallenge>("/members/me/passkeys/challenges", {});

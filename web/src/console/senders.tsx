@@ -1,7 +1,9 @@
 import { Fragment } from "preact";
-import { useEffect, useState } from "preact/hooks";
-import { Alert, Head, acting, errorText, when } from "../pages/ui";
-import { del, get, put, type Page, type PartnerSender } from "../pages/api";
+import { useState } from "preact/hooks";
+import { when } from "../shared/format";
+import { Alert, Head } from "../shared/ui";
+import { del, put, type PartnerSender } from "./api";
+import { useList, type Act } from "./page";
 
 type Channel = "whatsapp" | "sms";
 
@@ -11,15 +13,7 @@ type Channel = "whatsapp" | "sms";
  * read back: the list shows their first characters.
  */
 export function Senders() {
-  const [senders, setSenders] = useState<PartnerSender[]>([]);
-  const [error, setError] = useState<string | null>(null);
-  const [status, setStatus] = useState("");
-  const load = () => get<Page<PartnerSender>>("/settings/senders").then((p) => setSenders(p.data), (e) => setError(errorText(e)));
-  useEffect(() => {
-    load();
-    document.title = "Numbers · Hubbub console";
-  }, []);
-  const act = acting(load, setError, setStatus);
+  const { list: senders, error, status, act } = useList<PartnerSender>("Numbers", "/settings/senders");
   const names: Record<Channel, string> = { whatsapp: "WhatsApp", sms: "SMS" };
   return (
     <section class="page" aria-labelledby="senders-h">
@@ -56,8 +50,6 @@ export function Senders() {
     </section>
   );
 }
-
-type Act = (what: () => Promise<unknown>, done?: string) => Promise<void>;
 
 /** One field of a sender's form: its key in the request, its label, and whether it is a secret. */
 type Field = [key: string, label: string, secret?: boolean];

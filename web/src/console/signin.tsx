@@ -1,8 +1,9 @@
 // Signing in: a phone and a one-time code (the first time with the invitation link an owner gave), or a
 // passkey the member added after signing in with a code.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { Alert, errorText } from "../pages/ui";
-import { ApiError, post, type MemberSession, type PasskeyChallenge } from "../pages/api";
+import { errorText } from "../shared/format";
+import { Alert } from "../shared/ui";
+import { ApiError, post, type MemberSession, type PasskeyChallenge } from "./api";
 import { passkeysAvailable, signWithPasskey } from "./webauthn";
 
 export function SignIn({ onSignedIn }: { onSignedIn: (s: MemberSession) => void }) {

@@ -1,23 +1,16 @@
-import { useEffect, useState } from "preact/hooks";
-import { Alert, Head, acting, errorText } from "../pages/ui";
-import { get, post, type Page, type Template } from "../pages/api";
+import { useState } from "preact/hooks";
+import { Alert, Head } from "../shared/ui";
+import { post, type Template } from "./api";
+import { useList } from "./page";
 
 /** Templates: their status and the review's decision; create a draft, submit it for review. */
 export function Templates() {
-  const [list, setList] = useState<Template[]>([]);
+  const { list, error, status, act } = useList<Template>("Templates", "/templates?limit=100");
   const [code, setCode] = useState("");
   const [channel, setChannel] = useState("inapp");
   const [category, setCategory] = useState("utility");
   const [lang, setLang] = useState("en");
   const [body, setBody] = useState("");
-  const [error, setError] = useState<string | null>(null);
-  const [status, setStatus] = useState("");
-  const load = () => get<Page<Template>>("/templates?limit=100").then((p) => setList(p.data));
-  useEffect(() => {
-    document.title = "Templates · Hubbub console";
-    load().catch((e) => setError(errorText(e)));
-  }, []);
-  const act = acting(load, setError, setStatus);
   return (
     <section class="page" aria-labelledby="templates-h">
       <h1 id="templates-h">Templates</h1>

@@ -1,8 +1,10 @@
 // The partner's webhook endpoint, a signed test, and the delivery log with replay.
-import { useEffect, useState } from "preact/hooks";
-import { Alert, Head, acting, errorText, when } from "../pages/ui";
-import { get, post, put, type Page, type TestOutcome, type WebhookDelivery, type WebhookDeliveryDetail, type WebhookSettings } from "../pages/api";
+import { useState } from "preact/hooks";
+import { errorText, when } from "../shared/format";
+import { Alert, Head } from "../shared/ui";
+import { get, post, put, type Page, type TestOutcome, type WebhookDelivery, type WebhookDeliveryDetail, type WebhookSettings } from "./api";
 import { usePoll } from "./nav";
+import { acting, useTitle } from "./page";
 
 /** A local date-time input's value as a record time (`YYYY-MM-DD HH:MM:SS`, UTC). */
 const utcRecordTime = (local: string) => new Date(local).toISOString().slice(0, 19).replace("T", " ");
@@ -36,9 +38,7 @@ export function Webhooks() {
       }),
     ]).catch((e) => setError(errorText(e)));
   usePoll(load, 5000, [query.toString()]);
-  useEffect(() => {
-    document.title = "Webhooks · Hubbub console";
-  }, []);
+  useTitle("Webhooks");
   const act = acting(load, setError, setStatus);
   return (
     <section class="page" aria-labelledby="webhooks-h">

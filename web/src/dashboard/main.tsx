@@ -4,9 +4,10 @@
 // "send a test to my phone", their messages with states, and their webhook with a test.
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import "../styles.css";
-import "../console/console.css";
-import { Alert, Head, ShownOnce, errorText, when } from "../pages/ui";
+import "../shared/styles.css";
+import "../shared/console.css";
+import { errorText, when } from "../shared/format";
+import { Alert, Head, ShownOnce } from "../shared/ui";
 import {
   del,
   get,
@@ -24,7 +25,7 @@ import {
   type TestOutcome,
   type ThreadMessage,
   type WebhookSettings,
-} from "../pages/api";
+} from "./api";
 
 const KEY = "hubbub.dev.session";
 const ME = "hubbub.dev.me";

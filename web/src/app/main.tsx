@@ -1,14 +1,14 @@
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { auth, onUnauthorized, type LoggedIn, type Unread } from "./api";
+import { auth, onSignedOut, type LoggedIn, type Unread } from "./api";
 import { publishDeviceKey } from "./keystore";
 import { close as closeLive, startLive, useLiveStatus } from "./live";
 import { startUnread, stopUnread, useUnread } from "./unread";
 import { ViewerHost } from "./viewer";
 import { useOffline } from "./offline";
-import { when } from "./util";
+import { when } from "../shared/format";
 import { navigate, useLocation, useRouteFocus } from "./router";
-import "./styles.css";
+import "../shared/styles.css";
 import { AccountView } from "./views/account";
 import { BotChat, Bots } from "./views/bots";
 import { ConversationView, Conversations, NewConversation } from "./views/conversations";
@@ -49,7 +49,7 @@ function App() {
     const here = location.pathname + location.search;
     navigate(location.pathname === "/login" ? here : `/login?next=${encodeURIComponent(here)}`, true);
   };
-  useEffect(() => onUnauthorized(signedOut), []);
+  useEffect(() => onSignedOut(signedOut), []);
 
   // One live event stream while signed in; the server ends it for a signed-out token.
   useEffect(() => {
@@ -171,7 +171,7 @@ function App() {
         {offline.offline ? (
           <p class="live-note offline-note" role="status">
             Offline<span class="sr-only">: showing what this device saved</span> · saved{" "}
-            {offline.savedAt ? when(offline.savedAt) : "earlier"}
+            {offline.savedAt ? when(offline.savedAt, "short") : "earlier"}
           </p>
         ) : live === "reconnecting" ? (
           <p class="live-note" role="status">

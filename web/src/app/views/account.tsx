@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
-import { api, auth, get, type Account } from "../api";
-import { encode } from "../e2e";
+import { auth, del, get, type Account } from "../api";
+import { encode } from "../../shared/e2e";
 import { deviceKey } from "../keystore";
 import { pushState, turnOffPush, turnOnPush, type PushState } from "../push";
 import { ErrorNote, Loading, useAsync, useTitle } from "../util";
@@ -96,7 +96,7 @@ export function AccountView({ logout }: { logout: () => void }) {
 async function signOutEverywhere(logout: () => void) {
   if (!confirm("Sign out on every device and browser?")) return;
   try {
-    await api<void>("DELETE", "/me/tokens");
+    await del<void>("/me/tokens");
   } finally {
     logout();
   }

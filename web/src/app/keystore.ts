@@ -1,8 +1,8 @@
 // This browser's E2E device identity: an X25519 key pair made with WebCrypto, the private key
 // non-extractable, the CryptoKey kept in IndexedDB (structured clone keeps it unexportable).
 import { auth, post } from "./api";
-import { encode, generateDeviceKey, type DeviceKey } from "./e2e";
-import { database } from "./idb";
+import { encode, generateDeviceKey, type DeviceKey } from "../shared/e2e";
+import { database } from "../shared/idb";
 
 const DB = "hubbub";
 const STORE = "keys";

@@ -3,7 +3,8 @@ import { useEffect, useState } from "preact/hooks";
 import { ApiError, enc, get, post, type FlowProgress, type FlowState, type OpenForm, type Page } from "../api";
 import { interactive, StepView, Summary, type Field, type Step, type StepHandlers } from "../steps";
 import { useLive } from "../live";
-import { ErrorNote, Loading, useAsync, useTitle, when } from "../util";
+import { ErrorNote, Loading, useAsync, useTitle } from "../util";
+import { when } from "../../shared/format";
 import { cachedFlowCard, markReadRef, rememberMessage } from "./inbox";
 
 export function Forms() {
@@ -22,7 +23,7 @@ export function Forms() {
               <a href={`/forms/${enc(f.ref)}`}>{f.title || f.flow}</a>
             </h2>
             <p class="meta">
-              {f.bot} · invited {when(f.invited_at)} · <span class="status-pill">{f.state === "in_progress" ? "in progress" : "new"}</span>
+              {f.bot} · invited {when(f.invited_at, "short")} · <span class="status-pill">{f.state === "in_progress" ? "in progress" : "new"}</span>
             </p>
           </li>
         ))}

@@ -1,8 +1,8 @@
 // Web Push for a closed app: this device subscribes with the host's VAPID key (GET /me/push) and gives the
 // host its PushSubscription (POST /me/push/subscriptions); the service worker (public/sw.js) shows what
 // arrives and tells the host it arrived. Asked for only when the user chooses to, never on first load.
-import { api, get, post } from "./api";
-import { decode } from "./e2e";
+import { del, get, post } from "./api";
+import { decode } from "../shared/e2e";
 
 export type PushState = "unsupported" | "blocked" | "on" | "off";
 interface PushSettings {
@@ -48,7 +48,7 @@ export async function turnOnPush(): Promise<PushState> {
 export async function turnOffPush(): Promise<PushState> {
   const sub = await (await registration())?.pushManager.getSubscription();
   await sub?.unsubscribe().catch(() => false);
-  await api("DELETE", "/me/push/subscriptions");
+  await del("/me/push/subscriptions");
   return "off";
 }
 

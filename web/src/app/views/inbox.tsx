@@ -2,7 +2,7 @@
 // user scrolls; new and changed messages arriving live (the event stream); E2E messages opened in the browser.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { auth, enc, get, post, type FlowCard, type Message, type Page } from "../api";
-import { hubAad, open, type Envelope } from "../e2e";
+import { hubAad, open, type Envelope } from "../../shared/e2e";
 import { deviceKey } from "../keystore";
 import { navigate } from "../router";
 import { Summary } from "../steps";
@@ -11,7 +11,8 @@ import { declineOffer, shouldOffer, turnOnPush } from "../push";
 import { SearchBox, useSearch } from "../search";
 import { documentKind, openViewer, type Viewable } from "../viewer";
 import { onBackOnline, save } from "../offline";
-import { ErrorNote, Loading, useTitle, when } from "../util";
+import { ErrorNote, Loading, useTitle } from "../util";
+import { when } from "../../shared/format";
 
 // The inbox survives navigation: going back to it shows it at once.
 interface InboxState {
@@ -284,7 +285,7 @@ export function MessageCard({ m, full = false }: { m: Message; full?: boolean })
         </h2>
         {isUnread ? <span class="sr-only">Unread</span> : null}
         <span class="meta">
-          {m.partner} · <time dateTime={m.created_at}>{when(m.created_at)}</time>
+          {m.partner} · <time dateTime={m.created_at}>{when(m.created_at, "short")}</time>
         </span>
       </header>
       <Body m={m} full={full} />

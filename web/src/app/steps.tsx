@@ -3,7 +3,7 @@
 // to its field and keeps every typed value.
 import { useState } from "preact/hooks";
 import { ApiError } from "./api";
-import { errorText } from "./util";
+import { errorText } from "../shared/format";
 
 export interface Field {
   key: string;
@@ -111,7 +111,7 @@ export function ScreenForm({
         <p class="error" role="alert">
           {error instanceof ApiError && error.code === "validation" && Object.keys(fieldErrors).length
             ? "Some answers need fixing: see the messages below."
-            : errorText(error)}
+            : errorText(error, { own: true })}
         </p>
       ) : null}
       {screen.fields.map((f) => (
@@ -292,7 +292,7 @@ export function StepView({ step, active, on, fields }: { step: Step; active: boo
               </ul>
             </div>
           ))}
-          {error ? <p class="error" role="alert">{errorText(error)}</p> : null}
+          {error ? <p class="error" role="alert">{errorText(error, { own: true })}</p> : null}
         </div>
       );
     case "flow_screen":
@@ -311,7 +311,7 @@ export function StepView({ step, active, on, fields }: { step: Step; active: boo
               </a>
             </div>
           ) : null}
-          {error ? <p class="error" role="alert">{errorText(error)}</p> : null}
+          {error ? <p class="error" role="alert">{errorText(error, { own: true })}</p> : null}
         </div>
       );
     }

@@ -2,13 +2,14 @@
 // end-to-end encryption with the conversation key (docs/e2e.md, "Encrypted conversations").
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, auth, enc, get, post, type Account, type Conversation, type ConversationKeys, type ConversationThread, type Message, type Page, type PeerDirectory } from "../api";
-import { conversationAad, conversationKeyAad, decrypt, encrypt, newContentKey, newRef, unwrapKey, wrapKey, type Envelope, type KeyWrap } from "../e2e";
+import { conversationAad, conversationKeyAad, decrypt, encrypt, newContentKey, newRef, unwrapKey, wrapKey, type Envelope, type KeyWrap } from "../../shared/e2e";
 import { deviceKey, publishDeviceKey } from "../keystore";
 import { navigate } from "../router";
 import { useLive } from "../live";
 import { SearchBox, useSearch } from "../search";
 import { discard, queue, save, sendWith, useQueued } from "../offline";
-import { ErrorNote, Loading, errorText, useAsync, useTitle, when } from "../util";
+import { errorText, when } from "../../shared/format";
+import { ErrorNote, Loading, useAsync, useTitle } from "../util";
 
 const STATE_LABEL: Record<string, string> = { open: "Open", pending: "Waiting for you", closed: "Closed" };
 
@@ -20,7 +21,7 @@ sendWith(async (q) => {
   } catch (e) {
     // Unreachable, busy or failing for now: tried again later. Refused (gone, invalid): said so, kept.
     if (e instanceof ApiError && (e.status === 0 || e.status === 429 || e.status >= 500)) return "offline";
-    return { refused: errorText(e) };
+    return { refused: errorText(e, { own: true }) };
   }
 });
 
@@ -55,7 +56,7 @@ export function Conversations() {
               <a href={`/conversations/${enc(c.ref)}`}>{c.subject || "Conversation"}</a>
             </h2>
             <p class="meta">
-              {c.partner} · {when(c.last_message_at)} · <span class={`status-pill s-${c.state}`}>{STATE_LABEL[c.state] ?? c.state}</span>
+              {c.partner} · {when(c.last_message_at, "short")} · <span class={`status-pill s-${c.state}`}>{STATE_LABEL[c.state] ?? c.state}</span>
               {c.unread ? <span class="badge">{c.unread} unread</span> : null}
             </p>
           </li>
@@ -342,7 +343,7 @@ export function ConversationView({ convRef }: { convRef: string }) {
                 ) : (
                   m.rendered_body ?? m.body
                 )}
-                <time class="meta" dateTime={m.created_at}> {when(m.created_at)}</time>
+                <time class="meta" dateTime={m.created_at}> {when(m.created_at, "short")}</time>
                 {m.ref === lastMine ? (
                   <span class="receipt" data-receipt={m.state}>
                     {m.state === "read" ? "Seen" : m.state === "failed" ? "Not sent" : "Delivered"}

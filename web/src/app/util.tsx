@@ -1,35 +1,14 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ApiError } from "./api";
+import { errorText } from "../shared/format";
 import { onBackOnline } from "./offline";
-
-export function errorText(e: unknown): string {
-  if (e instanceof ApiError) {
-    if (e.code === "bot_error") return "The bot failed to answer. Your answers are kept: try again.";
-    if (e.code === "rate_limited") return "Too many tries. Wait a moment and try again.";
-    return e.message;
-  }
-  return e instanceof Error ? e.message : String(e);
-}
 
 export function ErrorNote({ error }: { error: unknown }) {
   if (!error) return null;
   return (
     <p class="error" role="alert">
-      {errorText(error)}
+      {errorText(error, { own: true })}
     </p>
   );
-}
-
-/** Record times are `YYYY-MM-DD HH:MM:SS` UTC. */
-export function when(t?: string | null): string {
-  if (!t) return "";
-  const d = new Date(t.replace(" ", "T") + (t.endsWith("Z") ? "" : "Z"));
-  if (isNaN(d.getTime())) return t;
-  const now = new Date();
-  const sameDay = d.toDateString() === now.toDateString();
-  return sameDay
-    ? d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
-    : d.toLocaleDateString([], { day: "numeric", month: "short", year: d.getFullYear() === now.getFullYear() ? undefined : "numeric" });
 }
 
 export function Loading({ what = "Loading" }: { what?: string }) {

@@ -3,7 +3,7 @@
 // outbox here and is sent when the connection is back, each with its own idempotency key, so a retry (a
 // lost answer, a second tab) never writes it twice. Signing out empties both.
 import { useEffect, useState } from "preact/hooks";
-import { database } from "./idb";
+import { database } from "../shared/idb";
 
 const DB = "hubbub-offline"; // apart from the device key's database (keystore.ts), which outlives a session
 const SAVED = "saved";
