@@ -1,6 +1,7 @@
 //! Support conversations: the states a thread moves through, named once for the store, the API and the
 //! events. A user's message (re)opens a thread, an agent's reply leaves it waiting for the user, and only a
-//! partner closes it. What a message in a thread may carry is decided here too ([`content`]), and what an
+//! partner closes it. Every message enters a conversation through [`open`] or [`write`] (or their `_in`
+//! forms, in a caller's transaction: messages from WhatsApp and SMS), which decide that state and the events. What a message in a thread may carry is decided here too ([`content`]), and what an
 //! end user may send in one ([`from_user`]): never a page or a redirect served on the service's origin,
 //! and uploads only of common types, within a quota, served as downloads.
 
@@ -11,9 +12,11 @@ use crate::config::UploadQuota;
 use crate::encryption;
 use crate::messages::MessageContent;
 use crate::messages::compose::{self, ComposeError, Content, SendMessage};
-use crate::names::{ContentType, Direction, E2eMode, Encryption, MessageState};
+use crate::messages::send::Sending;
+use crate::names::{ContentType, ConversationState, Direction, E2eMode, Encryption, MessageState};
 use crate::store::Db;
-use crate::store::conversations::Conversation;
+use crate::store::conversations::{self as store, Conversation};
+use crate::store::messages::{Created, Message, NewMessage};
 use crate::store::{keys, messages};
 use crate::validate::Invalid;
 use crate::validate::is_code;
@@ -198,4 +201,60 @@ pub async fn read_by(db: &Db, c: &Conversation, reader: Reader, now: Millis) -> 
         }
     };
     Ok(moved.len())
+}
+
+/// The state a new message moves its conversation to: the user's (re)opens it, back in the agents' queue;
+/// an agent's leaves it waiting for the user.
+pub fn state_after(message: &NewMessage) -> ConversationState {
+    match message.direction {
+        Direction::In => ConversationState::Open,
+        Direction::Out => ConversationState::Pending,
+    }
+}
+
+/// Opens conversation `reference` with the user's first message (in the app), with the partner's
+/// `conversation.message` and the user's events.
+pub async fn open(
+    db: &Db,
+    reference: &str,
+    subject: Option<&str>,
+    first: NewMessage,
+    now: Millis,
+) -> Result<(Conversation, Message), sqlx::Error> {
+    store::open(db, reference, subject, first, now, crate::events::conversation_message).await
+}
+
+/// [`open`] in the caller's transaction (a message from WhatsApp or SMS, written with its own change).
+pub async fn open_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    reference: &str,
+    first: NewMessage,
+    now: Millis,
+) -> Result<(Conversation, Message), sqlx::Error> {
+    store::open_in(tx, reference, None, first, now, crate::events::conversation_message).await
+}
+
+/// Writes `message` in conversation `conversation_id` (the user's or an agent's, by its direction), moving
+/// the conversation on ([`state_after`]); an agent's new message wakes delivery. A retry under the message's
+/// idempotency key answers the original and changes nothing.
+pub async fn write(host: &Sending<'_>, conversation_id: i64, message: NewMessage) -> Result<Created, sqlx::Error> {
+    let outbound = message.direction == Direction::Out;
+    let state = state_after(&message);
+    let written =
+        store::append(host.db, conversation_id, message, state, host.now, crate::events::conversation_message).await?;
+    if outbound && matches!(written, Created::New(_)) {
+        host.wake.notify_one();
+    }
+    Ok(written)
+}
+
+/// [`write`] of the user's messages in the caller's transaction (from WhatsApp or SMS).
+pub async fn write_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    conversation_id: i64,
+    message: NewMessage,
+    now: Millis,
+) -> Result<Created, sqlx::Error> {
+    let state = state_after(&message);
+    store::append_in(tx, conversation_id, message, state, now, crate::events::conversation_message).await
 }

@@ -584,6 +584,7 @@ async fn one_bad_message_in_a_group_commit_fails_only_itself() {
         fallback_after_s: None,
         channel: None,
         hub: None,
+        invites: None,
     };
     let now = app.state.now();
     let writer = hubbub_host::store::deliveries::MessageWriter::spawn(app.state.db.clone());
@@ -617,4 +618,52 @@ async fn one_bad_message_in_a_group_commit_fails_only_itself() {
         listed.json["data"].as_array().unwrap().iter().all(|m| m["state"] == "sent")
     })
     .await;
+}
+
+/// Every outbound hub message is sent the way `POST /messages` sends one (`messages::send`): to a user with
+/// the app, it is in the hub as it is accepted — an agent's message without a thread, a developer's
+/// template message, a flow's card alike (each used to be written on its own, queued for the worker).
+#[tokio::test]
+async fn every_outbound_message_is_sent_as_post_messages_sends_one() {
+    let app = TestApp::start().await;
+    let platform = app.partner_with("hubbub", true).await;
+    let acme = app.partner("acme").await;
+    for key in [&platform, &acme] {
+        app.post(key, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    }
+    app.login(PHONE).await;
+    let state_of = |r: &crate::common::Resp| r.ok(201)["state"].as_str().unwrap().to_string();
+    assert_eq!(state_of(&app.send_text(&acme, PHONE, "From POST /messages").await), "sent");
+    let agent = app.post(&acme, "/api/v1/agent/messages", json!({"phone": PHONE, "body": "From an agent"})).await;
+    assert_eq!(state_of(&agent), "sent");
+    assert!(agent.json["conversation_id"].is_null(), "no thread: a hub message");
+
+    // A developer's message from the platform's approved template.
+    let t = json!({"code": "welcome", "channel": "inapp", "category": "utility", "body": "Welcome {{name}}!"});
+    let id = app.post(&platform, "/api/v1/templates", t).await.ok(201)["template_id"].clone();
+    app.post(&platform, &format!("/api/v1/templates/{id}/submit"), json!({})).await.ok(200);
+    let dev_phone = "+15557770042";
+    let open = |path: &'static str, body: Value| {
+        let app = &app;
+        async move { app.request(reqwest::Method::POST, path, None, Some(&body)).await }
+    };
+    open("/api/v1/dev/signup", json!({"phone": dev_phone})).await.ok(202);
+    let code = app.last_code(dev_phone).await;
+    let dev = open("/api/v1/dev/verify", json!({"phone": dev_phone, "code": code})).await.ok(200)["api_key"].clone();
+    let dev = dev.as_str().unwrap();
+    let sent = app
+        .post(dev, "/api/v1/dev/messages", json!({"phone": PHONE, "template_code": "welcome", "vars": {"name": "Ana"}}))
+        .await;
+    assert_eq!(state_of(&sent), "sent");
+
+    // A flow's card in the app, with its session opened in the same transaction.
+    crate::bots::local_bot(&app, &acme, "signup", "signup").await;
+    let invite = app.post(&acme, "/api/v1/bots/signup/flows/signup/invite", json!({"phone": PHONE})).await;
+    let invited = invite.ok(201)["flow_session"].clone();
+    let card = app.message(&acme, invited["message_id"].as_i64().unwrap()).await;
+    assert_eq!(card["state"], "sent");
+    assert_eq!(card["flow"]["ref"], invited["ref"]);
+    let sessions = app.get(&acme, "/api/v1/flow-sessions?bot=signup").await.ok(200)["data"].clone();
+    assert_eq!(sessions.as_array().unwrap().len(), 1);
+    assert_eq!(sessions[0]["ref"], invited["ref"]);
 }

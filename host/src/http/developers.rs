@@ -21,11 +21,12 @@ use crate::clock::{Millis, record_time};
 use crate::http::auth::DeveloperAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
+use crate::messages::send::Sent;
 use crate::names::{Category, Channel};
 use crate::otp;
 use crate::secrets::{digest, display_prefix, new_message_ref, random_alnum};
 use crate::store::developers::{self as store, Developer};
-use crate::store::messages::{Created, NewMessage};
+use crate::store::messages::NewMessage;
 use crate::store::outbox::Target;
 use crate::store::{is_unique_violation, partners, templates};
 use crate::template::{self, RenderError};
@@ -497,15 +498,10 @@ async fn dev_send(
         fallback_after_s: None,
         channel: None,
         hub: None,
+        invites: None,
     };
-    match state.messages.create(message, now).await?.created {
-        Created::New(m) => {
-            state.delivery.wake.notify_one();
-            Ok((StatusCode::CREATED, Json(MessageRecord::from(&m))))
-        }
-        Created::Replayed(m) => Ok((StatusCode::CREATED, Json(MessageRecord::from(&m)))),
-        Created::KeyReused => Err(ApiError::idempotency_conflict()),
-    }
+    let (Sent::New(m) | Sent::Replayed(m)) = crate::messages::send::accept(&state.sending(), message).await?;
+    Ok((StatusCode::CREATED, Json(MessageRecord::from(&m))))
 }
 
 /// My webhook (message.status of my messages), as PUT /settings/webhook.

@@ -7,9 +7,8 @@ use super::parse::{Keyword, keyword};
 use super::sessions::{start_entry, to_session};
 use crate::clock::Millis;
 use crate::delivery::{self, Delivery};
-use crate::events;
 use crate::messages::compose::{self, SendMessage};
-use crate::names::{Channel, ConversationState, Direction, InboundState};
+use crate::names::{Channel, Direction, InboundState};
 use crate::secrets::random_alnum;
 use crate::store::bots;
 use crate::store::flows as sessions;
@@ -112,8 +111,7 @@ pub(super) async fn settle(delivery: &Delivery, m: &Inbound, outcome: Outcome) -
         Outcome::Open(mut messages) => {
             let reference = format!("conv_{}", random_alnum(24));
             let first = messages.remove(0);
-            let (c, message) =
-                conversations::open_in(&mut tx, &reference, None, first, now, events::conversation_message).await?;
+            let (c, message) = crate::conversations::open_in(&mut tx, &reference, first, now).await?;
             if !messages.is_empty() {
                 append(&mut tx, c.id, messages, now).await?;
             }
@@ -146,8 +144,7 @@ pub(super) async fn append(
 ) -> Result<i64, sqlx::Error> {
     let mut first = None;
     for message in messages {
-        let event = events::conversation_message;
-        match conversations::append_in(tx, c, message, ConversationState::Open, now, event).await? {
+        match crate::conversations::write_in(tx, c, message, now).await? {
             messages::Created::New(message) => first = first.or(Some(message.id)),
             _ => return Err(sqlx::Error::Protocol("an inbound message carries no idempotency key".into())),
         }

@@ -226,6 +226,7 @@ impl Content {
             fallback_after_s: self.fallback_after_s,
             channel: None,
             hub: None,
+            invites: None,
         }
     }
 }

@@ -89,10 +89,20 @@ pub async fn send(
     let idempotency = compose::idempotency(req, raw, header_key)?;
     let content = compose::content(host.db, host.dev, partner_id, req, Some(phone)).await?;
     let mut message = content.into_message(partner_id, phone, Direction::Out, None);
-    if let Some((key, hash)) = &idempotency {
-        message.idempotency_key = Some(key.clone());
-        message.request_hash = Some(hash.clone());
+    if let Some((key, hash)) = idempotency {
+        message.idempotency_key = Some(key);
+        message.request_hash = Some(hash);
     }
+    accept(host, message).await
+}
+
+/// Accepts an outbound hub message made ready elsewhere (a developer's template send, a flow's card): the
+/// one place a new outbound message is stored — with its delivery job (the group-commit writer), or in the
+/// hub at once ([`route_now`]) —, an idempotent retry recognised (its `idempotency_key` and `request_hash`),
+/// counted (`hubbub_messages_accepted_total`), and delivery woken.
+pub async fn accept(host: &Sending<'_>, mut message: NewMessage) -> Result<Sent, SendError> {
+    let partner_id = message.partner_id;
+    let idempotency = message.idempotency_key.clone().zip(message.request_hash.clone());
     route_now(host, &mut message);
     let written = match host.writer.create(message, host.now).await {
         // Two identical retries racing (several hosts): the loser's chosen ref collides with the winner's

@@ -1,4 +1,4 @@
-//! Flow sessions: invitations to a bot's flow (with their card in the hub) and in-app chat sessions,
+//! Flow sessions: invitations to a bot's flow (opened with their card in the hub) and in-app chat sessions,
 //! the guest's state between steps, the screen the user is on, and completion into a read-only card.
 
 use serde_json::Value;
@@ -6,7 +6,6 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::Db;
-use super::messages::{Created, NewMessage, create_in};
 use crate::clock::Millis;
 use crate::names::{Channel, SessionKind, SessionState};
 
@@ -69,37 +68,39 @@ fn from_row(r: &AnyRow) -> Result<Session, sqlx::Error> {
     })
 }
 
-/// Invites `card.phone` to a flow: the flow card in the hub and the session, in one transaction.
-pub async fn invite(
-    db: &Db,
-    reference: &str,
-    bot_id: i64,
-    flow: &str,
-    title: &str,
-    card: &NewMessage,
+/// A flow a message invites its recipient to (the message is the flow's card): the session opened with the
+/// card, in the transaction that writes it (`messages::create_routed_in`).
+#[derive(Debug, Clone)]
+pub struct FlowInvitation {
+    pub reference: String,
+    pub bot_id: i64,
+    pub flow: String,
+    pub title: String,
+}
+
+/// Opens the session `invitation` names for `phone`, invited by the card `message_id`, in the caller's
+/// transaction.
+pub async fn open_invited_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    invitation: &FlowInvitation,
+    phone: &str,
+    message_id: i64,
     now: Millis,
-) -> Result<(Session, i64), sqlx::Error> {
-    let mut tx = db.begin().await?;
-    let Created::New(message) = create_in(&mut tx, card, now).await? else {
-        return Err(sqlx::Error::Protocol("flow cards carry no idempotency key".into()));
-    };
-    let sql = const_format::concatcp!(
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
         "INSERT INTO flow_sessions (ref, bot_id, flow, kind, phone, state, title, message_id, invited_at) \
-         VALUES ($1, $2, $3, 'flow', $4, 'invited', $5, $6, $7) RETURNING ",
-        COLUMNS
-    );
-    let row = sqlx::query(sql)
-        .bind(reference)
-        .bind(bot_id)
-        .bind(flow)
-        .bind(&card.phone)
-        .bind(title)
-        .bind(message.id)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok((from_row(&row)?, message.id))
+         VALUES ($1, $2, $3, 'flow', $4, 'invited', $5, $6, $7)",
+    )
+    .bind(&invitation.reference)
+    .bind(invitation.bot_id)
+    .bind(&invitation.flow)
+    .bind(phone)
+    .bind(&invitation.title)
+    .bind(message_id)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 /// Opens an in-app chat session with a bot.

@@ -14,11 +14,13 @@ use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::http::{ApiJson, E404, E409, E502};
+use crate::messages::send::Sent;
 use crate::names::{Channel, RuntimeMode};
 use crate::secrets::{new_message_ref, random_alnum};
 use crate::store::bots as store;
+use crate::store::devices;
+use crate::store::flows::{self, FlowInvitation};
 use crate::store::messages::NewMessage;
-use crate::store::{devices, flows};
 use crate::validate::is_code;
 
 /// Who to invite.
@@ -128,10 +130,10 @@ pub(super) async fn invite_to_flow(
             fallback_after_s: None,
             channel: None,
             hub: None,
+            invites: Some(FlowInvitation { reference: reference.clone(), bot_id: bot.id, flow: flow.clone(), title }),
         };
-        let (_, message_id) = flows::invite(&state.db, &reference, bot.id, &flow, &title, &card, state.now()).await?;
-        state.delivery.wake.notify_one();
-        ("invited", Some(message_id))
+        let (Sent::New(card) | Sent::Replayed(card)) = crate::messages::send::accept(&state.sending(), card).await?;
+        ("invited", Some(card.id))
     } else {
         on_channel(&state, &bot, &flow, phone, channel, &reference).await?;
         ("in_progress", None)

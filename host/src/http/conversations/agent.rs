@@ -11,13 +11,13 @@ use utoipa::{IntoParams, ToSchema};
 use super::{ConversationRecord, ThreadRecord, agent_thread, page_of, read, record, with_messages};
 use crate::clock::record_time;
 use crate::conversations::Reader;
-use crate::events;
 use crate::http::auth::{PartnerActor, PartnerAuth};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::messages::{MessageRecord, SendMessage, created, idempotency_header, ref_taken, validate_content};
+use crate::http::messages::{MessageRecord, SendMessage, created, idempotency_header, ref_taken};
 use crate::http::state::AppState;
 use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, parse_value, query_text};
 use crate::messages::compose;
+use crate::messages::send::Sent;
 use crate::names::{Channel, ConversationState, Direction, Encryption};
 use crate::store::conversations::{self as store, Conversation};
 use crate::store::messages::Created;
@@ -240,15 +240,8 @@ pub(super) async fn reply(
         message.idempotency_key = Some(format!("agent:{partner_id}:{}:{key}", c.id));
         message.request_hash = Some(hash);
     }
-    let written =
-        store::append(&state.db, c.id, message, ConversationState::Pending, state.now(), events::conversation_message)
-            .await
-            .map_err(ref_taken)?;
-    match written {
-        Created::New(m) => {
-            state.delivery.wake.notify_one();
-            Ok(created(&m, false))
-        }
+    match crate::conversations::write(&state.sending(), c.id, message).await.map_err(ref_taken)? {
+        Created::New(m) => Ok(created(&m, false)),
         Created::Replayed(m) => Ok(created(&m, true)),
         Created::KeyReused => Err(ApiError::idempotency_conflict()),
     }
@@ -314,7 +307,7 @@ pub(super) async fn agent_send(
     headers: HeaderMap,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let (req, idempotency) = with_key(&headers, raw)?;
+    let (req, idempotency) = with_key(&headers, raw.clone())?;
     let phone = required_phone(req.phone.as_deref())?.to_string();
     let sealed = req.encryption == Some(Encryption::E2e) && req.encrypted != Some(true) && req.e2e_mode.is_none();
     if !sealed && let Some(c) = store::latest_active(&state.db, partner.id, &phone).await? {
@@ -326,15 +319,11 @@ pub(super) async fn agent_send(
             "no open conversation with this phone for a conversation message",
         ));
     }
-    let content = validate_content(&state, partner.id, &req, Some(&phone)).await?;
-    let message = content.into_message(partner.id, &phone, Direction::Out, None);
-    match state.messages.create(message, state.now()).await.map_err(ref_taken)?.created {
-        Created::New(m) => {
-            state.delivery.wake.notify_one();
-            Ok(created(&m, false))
-        }
-        Created::Replayed(m) => Ok(created(&m, true)),
-        Created::KeyReused => Err(ApiError::idempotency_conflict()),
+    // A hub message, sent as `POST /messages` sends one.
+    let header = idempotency_header(&headers)?;
+    match crate::messages::send::send(&state.sending(), partner.id, &req, &raw, header).await? {
+        Sent::New(m) => Ok(created(&m, false)),
+        Sent::Replayed(m) => Ok(created(&m, true)),
     }
 }
 

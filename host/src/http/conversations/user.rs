@@ -10,7 +10,6 @@ use utoipa::ToSchema;
 
 use super::{ConversationRecord, ThreadRecord, page_of, read, user_thread, with_messages};
 use crate::conversations::Reader;
-use crate::events;
 use crate::http::auth::UserAuth;
 use crate::http::error::{ApiError, ApiResult};
 
@@ -18,7 +17,7 @@ use crate::http::messages::{MessageRecord, SendMessage, created, idempotency_hea
 use crate::http::state::AppState;
 use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, SearchParams, parse_value};
 use crate::messages::compose;
-use crate::names::{ConversationState, Direction};
+use crate::names::Direction;
 use crate::secrets::random_alnum;
 use crate::store::conversations as store;
 use crate::store::messages::Created;
@@ -109,7 +108,7 @@ pub(super) async fn open_conversation(
     let first = content.into_message(partner.id, &user.phone, Direction::In, None);
     let reference = format!("conv_{}", random_alnum(24));
     let (conversation, message) =
-        store::open(&state.db, &reference, subject, first, state.now(), events::conversation_message).await?;
+        crate::conversations::open(&state.db, &reference, subject, first, state.now()).await?;
     let record = ThreadRecord {
         conversation: ConversationRecord::new(&conversation, 0),
         messages: vec![MessageRecord::from(&message)],
@@ -195,11 +194,7 @@ pub(super) async fn write_in_my_conversation(
         message.request_hash = Some(hash);
     }
     // A user message puts the thread back in the agents' queue, reopening a closed one.
-    let written =
-        store::append(&state.db, c.id, message, ConversationState::Open, state.now(), events::conversation_message)
-            .await
-            .map_err(ref_taken)?;
-    match written {
+    match crate::conversations::write(&state.sending(), c.id, message).await.map_err(ref_taken)? {
         Created::New(m) => Ok(created(&m, false)),
         Created::Replayed(m) => Ok(created(&m, true)),
         Created::KeyReused => Err(ApiError::idempotency_conflict()),

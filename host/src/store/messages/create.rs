@@ -10,6 +10,7 @@ use super::rows::{Message, SELECT, from_row};
 use crate::clock::Millis;
 use crate::names::{Channel, Direction, MessageState};
 use crate::store::Db;
+use crate::store::flows::{FlowInvitation, open_invited_in};
 
 /// A validated message, ready to store.
 #[derive(Debug)]
@@ -41,6 +42,8 @@ pub struct NewMessage {
     /// Put in the hub as it is written when its recipient is reached there (see [`HubRoute`]), instead of
     /// queued for the delivery worker; `None`: the worker routes it.
     pub hub: Option<HubRoute>,
+    /// The flow this message is the card of: its session is opened with it, in its transaction.
+    pub invites: Option<FlowInvitation>,
 }
 
 /// Builds the `message.status` event of a message as it is after a change, made at a time: its JSON text
@@ -203,6 +206,9 @@ pub async fn create_routed_in(
         insert_media_in(tx, m.partner_id, media, now).await?;
     }
     record_created_in(tx, &[(&message, in_hub.is_none())]).await?;
+    if let Some(invitation) = &m.invites {
+        open_invited_in(tx, invitation, &message.phone, message.id, now).await?;
+    }
     Ok((Created::New(message), in_hub))
 }
 
@@ -253,7 +259,7 @@ fn stored(m: &NewMessage, id: i64, partner_code: String, now: Millis) -> Message
 }
 
 /// [`create_routed_in`] for many messages at once (the message writer's batch): those without an idempotency
-/// key or media — nearly all — are written with three multi-row statements (the messages, their first
+/// key, media or a flow to open — nearly all — are written with three multi-row statements (the messages, their first
 /// state rows, their delivery jobs) instead of three statements each; the others one by one. Answers in
 /// the order of `items`. Any failure (a sender-chosen ref already taken) fails the whole call.
 pub async fn create_many_in(
@@ -264,7 +270,7 @@ pub async fn create_many_in(
     let mut out: Vec<Option<(Created, Option<InHub>)>> = items.iter().map(|_| None).collect();
     let mut plain = Vec::new();
     for (i, (m, now)) in items.iter().enumerate() {
-        if m.idempotency_key.is_none() && m.media.is_none() {
+        if m.idempotency_key.is_none() && m.media.is_none() && m.invites.is_none() {
             plain.push(i);
         } else {
             out[i] = Some(create_routed_in(tx, m, *now).await?);
