@@ -485,18 +485,17 @@ pub async fn audit(State(state): State<AppState>, mut request: Request, next: Ne
     let uri = request.uri().clone();
     let response = next.run(request).await;
     let Some(acting) = slot.0.get() else { return response };
-    let target = loggable_path(uri.path());
     let entry = AuditWrite {
         partner_id: acting.partner_id,
         member_id: acting.member_id,
         key_id: acting.key_id,
-        action: &acting.action,
-        target: &target,
+        action: acting.action.clone(),
+        target: loggable_path(uri.path()).into_owned(),
         status: response.status().as_u16(),
-        address: &acting.address,
+        address: acting.address.clone(),
         at: state.now(),
     };
-    match members::audit(&state.db, entry).await {
+    match state.audit.write(entry).await {
         Ok(()) => response,
         Err(e) => ApiError::internal(format_args!("the audit log could not be written: {e}")).into_response(),
     }

@@ -177,21 +177,21 @@ pub const CAPABILITY_ROUTES: &[&str] = &[
 /// serving the message and `/pay/{ref}` the dev checkout to whoever has it), cut to its prefix.
 pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
     const REFS: [&str; 2] = ["msg_", "pay_"];
-    let segments: Vec<&str> = path.split('/').collect();
-    let capability = CAPABILITY_ROUTES.iter().map(|route| route.split('/').collect::<Vec<_>>()).find(|route| {
-        route.len() == segments.len()
-            && route.iter().zip(&segments).all(|(r, s)| (r.starts_with('{') && !s.is_empty()) || r == s)
-    });
+    // Read on every request: nothing is allocated unless something is masked.
+    let matches = |route: &str| {
+        route.split('/').count() == path.split('/').count()
+            && route.split('/').zip(path.split('/')).all(|(r, s)| (r.starts_with('{') && !s.is_empty()) || r == s)
+    };
+    let capability = CAPABILITY_ROUTES.iter().find(|route| matches(route));
     if capability.is_none() && !REFS.iter().any(|prefix| path.contains(prefix)) {
         return std::borrow::Cow::Borrowed(path);
     }
-    let masked: Vec<String> = segments
-        .iter()
-        .enumerate()
-        .map(|(i, segment)| {
-            let secret = capability.as_ref().is_some_and(|route| route[i].starts_with('{'))
-                || REFS.iter().any(|prefix| segment.starts_with(prefix));
-            match secret {
+    let mut template = capability.map(|route| route.split('/'));
+    let masked: Vec<String> = path
+        .split('/')
+        .map(|segment| {
+            let placeholder = template.as_mut().and_then(Iterator::next).is_some_and(|r| r.starts_with('{'));
+            match placeholder || REFS.iter().any(|prefix| segment.starts_with(prefix)) {
                 true => format!("{}…", ref_prefix(segment)),
                 false => segment.to_string(),
             }

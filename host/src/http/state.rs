@@ -71,6 +71,8 @@ pub struct Services {
     pub(crate) presence: Arc<crate::store::devices::PresenceNotes>,
     /// What this host last read of each end user's "sign out everywhere".
     pub(crate) revocations: Arc<crate::store::tokens::RevocationNotes>,
+    /// The group commit of the audit log's entries.
+    pub(crate) audit: GroupCommit<crate::store::members::AuditWrite, ()>,
     /// When this host last wrote each partner key's `last_used_at`.
     pub(crate) key_uses: Arc<crate::store::partners::KeyUses>,
     /// The event streams open on this host, and how they are woken.
@@ -112,6 +114,7 @@ impl AppState {
         AppState(Arc::new(Services {
             passkeys: Arc::new(crate::passkeys::RelyingParty::new(&config.public_url)),
             progress: crate::store::flows::progress_writer(db.clone()),
+            audit: crate::store::members::audit_writer(db.clone()),
             delivered: crate::messages::delivered_writer(db.clone()),
             presence: Arc::new(crate::store::devices::PresenceNotes::new(
                 db.clone(),

@@ -396,18 +396,20 @@ pub struct AuditEntry {
 
 /// What a member changed, or tried to (with their session, or with an API key: `key_id`, and the member who
 /// made it, if any): `action` is the route (`POST /api/v1/bots/{code}/token`), `target` the path.
-pub struct AuditWrite<'a> {
+#[derive(Debug)]
+pub struct AuditWrite {
     pub partner_id: i64,
     pub member_id: Option<i64>,
     pub key_id: Option<i64>,
-    pub action: &'a str,
-    pub target: &'a str,
+    pub action: String,
+    pub target: String,
     pub status: u16,
-    pub address: &'a str,
+    pub address: String,
     pub at: Millis,
 }
 
-pub async fn audit(db: &Db, e: AuditWrite<'_>) -> Result<(), sqlx::Error> {
+/// Writes an audit entry in the caller's transaction.
+pub async fn audit_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, e: &AuditWrite) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO audit_log (partner_id, member_id, key_id, action, target, status, address, at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -415,14 +417,20 @@ pub async fn audit(db: &Db, e: AuditWrite<'_>) -> Result<(), sqlx::Error> {
     .bind(e.partner_id)
     .bind(e.member_id)
     .bind(e.key_id)
-    .bind(e.action)
-    .bind(e.target)
+    .bind(&e.action)
+    .bind(&e.target)
     .bind(e.status as i64)
-    .bind(e.address)
+    .bind(&e.address)
     .bind(e.at)
-    .execute(db.writer())
+    .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+/// The group commit of audit entries (`store::writer`): the entries of requests answered together share a
+/// transaction, each written before its answer goes out.
+pub fn audit_writer(db: Db) -> super::writer::GroupCommit<AuditWrite, ()> {
+    super::writer::GroupCommit::spawn(db, 256, |tx, e| Box::pin(audit_in(tx, e)))
 }
 
 /// The partner's audit log, newest first, `limit` entries older than `before` (an entry id).
