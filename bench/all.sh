@@ -68,10 +68,13 @@ start_host() {
 }
 stop_host() { kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""; }
 
-# wrk's figures from its --latency output: "req/s p50 p99".
+# wrk's figures from its --latency output: "req/s p50 p99 requests".
 figures() {
-  awk '/Requests\/sec/ {rps=$2} $1=="50%" {p50=$2} $1=="99%" {p99=$2} END {printf "%.0f %s %s\n", rps, p50, p99}'
+  awk '/Requests\/sec/ {rps=$2} $1=="50%" {p50=$2} $1=="99%" {p99=$2} /requests in/ {n=$1}
+    END {printf "%.0f %s %s %d\n", rps, p50, p99, n}'
 }
+# The host's CPU time so far (user + system, in clock ticks of 10 ms), from /proc.
+host_cpu() { awk '{print $14 + $15}' "/proc/$PID/stat"; }
 ceiling() { wrk -t"$THREADS" -c"$CONNECTIONS" -d3s --latency "$BASE/nope" | figures | cut -d' ' -f1; }
 backlog() { curl -sf -H "Authorization: Bearer $BENCH_METRICS_TOKEN" "${BASE%/api/v1}/metrics" | awk '$1=="hubbub_delivery_backlog" {print $2}'; }
 
@@ -82,7 +85,9 @@ messages() {
   local name="$1" url="$2" workers="$3"
   start_host "$url" "$workers"
   local top; top="$(ceiling)"
-  read -r rps p50 p99 < <(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/post.lua "${BASE%/api/v1}" | figures)
+  local cpu0; cpu0="$(host_cpu)"
+  read -r rps p50 p99 requests < <(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/post.lua "${BASE%/api/v1}" | figures)
+  local cpu; cpu="$(awk -v t=$(( $(host_cpu) - cpu0 )) -v n="$requests" 'BEGIN {printf "%.0f us", t * 10000 / n}')"
   local drain="—"
   if [ "$workers" = true ]; then
     local stopped; stopped=$(date +%s%N)
@@ -92,7 +97,7 @@ messages() {
   fi
   local label="POST /api/v1/messages, $name, API only"
   [ "$workers" = true ] && label="POST /api/v1/messages, $name, with delivery + webhook workers"
-  row "$label" "$rps" "$p50" "$p99" "$drain" "$top"
+  row "$label" "$rps ($cpu host CPU a request)" "$p50" "$p99" "$drain" "$top"
   stop_host
 }
 
@@ -117,7 +122,7 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer $token"
 wrk.body = '$event'
 LUA
-  read -r rps p50 p99 < <(wrk -t"$THREADS" -c"$BOT_CONNECTIONS" -d"$DURATION" --latency -s "$WORK/event.lua" \
+  read -r rps p50 p99 _ < <(wrk -t"$THREADS" -c"$BOT_CONNECTIONS" -d"$DURATION" --latency -s "$WORK/event.lua" \
     "$BASE/me/bots/$code/sessions/$session/events" | figures)
   row "Bot steps over HTTP ($label, $BOT_CONNECTIONS connections), SQLite" "$rps" "$p50" "$p99" "—" "$top"
   stop_host
