@@ -169,12 +169,19 @@ impl Provider for TwilioSms {
         })
     }
 
-    /// A `MediaUrl` of an inbound message: only one of this account's (under the Twilio base URL), fetched
-    /// with its credentials (Twilio answers with a redirect to the file).
+    /// A `MediaUrl` of an inbound message: only a file of this account's messages
+    /// (`{base}/2010-04-01/Accounts/{sid}/Messages/{message}/Media/{media}`), fetched with its credentials
+    /// (Twilio answers with a redirect to the file); nothing else of the API is ever fetched for one.
     fn fetch_media<'a>(&'a self, url: &'a str, limit: usize) -> FetchFuture<'a> {
         Box::pin(async move {
-            let ours = format!("{}/", self.base_url.trim_end_matches('/'));
-            if !url.starts_with(&ours) {
+            let ours =
+                format!("{}/2010-04-01/Accounts/{}/Messages/", self.base_url.trim_end_matches('/'), self.account_sid);
+            let file =
+                url.strip_prefix(&ours).and_then(|rest| rest.split_once("/Media/")).is_some_and(|(message, media)| {
+                    let id = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric());
+                    id(message) && id(media)
+                });
+            if !file {
                 return Err(FetchError::Permanent(format!("twilio: {url} is not a file of this Twilio account")));
             }
             download("twilio", self.http.get(url).basic_auth(&self.account_sid, Some(&self.auth_token)), limit).await

@@ -72,10 +72,32 @@ pub async fn register(
         OwnershipError::Refused { field, reason } => SenderError::Invalid(Invalid::new(field, reason)),
         OwnershipError::Unreachable(why) => SenderError::Unreachable(why),
     })?;
-    if !store::set(db, &sender, now).await? {
-        return Err(SenderError::Taken(sender.address));
+    if store::set(db, &sender, now).await? {
+        return Ok(sender);
     }
-    Ok(sender)
+    // Another partner holds the address: theirs only while their own credentials still hold it (a sender
+    // set before senders were proved may be a squatter's). Proved no more, it goes to the one who proves it.
+    let Some(holder) = store::by_address(db, channel, &sender.address).await? else {
+        return Err(SenderError::Taken(sender.address));
+    };
+    match crate::providers::check_ownership(config, http, &holder).await {
+        Ok(()) => Err(SenderError::Taken(sender.address)),
+        Err(OwnershipError::Unreachable(why)) => Err(SenderError::Unreachable(why)),
+        Err(OwnershipError::Refused { reason, .. }) => {
+            tracing::warn!(
+                partner_id = holder.partner_id,
+                channel = channel.as_str(),
+                address = %holder.address,
+                %reason,
+                "a partner's sender is not its own any more: it goes to the partner that proved it"
+            );
+            store::remove(db, holder.partner_id, channel).await?;
+            match store::set(db, &sender, now).await? {
+                true => Ok(sender),
+                false => Err(SenderError::Taken(sender.address)),
+            }
+        }
+    }
 }
 
 /// Takes back the host's own senders from any partner that holds one (set before partners' own senders were

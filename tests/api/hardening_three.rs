@@ -493,3 +493,150 @@ async fn a_token_without_iat_is_accepted_and_ended_by_sign_out_everywhere() {
     app.request(Method::DELETE, "/api/v1/me/tokens", Some(&token), None).await;
     app.get(&bare, "/api/v1/me/messages").await.error(401, "unauthorized");
 }
+
+#[tokio::test]
+async fn a_partners_message_speaks_for_no_one_once_its_sender_is_gone_and_fetches_only_its_files() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let (wa2, sms2) = (wa.clone(), sms.clone());
+    let app = TestApp::start_with(move |c| {
+        fake_providers(c, &wa2, &sms2);
+        c.twilio_account_sid = Some(HOST_SID.into());
+        c.workers = false;
+    })
+    .await;
+    acme_with_own_senders(&app, &wa, &sms).await;
+    let globex = app.partner("globex").await;
+    let phone = "+15550000321";
+    app.post(&globex, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    let signed = |params: &[(&str, &str)]| {
+        let owned: Vec<(String, String)> = params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let url = "https://hubbub.example.com/api/v1/providers/twilio/inbound";
+        hubbub_host::delivery::receipts::twilio_signature("acme-tw-token", url, &owned)
+    };
+    // A file "URL" of acme's that is the Twilio API itself (another account's messages, its own account's
+    // list): never fetched, with the host's credentials or its own.
+    let host_list = format!("{}/2010-04-01/Accounts/{HOST_SID}/Messages.json", sms.url);
+    let own_list = format!("{}/2010-04-01/Accounts/{ACME_SID}/Messages.json", sms.url);
+    let mms = [
+        ("MessageSid", "MMx1"),
+        ("AccountSid", ACME_SID),
+        ("From", phone),
+        ("To", "+15550002222"),
+        ("NumMedia", "2"),
+        ("MediaUrl0", host_list.as_str()),
+        ("MediaContentType0", "application/json"),
+        ("MediaUrl1", own_list.as_str()),
+        ("MediaContentType1", "application/json"),
+    ];
+    assert_eq!(twilio_post(&app, "inbound", &mms, Some(&signed(&mms))).await.status, 200);
+    hubbub_host::inbound::route_waiting(&app.state.routing()).await.unwrap();
+    let asked: Vec<String> = sms.received().into_iter().map(|r| r.path).collect();
+    assert!(!asked.iter().any(|p| p.ends_with("/Messages.json")), "the API was never asked for a 'file': {asked:?}");
+    // Then acme's sender goes before a message is routed: it is no one's.
+    let text = [
+        ("MessageSid", "SMx2"),
+        ("AccountSid", ACME_SID),
+        ("From", phone),
+        ("To", "+15550002222"),
+        ("Body", "Please refund me"),
+        ("NumMedia", "0"),
+    ];
+    assert_eq!(twilio_post(&app, "inbound", &text, Some(&signed(&text))).await.status, 200);
+    let acme = hubbub_host::store::partners::find_by_code(&app.state.db, "acme").await.unwrap().unwrap();
+    let sms_channel = hubbub_host::names::Channel::Sms;
+    assert!(hubbub_host::store::senders::remove(&app.state.db, acme.id, sms_channel).await.unwrap());
+    hubbub_host::inbound::route_waiting(&app.state.routing()).await.unwrap();
+    let kept = hubbub_host::store::inbound::find(&app.state.db, sms_channel, "SMx2").await.unwrap().unwrap();
+    assert_eq!(kept.state, hubbub_host::names::InboundState::Unrouted);
+    let conversations = app.get(&globex, "/api/v1/conversations").await.ok(200)["data"].clone();
+    assert_eq!(conversations, json!([]), "nothing reached another partner's conversations");
+}
+
+#[tokio::test]
+async fn a_partners_messaging_service_in_the_hosts_account_keeps_its_opt_outs() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = host(&wa, &sms).await;
+    let globex = app.partner("globex").await;
+    let phone = "+15550000331";
+    app.post(&globex, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    // The operator's messaging service, bought in the host's own account for globex.
+    let service = "MG0123456789abcdef0123456789abcdef";
+    sms.answer(&format!("/v1/Services/{service}"), 200, json!({"sid": service, "account_sid": HOST_SID}));
+    let own = json!({"account_sid": HOST_SID, "auth_token": "tw-token", "from": service});
+    put(&app, &globex, "sms", own).await.ok(200);
+    // A STOP to one of its pool's numbers, signed with the host's token, naming the service.
+    let stop = [
+        ("MessageSid", "SMmg1"),
+        ("AccountSid", HOST_SID),
+        ("MessagingServiceSid", service),
+        ("From", phone),
+        ("To", "+15550006666"),
+        ("Body", "STOP"),
+        ("NumMedia", "0"),
+    ];
+    assert_eq!(twilio_post(&app, "inbound", &stop, None).await.status, 200);
+    routed(&app).await;
+    let sms_channel = hubbub_host::names::Channel::Sms;
+    let reason = hubbub_host::store::opt_outs::reason(&app.state.db, phone, sms_channel, HOST_SID, service).await;
+    assert_eq!(reason.unwrap().as_deref(), Some("stop"));
+    let id = app.send_text(&globex, phone, "Still there?").await.ok(201)["message_id"].as_i64().unwrap();
+    let tries = crate::common::tries(&app.delivered(&globex, id).await);
+    assert_eq!(tries.last(), Some(&crate::common::t("sms", "skipped", "opted_out")), "{tries:?}");
+}
+
+#[tokio::test]
+async fn a_sender_proved_no_more_goes_to_the_partner_that_proves_it() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = host(&wa, &sms).await;
+    let acme = app.partner("acme").await;
+    app.partner("globex").await;
+    let globex_sid = "AC9999999999999999999999999999999a";
+    // globex took +15550005555 before senders were proved (written straight into the store).
+    let globex_id = hubbub_host::store::partners::find_by_code(&app.state.db, "globex").await.unwrap().unwrap().id;
+    let squatted = hubbub_host::store::senders::Sender {
+        partner_id: globex_id,
+        channel: hubbub_host::names::Channel::Sms,
+        address: "+15550005555".into(),
+        account: globex_sid.into(),
+        token: "globex-tw-token".into(),
+        app_secret: None,
+        updated_at: app.now(),
+    };
+    assert!(hubbub_host::store::senders::set(&app.state.db, &squatted, app.now()).await.unwrap());
+    let claim = json!({"account_sid": ACME_SID, "auth_token": "acme-tw-token", "from": "+15550005555"});
+    sms.answer(&numbers_path(ACME_SID), 200, twilio_numbers(&["+15550005555"]));
+    // While globex's account holds it too, it stays globex's.
+    sms.answer(&numbers_path(globex_sid), 200, twilio_numbers(&["+15550005555"]));
+    put(&app, &acme, "sms", claim.clone()).await.error(409, "conflict");
+    // Once globex's credentials no longer hold it, it is acme's, which proves it.
+    sms.answer(&numbers_path(globex_sid), 200, twilio_numbers(&[]));
+    put(&app, &acme, "sms", claim).await.ok(200);
+    let sender = hubbub_host::store::senders::by_address(&app.state.db, squatted.channel, "+15550005555").await;
+    assert_eq!(sender.unwrap().map(|s| s.account).as_deref(), Some(ACME_SID));
+}
+
+#[tokio::test]
+async fn refusals_are_rate_limited_before_they_are_audited() {
+    let app = TestApp::start_with(|c| {
+        c.rate_limit_per_s = 1;
+        c.rate_limit_burst = 5;
+    })
+    .await;
+    let key = app.partner("acme").await;
+    let (_, agent) = sign_in(&app, "+15550100051", json!({"invitation": invitation(&app, &key, "agent").await})).await;
+    let agent = agent.unwrap();
+    // The owner's key spent one token on the invitation; the agent's session has its own bucket.
+    let mut answers = Vec::new();
+    for _ in 0..12 {
+        answers.push(
+            agent.send(Method::PUT, "/api/v1/settings/webhook", json!({"webhook_url": ""})).await.status.as_u16(),
+        );
+    }
+    let refused = answers.iter().filter(|s| **s == 403).count();
+    assert!(refused <= 5 && answers.contains(&429), "{answers:?}");
+    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE action = 'PUT /api/v1/settings/webhook'")
+        .fetch_one(app.state.db.reader())
+        .await
+        .unwrap();
+    assert_eq!(rows as usize, refused, "only the refusals that got past the limit are written");
+}

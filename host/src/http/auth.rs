@@ -157,19 +157,23 @@ async fn member_session(state: &AppState, token: &str) -> Result<Credential, Api
 }
 
 async fn credential(parts: &Parts, state: &AppState) -> Result<Credential, ApiError> {
-    let credential = match (parts.headers.contains_key(AUTHORIZATION), member_cookie(&parts.headers)) {
-        (false, Some(token)) => {
-            let member = member_session(state, token).await?;
-            if !same_origin(parts, state) {
-                audit(parts, state, &member);
-                return Err(ApiError::forbidden(
-                    "a cookie-authenticated request that changes something must come from this origin (CSRF)",
-                ));
-            }
-            member
-        }
-        _ => authenticate(state, bearer(parts)?).await?,
+    let (credential, cross_site) = match (parts.headers.contains_key(AUTHORIZATION), member_cookie(&parts.headers)) {
+        (false, Some(token)) => (member_session(state, token).await?, !same_origin(parts, state)),
+        _ => (authenticate(state, bearer(parts)?).await?, false),
     };
+    // Each request of a credential takes its rate token first: a refused one is audited, and so must be bounded.
+    let developer = matches!(credential, Credential::Developer(_));
+    if let Err(wait) = state.take_rate_token(&credential.rate_key(), developer) {
+        metrics::counter!("hubbub_rate_limited_total", "limit" => if developer { "developer" } else { "credential" })
+            .increment(1);
+        return Err(ApiError::rate_limited(wait.as_secs_f64().ceil() as u64));
+    }
+    if cross_site {
+        audit(parts, state, &credential);
+        return Err(ApiError::forbidden(
+            "a cookie-authenticated request that changes something must come from this origin (CSRF)",
+        ));
+    }
     let role = match &credential {
         Credential::Member(session) => Some((session.member.role, crate::members::refusal(session.member.role))),
         Credential::Partner(_, key) => Some((key.role, crate::members::key_refusal(key.role))),
@@ -186,12 +190,6 @@ async fn credential(parts: &Parts, state: &AppState) -> Result<Credential, ApiEr
         if !reads && crate::members::audited(matches!(credential, Credential::Partner(..)), route) {
             audit(parts, state, &credential);
         }
-    }
-    let developer = matches!(credential, Credential::Developer(_));
-    if let Err(wait) = state.take_rate_token(&credential.rate_key(), developer) {
-        metrics::counter!("hubbub_rate_limited_total", "limit" => if developer { "developer" } else { "credential" })
-            .increment(1);
-        return Err(ApiError::rate_limited(wait.as_secs_f64().ceil() as u64));
     }
     match &credential {
         Credential::Partner(p, _) => {

@@ -178,9 +178,11 @@ pub const CAPABILITY_ROUTES: &[&str] = &[
 pub fn loggable_path(path: &str) -> std::borrow::Cow<'_, str> {
     const REFS: [&str; 2] = ["msg_", "pay_"];
     // Read on every request: nothing is allocated unless something is masked.
+    // A trailing slash (`/f/{token}/`, which the web app serves too) names the same route.
+    let trimmed = path.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(path);
     let matches = |route: &str| {
-        route.split('/').count() == path.split('/').count()
-            && route.split('/').zip(path.split('/')).all(|(r, s)| (r.starts_with('{') && !s.is_empty()) || r == s)
+        route.split('/').count() == trimmed.split('/').count()
+            && route.split('/').zip(trimmed.split('/')).all(|(r, s)| (r.starts_with('{') && !s.is_empty()) || r == s)
     };
     let capability = CAPABILITY_ROUTES.iter().find(|route| matches(route));
     if capability.is_none() && !REFS.iter().any(|prefix| path.contains(prefix)) {
@@ -568,6 +570,7 @@ mod tests {
         assert_eq!(super::loggable_path("/api/v1/form-links/Zq7SECRETxYw4kR2"), "/api/v1/form-links/…");
         assert_eq!(super::loggable_path("/api/v1/push/ack/Zq7SECRET"), "/api/v1/push/ack/…");
         assert_eq!(super::loggable_path("/f/Zq7SECRET"), "/f/…");
+        assert_eq!(super::loggable_path("/f/Zq7SECRET/"), "/f/…/");
         assert_eq!(super::loggable_path("/api/v1/form-links"), "/api/v1/form-links");
         assert_eq!(super::loggable_path("/api/v1/templates/7/submit"), "/api/v1/templates/7/submit");
     }

@@ -96,11 +96,24 @@ async fn twilio_signed(
     }
     let ours = match sender {
         Some(own) => Ours::own(&own),
-        // The host's account speaks for its numbers, one of which may be a partner's own (bought for it).
-        None => match senders::by_address(&state.db, Channel::Sms, number).await? {
-            Some(own) if !host_account.is_empty() && own.account == host_account => Ours::own(&own),
-            _ => Ours::host(state.delivery.sms_sender(number)),
-        },
+        // The host's account speaks for its numbers and messaging services, one of which may be a partner's
+        // own (bought for it): Twilio names the service a message came through (`MessagingServiceSid`).
+        None => {
+            let service = receipts::twilio_param(&params, "MessagingServiceSid").map(str::trim).unwrap_or("");
+            let mut own = None;
+            for address in [number, service].into_iter().filter(|a| !a.is_empty() && !host_account.is_empty()) {
+                own = senders::by_address(&state.db, Channel::Sms, address)
+                    .await?
+                    .filter(|own| own.account == host_account);
+                if own.is_some() {
+                    break;
+                }
+            }
+            match own {
+                Some(own) => Ours::own(&own),
+                None => Ours::host(state.delivery.sms_sender(number)),
+            }
+        }
     };
     Ok((params, ours))
 }

@@ -39,6 +39,16 @@ pub async fn route(routing: &Routing, m: &Inbound) -> Result<(), sqlx::Error> {
     // Whose the message is, when that is known before looking at sessions and conversations: the partner
     // whose own number received it, else the partner of our message it replies to. Read once here.
     let receiving = receiving_partner(delivery, m).await?;
+    if !m.account.is_empty() && receiving.is_none() {
+        // A partner's signature brought it, and that partner's sender is gone (or changed account) since: it
+        // speaks for no one now — never for the host, nor as anyone else's.
+        tracing::warn!(inbound = m.id, "a message signed by a partner's own account whose sender is gone: unrouted");
+        let mut tx = db.begin().await?;
+        if inbound::settle_in(&mut tx, m.id, InboundState::Unrouted, None, now).await? {
+            tx.commit().await?;
+        }
+        return Ok(());
+    }
     let partner = match receiving {
         Some(partner) => Some(partner),
         None => context_partner(delivery, m).await?,
