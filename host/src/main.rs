@@ -409,10 +409,12 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Partner { command: PartnerCommand::RevokeKey { code, id, config } } => {
             let (db, partner) = open_partner(&config, &code).await?;
-            match partners::revoke_key(&db, partner.id, id, clock.now_ms()).await? {
+            let operator = partners::KeyMaker::OPERATOR.role;
+            match partners::revoke_key(&db, partner.id, id, operator, clock.now_ms()).await? {
                 partners::Revoked::Done(key) => println!("{}", json!(api_keys::ApiKeyRecord::from(&key))),
                 partners::Revoked::NotFound => anyhow::bail!("partner {code:?} has no key {id}"),
                 partners::Revoked::LastKey => anyhow::bail!("key {id} is the last that works: create another first"),
+                partners::Revoked::Outranked => anyhow::bail!("key {id} acts above the command line"),
             }
         }
         Command::Partner {

@@ -200,6 +200,17 @@ impl MessageState {
     }
 }
 
+impl MemberRole {
+    /// How much a role may do: an owner above an admin above an agent.
+    pub fn rank(self) -> u8 {
+        match self {
+            MemberRole::Owner => 2,
+            MemberRole::Admin => 1,
+            MemberRole::Agent => 0,
+        }
+    }
+}
+
 // Support conversations.
 
 string_enum! {

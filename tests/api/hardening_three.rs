@@ -404,6 +404,16 @@ async fn an_api_key_acts_with_the_role_of_the_member_who_made_it_and_is_audited(
     );
     assert!(log[1]["key_prefix"].as_str().unwrap().starts_with("sk_"));
 
+    // An admin's key may not revoke an owner's (the command line's) key.
+    let path = format!("/api/v1/api-keys/{}", cli_key.unwrap());
+    app.request(Method::DELETE, &path, Some(&admin_key), None).await.error(403, "forbidden");
+    assert!(
+        app.get(&key, "/api/v1/api-keys").await.ok(200)["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|k| k["revoked_at"].is_null())
+    );
     // The member demoted: their keys act as agents; removed: their keys stop working.
     owner.send(Method::PATCH, &format!("/api/v1/members/{admin_id}"), json!({"role": "agent"})).await.ok(200);
     app.request(Method::PUT, "/api/v1/settings/webhook", Some(&admin_key), Some(&json!({"webhook_url": ""})))
@@ -639,4 +649,76 @@ async fn refusals_are_rate_limited_before_they_are_audited() {
         .await
         .unwrap();
     assert_eq!(rows as usize, refused, "only the refusals that got past the limit are written");
+}
+
+#[tokio::test]
+async fn a_partners_forged_messages_draw_nothing_sent_to_the_shared_number() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = host(&wa, &sms).await;
+    acme_with_own_senders(&app, &wa, &sms).await;
+    let globex = app.partner("globex").await;
+    let phone = "+15550000341";
+    app.post(&globex, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    let acme_id = hubbub_host::store::partners::find_by_code(&app.state.db, "acme").await.unwrap().unwrap().id;
+    // acme's account signs "the phone wrote to acme's number" (the phone never did): acme's conversation.
+    let forged = [
+        ("MessageSid", "SMforged1"),
+        ("AccountSid", ACME_SID),
+        ("From", phone),
+        ("To", "+15550002222"),
+        ("Body", "Hello acme"),
+        ("NumMedia", "0"),
+    ];
+    let owned: Vec<(String, String)> = forged.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let url = "https://hubbub.example.com/api/v1/providers/twilio/inbound";
+    let signature = hubbub_host::delivery::receipts::twilio_signature("acme-tw-token", url, &owned);
+    assert_eq!(twilio_post(&app, "inbound", &forged, Some(&signature)).await.status, 200);
+    routed(&app).await;
+    // The phone's own message to the shared number (the host's signature) is globex's, not acme's.
+    let real = [
+        ("MessageSid", "SMreal1"),
+        ("AccountSid", HOST_SID),
+        ("From", phone),
+        ("To", "+15550001111"),
+        ("Body", "Where is my globex order?"),
+        ("NumMedia", "0"),
+    ];
+    assert_eq!(twilio_post(&app, "inbound", &real, None).await.status, 200);
+    routed(&app).await;
+    let owner_of: Option<i64> = sqlx::query_scalar(
+        "SELECT c.partner_id FROM messages m JOIN conversations c ON c.id = m.conversation_id \
+         WHERE m.body = 'Where is my globex order?'",
+    )
+    .fetch_optional(app.state.db.reader())
+    .await
+    .unwrap();
+    let globex_id = hubbub_host::store::partners::find_by_code(&app.state.db, "globex").await.unwrap().unwrap().id;
+    assert_eq!(owner_of, Some(globex_id));
+    assert_ne!(owner_of, Some(acme_id));
+}
+
+#[tokio::test]
+async fn whatsapps_window_is_the_numbers_a_person_wrote_to() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = host(&wa, &sms).await;
+    acme_with_own_senders(&app, &wa, &sms).await;
+    let globex = app.partner("globex").await;
+    let phone = "+15550000351";
+    app.post(&globex, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    // The phone writes to acme's number (or acme's app says so): the window of acme's number opens.
+    let m = json!([{"field": "messages", "value": {"messaging_product": "whatsapp", "messages": [
+        {"from": phone.trim_start_matches('+'), "id": "wamid.win1", "timestamp": (app.now() / 1000).to_string(),
+         "type": "reaction", "reaction": {"message_id": "wamid.0", "emoji": "👍"}}]}}]);
+    assert_eq!(notify(&app, "acme-secret", "111", m).await.ok(200)["inbound"], 1);
+    // Not the shared number's: globex's free-form text waits for a template there, and goes by SMS.
+    let id = app.send_text(&globex, phone, "Your order").await.ok(201)["message_id"].as_i64().unwrap();
+    let tries = crate::common::tries(&app.delivered(&globex, id).await);
+    assert_eq!(
+        tries,
+        [crate::common::t("whatsapp", "skipped", "outside_24h_window"), crate::common::t("sms", "sent", "")]
+    );
+    // Writing to the shared number opens its own.
+    app.whatsapp_wrote(phone).await;
+    let id = app.send_text(&globex, phone, "Your order, again").await.ok(201)["message_id"].as_i64().unwrap();
+    assert_eq!(crate::common::tries(&app.delivered(&globex, id).await), [crate::common::t("whatsapp", "sent", "")]);
 }

@@ -116,7 +116,7 @@ export interface paths {
         /**
          * Revoke an API key.
          * @description It stops working at once, on every host. Revoking one already revoked answers it as it is; the last key
-         *     that works cannot be revoked (409: create another first).
+         *     that works cannot be revoked (409: create another first); an owner's key only by an owner (403).
          */
         delete: operations["revoke_key"];
         options?: never;

@@ -579,7 +579,7 @@ async fn skip_reason(
             return Ok(Some(OPTED_OUT));
         }
     }
-    if template.is_none() && sending.provider.has_free_form_window() && !within_window(delivery, phone).await? {
+    if template.is_none() && sending.provider.has_free_form_window() && !window_open(delivery, sending, phone).await? {
         return Ok(Some(OUTSIDE_WINDOW));
     }
     Ok(None)
@@ -597,9 +597,16 @@ pub async fn find_whatsapp_template(
     templates::find_whatsapp_for_send(&delivery.db, partner_id, code, lang.unwrap_or("en"), reviewed_by_meta).await
 }
 
-/// Whether `phone` wrote on WhatsApp in the last 24 hours (free-form text may reach them).
-pub async fn within_window(delivery: &Delivery, phone: &str) -> Result<bool, sqlx::Error> {
-    let last = whatsapp::last_inbound(&delivery.db, phone).await?;
+/// Whether `phone` wrote in the last 24 hours to the WhatsApp number `partner_id`'s messages go from (its own,
+/// or the host's): free-form text may reach them from it.
+pub async fn within_window(delivery: &Delivery, partner_id: i64, phone: &str) -> Result<bool, sqlx::Error> {
+    let Some(sending) = delivery.sending(Some(partner_id), Channel::Whatsapp).await? else { return Ok(false) };
+    window_open(delivery, &sending, phone).await
+}
+
+/// Whether `phone` wrote to the number of `sending` in the last 24 hours.
+async fn window_open(delivery: &Delivery, sending: &Sending, phone: &str) -> Result<bool, sqlx::Error> {
+    let last = whatsapp::last_inbound(&delivery.db, &sending.account, &sending.sender, phone).await?;
     Ok(last.is_some_and(|at| delivery.now() - at < WINDOW_MS))
 }
 

@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ApiJson, E404, E409, List, parse_id};
+use super::{ApiJson, E403, E404, E409, List, parse_id};
 use crate::clock::record_time;
 use crate::http::auth::{PartnerActor, PartnerAuth};
 use crate::http::error::{ApiError, ApiResult};
@@ -147,7 +147,7 @@ pub fn key_name(raw: Option<&str>) -> Result<&str, ApiError> {
 /// Revoke an API key.
 ///
 /// It stops working at once, on every host. Revoking one already revoked answers it as it is; the last key
-/// that works cannot be revoked (409: create another first).
+/// that works cannot be revoked (409: create another first); an owner's key only by an owner (403).
 #[utoipa::path(
     delete,
     path = "/api-keys/{id}",
@@ -156,21 +156,23 @@ pub fn key_name(raw: Option<&str>) -> Result<&str, ApiError> {
     params(("id" = i64, Path, description = "The key's id")),
     responses(
         (status = 200, description = "The key, revoked", body = ApiKeyRecord),
+        (status = 403, response = E403),
         (status = 404, response = E404),
         (status = 409, response = E409),
     )
 )]
 async fn revoke_key(
     State(state): State<AppState>,
-    PartnerAuth(partner): PartnerAuth,
+    actor: PartnerActor,
     Path(id): Path<String>,
 ) -> ApiResult<Json<ApiKeyRecord>> {
     let id = parse_id(&id, "API key")?;
-    match partners::revoke_key(&state.db, partner.id, id, state.now()).await? {
+    match partners::revoke_key(&state.db, actor.partner.id, id, actor.key_maker().role, state.now()).await? {
         Revoked::Done(key) => Ok(Json(ApiKeyRecord::from(&key))),
         Revoked::NotFound => Err(ApiError::not_found("API key")),
         Revoked::LastKey => {
             Err(ApiError::conflict("this is the last key that works: create another before revoking it"))
         }
+        Revoked::Outranked => Err(ApiError::forbidden("this key acts as an owner: only an owner may revoke it")),
     }
 }

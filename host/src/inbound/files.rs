@@ -5,6 +5,7 @@ use crate::messages::compose::SendMessage;
 use crate::names::{Channel, ContentType};
 use crate::providers::FetchError;
 use crate::store::inbound::Inbound;
+use crate::store::senders;
 
 /// A file a person sent: the provider's reference to it (a WhatsApp media id, a Twilio `MediaUrl`), what
 /// kind of message it makes, and what the provider said of it.
@@ -72,8 +73,21 @@ pub(super) async fn fetch_files(
     body: Option<&str>,
 ) -> Result<Vec<SendMessage>, sqlx::Error> {
     use base64::Engine;
-    let Some(sending) = delivery.sending(receiving, m.channel).await? else { return Ok(Vec::new()) };
-    let provider = &sending.provider;
+    // The files of a message a partner's own account signed are fetched with that account's credentials as
+    // stored now (never the host's, whatever this host last read of the partner's senders); the others
+    // with the host's.
+    let provider = match receiving {
+        Some(_) => match senders::by_address(&delivery.db, m.channel, &m.sender).await? {
+            Some(own) if own.account == m.account => {
+                crate::providers::own_sender(&delivery.config, &delivery.http, &own)
+            }
+            _ => return Err(sqlx::Error::Protocol("the partner's sender changed while its files were fetched".into())),
+        },
+        None => match delivery.sending(None, m.channel).await? {
+            Some(sending) => sending.provider,
+            None => return Ok(Vec::new()),
+        },
+    };
     let limit = delivery.config.body_limit;
     let mut requests = Vec::with_capacity(files.len());
     for (i, file) in files.iter().enumerate() {

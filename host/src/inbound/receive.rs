@@ -42,7 +42,7 @@ pub async fn receive(delivery: &Delivery, received: &[NewInbound]) -> Result<usi
             (None, _) => {}
         }
         if m.channel == Channel::Whatsapp && !m.phone.is_empty() {
-            whatsapp::record_inbound_in(&mut tx, &m.phone, m.received_at).await?;
+            whatsapp::record_inbound_in(&mut tx, &m.account, &m.sender, &m.phone, m.received_at).await?;
         }
         new += usize::from(inbound::record_in(&mut tx, &m).await?);
     }

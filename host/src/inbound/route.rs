@@ -63,7 +63,10 @@ pub async fn route(routing: &Routing, m: &Inbound) -> Result<(), sqlx::Error> {
     }
     let keyword = body.filter(|_| m.channel == Channel::Sms).and_then(keyword);
     if keyword.is_none() && body.is_some() {
-        if let Some(session) = sessions::active_on_channel(db, &m.phone, m.channel, partner, now - DAY_MS).await? {
+        let shared = shared_channel(m).is_some();
+        if let Some(session) =
+            sessions::active_on_channel(db, &m.phone, m.channel, partner, shared, now - DAY_MS).await?
+        {
             return to_session(routing, m, session).await;
         }
     }
@@ -196,15 +199,16 @@ pub(super) async fn whose(
     open_new: bool,
 ) -> Result<Whose, sqlx::Error> {
     let db = &delivery.db;
+    let shared = shared_channel(m);
     let ongoing = match context_partner {
         Some(partner_id) => conversations::latest_active(db, partner_id, &m.phone).await?,
-        None => conversations::latest_active_of_phone(db, &m.phone).await?,
+        None => conversations::latest_active_of_phone(db, &m.phone, shared).await?,
     };
     Ok(match (ongoing, context_partner) {
         (Some(c), _) => Whose::Ongoing(c.id, c.partner_id),
         (None, _) if !open_new => Whose::Nobody,
         (None, Some(partner_id)) => Whose::New(partner_id),
-        (None, None) => match accounts::new_conversation_partner(db, &m.phone).await? {
+        (None, None) => match accounts::new_conversation_partner(db, &m.phone, shared).await? {
             Some(partner_id) => Whose::New(partner_id),
             None => Whose::Nobody,
         },
@@ -258,6 +262,13 @@ pub(super) async fn receiving_partner(delivery: &Delivery, m: &Inbound) -> Resul
     }
     let own = senders::by_address(&delivery.db, m.channel, &m.sender).await?;
     Ok(own.filter(|s| s.account == m.account).map(|s| s.partner_id))
+}
+
+/// The channel of the host's shared sender `m` came to, if it came to one (the host's signature brought it):
+/// what it finds of sessions and conversations is then only theirs of partners without a sender of their own
+/// on that channel — a partner's own number's messages, even forged ones, never draw the shared number's.
+fn shared_channel(m: &Inbound) -> Option<Channel> {
+    m.account.is_empty().then_some(m.channel)
 }
 
 /// The partner of our WhatsApp message that `m` replies to, if it is one of ours.

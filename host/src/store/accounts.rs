@@ -43,13 +43,24 @@ pub async fn find_account(db: &Db, phone: &str) -> Result<Option<Account>, sqlx:
 /// Which partner a new conversation that `phone` starts from WhatsApp or SMS is with, in one read: the
 /// platform partner, else the partner the phone's account was linked to last — `None` when the phone is
 /// linked to no partner (or has no account).
-pub async fn new_conversation_partner(db: &Db, phone: &str) -> Result<Option<i64>, sqlx::Error> {
+///
+/// With `shared` (a channel), only a partner that has no sender of its own on that channel (the message came
+/// to the host's shared number).
+pub async fn new_conversation_partner(
+    db: &Db,
+    phone: &str,
+    shared: Option<crate::names::Channel>,
+) -> Result<Option<i64>, sqlx::Error> {
     sqlx::query_scalar(
-        "SELECT COALESCE((SELECT p.id FROM partners p WHERE p.is_platform = 1 ORDER BY p.id LIMIT 1), l.partner_id) \
+        "SELECT COALESCE((SELECT p.id FROM partners p WHERE p.is_platform = 1 \
+           AND ($2 IS NULL OR p.id NOT IN (SELECT s.partner_id FROM partner_senders s WHERE s.channel = $2)) \
+           ORDER BY p.id LIMIT 1), l.partner_id) \
          FROM account_links l JOIN accounts a ON a.id = l.account_id WHERE a.phone = $1 \
+         AND ($2 IS NULL OR l.partner_id NOT IN (SELECT s.partner_id FROM partner_senders s WHERE s.channel = $2)) \
          ORDER BY l.linked_at DESC, l.partner_id DESC LIMIT 1",
     )
     .bind(phone)
+    .bind(shared.map(|c| c.as_str()))
     .fetch_optional(db.reader())
     .await
 }

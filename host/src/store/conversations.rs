@@ -204,12 +204,21 @@ pub async fn latest_active(db: &Db, partner_id: i64, phone: &str) -> Result<Opti
 
 /// The open or pending conversation of a phone that moved last, with any partner (a message the user
 /// sends from WhatsApp or SMS goes on in it).
-pub async fn latest_active_of_phone(db: &Db, phone: &str) -> Result<Option<Conversation>, sqlx::Error> {
+///
+/// With `shared` (a channel), only a partner's that has no sender of its own on that channel: a message to
+/// the host's shared number is never one for a partner that has its own there.
+pub async fn latest_active_of_phone(
+    db: &Db,
+    phone: &str,
+    shared: Option<Channel>,
+) -> Result<Option<Conversation>, sqlx::Error> {
     let sql = const_format::concatcp!(
         SELECT,
-        "WHERE c.phone = $1 AND c.state IN ('open', 'pending') ORDER BY c.last_message_at DESC, c.id DESC LIMIT 1"
+        "WHERE c.phone = $1 AND c.state IN ('open', 'pending') \
+         AND ($2 IS NULL OR c.partner_id NOT IN (SELECT s.partner_id FROM partner_senders s WHERE s.channel = $2)) \
+         ORDER BY c.last_message_at DESC, c.id DESC LIMIT 1"
     );
-    let row = sqlx::query(sql).bind(phone).fetch_optional(db.reader()).await?;
+    let row = sqlx::query(sql).bind(phone).bind(shared.map(|c| c.as_str())).fetch_optional(db.reader()).await?;
     row.as_ref().map(from_row).transpose()
 }
 

@@ -163,19 +163,23 @@ pub async fn active_on_channel(
     phone: &str,
     channel: Channel,
     partner_id: Option<i64>,
+    shared_only: bool,
     since: Millis,
 ) -> Result<Option<Session>, sqlx::Error> {
     let sql = const_format::concatcp!(
         "SELECT ",
         COLUMNS,
         " FROM flow_sessions WHERE phone = $1 AND channel = $2 AND active_at >= $3 AND state <> 'completed' \
-         AND ($4 IS NULL OR bot_id IN (SELECT id FROM bots WHERE partner_id = $4)) ORDER BY active_at DESC, id DESC LIMIT 1"
+         AND ($4 IS NULL OR bot_id IN (SELECT id FROM bots WHERE partner_id = $4)) \
+         AND ($5 = 0 OR bot_id NOT IN (SELECT b.id FROM bots b JOIN partner_senders s ON s.partner_id = b.partner_id \
+           WHERE s.channel = $2)) ORDER BY active_at DESC, id DESC LIMIT 1"
     );
     let row = sqlx::query(sql)
         .bind(phone)
         .bind(channel.as_str())
         .bind(since)
         .bind(partner_id)
+        .bind(shared_only as i64)
         .fetch_optional(db.reader())
         .await?;
     row.as_ref().map(from_row).transpose()

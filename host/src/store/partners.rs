@@ -229,10 +229,19 @@ pub enum Revoked {
     NotFound,
     /// It is the partner's last working key: revoking it would lock the partner out.
     LastKey,
+    /// It acts with a role above the revoker's (an admin may not revoke an owner's key).
+    Outranked,
 }
 
-/// Revokes one of the partner's keys, unless it is the last one that works.
-pub async fn revoke_key(db: &Db, partner_id: i64, key_id: i64, now: Millis) -> Result<Revoked, sqlx::Error> {
+/// Revokes one of the partner's keys for one acting as `by` (a role), unless it is the last one that works or
+/// acts with a role above `by`'s.
+pub async fn revoke_key(
+    db: &Db,
+    partner_id: i64,
+    key_id: i64,
+    by: MemberRole,
+    now: Millis,
+) -> Result<Revoked, sqlx::Error> {
     let mut tx = db.begin().await?;
     let sql = const_format::concatcp!("SELECT ", KEY_COLUMNS, " FROM partner_keys WHERE id = $1 AND partner_id = $2");
     let Some(row) = sqlx::query(sql).bind(key_id).bind(partner_id).fetch_optional(&mut *tx).await? else {
@@ -241,6 +250,9 @@ pub async fn revoke_key(db: &Db, partner_id: i64, key_id: i64, now: Millis) -> R
     let mut key = key_from_row(&row)?;
     if key.revoked_at.is_some() {
         return Ok(Revoked::Done(key));
+    }
+    if key.role.rank() > by.rank() {
+        return Ok(Revoked::Outranked);
     }
     let others: i64 = sqlx::query_scalar(
         "SELECT COUNT(*) FROM partner_keys WHERE partner_id = $1 AND id <> $2 AND revoked_at IS NULL",

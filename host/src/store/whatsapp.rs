@@ -1,4 +1,4 @@
-//! The WhatsApp customer-service window: when each phone last wrote to the business on WhatsApp; and the
+//! The WhatsApp customer-service window: when each phone last wrote to each of our numbers on WhatsApp; and the
 //! business-scoped user ids (BSUID) WhatsApp's webhooks carry, with the phone each was seen with by the
 //! number (of the account) that received them (migration 0031): a partner's signed webhook pairs only for its
 //! own number.
@@ -8,14 +8,22 @@ use sqlx::{Any, Transaction};
 use super::Db;
 use crate::clock::Millis;
 
-/// Records that `phone` wrote on WhatsApp at `at` (a later message moves the window; an older one, heard
-/// late, does not).
-pub async fn record_inbound_in(tx: &mut Transaction<'_, Any>, phone: &str, at: Millis) -> Result<(), sqlx::Error> {
+/// Records that `phone` wrote on WhatsApp to our number `sender` (of `account`) at `at` (a later message moves
+/// the window; an older one, heard late, does not).
+pub async fn record_inbound_in(
+    tx: &mut Transaction<'_, Any>,
+    account: &str,
+    sender: &str,
+    phone: &str,
+    at: Millis,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO whatsapp_windows (phone, last_inbound_at) VALUES ($1, $2) \
-         ON CONFLICT (phone) DO UPDATE SET last_inbound_at = excluded.last_inbound_at \
+        "INSERT INTO whatsapp_windows (account, sender, phone, last_inbound_at) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (account, sender, phone) DO UPDATE SET last_inbound_at = excluded.last_inbound_at \
          WHERE excluded.last_inbound_at > whatsapp_windows.last_inbound_at",
     )
+    .bind(account)
+    .bind(sender)
     .bind(phone)
     .bind(at)
     .execute(&mut **tx)
@@ -23,12 +31,18 @@ pub async fn record_inbound_in(tx: &mut Transaction<'_, Any>, phone: &str, at: M
     Ok(())
 }
 
-/// When `phone` last wrote on WhatsApp, if ever.
-pub async fn last_inbound(db: &Db, phone: &str) -> Result<Option<Millis>, sqlx::Error> {
-    sqlx::query_scalar("SELECT last_inbound_at FROM whatsapp_windows WHERE phone = $1")
-        .bind(phone)
-        .fetch_optional(db.reader())
-        .await
+/// When `phone` last wrote on WhatsApp to our number `sender` (of `account`), if ever (a window kept from
+/// before windows were a number's counts for any).
+pub async fn last_inbound(db: &Db, account: &str, sender: &str, phone: &str) -> Result<Option<Millis>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT MAX(last_inbound_at) FROM whatsapp_windows WHERE phone = $3 \
+         AND ((account = $1 AND sender = $2) OR (account = '' AND sender = ''))",
+    )
+    .bind(account)
+    .bind(sender)
+    .bind(phone)
+    .fetch_one(db.reader())
+    .await
 }
 
 /// Keeps that WhatsApp's business-scoped user id `user_id`, writing to our number `sender` (of `account`), is

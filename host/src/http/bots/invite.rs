@@ -160,7 +160,7 @@ async fn auto_channel(state: &AppState, bot: &store::Bot, phone: &str) -> ApiRes
         return Ok(Channel::Inapp);
     }
     let on = |channel: Channel| bot.channels.iter().any(|c| c == channel.as_str());
-    if on(Channel::Whatsapp) && crate::delivery::within_window(&state.delivery, phone).await? {
+    if on(Channel::Whatsapp) && crate::delivery::within_window(&state.delivery, bot.partner_id, phone).await? {
         return Ok(Channel::Whatsapp);
     }
     if on(Channel::Sms) && !state.delivery.opted_out(bot.partner_id, Channel::Sms, phone).await? {
@@ -186,7 +186,7 @@ async fn on_channel(
         )));
     }
     let delivery = &state.delivery;
-    if channel == Channel::Whatsapp && !crate::delivery::within_window(delivery, phone).await? {
+    if channel == Channel::Whatsapp && !crate::delivery::within_window(delivery, bot.partner_id, phone).await? {
         return Err(ApiError::conflict(
             "the user has not written on WhatsApp in the last 24 hours, and outside WhatsApp's 24-hour window \
              only templates reach them: invite them by SMS, or in the app",

@@ -214,7 +214,7 @@ pub(super) async fn reply(
     // The user wrote from WhatsApp: the answer goes back there, and after 24 hours WhatsApp takes only an
     // approved template — unless the partner lets such an answer go on by the hub and SMS.
     if c.channel == Some(Channel::Whatsapp)
-        && !crate::delivery::within_window(&state.delivery, &c.phone).await?
+        && !crate::delivery::within_window(&state.delivery, partner_id, &c.phone).await?
         && !crate::store::partners::whatsapp_window_fallback(&state.db, partner_id).await?
     {
         let template = match content.template_code.as_deref() {

@@ -50,6 +50,21 @@ FROM inbound_messages i JOIN (
 DROP TABLE whatsapp_users;
 ALTER TABLE whatsapp_users_by_number RENAME TO whatsapp_users;
 
+-- WhatsApp's 24-hour window is a number's (Meta keeps one per business number): kept per the number (and
+-- account) a person wrote to. The windows open when this ran are kept for any number (`account` and `sender`
+-- empty) for the hours they have left.
+CREATE TABLE whatsapp_windows_by_number (
+    account         TEXT   NOT NULL,
+    sender          TEXT   NOT NULL,
+    phone           TEXT   NOT NULL,
+    last_inbound_at BIGINT NOT NULL,
+    PRIMARY KEY (account, sender, phone)
+);
+INSERT INTO whatsapp_windows_by_number (account, sender, phone, last_inbound_at)
+SELECT '', '', phone, last_inbound_at FROM whatsapp_windows;
+DROP TABLE whatsapp_windows;
+ALTER TABLE whatsapp_windows_by_number RENAME TO whatsapp_windows;
+
 -- An API key acts with the role of the member who made it (`created_by`; none: made by the command line or
 -- by an owner's key before there were roles, an owner's). The audit log names the key a call was made with.
 ALTER TABLE partner_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'owner' CHECK (role IN ('owner', 'admin', 'agent'));
