@@ -698,6 +698,55 @@ async fn a_partners_forged_messages_draw_nothing_sent_to_the_shared_number() {
 }
 
 #[tokio::test]
+async fn a_partners_forged_whatsapp_message_draws_nothing_sent_to_the_shared_sms_number() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = host(&wa, &sms).await;
+    // acme has its own WhatsApp number only: on SMS it is one of the shared number's partners.
+    let acme = app.partner("acme").await;
+    wa.answer("/900/phone_numbers", 200, json!({"data": [{"id": "111"}]}));
+    let own_wa = json!({"phone_number_id": "111", "business_account_id": "900", "token": "acme-wa", "app_secret": "acme-secret"});
+    put(&app, &acme, "whatsapp", own_wa).await.ok(200);
+    let globex = app.partner("globex").await;
+    let phone = "+15550000342";
+    app.post(&globex, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    // acme's app secret signs "the phone wrote to acme's WhatsApp number" (it never did), a moment later
+    // than anything globex has: acme's conversation is the phone's latest.
+    let forged = json!([{"field": "messages", "value": {"messaging_product": "whatsapp", "messages": [
+        {"from": phone.trim_start_matches('+'), "id": "wamid.forged342", "timestamp": (app.now() / 1000).to_string(),
+         "type": "text", "text": {"body": "Hello acme"}}]}}]);
+    assert_eq!(notify(&app, "acme-secret", "111", forged).await.ok(200)["inbound"], 1);
+    routed(&app).await;
+    let acme_id = hubbub_host::store::partners::find_by_code(&app.state.db, "acme").await.unwrap().unwrap().id;
+    let forged_in: Option<i64> = sqlx::query_scalar(
+        "SELECT c.partner_id FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.body = 'Hello acme'",
+    )
+    .fetch_optional(app.state.db.reader())
+    .await
+    .unwrap();
+    assert_eq!(forged_in, Some(acme_id), "the forged message opened acme's conversation");
+    // The phone's own SMS to the shared number (the host's signature) does not go on in it: it is globex's.
+    let real = [
+        ("MessageSid", "SMreal342"),
+        ("AccountSid", HOST_SID),
+        ("From", phone),
+        ("To", "+15550001111"),
+        ("Body", "Where is my globex parcel?"),
+        ("NumMedia", "0"),
+    ];
+    assert_eq!(twilio_post(&app, "inbound", &real, None).await.status, 200);
+    routed(&app).await;
+    let owner_of: Option<i64> = sqlx::query_scalar(
+        "SELECT c.partner_id FROM messages m JOIN conversations c ON c.id = m.conversation_id \
+         WHERE m.body = 'Where is my globex parcel?'",
+    )
+    .fetch_optional(app.state.db.reader())
+    .await
+    .unwrap();
+    let globex_id = hubbub_host::store::partners::find_by_code(&app.state.db, "globex").await.unwrap().unwrap().id;
+    assert_eq!(owner_of, Some(globex_id));
+}
+
+#[tokio::test]
 async fn whatsapps_window_is_the_numbers_a_person_wrote_to() {
     let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
     let app = host(&wa, &sms).await;

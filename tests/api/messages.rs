@@ -583,6 +583,7 @@ async fn one_bad_message_in_a_group_commit_fails_only_itself() {
         request_hash: None,
         fallback_after_s: None,
         channel: None,
+        account: String::new(),
         hub: None,
         invites: None,
     };

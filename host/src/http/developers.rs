@@ -497,6 +497,7 @@ async fn dev_send(
             .map(|_| digest(&format!("{code}|{lang}|{}|{:?}", req.phone.as_deref().unwrap_or(""), req.vars))),
         fallback_after_s: None,
         channel: None,
+        account: String::new(),
         hub: None,
         invites: None,
     };

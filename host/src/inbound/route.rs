@@ -240,6 +240,7 @@ pub(super) async fn outcome(
         };
         let mut message = content.into_message(partner_id, &m.phone, Direction::In, None);
         message.channel = Some(m.channel);
+        message.account = m.account.clone();
         messages.push(message);
     }
     if messages.is_empty() {

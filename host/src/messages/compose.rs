@@ -225,6 +225,7 @@ impl Content {
             request_hash: None,
             fallback_after_s: self.fallback_after_s,
             channel: None,
+            account: String::new(),
             hub: None,
             invites: None,
         }

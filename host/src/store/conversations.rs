@@ -205,8 +205,10 @@ pub async fn latest_active(db: &Db, partner_id: i64, phone: &str) -> Result<Opti
 /// The open or pending conversation of a phone that moved last, with any partner (a message the user
 /// sends from WhatsApp or SMS goes on in it).
 ///
-/// With `shared` (a channel), only a partner's that has no sender of its own on that channel: a message to
-/// the host's shared number is never one for a partner that has its own there.
+/// With `shared` (a channel), only one the person last wrote in through the app or the host's own senders,
+/// of a partner that has no sender of its own on that channel: a message to the host's shared number is
+/// never one for a partner that has its own there, nor goes on in a conversation a partner's own number
+/// holds (on any channel: that partner's signature could have forged it).
 pub async fn latest_active_of_phone(
     db: &Db,
     phone: &str,
@@ -215,7 +217,8 @@ pub async fn latest_active_of_phone(
     let sql = const_format::concatcp!(
         SELECT,
         "WHERE c.phone = $1 AND c.state IN ('open', 'pending') \
-         AND ($2 IS NULL OR c.partner_id NOT IN (SELECT s.partner_id FROM partner_senders s WHERE s.channel = $2)) \
+         AND ($2 IS NULL OR (c.account = '' \
+              AND c.partner_id NOT IN (SELECT s.partner_id FROM partner_senders s WHERE s.channel = $2))) \
          ORDER BY c.last_message_at DESC, c.id DESC LIMIT 1"
     );
     let row = sqlx::query(sql).bind(phone).bind(shared.map(|c| c.as_str())).fetch_optional(db.reader()).await?;
@@ -265,10 +268,10 @@ pub async fn open_in(
     .fetch_one(&mut **tx)
     .await?;
     first.conversation_id = Some(id);
-    let Created::New(first) = create_in(tx, &first, now).await? else {
+    let Created::New(created) = create_in(tx, &first, now).await? else {
         return Err(sqlx::Error::Protocol("a conversation's first message carries no idempotency key".into()));
     };
-    appended_in(tx, id, first, ConversationState::Open, now, event).await
+    appended_in(tx, id, created, &first.account, ConversationState::Open, now, event).await
 }
 
 /// Adds a message to a conversation and moves it to `state`. A retry under the message's idempotency key
@@ -298,30 +301,36 @@ pub async fn append_in(
 ) -> Result<Created, sqlx::Error> {
     message.conversation_id = Some(conversation_id);
     Ok(match create_in(tx, &message, now).await? {
-        Created::New(m) => Created::New(appended_in(tx, conversation_id, m, state, now, event).await?.1),
+        Created::New(m) => {
+            Created::New(appended_in(tx, conversation_id, m, &message.account, state, now, event).await?.1)
+        }
         retry => retry,
     })
 }
 
 /// What follows a new message in a conversation: its state and time, the partner's event, the user's.
+/// `account` is the provider account a user's message came through (see [`NewMessage::account`]).
 async fn appended_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     conversation_id: i64,
     message: Message,
+    account: &str,
     state: ConversationState,
     now: Millis,
     event: EventFn,
 ) -> Result<(Conversation, Message), sqlx::Error> {
-    // A user's message also says where they are now: the app, WhatsApp or SMS.
+    // A user's message also says where they are now: the app, WhatsApp or SMS, and through whose account.
     let from_user = message.direction == Direction::In;
     sqlx::query(
         "UPDATE conversations SET state = $1, last_message_at = $2, \
-         channel = CASE WHEN $3 = 1 THEN $4 ELSE channel END WHERE id = $5",
+         channel = CASE WHEN $3 = 1 THEN $4 ELSE channel END, \
+         account = CASE WHEN $3 = 1 THEN $5 ELSE account END WHERE id = $6",
     )
     .bind(state.as_str())
     .bind(now)
     .bind(i64::from(from_user))
     .bind(message.channel.map(Channel::as_str))
+    .bind(account)
     .bind(conversation_id)
     .execute(&mut **tx)
     .await?;

@@ -129,6 +129,7 @@ pub(super) async fn invite_to_flow(
             request_hash: None,
             fallback_after_s: None,
             channel: None,
+            account: String::new(),
             hub: None,
             invites: Some(FlowInvitation { reference: reference.clone(), bot_id: bot.id, flow: flow.clone(), title }),
         };

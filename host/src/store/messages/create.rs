@@ -39,6 +39,9 @@ pub struct NewMessage {
     /// The channel a user's message came by (`None`: the app; an outgoing message gets its channel when it
     /// is sent).
     pub channel: Option<Channel>,
+    /// The provider account a user's message came through: a partner's own sender's (its Twilio account SID
+    /// or WhatsApp business account id), or `''` — the app, or the host's own senders.
+    pub account: String,
     /// Put in the hub as it is written when its recipient is reached there (see [`HubRoute`]), instead of
     /// queued for the delivery worker; `None`: the worker routes it.
     pub hub: Option<HubRoute>,

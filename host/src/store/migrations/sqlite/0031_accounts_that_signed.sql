@@ -81,3 +81,17 @@ UPDATE partner_keys SET created_by = (
 );
 UPDATE partner_keys SET role = (SELECT m.role FROM members m WHERE m.id = partner_keys.created_by)
 WHERE created_by IS NOT NULL AND EXISTS (SELECT 1 FROM members m WHERE m.id = partner_keys.created_by);
+
+-- A conversation keeps the account its person's latest message came through (`''`: the app, or the host's
+-- own senders): a message to the host's shared number goes on only in a conversation of the app's or the
+-- shared numbers', never in one a partner's own number holds (its signature could have forged it). Kept from
+-- each conversation's latest message that came by a provider.
+ALTER TABLE conversations ADD COLUMN account TEXT NOT NULL DEFAULT '';
+UPDATE conversations SET account = latest.account FROM (
+    SELECT m.conversation_id AS conversation_id, i.account AS account
+    FROM inbound_messages i JOIN messages m ON m.id = i.message_id
+    WHERE i.id IN (
+        SELECT MAX(i2.id) FROM inbound_messages i2 JOIN messages m2 ON m2.id = i2.message_id
+        WHERE m2.conversation_id IS NOT NULL GROUP BY m2.conversation_id
+    )
+) latest WHERE latest.conversation_id = conversations.id AND latest.account <> '';
