@@ -84,7 +84,7 @@ async fn the_hosts_own_senders_are_refused_and_a_partners_own_is_proved_at_the_p
     put(&app, &acme, "sms", sms_sender("MG0123456789abcdef0123456789abc/..", ACME_SID)).await.field_error("from");
 
     // A sender that a partner took before these checks is the host's again when a host starts.
-    let acme_id = hubbub_host::store::partners::find_by_code(&app.state.db, "acme").await.unwrap().unwrap().id;
+    let acme_id = partner_id(&app, "acme").await;
     let taken = hubbub_host::store::senders::Sender {
         partner_id: acme_id,
         channel: hubbub_host::names::Channel::Whatsapp,
@@ -132,6 +132,22 @@ async fn routed(app: &TestApp) {
         hubbub_host::store::inbound::waiting(&app.state.db, 10).await.unwrap().is_empty()
     })
     .await;
+}
+
+/// The partner whose conversation holds the message with `body`, if one does.
+async fn conversation_partner(app: &TestApp, body: &str) -> Option<i64> {
+    sqlx::query_scalar(
+        "SELECT c.partner_id FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.body = $1",
+    )
+    .bind(body)
+    .fetch_optional(app.state.db.reader())
+    .await
+    .unwrap()
+}
+
+/// The id of partner `code`.
+async fn partner_id(app: &TestApp, code: &str) -> i64 {
+    hubbub_host::store::partners::find_by_code(&app.state.db, code).await.unwrap().unwrap().id
 }
 
 /// The provider's id of the latest attempt of message `id`.
@@ -602,7 +618,7 @@ async fn a_sender_proved_no_more_goes_to_the_partner_that_proves_it() {
     app.partner("globex").await;
     let globex_sid = "AC9999999999999999999999999999999a";
     // globex took +15550005555 before senders were proved (written straight into the store).
-    let globex_id = hubbub_host::store::partners::find_by_code(&app.state.db, "globex").await.unwrap().unwrap().id;
+    let globex_id = partner_id(&app, "globex").await;
     let squatted = hubbub_host::store::senders::Sender {
         partner_id: globex_id,
         channel: hubbub_host::names::Channel::Sms,
@@ -659,7 +675,7 @@ async fn a_partners_forged_messages_draw_nothing_sent_to_the_shared_number() {
     let globex = app.partner("globex").await;
     let phone = "+15550000341";
     app.post(&globex, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
-    let acme_id = hubbub_host::store::partners::find_by_code(&app.state.db, "acme").await.unwrap().unwrap().id;
+    let acme_id = partner_id(&app, "acme").await;
     // acme's account signs "the phone wrote to acme's number" (the phone never did): acme's conversation.
     let forged = [
         ("MessageSid", "SMforged1"),
@@ -685,14 +701,8 @@ async fn a_partners_forged_messages_draw_nothing_sent_to_the_shared_number() {
     ];
     assert_eq!(twilio_post(&app, "inbound", &real, None).await.status, 200);
     routed(&app).await;
-    let owner_of: Option<i64> = sqlx::query_scalar(
-        "SELECT c.partner_id FROM messages m JOIN conversations c ON c.id = m.conversation_id \
-         WHERE m.body = 'Where is my globex order?'",
-    )
-    .fetch_optional(app.state.db.reader())
-    .await
-    .unwrap();
-    let globex_id = hubbub_host::store::partners::find_by_code(&app.state.db, "globex").await.unwrap().unwrap().id;
+    let owner_of: Option<i64> = conversation_partner(&app, "Where is my globex order?").await;
+    let globex_id = partner_id(&app, "globex").await;
     assert_eq!(owner_of, Some(globex_id));
     assert_ne!(owner_of, Some(acme_id));
 }
@@ -716,13 +726,8 @@ async fn a_partners_forged_whatsapp_message_draws_nothing_sent_to_the_shared_sms
          "type": "text", "text": {"body": "Hello acme"}}]}}]);
     assert_eq!(notify(&app, "acme-secret", "111", forged).await.ok(200)["inbound"], 1);
     routed(&app).await;
-    let acme_id = hubbub_host::store::partners::find_by_code(&app.state.db, "acme").await.unwrap().unwrap().id;
-    let forged_in: Option<i64> = sqlx::query_scalar(
-        "SELECT c.partner_id FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.body = 'Hello acme'",
-    )
-    .fetch_optional(app.state.db.reader())
-    .await
-    .unwrap();
+    let acme_id = partner_id(&app, "acme").await;
+    let forged_in: Option<i64> = conversation_partner(&app, "Hello acme").await;
     assert_eq!(forged_in, Some(acme_id), "the forged message opened acme's conversation");
     // The phone's own SMS to the shared number (the host's signature) does not go on in it: it is globex's.
     let real = [
@@ -735,14 +740,8 @@ async fn a_partners_forged_whatsapp_message_draws_nothing_sent_to_the_shared_sms
     ];
     assert_eq!(twilio_post(&app, "inbound", &real, None).await.status, 200);
     routed(&app).await;
-    let owner_of: Option<i64> = sqlx::query_scalar(
-        "SELECT c.partner_id FROM messages m JOIN conversations c ON c.id = m.conversation_id \
-         WHERE m.body = 'Where is my globex parcel?'",
-    )
-    .fetch_optional(app.state.db.reader())
-    .await
-    .unwrap();
-    let globex_id = hubbub_host::store::partners::find_by_code(&app.state.db, "globex").await.unwrap().unwrap().id;
+    let owner_of: Option<i64> = conversation_partner(&app, "Where is my globex parcel?").await;
+    let globex_id = partner_id(&app, "globex").await;
     assert_eq!(owner_of, Some(globex_id));
 }
 
