@@ -15,32 +15,53 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
 
 pub type SharedClock = Arc<dyn Clock>;
 
+/// The machine's clock, shifted by `HUBBUB_DEV_CLOCK_OFFSET_S` on a development host (0 elsewhere: the
+/// host refuses an offset without `HUBBUB_DEV`).
 #[derive(Debug, Default)]
-pub struct SystemClock;
+pub struct SystemClock {
+    offset_ms: i64,
+}
 
-impl Clock for SystemClock {
-    fn now_ms(&self) -> Millis {
-        Utc::now().timestamp_millis()
+impl SystemClock {
+    /// The machine's clock `offset_s` seconds ahead (behind, when negative).
+    pub fn shifted(offset_s: i64) -> SystemClock {
+        SystemClock { offset_ms: offset_s.saturating_mul(1000) }
     }
 }
 
-/// A clock that only moves when told to (tests).
+impl Clock for SystemClock {
+    fn now_ms(&self) -> Millis {
+        Utc::now().timestamp_millis().saturating_add(self.offset_ms)
+    }
+}
+
+/// A clock that only moves when told to (tests); or, made [`running`](ManualClock::running), one that also
+/// follows real time from its start (tests of pacing, whose waits are real).
 #[derive(Debug)]
-pub struct ManualClock(AtomicI64);
+pub struct ManualClock {
+    advanced: AtomicI64,
+    running_since: Option<std::time::Instant>,
+}
 
 impl ManualClock {
     pub fn new(start_ms: Millis) -> Self {
-        ManualClock(AtomicI64::new(start_ms))
+        ManualClock { advanced: AtomicI64::new(start_ms), running_since: None }
+    }
+
+    /// A clock at `start_ms` that moves with real time, and further when told to.
+    pub fn running(start_ms: Millis) -> Self {
+        ManualClock { advanced: AtomicI64::new(start_ms), running_since: Some(std::time::Instant::now()) }
     }
 
     pub fn advance_ms(&self, ms: i64) {
-        self.0.fetch_add(ms, Ordering::SeqCst);
+        self.advanced.fetch_add(ms, Ordering::SeqCst);
     }
 }
 
 impl Clock for ManualClock {
     fn now_ms(&self) -> Millis {
-        self.0.load(Ordering::SeqCst)
+        let real = self.running_since.map_or(0, |since| since.elapsed().as_millis() as i64);
+        self.advanced.load(Ordering::SeqCst) + real
     }
 }
 

@@ -240,6 +240,27 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_PROVIDER_TIMEOUT_MS", default_value_t = 10_000)]
     pub provider_timeout_ms: u64,
 
+    /// Messages a second one WhatsApp number sends (Meta's throughput: 80, or 1,000 once Meta raises it).
+    /// The budget is the number's, shared by every host on the database. A partner's own number may set its
+    /// own (`mps` in `PUT /settings/senders/whatsapp`).
+    #[arg(long, env = "HUBBUB_WHATSAPP_MPS", default_value_t = 80, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub whatsapp_mps: u32,
+
+    /// Messages a second one Twilio sender sends (a long code: 1; a short code or a messaging service with
+    /// several numbers: more), shared by every host on the database. A partner's own sender may set its own.
+    #[arg(long, env = "HUBBUB_SMS_MPS", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub sms_mps: u32,
+
+    /// Milliseconds between two WhatsApp messages from one number to the same person (Meta's pair rate:
+    /// about one every 6 seconds); 0 turns it off.
+    #[arg(long, env = "HUBBUB_WHATSAPP_PAIR_INTERVAL_MS", default_value_t = 6_000)]
+    pub whatsapp_pair_interval_ms: u64,
+
+    /// Seconds added to the host's clock (development only: refused without `HUBBUB_DEV`), so that
+    /// scheduled sends, retries and windows can be tested from outside the process.
+    #[arg(long, env = "HUBBUB_DEV_CLOCK_OFFSET_S", default_value_t = 0, allow_hyphen_values = true)]
+    pub dev_clock_offset_s: i64,
+
     /// How often the delivery worker looks for due work when nothing wakes it, in milliseconds.
     #[arg(long, env = "HUBBUB_DELIVERY_POLL_MS", default_value_t = 500)]
     pub delivery_poll_ms: u64,
@@ -421,10 +442,11 @@ impl Config {
             ("HUBBUB_PAYMENT_PROVIDER=dev", self.payment_provider == Some(PaymentProviderKind::Dev)),
             ("HUBBUB_SMS_PROVIDER=dev-sink", self.sms_provider == Some(SmsProviderKind::DevSink)),
             ("HUBBUB_WHATSAPP_PROVIDER=dev-sink", self.whatsapp_provider == Some(WhatsAppProviderKind::DevSink)),
+            ("HUBBUB_DEV_CLOCK_OFFSET_S", self.dev_clock_offset_s != 0),
         ];
         for (switch, _) in dev_only.iter().filter(|(_, set)| *set && !self.dev) {
             refusals.push(format!(
-                "{switch} is for development only: set HUBBUB_DEV=1 on a development host, or choose a real provider"
+                "{switch} is for development only: set HUBBUB_DEV=1 on a development host, or leave it unset (choose a real provider)"
             ));
         }
         if let Some(contact) = self.vapid_contact.as_deref()
@@ -521,6 +543,10 @@ impl std::fmt::Debug for Config {
             .field("stripe_secret_key", &self.stripe_secret_key.as_ref().map(|_| "[redacted]"))
             .field("stripe_webhook_secret", &self.stripe_webhook_secret.as_ref().map(|_| "[redacted]"))
             .field("provider_timeout_ms", &self.provider_timeout_ms)
+            .field("whatsapp_mps", &self.whatsapp_mps)
+            .field("sms_mps", &self.sms_mps)
+            .field("whatsapp_pair_interval_ms", &self.whatsapp_pair_interval_ms)
+            .field("dev_clock_offset_s", &self.dev_clock_offset_s)
             .field("delivery_poll_ms", &self.delivery_poll_ms)
             .field("lease_ms", &self.lease_ms)
             .field("webhook_backoff_s", &self.webhook_backoff_s)

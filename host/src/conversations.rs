@@ -26,6 +26,10 @@ use crate::validate::is_code;
 /// e2e_key_version, e2e_envelope`, optionally the sender's `ref`) under a content key already shared in the
 /// thread.
 pub async fn content(db: &Db, dev: bool, c: &Conversation, req: &SendMessage) -> Result<Content, ComposeError> {
+    if req.send_at.is_some() {
+        let why = "send_at is for messages to a phone (POST /messages): a conversation's messages go at once";
+        return Err(ComposeError::Invalid(Invalid::new("send_at", why)));
+    }
     if !req.wants_e2e() {
         return compose::content(db, dev, c.partner_id, req, Some(&c.phone)).await;
     }

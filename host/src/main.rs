@@ -325,7 +325,7 @@ async fn shutdown_signal() {
 async fn main() -> anyhow::Result<()> {
     let cli = parse_cli()?;
     init_tracing(&cli.log, cli.log_format);
-    let clock = Arc::new(SystemClock);
+    let clock = Arc::new(SystemClock::default());
     match cli.command {
         Command::E2e { command } => cli::e2e::run(command).await?,
         Command::Bot { command } => cli::bot::run(command).await?,
@@ -342,6 +342,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve { config } => {
             tracing::info!(?config, "starting");
             let listener = tokio::net::TcpListener::bind(config.listen).await?;
+            // A development host's clock may run ahead (`HUBBUB_DEV_CLOCK_OFFSET_S`; refused elsewhere).
+            let clock = Arc::new(SystemClock::shifted(if config.dev { config.dev_clock_offset_s } else { 0 }));
             let state = hubbub_host::prepare(config, clock).await?;
             hubbub_host::serve(state, listener, shutdown_signal()).await?;
         }
@@ -442,6 +444,7 @@ async fn main() -> anyhow::Result<()> {
                 account_sid,
                 auth_token,
                 from,
+                mps: None,
             };
             let http = hubbub_host::providers::http_client(&config);
             let now = clock.now_ms();

@@ -89,6 +89,10 @@ string_enum! {
         Read = "read",
         /// Every channel failed.
         Failed = "failed",
+        /// Accepted to be sent later (`send_at`): nothing is tried before then.
+        Scheduled = "scheduled",
+        /// Canceled by its sender before it went (a scheduled message).
+        Canceled = "canceled",
     }
 }
 
@@ -161,11 +165,13 @@ string_enum! {
 string_enum! {
     /// How a provider took an attempt: accepted (`sent`, later confirmed or failed by its receipts),
     /// refused (`failed`), or not tried because it could not carry this message (`skipped`: free-form
-    /// WhatsApp text to someone outside the 24-hour window, `error` = `outside_24h_window`).
+    /// WhatsApp text to someone outside the 24-hour window, `error` = `outside_24h_window`); or not yet
+    /// (`waiting`, until its `retry_at`: the sender is paced or throttled, or the provider is down).
     pub enum AttemptState {
         Sent = "sent",
         Failed = "failed",
         Skipped = "skipped",
+        Waiting = "waiting",
     }
 }
 
@@ -467,10 +473,12 @@ mod tests {
         one_string_form(MemberRole::ALL, MemberRole::as_str, MemberRole::parse);
         assert_eq!(Channel::names(), ["inapp", "whatsapp", "sms"]);
         assert_eq!(E2eMode::Conversation.as_str(), crate::encryption::MODE_CONVERSATION);
-        assert_eq!(MessageState::names(), ["queued", "sent", "delivered", "read", "failed"]);
+        assert_eq!(MessageState::names(), ["queued", "sent", "delivered", "read", "failed", "scheduled", "canceled"]);
         assert_eq!(
             "sending".parse::<MessageState>(),
-            Err("unknown MessageState \"sending\": expected one of queued, sent, delivered, read, failed".to_string())
+            Err("unknown MessageState \"sending\": expected one of queued, sent, delivered, read, failed, scheduled, \
+                 canceled"
+                .to_string())
         );
     }
 

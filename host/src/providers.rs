@@ -17,7 +17,72 @@ use crate::store::writer::GroupCommit;
 use crate::store::{Db, dev_sink};
 use crate::validate::is_global_unicast;
 
-pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
+pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<String, SendError>> + Send + 'a>>;
+
+/// Why a provider did not take a message, as delivery acts on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendError {
+    /// The provider asks us to slow down (HTTP 429; WhatsApp 130429, 131056, 80007, 131048; Twilio 20429,
+    /// 14107): the message waits and goes again, after `retry_after_ms` when the provider said. Never a
+    /// failure, never a reason for the next channel.
+    Throttled { reason: String, retry_after_ms: Option<u64> },
+    /// The provider could not be reached or failed on its side (5xx, a timeout, a refused connection): the
+    /// message goes again while the partner's retry budget lasts, then the next channel takes over.
+    Unavailable(String),
+    /// The provider refused this message: the next channel takes over.
+    Refused(String),
+}
+
+impl SendError {
+    /// What the attempt records.
+    pub fn reason(&self) -> &str {
+        match self {
+            SendError::Throttled { reason, .. } | SendError::Unavailable(reason) | SendError::Refused(reason) => reason,
+        }
+    }
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.reason())
+    }
+}
+
+impl From<String> for SendError {
+    fn from(reason: String) -> Self {
+        SendError::Refused(reason)
+    }
+}
+
+/// WhatsApp Cloud API error codes that mean "slow down" (throughput, pair rate, the app's rate, spam rate).
+const META_THROTTLES: [i64; 4] = [130429, 131056, 80007, 131048];
+
+/// Twilio error codes that mean "slow down" (too many requests, the sender's rate exceeded).
+const TWILIO_THROTTLES: [i64; 2] = [20429, 14107];
+
+/// The provider's `Retry-After` (seconds), in milliseconds.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<u64> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    value.trim().parse::<u64>().ok().map(|s| s.min(3_600) * 1000)
+}
+
+/// How a provider's answer that was not a success is acted on: a throttle by its status (429) or its error
+/// code, an outage by a 5xx, else a refusal.
+fn classify(
+    status: u16,
+    code: Option<i64>,
+    throttles: &[i64],
+    retry_after_ms: Option<u64>,
+    reason: String,
+) -> SendError {
+    if status == 429 || code.is_some_and(|c| throttles.contains(&c)) {
+        SendError::Throttled { reason, retry_after_ms }
+    } else if status >= 500 {
+        SendError::Unavailable(reason)
+    } else {
+        SendError::Refused(reason)
+    }
+}
 
 /// A file a person sent, as the provider keeps it: its bytes and its content type.
 pub struct Fetched {
@@ -42,7 +107,7 @@ pub trait Provider: Send + Sync {
     /// Sends a message from an approved template (WhatsApp); providers without templates refuse.
     fn send_template<'a>(&'a self, phone: &'a str, template: &'a TemplateMessage) -> SendFuture<'a> {
         let _ = (phone, template);
-        Box::pin(async { Err("this provider sends no templates".to_string()) })
+        Box::pin(async { Err(SendError::Refused("this provider sends no templates".to_string())) })
     }
 
     /// Sends a WhatsApp `interactive` message (reply buttons, a list, a `cta_url` button); providers without
@@ -61,6 +126,12 @@ pub trait Provider: Send + Sync {
     /// Whether free-form text reaches only people who wrote in the last 24 hours (Meta's customer-service
     /// window); such a provider is skipped for them unless a template is sent.
     fn has_free_form_window(&self) -> bool {
+        false
+    }
+
+    /// Whether its sends are paced (a real provider's: Twilio, the Cloud API); the development sink and a
+    /// provider that is not configured are not.
+    fn paced(&self) -> bool {
         false
     }
 }
@@ -106,7 +177,7 @@ impl Provider for DevSink {
                 text: text.to_string(),
                 at: self.clock.now_ms(),
             };
-            let id = self.sink.write(sent).await.map_err(|e| format!("dev sink: {e}"))?;
+            let id = self.sink.write(sent).await.map_err(|e| SendError::Unavailable(format!("dev sink: {e}")))?;
             Ok(format!("sink_{id}"))
         })
     }
@@ -121,7 +192,7 @@ pub struct Unconfigured(pub &'static str);
 
 impl Provider for Unconfigured {
     fn send<'a>(&'a self, _: &'a str, _: &'a str) -> SendFuture<'a> {
-        Box::pin(async move { Err(format!("no {} provider is configured", self.0)) })
+        Box::pin(async move { Err(SendError::Refused(format!("no {} provider is configured", self.0))) })
     }
 }
 
@@ -149,7 +220,7 @@ impl Provider for TwilioSms {
             if let Some(url) = &self.status_callback {
                 fields.push(("StatusCallback", url.as_str()));
             }
-            let form = serde_urlencoded::to_string(fields).map_err(|e| format!("twilio: {e}"))?;
+            let form = serde_urlencoded::to_string(fields).map_err(|e| SendError::Refused(format!("twilio: {e}")))?;
             let response = self
                 .http
                 .post(url)
@@ -158,15 +229,21 @@ impl Provider for TwilioSms {
                 .body(form)
                 .send()
                 .await
-                .map_err(|e| describe("twilio", &e))?;
+                .map_err(|e| SendError::Unavailable(describe("twilio", &e)))?;
             let status = response.status();
+            let wait = retry_after(response.headers());
             let body: Value = response.json().await.unwrap_or(Value::Null);
             if !status.is_success() {
                 let detail = body["message"].as_str().unwrap_or("");
-                return Err(format!("twilio: HTTP {} {detail}", status.as_u16()).trim_end().to_string());
+                let reason = format!("twilio: HTTP {} {detail}", status.as_u16()).trim_end().to_string();
+                return Err(classify(status.as_u16(), body["code"].as_i64(), &TWILIO_THROTTLES, wait, reason));
             }
             Ok(body["sid"].as_str().unwrap_or("").to_string())
         })
+    }
+
+    fn paced(&self) -> bool {
+        true
     }
 
     /// A `MediaUrl` of an inbound message: only a file of this account's messages
@@ -265,6 +342,10 @@ impl Provider for WhatsAppCloud {
     fn has_free_form_window(&self) -> bool {
         true
     }
+
+    fn paced(&self) -> bool {
+        true
+    }
 }
 
 /// The answer to `request`, at most `limit` bytes (read as it comes, so a larger file is never held whole).
@@ -299,19 +380,25 @@ async fn download(provider: &str, request: reqwest::RequestBuilder, limit: usize
 
 impl WhatsAppCloud {
     /// `POST /{phone_number_id}/messages`; `Ok` with the message id Meta gave it.
-    async fn post_message(&self, payload: Value) -> Result<String, String> {
+    async fn post_message(&self, payload: Value) -> Result<String, SendError> {
         let url = format!("{}/{}/messages", self.base_url.trim_end_matches('/'), self.phone_number_id);
-        let body =
-            meta_call(self.http.post(url).bearer_auth(&self.token).json(&payload)).await.map_err(|e| e.reason)?;
+        let body = meta_call(self.http.post(url).bearer_auth(&self.token).json(&payload)).await.map_err(|e| match e
+            .status
+        {
+            None => SendError::Unavailable(e.reason),
+            Some(status) => classify(status, e.code, &META_THROTTLES, e.retry_after_ms, e.reason),
+        })?;
         Ok(body["messages"][0]["id"].as_str().unwrap_or("").to_string())
     }
 }
 
-/// Why a Graph API call failed: the HTTP status Meta answered with (none when it was not reached), and
-/// the reason with Meta's error message.
+/// Why a Graph API call failed: the HTTP status Meta answered with (none when it was not reached), Meta's
+/// error code and `Retry-After` when it gave them, and the reason with Meta's error message.
 #[derive(Debug)]
 pub struct MetaError {
     pub status: Option<u16>,
+    pub code: Option<i64>,
+    pub retry_after_ms: Option<u64>,
     pub reason: String,
 }
 
@@ -324,13 +411,28 @@ impl MetaError {
 
 /// One Graph API call: the answer's JSON on 2xx.
 pub async fn meta_call(request: reqwest::RequestBuilder) -> Result<Value, MetaError> {
-    let response = request.send().await.map_err(|e| MetaError { status: None, reason: describe("whatsapp", &e) })?;
+    let response = request.send().await.map_err(|e| MetaError {
+        status: None,
+        code: None,
+        retry_after_ms: None,
+        reason: describe("whatsapp", &e),
+    })?;
     let status = response.status();
+    let retry_after_ms = retry_after(response.headers());
     let body: Value = response.json().await.unwrap_or(Value::Null);
     if !status.is_success() {
         let detail = body["error"]["message"].as_str().unwrap_or("");
-        let reason = format!("whatsapp: HTTP {} {detail}", status.as_u16()).trim_end().to_string();
-        return Err(MetaError { status: Some(status.as_u16()), reason });
+        let code = body["error"]["code"].as_i64();
+        let reason = match code {
+            Some(code) => format!("whatsapp: HTTP {} ({code}) {detail}", status.as_u16()),
+            None => format!("whatsapp: HTTP {} {detail}", status.as_u16()),
+        };
+        return Err(MetaError {
+            status: Some(status.as_u16()),
+            code,
+            retry_after_ms,
+            reason: reason.trim_end().into(),
+        });
     }
     Ok(body)
 }

@@ -148,7 +148,13 @@ pub struct Fields {
     pub account_sid: Option<String>,
     pub auth_token: Option<String>,
     pub from: Option<String>,
+    /// Its messages a second, 1 to [`MAX_MPS`] (`None`: the host's default for the channel).
+    pub mps: Option<i64>,
 }
+
+/// The most messages a second a sender may be given (Meta's highest tier is 1,000; a Twilio messaging
+/// service with many numbers may send more, never this many).
+pub const MAX_MPS: i64 = 10_000;
 
 fn required(value: &Option<String>, field: &str) -> Result<String, Invalid> {
     let value = value.as_deref().map(str::trim).filter(|v| !v.is_empty());
@@ -193,7 +199,12 @@ pub fn check(partner_id: i64, channel: Channel, fields: &Fields, now: Millis) ->
         }
         Channel::Inapp => return Err(Invalid::new("channel", "a partner's own sender is on whatsapp or sms")),
     };
-    Ok(Sender { partner_id, channel, address, account, token, app_secret, updated_at: now })
+    let mps = match fields.mps {
+        None => None,
+        Some(mps) if (1..=MAX_MPS).contains(&mps) => Some(mps as u32),
+        Some(_) => return Err(Invalid::new("mps", format!("mps is messages a second: 1 to {MAX_MPS}"))),
+    };
+    Ok(Sender { partner_id, channel, address, account, token, app_secret, mps, updated_at: now })
 }
 
 /// The first characters of a secret and an ellipsis: how a sender's credentials are shown back.

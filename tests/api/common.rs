@@ -64,6 +64,10 @@ pub fn test_config(database_url: &str) -> Config {
     config.code_rate_limit_global_per_min = 100_000;
     config.db_max_connections = 4;
     config.delivery_poll_ms = 50;
+    // Providers' pace as generous as the rate limits (the pacing tests set Meta's and Twilio's).
+    config.whatsapp_mps = 10_000;
+    config.sms_mps = 10_000;
+    config.whatsapp_pair_interval_ms = 0;
     config.component_cache_dir = std::env::temp_dir().join("hubbub-test-components");
     // Components compile in a child process, as on a host: the `hubbub` binary, not this test binary.
     config.bot_compiler = Some(env!("CARGO_BIN_EXE_hubbub").into());

@@ -165,6 +165,9 @@ async fn whatsapp_failure_or_timeout_falls_back_to_sms_and_both_failing_is_faile
     let sms = FakeServer::start(201, 0).await;
     let app = TestApp::with_fake_providers(&wa, &sms).await;
     let key = app.partner("acme").await;
+    // No retry budget: a provider that is down hands over at once (tests/api/pacing.rs has the budget).
+    let now = json!({"provider_retry_s": 0});
+    app.request(reqwest::Method::PUT, "/api/v1/settings/delivery", Some(&key), Some(&now)).await.ok(200);
     // Inside the 24-hour window: free-form WhatsApp text may go.
     app.whatsapp_wrote(PHONE).await;
     let id = app.send_text(&key, PHONE, "try wa").await.ok(201)["message_id"].as_i64().unwrap();

@@ -92,6 +92,7 @@ async fn the_hosts_own_senders_are_refused_and_a_partners_own_is_proved_at_the_p
         account: "900".into(),
         token: "t".into(),
         app_secret: Some("acme-secret".into()),
+        mps: None,
         updated_at: app.now(),
     };
     hubbub_host::store::senders::remove_address(&app.state.db, taken.channel, "111").await.unwrap();
@@ -626,6 +627,7 @@ async fn a_sender_proved_no_more_goes_to_the_partner_that_proves_it() {
         account: globex_sid.into(),
         token: "globex-tw-token".into(),
         app_secret: None,
+        mps: None,
         updated_at: app.now(),
     };
     assert!(hubbub_host::store::senders::set(&app.state.db, &squatted, app.now()).await.unwrap());

@@ -39,6 +39,10 @@ async fn a_hub_message_no_device_got_goes_on_to_whatsapp_then_sms() {
     let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
     let app = TestApp::with_fake_providers(&wa, &sms).await;
     let key = app.partner("acme").await;
+    // A provider that is down hands over to the next channel at once (no retry budget; tests/api/pacing.rs
+    // has the partner's budget).
+    let now = json!({"provider_retry_s": 0});
+    app.request(reqwest::Method::PUT, "/api/v1/settings/delivery", Some(&key), Some(&now)).await.ok(200);
     user_with_a_device(&app, &key).await;
     // The user wrote on WhatsApp lately, so free-form text may go there (Meta's 24-hour window).
     app.whatsapp_wrote(PHONE).await;
@@ -121,7 +125,8 @@ async fn the_window_is_per_message_then_per_partner_then_the_hosts() {
     let key = app.partner("acme").await;
     user_with_a_device(&app, &key).await;
     let settings = app.get(&key, "/api/v1/settings/delivery").await.ok(200).clone();
-    assert_eq!(settings, json!({"hub_fallback_after_s": 300, "default": true, "whatsapp_window_fallback": false}));
+    let defaults = json!({"hub_fallback_after_s": 300, "default": true, "whatsapp_window_fallback": false, "provider_retry_s": 60});
+    assert_eq!(settings, defaults);
     // `null`: the hub only, whatever the partner set.
     let hub_only = send_to_hub(&app, &key, "Hub only", json!({"fallback_after_s": null})).await;
     // The partner's window.
@@ -131,7 +136,7 @@ async fn the_window_is_per_message_then_per_partner_then_the_hosts() {
     };
     assert_eq!(
         put(json!({"hub_fallback_after_s": 10})).await.ok(200).clone(),
-        json!({"hub_fallback_after_s": 10, "default": false, "whatsapp_window_fallback": false})
+        json!({"hub_fallback_after_s": 10, "default": false, "whatsapp_window_fallback": false, "provider_retry_s": 60})
     );
     let partners = send_to_hub(&app, &key, "Partner window", json!({})).await;
     app.clock.advance_ms(11_000);

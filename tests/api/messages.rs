@@ -586,6 +586,7 @@ async fn one_bad_message_in_a_group_commit_fails_only_itself() {
         account: String::new(),
         hub: None,
         invites: None,
+        send_at: None,
     };
     let now = app.state.now();
     let writer = hubbub_host::store::deliveries::MessageWriter::spawn(app.state.db.clone());

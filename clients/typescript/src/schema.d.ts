@@ -1736,6 +1736,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/messages/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a scheduled message before it goes (`send_at`).
+         * @description It becomes `canceled` (with a `message.status` event) and is never sent. 409 when it is not scheduled:
+         *     sent, being sent at this moment, or canceled already.
+         */
+        post: operations["cancel_message"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/messages/{id}/read": {
         parameters: {
             query?: never;
@@ -2686,10 +2707,17 @@ export interface components {
             kind: components["schemas"]["AttemptKind"];
             /** @description The provider's message id (Twilio MessageSid, WhatsApp message id); receipts are matched by it. */
             provider_ref?: string | null;
+            /** @description When a `waiting` attempt is tried again (absent otherwise). */
+            retry_at?: string | null;
+            /**
+             * @description `waiting`: not tried yet, until `retry_at`; `error` says why (`paced`: the sender's rate is spent
+             *     until its turn; `throttled`: the provider asked us to slow down; `provider_unavailable`: the
+             *     provider is down, within the partner's retry budget).
+             */
             state: components["schemas"]["AttemptState"];
         };
         /** @enum {string} */
-        AttemptState: "sent" | "failed" | "skipped";
+        AttemptState: "sent" | "failed" | "skipped" | "waiting";
         /** @description One thing a member changed or tried to, with their session or an API key. */
         AuditRecord: {
             /** @description The method and route, such as `POST /api/v1/bots/{code}/token`. */
@@ -3089,6 +3117,13 @@ export interface components {
              */
             hub_fallback_after_s?: number | null;
             /**
+             * Format: int64
+             * @description Seconds a message waits out its provider's outage (5xx, timeouts, no connection), trying again
+             *     with backoff, before its chain moves on to the next channel. A provider's throttle is never an
+             *     outage: throttled messages wait their turn whatever this says.
+             */
+            provider_retry_s: number;
+            /**
              * @description An agent's free-form answer to a user who wrote from WhatsApp more than 24 hours ago (WhatsApp takes
              *     only approved templates then): `false` refuses it with 409 naming the window; `true` sends it on by
              *     the other channels, the hub (when the user has the app) then SMS.
@@ -3102,6 +3137,11 @@ export interface components {
              * @description 0 to 604800 seconds, or `null` for the hub only. Absent: back to the host's default.
              */
             hub_fallback_after_s?: number | null;
+            /**
+             * Format: int64
+             * @description 0 to 86400 seconds (see `DeliverySettings`); absent: 60.
+             */
+            provider_retry_s?: number | null;
             /** @description See `DeliverySettings`; absent: `false`. */
             whatsapp_window_fallback?: boolean | null;
         };
@@ -3725,6 +3765,8 @@ export interface components {
                 priority: string;
                 ref: string;
                 rendered_body?: string | null;
+                /** @description When a message sent later goes (absent: it went, or goes, at once). */
+                send_at?: string | null;
                 state: components["schemas"]["MessageState"];
                 template_code?: string | null;
             })[];
@@ -3776,6 +3818,17 @@ export interface components {
                 app_secret_prefix?: string | null;
                 /** @description `whatsapp` or `sms`. */
                 channel: components["schemas"]["Channel"];
+                /**
+                 * @description Until when its provider is not tried, after failing five times in a row on the host that answers
+                 *     (absent: it is tried as usual).
+                 */
+                circuit_open_until?: string | null;
+                /**
+                 * Format: int32
+                 * @description Its messages a second; `null`: the host's default for the channel (`HUBBUB_WHATSAPP_MPS`, 80 unless
+                 *     the operator changed it; `HUBBUB_SMS_MPS`, 1).
+                 */
+                mps?: number | null;
                 /** @description The first characters of the access token (WhatsApp) or auth token (SMS). */
                 token_prefix: string;
                 updated_at: string;
@@ -3965,6 +4018,8 @@ export interface components {
             priority: string;
             ref: string;
             rendered_body?: string | null;
+            /** @description When a message sent later goes (absent: it went, or goes, at once). */
+            send_at?: string | null;
             state: components["schemas"]["MessageState"];
             template_code?: string | null;
         };
@@ -3993,7 +4048,7 @@ export interface components {
             vars?: Record<string, never> | null;
         };
         /** @enum {string} */
-        MessageState: "queued" | "sent" | "delivered" | "read" | "failed";
+        MessageState: "queued" | "sent" | "delivered" | "read" | "failed" | "scheduled" | "canceled";
         /** @description One change of a message's state. */
         MessageStateChange: {
             at: string;
@@ -4122,6 +4177,17 @@ export interface components {
             app_secret_prefix?: string | null;
             /** @description `whatsapp` or `sms`. */
             channel: components["schemas"]["Channel"];
+            /**
+             * @description Until when its provider is not tried, after failing five times in a row on the host that answers
+             *     (absent: it is tried as usual).
+             */
+            circuit_open_until?: string | null;
+            /**
+             * Format: int32
+             * @description Its messages a second; `null`: the host's default for the channel (`HUBBUB_WHATSAPP_MPS`, 80 unless
+             *     the operator changed it; `HUBBUB_SMS_MPS`, 1).
+             */
+            mps?: number | null;
             /** @description The first characters of the access token (WhatsApp) or auth token (SMS). */
             token_prefix: string;
             updated_at: string;
@@ -4134,6 +4200,12 @@ export interface components {
             auth_token: string;
             /** @description The Twilio number (E.164) or messaging service SID the partner's SMS go from. */
             from: string;
+            /**
+             * Format: int64
+             * @description Messages a second the sender sends (a long code: 1; a short code: 100; a messaging service: its
+             *     numbers together), shared by every host; absent: the host's default.
+             */
+            mps?: number | null;
         };
         /** @description A partner's own WhatsApp number. */
         PartnerWhatsappSender: {
@@ -4141,6 +4213,12 @@ export interface components {
             app_secret: string;
             /** @description The WhatsApp Business Account id. */
             business_account_id: string;
+            /**
+             * Format: int64
+             * @description Messages a second the number sends (Meta's throughput: 80, or 1,000 once Meta raised it), shared by
+             *     every host; absent: the host's default.
+             */
+            mps?: number | null;
             /** @description The business phone number's id (digits, not the number). */
             phone_number_id: string;
             /** @description A system user's access token with whatsapp_business_messaging. */
@@ -4371,6 +4449,13 @@ export interface components {
             priority?: string | null;
             /** @description E2E messages only: the sender's own ref, which its aad binds. Unique across the service: reuse is 409. */
             ref?: string | null;
+            /**
+             * Format: date-time
+             * @description When to send it (RFC 3339, in the future, at most 35 days ahead): the message is `scheduled` until
+             *     then (`GET /messages?state=scheduled` lists them) and may be canceled until it goes (`POST
+             *     /messages/{id}/cancel`). Absent: at once. Not in conversations.
+             */
+            send_at?: string | null;
             subject?: string | null;
             /** @description An approved (or pending) template of the partner's, rendered with `vars` into the body. */
             template_code?: string | null;
@@ -8026,6 +8111,35 @@ export interface operations {
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
             422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    cancel_message: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message, canceled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };

@@ -5,6 +5,7 @@
 //! as a `message.status` event, in one transaction per message.
 
 pub mod meta_review;
+pub mod pacing;
 pub mod push;
 pub mod receipts;
 
@@ -20,8 +21,8 @@ use crate::channel_steps::Outgoing;
 use crate::clock::{Millis, SharedClock};
 use crate::config::Config;
 use crate::names::{AttemptKind, AttemptState, Channel, MessageState};
-use crate::providers::{Provider, TemplateMessage};
-use crate::store::deliveries::{Change, Finished, NewAttempt};
+use crate::providers::{Provider, SendError, TemplateMessage};
+use crate::store::deliveries::{Change, Finished, Job, NewAttempt, PutBack};
 use crate::store::leases::{Held, Leased};
 use crate::store::messages::{self, Message, ToDeliver};
 use crate::store::writer::GroupCommit;
@@ -109,6 +110,8 @@ pub struct Delivery {
     pub http: reqwest::Client,
     /// Partners' own senders as last read, for [`OWN_SENDER_TTL`] (`None`: the partner has none there).
     own: std::sync::Mutex<HashMap<(i64, Channel), (std::time::Instant, Option<Sending>)>>,
+    /// The circuits of the senders this host sends from (a provider down, tried no more for a while).
+    pub circuits: pacing::Circuits,
 }
 
 /// How long a partner's own sender is used as read before it is read again (a change made through another
@@ -116,12 +119,13 @@ pub struct Delivery {
 const OWN_SENDER_TTL: Duration = Duration::from_secs(5);
 
 /// The provider a message goes out through and the sender it goes from (as opt-outs are kept: the address,
-/// and the account it is of, empty for the host's own).
+/// and the account it is of, empty for the host's own), and its messages a second.
 #[derive(Clone)]
 pub struct Sending {
     pub provider: Arc<dyn Provider>,
     pub sender: String,
     pub account: String,
+    pub mps: u32,
 }
 
 impl Delivery {
@@ -137,6 +141,7 @@ impl Delivery {
             push,
             http,
             own: std::sync::Mutex::default(),
+            circuits: pacing::Circuits::default(),
             db,
             clock,
             config,
@@ -150,6 +155,7 @@ impl Delivery {
             provider: p.clone(),
             sender: self.sender(channel),
             account: String::new(),
+            mps: self.default_mps(channel),
         });
         let Some(partner_id) = partner_id.filter(|_| shared.is_some()) else { return Ok(shared) };
         let cached = self.own.lock().expect("not poisoned").get(&(partner_id, channel)).cloned();
@@ -159,6 +165,7 @@ impl Delivery {
                 let found = senders::of_partner(&self.db, partner_id, channel).await?;
                 let own = found.map(|s| Sending {
                     provider: crate::providers::own_sender(&self.config, &self.http, &s),
+                    mps: s.mps.unwrap_or_else(|| self.default_mps(channel)),
                     sender: s.address.clone(),
                     account: s.account.clone(),
                 });
@@ -199,6 +206,14 @@ impl Delivery {
 
     pub fn now(&self) -> Millis {
         self.clock.now_ms()
+    }
+
+    /// The host's messages a second for a sender on `channel` (`HUBBUB_WHATSAPP_MPS`, `HUBBUB_SMS_MPS`).
+    pub fn default_mps(&self, channel: Channel) -> u32 {
+        match channel {
+            Channel::Sms => self.config.sms_mps,
+            _ => self.config.whatsapp_mps,
+        }
     }
 
     fn provider(&self, channel: Channel) -> Option<&Arc<dyn Provider>> {
@@ -288,11 +303,13 @@ async fn claim_loop(
             running.spawn(async move {
                 let id = job.message_id;
                 let done = match job.resume.as_deref() {
-                    None => deliver(&delivery, found).await,
-                    Some(resume) => continue_after_receipt(&delivery, found, resume).await,
+                    None => deliver(&delivery, &job, found).await,
+                    Some(resume) => continue_after_receipt(&delivery, &job, found, resume).await,
                 };
+                let mut back_at = None;
                 let result = match done {
                     Ok(done) => {
+                        back_at = done.finished.put_back.map(|back| back.at);
                         let alert = done.release_alert;
                         let written = finisher.write(done.finished).await;
                         // Now in the hub: the user's devices hear of it, beside this worker.
@@ -312,17 +329,47 @@ async fn claim_loop(
                 if let Err(e) = result {
                     tracing::warn!(message_id = id, error = %e, "delivery failed; will retry");
                 }
+                back_at
             });
         }
-        while running.join_next().await.is_some() {}
+        // The earliest a job put back to wait (its turn at a paced sender) is due again.
+        let mut next_due: Option<Millis> = None;
+        while let Some(joined) = running.join_next().await {
+            if let Ok(Some(at)) = joined {
+                next_due = Some(next_due.map_or(at, |due| due.min(at)));
+            }
+        }
+        forget_old_budgets(&delivery).await;
         if full {
             continue;
         }
+        // A paced sender's next turns come sooner than the next poll: no slot is left unused waiting for it.
+        let until_due =
+            next_due.map_or(poll, |at| Duration::from_millis((at - delivery.now()).max(0) as u64).min(poll));
         tokio::select! {
             _ = stop.cancelled() => break,
             _ = delivery.wake.notified() => {}
-            _ = tokio::time::sleep(poll) => {}
+            _ = tokio::time::sleep(until_due) => {}
         }
+    }
+}
+
+/// Forgets, now and then, the pacing budgets nobody used for an hour (pair rates of people written to long
+/// ago), so their table holds only what is in use.
+async fn forget_old_budgets(delivery: &Delivery) {
+    static LAST: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+    const EVERY_MS: Millis = 60_000;
+    let now = delivery.now();
+    let last = LAST.load(std::sync::atomic::Ordering::Relaxed);
+    if now - last < EVERY_MS
+        || LAST
+            .compare_exchange(last, now, std::sync::atomic::Ordering::Relaxed, std::sync::atomic::Ordering::Relaxed)
+            .is_err()
+    {
+        return;
+    }
+    if let Err(e) = crate::store::pacing::forget_before(&delivery.db, (now - 3_600_000) * 1000).await {
+        tracing::warn!(error = %e, "forgetting old pacing budgets failed");
     }
 }
 
@@ -343,7 +390,7 @@ impl Done {
 }
 
 /// What a job records when it has not (yet) tried a channel or moved its message.
-fn unchanged(delivery: &Delivery, message: Message) -> Finished {
+fn unchanged(delivery: &Delivery, job: &Job, message: Message) -> Finished {
     Finished {
         message,
         attempts: Vec::new(),
@@ -352,18 +399,128 @@ fn unchanged(delivery: &Delivery, message: Message) -> Finished {
         event: events::message_status,
         follow_up: None,
         ends_job: true,
+        put_back: None,
+        clears_waiting: job.waits > 0,
     }
 }
 
-/// Delivers one claimed message: routes it, tries its channels, and answers what to record.
-async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Error> {
+/// Seconds a partner's messages wait out a provider's outage before the chain moves on, when it set none.
+pub const DEFAULT_PROVIDER_RETRY_S: i64 = 60;
+
+/// How a chain of channel tries ended.
+enum Chain {
+    /// It went through (the last try sent) or ran out of channels: every try made.
+    Ended(Vec<(Channel, Outcome)>),
+    /// It waits on `channel` (paced, throttled, its provider down) until `until`: the tries made before.
+    Waits { tries: Vec<(Channel, Outcome)>, wait: Wait },
+}
+
+/// Where a chain waits: on which channel, why, until when, and since when its provider is down.
+struct Wait {
+    channel: Channel,
+    why: &'static str,
+    until: Millis,
+    reason: Option<String>,
+    outage_since: Option<Millis>,
+}
+
+/// Whether a try on `channel` of the job waits (paced, throttled; a provider down within the partner's retry
+/// budget of `budget_ms`, counted from the outage's first failure), or is what it is (a provider down past
+/// the budget: failed).
+fn wait_or_settle(
+    delivery: &Delivery,
+    job: &Job,
+    channel: Channel,
+    outcome: Outcome,
+    budget_ms: i64,
+) -> Result<Outcome, Wait> {
+    match outcome {
+        Outcome::Wait { why, until, reason } => Err(Wait { channel, why, until, reason, outage_since: None }),
+        Outcome::Down(reason) => {
+            let now = delivery.now();
+            let since = job.outage_since.filter(|_| job.chain_from == Some(channel)).unwrap_or(now);
+            if now - since >= budget_ms {
+                return Ok(Outcome::Failed(reason));
+            }
+            let backoff = (1000_i64 << job.waits.clamp(0, 4)).min(15_000);
+            let until = (now + backoff).min(since + budget_ms);
+            Err(Wait { channel, why: UNAVAILABLE, until, reason: Some(reason), outage_since: Some(since) })
+        }
+        outcome => Ok(outcome),
+    }
+}
+
+/// The partner's retry budget for a provider's outage, in milliseconds.
+fn budget_ms(provider_retry_s: Option<i64>) -> i64 {
+    provider_retry_s.unwrap_or(DEFAULT_PROVIDER_RETRY_S).max(0) * 1000
+}
+
+/// Tries `channels` in turn (from where the job's chain waited, if it did) until one sends: `send` tries one.
+/// A channel that must wait (paced, throttled) stops the chain there; so does a provider that is down, for
+/// the partner's retry budget (`budget_s`, counted from the outage's first failure); then the chain goes on.
+async fn run_chain<'a, F, Fut>(
+    delivery: &Delivery,
+    job: &Job,
+    channels: &[Channel],
+    budget_s: Option<i64>,
+    mut send: F,
+) -> Result<Chain, sqlx::Error>
+where
+    F: FnMut(Channel) -> Fut,
+    Fut: std::future::Future<Output = Result<Outcome, sqlx::Error>> + 'a,
+{
+    let start = job.chain_from.and_then(|c| channels.iter().position(|x| *x == c)).unwrap_or(0);
+    let mut tries = Vec::new();
+    for &channel in &channels[start..] {
+        let outcome = match channel {
+            Channel::Inapp => Outcome::Sent(String::new()),
+            _ => send(channel).await?,
+        };
+        match wait_or_settle(delivery, job, channel, outcome, budget_ms(budget_s)) {
+            Err(wait) => return Ok(Chain::Waits { tries, wait }),
+            Ok(outcome) => {
+                let sent = outcome.is_sent();
+                tries.push((channel, outcome));
+                if sent {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(Chain::Ended(tries))
+}
+
+/// The job waits: the tries made, the waiting one (why, until when), and the job put back until then, to
+/// go on from `channel`.
+fn waiting(finished: &mut Finished, kind: AttemptKind, tries: Vec<(Channel, Outcome)>, wait: Wait) {
+    let Wait { channel, why, until, reason, outage_since } = wait;
+    finished.attempts.extend(tries.into_iter().map(|(c, o)| attempt(kind, c, o)));
+    finished.attempts.push(NewAttempt {
+        kind,
+        channel,
+        state: AttemptState::Waiting,
+        error: Some(why.to_string()),
+        provider_ref: None,
+        retry_at: Some(until),
+    });
+    if let Some(reason) = reason {
+        tracing::debug!(message_id = finished.message.id, channel = channel.as_str(), why, reason, "delivery waits");
+    }
+    finished.ends_job = false;
+    finished.put_back = Some(PutBack { at: until, chain_from: channel, outage_since });
+}
+
+/// Delivers one claimed message: routes it, tries its channels, and answers what to record (or, when a
+/// channel must wait, the message put back until then, still `queued`).
+async fn deliver(delivery: &Delivery, job: &Job, found: ToDeliver) -> Result<Done, sqlx::Error> {
     let db = &delivery.db;
     let message = found.message;
     let opted_out = found.opted_out;
     let message_id = message.id;
-    if message.state != MessageState::Queued {
-        // Already moved on (e.g. the user's app fetched it first): the job ends.
-        return Ok(Done::only(unchanged(delivery, message)));
+    let scheduled = message.state == MessageState::Scheduled;
+    if message.state != MessageState::Queued && !scheduled {
+        // Already moved on (e.g. the user's app fetched it first, its sender canceled it): the job ends.
+        return Ok(Done::only(unchanged(delivery, job, message)));
     }
     let recipient = Recipient {
         claimed: found.claimed,
@@ -374,18 +531,23 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
     let channels = plan(&message.priority, recipient);
     let partner_name = found.partner_name;
 
-    let mut attempts: Vec<(Channel, Outcome)> = Vec::new();
-    for channel in channels {
-        let outcome = match channel {
-            Channel::Inapp => Outcome::Sent(String::new()),
-            _ => send_message(delivery, channel, &message, &partner_name, opted_out).await?,
-        };
-        let sent = outcome.is_sent();
-        attempts.push((channel, outcome));
-        if sent {
-            break;
+    let chain = run_chain(delivery, job, &channels, found.provider_retry_s, |channel| {
+        send_message(delivery, channel, &message, &partner_name, opted_out)
+    })
+    .await?;
+    let attempts = match chain {
+        Chain::Ended(attempts) => attempts,
+        Chain::Waits { tries, wait } => {
+            let mut finished = unchanged(delivery, job, message);
+            waiting(&mut finished, AttemptKind::Delivery, tries, wait);
+            // Its time came: no longer scheduled, it waits its turn as any queued message.
+            if scheduled {
+                let (from, to) = (&[MessageState::Scheduled][..], MessageState::Queued);
+                finished.change = Some(Change::State { from, to, channel: None });
+            }
+            return Ok(Done::only(finished));
         }
-    }
+    };
 
     // An encrypted message now waiting in the hub of an offline user: the opaque alert, by WhatsApp then
     // SMS, once per partner and user per offline period (the slot is taken before sending).
@@ -398,9 +560,8 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
         if devices::claim_alert(db, message.partner_id, &message.phone, message_id, last_seen, now).await? {
             let text = alert_text(&partner_name, &delivery.config.public_url, &message);
             for channel in [Channel::Whatsapp, Channel::Sms] {
-                let outcome =
-                    send_on(delivery, Some(message.partner_id), channel, &message.phone, None, &text, opted_out)
-                        .await?;
+                let to = (Some(message.partner_id), channel, message.phone.as_str());
+                let outcome = send_on(delivery, to, None, &text, opted_out, true).await?.now_or_never();
                 let sent = outcome.is_sent();
                 alerts.push((channel, outcome));
                 if sent {
@@ -424,7 +585,7 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
         .map(|(c, o)| attempt(AttemptKind::Delivery, c, o))
         .chain(alerts.into_iter().map(|(c, o)| attempt(AttemptKind::Alert, c, o)))
         .collect();
-    let change = Some(Change::State { from: &[MessageState::Queued], to, channel });
+    let change = Some(Change::State { from: &[MessageState::Queued, MessageState::Scheduled], to, channel });
     let (window, default_window) = (found.fallback_after_s, delivery.config.hub_fallback_after_s);
     let follow_up = match in_hub {
         true => crate::messages::routing::after_hub(
@@ -447,6 +608,8 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
             event: events::message_status,
             follow_up,
             ends_job: true,
+            put_back: None,
+            clears_waiting: job.waits > 0,
         },
         release_alert,
     })
@@ -457,26 +620,41 @@ async fn deliver(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Er
 pub(crate) enum Outcome {
     /// The provider took it (its message id; empty for the hub).
     Sent(String),
-    /// The provider refused it, or could not be reached.
+    /// The provider refused it (or, for a send that cannot wait, could not take it now).
     Failed(String),
     /// Not tried: the channel cannot carry this message to this person now.
     Skipped(&'static str),
+    /// Not yet: the sender is paced ([`PACED`]: its turn comes at `until`) or the provider throttled it
+    /// ([`THROTTLED`]; `reason` in the provider's words).
+    Wait { why: &'static str, until: Millis, reason: Option<String> },
+    /// The provider is down (5xx, a timeout, no connection, its circuit open).
+    Down(String),
 }
 
 impl Outcome {
     pub(crate) fn is_sent(&self) -> bool {
         matches!(self, Outcome::Sent(_))
     }
-}
 
-impl From<Result<String, String>> for Outcome {
-    fn from(result: Result<String, String>) -> Self {
-        match result {
-            Ok(id) => Outcome::Sent(id),
-            Err(reason) => Outcome::Failed(reason),
+    /// The outcome of a send that cannot wait (a bot's answer, an alert, a reply to a stranger): what did
+    /// not go now failed.
+    pub(crate) fn now_or_never(self) -> Outcome {
+        match self {
+            Outcome::Wait { why, reason, .. } => Outcome::Failed(reason.unwrap_or_else(|| why.to_string())),
+            Outcome::Down(reason) => Outcome::Failed(reason),
+            outcome => outcome,
         }
     }
 }
+
+/// Why an attempt waits: its sender's rate is spent until its turn.
+pub const PACED: &str = "paced";
+
+/// Why an attempt waits: the provider asked us to slow down.
+pub const THROTTLED: &str = "throttled";
+
+/// Why an attempt waits: the provider is down, and the partner's retry budget is not spent.
+pub const UNAVAILABLE: &str = "provider_unavailable";
 
 /// Why a free-form WhatsApp text was not tried (Meta refuses it: error 131047).
 pub const OUTSIDE_WINDOW: &str = "outside_24h_window";
@@ -502,31 +680,77 @@ async fn send_message(
         Some(_) => String::new(),
         None => fallback_text(message, partner_name, &delivery.config.public_url),
     };
-    send_on(delivery, Some(message.partner_id), channel, &message.phone, template, &text, opted_out).await
+    let to = (Some(message.partner_id), channel, message.phone.as_str());
+    send_on(delivery, to, template, &text, opted_out, is_urgent(&message.priority)).await
 }
 
-/// Sends `template`, or else free-form `text`, on WhatsApp or SMS — unless the person opted out of our
-/// sender there, or (free-form on WhatsApp's Cloud API) has not written in the last 24 hours: then the try
-/// is skipped, saying why, and the next channel takes over. `opted_out`: the phone opted out of something
-/// (the delivery's read of the message says so; which sender and channel is looked up only then).
+/// Whether messages of `priority` go ahead of the line at a saturated sender: codes and chat.
+pub fn is_urgent(priority: &str) -> bool {
+    priority == "otp" || priority == "chat"
+}
+
+/// Sends `template`, or else free-form `text`, on WhatsApp or SMS to `(partner, channel, phone)` — unless the
+/// person opted out of our sender there, or (free-form on WhatsApp's Cloud API) has not written in the last
+/// 24 hours: then the try is skipped, saying why, and the next channel takes over. `opted_out`: the phone
+/// opted out of something (the delivery's read of the message says so; which sender and channel is looked
+/// up only then). The send waits for its sender's pace ([`pacing::before_send`]; `urgent` goes ahead of the
+/// line) and may answer that it must wait longer, or that the provider throttled it or is down.
 pub(crate) async fn send_on(
     delivery: &Delivery,
-    partner_id: Option<i64>,
-    channel: Channel,
-    phone: &str,
+    to: (Option<i64>, Channel, &str),
     template: Option<TemplateMessage>,
     text: &str,
     opted_out: bool,
+    urgent: bool,
 ) -> Result<Outcome, sqlx::Error> {
+    let (partner_id, channel, phone) = to;
     let Some(sending) = delivery.sending(partner_id, channel).await? else {
         return Ok(Outcome::Failed(format!("{} has no provider", channel.as_str())));
     };
     if let Some(reason) = skip_reason(delivery, &sending, channel, phone, template.as_ref(), opted_out).await? {
         return Ok(Outcome::Skipped(reason));
     }
-    Ok(match template {
-        Some(template) => sending.provider.send_template(phone, &template).await.into(),
-        None => sending.provider.send(phone, text).await.into(),
+    let key = pacing::sender_key(channel, &sending);
+    if delivery.circuits.is_open(&key, delivery.now()) {
+        return Ok(Outcome::Down(format!("{}: the provider is down (circuit open)", channel.as_str())));
+    }
+    if let pacing::Pace::Later { until } = pacing::before_send(delivery, &sending, channel, phone, urgent).await? {
+        return Ok(Outcome::Wait { why: PACED, until, reason: None });
+    }
+    let result = match template {
+        Some(template) => sending.provider.send_template(phone, &template).await,
+        None => sending.provider.send(phone, text).await,
+    };
+    settle(delivery, &sending, channel, &key, result).await
+}
+
+/// What a provider's answer makes of a try: sent or refused; a throttle holds the sender back and the try
+/// waits; an outage counts toward the sender's circuit.
+async fn settle(
+    delivery: &Delivery,
+    sending: &Sending,
+    channel: Channel,
+    key: &str,
+    result: Result<String, SendError>,
+) -> Result<Outcome, sqlx::Error> {
+    Ok(match result {
+        Ok(id) => {
+            delivery.circuits.answered(key);
+            Outcome::Sent(id)
+        }
+        Err(SendError::Refused(reason)) => {
+            delivery.circuits.answered(key);
+            Outcome::Failed(reason)
+        }
+        Err(SendError::Throttled { reason, retry_after_ms }) => {
+            delivery.circuits.answered(key);
+            let until = pacing::throttled(delivery, sending, channel, retry_after_ms).await?;
+            Outcome::Wait { why: THROTTLED, until, reason: Some(reason) }
+        }
+        Err(SendError::Unavailable(reason)) => {
+            delivery.circuits.failed(key, delivery.now());
+            Outcome::Down(reason)
+        }
     })
 }
 
@@ -548,14 +772,16 @@ pub(crate) async fn send_outgoing(
         return Ok(messages.iter().map(|_| Outcome::Skipped(reason)).collect());
     }
     let provider = &sending.provider;
+    let key = pacing::sender_key(channel, &sending);
     let mut outcomes = Vec::with_capacity(messages.len());
     for message in messages {
-        outcomes.push(match message {
-            Outgoing::Text(text) => provider.send(phone, text).await.into(),
-            Outgoing::Interactive { interactive, text } => {
-                provider.send_interactive(phone, interactive, text).await.into()
-            }
-        });
+        // A bot's answer is chat: it takes the sender's next slot, ahead of the line.
+        pacing::before_send(delivery, &sending, channel, phone, true).await?;
+        let result = match message {
+            Outgoing::Text(text) => provider.send(phone, text).await,
+            Outgoing::Interactive { interactive, text } => provider.send_interactive(phone, interactive, text).await,
+        };
+        outcomes.push(settle(delivery, &sending, channel, &key, result).await?.now_or_never());
     }
     Ok(outcomes)
 }
@@ -647,27 +873,34 @@ async fn whatsapp_template(
     }))
 }
 
-/// The attempt row of one channel try: `sent` with the provider's id, `failed` or `skipped` with the reason.
+/// The attempt row of one channel try: `sent` with the provider's id, `failed` or `skipped` with the reason
+/// (a try that would wait but cannot, failed).
 fn attempt(kind: AttemptKind, channel: Channel, outcome: Outcome) -> NewAttempt {
-    let (state, error, provider_ref) = match outcome {
+    let (state, error, provider_ref) = match outcome.now_or_never() {
         Outcome::Sent(id) => (AttemptState::Sent, None, Some(id).filter(|id| !id.is_empty())),
-        Outcome::Failed(reason) => (AttemptState::Failed, Some(reason), None),
         Outcome::Skipped(reason) => (AttemptState::Skipped, Some(reason.to_string()), None),
+        Outcome::Failed(reason) | Outcome::Down(reason) => (AttemptState::Failed, Some(reason), None),
+        Outcome::Wait { why, .. } => (AttemptState::Failed, Some(why.to_string()), None),
     };
-    NewAttempt { kind, channel, state, error, provider_ref }
+    NewAttempt { kind, channel, state, error, provider_ref, retry_at: None }
 }
 
 /// Continues a chain a failure receipt broke off (see `receipts::apply`): the SMS after a message that
 /// WhatsApp accepted and then could not deliver (`sms`), or the SMS alert after such a WhatsApp alert
 /// (`alert_sms`). A message the app has fetched meanwhile needs nothing more.
-async fn continue_after_receipt(delivery: &Delivery, found: ToDeliver, resume: &str) -> Result<Done, sqlx::Error> {
+async fn continue_after_receipt(
+    delivery: &Delivery,
+    job: &Job,
+    found: ToDeliver,
+    resume: &str,
+) -> Result<Done, sqlx::Error> {
     if resume == AFTER_HUB {
-        return after_hub(delivery, found).await;
+        return after_hub(delivery, job, found).await;
     }
     let (message, partner_name, opted_out) = (found.message, found.partner_name, found.opted_out);
     let alert = resume == "alert_sms";
     let still_out = message.state == MessageState::Sent && message.channel == Some(Channel::Whatsapp);
-    let mut finished = unchanged(delivery, message);
+    let mut finished = unchanged(delivery, job, message);
     if !alert && !still_out {
         return Ok(Done::only(finished));
     }
@@ -677,8 +910,19 @@ async fn continue_after_receipt(delivery: &Delivery, found: ToDeliver, resume: &
     } else {
         fallback_text(message, &partner_name, &delivery.config.public_url)
     };
-    let outcome =
-        send_on(delivery, Some(message.partner_id), Channel::Sms, &message.phone, None, &text, opted_out).await?;
+    let to = (Some(message.partner_id), Channel::Sms, message.phone.as_str());
+    let outcome = send_on(delivery, to, None, &text, opted_out, alert || is_urgent(&message.priority)).await?;
+    // The message's SMS waits its turn (or for its provider), as a first delivery would; an alert does not.
+    let outcome = match alert {
+        true => outcome.now_or_never(),
+        false => match wait_or_settle(delivery, job, Channel::Sms, outcome, budget_ms(found.provider_retry_s)) {
+            Ok(outcome) => outcome,
+            Err(wait) => {
+                waiting(&mut finished, AttemptKind::Delivery, Vec::new(), wait);
+                return Ok(Done::only(finished));
+            }
+        },
+    };
     let sent = outcome.is_sent();
     let release_alert = (alert && !sent).then(|| (message.partner_id, message.phone.clone()));
     if !alert {
@@ -697,24 +941,31 @@ async fn continue_after_receipt(delivery: &Delivery, found: ToDeliver, resume: &
 /// The fallback after the hub: a message still only `sent` in the hub (no device got it: it is not
 /// `delivered`) goes on to WhatsApp, then SMS, as further attempts. The fallback is claimed first, so a device
 /// that gets the message at the same moment either ends the chain (it came first) or finds it on its way.
-async fn after_hub(delivery: &Delivery, found: ToDeliver) -> Result<Done, sqlx::Error> {
+async fn after_hub(delivery: &Delivery, job: &Job, found: ToDeliver) -> Result<Done, sqlx::Error> {
     let (message, partner_name, opted_out) = (found.message, found.partner_name, found.opted_out);
-    let waiting = message.state == MessageState::Sent && message.channel == Some(Channel::Inapp);
-    let mut finished = unchanged(delivery, message);
-    if !waiting || !messages::claim_hub_fallback(&delivery.db, finished.message.id, delivery.now()).await? {
+    let in_hub_only = message.state == MessageState::Sent && message.channel == Some(Channel::Inapp);
+    let mut finished = unchanged(delivery, job, message);
+    // A job that waited has claimed the fallback already.
+    if !in_hub_only
+        || (job.waits == 0 && !messages::claim_hub_fallback(&delivery.db, finished.message.id, delivery.now()).await?)
+    {
         return Ok(Done::only(finished));
     }
-    let message = &finished.message;
-    for channel in [Channel::Whatsapp, Channel::Sms] {
-        let outcome = send_message(delivery, channel, message, &partner_name, opted_out).await?;
-        let sent = outcome.is_sent();
-        finished.attempts.push(attempt(AttemptKind::Delivery, channel, outcome));
-        if sent {
-            finished.change = Some(Change::Channel(channel));
-            break;
-        }
-    }
+    let message = finished.message.clone();
+    let chain = run_chain(delivery, job, &[Channel::Whatsapp, Channel::Sms], found.provider_retry_s, |channel| {
+        send_message(delivery, channel, &message, &partner_name, opted_out)
+    })
+    .await?;
     finished.at = delivery.now();
+    match chain {
+        Chain::Ended(tries) => {
+            if let Some((channel, _)) = tries.last().filter(|(_, o)| o.is_sent()) {
+                finished.change = Some(Change::Channel(*channel));
+            }
+            finished.attempts.extend(tries.into_iter().map(|(c, o)| attempt(AttemptKind::Delivery, c, o)));
+        }
+        Chain::Waits { tries, wait } => waiting(&mut finished, AttemptKind::Delivery, tries, wait),
+    }
     Ok(Done::only(finished))
 }
 

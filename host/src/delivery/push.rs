@@ -240,6 +240,7 @@ mod tests {
             conversation_id: None,
             developer_id: None,
             created_at: 0,
+            send_at: None,
         }
     }
 

@@ -500,6 +500,7 @@ async fn dev_send(
         account: String::new(),
         hub: None,
         invites: None,
+        send_at: None,
     };
     let (Sent::New(m) | Sent::Replayed(m)) = crate::messages::send::accept(&state.sending(), message).await?;
     Ok((StatusCode::CREATED, Json(MessageRecord::from(&m))))

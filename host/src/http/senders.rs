@@ -41,6 +41,13 @@ pub struct SenderRecord {
     token_prefix: String,
     /// The first characters of the Meta app's secret (WhatsApp).
     app_secret_prefix: Option<String>,
+    /// Its messages a second; `null`: the host's default for the channel (`HUBBUB_WHATSAPP_MPS`, 80 unless
+    /// the operator changed it; `HUBBUB_SMS_MPS`, 1).
+    mps: Option<u32>,
+    /// Until when its provider is not tried, after failing five times in a row on the host that answers
+    /// (absent: it is tried as usual).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    circuit_open_until: Option<String>,
     updated_at: String,
 }
 
@@ -52,6 +59,8 @@ impl From<&Sender> for SenderRecord {
             account: s.account.clone(),
             token_prefix: prefix(&s.token),
             app_secret_prefix: s.app_secret.as_deref().map(prefix),
+            mps: s.mps,
+            circuit_open_until: None,
             updated_at: record_time(s.updated_at),
         }
     }
@@ -69,7 +78,17 @@ async fn list_senders(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
 ) -> ApiResult<Json<List<SenderRecord>>> {
-    let data = senders::list(&state.db, partner.id).await?.iter().map(SenderRecord::from).collect();
+    let now = state.clock.now_ms();
+    let circuits = state.delivery.circuits.states(now);
+    let data = senders::list(&state.db, partner.id)
+        .await?
+        .iter()
+        .map(|s| {
+            let key = crate::delivery::pacing::key_of(s.channel, &s.account, &s.address);
+            let open = circuits.iter().find(|c| c.sender == key).and_then(|c| c.open_until);
+            SenderRecord { circuit_open_until: open.map(record_time), ..SenderRecord::from(s) }
+        })
+        .collect();
     Ok(Json(List { data, next_cursor: None }))
 }
 
@@ -89,6 +108,10 @@ struct SetWhatsapp {
     /// The Meta app's secret, which signs the webhooks about this number.
     #[schema(value_type = String, required = true, pattern = "\\S")]
     app_secret: Option<String>,
+    /// Messages a second the number sends (Meta's throughput: 80, or 1,000 once Meta raised it), shared by
+    /// every host; absent: the host's default.
+    #[schema(minimum = 1, maximum = 10000)]
+    mps: Option<i64>,
 }
 
 /// A partner's own Twilio sender.
@@ -104,6 +127,10 @@ struct SetSms {
     /// The Twilio number (E.164) or messaging service SID the partner's SMS go from.
     #[schema(value_type = String, required = true, pattern = "^(\\+[1-9][0-9]{6,14}|MG[0-9a-zA-Z]{32})$")]
     from: Option<String>,
+    /// Messages a second the sender sends (a long code: 1; a short code: 100; a messaging service: its
+    /// numbers together), shared by every host; absent: the host's default.
+    #[schema(minimum = 1, maximum = 10000)]
+    mps: Option<i64>,
 }
 
 /// Set the partner's own WhatsApp number (replacing the one it had).
@@ -136,6 +163,7 @@ async fn set_whatsapp_sender(
         business_account_id: req.business_account_id,
         token: req.token,
         app_secret: req.app_secret,
+        mps: req.mps,
         ..Fields::default()
     };
     set(&state, partner.id, Channel::Whatsapp, &fields).await
@@ -166,8 +194,13 @@ async fn set_sms_sender(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<SetSms>,
 ) -> ApiResult<Json<SenderRecord>> {
-    let fields =
-        Fields { account_sid: req.account_sid, auth_token: req.auth_token, from: req.from, ..Fields::default() };
+    let fields = Fields {
+        account_sid: req.account_sid,
+        auth_token: req.auth_token,
+        from: req.from,
+        mps: req.mps,
+        ..Fields::default()
+    };
     set(&state, partner.id, Channel::Sms, &fields).await
 }
 

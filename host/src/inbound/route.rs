@@ -141,7 +141,7 @@ pub(super) async fn settle(delivery: &Delivery, m: &Inbound, outcome: Outcome) -
     tx.commit().await?;
     if state == InboundState::Unrouted
         && !inbound::replied_since(db, &m.phone, m.channel, now - DAY_MS).await?
-        && delivery::send_on(delivery, None, m.channel, &m.phone, None, UNROUTED_REPLY, true).await?.is_sent()
+        && delivery::send_on(delivery, (None, m.channel, &m.phone), None, UNROUTED_REPLY, true, true).await?.is_sent()
     {
         inbound::mark_replied(db, m.id).await?;
     }

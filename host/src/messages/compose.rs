@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::{Link, Media, MessageContent};
+use crate::clock::Millis;
 use crate::encryption;
 use crate::names::{ContentType, Direction, E2eMode, Encryption};
 use crate::secrets::{hex, new_message_ref, random_alnum};
@@ -102,6 +103,11 @@ pub struct SendMessage {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<i64>, nullable, minimum = 0, maximum = 604800)]
     pub(crate) fallback_after_s: Option<Option<i64>>,
+    /// When to send it (RFC 3339, in the future, at most 35 days ahead): the message is `scheduled` until
+    /// then (`GET /messages?state=scheduled` lists them) and may be canceled until it goes (`POST
+    /// /messages/{id}/cancel`). Absent: at once. Not in conversations.
+    #[schema(format = DateTime)]
+    pub(crate) send_at: Option<String>,
     /// E2E messages only: the sender's own ref, which its aad binds. Unique across the service: reuse is 409.
     #[serde(rename = "ref")]
     #[schema(pattern = "^msg_[A-Za-z0-9_-]{20,64}$")]
@@ -111,6 +117,26 @@ pub struct SendMessage {
 /// A field that may be absent (`None`), `null` (`Some(None)`) or a value (`Some(Some(v))`).
 pub fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(d).map(Some)
+}
+
+/// The furthest ahead a message may be scheduled: 35 days.
+pub const MAX_SCHEDULE_MS: Millis = 35 * 24 * 3600 * 1000;
+
+/// When a message asked to be sent (`send_at`), as milliseconds: `None` for at once; RFC 3339, after `now`
+/// and at most [`MAX_SCHEDULE_MS`] ahead, else the field is invalid.
+pub fn send_at(requested: Option<&str>, now: Millis) -> Result<Option<Millis>, Invalid> {
+    let Some(text) = requested else { return Ok(None) };
+    let invalid = |why: &str| Invalid::new("send_at", format!("send_at {why}"));
+    let at = chrono::DateTime::parse_from_rfc3339(text.trim())
+        .map_err(|_| invalid("is a time in RFC 3339 form, e.g. 2026-12-24T09:00:00+01:00"))?
+        .timestamp_millis();
+    if at <= now {
+        return Err(invalid("is in the past"));
+    }
+    if at - now > MAX_SCHEDULE_MS {
+        return Err(invalid("is at most 35 days ahead"));
+    }
+    Ok(Some(at))
 }
 
 /// The longest fallback window a message may ask for: a week.
@@ -228,6 +254,7 @@ impl Content {
             account: String::new(),
             hub: None,
             invites: None,
+            send_at: None,
         }
     }
 }

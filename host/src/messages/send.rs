@@ -87,8 +87,10 @@ pub async fn send(
 ) -> Result<Sent, SendError> {
     let phone = required_phone(req.phone.as_deref())?;
     let idempotency = compose::idempotency(req, raw, header_key)?;
+    let send_at = compose::send_at(req.send_at.as_deref(), host.now)?;
     let content = compose::content(host.db, host.dev, partner_id, req, Some(phone)).await?;
     let mut message = content.into_message(partner_id, phone, Direction::Out, None);
+    message.send_at = send_at;
     if let Some((key, hash)) = idempotency {
         message.idempotency_key = Some(key);
         message.request_hash = Some(hash);
@@ -136,13 +138,19 @@ pub async fn accept(host: &Sending<'_>, mut message: NewMessage) -> Result<Sent,
     }
 }
 
+/// Cancels the partner's scheduled message `id` before it goes (see `store::messages::cancel_scheduled`).
+pub async fn cancel(db: &Db, partner_id: i64, id: i64, now: Millis) -> Result<store::Canceled, sqlx::Error> {
+    store::cancel_scheduled(db, partner_id, id, now, events::message_status).await
+}
+
 /// Lets `message` go into the hub as it is written, when it is a message whose route is the hub alone for a
 /// recipient reached there (see the module's note): the writer reads the recipient in the insert itself and
 /// applies routing's rule (`routing::reached_in_app`). A code's route depends on whether the user is online,
 /// an encrypted message has its alert, an answer in a conversation goes where the user wrote from: the
 /// worker routes those.
 fn route_now(host: &Sending<'_>, message: &mut NewMessage) {
-    if message.priority == "otp" || routing::encrypted(&message.content) || message.conversation_id.is_some() {
+    let later = message.send_at.is_some();
+    if later || message.priority == "otp" || routing::encrypted(&message.content) || message.conversation_id.is_some() {
         return;
     }
     message.hub = Some(HubRoute {

@@ -28,11 +28,16 @@ pub async fn enqueue_resume_in(
     Ok(())
 }
 
-/// A claimed job: the message, and what a receipt asked to continue (`None`: a first delivery).
-#[derive(Debug, Clone)]
+/// A claimed job: the message, what a receipt asked to continue (`None`: a first delivery), and where it
+/// waited, if it did: the channel its chain goes on from, since when that channel's provider is down, and how
+/// many times it waited.
+#[derive(Debug, Clone, Default)]
 pub struct Job {
     pub message_id: i64,
     pub resume: Option<String>,
+    pub chain_from: Option<Channel>,
+    pub outage_since: Option<Millis>,
+    pub waits: i64,
 }
 
 /// Claims up to `limit` due jobs for `lease_ms`. A job whose lease ran out (its worker died) is due again.
@@ -42,16 +47,27 @@ pub async fn claim_due(db: &Db, now: Millis, lease_ms: i64, limit: i64) -> Resul
         Backend::Postgres => {
             "UPDATE delivery_jobs SET lease_until = $1 WHERE message_id IN (SELECT message_id FROM delivery_jobs \
              WHERE next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2) \
-             ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING message_id, resume"
+             ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) \
+             RETURNING message_id, resume, chain_from, outage_since, waits"
         }
         Backend::Sqlite => {
             "UPDATE delivery_jobs SET lease_until = $1 WHERE message_id IN (SELECT message_id FROM delivery_jobs \
              WHERE next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until <= $2) \
-             ORDER BY next_attempt_at LIMIT $3) RETURNING message_id, resume"
+             ORDER BY next_attempt_at LIMIT $3) RETURNING message_id, resume, chain_from, outage_since, waits"
         }
     };
     let rows = sqlx::query(sql).bind(now + lease_ms).bind(now).bind(limit).fetch_all(db.writer()).await?;
-    rows.iter().map(|r| Ok(Job { message_id: r.try_get("message_id")?, resume: r.try_get("resume")? })).collect()
+    rows.iter()
+        .map(|r| {
+            Ok(Job {
+                message_id: r.try_get("message_id")?,
+                resume: r.try_get("resume")?,
+                chain_from: super::decode_optional_name(r, "chain_from")?,
+                outage_since: r.try_get("outage_since")?,
+                waits: r.try_get("waits")?,
+            })
+        })
+        .collect()
 }
 
 /// One channel try of a message, to record.
@@ -63,6 +79,17 @@ pub struct NewAttempt {
     pub error: Option<String>,
     /// The provider's id of what it accepted (for its delivery receipts).
     pub provider_ref: Option<String>,
+    /// When a `waiting` attempt is tried again.
+    pub retry_at: Option<Millis>,
+}
+
+/// A job put back to wait: due again `at`, to go on from `chain_from`, its provider down since
+/// `outage_since` (if that is why).
+#[derive(Debug, Clone, Copy)]
+pub struct PutBack {
+    pub at: Millis,
+    pub chain_from: Channel,
+    pub outage_since: Option<Millis>,
 }
 
 /// What becomes of the message when its job finishes.
@@ -91,6 +118,10 @@ pub struct Finished {
     /// Whether the message has a delivery job to end (a claimed job's); a message going into the hub as it
     /// is written never had one, and asks nothing of the jobs' table.
     pub ends_job: bool,
+    /// The job waits instead (its message unchanged): put back until then.
+    pub put_back: Option<PutBack>,
+    /// The job waited before: its `waiting` attempt gives way to what happened now.
+    pub clears_waiting: bool,
 }
 
 /// Writes finished jobs in the caller's transaction (see [`Finished`]): one statement for all their
@@ -102,12 +133,25 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
     if done.is_empty() {
         return Ok(Vec::new());
     }
+    let cleared: Vec<i64> = done.iter().filter(|d| d.clears_waiting).map(|d| d.message.id).collect();
+    if !cleared.is_empty() {
+        let sql = format!(
+            "DELETE FROM delivery_attempts WHERE state = 'waiting' AND message_id IN ({})",
+            super::rows(cleared.len(), "?")
+        );
+        let mut delete = super::query_rows(backend, &sql, cleared.len());
+        for id in cleared {
+            delete = delete.bind(id);
+        }
+        delete.execute(&mut **tx).await?;
+    }
     let attempts: Vec<(i64, Millis, &NewAttempt)> =
         done.iter().flat_map(|d| d.attempts.iter().map(move |a| (d.message.id, d.at, a))).collect();
     if !attempts.is_empty() {
         let sql = format!(
-            "INSERT INTO delivery_attempts (message_id, kind, channel, state, error, provider_ref, at) VALUES {}",
-            super::rows(attempts.len(), "(?, ?, ?, ?, ?, ?, ?)")
+            "INSERT INTO delivery_attempts (message_id, kind, channel, state, error, provider_ref, at, retry_at) \
+             VALUES {}",
+            super::rows(attempts.len(), "(?, ?, ?, ?, ?, ?, ?, ?)")
         );
         let mut insert = super::query_rows(backend, &sql, attempts.len());
         for (id, at, a) in attempts {
@@ -118,7 +162,8 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
                 .bind(a.state.as_str())
                 .bind(&a.error)
                 .bind(&a.provider_ref)
-                .bind(at);
+                .bind(at)
+                .bind(a.retry_at);
         }
         insert.execute(&mut **tx).await?;
     }
@@ -155,6 +200,20 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
             delete = delete.bind(id);
         }
         delete.execute(&mut **tx).await?;
+    }
+    for d in done {
+        if let Some(back) = d.put_back {
+            sqlx::query(
+                "UPDATE delivery_jobs SET next_attempt_at = $1, lease_until = NULL, chain_from = $2, \
+                 outage_since = $3, waits = waits + 1 WHERE message_id = $4",
+            )
+            .bind(back.at)
+            .bind(back.chain_from.as_str())
+            .bind(back.outage_since)
+            .bind(d.message.id)
+            .execute(&mut **tx)
+            .await?;
+        }
     }
     let follow_ups: Vec<(i64, &str, Millis)> =
         done.iter().filter_map(|d| d.follow_up.map(|(resume, at)| (d.message.id, resume, at))).collect();
@@ -259,6 +318,7 @@ async fn into_hub_in(
                     state: AttemptState::Sent,
                     error: None,
                     provider_ref: None,
+                    retry_at: None,
                 }],
                 change: Some(Change::State {
                     from: &[MessageState::Queued],
@@ -269,6 +329,8 @@ async fn into_hub_in(
                 event: hub.event,
                 follow_up: hub.follow_up,
                 ends_job: false,
+                put_back: None,
+                clears_waiting: false,
             }),
             _ => None,
         })

@@ -27,6 +27,7 @@ pub mod messages;
 pub mod opt_outs;
 pub mod otp;
 pub mod outbox;
+pub mod pacing;
 pub mod partners;
 pub mod passkeys;
 pub mod payments;

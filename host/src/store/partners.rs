@@ -376,21 +376,35 @@ pub async fn hub_fallback(db: &Db, partner_id: i64) -> Result<Option<i64>, sqlx:
         .await
 }
 
-/// Sets the partner's delivery settings: the fallback window after the hub (see [`hub_fallback`]) and
-/// whether agents' free-form answers outside WhatsApp's window go on by the other channels (see
-/// [`whatsapp_window_fallback`]).
+/// Seconds the partner's messages wait out a provider's outage before the chain moves on (`None`: the
+/// host's default).
+pub async fn provider_retry(db: &Db, partner_id: i64) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar("SELECT provider_retry_s FROM partners WHERE id = $1")
+        .bind(partner_id)
+        .fetch_one(db.reader())
+        .await
+}
+
+/// Sets the partner's delivery settings: the fallback window after the hub (see [`hub_fallback`]), whether
+/// agents' free-form answers outside WhatsApp's window go on by the other channels (see
+/// [`whatsapp_window_fallback`]), and the retry budget of an outage (see [`provider_retry`]).
 pub async fn set_delivery_settings(
     db: &Db,
     partner_id: i64,
     seconds: Option<i64>,
     window_fallback: bool,
+    provider_retry_s: Option<i64>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE partners SET hub_fallback_after_s = $1, whatsapp_window_fallback = $2 WHERE id = $3")
-        .bind(seconds)
-        .bind(i64::from(window_fallback))
-        .bind(partner_id)
-        .execute(db.writer())
-        .await?;
+    sqlx::query(
+        "UPDATE partners SET hub_fallback_after_s = $1, whatsapp_window_fallback = $2, provider_retry_s = $3 \
+         WHERE id = $4",
+    )
+    .bind(seconds)
+    .bind(i64::from(window_fallback))
+    .bind(provider_retry_s)
+    .bind(partner_id)
+    .execute(db.writer())
+    .await?;
     Ok(())
 }
 

@@ -25,11 +25,13 @@ pub struct Sender {
     pub token: String,
     /// WhatsApp: the Meta app's secret (which signs its webhooks).
     pub app_secret: Option<String>,
+    /// Its messages a second (`None`: the host's default for its channel).
+    pub mps: Option<u32>,
     pub updated_at: Millis,
 }
 
 const COLUMNS: &str =
-    "SELECT partner_id, channel, address, account, token, app_secret, updated_at FROM partner_senders ";
+    "SELECT partner_id, channel, address, account, token, app_secret, mps, updated_at FROM partner_senders ";
 
 fn from_row(db: &Db, r: &AnyRow) -> Result<Sender, sqlx::Error> {
     let keyring = db.keyring();
@@ -43,6 +45,7 @@ fn from_row(db: &Db, r: &AnyRow) -> Result<Sender, sqlx::Error> {
         app_secret: app_secret
             .map(|s| keyring.open(APP_SECRET_COLUMN, &s).map_err(super::sealing::to_sqlx))
             .transpose()?,
+        mps: r.try_get::<Option<i64>, _>("mps")?.map(|n| n.clamp(1, u32::MAX as i64) as u32),
         updated_at: r.try_get("updated_at")?,
     })
 }
@@ -52,10 +55,11 @@ fn from_row(db: &Db, r: &AnyRow) -> Result<Sender, sqlx::Error> {
 pub async fn set(db: &Db, s: &Sender, now: Millis) -> Result<bool, sqlx::Error> {
     let keyring = db.keyring();
     let result = sqlx::query(
-        "INSERT INTO partner_senders (partner_id, channel, address, account, token, app_secret, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (partner_id, channel) DO UPDATE SET \
+        "INSERT INTO partner_senders \
+         (partner_id, channel, address, account, token, app_secret, mps, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $8, $7, $7) ON CONFLICT (partner_id, channel) DO UPDATE SET \
          address = excluded.address, account = excluded.account, token = excluded.token, \
-         app_secret = excluded.app_secret, updated_at = excluded.updated_at",
+         app_secret = excluded.app_secret, mps = excluded.mps, updated_at = excluded.updated_at",
     )
     .bind(s.partner_id)
     .bind(s.channel.as_str())
@@ -64,6 +68,7 @@ pub async fn set(db: &Db, s: &Sender, now: Millis) -> Result<bool, sqlx::Error> 
     .bind(keyring.seal(TOKEN_COLUMN, &s.token))
     .bind(s.app_secret.as_deref().map(|secret| keyring.seal(APP_SECRET_COLUMN, secret)))
     .bind(now)
+    .bind(s.mps.map(i64::from))
     .execute(db.writer())
     .await;
     match result {

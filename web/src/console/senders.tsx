@@ -26,7 +26,7 @@ export function Senders() {
       {status ? <p role="status">{status}</p> : null}
       <table>
         <caption class="sr-only">Your own senders</caption>
-        <Head cols={["Channel", "Number", "Account", "Token", "App secret", "Changed"]} actions />
+        <Head cols={["Channel", "Number", "Account", "Token", "App secret", "Messages a second", "Provider", "Changed"]} actions />
         <tbody>
           {senders.map((s) => (
             <tr>
@@ -35,6 +35,8 @@ export function Senders() {
               <td class="mono">{s.account}</td>
               <td class="mono">{s.token_prefix}</td>
               <td class="mono">{s.app_secret_prefix ?? ""}</td>
+              <td>{s.mps ?? "the service's default"}</td>
+              <td>{s.circuit_open_until ? `Down: not tried until ${when(s.circuit_open_until)}` : "Up"}</td>
               <td>{when(s.updated_at)}</td>
               <td>
                 <button type="button" onClick={() => act(() => del(`/settings/senders/${s.channel}`), `Your users' ${names[s.channel as Channel]} goes from the shared number again.`)}>
@@ -51,8 +53,11 @@ export function Senders() {
   );
 }
 
-/** One field of a sender's form: its key in the request, its label, and whether it is a secret. */
-type Field = [key: string, label: string, secret?: boolean];
+/** One field of a sender's form: its key in the request, its label, and whether it is a secret or a number. */
+type Field = [key: string, label: string, kind?: "secret" | "rate"];
+
+/** The pace a sender may be given: messages a second, optional (empty: the service's default). */
+const RATE: Field = ["mps", "Messages a second (empty: the service's default)", "rate"];
 
 /** The form that sets the partner's own sender on `channel`; emptied once saved (secrets are not kept here). */
 function SenderForm({ act, channel, title, fields, button, done }: { act: Act; channel: Channel; title: string; fields: Field[]; button: string; done: string }) {
@@ -65,16 +70,25 @@ function SenderForm({ act, channel, title, fields, button, done }: { act: Act; c
       onSubmit={(e) => {
         e.preventDefault();
         act(async () => {
-          await put(`/settings/senders/${channel}`, f);
+          const body: Record<string, string | number> = {};
+          for (const [k, , kind] of fields) {
+            if (kind !== "rate") body[k] = f[k];
+            else if (f[k].trim() !== "") body[k] = Number(f[k]);
+          }
+          await put(`/settings/senders/${channel}`, body);
           setF(empty());
         }, done);
       }}
     >
       <h2 id={`${channel}-h`}>{title}</h2>
-      {fields.map(([k, label, secret]) => (
+      {fields.map(([k, label, kind]) => (
         <Fragment key={k}>
           <label for={`${channel}-${k}`}>{label}</label>
-          <input id={`${channel}-${k}`} type={secret ? "password" : "text"} autocomplete="off" value={f[k]} onInput={(e) => setF({ ...f, [k]: e.currentTarget.value })} required />
+          {kind === "rate" ? (
+            <input id={`${channel}-${k}`} type="number" min={1} max={10000} step={1} value={f[k]} onInput={(e) => setF({ ...f, [k]: e.currentTarget.value })} />
+          ) : (
+            <input id={`${channel}-${k}`} type={kind === "secret" ? "password" : "text"} autocomplete="off" value={f[k]} onInput={(e) => setF({ ...f, [k]: e.currentTarget.value })} required />
+          )}
         </Fragment>
       ))}
       <button class="primary">{button}</button>
@@ -91,8 +105,9 @@ function WhatsappForm({ act }: { act: Act }) {
       fields={[
         ["phone_number_id", "Phone number id (not the number)"],
         ["business_account_id", "WhatsApp Business Account id"],
-        ["token", "Access token", true],
-        ["app_secret", "Meta app secret", true],
+        ["token", "Access token", "secret"],
+        ["app_secret", "Meta app secret", "secret"],
+        RATE,
       ]}
       button="Save the WhatsApp number"
       done="Your WhatsApp number is saved: your users' WhatsApp messages go from it."
@@ -108,8 +123,9 @@ function SmsForm({ act }: { act: Act }) {
       title="Your Twilio sender"
       fields={[
         ["account_sid", "Twilio account SID"],
-        ["auth_token", "Auth token", true],
+        ["auth_token", "Auth token", "secret"],
         ["from", "From (a number in +E.164 form, or a messaging service SID)"],
+        RATE,
       ]}
       button="Save the Twilio sender"
       done="Your Twilio sender is saved: your users' SMS go from it."

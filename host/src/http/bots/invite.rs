@@ -132,6 +132,7 @@ pub(super) async fn invite_to_flow(
             account: String::new(),
             hub: None,
             invites: Some(FlowInvitation { reference: reference.clone(), bot_id: bot.id, flow: flow.clone(), title }),
+            send_at: None,
         };
         let (Sent::New(card) | Sent::Replayed(card)) = crate::messages::send::accept(&state.sending(), card).await?;
         ("invited", Some(card.id))

@@ -8,11 +8,14 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::http::auth::PartnerAuth;
-use crate::http::error::ApiResult;
+use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::http::{ApiJson, E422};
 use crate::messages::compose::fallback_window;
 use crate::store::partners;
+
+/// The longest a partner's messages may wait out a provider's outage: a day.
+const MAX_PROVIDER_RETRY_S: i64 = 86_400;
 
 /// The partner's delivery settings.
 #[derive(Serialize, ToSchema)]
@@ -29,6 +32,11 @@ pub(super) struct DeliverySettings {
     /// only approved templates then): `false` refuses it with 409 naming the window; `true` sends it on by
     /// the other channels, the hub (when the user has the app) then SMS.
     whatsapp_window_fallback: bool,
+    /// Seconds a message waits out its provider's outage (5xx, timeouts, no connection), trying again
+    /// with backoff, before its chain moves on to the next channel. A provider's throttle is never an
+    /// outage: throttled messages wait their turn whatever this says.
+    #[schema(minimum = 0, maximum = 86400)]
+    provider_retry_s: i64,
 }
 
 /// A new fallback window.
@@ -41,6 +49,9 @@ pub(super) struct Update {
     hub_fallback_after_s: Option<Option<i64>>,
     /// See `DeliverySettings`; absent: `false`.
     whatsapp_window_fallback: Option<bool>,
+    /// 0 to 86400 seconds (see `DeliverySettings`); absent: 60.
+    #[schema(minimum = 0, maximum = 86400)]
+    provider_retry_s: Option<i64>,
 }
 
 async fn answer(state: &AppState, partner_id: i64) -> ApiResult<Json<DeliverySettings>> {
@@ -50,6 +61,9 @@ async fn answer(state: &AppState, partner_id: i64) -> ApiResult<Json<DeliverySet
         hub_fallback_after_s: (seconds >= 0).then_some(seconds),
         default: stored.is_none(),
         whatsapp_window_fallback: partners::whatsapp_window_fallback(&state.db, partner_id).await?,
+        provider_retry_s: partners::provider_retry(&state.db, partner_id)
+            .await?
+            .unwrap_or(crate::delivery::DEFAULT_PROVIDER_RETRY_S),
     }))
 }
 
@@ -85,6 +99,10 @@ pub(super) async fn set_delivery_settings(
 ) -> ApiResult<Json<DeliverySettings>> {
     let seconds = fallback_window(req.hub_fallback_after_s).map_err(|e| e.renamed("hub_fallback_after_s"))?;
     let window_fallback = req.whatsapp_window_fallback.unwrap_or(false);
-    partners::set_delivery_settings(&state.db, partner.id, seconds, window_fallback).await?;
+    let retry = req.provider_retry_s;
+    if retry.is_some_and(|s| !(0..=MAX_PROVIDER_RETRY_S).contains(&s)) {
+        return Err(ApiError::validation("provider_retry_s", "provider_retry_s is 0 to 86400 seconds"));
+    }
+    partners::set_delivery_settings(&state.db, partner.id, seconds, window_fallback, retry).await?;
     answer(&state, partner.id).await
 }

@@ -11,7 +11,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::http::{ApiJson, parse_id};
 use crate::names::MessageState;
-use crate::store::messages::{self as store};
+use crate::store::messages::{self as store, Canceled};
 use crate::validate::is_e164;
 
 /// Moves one of the partner's messages; answers the resulting record (unchanged when already there).
@@ -131,4 +131,36 @@ pub(super) async fn mark_many_read(
         crate::messages::mark(&state.db, &ids, &MessageState::BEFORE_READ, MessageState::Read, state.now()).await?;
     let updated = moved.len() as i64;
     Ok(Json(Updated { updated }))
+}
+
+/// Cancel a scheduled message before it goes (`send_at`).
+///
+/// It becomes `canceled` (with a `message.status` event) and is never sent. 409 when it is not scheduled:
+/// sent, being sent at this moment, or canceled already.
+#[utoipa::path(
+    post,
+    path = "/messages/{id}/cancel",
+    tag = "messages",
+    security(("partnerKey" = [])),
+    responses(
+        (status = 200, description = "The message, canceled", body = MessageRecord),
+        (status = 404, response = crate::http::E404),
+        (status = 409, response = crate::http::E409),
+    )
+)]
+pub(super) async fn cancel_message(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<MessageRecord>> {
+    let id = parse_id(&id, "message")?;
+    let now = state.clock.now_ms();
+    match crate::messages::send::cancel(&state.db, partner.id, id, now).await? {
+        Canceled::Canceled(m) => Ok(Json(MessageRecord::from(&m))),
+        Canceled::TooLate(m) => Err(ApiError::conflict(format!(
+            "the message is {}, not scheduled: only a scheduled message that has not gone can be canceled",
+            m.state.as_str()
+        ))),
+        Canceled::NotFound => Err(ApiError::not_found("message")),
+    }
 }

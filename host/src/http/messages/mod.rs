@@ -29,6 +29,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(read::get_message))
         .routes(routes!(mark::mark_read))
         .routes(routes!(mark::mark_unread))
+        .routes(routes!(mark::cancel_message))
         .routes(routes!(fallback::get_delivery_settings, fallback::set_delivery_settings))
 }
 
@@ -65,6 +66,9 @@ pub struct MessageRecord {
     /// The support conversation it belongs to (null for hub messages).
     pub conversation_id: Option<i64>,
     pub created_at: String,
+    /// When a message sent later goes (absent: it went, or goes, at once).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template_code: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -97,11 +101,17 @@ pub struct StateChangeRecord {
 pub struct AttemptRecord {
     pub kind: AttemptKind,
     pub channel: Channel,
+    /// `waiting`: not tried yet, until `retry_at`; `error` says why (`paced`: the sender's rate is spent
+    /// until its turn; `throttled`: the provider asked us to slow down; `provider_unavailable`: the
+    /// provider is down, within the partner's retry budget).
     pub state: AttemptState,
     pub error: Option<String>,
     /// The provider's message id (Twilio MessageSid, WhatsApp message id); receipts are matched by it.
     pub provider_ref: Option<String>,
     pub at: String,
+    /// When a `waiting` attempt is tried again (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<String>,
 }
 
 impl MessageRecord {
@@ -133,6 +143,7 @@ impl From<&Message> for MessageRecord {
             channel: m.channel,
             conversation_id: m.conversation_id,
             created_at: record_time(m.created_at),
+            send_at: m.send_at.map(record_time),
             template_code: m.template_code.clone(),
             rendered_body: m.rendered_body.clone().filter(|_| template),
             lang: m.lang.clone().filter(|_| template),

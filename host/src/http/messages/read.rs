@@ -66,6 +66,7 @@ pub(super) async fn get_message(
                     error: a.error,
                     provider_ref: a.provider_ref,
                     at: record_time(a.at),
+                    retry_at: a.retry_at.map(record_time),
                 })
                 .collect(),
         );

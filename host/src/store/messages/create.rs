@@ -47,6 +47,18 @@ pub struct NewMessage {
     pub hub: Option<HubRoute>,
     /// The flow this message is the card of: its session is opened with it, in its transaction.
     pub invites: Option<FlowInvitation>,
+    /// When it is sent (`None`: at once): until then it is `scheduled`, its delivery job due then.
+    pub send_at: Option<Millis>,
+}
+
+impl NewMessage {
+    /// The state it is written in: `scheduled` for a message sent later, else its direction's first.
+    pub fn initial_state(&self) -> MessageState {
+        match self.send_at {
+            Some(_) => MessageState::Scheduled,
+            None => MessageState::initial(self.direction),
+        }
+    }
 }
 
 /// Builds the `message.status` event of a message as it is after a change, made at a time: its JSON text
@@ -121,9 +133,10 @@ pub const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 
 /// The columns every new message is written with, and their placeholders (bound by [`bind_new`]).
 const NEW_COLUMNS: &str = "ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, priority, \
-    content, state, seq, direction, conversation_id, developer_id, created_at, updated_at, fallback_after_s, channel";
+    content, state, seq, direction, conversation_id, developer_id, created_at, updated_at, fallback_after_s, channel, \
+    send_at";
 
-const NEW_ROW: &str = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?";
+const NEW_ROW: &str = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?";
 
 /// Binds the [`NEW_COLUMNS`] of `m`, created at `now`.
 fn bind_new<'q>(
@@ -142,7 +155,7 @@ fn bind_new<'q>(
         .bind(&m.lang)
         .bind(&m.priority)
         .bind(m.content.to_string())
-        .bind(MessageState::initial(m.direction).as_str())
+        .bind(m.initial_state().as_str())
         .bind(m.direction.as_str())
         .bind(m.conversation_id)
         .bind(m.developer_id)
@@ -150,6 +163,7 @@ fn bind_new<'q>(
         .bind(now)
         .bind(m.fallback_after_s)
         .bind(m.channel.map(Channel::as_str))
+        .bind(m.send_at)
 }
 
 /// Creates a `queued` message in the caller's transaction, or finds the original under the same
@@ -228,10 +242,11 @@ async fn record_created_in(tx: &mut Transaction<'_, Any>, created: &[(&Message, 
         states = states.bind(m.id).bind(m.state.as_str()).bind(m.created_at);
     }
     states.execute(&mut **tx).await?;
+    // A scheduled message's job is due when it is sent.
     let jobs: Vec<(i64, Millis)> = created
         .iter()
         .filter(|(m, queued)| *queued && m.direction == Direction::Out)
-        .map(|(m, _)| (m.id, m.created_at))
+        .map(|(m, _)| (m.id, m.send_at.unwrap_or(m.created_at)))
         .collect();
     enqueue_in(tx, &jobs).await
 }
@@ -252,12 +267,13 @@ fn stored(m: &NewMessage, id: i64, partner_code: String, now: Millis) -> Message
         lang: m.lang.clone(),
         priority: m.priority.clone(),
         content: m.content.clone(),
-        state: MessageState::initial(m.direction),
+        state: m.initial_state(),
         channel: m.channel,
         seq: 0,
         conversation_id: m.conversation_id,
         developer_id: m.developer_id,
         created_at: now,
+        send_at: m.send_at,
     }
 }
 

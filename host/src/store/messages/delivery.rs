@@ -25,6 +25,8 @@ pub struct ToDeliver {
     pub conversation_channel: Option<Channel>,
     /// The recipient opted out of one of our senders on some channel (which one, each try looks up).
     pub opted_out: bool,
+    /// Seconds the partner's messages wait out a provider's outage (`None`: the host's default).
+    pub provider_retry_s: Option<i64>,
 }
 
 /// Messages to deliver and what routing needs (see [`ToDeliver`]), in one read, by id (a message that is
@@ -36,6 +38,7 @@ pub async fn find_to_deliver(db: &Db, ids: &[i64]) -> Result<std::collections::H
     }
     let sql = format!(
         "{COLUMNS}, p.name AS partner_name, COALESCE(m.fallback_after_s, p.hub_fallback_after_s) AS fallback_after_s, \
+         p.provider_retry_s, \
          (SELECT COUNT(*) FROM accounts a WHERE a.phone = m.phone AND a.state = 'claimed') AS claimed, \
          (SELECT COUNT(*) FROM devices d WHERE d.phone = m.phone) AS devices, \
          (SELECT s.last_seen_at FROM presence s WHERE s.phone = m.phone) AS last_seen, \
@@ -59,6 +62,7 @@ pub async fn find_to_deliver(db: &Db, ids: &[i64]) -> Result<std::collections::H
             fallback_after_s: row.try_get("fallback_after_s")?,
             conversation_channel: crate::store::decode_optional_name(&row, "conversation_channel")?,
             opted_out: row.try_get::<i64, _>("opt_outs")? > 0,
+            provider_retry_s: row.try_get("provider_retry_s")?,
             message,
         };
         found.insert(to_deliver.message.id, to_deliver);

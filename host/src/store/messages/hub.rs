@@ -17,7 +17,8 @@ pub async fn list_hub(
 ) -> Result<Vec<Message>, sqlx::Error> {
     const LIST: &str = const_format::concatcp!(
         SELECT,
-        "WHERE m.phone = $1 AND m.conversation_id IS NULL AND ($2 IS NULL OR m.id < $2) "
+        "WHERE m.phone = $1 AND m.conversation_id IS NULL AND ($2 IS NULL OR m.id < $2) \
+         AND m.state <> 'scheduled' AND m.state <> 'canceled' "
     );
     let Some(words) = words else {
         let sql = const_format::concatcp!(LIST, "ORDER BY m.id DESC LIMIT $3");
@@ -45,7 +46,7 @@ pub async fn unread_of(db: &Db, phone: &str) -> Result<Unread, sqlx::Error> {
     let row = sqlx::query(
         "SELECT \
            (SELECT COUNT(*) FROM messages WHERE phone = $1 AND conversation_id IS NULL AND direction = 'out' \
-              AND state <> 'read' AND state <> 'failed') AS messages, \
+              AND state <> 'read' AND state <> 'failed' AND state <> 'scheduled' AND state <> 'canceled') AS messages, \
            (SELECT COUNT(DISTINCT conversation_id) FROM messages WHERE phone = $1 AND conversation_id IS NOT NULL \
               AND direction = 'out' AND state <> 'read' AND state <> 'failed') AS conversations, \
            (SELECT COUNT(DISTINCT s.id) FROM flow_sessions s JOIN flow_pending_steps p ON p.session_id = s.id \

@@ -64,11 +64,14 @@ pub struct DeliveryAttempt {
     pub state: AttemptState,
     pub error: Option<String>,
     pub at: Millis,
+    /// When a `waiting` attempt is tried again.
+    pub retry_at: Option<Millis>,
 }
 
 pub async fn list_attempts(db: &Db, message_id: i64) -> Result<Vec<DeliveryAttempt>, sqlx::Error> {
     let rows = sqlx::query(
-        "SELECT kind, channel, state, error, provider_ref, at FROM delivery_attempts WHERE message_id = $1 ORDER BY id",
+        "SELECT kind, channel, state, error, provider_ref, at, retry_at FROM delivery_attempts WHERE message_id = $1 \
+         ORDER BY id",
     )
     .bind(message_id)
     .fetch_all(db.reader())
@@ -82,6 +85,7 @@ pub async fn list_attempts(db: &Db, message_id: i64) -> Result<Vec<DeliveryAttem
                 state: decode_name(r, "state")?,
                 error: r.try_get("error")?,
                 at: r.try_get("at")?,
+                retry_at: r.try_get("retry_at")?,
             })
         })
         .collect()

@@ -33,6 +33,8 @@ pub struct Message {
     /// The developer who sent it (developer sends; their events go to the developer).
     pub developer_id: Option<i64>,
     pub created_at: Millis,
+    /// When a scheduled message is sent (`None`: at once).
+    pub send_at: Option<Millis>,
 }
 
 impl Message {
@@ -45,7 +47,7 @@ impl Message {
 
 pub(crate) const COLUMN_LIST: &str = "m.id, m.ref, m.partner_id, p.code AS partner_code, m.phone, m.direction, \
     m.content_type, m.body, m.rendered_body, m.template_code, m.lang, m.priority, m.content, m.state, \
-    m.channel, m.seq, m.conversation_id, m.developer_id, m.created_at, m.request_hash";
+    m.channel, m.seq, m.conversation_id, m.developer_id, m.created_at, m.request_hash, m.send_at";
 
 pub(crate) const COLUMNS: &str = const_format::concatcp!("SELECT ", COLUMN_LIST);
 
@@ -75,6 +77,7 @@ pub(crate) fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
         conversation_id: row.try_get("conversation_id")?,
         developer_id: row.try_get("developer_id")?,
         created_at: row.try_get("created_at")?,
+        send_at: row.try_get("send_at")?,
     })
 }
 

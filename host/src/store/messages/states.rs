@@ -75,6 +75,58 @@ pub async fn transition_read_in(
     Ok(updated)
 }
 
+/// What canceling a scheduled message did.
+#[derive(Debug)]
+pub enum Canceled {
+    /// It was scheduled and has not gone: `canceled` now, its job gone.
+    Canceled(Message),
+    /// It is not scheduled (any more): sent, being sent, or canceled already; nothing changed.
+    TooLate(Message),
+    /// The partner has no such message.
+    NotFound,
+}
+
+/// Cancels the partner's scheduled message `id` while it has not gone: its job is taken back unless a worker
+/// holds it (then it is being sent), and the message moves from `scheduled` to `canceled` with its history
+/// row and `message.status` event, in one transaction.
+pub async fn cancel_scheduled(
+    db: &crate::store::Db,
+    partner_id: i64,
+    id: i64,
+    now: Millis,
+    event: StatusEvent,
+) -> Result<Canceled, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let sql = const_format::concatcp!(SELECT, "WHERE m.partner_id = $1 AND m.id = $2");
+    let Some(row) = sqlx::query(sql).bind(partner_id).bind(id).fetch_optional(&mut *tx).await? else {
+        return Ok(Canceled::NotFound);
+    };
+    let message = from_row(&row)?;
+    if message.state != MessageState::Scheduled {
+        return Ok(Canceled::TooLate(message));
+    }
+    let taken =
+        sqlx::query("DELETE FROM delivery_jobs WHERE message_id = $1 AND (lease_until IS NULL OR lease_until <= $2)")
+            .bind(id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+    if taken.rows_affected() == 0 {
+        return Ok(Canceled::TooLate(message));
+    }
+    let moved =
+        transition_read_in(&mut tx, &[&message], &[MessageState::Scheduled], MessageState::Canceled, None, now, event)
+            .await?
+            .pop();
+    match moved {
+        Some(canceled) => {
+            tx.commit().await?;
+            Ok(Canceled::Canceled(canceled))
+        }
+        None => Ok(Canceled::TooLate(message)),
+    }
+}
+
 /// The states of `from`, for `state IN (…)`: names of a closed set, never input, so written into the
 /// statement rather than bound.
 fn in_list(from: &[MessageState]) -> String {
