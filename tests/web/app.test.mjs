@@ -1364,7 +1364,7 @@ test("3i. the console's bots: create one (secrets once), rotate its token, uploa
   }
 });
 
-test("3j. the console's messages and templates: filter the log, read a message's attempts and states; save a template and submit it", async () => {
+test("3j. the console's messages and templates: filter the log, read a message's attempts and states, cancel a scheduled one; save a template and submit it", async () => {
   const stamp = Date.now().toString(36);
   const sent = await send({ phone: PHONE, body: `Your parcel ${stamp} left the depot` });
   const { ctx, pg: admin } = await memberConsole("admin");
@@ -1397,6 +1397,18 @@ test("3j. the console's messages and templates: filter the log, read a message's
     const cells = await states.locator("tbody tr td:nth-child(2)").allTextContents();
     assert.deepEqual(cells.slice(0, events.length), events.map((e) => e.state));
     await axe("console-messages", admin);
+    // A message scheduled for tomorrow: listed as such, then canceled from the log before it goes.
+    const later = await send({ phone: PHONE, body: `Reminder ${stamp}`, send_at: new Date(Date.now() + 86_400_000).toISOString() });
+    assert.equal(later.state, "scheduled");
+    await admin.getByLabel("State").selectOption("scheduled");
+    await admin.getByLabel("Words").fill(`Reminder ${stamp}`);
+    await admin.getByRole("button", { name: "Filter" }).click();
+    const scheduled = admin.getByRole("row", { name: new RegExp(`Reminder ${stamp}`) });
+    await scheduled.getByText(/^scheduled for /).waitFor();
+    await scheduled.getByRole("button", { name: `Cancel message ${later.message_id}` }).click();
+    await admin.getByRole("status").filter({ hasText: `Message ${later.message_id} is canceled` }).waitFor();
+    assert.equal((await partner("GET", `/messages/${later.message_id}`)).state, "canceled");
+    await waitUntil(async () => (await admin.locator("tbody tr").count()) === 0, "no scheduled message left with these words");
     // A template: saved as a draft, then submitted for review.
     await admin.getByRole("link", { name: "Templates" }).click();
     await admin.getByRole("heading", { name: "Templates", level: 1 }).waitFor();

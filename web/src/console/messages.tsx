@@ -1,10 +1,13 @@
 import { useEffect, useState } from "preact/hooks";
 import { errorText, when } from "../shared/format";
 import { Alert, Head } from "../shared/ui";
-import { get, type Page, type ThreadMessage } from "./api";
+import { get, post, type Page, type ThreadMessage } from "./api";
 import { useTitle } from "./page";
 
-/** The message log: filters by phone, state and words; a message's delivery attempts and changes of state. */
+/**
+ * The message log: filters by phone, state and words; a message's delivery attempts (a waiting one says why
+ * and until when) and changes of state; a scheduled message canceled before it goes.
+ */
 export function Messages() {
   const [phone, setPhone] = useState("");
   const [state, setState] = useState("");
@@ -13,6 +16,7 @@ export function Messages() {
   const [list, setList] = useState<ThreadMessage[] | null>(null);
   const [open, setOpen] = useState<ThreadMessage | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [status, setStatus] = useState<string | null>(null);
   useTitle("Messages");
   useEffect(() => {
     get<Page<ThreadMessage>>(`/messages?${query}`).then(
@@ -46,7 +50,7 @@ export function Messages() {
           <label for="messages-state">State</label>
           <select id="messages-state" value={state} onChange={(e) => setState(e.currentTarget.value)}>
             <option value="">Any</option>
-            {["queued", "sent", "delivered", "read", "failed"].map((s) => (
+            {["scheduled", "queued", "sent", "delivered", "read", "failed", "canceled"].map((s) => (
               <option value={s}>{s}</option>
             ))}
           </select>
@@ -58,6 +62,7 @@ export function Messages() {
         <button type="submit">Filter</button>
       </form>
       <Alert text={error} />
+      {status ? <p role="status">{status}</p> : null}
       {list === null ? (
         <p class="muted">Loading…</p>
       ) : list.length === 0 ? (
@@ -71,7 +76,7 @@ export function Messages() {
                 <td>{when(m.created_at)}</td>
                 <td>{m.phone}</td>
                 <td>{m.channel ?? "—"}</td>
-                <td>{m.state}</td>
+                <td>{m.state === "scheduled" && m.send_at ? `scheduled for ${when(m.send_at)}` : m.state}</td>
                 <td class="pre">{(m.rendered_body ?? m.body ?? `[${m.content_type}]`).slice(0, 120)}</td>
                 <td>
                   <button
@@ -82,6 +87,22 @@ export function Messages() {
                   >
                     History<span class="sr-only"> of message {m.message_id}</span>
                   </button>
+                  {m.state === "scheduled" ? (
+                    <button
+                      type="button"
+                      onClick={() =>
+                        post(`/messages/${m.message_id}/cancel`, {}).then(
+                          () => {
+                            setStatus(`Message ${m.message_id} is canceled: it will not be sent.`);
+                            setQuery(new URLSearchParams(query));
+                          },
+                          (e) => setError(errorText(e)),
+                        )
+                      }
+                    >
+                      Cancel<span class="sr-only"> message {m.message_id}</span>
+                    </button>
+                  ) : null}
                 </td>
               </tr>
             ))}
@@ -106,7 +127,7 @@ export function Messages() {
                     <td>{a.kind}</td>
                     <td>{a.state}</td>
                     <td class="mono">{a.provider_ref ?? "—"}</td>
-                    <td>{a.error ?? "—"}</td>
+                    <td>{a.state === "waiting" && a.retry_at ? `${a.error}: again at ${when(a.retry_at)}` : (a.error ?? "—")}</td>
                   </tr>
                 ))}
               </tbody>
