@@ -77,6 +77,7 @@ async fn main() -> anyhow::Result<()> {
         priority: "notification".into(),
         content: json!({}),
         media: None,
+        send_at: None,
     };
     let started = Instant::now();
     let mut b = broadcasts::insert(&state.db, &new, SystemClock.now_ms()).await?;

@@ -6,8 +6,9 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use crate::clock::{Millis, iso_time};
-use crate::names::{Channel, Direction, MessageState, TemplateStatus};
+use crate::names::{AttemptKind, AttemptState, Channel, Direction, MessageState, TemplateStatus};
 use crate::store::conversations::Conversation;
+use crate::store::deliveries::NewAttempt;
 use crate::store::messages::Message;
 use crate::store::templates::Template;
 
@@ -23,6 +24,31 @@ pub struct MessageStatusEvent {
     pub seq: i64,
     pub state: MessageState,
     pub channel: Channel,
+    pub phone: String,
+    /// ISO 8601 UTC.
+    pub at: String,
+}
+
+/// `message.attempt`: one try of a message on WhatsApp or SMS (for partners that asked for them: `PUT
+/// /settings/delivery {"attempt_events": true}`): sent, failed, skipped, or waiting until `retry_at`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MessageAttemptEvent {
+    /// `message.attempt`.
+    pub event: &'static str,
+    pub partner: String,
+    pub message_ref: String,
+    pub message_id: i64,
+    /// `delivery` (the message) or `alert` (the opaque alert about an encrypted message).
+    pub kind: AttemptKind,
+    pub channel: Channel,
+    pub state: AttemptState,
+    /// Why it failed, was skipped or waits (`paced`, `throttled`, `provider_unavailable`, …).
+    pub error: Option<String>,
+    /// The provider's id of what it took.
+    pub provider_ref: Option<String>,
+    /// When a waiting try goes again (ISO 8601 UTC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<String>,
     pub phone: String,
     /// ISO 8601 UTC.
     pub at: String,
@@ -114,6 +140,25 @@ pub fn message_status(m: &Message, at: Millis) -> String {
         seq: m.seq,
         state: m.state,
         channel: m.channel.unwrap_or(Channel::Inapp),
+        phone: m.phone.clone(),
+        at: iso_time(at),
+    };
+    serde_json::to_string(&event).expect("an event serialises")
+}
+
+/// `message.attempt` of one try of `m`, recorded at `at`.
+pub fn message_attempt(m: &Message, a: &NewAttempt, at: Millis) -> String {
+    let event = MessageAttemptEvent {
+        event: "message.attempt",
+        partner: m.partner_code.clone(),
+        message_ref: m.reference.clone(),
+        message_id: m.id,
+        kind: a.kind,
+        channel: a.channel,
+        state: a.state,
+        error: a.error.clone(),
+        provider_ref: a.provider_ref.clone(),
+        retry_at: a.retry_at.map(iso_time),
         phone: m.phone.clone(),
         at: iso_time(at),
     };

@@ -181,3 +181,44 @@ async fn a_killed_fan_out_resumes_without_duplicates_or_gaps() {
     assert_eq!(counts.len(), 5_000, "no gap");
     assert!(counts.iter().all(|(_, n)| *n == 1), "no duplicate");
 }
+
+#[tokio::test]
+async fn a_scheduled_broadcast_goes_out_at_its_time_and_is_canceled_only_before() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let phones = audience(&app, "acme", 10, 0, true).await;
+    let at = |seconds: i64| hubbub_host::clock::iso_time(app.now() + seconds * 1000);
+    let b = app.post(&key, "/api/v1/broadcasts", json!({"body": "Doors open at nine", "send_at": at(600)})).await;
+    let b = b.ok(202).clone();
+    let id = b["broadcast_id"].as_i64().unwrap();
+    assert_eq!(b["state"], "scheduled");
+    assert!(b["send_at"].is_string());
+    // Before its time nobody has a message.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(per_phone(&app, id).await.is_empty());
+    app.clock.advance_ms(601_000);
+    eventually("fanned out at its time", || async {
+        app.get(&key, &format!("/api/v1/broadcasts/{id}")).await.ok(200)["state"] == "completed"
+    })
+    .await;
+    assert_eq!(per_phone(&app, id).await.len(), phones.len());
+    app.post(&key, &format!("/api/v1/broadcasts/{id}/cancel"), json!({})).await.error(409, "conflict");
+
+    // Canceled before its time: it never goes.
+    let later = app.post(&key, "/api/v1/broadcasts", json!({"body": "Sale tomorrow", "send_at": at(3_600)})).await;
+    let later = later.ok(202)["broadcast_id"].as_i64().unwrap();
+    let other = app.partner("globex").await;
+    app.post(&other, &format!("/api/v1/broadcasts/{later}/cancel"), json!({})).await.error(404, "not_found");
+    let canceled = app.post(&key, &format!("/api/v1/broadcasts/{later}/cancel"), json!({})).await.ok(200).clone();
+    assert_eq!(canceled["state"], "canceled");
+    app.clock.advance_ms(3_700_000);
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert!(per_phone(&app, later).await.is_empty());
+    assert_eq!(app.get(&key, &format!("/api/v1/broadcasts/{later}")).await.ok(200)["state"], "canceled");
+    // send_at is checked as for a message.
+    let r = app.post(&key, "/api/v1/broadcasts", json!({"body": "x", "send_at": at(-5)})).await;
+    r.field_error("send_at");
+    let r = app.post(&key, "/api/v1/broadcasts", json!({"body": "x", "send_at": at(36 * 86_400)})).await;
+    r.field_error("send_at");
+    app.stop().await;
+}

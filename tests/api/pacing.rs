@@ -473,3 +473,63 @@ async fn a_development_hosts_clock_runs_ahead_by_its_offset_and_no_other_host_ta
     assert!(config.refusals().iter().any(|r| r.contains("HUBBUB_DEV_CLOCK_OFFSET_S")), "{:?}", config.refusals());
     helper.stop().await;
 }
+
+#[tokio::test]
+async fn a_partner_that_asks_hears_of_every_whatsapp_and_sms_try() {
+    let wa = FakeServer::start(200, 0).await;
+    let sms = FakeServer::start(201, 0).await;
+    let receiver = FakeServer::start(200, 0).await;
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
+    let key = app.partner("acme").await;
+    let hook = json!({"webhook_url": format!("{}/hook", receiver.url)});
+    app.request(reqwest::Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&hook)).await.ok(200);
+    let asks = json!({"attempt_events": true});
+    let settings = app.request(reqwest::Method::PUT, "/api/v1/settings/delivery", Some(&key), Some(&asks)).await;
+    assert_eq!(settings.ok(200)["attempt_events"], true);
+    app.whatsapp_wrote("+15557800001").await;
+    // WhatsApp throttles once, then refuses the message: SMS takes it.
+    wa.answer("/12345/messages", 400, json!({"error": {"code": 130429, "message": "Rate limit hit"}}));
+    let id = app.send_text(&key, "+15557800001", "Hello").await.ok(201)["message_id"].as_i64().unwrap();
+    eventually("it waits", || async {
+        tries(&app.message(&key, id).await) == vec![t("whatsapp", "waiting", "throttled")]
+    })
+    .await;
+    wa.answer("/12345/messages", 400, json!({"error": {"code": 131026, "message": "Message undeliverable"}}));
+    app.clock.advance_ms(61_000);
+    eventually("sent by SMS", || async { app.message(&key, id).await["channel"] == "sms" }).await;
+    let events = || {
+        receiver
+            .received()
+            .iter()
+            .map(|r| r.json())
+            .filter(|e| e["message_id"] == id)
+            .map(|e| {
+                let text = |k: &str| e[k].as_str().unwrap_or("").to_string();
+                (text("event"), text("channel"), text("state"))
+            })
+            .collect::<Vec<_>>()
+    };
+    let want = vec![
+        ("message.attempt".to_string(), "whatsapp".to_string(), "waiting".to_string()),
+        ("message.attempt".to_string(), "whatsapp".to_string(), "failed".to_string()),
+        ("message.attempt".to_string(), "sms".to_string(), "sent".to_string()),
+        ("message.status".to_string(), "sms".to_string(), "sent".to_string()),
+    ];
+    eventually("the tries and the state reach the partner, in order", || async { events() == want }).await;
+    let waiting = receiver.received().iter().map(|r| r.json()).find(|e| e["state"] == "waiting").unwrap();
+    assert_eq!(waiting["error"], "throttled");
+    assert!(waiting["retry_at"].is_string(), "{waiting}");
+
+    // A partner that did not ask hears only of states.
+    let other = app.partner("globex").await;
+    let hook = json!({"webhook_url": format!("{}/other", receiver.url)});
+    app.request(reqwest::Method::PUT, "/api/v1/settings/webhook", Some(&other), Some(&hook)).await.ok(200);
+    wa.answers.lock().unwrap().clear();
+    let quiet = app.send_text(&other, "+15557800001", "Hi").await.ok(201)["message_id"].as_i64().unwrap();
+    eventually("sent", || async { app.message(&other, quiet).await["state"] == "sent" }).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let heard: Vec<Value> = receiver.received().iter().map(|r| r.json()).filter(|e| e["message_id"] == quiet).collect();
+    assert!(heard.iter().all(|e| e["event"] == "message.status"), "{heard:?}");
+    assert!(!heard.is_empty());
+    app.stop().await;
+}

@@ -1428,7 +1428,7 @@ test("3j. the console's messages and templates: filter the log, read a message's
   }
 });
 
-test("3k. the console's broadcasts, accounts and bots: a preview with its audience then progress; custom fields and a link; invite to a flow, its session beside the conversation", async () => {
+test("3k. the console's broadcasts, accounts and bots: a preview with its audience then progress, one scheduled then canceled; custom fields and a link; invite to a flow, its session beside the conversation", async () => {
   const OTHER = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
   const stamp = Date.now().toString(36);
   const key = `tier_${stamp}`;
@@ -1488,6 +1488,21 @@ test("3k. the console's broadcasts, accounts and bots: a preview with its audien
     assert.equal(byState.reduce((sum, line) => sum + Number(line.split(": ")[1]), 0), audience, byState.join(", "));
     await admin.getByRole("row", { name: new RegExp(`Opening hours change ${stamp}`) }).waitFor();
     await axe("console-broadcasts", admin);
+    // One for tomorrow: scheduled, listed with its time, canceled before it goes.
+    await admin.getByLabel("Text").fill(`Closed tomorrow ${stamp}`);
+    const tomorrow = new Date(Date.now() + 86_400_000);
+    const local = new Date(tomorrow.getTime() - tomorrow.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    await admin.getByLabel("Send at (empty: now)").fill(local);
+    await admin.getByRole("button", { name: "Review and send" }).click();
+    await admin.getByText(/It can be canceled until then/).waitFor();
+    await admin.getByRole("button", { name: `Send to ${reach}` }).click();
+    const later = admin.getByRole("row", { name: new RegExp(`Closed tomorrow ${stamp}`) });
+    await later.getByText(/^scheduled for /).waitFor();
+    const laterId = (await partner("GET", "/broadcasts?limit=50")).data.find((b) => b.body === `Closed tomorrow ${stamp}`).broadcast_id;
+    assert.equal((await partner("GET", `/broadcasts/${laterId}`)).state, "scheduled");
+    await later.getByRole("button", { name: `Cancel broadcast ${laterId}` }).click();
+    await later.getByRole("cell", { name: "canceled", exact: true }).waitFor();
+    assert.equal((await partner("GET", `/broadcasts/${laterId}`)).state, "canceled");
 
     // Bots: the allowed IPs saved; the user invited to the signup flow; the session listed.
     await admin.getByRole("link", { name: "Bots" }).click();

@@ -423,6 +423,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/broadcasts/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a scheduled broadcast (`send_at`) before it goes out: it becomes `canceled` and reaches no one.
+         *     409 once it has started (or was never scheduled, or is canceled already).
+         */
+        post: operations["cancel_broadcast"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/canned-replies": {
         parameters: {
             query?: never;
@@ -2446,6 +2466,57 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "message.attempt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** message.attempt */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event name */
+                    "X-Service-Event": string;
+                    /** @description The delivery id: the same on every retry */
+                    "X-Service-Delivery": string;
+                    /** @description Hex HMAC-SHA256 of the raw body keyed with the whole secret */
+                    "X-Service-Signature": string;
+                    /** @description Standard Webhooks: the delivery id */
+                    "webhook-id": string;
+                    /** @description Standard Webhooks: seconds since the epoch */
+                    "webhook-timestamp": string;
+                    /** @description Standard Webhooks v1: `v1,<base64 HMAC-SHA256 of id.timestamp.body>` */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["MessageAttemptEvent"];
+                };
+            };
+            responses: {
+                /** @description Received; any other answer is retried with backoff */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "message.status": {
         parameters: {
             query?: never;
@@ -2893,13 +2964,15 @@ export interface components {
             /** Format: int64 */
             failed: number;
             priority: string;
+            /** @description When a scheduled broadcast goes out (absent: at once). */
+            send_at?: string | null;
             /**
              * Format: int64
              * @description Messages written and handed to delivery.
              */
             sent: number;
             /** @enum {string} */
-            state: "queued" | "sending" | "completed" | "failed";
+            state: "scheduled" | "queued" | "sending" | "completed" | "failed" | "canceled";
             /**
              * @description One broadcast only (not in lists): how many of its messages are in each state now (`queued`,
              *     `delivered`, `read`, `failed`, …); states no message is in are left out.
@@ -3107,6 +3180,11 @@ export interface components {
         };
         /** @description The partner's delivery settings. */
         DeliverySettings: {
+            /**
+             * @description A `message.attempt` webhook event for every WhatsApp and SMS try (sent, failed, skipped, waiting),
+             *     besides the `message.status` events of the message's state.
+             */
+            attempt_events: boolean;
             /** @description True when the partner has not chosen: the host's default applies (`HUBBUB_HUB_FALLBACK_AFTER_S`). */
             default: boolean;
             /**
@@ -3132,6 +3210,8 @@ export interface components {
         };
         /** @description A new fallback window. */
         DeliverySettingsUpdate: {
+            /** @description See `DeliverySettings`; absent: `false`. */
+            attempt_events?: boolean | null;
             /**
              * Format: int64
              * @description 0 to 604800 seconds, or `null` for the hub only. Absent: back to the host's default.
@@ -3594,13 +3674,15 @@ export interface components {
                 /** Format: int64 */
                 failed: number;
                 priority: string;
+                /** @description When a scheduled broadcast goes out (absent: at once). */
+                send_at?: string | null;
                 /**
                  * Format: int64
                  * @description Messages written and handed to delivery.
                  */
                 sent: number;
                 /** @enum {string} */
-                state: "queued" | "sending" | "completed" | "failed";
+                state: "scheduled" | "queued" | "sending" | "completed" | "failed" | "canceled";
                 /**
                  * @description One broadcast only (not in lists): how many of its messages are in each state now (`queued`,
                  *     `delivered`, `read`, `failed`, …); states no message is in are left out.
@@ -4022,6 +4104,31 @@ export interface components {
             send_at?: string | null;
             state: components["schemas"]["MessageState"];
             template_code?: string | null;
+        };
+        /**
+         * @description `message.attempt`: one try of a message on WhatsApp or SMS (for partners that asked for them: `PUT
+         *     /settings/delivery {"attempt_events": true}`): sent, failed, skipped, or waiting until `retry_at`.
+         */
+        MessageAttemptEvent: {
+            /** @description ISO 8601 UTC. */
+            at: string;
+            channel: components["schemas"]["Channel"];
+            /** @description Why it failed, was skipped or waits (`paced`, `throttled`, `provider_unavailable`, …). */
+            error?: string | null;
+            /** @description `message.attempt`. */
+            event: string;
+            /** @description `delivery` (the message) or `alert` (the opaque alert about an encrypted message). */
+            kind: components["schemas"]["AttemptKind"];
+            /** Format: int64 */
+            message_id: number;
+            message_ref: string;
+            partner: string;
+            phone: string;
+            /** @description The provider's id of what it took. */
+            provider_ref?: string | null;
+            /** @description When a waiting try goes again (ISO 8601 UTC). */
+            retry_at?: string | null;
+            state: components["schemas"]["AttemptState"];
         };
         /** @description What a message carries besides its body, by type: stored with the message and spread into its record. */
         MessageContent: {
@@ -5646,6 +5753,35 @@ export interface operations {
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    cancel_broadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The broadcast, canceled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Broadcast"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };

@@ -300,6 +300,7 @@ async fn claim_loop(
                 held.release(job.message_id);
                 continue;
             };
+            let told = found.attempt_events;
             running.spawn(async move {
                 let id = job.message_id;
                 let done = match job.resume.as_deref() {
@@ -308,7 +309,11 @@ async fn claim_loop(
                 };
                 let mut back_at = None;
                 let result = match done {
-                    Ok(done) => {
+                    Ok(mut done) => {
+                        // The partner's `message.attempt` events, written with the tries.
+                        if told {
+                            done.finished.attempt_event = Some(events::message_attempt);
+                        }
                         back_at = done.finished.put_back.map(|back| back.at);
                         let alert = done.release_alert;
                         let written = finisher.write(done.finished).await;
@@ -401,6 +406,7 @@ fn unchanged(delivery: &Delivery, job: &Job, message: Message) -> Finished {
         ends_job: true,
         put_back: None,
         clears_waiting: job.waits > 0,
+        attempt_event: None,
     }
 }
 
@@ -610,6 +616,7 @@ async fn deliver(delivery: &Delivery, job: &Job, found: ToDeliver) -> Result<Don
             ends_job: true,
             put_back: None,
             clears_waiting: job.waits > 0,
+            attempt_event: None,
         },
         release_alert,
     })

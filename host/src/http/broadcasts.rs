@@ -25,6 +25,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create_broadcast, list_broadcasts))
         .routes(routes!(get_broadcast))
+        .routes(routes!(cancel_broadcast))
         .routes(routes!(audience_count))
         .routes(routes!(create_system_broadcast))
 }
@@ -49,6 +50,9 @@ pub struct BroadcastRecord {
     pub failed: i64,
     pub created_at: String,
     pub completed_at: Option<String>,
+    /// When a scheduled broadcast goes out (absent: at once).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_at: Option<String>,
     /// One broadcast only (not in lists): how many of its messages are in each state now (`queued`,
     /// `delivered`, `read`, `failed`, …); states no message is in are left out.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -59,7 +63,7 @@ pub struct BroadcastRecord {
 fn broadcast_state_schema() -> utoipa::openapi::Object {
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::Type::String)
-        .enum_values(Some(["queued", "sending", "completed", "failed"]))
+        .enum_values(Some(["scheduled", "queued", "sending", "completed", "failed", "canceled"]))
         .build()
 }
 
@@ -77,6 +81,7 @@ impl From<&Broadcast> for BroadcastRecord {
             failed: b.failed,
             created_at: record_time(b.created_at),
             completed_at: b.completed_at.map(record_time),
+            send_at: b.send_at.map(record_time),
             states: None,
         }
     }
@@ -113,6 +118,7 @@ async fn accept(
     if req.message.phone.is_some() {
         return Err(ApiError::validation("phone", "a broadcast goes to its audience; phone is not accepted"));
     }
+    let send_at = crate::messages::compose::send_at(req.message.send_at.as_deref(), state.now())?;
     let content = validate_content(state, partner.id, &req.message, None).await?;
     let new = NewBroadcast {
         partner_id: partner.id,
@@ -125,6 +131,7 @@ async fn accept(
         priority: content.priority,
         content: serde_json::to_value(content.content).expect("content serialises"),
         media: content.media,
+        send_at,
     };
     let b = store::insert(&state.db, &new, state.now()).await?;
     state.broadcast_wake.notify_one();
@@ -237,4 +244,35 @@ async fn audience_count(
 ) -> ApiResult<Json<AudienceCount>> {
     let count = store::audience_size(&state.db, partner.id, "linked").await?;
     Ok(Json(AudienceCount { audience: "linked".into(), count }))
+}
+
+/// Cancel a scheduled broadcast (`send_at`) before it goes out: it becomes `canceled` and reaches no one.
+/// 409 once it has started (or was never scheduled, or is canceled already).
+#[utoipa::path(
+    post,
+    path = "/broadcasts/{id}/cancel",
+    tag = "broadcasts",
+    security(("partnerKey" = [])),
+    responses(
+        (status = 200, description = "The broadcast, canceled", body = BroadcastRecord),
+        (status = 404, response = crate::http::E404),
+        (status = 409, response = crate::http::E409),
+    )
+)]
+async fn cancel_broadcast(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+) -> ApiResult<Json<BroadcastRecord>> {
+    let id = parse_id(&id, "broadcast")?;
+    if let Some(b) = store::cancel(&state.db, partner.id, id, state.now()).await? {
+        return Ok(Json(BroadcastRecord::from(&b)));
+    }
+    match store::find(&state.db, partner.id, id).await? {
+        Some(b) => Err(ApiError::conflict(format!(
+            "the broadcast is {}, not scheduled: only a scheduled broadcast that has not started can be canceled",
+            b.state
+        ))),
+        None => Err(ApiError::not_found("broadcast")),
+    }
 }

@@ -159,6 +159,7 @@ const SCHEMES: &[(&str, &str, Option<&str>)] = &[
         ErrorBody,
         crate::encryption::EnvelopeSchema,
         crate::events::MessageStatusEvent,
+        crate::events::MessageAttemptEvent,
         crate::events::TemplateStatusEvent,
         crate::events::AccountClaimedEvent,
         crate::events::ConversationMessageEvent,
@@ -325,6 +326,7 @@ fn webhooks() -> Value {
     ]);
     let events = [
         ("message.status", "MessageStatusEvent"),
+        ("message.attempt", "MessageAttemptEvent"),
         ("template.status", "TemplateStatusEvent"),
         ("account.claimed", "AccountClaimedEvent"),
         ("conversation.message", "ConversationMessageEvent"),

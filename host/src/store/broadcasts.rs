@@ -31,10 +31,12 @@ pub struct Broadcast {
     pub cursor: i64,
     pub created_at: Millis,
     pub completed_at: Option<Millis>,
+    /// When a scheduled broadcast's fan-out starts (`None`: at once).
+    pub send_at: Option<Millis>,
 }
 
 const COLUMNS: &str = "id, partner_id, audience, content_type, body, rendered_body, template_code, lang, priority, \
-    content, media_id, state, total, sent, failed, cursor, created_at, completed_at";
+    content, media_id, state, total, sent, failed, cursor, created_at, completed_at, send_at";
 
 fn from_row(r: &AnyRow) -> Result<Broadcast, sqlx::Error> {
     let content: String = r.try_get("content")?;
@@ -57,6 +59,7 @@ fn from_row(r: &AnyRow) -> Result<Broadcast, sqlx::Error> {
         cursor: r.try_get("cursor")?,
         created_at: r.try_get("created_at")?,
         completed_at: r.try_get("completed_at")?,
+        send_at: r.try_get("send_at")?,
     })
 }
 
@@ -73,9 +76,11 @@ pub struct NewBroadcast {
     pub content: Value,
     /// Base64 media, stored once and referenced by every message.
     pub media: Option<NewMedia>,
+    /// When its fan-out starts (`None`: at once); `scheduled` until then.
+    pub send_at: Option<Millis>,
 }
 
-/// Stores a `queued` broadcast (and its media, once).
+/// Stores a `queued` broadcast, or a `scheduled` one when it is sent later (and its media, once).
 pub async fn insert(db: &Db, b: &NewBroadcast, now: Millis) -> Result<Broadcast, sqlx::Error> {
     let mut tx = db.begin().await?;
     if let Some(media) = &b.media {
@@ -83,7 +88,8 @@ pub async fn insert(db: &Db, b: &NewBroadcast, now: Millis) -> Result<Broadcast,
     }
     let sql = const_format::concatcp!(
         "INSERT INTO broadcasts (partner_id, audience, content_type, body, rendered_body, template_code, lang, \
-         priority, content, media_id, state, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'queued', $11) \
+         priority, content, media_id, state, created_at, send_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $11, $13) \
          RETURNING ",
         COLUMNS
     );
@@ -99,10 +105,24 @@ pub async fn insert(db: &Db, b: &NewBroadcast, now: Millis) -> Result<Broadcast,
         .bind(b.content.to_string())
         .bind(b.media.as_ref().map(|m| m.id.as_str()))
         .bind(now)
+        .bind(if b.send_at.is_some() { "scheduled" } else { "queued" })
+        .bind(b.send_at)
         .fetch_one(&mut *tx)
         .await?;
     tx.commit().await?;
     from_row(&row)
+}
+
+/// Cancels the partner's scheduled broadcast `id` before its fan-out starts: the broadcast as it is now
+/// (`canceled`), or `None` when it is not scheduled (any more) or not the partner's.
+pub async fn cancel(db: &Db, partner_id: i64, id: i64, now: Millis) -> Result<Option<Broadcast>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        "UPDATE broadcasts SET state = 'canceled', completed_at = $3 \
+         WHERE partner_id = $1 AND id = $2 AND state = 'scheduled' RETURNING ",
+        COLUMNS
+    );
+    let row = sqlx::query(sql).bind(partner_id).bind(id).bind(now).fetch_optional(db.writer()).await?;
+    row.as_ref().map(from_row).transpose()
 }
 
 pub async fn find(db: &Db, partner_id: i64, id: i64) -> Result<Option<Broadcast>, sqlx::Error> {
@@ -126,13 +146,15 @@ pub async fn claim(db: &Db, now: Millis, lease_ms: i64) -> Result<Option<Broadca
     let sql = match db.backend() {
         Backend::Postgres => const_format::concatcp!(
             "UPDATE broadcasts SET lease_until = $1, state = 'sending' WHERE id = (SELECT id FROM broadcasts \
-             WHERE state IN ('queued', 'sending') AND (lease_until IS NULL OR lease_until <= $2) ORDER BY id LIMIT 1 \
+             WHERE (state IN ('queued', 'sending') OR (state = 'scheduled' AND send_at <= $2)) \
+             AND (lease_until IS NULL OR lease_until <= $2) ORDER BY id LIMIT 1 \
              FOR UPDATE SKIP LOCKED) RETURNING ",
             COLUMNS
         ),
         Backend::Sqlite => const_format::concatcp!(
             "UPDATE broadcasts SET lease_until = $1, state = 'sending' WHERE id = (SELECT id FROM broadcasts \
-             WHERE state IN ('queued', 'sending') AND (lease_until IS NULL OR lease_until <= $2) ORDER BY id LIMIT 1) \
+             WHERE (state IN ('queued', 'sending') OR (state = 'scheduled' AND send_at <= $2)) \
+             AND (lease_until IS NULL OR lease_until <= $2) ORDER BY id LIMIT 1) \
              RETURNING ",
             COLUMNS
         ),

@@ -122,7 +122,13 @@ pub struct Finished {
     pub put_back: Option<PutBack>,
     /// The job waited before: its `waiting` attempt gives way to what happened now.
     pub clears_waiting: bool,
+    /// Builds the `message.attempt` event of each WhatsApp and SMS try, when the partner asked for them (the
+    /// caller's: the store knows no event shapes).
+    pub attempt_event: Option<AttemptEvent>,
 }
+
+/// Builds the `message.attempt` event of one try of a message, recorded at a time: its JSON text.
+pub type AttemptEvent = fn(&Message, &NewAttempt, Millis) -> String;
 
 /// Writes finished jobs in the caller's transaction (see [`Finished`]): one statement for all their
 /// attempts, one state change per kind of change (say, every message now `sent` in the hub) with one
@@ -167,6 +173,25 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
         }
         insert.execute(&mut **tx).await?;
     }
+    // The partners' `message.attempt` events of their WhatsApp and SMS tries, in the order they were made.
+    let mut told = super::outbox::EventRows::default();
+    for d in done {
+        let Some(event) = d.attempt_event else { continue };
+        for a in d.attempts.iter().filter(|a| a.channel != Channel::Inapp) {
+            let payload = event(&d.message, a, d.at);
+            told.push(&super::outbox::NewEvent {
+                target: match d.message.developer_id {
+                    Some(id) => super::outbox::Target::Developer(id),
+                    None => super::outbox::Target::Partner(d.message.partner_id),
+                },
+                event: "message.attempt",
+                payload: &payload,
+                ordering_key: format!("message:{}", d.message.id),
+                at: d.at,
+            });
+        }
+    }
+    told.insert_in(tx).await?;
     // The state changes, grouped by what they are.
     type Kind = (&'static [MessageState], MessageState, Option<Channel>);
     let mut groups: Vec<(Kind, Vec<&Message>, Millis, messages::StatusEvent)> = Vec::new();
@@ -331,6 +356,7 @@ async fn into_hub_in(
                 ends_job: false,
                 put_back: None,
                 clears_waiting: false,
+                attempt_event: None,
             }),
             _ => None,
         })

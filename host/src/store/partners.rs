@@ -385,23 +385,35 @@ pub async fn provider_retry(db: &Db, partner_id: i64) -> Result<Option<i64>, sql
         .await
 }
 
+/// Whether the partner asked for a `message.attempt` event of every WhatsApp and SMS try.
+pub async fn attempt_events(db: &Db, partner_id: i64) -> Result<bool, sqlx::Error> {
+    let on: i64 = sqlx::query_scalar("SELECT attempt_events FROM partners WHERE id = $1")
+        .bind(partner_id)
+        .fetch_one(db.reader())
+        .await?;
+    Ok(on != 0)
+}
+
 /// Sets the partner's delivery settings: the fallback window after the hub (see [`hub_fallback`]), whether
 /// agents' free-form answers outside WhatsApp's window go on by the other channels (see
-/// [`whatsapp_window_fallback`]), and the retry budget of an outage (see [`provider_retry`]).
+/// [`whatsapp_window_fallback`]), the retry budget of an outage (see [`provider_retry`]), and whether it
+/// hears of every try (see [`attempt_events`]).
 pub async fn set_delivery_settings(
     db: &Db,
     partner_id: i64,
     seconds: Option<i64>,
     window_fallback: bool,
     provider_retry_s: Option<i64>,
+    attempt_events: bool,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "UPDATE partners SET hub_fallback_after_s = $1, whatsapp_window_fallback = $2, provider_retry_s = $3 \
-         WHERE id = $4",
+        "UPDATE partners SET hub_fallback_after_s = $1, whatsapp_window_fallback = $2, provider_retry_s = $3, \
+         attempt_events = $4 WHERE id = $5",
     )
     .bind(seconds)
     .bind(i64::from(window_fallback))
     .bind(provider_retry_s)
+    .bind(i64::from(attempt_events))
     .bind(partner_id)
     .execute(db.writer())
     .await?;

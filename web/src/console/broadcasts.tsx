@@ -1,5 +1,6 @@
-// Broadcasts: one text to every linked user who claimed their account. Compose with a preview of the card
-// the users will see and how many it reaches now; then each broadcast's progress and its messages by state.
+// Broadcasts: one text to every linked user who claimed their account, now or at a time of the partner's
+// choosing. Compose with a preview of the card the users will see and how many it reaches now; then each
+// broadcast's progress and its messages by state; a scheduled one canceled before it goes.
 import { useEffect, useState } from "preact/hooks";
 import { errorText, when } from "../shared/format";
 import { Alert, Head } from "../shared/ui";
@@ -18,6 +19,8 @@ export function Broadcasts() {
   const [audience, setAudience] = useState<BroadcastAudience | null>(null);
   const [body, setBody] = useState("");
   const [priority, setPriority] = useState("notification");
+  // `datetime-local`: the partner's own clock; empty sends at once.
+  const [sendAt, setSendAt] = useState("");
   const [confirming, setConfirming] = useState(false);
   const [open, setOpen] = useState<Broadcast | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -52,11 +55,15 @@ export function Broadcasts() {
           e.preventDefault();
           if (!confirming) return setConfirming(true);
           act(async () => {
-            const made = await post<Broadcast>("/broadcasts", { content_type: "text", body, priority });
+            const later = sendAt ? { send_at: new Date(sendAt).toISOString() } : {};
+            const made = await post<Broadcast>("/broadcasts", { content_type: "text", body, priority, ...later });
             setBody("");
+            setSendAt("");
             setConfirming(false);
             setOpen(made);
-            return `Broadcast ${made.broadcast_id} is on its way to ${reach}.`;
+            return made.send_at
+              ? `Broadcast ${made.broadcast_id} is scheduled for ${when(made.send_at)}.`
+              : `Broadcast ${made.broadcast_id} is on its way to ${reach}.`;
           });
         }}
       >
@@ -79,6 +86,8 @@ export function Broadcasts() {
             <option value={v}>{label}</option>
           ))}
         </select>
+        <label for="broadcast-send-at">Send at (empty: now)</label>
+        <input id="broadcast-send-at" type="datetime-local" value={sendAt} onInput={(e) => setSendAt(e.currentTarget.value)} />
         <p id="broadcast-audience">It goes to every linked user who claimed their account: {reach} now.</p>
         {body.trim() ? (
           <figure class="preview" aria-labelledby="preview-h">
@@ -90,7 +99,8 @@ export function Broadcasts() {
         ) : null}
         {confirming ? (
           <p role="alert">
-            Send this to {reach}? It cannot be called back. <button class="primary">Send to {reach}</button>{" "}
+            {sendAt ? `Send this to ${reach} at ${new Date(sendAt).toLocaleString()}? It can be canceled until then.` : `Send this to ${reach}? It cannot be called back.`}{" "}
+            <button class="primary">Send to {reach}</button>{" "}
             <button type="button" onClick={() => setConfirming(false)}>
               Not yet
             </button>
@@ -115,7 +125,7 @@ export function Broadcasts() {
               <tr>
                 <td>{when(b.created_at)}</td>
                 <td class="pre">{(b.body ?? `[${b.content_type}]`).slice(0, 120)}</td>
-                <td>{b.state}</td>
+                <td>{b.state === "scheduled" && b.send_at ? `scheduled for ${when(b.send_at)}` : b.state}</td>
                 <td>
                   {b.sent}
                   {b.total != null ? ` of ${b.total}` : ""}
@@ -125,6 +135,19 @@ export function Broadcasts() {
                   <button type="button" onClick={() => act(async () => setOpen(await get<Broadcast>(`/broadcasts/${b.broadcast_id}`)))}>
                     Progress<span class="sr-only"> of broadcast {b.broadcast_id}</span>
                   </button>
+                  {b.state === "scheduled" ? (
+                    <button
+                      type="button"
+                      onClick={() =>
+                        act(async () => {
+                          await post(`/broadcasts/${b.broadcast_id}/cancel`, {});
+                          return `Broadcast ${b.broadcast_id} is canceled: it will not be sent.`;
+                        })
+                      }
+                    >
+                      Cancel<span class="sr-only"> broadcast {b.broadcast_id}</span>
+                    </button>
+                  ) : null}
                 </td>
               </tr>
             ))}

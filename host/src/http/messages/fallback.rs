@@ -37,6 +37,9 @@ pub(super) struct DeliverySettings {
     /// outage: throttled messages wait their turn whatever this says.
     #[schema(minimum = 0, maximum = 86400)]
     provider_retry_s: i64,
+    /// A `message.attempt` webhook event for every WhatsApp and SMS try (sent, failed, skipped, waiting),
+    /// besides the `message.status` events of the message's state.
+    attempt_events: bool,
 }
 
 /// A new fallback window.
@@ -52,6 +55,8 @@ pub(super) struct Update {
     /// 0 to 86400 seconds (see `DeliverySettings`); absent: 60.
     #[schema(minimum = 0, maximum = 86400)]
     provider_retry_s: Option<i64>,
+    /// See `DeliverySettings`; absent: `false`.
+    attempt_events: Option<bool>,
 }
 
 async fn answer(state: &AppState, partner_id: i64) -> ApiResult<Json<DeliverySettings>> {
@@ -64,6 +69,7 @@ async fn answer(state: &AppState, partner_id: i64) -> ApiResult<Json<DeliverySet
         provider_retry_s: partners::provider_retry(&state.db, partner_id)
             .await?
             .unwrap_or(crate::delivery::DEFAULT_PROVIDER_RETRY_S),
+        attempt_events: partners::attempt_events(&state.db, partner_id).await?,
     }))
 }
 
@@ -103,6 +109,7 @@ pub(super) async fn set_delivery_settings(
     if retry.is_some_and(|s| !(0..=MAX_PROVIDER_RETRY_S).contains(&s)) {
         return Err(ApiError::validation("provider_retry_s", "provider_retry_s is 0 to 86400 seconds"));
     }
-    partners::set_delivery_settings(&state.db, partner.id, seconds, window_fallback, retry).await?;
+    let attempts = req.attempt_events.unwrap_or(false);
+    partners::set_delivery_settings(&state.db, partner.id, seconds, window_fallback, retry, attempts).await?;
     answer(&state, partner.id).await
 }

@@ -27,6 +27,8 @@ pub struct ToDeliver {
     pub opted_out: bool,
     /// Seconds the partner's messages wait out a provider's outage (`None`: the host's default).
     pub provider_retry_s: Option<i64>,
+    /// The partner asked for a `message.attempt` event of every WhatsApp and SMS try.
+    pub attempt_events: bool,
 }
 
 /// Messages to deliver and what routing needs (see [`ToDeliver`]), in one read, by id (a message that is
@@ -38,7 +40,7 @@ pub async fn find_to_deliver(db: &Db, ids: &[i64]) -> Result<std::collections::H
     }
     let sql = format!(
         "{COLUMNS}, p.name AS partner_name, COALESCE(m.fallback_after_s, p.hub_fallback_after_s) AS fallback_after_s, \
-         p.provider_retry_s, \
+         p.provider_retry_s, p.attempt_events, \
          (SELECT COUNT(*) FROM accounts a WHERE a.phone = m.phone AND a.state = 'claimed') AS claimed, \
          (SELECT COUNT(*) FROM devices d WHERE d.phone = m.phone) AS devices, \
          (SELECT s.last_seen_at FROM presence s WHERE s.phone = m.phone) AS last_seen, \
@@ -63,6 +65,7 @@ pub async fn find_to_deliver(db: &Db, ids: &[i64]) -> Result<std::collections::H
             conversation_channel: crate::store::decode_optional_name(&row, "conversation_channel")?,
             opted_out: row.try_get::<i64, _>("opt_outs")? > 0,
             provider_retry_s: row.try_get("provider_retry_s")?,
+            attempt_events: row.try_get::<i64, _>("attempt_events")? != 0,
             message,
         };
         found.insert(to_deliver.message.id, to_deliver);

@@ -29,3 +29,9 @@ ALTER TABLE partners ADD COLUMN provider_retry_s BIGINT;
 
 -- A message sent later (`send_at` on `POST /messages`): `scheduled` until then, its delivery job due then.
 ALTER TABLE messages ADD COLUMN send_at BIGINT;
+
+-- A broadcast sent later: `scheduled` until then (its fan-out starts then), `canceled` if canceled before.
+ALTER TABLE broadcasts ADD COLUMN send_at BIGINT;
+
+-- Partners that asked for a `message.attempt` webhook event for every WhatsApp and SMS try (1).
+ALTER TABLE partners ADD COLUMN attempt_events BIGINT NOT NULL DEFAULT 0;
