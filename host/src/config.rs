@@ -251,6 +251,12 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_SMS_MPS", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub sms_mps: u32,
 
+    /// People one WhatsApp business account may reach first (a template to someone whose 24-hour window is
+    /// closed) in a rolling 24 hours, until Meta's `phone_number_quality_update` webhook says its tier (250,
+    /// then 1,000, 10,000, 100,000, unlimited). 0: unlimited.
+    #[arg(long, env = "HUBBUB_WHATSAPP_DAILY_LIMIT", default_value_t = 250)]
+    pub whatsapp_daily_limit: u64,
+
     /// Milliseconds between two WhatsApp messages from one number to the same person (Meta's pair rate:
     /// about one every 6 seconds); 0 turns it off.
     #[arg(long, env = "HUBBUB_WHATSAPP_PAIR_INTERVAL_MS", default_value_t = 6_000)]
@@ -546,6 +552,7 @@ impl std::fmt::Debug for Config {
             .field("whatsapp_mps", &self.whatsapp_mps)
             .field("sms_mps", &self.sms_mps)
             .field("whatsapp_pair_interval_ms", &self.whatsapp_pair_interval_ms)
+            .field("whatsapp_daily_limit", &self.whatsapp_daily_limit)
             .field("dev_clock_offset_s", &self.dev_clock_offset_s)
             .field("delivery_poll_ms", &self.delivery_poll_ms)
             .field("lease_ms", &self.lease_ms)

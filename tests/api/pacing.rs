@@ -533,3 +533,118 @@ async fn a_partner_that_asks_hears_of_every_whatsapp_and_sms_try() {
     assert!(!heard.is_empty());
     app.stop().await;
 }
+
+/// A host whose WhatsApp is the fake Cloud API under business account `waba-1`, with the partner `acme`'s
+/// `whatsapp` template `notice` approved by Meta: its key.
+async fn with_approved_template(wa: &FakeServer, sms: &FakeServer) -> (TestApp, String) {
+    let (w, s) = (wa.clone(), sms.clone());
+    let app = TestApp::start_with(move |c| {
+        fake_providers(c, &w, &s);
+        c.whatsapp_business_account_id = Some("waba-1".into());
+    })
+    .await;
+    let key = app.partner("acme").await;
+    wa.answer("/waba-1/message_templates", 200, json!({"id": "88", "status": "PENDING", "category": "UTILITY"}));
+    let t =
+        json!({"code": "notice", "channel": "whatsapp", "lang": "en", "category": "utility", "body": "Hi {{name}}"});
+    let id = app.post(&key, "/api/v1/templates", t).await.ok(201)["template_id"].as_i64().unwrap();
+    app.post(&key, &format!("/api/v1/templates/{id}/submit"), json!({})).await.ok(200);
+    let approved = json!([{"field": "message_template_status_update", "value": {"event": "APPROVED", "message_template_id": 88, "message_template_name": "notice", "message_template_language": "en", "reason": "NONE"}}]);
+    assert_eq!(app.whatsapp_notify(approved).await.ok(200)["templates"], 1);
+    (app, key)
+}
+
+/// Sends the template to each of `phones` (eight at a time); answers the message ids.
+async fn send_template_to(app: &TestApp, key: &str, phones: &[String]) -> Vec<i64> {
+    let mut ids = Vec::new();
+    for chunk in phones.chunks(8) {
+        let mut sends = tokio::task::JoinSet::new();
+        for phone in chunk {
+            let (client, base, key, phone) = (app.client.clone(), app.base.clone(), key.to_string(), phone.clone());
+            sends.spawn(async move {
+                let body = json!({"phone": phone, "template_code": "notice", "vars": {"name": "Ana"}});
+                let r =
+                    client.post(format!("{base}/api/v1/messages")).bearer_auth(&key).json(&body).send().await.unwrap();
+                assert_eq!(r.status(), 201);
+                r.json::<Value>().await.unwrap()["message_id"].as_i64().unwrap()
+            });
+        }
+        while let Some(id) = sends.join_next().await {
+            ids.push(id.unwrap());
+        }
+    }
+    ids
+}
+
+#[tokio::test]
+async fn the_daily_limit_of_new_people_waits_for_room_or_goes_by_sms_as_the_partner_chose() {
+    let wa = FakeServer::start(200, 0).await;
+    let sms = FakeServer::start(201, 0).await;
+    let (app, key) = with_approved_template(&wa, &sms).await;
+    let settings = app.get(&key, "/api/v1/settings/delivery").await.ok(200).clone();
+    assert_eq!(settings["over_limit"], "wait");
+    // 250 people reached first today: the host's default limit, all on WhatsApp.
+    let phones: Vec<String> = (0..250).map(|i| format!("+1555790{i:04}")).collect();
+    let ids = send_template_to(&app, &key, &phones).await;
+    for id in &ids {
+        eventually("sent on WhatsApp", || async { app.message(&key, *id).await["channel"] == "whatsapp" }).await;
+    }
+    // Someone who wrote today is answered, limit or not; the 251st new person waits for room.
+    app.whatsapp_wrote("+15557909998").await;
+    let answer =
+        app.send_text(&key, "+15557909998", "Thanks for writing").await.ok(201)["message_id"].as_i64().unwrap();
+    eventually("an answer goes", || async { app.message(&key, answer).await["channel"] == "whatsapp" }).await;
+    let waits = send_template_to(&app, &key, &["+15557909999".to_string()]).await[0];
+    eventually("it waits for room", || async {
+        tries(&app.message(&key, waits).await) == vec![t("whatsapp", "waiting", "over_daily_limit")]
+    })
+    .await;
+    let m = app.message(&key, waits).await;
+    let retry_at = hubbub_host::clock::parse_record_time(m["attempts"][0]["retry_at"].as_str().unwrap()).unwrap();
+    assert!(retry_at > app.now() + 23 * 3_600_000, "room comes when the first of today's people is a day old");
+    assert!(sms.received().is_empty(), "no SMS while it waits");
+    // A day later there is room: it goes on WhatsApp.
+    app.clock.advance_ms(24 * 3_600_000 + 1_000);
+    eventually("sent on WhatsApp a day later", || async { app.message(&key, waits).await["channel"] == "whatsapp" })
+        .await;
+
+    // The partner chooses SMS past the limit: the next new person over it gets an SMS at once.
+    let sms_past = json!({"over_limit": "sms"});
+    let r = app.request(reqwest::Method::PUT, "/api/v1/settings/delivery", Some(&key), Some(&sms_past)).await;
+    assert_eq!(r.ok(200)["over_limit"], "sms");
+    let more: Vec<String> = (0..249).map(|i| format!("+1555791{i:04}")).collect();
+    for id in send_template_to(&app, &key, &more).await {
+        eventually("sent on WhatsApp", || async { app.message(&key, id).await["channel"] == "whatsapp" }).await;
+    }
+    let over = send_template_to(&app, &key, &["+15557919999".to_string()]).await[0];
+    eventually("over the limit, by SMS", || async { app.message(&key, over).await["channel"] == "sms" }).await;
+    assert_eq!(
+        tries(&app.message(&key, over).await),
+        vec![t("whatsapp", "skipped", "over_daily_limit"), t("sms", "sent", "")]
+    );
+    let bad = json!({"over_limit": "never"});
+    app.request(reqwest::Method::PUT, "/api/v1/settings/delivery", Some(&key), Some(&bad))
+        .await
+        .field_error("over_limit");
+
+    // Meta raises the tier (its quality webhook, signed by the host's app): 1,000 from now on.
+    let upgrade = json!([{"field": "phone_number_quality_update", "value": {"display_phone_number": "15550001111", "event": "UPGRADE", "current_limit": "TIER_1K"}}]);
+    let body =
+        json!({"object": "whatsapp_business_account", "entry": [{"id": "waba-1", "changes": upgrade}]}).to_string();
+    let r = app
+        .client
+        .post(format!("{}/api/v1/providers/whatsapp/webhook", app.base))
+        .header("content-type", "application/json")
+        .header("x-hub-signature-256", hubbub_host::delivery::receipts::meta_signature("app-secret", body.as_bytes()))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.json::<Value>().await.unwrap()["limits"], 1);
+    let kept = hubbub_host::store::limits::of(&app.state.db, "").await.unwrap().unwrap();
+    assert_eq!((kept.daily_limit, kept.quality.as_deref()), (Some(1_000), Some("UPGRADE")));
+    let next = send_template_to(&app, &key, &["+15557919998".to_string()]).await[0];
+    eventually("room again under the new tier", || async { app.message(&key, next).await["channel"] == "whatsapp" })
+        .await;
+    app.stop().await;
+}

@@ -2017,6 +2017,8 @@ test("3p. an admin sets the partner's own WhatsApp number and its pace in the co
     const row = pg.getByRole("row").filter({ hasText: id });
     await row.getByText("EAAG-c…").waitFor();
     await row.getByRole("cell", { name: "250", exact: true }).waitFor();
+    // Meta's daily limit of new people for its business account: the service's default until Meta says.
+    await row.getByRole("cell", { name: "0 of 250", exact: true }).waitFor();
     await row.getByRole("cell", { name: "Up", exact: true }).waitFor();
     assert.equal(await pg.getByText("EAAG-console-token").count(), 0, "the token is never shown back");
     const { data } = await partner("GET", "/settings/senders");

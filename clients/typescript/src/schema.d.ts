@@ -3195,6 +3195,12 @@ export interface components {
              */
             hub_fallback_after_s?: number | null;
             /**
+             * @description When the WhatsApp business account reached Meta's daily limit of people it may reach first (a
+             *     template to someone whose window is closed): `wait` for room (the attempt waits, error
+             *     `over_daily_limit`, until the oldest of the day's people leaves the rolling 24 hours), or go by `sms`.
+             */
+            over_limit: string;
+            /**
              * Format: int64
              * @description Seconds a message waits out its provider's outage (5xx, timeouts, no connection), trying again
              *     with backoff, before its chain moves on to the next channel. A provider's throttle is never an
@@ -3217,6 +3223,8 @@ export interface components {
              * @description 0 to 604800 seconds, or `null` for the hub only. Absent: back to the host's default.
              */
             hub_fallback_after_s?: number | null;
+            /** @description `wait` or `sms` (see `DeliverySettings`); absent: `wait`. */
+            over_limit?: string | null;
             /**
              * Format: int64
              * @description 0 to 86400 seconds (see `DeliverySettings`); absent: 60.
@@ -3905,6 +3913,7 @@ export interface components {
                  *     (absent: it is tried as usual).
                  */
                 circuit_open_until?: string | null;
+                limits?: components["schemas"]["SenderLimits"] | null;
                 /**
                  * Format: int32
                  * @description Its messages a second; `null`: the host's default for the channel (`HUBBUB_WHATSAPP_MPS`, 80 unless
@@ -4289,6 +4298,7 @@ export interface components {
              *     (absent: it is tried as usual).
              */
             circuit_open_until?: string | null;
+            limits?: components["schemas"]["SenderLimits"] | null;
             /**
              * Format: int32
              * @description Its messages a second; `null`: the host's default for the channel (`HUBBUB_WHATSAPP_MPS`, 80 unless
@@ -4320,6 +4330,12 @@ export interface components {
             app_secret: string;
             /** @description The WhatsApp Business Account id. */
             business_account_id: string;
+            /**
+             * Format: int64
+             * @description Meta's messaging limit of the business account (people reached first a rolling 24 hours: 250, 1,000,
+             *     10,000, 100,000), when known before Meta's `phone_number_quality_update` says it; absent: unchanged.
+             */
+            daily_limit?: number | null;
             /**
              * Format: int64
              * @description Messages a second the number sends (Meta's throughput: 80, or 1,000 once Meta raised it), shared by
@@ -4567,6 +4583,23 @@ export interface components {
             /** @description An approved (or pending) template of the partner's, rendered with `vars` into the body. */
             template_code?: string | null;
             vars?: Record<string, never> | null;
+        };
+        /** @description A WhatsApp sender's messaging limit and how much of it today used. */
+        SenderLimits: {
+            /**
+             * Format: int64
+             * @description People a day (`null`: unlimited).
+             */
+            daily_limit?: number | null;
+            /** @description Whether the limit was set (here, or by Meta's webhook); else the host's default applies. */
+            limit_known: boolean;
+            /** @description What Meta's last quality update said (`FLAGGED`, `UNFLAGGED`, `UPGRADE`, `DOWNGRADE`). */
+            quality?: string | null;
+            /**
+             * Format: int64
+             * @description People reached first in the last 24 hours.
+             */
+            reached_today: number;
         };
         /** @enum {string} */
         SessionKind: "flow" | "chat";
@@ -4839,6 +4872,11 @@ export interface components {
              * @description Messages from people not seen before (each opens their 24-hour window, and is routed after).
              */
             inbound: number;
+            /**
+             * Format: int64
+             * @description Messaging limits set by Meta's `phone_number_quality_update`.
+             */
+            limits: number;
             /**
              * Format: int64
              * @description Template decisions that changed a template.
@@ -8580,7 +8618,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description Signed: X-Hub-Signature-256 = sha256=<hex HMAC-SHA256 of the body with HUBBUB_WHATSAPP_APP_SECRET>. entry[].changes[].value.statuses[] and .messages[] are read, and changes with field message_template_status_update. */
+        /** @description Signed: X-Hub-Signature-256 = sha256=<hex HMAC-SHA256 of the body with HUBBUB_WHATSAPP_APP_SECRET>. entry[].changes[].value.statuses[] and .messages[] are read, and changes with field message_template_status_update and phone_number_quality_update (the host's app only). */
         requestBody: {
             content: {
                 "application/json": Record<string, never>;

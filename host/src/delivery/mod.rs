@@ -721,6 +721,15 @@ pub(crate) async fn send_on(
     if delivery.circuits.is_open(&key, delivery.now()) {
         return Ok(Outcome::Down(format!("{}: the provider is down (circuit open)", channel.as_str())));
     }
+    // A template to someone whose window is closed starts a conversation: Meta's daily limit counts it.
+    if channel == Channel::Whatsapp
+        && template.is_some()
+        && sending.provider.paced()
+        && !window_open(delivery, &sending, phone).await?
+        && let Some(over) = over_limit(delivery, partner_id, &sending, phone).await?
+    {
+        return Ok(over);
+    }
     if let pacing::Pace::Later { until } = pacing::before_send(delivery, &sending, channel, phone, urgent).await? {
         return Ok(Outcome::Wait { why: PACED, until, reason: None });
     }
@@ -729,6 +738,38 @@ pub(crate) async fn send_on(
         None => sending.provider.send(phone, text).await,
     };
     settle(delivery, &sending, channel, &key, result).await
+}
+
+/// Why an attempt waits, or is skipped: its WhatsApp business account reached its daily limit of new people.
+pub const OVER_DAILY_LIMIT: &str = "over_daily_limit";
+
+/// When `sending`'s business account has no room today for one more person (`phone`, not counted yet): the
+/// try waits for room, or is skipped for SMS, as the partner chose (`over_limit`). `None`: there is room,
+/// and `phone` is counted.
+async fn over_limit(
+    delivery: &Delivery,
+    partner_id: Option<i64>,
+    sending: &Sending,
+    phone: &str,
+) -> Result<Option<Outcome>, sqlx::Error> {
+    use crate::store::limits::{self, Room};
+    let limit = match limits::of(&delivery.db, &sending.account).await? {
+        Some(kept) => kept.daily_limit,
+        None => Some(delivery.config.whatsapp_daily_limit as i64).filter(|n| *n > 0),
+    };
+    let now = delivery.now();
+    let Room::Full { until } = limits::take(&delivery.db, &sending.account, phone, limit, now).await? else {
+        return Ok(None);
+    };
+    metrics::counter!("hubbub_whatsapp_over_daily_limit_total").increment(1);
+    let by_sms = match partner_id {
+        Some(id) => crate::store::partners::over_limit(&delivery.db, id).await? == "sms",
+        None => false,
+    };
+    Ok(Some(match by_sms {
+        true => Outcome::Skipped(OVER_DAILY_LIMIT),
+        false => Outcome::Wait { why: OVER_DAILY_LIMIT, until, reason: None },
+    }))
 }
 
 /// What a provider's answer makes of a try: sent or refused; a throttle holds the sender back and the try

@@ -126,6 +126,31 @@ pub fn whatsapp_values<'a>(ours: &[Ours], payload: &'a Value) -> Vec<(&'a Value,
         .collect()
 }
 
+/// Meta's `phone_number_quality_update` changes of a notification the host's own app signed: each names its
+/// business account (`entry[].id`) and the tier it may now reach first a day (`current_limit`), and the
+/// `event` that moved it (`FLAGGED`, `UNFLAGGED`, `UPGRADE`, `DOWNGRADE`), kept as its quality. The host's own
+/// business account is kept as the host's senders are (`''`). Answers how many limits it set.
+pub async fn apply_quality_updates(delivery: &Delivery, payload: &Value) -> Result<i64, sqlx::Error> {
+    let host_account = delivery.config.whatsapp_business_account_id.as_deref().unwrap_or("").trim();
+    let mut set = 0;
+    for entry in payload["entry"].as_array().into_iter().flatten() {
+        let account = entry["id"].as_str().unwrap_or("");
+        let account = if account == host_account || account.is_empty() { "" } else { account };
+        for change in entry["changes"].as_array().into_iter().flatten() {
+            if change["field"] != "phone_number_quality_update" {
+                continue;
+            }
+            let value = &change["value"];
+            let Some(limit) = value["current_limit"].as_str().and_then(crate::store::limits::tier) else { continue };
+            let quality = value["event"].as_str();
+            crate::store::limits::set(&delivery.db, account, limit, quality, delivery.now()).await?;
+            tracing::info!(account, ?limit, ?quality, "WhatsApp messaging limit updated by Meta");
+            set += 1;
+        }
+    }
+    Ok(set)
+}
+
 fn whatsapp_changes(payload: &Value) -> impl Iterator<Item = &Value> {
     payload["entry"].as_array().into_iter().flatten().flat_map(|e| e["changes"].as_array().into_iter().flatten())
 }

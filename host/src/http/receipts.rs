@@ -238,6 +238,8 @@ struct WhatsappApplied {
     inbound: i64,
     /// Template decisions that changed a template.
     templates: i64,
+    /// Messaging limits set by Meta's `phone_number_quality_update`.
+    limits: i64,
 }
 
 /// WhatsApp Cloud API webhook: message statuses (delivered, read, failed; a failure because the person
@@ -250,7 +252,7 @@ struct WhatsappApplied {
     tag = "providers",
     request_body(
         content = Object,
-        description = "Signed: X-Hub-Signature-256 = sha256=<hex HMAC-SHA256 of the body with HUBBUB_WHATSAPP_APP_SECRET>. entry[].changes[].value.statuses[] and .messages[] are read, and changes with field message_template_status_update."
+        description = "Signed: X-Hub-Signature-256 = sha256=<hex HMAC-SHA256 of the body with HUBBUB_WHATSAPP_APP_SECRET>. entry[].changes[].value.statuses[] and .messages[] are read, and changes with field message_template_status_update and phone_number_quality_update (the host's app only)."
     ),
     responses(
         (status = 200, description = "What the notification changed", body = WhatsappApplied),
@@ -274,14 +276,17 @@ async fn whatsapp_statuses(
     }
     let inbound =
         inbound::receive(&state.delivery, &inbound::from_whatsapp(&ours, &payload, state.now())).await? as i64;
-    // Templates are submitted under the host's business account: only its own signature decides them.
+    // Templates are submitted under the host's business account: only its own signature decides them. Its
+    // signature speaks for messaging limits too.
     let mut templates = 0;
+    let mut limits = 0;
     if ours.iter().any(|our| our.partner_id.is_none()) {
         for (id, status, reason) in meta_review::template_updates(&payload) {
             templates += meta_review::apply(&state.delivery, &id, &status, reason.as_deref()).await? as i64;
         }
+        limits = receipts::apply_quality_updates(&state.delivery, &payload).await?;
     }
-    Ok(Json(WhatsappApplied { applied, inbound, templates }))
+    Ok(Json(WhatsappApplied { applied, inbound, templates, limits }))
 }
 
 /// The distinct numbers one notification signed by a partner's app may name (Meta names one): they are

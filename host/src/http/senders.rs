@@ -18,6 +18,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::names::Channel;
 use crate::senders::{Fields, prefix};
+use crate::store::limits;
 use crate::store::senders::{self, Sender};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -48,7 +49,25 @@ pub struct SenderRecord {
     /// (absent: it is tried as usual).
     #[serde(skip_serializing_if = "Option::is_none")]
     circuit_open_until: Option<String>,
+    /// WhatsApp: Meta's messaging limit of its business account, people it may reach first (a template to
+    /// someone whose window is closed) in a rolling 24 hours, as set here or by Meta's
+    /// `phone_number_quality_update`; `null` with `limit_known: false`: the host's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limits: Option<SenderLimits>,
     updated_at: String,
+}
+
+/// A WhatsApp sender's messaging limit and how much of it today used.
+#[derive(Serialize, ToSchema)]
+pub struct SenderLimits {
+    /// People a day (`null`: unlimited).
+    daily_limit: Option<i64>,
+    /// Whether the limit was set (here, or by Meta's webhook); else the host's default applies.
+    limit_known: bool,
+    /// What Meta's last quality update said (`FLAGGED`, `UNFLAGGED`, `UPGRADE`, `DOWNGRADE`).
+    quality: Option<String>,
+    /// People reached first in the last 24 hours.
+    reached_today: i64,
 }
 
 impl From<&Sender> for SenderRecord {
@@ -61,6 +80,7 @@ impl From<&Sender> for SenderRecord {
             app_secret_prefix: s.app_secret.as_deref().map(prefix),
             mps: s.mps,
             circuit_open_until: None,
+            limits: None,
             updated_at: record_time(s.updated_at),
         }
     }
@@ -80,16 +100,29 @@ async fn list_senders(
 ) -> ApiResult<Json<List<SenderRecord>>> {
     let now = state.clock.now_ms();
     let circuits = state.delivery.circuits.states(now);
-    let data = senders::list(&state.db, partner.id)
-        .await?
-        .iter()
-        .map(|s| {
-            let key = crate::delivery::pacing::key_of(s.channel, &s.account, &s.address);
-            let open = circuits.iter().find(|c| c.sender == key).and_then(|c| c.open_until);
-            SenderRecord { circuit_open_until: open.map(record_time), ..SenderRecord::from(s) }
-        })
-        .collect();
+    let mut data = Vec::new();
+    for s in senders::list(&state.db, partner.id).await? {
+        let key = crate::delivery::pacing::key_of(s.channel, &s.account, &s.address);
+        let open = circuits.iter().find(|c| c.sender == key).and_then(|c| c.open_until);
+        let limits = match s.channel {
+            Channel::Whatsapp => Some(limits_of(&state, &s.account).await?),
+            _ => None,
+        };
+        data.push(SenderRecord { circuit_open_until: open.map(record_time), limits, ..SenderRecord::from(&s) });
+    }
     Ok(Json(List { data, next_cursor: None }))
+}
+
+/// The messaging limit of the WhatsApp business account `account`, and how much of it today used.
+async fn limits_of(state: &AppState, account: &str) -> ApiResult<SenderLimits> {
+    let kept = limits::of(&state.db, account).await?;
+    let default = Some(state.config.whatsapp_daily_limit as i64).filter(|n| *n > 0);
+    Ok(SenderLimits {
+        daily_limit: kept.as_ref().map_or(default, |k| k.daily_limit),
+        limit_known: kept.is_some(),
+        quality: kept.and_then(|k| k.quality),
+        reached_today: limits::reached_today(&state.db, account, state.clock.now_ms()).await?,
+    })
 }
 
 /// A partner's own WhatsApp number.
@@ -112,6 +145,10 @@ struct SetWhatsapp {
     /// every host; absent: the host's default.
     #[schema(minimum = 1, maximum = 10000)]
     mps: Option<i64>,
+    /// Meta's messaging limit of the business account (people reached first a rolling 24 hours: 250, 1,000,
+    /// 10,000, 100,000), when known before Meta's `phone_number_quality_update` says it; absent: unchanged.
+    #[schema(minimum = 1, maximum = 100000000)]
+    daily_limit: Option<i64>,
 }
 
 /// A partner's own Twilio sender.
@@ -166,7 +203,15 @@ async fn set_whatsapp_sender(
         mps: req.mps,
         ..Fields::default()
     };
-    set(&state, partner.id, Channel::Whatsapp, &fields).await
+    if req.daily_limit.is_some_and(|n| !(1..=100_000_000).contains(&n)) {
+        return Err(ApiError::validation("daily_limit", "daily_limit is people a day: 1 to 100000000"));
+    }
+    let Json(mut record) = set(&state, partner.id, Channel::Whatsapp, &fields).await?;
+    if let Some(limit) = req.daily_limit {
+        limits::set(&state.db, &record.account, Some(limit), None, state.clock.now_ms()).await?;
+    }
+    record.limits = Some(limits_of(&state, &record.account).await?);
+    Ok(Json(record))
 }
 
 /// Set the partner's own Twilio sender (replacing the one it had).

@@ -22,6 +22,7 @@ pub mod form_links;
 pub mod inbound;
 pub mod keys;
 pub mod leases;
+pub mod limits;
 pub mod members;
 pub mod messages;
 pub mod opt_outs;

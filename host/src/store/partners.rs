@@ -385,6 +385,12 @@ pub async fn provider_retry(db: &Db, partner_id: i64) -> Result<Option<i64>, sql
         .await
 }
 
+/// What the partner's WhatsApp messages do when its business account reached Meta's daily limit: `wait` for
+/// room, or go by `sms`.
+pub async fn over_limit(db: &Db, partner_id: i64) -> Result<String, sqlx::Error> {
+    sqlx::query_scalar("SELECT over_limit FROM partners WHERE id = $1").bind(partner_id).fetch_one(db.reader()).await
+}
+
 /// Whether the partner asked for a `message.attempt` event of every WhatsApp and SMS try.
 pub async fn attempt_events(db: &Db, partner_id: i64) -> Result<bool, sqlx::Error> {
     let on: i64 = sqlx::query_scalar("SELECT attempt_events FROM partners WHERE id = $1")
@@ -405,15 +411,17 @@ pub async fn set_delivery_settings(
     window_fallback: bool,
     provider_retry_s: Option<i64>,
     attempt_events: bool,
+    over_limit: &str,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
         "UPDATE partners SET hub_fallback_after_s = $1, whatsapp_window_fallback = $2, provider_retry_s = $3, \
-         attempt_events = $4 WHERE id = $5",
+         attempt_events = $4, over_limit = $5 WHERE id = $6",
     )
     .bind(seconds)
     .bind(i64::from(window_fallback))
     .bind(provider_retry_s)
     .bind(i64::from(attempt_events))
+    .bind(over_limit)
     .bind(partner_id)
     .execute(db.writer())
     .await?;

@@ -26,7 +26,7 @@ export function Senders() {
       {status ? <p role="status">{status}</p> : null}
       <table>
         <caption class="sr-only">Your own senders</caption>
-        <Head cols={["Channel", "Number", "Account", "Token", "App secret", "Messages a second", "Provider", "Changed"]} actions />
+        <Head cols={["Channel", "Number", "Account", "Token", "App secret", "Messages a second", "New people today", "Provider", "Changed"]} actions />
         <tbody>
           {senders.map((s) => (
             <tr>
@@ -36,6 +36,11 @@ export function Senders() {
               <td class="mono">{s.token_prefix}</td>
               <td class="mono">{s.app_secret_prefix ?? ""}</td>
               <td>{s.mps ?? "the service's default"}</td>
+              <td>
+                {s.limits
+                  ? `${s.limits.reached_today} of ${s.limits.daily_limit ?? "unlimited"}${s.limits.quality ? ` (Meta: ${s.limits.quality})` : ""}`
+                  : "—"}
+              </td>
               <td>{s.circuit_open_until ? `Down: not tried until ${when(s.circuit_open_until)}` : "Up"}</td>
               <td>{when(s.updated_at)}</td>
               <td>

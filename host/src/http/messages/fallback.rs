@@ -40,6 +40,11 @@ pub(super) struct DeliverySettings {
     /// A `message.attempt` webhook event for every WhatsApp and SMS try (sent, failed, skipped, waiting),
     /// besides the `message.status` events of the message's state.
     attempt_events: bool,
+    /// When the WhatsApp business account reached Meta's daily limit of people it may reach first (a
+    /// template to someone whose window is closed): `wait` for room (the attempt waits, error
+    /// `over_daily_limit`, until the oldest of the day's people leaves the rolling 24 hours), or go by `sms`.
+    #[schema(value_type = String, pattern = "^(wait|sms)$")]
+    over_limit: String,
 }
 
 /// A new fallback window.
@@ -57,6 +62,9 @@ pub(super) struct Update {
     provider_retry_s: Option<i64>,
     /// See `DeliverySettings`; absent: `false`.
     attempt_events: Option<bool>,
+    /// `wait` or `sms` (see `DeliverySettings`); absent: `wait`.
+    #[schema(pattern = "^(wait|sms)$")]
+    over_limit: Option<String>,
 }
 
 async fn answer(state: &AppState, partner_id: i64) -> ApiResult<Json<DeliverySettings>> {
@@ -70,6 +78,7 @@ async fn answer(state: &AppState, partner_id: i64) -> ApiResult<Json<DeliverySet
             .await?
             .unwrap_or(crate::delivery::DEFAULT_PROVIDER_RETRY_S),
         attempt_events: partners::attempt_events(&state.db, partner_id).await?,
+        over_limit: partners::over_limit(&state.db, partner_id).await?,
     }))
 }
 
@@ -110,6 +119,11 @@ pub(super) async fn set_delivery_settings(
         return Err(ApiError::validation("provider_retry_s", "provider_retry_s is 0 to 86400 seconds"));
     }
     let attempts = req.attempt_events.unwrap_or(false);
-    partners::set_delivery_settings(&state.db, partner.id, seconds, window_fallback, retry, attempts).await?;
+    let over_limit = req.over_limit.as_deref().unwrap_or("wait");
+    if !matches!(over_limit, "wait" | "sms") {
+        return Err(ApiError::validation("over_limit", "over_limit is wait or sms"));
+    }
+    partners::set_delivery_settings(&state.db, partner.id, seconds, window_fallback, retry, attempts, over_limit)
+        .await?;
     answer(&state, partner.id).await
 }

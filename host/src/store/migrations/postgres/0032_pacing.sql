@@ -35,3 +35,25 @@ ALTER TABLE broadcasts ADD COLUMN send_at BIGINT;
 
 -- Partners that asked for a `message.attempt` webhook event for every WhatsApp and SMS try (1).
 ALTER TABLE partners ADD COLUMN attempt_events BIGINT NOT NULL DEFAULT 0;
+
+-- Meta's messaging limit: business-initiated messages to new people a rolling 24 hours, per business
+-- account (every number of it shares the count). `account` as senders keep it ('' for the host's own);
+-- `daily_limit` NULL: unlimited; `quality` what Meta's last `phone_number_quality_update` said.
+CREATE TABLE messaging_limits (
+    account     TEXT   PRIMARY KEY,
+    daily_limit BIGINT,
+    quality     TEXT,
+    updated_at  BIGINT NOT NULL
+);
+-- The people a business account reached first in the last 24 hours (a template to someone whose window is
+-- closed): the count a limit is held to.
+CREATE TABLE whatsapp_initiated (
+    account TEXT   NOT NULL,
+    phone   TEXT   NOT NULL,
+    at      BIGINT NOT NULL,
+    PRIMARY KEY (account, phone)
+);
+CREATE INDEX whatsapp_initiated_recent ON whatsapp_initiated (account, at);
+
+-- What a partner's WhatsApp messages do when the limit is reached: 'wait' for room, or go by 'sms'.
+ALTER TABLE partners ADD COLUMN over_limit TEXT NOT NULL DEFAULT 'wait';
