@@ -28,29 +28,18 @@ pub async fn reserve(
     urgent: bool,
 ) -> Result<Reserved, sqlx::Error> {
     // `SET` expressions read the row as it was, so one statement decides and moves the budget.
-    let sql = match db.backend() {
-        Backend::Postgres => {
-            "INSERT INTO pacing (key, next_at, queue_at, went) VALUES ($1, $2 + $3, 0, 1) \
-             ON CONFLICT (key) DO UPDATE SET \
-             went = CASE WHEN $5 = 1 OR pacing.next_at <= $2 + $4 THEN 1 ELSE 0 END, \
-             next_at = CASE WHEN $5 = 1 OR pacing.next_at <= $2 + $4 \
-                 THEN GREATEST(pacing.next_at, $2) + $3 ELSE pacing.next_at END, \
-             queue_at = CASE WHEN $5 = 1 OR pacing.next_at <= $2 + $4 \
-                 THEN pacing.queue_at ELSE GREATEST(pacing.queue_at, pacing.next_at) + $3 END \
-             RETURNING next_at, queue_at, went"
-        }
-        Backend::Sqlite => {
-            "INSERT INTO pacing (key, next_at, queue_at, went) VALUES ($1, $2 + $3, 0, 1) \
-             ON CONFLICT (key) DO UPDATE SET \
-             went = CASE WHEN $5 = 1 OR pacing.next_at <= $2 + $4 THEN 1 ELSE 0 END, \
-             next_at = CASE WHEN $5 = 1 OR pacing.next_at <= $2 + $4 \
-                 THEN MAX(pacing.next_at, $2) + $3 ELSE pacing.next_at END, \
-             queue_at = CASE WHEN $5 = 1 OR pacing.next_at <= $2 + $4 \
-                 THEN pacing.queue_at ELSE MAX(pacing.queue_at, pacing.next_at) + $3 END \
-             RETURNING next_at, queue_at, went"
-        }
-    };
-    let row = sqlx::query(sql)
+    let max = greatest(db);
+    let sql = format!(
+        "INSERT INTO pacing (key, next_at, queue_at, went) VALUES ($1, $2 + $3, 0, 1) \
+         ON CONFLICT (key) DO UPDATE SET \
+         went = CASE WHEN $5 = 1 OR pacing.next_at <= $2 + $4 THEN 1 ELSE 0 END, \
+         next_at = CASE WHEN $5 = 1 OR pacing.next_at <= $2 + $4 \
+             THEN {max}(pacing.next_at, $2) + $3 ELSE pacing.next_at END, \
+         queue_at = CASE WHEN $5 = 1 OR pacing.next_at <= $2 + $4 \
+             THEN pacing.queue_at ELSE {max}(pacing.queue_at, pacing.next_at) + $3 END \
+         RETURNING next_at, queue_at, went"
+    );
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(key)
         .bind(now_us)
         .bind(interval_us)
@@ -69,18 +58,21 @@ pub async fn reserve(
 
 /// Holds the budget `key` back until `until_us` (the provider throttled it): no slot before then.
 pub async fn hold_off(db: &Db, key: &str, until_us: i64) -> Result<(), sqlx::Error> {
-    let sql = match db.backend() {
-        Backend::Postgres => {
-            "INSERT INTO pacing (key, next_at, queue_at, went) VALUES ($1, $2, 0, 0) \
-             ON CONFLICT (key) DO UPDATE SET next_at = GREATEST(pacing.next_at, $2)"
-        }
-        Backend::Sqlite => {
-            "INSERT INTO pacing (key, next_at, queue_at, went) VALUES ($1, $2, 0, 0) \
-             ON CONFLICT (key) DO UPDATE SET next_at = MAX(pacing.next_at, $2)"
-        }
-    };
-    sqlx::query(sql).bind(key).bind(until_us).execute(db.writer()).await?;
+    let sql = format!(
+        "INSERT INTO pacing (key, next_at, queue_at, went) VALUES ($1, $2, 0, 0) \
+         ON CONFLICT (key) DO UPDATE SET next_at = {}(pacing.next_at, $2)",
+        greatest(db)
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql)).bind(key).bind(until_us).execute(db.writer()).await?;
     Ok(())
+}
+
+/// The larger of two values, as the backend writes it (a name of this module's, never input).
+fn greatest(db: &Db) -> &'static str {
+    match db.backend() {
+        Backend::Postgres => "GREATEST",
+        Backend::Sqlite => "MAX",
+    }
 }
 
 /// Forgets the budgets nobody has used since `before_us` (pair rates of people written to long ago).

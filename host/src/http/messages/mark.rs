@@ -157,6 +157,9 @@ pub(super) async fn cancel_message(
     let now = state.clock.now_ms();
     match crate::messages::send::cancel(&state.db, partner.id, id, now).await? {
         Canceled::Canceled(m) => Ok(Json(MessageRecord::from(&m))),
+        Canceled::TooLate(m) if m.state == MessageState::Scheduled => {
+            Err(ApiError::conflict("the message is being sent now: it can no longer be canceled"))
+        }
         Canceled::TooLate(m) => Err(ApiError::conflict(format!(
             "the message is {}, not scheduled: only a scheduled message that has not gone can be canceled",
             m.state.as_str()
