@@ -17,6 +17,8 @@ export function Messages() {
   const [open, setOpen] = useState<ThreadMessage | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [status, setStatus] = useState<string | null>(null);
+  // Bumped to fetch the same page again (after a cancel).
+  const [fetches, setFetches] = useState(0);
   useTitle("Messages");
   useEffect(() => {
     get<Page<ThreadMessage>>(`/messages?${query}`).then(
@@ -26,7 +28,7 @@ export function Messages() {
       },
       (e) => setError(errorText(e)),
     );
-  }, [query.toString()]);
+  }, [query.toString(), fetches]);
   return (
     <section class="page" aria-labelledby="messages-h">
       <h1 id="messages-h">Messages</h1>
@@ -94,7 +96,7 @@ export function Messages() {
                         post(`/messages/${m.message_id}/cancel`, {}).then(
                           () => {
                             setStatus(`Message ${m.message_id} is canceled: it will not be sent.`);
-                            setQuery(new URLSearchParams(query));
+                            setFetches((n) => n + 1);
                           },
                           (e) => setError(errorText(e)),
                         )
