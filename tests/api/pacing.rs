@@ -200,16 +200,18 @@ async fn all_sent_on_whatsapp(app: &TestApp, ids: &[i64], within: Duration) {
 const BROADCAST: usize = 2_000;
 
 /// What 2,000 WhatsApp messages at 80 a second show at the fakes, after `took`: no SMS, at least 25 s, never
-/// more than 80 in a second, and few throttles. Unpaced, nearly all would be throttled (sent as fast as they
-/// come); with a budget per host, two hosts would send 160 a second, half of it throttled; paced on one
-/// budget, only the scheduler's jitter on a busy machine bunches a few tries into one second.
+/// more than 80 in a second, and throttles well under the messages' number. Unpaced, nearly every try would be
+/// throttled (sent as fast as they come); with a budget per host, two hosts would try 160 a second and about
+/// one try in two would be throttled, some 2,000 in all; paced on one budget, only the scheduler's jitter
+/// bunches tries into one second: 5 to 76 on a quiet machine, 245 once in CI beside the other tests on
+/// PostgreSQL. Hence the bound: two fifths of the messages.
 fn kept_to_the_rate(wa: &RateLimited, sms: &RateLimited, took: Duration, hosts: &str) {
     assert_eq!(sms.taken().len(), 0, "no SMS");
     assert!(took >= Duration::from_millis(24_900), "2,000 at 80/s take at least 25 s ({hosts}), took {took:?}");
     let busiest = wa.busiest_second();
     assert!(busiest <= 80, "at most 80 in any second ({hosts}), saw {busiest}");
     let throttled = wa.throttled.load(Ordering::SeqCst);
-    assert!(throttled <= BROADCAST / 10, "one budget keeps under the rate ({hosts}): {throttled} throttled");
+    assert!(throttled <= BROADCAST * 2 / 5, "one budget keeps under the rate ({hosts}): {throttled} throttled");
     eprintln!("2,000 WhatsApp messages at 80/s, {hosts}: {took:?}, busiest second {busiest}, {throttled} throttled");
 }
 
