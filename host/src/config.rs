@@ -433,6 +433,12 @@ impl Config {
         UploadQuota { bytes: self.user_upload_quota_mb.max(0) << 20, window_ms: 24 * 3_600_000 }
     }
 
+    /// The host's daily limit of people a WhatsApp business account reaches first, until Meta says its
+    /// tier (`HUBBUB_WHATSAPP_DAILY_LIMIT`; `None`: unlimited).
+    pub fn default_daily_limit(&self) -> Option<i64> {
+        Some(self.whatsapp_daily_limit as i64).filter(|n| *n > 0)
+    }
+
     /// Whether templates are decided at submit time.
     pub fn auto_review(&self) -> bool {
         self.dev || self.template_review == TemplateReview::Auto

@@ -215,45 +215,46 @@ fn kept_to_the_rate(wa: &RateLimited, sms: &RateLimited, took: Duration, hosts: 
     eprintln!("2,000 WhatsApp messages at 80/s, {hosts}: {took:?}, busiest second {busiest}, {throttled} throttled");
 }
 
-#[tokio::test]
-async fn two_thousand_whatsapp_messages_go_at_the_numbers_rate_with_no_sms() {
-    let wa = RateLimited::start(80, 6_000, false).await;
-    let sms = RateLimited::start(1, 0, true).await;
-    let (fake_wa, fake_sms) = (wa.fake(), sms.fake());
-    let clock = Arc::new(ManualClock::running(chrono::Utc::now().timestamp_millis()));
-    let app = TestApp::start_on_clock(Arc::new(TestDb::new().await), clock, move |c| {
+/// The rate-limited fakes (80/s and the pair rate for WhatsApp, 1/s for Twilio), and a paced host on them
+/// on `db` with a clock running in real time (or `clock`, shared with another host).
+async fn paced_host(db: Arc<TestDb>, clock: Option<Arc<ManualClock>>, fakes: &(RateLimited, RateLimited)) -> TestApp {
+    let (fake_wa, fake_sms) = (fakes.0.fake(), fakes.1.fake());
+    let clock = clock.unwrap_or_else(|| Arc::new(ManualClock::running(chrono::Utc::now().timestamp_millis())));
+    TestApp::start_on_clock(db, clock, move |c| {
         fake_providers(c, &fake_wa, &fake_sms);
         paced(c);
     })
-    .await;
+    .await
+}
+
+/// Meta's Cloud API at 80 a second with its pair rate, and Twilio at 1 a second.
+async fn rate_limited_fakes() -> (RateLimited, RateLimited) {
+    (RateLimited::start(80, 6_000, false).await, RateLimited::start(1, 0, true).await)
+}
+
+#[tokio::test]
+async fn two_thousand_whatsapp_messages_go_at_the_numbers_rate_with_no_sms() {
+    let fakes = rate_limited_fakes().await;
+    let app = paced_host(Arc::new(TestDb::new().await), None, &fakes).await;
+    let (wa, sms) = &fakes;
     let key = app.partner("acme").await;
     let phones = with_open_windows(&app, BROADCAST, "+1555700").await;
 
     let started = Instant::now();
     let ids = send_all(&app, &key, &phones).await;
     all_sent_on_whatsapp(&app, &ids, Duration::from_secs(90)).await;
-    kept_to_the_rate(&wa, &sms, started.elapsed(), "one host");
+    kept_to_the_rate(wa, sms, started.elapsed(), "one host");
     app.stop().await;
 }
 
 #[tokio::test]
 async fn two_hosts_on_one_database_share_the_numbers_rate() {
-    let wa = RateLimited::start(80, 6_000, false).await;
-    let sms = RateLimited::start(1, 0, true).await;
-    let (fake_wa, fake_sms) = (wa.fake(), sms.fake());
+    let fakes = rate_limited_fakes().await;
     let db = Arc::new(TestDb::new().await);
     let clock = Arc::new(ManualClock::running(chrono::Utc::now().timestamp_millis()));
-    let (w1, s1) = (fake_wa.clone(), fake_sms.clone());
-    let one = TestApp::start_on_clock(db.clone(), clock.clone(), move |c| {
-        fake_providers(c, &w1, &s1);
-        paced(c);
-    })
-    .await;
-    let two = TestApp::start_on_clock(db, clock, move |c| {
-        fake_providers(c, &fake_wa, &fake_sms);
-        paced(c);
-    })
-    .await;
+    let one = paced_host(db.clone(), Some(clock.clone()), &fakes).await;
+    let two = paced_host(db, Some(clock), &fakes).await;
+    let (wa, sms) = &fakes;
     let key = one.partner("acme").await;
     let phones = with_open_windows(&one, BROADCAST, "+1555710").await;
 
@@ -262,22 +263,16 @@ async fn two_hosts_on_one_database_share_the_numbers_rate() {
     let (ids_one, ids_two) = tokio::join!(send_all(&one, &key, half_one), send_all(&two, &key, half_two));
     let ids: Vec<i64> = ids_one.into_iter().chain(ids_two).collect();
     all_sent_on_whatsapp(&one, &ids, Duration::from_secs(90)).await;
-    kept_to_the_rate(&wa, &sms, started.elapsed(), "two hosts");
+    kept_to_the_rate(wa, sms, started.elapsed(), "two hosts");
     one.stop().await;
     two.stop().await;
 }
 
 #[tokio::test]
 async fn five_messages_to_one_person_go_six_seconds_apart() {
-    let wa = RateLimited::start(80, 6_000, false).await;
-    let sms = RateLimited::start(1, 0, true).await;
-    let (fake_wa, fake_sms) = (wa.fake(), sms.fake());
-    let clock = Arc::new(ManualClock::running(chrono::Utc::now().timestamp_millis()));
-    let app = TestApp::start_on_clock(Arc::new(TestDb::new().await), clock, move |c| {
-        fake_providers(c, &fake_wa, &fake_sms);
-        paced(c);
-    })
-    .await;
+    let fakes = rate_limited_fakes().await;
+    let app = paced_host(Arc::new(TestDb::new().await), None, &fakes).await;
+    let (wa, sms) = &fakes;
     let key = app.partner("acme").await;
     let phone = with_open_windows(&app, 1, "+1555720").await.remove(0);
     let ids = send_all(&app, &key, &vec![phone.clone(); 5]).await;

@@ -755,7 +755,7 @@ async fn over_limit(
     use crate::store::limits::{self, Room};
     let limit = match limits::of(&delivery.db, &sending.account).await? {
         Some(kept) => kept.daily_limit,
-        None => Some(delivery.config.whatsapp_daily_limit as i64).filter(|n| *n > 0),
+        None => delivery.config.default_daily_limit(),
     };
     let now = delivery.now();
     let Room::Full { until } = limits::take(&delivery.db, &sending.account, phone, limit, now).await? else {

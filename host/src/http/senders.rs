@@ -116,7 +116,7 @@ async fn list_senders(
 /// The messaging limit of the WhatsApp business account `account`, and how much of it today used.
 async fn limits_of(state: &AppState, account: &str) -> ApiResult<SenderLimits> {
     let kept = limits::of(&state.db, account).await?;
-    let default = Some(state.config.whatsapp_daily_limit as i64).filter(|n| *n > 0);
+    let default = state.config.default_daily_limit();
     Ok(SenderLimits {
         daily_limit: kept.as_ref().map_or(default, |k| k.daily_limit),
         limit_known: kept.is_some(),
