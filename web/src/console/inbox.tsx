@@ -352,14 +352,29 @@ function Contact({ phone }: { phone: string }) {
   const [payments, setPayments] = useState<Payment[]>([]);
   const [sessions, setSessions] = useState<BotSession[]>([]);
   useEffect(() => {
-    get<Page<BotSession>>(`/flow-sessions?phone=${encodeURIComponent(phone)}&limit=5`).then((p) => setSessions(p.data), () => setSessions([]));
-    get<Account>(`/accounts/${encodeURIComponent(phone)}`).then(setAccount, () => setAccount(null));
-    get<Page<Payment>>(`/payments?phone=${encodeURIComponent(phone)}&limit=5`).then((p) => setPayments(p.data), () => setPayments([]));
+    // Answers about a person whose thread is no longer open are dropped (they could land after the new one's).
+    let current = true;
+    const keep =
+      <T,>(set: (v: T) => void) =>
+      (v: T) =>
+        current && set(v);
+    get<Page<BotSession>>(`/flow-sessions?phone=${encodeURIComponent(phone)}&limit=5`).then(
+      (p) => keep(setSessions)(p.data),
+      () => keep(setSessions)([]),
+    );
+    get<Account>(`/accounts/${encodeURIComponent(phone)}`).then(keep(setAccount), () => keep(setAccount)(null));
+    get<Page<Payment>>(`/payments?phone=${encodeURIComponent(phone)}&limit=5`).then(
+      (p) => keep(setPayments)(p.data),
+      () => keep(setPayments)([]),
+    );
     // Hub messages only (what the partner sent outside conversations), the latest five.
     get<Page<ThreadMessage>>(`/messages?phone=${encodeURIComponent(phone)}&limit=50`).then(
-      (p) => setMessages(p.data.filter((m) => m.direction === "out" && m.conversation_id == null).slice(0, 5)),
-      () => setMessages([]),
+      (p) => keep(setMessages)(p.data.filter((m) => m.direction === "out" && m.conversation_id == null).slice(0, 5)),
+      () => keep(setMessages)([]),
     );
+    return () => {
+      current = false;
+    };
   }, [phone]);
   const fields = Object.entries((account?.fields ?? {}) as Record<string, unknown>);
   return (

@@ -21,13 +21,19 @@ export function Messages() {
   const [fetches, setFetches] = useState(0);
   useTitle("Messages");
   useEffect(() => {
+    // An answer to a query since replaced (the page's first load, answered after a filter's) is dropped.
+    let current = true;
     get<Page<ThreadMessage>>(`/messages?${query}`).then(
       (p) => {
+        if (!current) return;
         setList(p.data);
         setError(null);
       },
-      (e) => setError(errorText(e)),
+      (e) => current && setError(errorText(e)),
     );
+    return () => {
+      current = false;
+    };
   }, [query.toString(), fetches]);
   return (
     <section class="page" aria-labelledby="messages-h">
