@@ -25,6 +25,10 @@ pub struct MessageStatusEvent {
     pub state: MessageState,
     pub channel: Channel,
     pub phone: String,
+    /// Why a `failed` message was never tried: `blocked_by_user` (the person blocked the partner in the app)
+    /// or `marketing_refused` (they turned its marketing off). Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// ISO 8601 UTC.
     pub at: String,
 }
@@ -141,6 +145,7 @@ pub fn message_status(m: &Message, at: Millis) -> String {
         state: m.state,
         channel: m.channel.unwrap_or(Channel::Inapp),
         phone: m.phone.clone(),
+        error: m.error.clone().filter(|_| m.state == MessageState::Failed),
         at: iso_time(at),
     };
     serde_json::to_string(&event).expect("an event serialises")

@@ -44,6 +44,7 @@ pub mod names;
 pub mod otp;
 pub mod passkeys;
 pub mod payments;
+pub mod preferences;
 pub mod providers;
 pub mod runtime;
 pub mod secrets;

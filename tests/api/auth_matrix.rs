@@ -119,6 +119,8 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/me/flows/{ref}/submit", User),
     ("GET", "/api/v1/me/forms", User),
     ("GET", "/api/v1/me/messages", User),
+    ("GET", "/api/v1/me/preferences", User),
+    ("PUT", "/api/v1/me/preferences", User),
     ("DELETE", "/api/v1/me/tokens", User),
     ("GET", "/api/v1/me/push", User),
     ("POST", "/api/v1/me/push/subscriptions", User),

@@ -125,7 +125,7 @@ async fn the_window_is_per_message_then_per_partner_then_the_hosts() {
     let key = app.partner("acme").await;
     user_with_a_device(&app, &key).await;
     let settings = app.get(&key, "/api/v1/settings/delivery").await.ok(200).clone();
-    let defaults = json!({"hub_fallback_after_s": 300, "default": true, "whatsapp_window_fallback": false, "provider_retry_s": 60, "attempt_events": false, "over_limit": "wait"});
+    let defaults = json!({"hub_fallback_after_s": 300, "default": true, "whatsapp_window_fallback": false, "provider_retry_s": 60, "attempt_events": false, "over_limit": "wait", "quiet_hours": null});
     assert_eq!(settings, defaults);
     // `null`: the hub only, whatever the partner set.
     let hub_only = send_to_hub(&app, &key, "Hub only", json!({"fallback_after_s": null})).await;
@@ -136,7 +136,7 @@ async fn the_window_is_per_message_then_per_partner_then_the_hosts() {
     };
     assert_eq!(
         put(json!({"hub_fallback_after_s": 10})).await.ok(200).clone(),
-        json!({"hub_fallback_after_s": 10, "default": false, "whatsapp_window_fallback": false, "provider_retry_s": 60, "attempt_events": false, "over_limit": "wait"})
+        json!({"hub_fallback_after_s": 10, "default": false, "whatsapp_window_fallback": false, "provider_retry_s": 60, "attempt_events": false, "over_limit": "wait", "quiet_hours": null})
     );
     let partners = send_to_hub(&app, &key, "Partner window", json!({})).await;
     app.clock.advance_ms(11_000);

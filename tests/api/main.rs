@@ -25,6 +25,7 @@ mod messages;
 mod pacing;
 mod passkeys;
 mod payments;
+mod preferences;
 mod push;
 mod scale_out;
 mod scheduled;

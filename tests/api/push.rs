@@ -15,13 +15,13 @@ use crate::common::{FakeServer, TestApp, eventually};
 const PHONE: &str = "+15551230000";
 
 /// A browser's side of a subscription: its P-256 key pair and authentication secret.
-struct Device {
+pub(crate) struct Device {
     key: PrivateKey,
     auth: [u8; 16],
 }
 
 impl Device {
-    fn new() -> Device {
+    pub(crate) fn new() -> Device {
         let mut auth = [0u8; 16];
         aws_lc_rs::rand::fill(&mut auth).unwrap();
         Device { key: PrivateKey::generate(&ECDH_P256).unwrap(), auth }
@@ -31,7 +31,7 @@ impl Device {
         self.key.compute_public_key().unwrap().as_ref().to_vec()
     }
 
-    fn subscription(&self, endpoint: &str) -> Value {
+    pub(crate) fn subscription(&self, endpoint: &str) -> Value {
         json!({"endpoint": endpoint, "expirationTime": null,
                "keys": {"p256dh": URL_SAFE_NO_PAD.encode(self.public()), "auth": URL_SAFE_NO_PAD.encode(self.auth)}})
     }

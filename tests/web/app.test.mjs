@@ -815,11 +815,12 @@ test("2d. keyboard only: log in, move through the navigation, open a form and se
     await key("Enter");
     await kp.waitForURL((u) => !u.pathname.startsWith("/login"));
     await kp.getByRole("heading", { name: /^Inbox/ }).waitFor();
-    // Logged in: the focus is on the inbox's heading, the main navigation just before it: Shift+Tab to Forms, Enter.
+    // Logged in: the focus is on the inbox's heading, the main navigation (and the header's Preferences link)
+    // just before it: Shift+Tab to Forms, Enter.
     await onHeading("the inbox's heading", "inbox-h");
     const nav = kp.getByRole("navigation", { name: "Main" });
     await nav.waitFor();
-    await tabTo("Forms in the navigation", (f) => f.tag === "a" && f.href === "/forms" && f.text === "Forms", 4, true);
+    await tabTo("Forms in the navigation", (f) => f.tag === "a" && f.href === "/forms" && f.text === "Forms", 5, true);
     await key("Enter");
     await kp.waitForURL(/\/forms$/);
     await kp.getByRole("heading", { name: "Forms", level: 1 }).waitFor();
@@ -887,6 +888,95 @@ test("2e. a navigation just after the app re-rendered still moves the focus to t
   await page.waitForFunction(() => document.activeElement?.tagName === "H1", null, { timeout: 5000 }).catch(() => {});
   const f = await page.evaluate(() => ({ tag: document.activeElement?.tagName.toLowerCase(), inMain: !!document.getElementById("main")?.contains(document.activeElement) }));
   assert.deepEqual(f, { tag: "h1", inMain: true }, `the new page's heading has the focus after going to ${moved}`);
+});
+
+test("2f. the app's preferences: quiet hours, SMS refused and a partner blocked, saved and kept; the blocked partner's send fails", async () => {
+  const stamp = Date.now().toString(36);
+  // A partner writes to the person: it is listed on the page.
+  await send({ body: `Before the preferences ${stamp}` });
+  await page.goto(BASE + "/");
+  if (new URL(page.url()).pathname.startsWith("/login")) await login("/");
+  await page.getByRole("heading", { name: /^Inbox/ }).waitFor();
+  // The page's own token and API, to read and restore what the page saves.
+  const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
+  const prefs = async (method, body) => {
+    const res = await fetch(API + "/api/v1/me/preferences", {
+      method,
+      headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    assert.equal(res.status, 200, `${method} /me/preferences: ${res.status} ${text}`);
+    return JSON.parse(text);
+  };
+  const before = await prefs("GET");
+  const saveOnPage = async () => {
+    const answered = page.waitForResponse((r) => new URL(r.url()).pathname === "/api/v1/me/preferences" && r.request().method() === "PUT");
+    await page.getByRole("button", { name: "Save", exact: true }).click();
+    const res = await answered;
+    assert.equal(res.status(), 200, `PUT /me/preferences: ${res.status()} ${await res.text()}`);
+    await page.getByRole("status").filter({ hasText: "Your preferences are saved." }).waitFor();
+  };
+  try {
+    assert.ok(before.partners.acme, `the partner that wrote is in GET /me/preferences: ${JSON.stringify(before)}`);
+    assert.equal(before.time_zone, null, "no time zone is stored yet");
+    // The header's link opens the page.
+    await page.getByRole("link", { name: "Preferences", exact: true }).click();
+    await page.waitForURL((u) => u.pathname === "/preferences");
+    await page.getByRole("heading", { name: "Preferences", level: 1 }).waitFor();
+    assert.equal(await page.getByRole("link", { name: "Preferences", exact: true }).getAttribute("aria-current"), "page");
+    const acme = page.getByRole("group", { name: /\(acme\)/ });
+    await acme.waitFor();
+    assert.equal(await acme.getByRole("checkbox", { name: "Blocked", exact: true }).isChecked(), false);
+    // With none stored, the time zone proposed is this browser's own.
+    const browserZone = await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone);
+    const zone = page.getByLabel("Time zone", { exact: true });
+    assert.equal(await zone.inputValue(), browserZone, "the browser's time zone is proposed");
+    // Quiet hours 22:00-07:00, no SMS, the partner blocked.
+    await page.getByRole("switch", { name: "Quiet hours" }).check();
+    await page.getByLabel("Starts at", { exact: true }).fill("22:00");
+    await page.getByLabel("Ends at", { exact: true }).fill("07:00");
+    await page.getByRole("checkbox", { name: "SMS", exact: true }).uncheck();
+    await acme.getByRole("checkbox", { name: "Blocked", exact: true }).check();
+    await saveOnPage();
+    await shoot("app-preferences");
+    await axe("app-preferences");
+
+    // Stored as the page showed it.
+    const stored = await prefs("GET");
+    assert.equal(stored.time_zone, browserZone);
+    assert.deepEqual(stored.quiet_hours, { start: "22:00", end: "07:00" });
+    assert.deepEqual(stored.channels, { whatsapp: before.channels.whatsapp, sms: false });
+    const { name, ...acmeStored } = stored.partners.acme;
+    assert.deepEqual(acmeStored, { muted: before.partners.acme.muted, blocked: true, marketing: before.partners.acme.marketing });
+    assert.equal(name, before.partners.acme.name, "the partner's name is kept");
+    // And shown again after a reload.
+    await page.reload();
+    await acme.waitFor();
+    assert.equal(await zone.inputValue(), browserZone);
+    assert.equal(await page.getByRole("switch", { name: "Quiet hours" }).isChecked(), true);
+    assert.equal(await page.getByLabel("Starts at", { exact: true }).inputValue(), "22:00");
+    assert.equal(await page.getByLabel("Ends at", { exact: true }).inputValue(), "07:00");
+    assert.equal(await page.getByRole("checkbox", { name: "SMS", exact: true }).isChecked(), false);
+    assert.equal(await acme.getByRole("checkbox", { name: "Blocked", exact: true }).isChecked(), true);
+
+    // The blocked partner's message fails at once, saying why.
+    const refused = await send({ body: `While blocked ${stamp}` });
+    assert.equal(refused.state, "failed", JSON.stringify(refused));
+    assert.equal(refused.error, "blocked_by_user");
+
+    // Unblocked again on the page: the partner's messages come again.
+    await acme.getByRole("checkbox", { name: "Blocked", exact: true }).uncheck();
+    await saveOnPage();
+    assert.equal((await prefs("GET")).partners.acme.blocked, false);
+    const again = await send({ body: `Unblocked ${stamp}` });
+    assert.notEqual(again.state, "failed", JSON.stringify(again));
+    assert.notEqual(again.error, "blocked_by_user");
+  } finally {
+    // The phone is shared with the other tests: its preferences as they were (the names are read only).
+    const partners = Object.fromEntries(Object.entries(before.partners).map(([code, { muted, blocked, marketing }]) => [code, { muted, blocked, marketing }]));
+    await prefs("PUT", { time_zone: before.time_zone, quiet_hours: before.quiet_hours, channels: before.channels, partners });
+  }
 });
 
 test("3. support: open a conversation, get the agent's reply without reloading, reply", async () => {

@@ -1356,6 +1356,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/preferences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** My preferences. */
+        get: operations["my_preferences"];
+        /** Set my preferences (the whole document: what it leaves out goes back to the defaults). */
+        put: operations["set_my_preferences"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me/push": {
         parameters: {
             query?: never;
@@ -2678,6 +2696,11 @@ export interface components {
          *     its user sees it (every linked partner, no field values).
          */
         Account: {
+            /**
+             * @description Partner view only: `true` when the person blocked the calling partner in the app (its messages to
+             *     them fail, error `blocked_by_user`).
+             */
+            blocked?: boolean | null;
             display_name?: string | null;
             /** @description The calling partner's custom values (partner view only). */
             fields?: Record<string, never> | null;
@@ -2783,7 +2806,10 @@ export interface components {
             /**
              * @description `waiting`: not tried yet, until `retry_at`; `error` says why (`paced`: the sender's rate is spent
              *     until its turn; `throttled`: the provider asked us to slow down; `provider_unavailable`: the
-             *     provider is down, within the partner's retry budget).
+             *     provider is down, within the partner's retry budget; `over_daily_limit`: Meta's daily limit of new
+             *     people is reached; `quiet_hours`: the person's quiet hours, until they end). A `skipped` attempt's
+             *     `error` says why it was not tried (`opted_out`, `outside_24h_window`, `channel_refused_by_user`: the
+             *     person refuses this channel in the app, `muted_by_user`: they muted this partner, the hub only).
              */
             state: components["schemas"]["AttemptState"];
         };
@@ -3032,6 +3058,19 @@ export interface components {
         Category: "utility" | "marketing" | "authentication";
         /** @enum {string} */
         Channel: "inapp" | "whatsapp" | "sms";
+        /**
+         * @description The channels the person takes messages by, besides the app: `false` refuses one (its tries are skipped,
+         *     `channel_refused_by_user`; the message waits in the app).
+         */
+        Channels: {
+            sms: boolean;
+            whatsapp: boolean;
+        };
+        /** @description The channels taken (each absent: taken). */
+        ChannelsUpdate: {
+            sms?: boolean;
+            whatsapp?: boolean;
+        };
         /** @description The button pressed on the checkout page. */
         CheckoutForm: {
             /** @description `pay` (→ succeeded), `decline` (→ failed) or `cancel` (→ canceled). */
@@ -3178,6 +3217,21 @@ export interface components {
             /** @description `en` when absent or empty: a language tag such as `en`, `pt-BR`, `es_419`. */
             lang?: string | null;
         };
+        /**
+         * @description A partner's default quiet window: `HH:MM` to `HH:MM` (across midnight when the end is earlier) in an IANA
+         *     time zone.
+         */
+        DefaultQuietHours: {
+            /** @example 08:00 */
+            end: string;
+            /** @example 21:00 */
+            start: string;
+            /**
+             * @description For people who set no time zone of their own.
+             * @example Europe/Berlin
+             */
+            time_zone: string;
+        };
         /** @description The partner's delivery settings. */
         DeliverySettings: {
             /**
@@ -3207,6 +3261,7 @@ export interface components {
              *     outage: throttled messages wait their turn whatever this says.
              */
             provider_retry_s: number;
+            quiet_hours?: components["schemas"]["DefaultQuietHours"] | null;
             /**
              * @description An agent's free-form answer to a user who wrote from WhatsApp more than 24 hours ago (WhatsApp takes
              *     only approved templates then): `false` refuses it with 409 naming the window; `true` sends it on by
@@ -3230,6 +3285,7 @@ export interface components {
              * @description 0 to 86400 seconds (see `DeliverySettings`); absent: 60.
              */
             provider_retry_s?: number | null;
+            quiet_hours?: components["schemas"]["DefaultQuietHours"] | null;
             /** @description See `DeliverySettings`; absent: `false`. */
             whatsapp_window_fallback?: boolean | null;
         };
@@ -3842,6 +3898,12 @@ export interface components {
                 created_at: string;
                 direction: components["schemas"]["Direction"];
                 /**
+                 * @description Why a `failed` message was never tried, by its person's choice in the app: `blocked_by_user` (they
+                 *     blocked this partner) or `marketing_refused` (a marketing message; they turned this partner's
+                 *     marketing off). Absent otherwise (a failed try says why in its attempt).
+                 */
+                error?: string | null;
+                /**
                  * @description With `include=events`: every state the message has been in, oldest first (from `queued`; each later
                  *     one is a `message.status` event).
                  */
@@ -4096,6 +4158,12 @@ export interface components {
             created_at: string;
             direction: components["schemas"]["Direction"];
             /**
+             * @description Why a `failed` message was never tried, by its person's choice in the app: `blocked_by_user` (they
+             *     blocked this partner) or `marketing_refused` (a marketing message; they turned this partner's
+             *     marketing off). Absent otherwise (a failed try says why in its attempt).
+             */
+            error?: string | null;
+            /**
              * @description With `include=events`: every state the message has been in, oldest first (from `queued`; each later
              *     one is a `message.status` event).
              */
@@ -4141,6 +4209,8 @@ export interface components {
         };
         /** @description What a message carries besides its body, by type: stored with the message and spread into its record. */
         MessageContent: {
+            /** @description `marketing`, `utility` or `authentication`: the template's category, or the one the send gave. */
+            category?: string | null;
             e2e_envelope?: components["schemas"]["E2eEnvelope"];
             /**
              * Format: int64
@@ -4176,6 +4246,11 @@ export interface components {
             /** @description ISO 8601 UTC. */
             at: string;
             channel: components["schemas"]["Channel"];
+            /**
+             * @description Why a `failed` message was never tried: `blocked_by_user` (the person blocked the partner in the app)
+             *     or `marketing_refused` (they turned its marketing off). Absent otherwise.
+             */
+            error?: string | null;
             /** @description `message.status`. */
             event: string;
             /** Format: int64 */
@@ -4276,6 +4351,20 @@ export interface components {
             /** @description A label such as `ios` or `web`: at most 32 characters. */
             platform?: string | null;
         };
+        /** @description What the person chose for one partner. */
+        PartnerPreferences: {
+            /**
+             * @description Nothing from the partner reaches them: its sends answer `201` with the message `failed`, error
+             *     `blocked_by_user`; its bots answer nothing.
+             */
+            blocked: boolean;
+            /** @description `false`: no marketing templates or broadcasts from the partner (they fail, error `marketing_refused`). */
+            marketing: boolean;
+            /** @description The hub only: no push, no WhatsApp or SMS (answers in conversations they opened still come). */
+            muted: boolean;
+            /** @description The partner's name. */
+            name: string;
+        };
         /** @description A partner, by code and name. */
         PartnerRef: {
             code: string;
@@ -4323,6 +4412,15 @@ export interface components {
              *     numbers together), shared by every host; absent: the host's default.
              */
             mps?: number | null;
+        };
+        /**
+         * @description What the person chooses for one partner (see `PartnerPreferences`; each absent: its default, and `name`
+         *     is ignored).
+         */
+        PartnerUpdate: {
+            blocked?: boolean;
+            marketing?: boolean;
+            muted?: boolean;
         };
         /** @description A partner's own WhatsApp number. */
         PartnerWhatsappSender: {
@@ -4461,6 +4559,36 @@ export interface components {
             phone: string;
             ref: string;
         };
+        /** @description The person's preferences. */
+        Preferences: {
+            channels: components["schemas"]["Channels"];
+            /** @description By partner code: every partner that sent them a message or that they set something for. */
+            partners: {
+                [key: string]: components["schemas"]["PartnerPreferences"];
+            };
+            quiet_hours?: components["schemas"]["QuietHours"] | null;
+            /**
+             * @description Their IANA time zone (`Europe/Berlin`); quiet hours are in it. `null`: none set (the app proposes the
+             *     browser's).
+             * @example Europe/Berlin
+             */
+            time_zone?: string | null;
+        };
+        /** @description New preferences: the whole document (what it leaves out goes back to its default). */
+        PreferencesUpdate: {
+            /** @description Absent: both taken. */
+            channels?: components["schemas"]["ChannelsUpdate"];
+            /** @description By partner code; partners not named go back to the defaults. An unknown code is 422. */
+            partners?: {
+                [key: string]: components["schemas"]["PartnerUpdate"];
+            };
+            quiet_hours?: components["schemas"]["QuietHours"] | null;
+            /**
+             * @description An IANA time zone; `null` or absent: none. An unknown zone is 422.
+             * @example Europe/Berlin
+             */
+            time_zone?: string | null;
+        };
         /** @enum {string} */
         ProviderName: "dev" | "stripe";
         /** @description An agent device's identity key to publish: as [`PublishKey`], with the device named. */
@@ -4493,6 +4621,13 @@ export interface components {
             created_at: string;
             device_uuid: string;
             endpoint: string;
+        };
+        /** @description A daily window, `HH:MM` (24-hour) to `HH:MM`, across midnight when the end is earlier. */
+        QuietHours: {
+            /** @example 07:00 */
+            end: string;
+            /** @example 22:00 */
+            start: string;
         };
         /** @description Each readiness check: `ok`, or what is wrong. */
         ReadinessChecks: {
@@ -4528,6 +4663,7 @@ export interface components {
              *     on `vars`).
              */
             body?: string | null;
+            category?: components["schemas"]["Category"] | null;
             content_type?: components["schemas"]["ContentType"] | null;
             e2e_envelope?: components["schemas"]["E2eEnvelope"];
             /**
@@ -7593,6 +7729,61 @@ export interface operations {
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    my_preferences: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What reaches me and when */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Preferences"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    set_my_preferences: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreferencesUpdate"];
+            };
+        };
+        responses: {
+            /** @description The preferences as stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Preferences"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];

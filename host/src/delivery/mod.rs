@@ -21,6 +21,7 @@ use crate::channel_steps::Outgoing;
 use crate::clock::{Millis, SharedClock};
 use crate::config::Config;
 use crate::names::{AttemptKind, AttemptState, Channel, MessageState};
+use crate::preferences::{self, Honoured, is_marketing};
 use crate::providers::{Provider, SendError, TemplateMessage};
 use crate::store::deliveries::{Change, Finished, Job, NewAttempt, PutBack};
 use crate::store::leases::{Held, Leased};
@@ -534,11 +535,20 @@ async fn deliver(delivery: &Delivery, job: &Job, found: ToDeliver) -> Result<Don
         online: found.last_seen.is_some_and(|t| delivery.now() - t < delivery.config.offline_after_s as i64 * 1000),
         writes_from: found.conversation_channel,
     };
-    let channels = plan(&message.priority, recipient);
+    let honoured = &found.honoured;
+    if let Some(why) = honoured.refusal(is_marketing(&message.content)) {
+        return Ok(Done::only(refused(delivery, job, message, why)));
+    }
+    let mut channels = plan(&message.priority, recipient);
+    // A channel the person refuses (or a partner they muted) is skipped: the message waits in the hub.
+    let held = |c: &Channel| skipped_by_choice(honoured, &message, *c).is_some();
+    if channels.iter().any(held) && !channels.contains(&Channel::Inapp) {
+        channels.push(Channel::Inapp);
+    }
     let partner_name = found.partner_name;
 
     let chain = run_chain(delivery, job, &channels, found.provider_retry_s, |channel| {
-        send_message(delivery, channel, &message, &partner_name, opted_out)
+        send_message(delivery, channel, &message, &partner_name, opted_out, honoured)
     })
     .await?;
     let attempts = match chain {
@@ -560,12 +570,16 @@ async fn deliver(delivery: &Delivery, job: &Job, found: ToDeliver) -> Result<Don
     let mut alerts: Vec<(Channel, Outcome)> = Vec::new();
     let mut release_alert = None;
     let in_hub = matches!(attempts.last(), Some((Channel::Inapp, Outcome::Sent(_))));
-    if in_hub && is_encrypted(&message) && !recipient.online {
+    // No alert in the person's quiet hours, nor on a channel they refuse (none when they muted the partner).
+    let alert_may_go =
+        honoured.quiet_until(delivery.now(), &message.priority, is_marketing(&message.content)).is_none();
+    if in_hub && is_encrypted(&message) && !recipient.online && alert_may_go {
         let now = delivery.now();
         let last_seen = found.last_seen.unwrap_or(0);
         if devices::claim_alert(db, message.partner_id, &message.phone, message_id, last_seen, now).await? {
             let text = alert_text(&partner_name, &delivery.config.public_url, &message);
-            for channel in [Channel::Whatsapp, Channel::Sms] {
+            let taken = [Channel::Whatsapp, Channel::Sms].into_iter();
+            for channel in taken.filter(|c| skipped_by_choice(honoured, &message, *c).is_none()) {
                 let to = (Some(message.partner_id), channel, message.phone.as_str());
                 let outcome = send_on(delivery, to, None, &text, opted_out, true).await?.now_or_never();
                 let sent = outcome.is_sent();
@@ -593,7 +607,9 @@ async fn deliver(delivery: &Delivery, job: &Job, found: ToDeliver) -> Result<Don
         .collect();
     let change = Some(Change::State { from: &[MessageState::Queued, MessageState::Scheduled], to, channel });
     let (window, default_window) = (found.fallback_after_s, delivery.config.hub_fallback_after_s);
-    let follow_up = match in_hub {
+    // Muted: the hub only, no fallback after it.
+    let hub_only = skipped_by_choice(honoured, &message, Channel::Whatsapp) == Some(preferences::MUTED_BY_USER);
+    let follow_up = match in_hub && !hub_only {
         true => crate::messages::routing::after_hub(
             &message.priority,
             &message.content,
@@ -681,7 +697,14 @@ async fn send_message(
     message: &Message,
     partner_name: &str,
     opted_out: bool,
+    honoured: &Honoured,
 ) -> Result<Outcome, sqlx::Error> {
+    if let Some(why) = skipped_by_choice(honoured, message, channel) {
+        return Ok(Outcome::Skipped(why));
+    }
+    if let Some(until) = honoured.quiet_until(delivery.now(), &message.priority, is_marketing(&message.content)) {
+        return Ok(Outcome::Wait { why: preferences::QUIET_HOURS, until, reason: None });
+    }
     let template = whatsapp_template(delivery, channel, message).await?;
     let text = match template {
         Some(_) => String::new(),
@@ -689,6 +712,24 @@ async fn send_message(
     };
     let to = (Some(message.partner_id), channel, message.phone.as_str());
     send_on(delivery, to, template, &text, opted_out, is_urgent(&message.priority)).await
+}
+
+/// Why the person's choices skip a try of `message` on `channel`: a channel they refuse, or its partner
+/// muted (the hub only) — a message in a conversation they opened is an answer, which muting keeps.
+fn skipped_by_choice(honoured: &Honoured, message: &Message, channel: Channel) -> Option<&'static str> {
+    let why = honoured.skips(channel)?;
+    (why != preferences::MUTED_BY_USER || message.conversation_id.is_none()).then_some(why)
+}
+
+/// What a job records for a message its person refused (blocked its partner, or its marketing): `failed`,
+/// with why, never tried.
+fn refused(delivery: &Delivery, job: &Job, message: Message, why: &'static str) -> Finished {
+    let from = &[MessageState::Queued, MessageState::Scheduled][..];
+    let message = Message { error: Some(why.to_string()), ..message };
+    Finished {
+        change: Some(Change::State { from, to: MessageState::Failed, channel: None }),
+        ..unchanged(delivery, job, message)
+    }
 }
 
 /// Whether messages of `priority` go ahead of the line at a saturated sender: codes and chat.
@@ -816,6 +857,13 @@ pub(crate) async fn send_outgoing(
         let why = format!("{} has no provider", channel.as_str());
         return Ok(messages.iter().map(|_| Outcome::Failed(why.clone())).collect());
     };
+    // A bot answers the person's own message: a partner they blocked says nothing, a channel they refuse
+    // carries nothing (muting keeps answers, as in a conversation).
+    let honoured = crate::store::preferences::honoured(&delivery.db, phone, partner_id).await?;
+    let by_choice = honoured.refusal(false).or(honoured.skips(channel).filter(|w| *w != preferences::MUTED_BY_USER));
+    if let Some(reason) = by_choice {
+        return Ok(messages.iter().map(|_| Outcome::Skipped(reason)).collect());
+    }
     if let Some(reason) = skip_reason(delivery, &sending, channel, phone, None, true).await? {
         return Ok(messages.iter().map(|_| Outcome::Skipped(reason)).collect());
     }
@@ -959,7 +1007,16 @@ async fn continue_after_receipt(
         fallback_text(message, &partner_name, &delivery.config.public_url)
     };
     let to = (Some(message.partner_id), Channel::Sms, message.phone.as_str());
-    let outcome = send_on(delivery, to, None, &text, opted_out, alert || is_urgent(&message.priority)).await?;
+    let honoured = &found.honoured;
+    let marketing = is_marketing(&message.content);
+    let outcome = if let Some(why) = skipped_by_choice(honoured, message, Channel::Sms).or(honoured.refusal(marketing))
+    {
+        Outcome::Skipped(why)
+    } else if let Some(until) = honoured.quiet_until(delivery.now(), &message.priority, marketing) {
+        Outcome::Wait { why: preferences::QUIET_HOURS, until, reason: None }
+    } else {
+        send_on(delivery, to, None, &text, opted_out, alert || is_urgent(&message.priority)).await?
+    };
     // The message's SMS waits its turn (or for its provider), as a first delivery would; an alert does not.
     let outcome = match alert {
         true => outcome.now_or_never(),
@@ -991,17 +1048,26 @@ async fn continue_after_receipt(
 /// that gets the message at the same moment either ends the chain (it came first) or finds it on its way.
 async fn after_hub(delivery: &Delivery, job: &Job, found: ToDeliver) -> Result<Done, sqlx::Error> {
     let (message, partner_name, opted_out) = (found.message, found.partner_name, found.opted_out);
+    let honoured = &found.honoured;
     let in_hub_only = message.state == MessageState::Sent && message.channel == Some(Channel::Inapp);
+    // The channels the person takes from this partner now (they may have muted it, or blocked it, since).
+    let channels: Vec<Channel> = [Channel::Whatsapp, Channel::Sms]
+        .into_iter()
+        .filter(|c| skipped_by_choice(honoured, &message, *c).is_none())
+        .collect();
+    let refused = honoured.refusal(is_marketing(&message.content)).is_some();
     let mut finished = unchanged(delivery, job, message);
     // A job that waited has claimed the fallback already.
     if !in_hub_only
+        || refused
+        || channels.is_empty()
         || (job.waits == 0 && !messages::claim_hub_fallback(&delivery.db, finished.message.id, delivery.now()).await?)
     {
         return Ok(Done::only(finished));
     }
     let message = finished.message.clone();
-    let chain = run_chain(delivery, job, &[Channel::Whatsapp, Channel::Sms], found.provider_retry_s, |channel| {
-        send_message(delivery, channel, &message, &partner_name, opted_out)
+    let chain = run_chain(delivery, job, &channels, found.provider_retry_s, |channel| {
+        send_message(delivery, channel, &message, &partner_name, opted_out, honoured)
     })
     .await?;
     finished.at = delivery.now();

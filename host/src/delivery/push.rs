@@ -94,6 +94,18 @@ impl Push {
         if subscriptions.is_empty() {
             return Ok(());
         }
+        // Silent for a person who muted the partner (outside the conversations they opened), or in their
+        // quiet hours (codes and chat aside): the message is in their hub all the same.
+        let honoured = crate::store::preferences::honoured(&self.db, &message.phone, message.partner_id).await?;
+        let marketing = crate::preferences::is_marketing(&message.content);
+        let muted = honoured.muted && message.conversation_id.is_none();
+        if muted
+            || honoured.refusal(marketing).is_some()
+            || honoured.quiet_until(self.clock.now_ms(), &message.priority, marketing).is_some()
+        {
+            metrics::counter!("hubbub_push_total", "outcome" => "silenced").increment(1);
+            return Ok(());
+        }
         let partner_name = match partner_name {
             Some(name) => name,
             None => partners::find_by_id(&self.db, message.partner_id).await?.map(|p| p.name).unwrap_or_default(),
@@ -241,6 +253,7 @@ mod tests {
             developer_id: None,
             created_at: 0,
             send_at: None,
+            error: None,
         }
     }
 

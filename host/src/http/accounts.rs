@@ -43,6 +43,10 @@ pub struct AccountRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub fields: Option<Map<String, Value>>,
+    /// Partner view only: `true` when the person blocked the calling partner in the app (its messages to
+    /// them fail, error `blocked_by_user`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<bool>,
 }
 
 /// A partner, by code and name.
@@ -92,8 +96,10 @@ fn partner_account(
     account: &Account,
     partner: &crate::store::partners::Partner,
     fields: &Map<String, Value>,
+    blocked: bool,
 ) -> AccountRecord {
     AccountRecord {
+        blocked: Some(blocked),
         phone: account.phone.clone(),
         state: account.state,
         display_name: account.display_name.clone(),
@@ -120,6 +126,7 @@ pub async fn user_account(state: &AppState, account: &Account) -> ApiResult<Acco
         display_name: account.display_name.clone(),
         partners,
         fields: None,
+        blocked: None,
     })
 }
 
@@ -194,7 +201,8 @@ async fn link(
     } else {
         false
     };
-    Ok(Json(Linked { account: partner_account(&account, &partner, &fields), linked: true, invited }))
+    let blocked = crate::store::preferences::blocked(&state.db, &account.phone, partner.id).await?;
+    Ok(Json(Linked { account: partner_account(&account, &partner, &fields, blocked), linked: true, invited }))
 }
 
 /// An account linked to the caller.
@@ -212,7 +220,8 @@ async fn get_account(
 ) -> ApiResult<Json<AccountRecord>> {
     let (account, fields) =
         store::find_linked(&state.db, partner.id, phone.trim()).await?.ok_or_else(|| ApiError::not_found("account"))?;
-    Ok(Json(partner_account(&account, &partner, &fields)))
+    let blocked = crate::store::preferences::blocked(&state.db, &account.phone, partner.id).await?;
+    Ok(Json(partner_account(&account, &partner, &fields, blocked)))
 }
 
 /// A custom field of the partner's accounts.

@@ -32,6 +32,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod passkeys;
 pub mod payments;
+pub mod preferences;
 pub mod push;
 pub mod receipts;
 pub mod senders;
@@ -88,6 +89,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(passkeys::router())
         .merge(login::router())
         .merge(me::router())
+        .merge(preferences::router())
         .merge(live::router())
         .merge(push::router())
         .merge(dev_sink::router())

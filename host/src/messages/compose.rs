@@ -108,6 +108,10 @@ pub struct SendMessage {
     /// /messages/{id}/cancel`). Absent: at once. Not in conversations.
     #[schema(format = DateTime)]
     pub(crate) send_at: Option<String>,
+    /// What the message is, as WhatsApp's template categories say it: `marketing` messages reach only
+    /// people who did not turn this partner's marketing off, and wait out their quiet hours whatever their
+    /// priority. A template send takes its template's category (this must then agree or be absent).
+    pub(crate) category: Option<crate::names::Category>,
     /// E2E messages only: the sender's own ref, which its aad binds. Unique across the service: reuse is 409.
     #[serde(rename = "ref")]
     #[schema(pattern = "^msg_[A-Za-z0-9_-]{20,64}$")]
@@ -337,6 +341,13 @@ pub async fn content(
         body = Some(text);
         lang = Some(template.lang);
         content.vars = Some(vars);
+        if req.category.is_some_and(|c| c.as_str() != template.category) {
+            return Err(invalid("category", format!("the template's category is {}", template.category)));
+        }
+        content.category = Some(template.category.clone());
+    }
+    if content.category.is_none() {
+        content.category = req.category.map(|c| c.as_str().to_string());
     }
 
     if body.as_ref().is_some_and(|b| b.len() > MAX_BODY_BYTES) {

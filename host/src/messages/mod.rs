@@ -46,6 +46,9 @@ pub struct MessageContent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub vars: Option<serde_json::Map<String, Value>>,
+    /// `marketing`, `utility` or `authentication`: the template's category, or the one the send gave.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
     /// Flow invitations: the flow card (`ref`, `bot`, `flow`, `title`, `state`, and `summary` once completed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]

@@ -3,7 +3,7 @@
 
 use sqlx::{Any, Transaction};
 
-use super::messages::{self, Created, InHub, Message, NewMessage};
+use super::messages::{self, Created, Message, NewMessage, Placed};
 use super::writer::{GroupCommit, Writes};
 use super::{Backend, Db};
 use crate::clock::Millis;
@@ -192,6 +192,17 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
         }
     }
     told.insert_in(tx).await?;
+    // Why a message fails without a try (its person refused it), written before its change's event.
+    for d in done {
+        let failing = matches!(d.change, Some(Change::State { to: MessageState::Failed, .. }));
+        if let (true, Some(error)) = (failing, &d.message.error) {
+            sqlx::query("UPDATE messages SET error = $1 WHERE id = $2")
+                .bind(error)
+                .bind(d.message.id)
+                .execute(&mut **tx)
+                .await?;
+        }
+    }
     // The state changes, grouped by what they are.
     type Kind = (&'static [MessageState], MessageState, Option<Channel>);
     let mut groups: Vec<(Kind, Vec<&Message>, Millis, messages::StatusEvent)> = Vec::new();
@@ -325,48 +336,67 @@ impl MessageWriter {
     }
 }
 
-/// Moves the new messages that go into the hub (those with an [`InHub`]) there, as the delivery worker
-/// finishes a hub delivery: the `inapp` attempt, `queued` → `sent` with its event and the user's
-/// `message.created`, and the fallback's job. Answers what was created, those messages as they are now.
+/// Moves the new messages that go into the hub ([`Placed::Hub`]) there, as the delivery worker finishes a
+/// hub delivery: the `inapp` attempt, `queued` → `sent` with its event and the user's `message.created`, and
+/// the fallback's job; and fails those their person refused ([`Placed::Refused`]: `failed`, with why, its
+/// event, and its job ended). Answers what was created, those messages as they are now.
 async fn into_hub_in(
     tx: &mut Transaction<'_, Any>,
-    created: Vec<(Created, Option<InHub>)>,
+    created: Vec<(Created, Option<Placed>)>,
 ) -> Result<Vec<Written>, sqlx::Error> {
     let finished: Vec<Finished> = created
         .iter()
-        .filter_map(|(created, hub)| match (created, hub) {
-            (Created::New(message), Some(hub)) => Some(Finished {
-                message: message.clone(),
-                attempts: vec![NewAttempt {
-                    kind: AttemptKind::Delivery,
-                    channel: Channel::Inapp,
-                    state: AttemptState::Sent,
-                    error: None,
-                    provider_ref: None,
-                    retry_at: None,
-                }],
-                change: Some(Change::State {
-                    from: &[MessageState::Queued],
-                    to: MessageState::Sent,
-                    channel: Some(Channel::Inapp),
-                }),
+        .filter_map(|(created, placed)| {
+            let Created::New(message) = created else { return None };
+            let finished = |message: Message, event| Finished {
+                attempts: Vec::new(),
+                change: None,
                 at: message.created_at,
-                event: hub.event,
-                follow_up: hub.follow_up,
+                event,
+                follow_up: None,
                 ends_job: false,
                 put_back: None,
                 clears_waiting: false,
                 attempt_event: None,
-            }),
-            _ => None,
+                message,
+            };
+            match placed {
+                Some(Placed::Hub(hub)) => Some(Finished {
+                    attempts: vec![NewAttempt {
+                        kind: AttemptKind::Delivery,
+                        channel: Channel::Inapp,
+                        state: AttemptState::Sent,
+                        error: None,
+                        provider_ref: None,
+                        retry_at: None,
+                    }],
+                    change: Some(Change::State {
+                        from: &[MessageState::Queued],
+                        to: MessageState::Sent,
+                        channel: Some(Channel::Inapp),
+                    }),
+                    follow_up: hub.follow_up,
+                    ..finished(message.clone(), hub.event)
+                }),
+                Some(Placed::Refused { why, event }) => Some(Finished {
+                    change: Some(Change::State {
+                        from: &[MessageState::Queued],
+                        to: MessageState::Failed,
+                        channel: None,
+                    }),
+                    ends_job: true,
+                    ..finished(Message { error: Some(why.to_string()), ..message.clone() }, *event)
+                }),
+                None => None,
+            }
         })
         .collect();
     let mut moved: std::collections::HashMap<i64, Message> =
         finish_in(tx, &finished).await?.into_iter().map(|m| (m.id, m)).collect();
     Ok(created
         .into_iter()
-        .map(|(created, hub)| {
-            let to_push = hub.is_some_and(|hub| hub.subscribed);
+        .map(|(created, placed)| {
+            let to_push = matches!(placed, Some(Placed::Hub(hub)) if hub.subscribed);
             let created = match created {
                 Created::New(m) => Created::New(moved.remove(&m.id).unwrap_or(m)),
                 other => other,

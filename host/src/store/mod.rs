@@ -32,6 +32,7 @@ pub mod pacing;
 pub mod partners;
 pub mod passkeys;
 pub mod payments;
+pub mod preferences;
 pub mod push;
 pub mod sealing;
 pub mod search;

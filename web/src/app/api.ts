@@ -23,6 +23,11 @@ export type FlowProgress = S["FlowProgress"];
 export type FlowState = S["FlowCard"];
 export type FieldValue = S["FieldValue"];
 
+/** What reaches the person, how and when (GET and PUT /me/preferences). */
+export type Preferences = S["Preferences"];
+export type PartnerPreferences = S["PartnerPreferences"];
+export type PreferencesUpdate = S["PreferencesUpdate"];
+
 /** A flow card as a message record carries it. */
 export interface FlowCard {
   ref: string;
@@ -95,4 +100,4 @@ onSignedOut(() => {
   auth.flash("Your session has expired or was signed out. Please log in again.");
 });
 
-export const { request, get, post, del } = client;
+export const { request, get, post, put, del } = client;

@@ -16,6 +16,7 @@ import { FlowRun, Forms } from "./views/forms";
 import { FormLink } from "./views/formlink";
 import { Inbox, MessageView, resetInbox } from "./views/inbox";
 import { Login } from "./views/login";
+import { PreferencesView } from "./views/preferences";
 
 // Each area with the unread count it shows, if any.
 const NAV: { href: string; label: string; match: (p: string) => boolean; unread?: keyof Unread }[] = [
@@ -130,6 +131,7 @@ function App() {
   else if (seg[0] === "bots" && seg[1]) view = <BotChat key={seg[1]} bot={seg[1]} />;
   else if (seg[0] === "bots") view = <Bots />;
   else if (seg[0] === "account") view = <AccountView logout={logout} />;
+  else if (seg[0] === "preferences") view = <PreferencesView />;
   else
     view = (
       <section>
@@ -178,6 +180,10 @@ function App() {
             Reconnecting…
           </p>
         ) : null}
+        {/* Beside the main navigation (which has no room for a sixth entry on a phone's bottom bar). */}
+        <a href="/preferences" class="top-link" aria-current={path.startsWith("/preferences") ? "page" : undefined}>
+          Preferences
+        </a>
       </header>
       <main id="main" tabIndex={-1}>
         {view}

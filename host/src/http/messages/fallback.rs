@@ -12,7 +12,8 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::http::{ApiJson, E422};
 use crate::messages::compose::fallback_window;
-use crate::store::partners;
+use crate::preferences::{Window, known_time_zone};
+use crate::store::{partners, preferences};
 
 /// The longest a partner's messages may wait out a provider's outage: a day.
 const MAX_PROVIDER_RETRY_S: i64 = 86_400;
@@ -45,6 +46,23 @@ pub(super) struct DeliverySettings {
     /// `over_daily_limit`, until the oldest of the day's people leaves the rolling 24 hours), or go by `sms`.
     #[schema(value_type = String, pattern = "^(wait|sms)$")]
     over_limit: String,
+    /// The quiet window for people who set none in the app: the partner's notifications and marketing wait
+    /// until it ends (codes and chat pass), in the person's time zone when they set one, else in this
+    /// window's. `null`: none.
+    quiet_hours: Option<DefaultQuietHours>,
+}
+
+/// A partner's default quiet window: `HH:MM` to `HH:MM` (across midnight when the end is earlier) in an IANA
+/// time zone.
+#[derive(Serialize, Deserialize, ToSchema)]
+pub(super) struct DefaultQuietHours {
+    #[schema(pattern = "^([01][0-9]|2[0-3]):[0-5][0-9]$", example = "21:00")]
+    start: String,
+    #[schema(pattern = "^([01][0-9]|2[0-3]):[0-5][0-9]$", example = "08:00")]
+    end: String,
+    /// For people who set no time zone of their own.
+    #[schema(example = "Europe/Berlin")]
+    time_zone: String,
 }
 
 /// A new fallback window.
@@ -65,6 +83,8 @@ pub(super) struct Update {
     /// `wait` or `sms` (see `DeliverySettings`); absent: `wait`.
     #[schema(pattern = "^(wait|sms)$")]
     over_limit: Option<String>,
+    /// See `DeliverySettings`; absent or `null`: none.
+    quiet_hours: Option<DefaultQuietHours>,
 }
 
 async fn answer(state: &AppState, partner_id: i64) -> ApiResult<Json<DeliverySettings>> {
@@ -79,6 +99,11 @@ async fn answer(state: &AppState, partner_id: i64) -> ApiResult<Json<DeliverySet
             .unwrap_or(crate::delivery::DEFAULT_PROVIDER_RETRY_S),
         attempt_events: partners::attempt_events(&state.db, partner_id).await?,
         over_limit: partners::over_limit(&state.db, partner_id).await?,
+        quiet_hours: preferences::partner_default(&state.db, partner_id).await?.map(|(w, zone)| DefaultQuietHours {
+            start: Window::format(w.start),
+            end: Window::format(w.end),
+            time_zone: zone.unwrap_or_else(|| "UTC".into()),
+        }),
     }))
 }
 
@@ -123,7 +148,19 @@ pub(super) async fn set_delivery_settings(
     if !matches!(over_limit, "wait" | "sms") {
         return Err(ApiError::validation("over_limit", "over_limit is wait or sms"));
     }
+    let quiet = match req.quiet_hours {
+        None => None,
+        Some(q) => {
+            let window = crate::http::preferences::quiet_window(&q.start, &q.end)?;
+            if !known_time_zone(&q.time_zone) {
+                let message = format!("{:?} is not a time zone of the IANA database", q.time_zone);
+                return Err(ApiError::validation("quiet_hours.time_zone", message));
+            }
+            Some((window, q.time_zone))
+        }
+    };
     partners::set_delivery_settings(&state.db, partner.id, seconds, window_fallback, retry, attempts, over_limit)
         .await?;
+    preferences::set_partner_default(&state.db, partner.id, quiet).await?;
     answer(&state, partner.id).await
 }

@@ -66,6 +66,11 @@ pub struct MessageRecord {
     /// The support conversation it belongs to (null for hub messages).
     pub conversation_id: Option<i64>,
     pub created_at: String,
+    /// Why a `failed` message was never tried, by its person's choice in the app: `blocked_by_user` (they
+    /// blocked this partner) or `marketing_refused` (a marketing message; they turned this partner's
+    /// marketing off). Absent otherwise (a failed try says why in its attempt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// When a message sent later goes (absent: it went, or goes, at once).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub send_at: Option<String>,
@@ -103,7 +108,10 @@ pub struct AttemptRecord {
     pub channel: Channel,
     /// `waiting`: not tried yet, until `retry_at`; `error` says why (`paced`: the sender's rate is spent
     /// until its turn; `throttled`: the provider asked us to slow down; `provider_unavailable`: the
-    /// provider is down, within the partner's retry budget).
+    /// provider is down, within the partner's retry budget; `over_daily_limit`: Meta's daily limit of new
+    /// people is reached; `quiet_hours`: the person's quiet hours, until they end). A `skipped` attempt's
+    /// `error` says why it was not tried (`opted_out`, `outside_24h_window`, `channel_refused_by_user`: the
+    /// person refuses this channel in the app, `muted_by_user`: they muted this partner, the hub only).
     pub state: AttemptState,
     pub error: Option<String>,
     /// The provider's message id (Twilio MessageSid, WhatsApp message id); receipts are matched by it.
@@ -143,6 +151,7 @@ impl From<&Message> for MessageRecord {
             channel: m.channel,
             conversation_id: m.conversation_id,
             created_at: record_time(m.created_at),
+            error: m.error.clone().filter(|_| m.state == MessageState::Failed),
             send_at: m.send_at.map(record_time),
             template_code: m.template_code.clone(),
             rendered_body: m.rendered_body.clone().filter(|_| template),

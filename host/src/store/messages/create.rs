@@ -11,6 +11,7 @@ use crate::clock::Millis;
 use crate::names::{Channel, Direction, MessageState};
 use crate::store::Db;
 use crate::store::flows::{FlowInvitation, open_invited_in};
+use crate::store::preferences::refusal_of_row;
 
 /// A validated message, ready to store.
 #[derive(Debug)]
@@ -93,21 +94,43 @@ pub struct InHub {
     pub subscribed: bool,
 }
 
-/// What an insert answers besides the new row's id: the sender's code.
-const RETURNED: &str = "(SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code";
+/// What an insert answers besides the new row's id: the sender's code, and whether the person refused the
+/// partner's messages (`store::preferences::REFUSAL_RETURNED`).
+const RETURNED: &str = const_format::concatcp!(
+    "(SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code, ",
+    crate::store::preferences::REFUSAL_RETURNED
+);
 
 /// [`RETURNED`], and what a [`HubRoute`] decides by: the recipient's claimed accounts and devices, the
 /// partner's window; and whether the recipient has a push subscription ([`InHub::subscribed`]). Asked only
 /// when a message has a route, so other inserts read nothing more.
-const RETURNED_REACH: &str = "(SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code, \
-     (SELECT p.hub_fallback_after_s FROM partners p WHERE p.id = messages.partner_id) AS partner_after_s, \
+const RETURNED_REACH: &str = const_format::concatcp!(
+    RETURNED,
+    ", (SELECT p.hub_fallback_after_s FROM partners p WHERE p.id = messages.partner_id) AS partner_after_s, \
      (SELECT COUNT(*) FROM accounts a WHERE a.phone = messages.phone AND a.state = 'claimed') AS claimed, \
      (SELECT COUNT(*) FROM devices d WHERE d.phone = messages.phone) AS devices, \
-     (SELECT COUNT(*) FROM push_subscriptions s WHERE s.phone = messages.phone) AS subscriptions";
+     (SELECT COUNT(*) FROM push_subscriptions s WHERE s.phone = messages.phone) AS subscriptions"
+);
 
-/// Whether the message just inserted (its returned `row`) goes into the hub now, by its [`HubRoute`].
-fn hub_decision(m: &NewMessage, row: &AnyRow, now: Millis) -> Result<Option<InHub>, sqlx::Error> {
+/// Where a message with a [`HubRoute`] goes as it is written, instead of to the delivery worker.
+#[derive(Debug, Clone, Copy)]
+pub enum Placed {
+    /// Into the hub.
+    Hub(InHub),
+    /// Nowhere: its person blocked its partner, or refused its marketing (why): it fails at once, with its
+    /// `message.status` event built by `event`.
+    Refused { why: &'static str, event: StatusEvent },
+}
+
+/// Where the message just inserted (its returned `row`) goes now, by its [`HubRoute`]: nowhere when its
+/// person refused it, into the hub when its recipient is reached there.
+fn placement(m: &NewMessage, row: &AnyRow, now: Millis) -> Result<Option<Placed>, sqlx::Error> {
     let Some(route) = m.hub else { return Ok(None) };
+    if m.direction == Direction::Out
+        && let Some(why) = refusal_of_row(row, crate::preferences::is_marketing(&m.content))?
+    {
+        return Ok(Some(Placed::Refused { why, event: route.event }));
+    }
     let (claimed, devices): (i64, i64) = (row.try_get("claimed")?, row.try_get("devices")?);
     if !(route.reached)(claimed > 0, devices > 0) {
         return Ok(None);
@@ -115,7 +138,7 @@ fn hub_decision(m: &NewMessage, row: &AnyRow, now: Millis) -> Result<Option<InHu
     let window = m.fallback_after_s.or(row.try_get::<Option<i64>, _>("partner_after_s")?);
     let follow_up = (route.follow_up)(&m.priority, &m.content, window, route.default_after_s, now);
     let subscribed = row.try_get::<i64, _>("subscriptions")? > 0;
-    Ok(Some(InHub { follow_up, event: route.event, subscribed }))
+    Ok(Some(Placed::Hub(InHub { follow_up, event: route.event, subscribed })))
 }
 
 /// What a create did.
@@ -179,7 +202,7 @@ pub async fn create_routed_in(
     tx: &mut Transaction<'_, Any>,
     m: &NewMessage,
     now: Millis,
-) -> Result<(Created, Option<InHub>), sqlx::Error> {
+) -> Result<(Created, Option<Placed>), sqlx::Error> {
     if let Some(key) = &m.idempotency_key {
         // A key older than the window is free again.
         sqlx::query(
@@ -218,11 +241,11 @@ pub async fn create_routed_in(
     };
 
     let message = stored(m, row.try_get("id")?, row.try_get("partner_code")?, now);
-    let in_hub = hub_decision(m, &row, now)?;
+    let in_hub = placement(m, &row, now)?;
     if let Some(media) = &m.media {
         insert_media_in(tx, m.partner_id, media, now).await?;
     }
-    record_created_in(tx, &[(&message, in_hub.is_none())]).await?;
+    record_created_in(tx, &[(&message, !matches!(in_hub, Some(Placed::Hub(_))))]).await?;
     if let Some(invitation) = &m.invites {
         open_invited_in(tx, invitation, &message.phone, message.id, now).await?;
     }
@@ -274,6 +297,7 @@ fn stored(m: &NewMessage, id: i64, partner_code: String, now: Millis) -> Message
         developer_id: m.developer_id,
         created_at: now,
         send_at: m.send_at,
+        error: None,
     }
 }
 
@@ -284,9 +308,9 @@ fn stored(m: &NewMessage, id: i64, partner_code: String, now: Millis) -> Message
 pub async fn create_many_in(
     tx: &mut Transaction<'_, Any>,
     items: &[(NewMessage, Millis)],
-) -> Result<Vec<(Created, Option<InHub>)>, sqlx::Error> {
+) -> Result<Vec<(Created, Option<Placed>)>, sqlx::Error> {
     let backend = crate::store::backend_of(tx);
-    let mut out: Vec<Option<(Created, Option<InHub>)>> = items.iter().map(|_| None).collect();
+    let mut out: Vec<Option<(Created, Option<Placed>)>> = items.iter().map(|_| None).collect();
     let mut plain = Vec::new();
     for (i, (m, now)) in items.iter().enumerate() {
         if m.idempotency_key.is_none() && m.media.is_none() && m.invites.is_none() {
@@ -316,9 +340,10 @@ pub async fn create_many_in(
             let (m, now) = &items[i];
             let row = rows.remove(&m.reference).ok_or(sqlx::Error::RowNotFound)?;
             let message = stored(m, row.try_get("id")?, row.try_get("partner_code")?, *now);
-            written.push((i, message, hub_decision(m, &row, *now)?));
+            written.push((i, message, placement(m, &row, *now)?));
         }
-        let created: Vec<(&Message, bool)> = written.iter().map(|(_, m, hub)| (m, hub.is_none())).collect();
+        let created: Vec<(&Message, bool)> =
+            written.iter().map(|(_, m, placed)| (m, !matches!(placed, Some(Placed::Hub(_))))).collect();
         record_created_in(tx, &created).await?;
         for (i, m, hub) in written {
             out[i] = Some((Created::New(m), hub));

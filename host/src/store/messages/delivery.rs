@@ -6,6 +6,7 @@ use super::rows::{COLUMNS, FROM, Message, from_row};
 use crate::clock::Millis;
 use crate::names::Channel;
 use crate::store::Db;
+use crate::store::preferences::{HONOURED_COLUMNS, HONOURED_JOINS, honoured_of_row};
 
 /// A message to deliver, with what routing needs to know of its sender and recipient.
 #[derive(Debug)]
@@ -29,6 +30,8 @@ pub struct ToDeliver {
     pub provider_retry_s: Option<i64>,
     /// The partner asked for a `message.attempt` event of every WhatsApp and SMS try.
     pub attempt_events: bool,
+    /// What the recipient chose that this partner's messages meet.
+    pub honoured: crate::preferences::Honoured,
 }
 
 /// Messages to deliver and what routing needs (see [`ToDeliver`]), in one read, by id (a message that is
@@ -45,8 +48,8 @@ pub async fn find_to_deliver(db: &Db, ids: &[i64]) -> Result<std::collections::H
          (SELECT COUNT(*) FROM devices d WHERE d.phone = m.phone) AS devices, \
          (SELECT s.last_seen_at FROM presence s WHERE s.phone = m.phone) AS last_seen, \
          (SELECT c.channel FROM conversations c WHERE c.id = m.conversation_id) AS conversation_channel, \
-         (SELECT COUNT(*) FROM opt_outs o WHERE o.phone = m.phone) AS opt_outs\
-         {FROM}WHERE m.id IN ({})",
+         (SELECT COUNT(*) FROM opt_outs o WHERE o.phone = m.phone) AS opt_outs, {HONOURED_COLUMNS}\
+         {FROM}{HONOURED_JOINS}WHERE m.id IN ({})",
         crate::store::rows(ids.len(), "?")
     );
     let mut query = crate::store::query_rows(backend, &sql, ids.len());
@@ -66,6 +69,7 @@ pub async fn find_to_deliver(db: &Db, ids: &[i64]) -> Result<std::collections::H
             opted_out: row.try_get::<i64, _>("opt_outs")? > 0,
             provider_retry_s: row.try_get("provider_retry_s")?,
             attempt_events: row.try_get::<i64, _>("attempt_events")? != 0,
+            honoured: honoured_of_row(&row)?,
             message,
         };
         found.insert(to_deliver.message.id, to_deliver);

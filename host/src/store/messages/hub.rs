@@ -7,7 +7,8 @@ use super::rows::{Message, SELECT, from_row};
 use crate::names::Direction;
 use crate::store::Db;
 
-/// A page of the hub inbox of `phone` (messages outside support conversations), newest first.
+/// A page of the hub inbox of `phone` (messages outside support conversations), newest first; a message they
+/// refused (a partner blocked, its marketing off: `error` set) never reached them and is not there.
 pub async fn list_hub(
     db: &Db,
     phone: &str,
@@ -18,7 +19,7 @@ pub async fn list_hub(
     const LIST: &str = const_format::concatcp!(
         SELECT,
         "WHERE m.phone = $1 AND m.conversation_id IS NULL AND ($2 IS NULL OR m.id < $2) \
-         AND m.state <> 'scheduled' AND m.state <> 'canceled' "
+         AND m.state <> 'scheduled' AND m.state <> 'canceled' AND m.error IS NULL "
     );
     let Some(words) = words else {
         let sql = const_format::concatcp!(LIST, "ORDER BY m.id DESC LIMIT $3");

@@ -35,6 +35,8 @@ pub struct Message {
     pub created_at: Millis,
     /// When a scheduled message is sent (`None`: at once).
     pub send_at: Option<Millis>,
+    /// Why it failed without a try, by the person's choice (`blocked_by_user`, `marketing_refused`).
+    pub error: Option<String>,
 }
 
 impl Message {
@@ -47,7 +49,7 @@ impl Message {
 
 pub(crate) const COLUMN_LIST: &str = "m.id, m.ref, m.partner_id, p.code AS partner_code, m.phone, m.direction, \
     m.content_type, m.body, m.rendered_body, m.template_code, m.lang, m.priority, m.content, m.state, \
-    m.channel, m.seq, m.conversation_id, m.developer_id, m.created_at, m.request_hash, m.send_at";
+    m.channel, m.seq, m.conversation_id, m.developer_id, m.created_at, m.request_hash, m.send_at, m.error";
 
 pub(crate) const COLUMNS: &str = const_format::concatcp!("SELECT ", COLUMN_LIST);
 
@@ -78,6 +80,7 @@ pub(crate) fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
         developer_id: row.try_get("developer_id")?,
         created_at: row.try_get("created_at")?,
         send_at: row.try_get("send_at")?,
+        error: row.try_get("error")?,
     })
 }
 
