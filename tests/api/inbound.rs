@@ -9,7 +9,7 @@ use crate::common::{
 use hubbub_host::inbound::UNROUTED_REPLY;
 
 /// Twilio's inbound webhook: `From` wrote `Body` to our number (signed, or with `signature`, forged).
-async fn sms_in(app: &TestApp, sid: &str, from: &str, body: &str, signature: Option<&str>) -> Resp {
+pub(crate) async fn sms_in(app: &TestApp, sid: &str, from: &str, body: &str, signature: Option<&str>) -> Resp {
     let params = [("MessageSid", sid), ("From", from), ("To", "+15550001111"), ("Body", body), ("NumMedia", "0")];
     twilio_post(app, "inbound", &params, signature).await
 }
@@ -386,7 +386,7 @@ async fn a_message_whose_routing_keeps_failing_is_set_aside_and_holds_up_no_othe
 }
 
 /// What the fake provider received for `phone` after the first `seen`, once there are at least `n` more.
-async fn more_sent(server: &FakeServer, phone: &str, seen: usize, n: usize) -> Vec<Value> {
+pub(crate) async fn more_sent(server: &FakeServer, phone: &str, seen: usize, n: usize) -> Vec<Value> {
     eventually("the bot's answer sent", || async { sent_to(server, phone).len() >= seen + n }).await;
     sent_to(server, phone)[seen..].to_vec()
 }
@@ -403,7 +403,7 @@ fn form_token(text: &str) -> String {
 }
 
 /// The shop sample bot, set as the partner's entry bot on WhatsApp and SMS with its flow `order`.
-async fn shop_on_channels(app: &TestApp, key: &str) {
+pub(crate) async fn shop_on_channels(app: &TestApp, key: &str) {
     crate::bots::local_bot(app, key, "shop", "shop").await;
     let bot = app
         .patch(

@@ -349,3 +349,35 @@ async fn a_partners_default_quiet_window_holds_people_who_set_none() {
     assert_eq!(app.delivered(&acme, id(&theirs)).await["state"], "sent");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_bot_answers_nothing_to_a_person_who_blocked_its_partner_nor_on_a_channel_they_refuse() {
+    use crate::inbound::{more_sent, shop_on_channels, sms_in};
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
+    let acme = app.partner("acme").await;
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    shop_on_channels(&app, &acme).await;
+    let token = token_for(&app, PHONE);
+    // Blocked: the entry bot's menu never goes out.
+    put_preferences(&app, &token, json!({"partners": {"acme": {"blocked": true}}})).await.ok(200);
+    sms_in(&app, "SMp1", PHONE, "order", None).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        sms.received().is_empty(),
+        "no answer to a person who blocked the partner: {:?}",
+        sms.received().iter().map(|r| r.json()).collect::<Vec<_>>()
+    );
+    // SMS refused: nothing by SMS either.
+    put_preferences(&app, &token, json!({"channels": {"sms": false}})).await.ok(200);
+    sms_in(&app, "SMp2", PHONE, "order", None).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(sms.received().is_empty(), "no answer on a refused channel");
+    // Muted only: the bot answers what the person wrote (muting keeps answers): its session, whose menu
+    // they never saw, asks for one of its numbers.
+    put_preferences(&app, &token, json!({"partners": {"acme": {"muted": true}}})).await.ok(200);
+    sms_in(&app, "SMp3", PHONE, "order", None).await;
+    let out = more_sent(&sms, PHONE, 0, 1).await;
+    assert!(out[0]["Body"].as_str().unwrap().starts_with("Sorry, shop bot could not take that"), "{}", out[0]);
+    app.stop().await;
+}
