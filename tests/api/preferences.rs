@@ -195,6 +195,24 @@ async fn marketing_off_refuses_a_partners_marketing_and_nothing_else() {
     let receipt = send(&app, &acme, PHONE, json!({"category": "utility"})).await;
     assert_ne!(receipt["state"], "failed");
     assert_ne!(send(&app, &acme, PHONE, json!({})).await["state"], "failed");
+    // A marketing broadcast's message to them fails the same way; a broadcast of news reaches them.
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    for (body, category, state) in [("Half price", "marketing", "failed"), ("We moved", "utility", "sent")] {
+        let b = app.post(&acme, "/api/v1/broadcasts", json!({"body": body, "category": category})).await;
+        let b_id = b.ok(202)["broadcast_id"].as_i64().or(b.json["id"].as_i64()).unwrap();
+        eventually("the broadcast fans out", || async {
+            app.get(&acme, &format!("/api/v1/broadcasts/{b_id}")).await.json["state"] == "completed"
+        })
+        .await;
+        let mine = || async {
+            let list = app.get(&acme, "/api/v1/messages?limit=50").await.ok(200).clone();
+            list["data"].as_array().unwrap().iter().find(|m| m["body"] == body).cloned().unwrap()
+        };
+        eventually("its message is routed", || async { mine().await["state"] != "queued" }).await;
+        let m = mine().await;
+        assert_eq!(m["state"], state, "{m}");
+        assert_eq!(m["error"].as_str(), (state == "failed").then_some("marketing_refused"), "{m}");
+    }
     app.stop().await;
 }
 
@@ -379,5 +397,43 @@ async fn a_bot_answers_nothing_to_a_person_who_blocked_its_partner_nor_on_a_chan
     sms_in(&app, "SMp3", PHONE, "order", None).await;
     let out = more_sent(&sms, PHONE, 0, 1).await;
     assert!(out[0]["Body"].as_str().unwrap().starts_with("Sorry, shop bot could not take that"), "{}", out[0]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn in_quiet_hours_the_hub_is_silent_and_its_fallback_waits_for_their_end() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let service = FakeServer::start(201, 0).await;
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
+    let acme = app.partner("acme").await;
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    let token = person_with_the_app(&app, PHONE).await;
+    app.whatsapp_wrote(PHONE).await;
+    let device = crate::push::Device::new().subscription(&format!("{}/push/device-1", service.url));
+    app.post(&token, "/api/v1/me/push/subscriptions", device).await.ok(201);
+    let window = json!({"start": hh_mm(minute_now(&app)), "end": hh_mm(minute_now(&app) + 10)});
+    let end = (app.now() / 60_000 + 10) * 60_000;
+    put_preferences(&app, &token, json!({"time_zone": "UTC", "quiet_hours": window})).await.ok(200);
+    // A notification is in the hub at once, silently.
+    let m = send(&app, &acme, PHONE, json!({"fallback_after_s": 60})).await;
+    assert_eq!((m["state"].as_str(), m["channel"].as_str()), (Some("sent"), Some("inapp")), "{m}");
+    // Chat passes: its push goes.
+    send(&app, &acme, PHONE, json!({"priority": "chat", "body": "Your driver is here"})).await;
+    eventually("the chat message's push", || async { service.received().len() == 1 }).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(service.received().len(), 1, "no push for the notification");
+    // No device got it: its fallback after the hub waits for the end of the quiet hours.
+    app.clock.advance_ms(61_000);
+    eventually("the fallback waits", || async {
+        tries(&app.message(&acme, id(&m)).await).last() == Some(&t("whatsapp", "waiting", "quiet_hours"))
+    })
+    .await;
+    assert!(wa.received().is_empty());
+    app.clock.advance_ms(end - app.now() + 1_000);
+    // (The chat message, pushed but never acknowledged, has gone on after its own window meanwhile.)
+    eventually("then it goes", || async {
+        tries(&app.message(&acme, id(&m)).await) == [t("inapp", "sent", ""), t("whatsapp", "sent", "")]
+    })
+    .await;
     app.stop().await;
 }
