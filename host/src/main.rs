@@ -102,6 +102,26 @@ enum Command {
         #[command(subcommand)]
         command: cli::bot::BotCommand,
     },
+    /// Take a consistent backup of the database into a new FILE while hosts serve (SQLite's `VACUUM INTO`;
+    /// PostgreSQL's pg_dump, custom format). The key that seals secrets at rest (HUBBUB_SECRET_KEY) is not in
+    /// it: keep that apart (docs/deploy.md, "Backups").
+    Backup {
+        /// The new file to write.
+        #[arg(long)]
+        to: std::path::PathBuf,
+        #[command(flatten)]
+        config: Config,
+    },
+    /// Restore a backup into HUBBUB_DATABASE_URL, which must be a new or empty database (anything else is
+    /// refused; PostgreSQL through pg_restore), and bring it up to this host's schema. Start the hosts afterwards, with the same
+    /// HUBBUB_SECRET_KEY as when it was taken.
+    Restore {
+        /// The backup file (`hubbub backup --to`).
+        #[arg(long)]
+        from: std::path::PathBuf,
+        #[command(flatten)]
+        config: Config,
+    },
     /// Print the OpenAPI document of the API (the one served at /api/v1/openapi.json and committed as
     /// docs/openapi.json).
     Openapi,
@@ -329,6 +349,17 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::E2e { command } => cli::e2e::run(command).await?,
         Command::Bot { command } => cli::bot::run(command).await?,
+        Command::Backup { to, config } => {
+            let db = Db::open(&config, 2).await?;
+            let copied = hubbub_host::store::backup::backup(&db, &config.database_url, &to).await?;
+            println!("{}", json!(copied));
+        }
+        Command::Restore { from, config } => {
+            let copied = hubbub_host::store::backup::restore(&config.database_url, &from).await?;
+            // Brought up to this host's schema, and opened with its key as a host would.
+            Db::open(&config, 2).await?;
+            println!("{}", json!(copied));
+        }
         Command::Openapi => print!("{}", hubbub_host::http::openapi::document_text()),
         Command::CompileComponent { input, output } => hubbub_host::runtime::compile_file(&input, &output)?,
         Command::Secrets { command: SecretsCommand::Generate } => println!("{}", secrets::generate()),

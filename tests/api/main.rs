@@ -7,6 +7,7 @@ mod common;
 mod accounts;
 mod api_keys;
 mod auth_matrix;
+mod backup;
 mod bots;
 mod broadcasts;
 mod cli;

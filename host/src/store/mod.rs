@@ -8,6 +8,7 @@
 //! pools are the same.
 
 pub mod accounts;
+pub mod backup;
 pub mod bots;
 pub mod broadcasts;
 pub mod canned_replies;
