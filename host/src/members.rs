@@ -81,6 +81,11 @@ pub fn key_refusal(role: MemberRole) -> &'static str {
 /// everything a member changes, is written.
 const UNAUDITED_KEY_ROUTES: &[&str] = &["/api/v1/messages"];
 
+/// Reads written to the audit log all the same: exports (a partner's data leaving it).
+pub fn audited_read(route: &str) -> bool {
+    route.starts_with("/api/v1/exports/")
+}
+
 /// Whether a change made on `route` is written to the audit log (`by_key`: made with an API key).
 pub fn audited(by_key: bool, route: &str) -> bool {
     !(by_key && UNAUDITED_KEY_ROUTES.contains(&route))

@@ -147,6 +147,7 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("PATCH", "/api/v1/members/{id}", Partner),
     ("DELETE", "/api/v1/members/{id}", Partner),
     ("GET", "/api/v1/messages", Partner),
+    ("GET", "/api/v1/exports/messages", Partner),
     ("POST", "/api/v1/messages", Partner),
     ("POST", "/api/v1/messages/read", Partner),
     ("GET", "/api/v1/messages/{id}", Partner),

@@ -131,7 +131,13 @@ async fn an_owner_joins_by_invitation_invites_an_agent_and_each_role_reaches_onl
     agent.get("/api/v1/accounts/+15550100050").await.ok(200);
     agent.get("/api/v1/messages").await.ok(200);
     agent.get("/api/v1/members").await.ok(200); // whom to assign a conversation to
-    for path in ["/api/v1/templates", "/api/v1/api-keys", "/api/v1/audit-log", "/api/v1/webhooks/deliveries"] {
+    for path in [
+        "/api/v1/templates",
+        "/api/v1/api-keys",
+        "/api/v1/audit-log",
+        "/api/v1/webhooks/deliveries",
+        "/api/v1/exports/messages",
+    ] {
         agent.get(path).await.error(403, "forbidden");
     }
     agent

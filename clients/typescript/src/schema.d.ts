@@ -135,7 +135,8 @@ export interface paths {
          * The audit log.
          * @description For owners and owners' keys: every request by which a member changed something (any method but GET and
          *     HEAD), with their session or an API key (the key named, and the member who made it), and every request
-         *     refused for its role or as cross-site: who, when, from which address, and how it was answered. Changes
+         *     refused for its role or as cross-site, and every export of data (`GET /exports/…`): who, when, from which
+         *     address, and how it was answered. Changes
          *     made with a key leave out sending messages (`POST /messages`: the message is its own record). Newest first.
          */
         get: operations["audit_log"];
@@ -859,6 +860,29 @@ export interface paths {
         put?: never;
         /** Send one signed sample message.status event to my webhook now. */
         post: operations["dev_test_webhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/exports/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export my messages (NDJSON).
+         * @description Every message of the partner, hub and conversation messages alike, oldest first, one JSON object a line:
+         *     the message as `GET /messages/{id}` gives it, with its `attempts`. Streamed as it is read (a page at a
+         *     time), so an export of millions of messages holds no more than a page in memory; a client reads it line by
+         *     line. Owners and admins only; each export is recorded in the audit log.
+         */
+        get: operations["export_messages"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -6820,6 +6844,34 @@ export interface operations {
             };
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    export_messages: {
+        parameters: {
+            query?: {
+                /** @description Only messages created at this time or later (RFC 3339, e.g. `2026-12-01T00:00:00Z`). Absent: all. */
+                since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One message a line (application/x-ndjson) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": components["schemas"]["Message"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };

@@ -187,7 +187,8 @@ async fn credential(parts: &Parts, state: &AppState) -> Result<Credential, ApiEr
             return Err(ApiError::forbidden(refusal));
         }
         // What a member or a key changes is written to the audit log by the layer that put the slot here.
-        if !reads && crate::members::audited(matches!(credential, Credential::Partner(..)), route) {
+        let recorded = !reads || crate::members::audited_read(route);
+        if recorded && crate::members::audited(matches!(credential, Credential::Partner(..)), route) {
             audit(parts, state, &credential);
         }
     }

@@ -444,7 +444,8 @@ impl From<&AuditEntry> for AuditRecord {
 ///
 /// For owners and owners' keys: every request by which a member changed something (any method but GET and
 /// HEAD), with their session or an API key (the key named, and the member who made it), and every request
-/// refused for its role or as cross-site: who, when, from which address, and how it was answered. Changes
+/// refused for its role or as cross-site, and every export of data (`GET /exports/…`): who, when, from which
+/// address, and how it was answered. Changes
 /// made with a key leave out sending messages (`POST /messages`: the message is its own record). Newest first.
 #[utoipa::path(
     get,

@@ -17,6 +17,7 @@ pub mod conversations;
 pub mod dev_sink;
 pub mod developers;
 pub mod error;
+pub mod exports;
 pub mod flows;
 pub mod form_links;
 pub mod health;
@@ -80,6 +81,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub fn documented() -> OpenApiRouter<AppState> {
     let api = OpenApiRouter::new()
         .merge(messages::router())
+        .merge(exports::router())
         .merge(templates::router())
         .merge(media::router())
         .merge(accounts::router())

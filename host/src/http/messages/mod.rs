@@ -122,6 +122,20 @@ pub struct AttemptRecord {
     pub retry_at: Option<String>,
 }
 
+impl From<crate::store::messages::DeliveryAttempt> for AttemptRecord {
+    fn from(a: crate::store::messages::DeliveryAttempt) -> Self {
+        AttemptRecord {
+            kind: a.kind,
+            channel: a.channel,
+            state: a.state,
+            error: a.error,
+            provider_ref: a.provider_ref,
+            at: record_time(a.at),
+            retry_at: a.retry_at.map(record_time),
+        }
+    }
+}
+
 impl MessageRecord {
     /// A message as one of the user's devices sees it: the key wraps of other devices left out.
     pub fn for_device(m: &Message, device: Option<&str>) -> MessageRecord {

@@ -56,20 +56,7 @@ pub(super) async fn get_message(
     }
     if wants("attempts") {
         let attempts = store::list_attempts(&state.db, m.id).await?;
-        record.attempts = Some(
-            attempts
-                .into_iter()
-                .map(|a| AttemptRecord {
-                    kind: a.kind,
-                    channel: a.channel,
-                    state: a.state,
-                    error: a.error,
-                    provider_ref: a.provider_ref,
-                    at: record_time(a.at),
-                    retry_at: a.retry_at.map(record_time),
-                })
-                .collect(),
-        );
+        record.attempts = Some(attempts.into_iter().map(AttemptRecord::from).collect());
     }
     Ok(Json(record))
 }

@@ -39,6 +39,23 @@ pub async fn list_messages(db: &Db, partner_id: i64, f: &MessageFilter) -> Resul
     rows.iter().map(from_row).collect()
 }
 
+/// A page of the partner's messages for an export, oldest first: those after the id `after` (the last of
+/// the previous page), created at `since` or later.
+pub async fn export_page(
+    db: &Db,
+    partner_id: i64,
+    since: Option<Millis>,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<Message>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        SELECT,
+        "WHERE m.partner_id = $1 AND m.id > $2 AND ($3 IS NULL OR m.created_at >= $3) ORDER BY m.id LIMIT $4"
+    );
+    let rows = sqlx::query(sql).bind(partner_id).bind(after).bind(since).bind(limit).fetch_all(db.reader()).await?;
+    rows.iter().map(from_row).collect()
+}
+
 /// A page of a developer's messages (template sends through `/dev`), newest first.
 pub async fn list_for_developer(
     db: &Db,
@@ -76,19 +93,43 @@ pub async fn list_attempts(db: &Db, message_id: i64) -> Result<Vec<DeliveryAttem
     .bind(message_id)
     .fetch_all(db.reader())
     .await?;
-    rows.iter()
-        .map(|r| {
-            Ok(DeliveryAttempt {
-                kind: decode_name(r, "kind")?,
-                channel: decode_name(r, "channel")?,
-                provider_ref: r.try_get("provider_ref")?,
-                state: decode_name(r, "state")?,
-                error: r.try_get("error")?,
-                at: r.try_get("at")?,
-                retry_at: r.try_get("retry_at")?,
-            })
-        })
-        .collect()
+    rows.iter().map(attempt_of_row).collect()
+}
+
+/// The attempts of many messages, by message, each's oldest first (in one read).
+pub async fn attempts_of(
+    db: &Db,
+    ids: &[i64],
+) -> Result<std::collections::HashMap<i64, Vec<DeliveryAttempt>>, sqlx::Error> {
+    let mut found: std::collections::HashMap<i64, Vec<DeliveryAttempt>> = Default::default();
+    if ids.is_empty() {
+        return Ok(found);
+    }
+    let sql = format!(
+        "SELECT message_id, kind, channel, state, error, provider_ref, at, retry_at FROM delivery_attempts \
+         WHERE message_id IN ({}) ORDER BY id",
+        crate::store::rows(ids.len(), "?")
+    );
+    let mut query = crate::store::query_rows(db.backend(), &sql, ids.len());
+    for id in ids {
+        query = query.bind(id);
+    }
+    for row in query.fetch_all(db.reader()).await? {
+        found.entry(row.try_get("message_id")?).or_default().push(attempt_of_row(&row)?);
+    }
+    Ok(found)
+}
+
+fn attempt_of_row(r: &sqlx::any::AnyRow) -> Result<DeliveryAttempt, sqlx::Error> {
+    Ok(DeliveryAttempt {
+        kind: decode_name(r, "kind")?,
+        channel: decode_name(r, "channel")?,
+        provider_ref: r.try_get("provider_ref")?,
+        state: decode_name(r, "state")?,
+        error: r.try_get("error")?,
+        at: r.try_get("at")?,
+        retry_at: r.try_get("retry_at")?,
+    })
 }
 
 /// One change of a message's state, from its history.
