@@ -43,6 +43,7 @@ use Access::*;
 const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/accounts/link", Partner),
     ("GET", "/api/v1/accounts/{phone}", Partner),
+    ("DELETE", "/api/v1/accounts/{phone}", Partner),
     ("GET", "/api/v1/api-keys", Partner),
     ("POST", "/api/v1/api-keys", Partner),
     ("DELETE", "/api/v1/api-keys/{id}", Partner),

@@ -16,6 +16,7 @@ mod conversations;
 mod delivery;
 mod developers;
 mod encryption;
+mod erasure;
 mod exports;
 mod hardening;
 mod hardening_three;

@@ -149,6 +149,7 @@ async fn an_owner_joins_by_invitation_invites_an_agent_and_each_role_reaches_onl
         .await
         .error(403, "forbidden");
     agent.send(Method::POST, "/api/v1/members/invitations", json!({"role": "owner"})).await.error(403, "forbidden");
+    agent.send(Method::DELETE, "/api/v1/accounts/+15550100050", json!({})).await.error(403, "forbidden");
 
     // The admin: everything but members and the audit log.
     admin.send(Method::PUT, "/api/v1/settings/webhook", json!({"webhook_url": "https://a.example/h"})).await.ok(200);

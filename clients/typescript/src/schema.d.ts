@@ -32,7 +32,14 @@ export interface paths {
         get: operations["get_account"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Erase a person from my data.
+         * @description Removes, at once and for good, what the calling partner holds about the phone: its messages to and from
+         *     them (with their delivery attempts, history, search entries and files), its conversations with them (with
+         *     their notes and keys), and its link to their account with its custom values. Other partners' data, and the
+         *     person's own account, stay. Recorded in the audit log. `404` when the partner holds nothing about the phone.
+         */
+        delete: operations["erase_account"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2740,6 +2747,22 @@ export interface components {
             partner: string;
             phone: string;
         };
+        /** @description What an erasure removed of the partner's data about one person. */
+        AccountErased: {
+            /**
+             * Format: int64
+             * @description The partner's conversations with them (with their notes and keys) now gone.
+             */
+            conversations: number;
+            /**
+             * Format: int64
+             * @description The partner's messages to and from them (with their attempts, history and files) now gone.
+             */
+            messages: number;
+            phone: string;
+            /** @description Whether the partner was linked to their account (its custom values went with the link). */
+            unlinked: boolean;
+        };
         /** @description A custom field of the partner's accounts. */
         AccountField: {
             /** Format: int64 */
@@ -5204,6 +5227,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Account"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    erase_account: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user's phone number (E.164) */
+                phone: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What was erased */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountErased"];
                 };
             };
             401: components["responses"]["E401"];

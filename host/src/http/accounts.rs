@@ -24,7 +24,7 @@ use crate::store::is_unique_violation;
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(link))
-        .routes(routes!(get_account))
+        .routes(routes!(get_account, erase_account))
         .routes(routes!(list_fields, create_field))
         .routes(routes!(update_field, delete_field))
 }
@@ -222,6 +222,51 @@ async fn get_account(
         store::find_linked(&state.db, partner.id, phone.trim()).await?.ok_or_else(|| ApiError::not_found("account"))?;
     let blocked = crate::store::preferences::blocked(&state.db, &account.phone, partner.id).await?;
     Ok(Json(partner_account(&account, &partner, &fields, blocked)))
+}
+
+/// What an erasure removed of the partner's data about one person.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = AccountErased)]
+struct ErasedRecord {
+    #[schema(pattern = "^\\+[1-9][0-9]{6,14}$")]
+    phone: String,
+    /// The partner's messages to and from them (with their attempts, history and files) now gone.
+    messages: u64,
+    /// The partner's conversations with them (with their notes and keys) now gone.
+    conversations: u64,
+    /// Whether the partner was linked to their account (its custom values went with the link).
+    unlinked: bool,
+}
+
+/// Erase a person from my data.
+///
+/// Removes, at once and for good, what the calling partner holds about the phone: its messages to and from
+/// them (with their delivery attempts, history, search entries and files), its conversations with them (with
+/// their notes and keys), and its link to their account with its custom values. Other partners' data, and the
+/// person's own account, stay. Recorded in the audit log. `404` when the partner holds nothing about the phone.
+#[utoipa::path(
+    delete,
+    path = "/accounts/{phone}",
+    tag = "accounts",
+    security(("partnerKey" = []), ("memberSession" = [])),
+    responses((status = 200, description = "What was erased", body = ErasedRecord), (status = 404, response = E404))
+)]
+async fn erase_account(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(phone): Path<String>,
+) -> ApiResult<Json<ErasedRecord>> {
+    let phone = phone.trim();
+    let erased = crate::store::erasure::partner_erases(&state.db, partner.id, phone)
+        .await?
+        .ok_or_else(|| ApiError::not_found("account"))?;
+    tracing::info!(partner = partner.code, messages = erased.messages, "a person erased from the partner's data");
+    Ok(Json(ErasedRecord {
+        phone: phone.to_string(),
+        messages: erased.messages,
+        conversations: erased.conversations,
+        unlinked: erased.unlinked,
+    }))
 }
 
 /// A custom field of the partner's accounts.

@@ -18,6 +18,7 @@ pub mod deliveries;
 pub mod dev_sink;
 pub mod developers;
 pub mod devices;
+pub mod erasure;
 pub mod flows;
 pub mod form_links;
 pub mod inbound;

@@ -1,0 +1,116 @@
+//! A partner erases a person from its data (`DELETE /accounts/{phone}`, issue 73 point 4): its messages,
+//! conversations, their traces and its link go; another partner's data and the person's account stay.
+
+use serde_json::{Value, json};
+
+use crate::common::TestApp;
+
+const PHONE: &str = "+15557920001";
+
+/// Rows of `table` whose `column` is one of `ids`.
+async fn rows_of(app: &TestApp, table: &str, column: &str, ids: &[i64]) -> i64 {
+    let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+    let sql = format!("SELECT COUNT(*) FROM {table} WHERE {column} IN ({list})");
+    sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(app.state.db.reader()).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_partner_erases_a_person_from_its_data_and_only_its_own() {
+    let app = TestApp::start().await;
+    let acme = app.partner("acme").await;
+    let globex = app.partner("globex").await;
+    for key in [&acme, &globex] {
+        app.post(key, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    }
+    let user = app.login(PHONE).await;
+    // acme: hub messages (one with a file), a conversation with an agent's answer and a note.
+    let mut acme_messages = Vec::new();
+    for send in [
+        json!({"phone": PHONE, "body": "Your parcel zebra is late"}),
+        json!({"phone": PHONE, "content_type": "document", "media_base64": "JVBERi0xLjQK", "media_filename": "invoice.pdf",
+               "media_mimetype": "application/pdf", "body": "Your invoice"}),
+    ] {
+        let m = app.post(&acme, "/api/v1/messages", send).await.ok(201).clone();
+        acme_messages.push(m["message_id"].as_i64().unwrap());
+    }
+    let media = app.message(&acme, acme_messages[1]).await["media"]["url"].as_str().unwrap().to_string();
+    let opened =
+        app.post(&user, "/api/v1/me/conversations", json!({"partner": "acme", "body": "Where is zebra?"})).await;
+    let acme_conversation = opened.ok(201)["conversation_id"].as_i64().unwrap();
+    app.post(&acme, &format!("/api/v1/conversations/{acme_conversation}/messages"), json!({"body": "On its way"}))
+        .await
+        .ok(201);
+    // globex: a message and a conversation of its own.
+    let kept = app.post(&globex, "/api/v1/messages", json!({"phone": PHONE, "body": "Globex zebra news"})).await;
+    let kept = kept.ok(201)["message_id"].as_i64().unwrap();
+    let theirs = app.post(&user, "/api/v1/me/conversations", json!({"partner": "globex", "body": "Hello zebra"})).await;
+    let globex_conversation = theirs.ok(201)["conversation_id"].as_i64().unwrap();
+    let acme_ids: Vec<i64> = {
+        let sql = "SELECT id FROM messages WHERE partner_id = (SELECT id FROM partners WHERE code = 'acme')";
+        sqlx::query_scalar(sql).fetch_all(app.state.db.reader()).await.unwrap()
+    };
+    assert_eq!(acme_ids.len(), 4, "two hub messages and the conversation's two");
+
+    let erased = app.request(reqwest::Method::DELETE, &format!("/api/v1/accounts/{PHONE}"), Some(&acme), None).await;
+    assert_eq!(erased.ok(200), &json!({"phone": PHONE, "messages": 4, "conversations": 1, "unlinked": true}),);
+
+    // acme holds nothing of them: messages, conversation, account view, file, search.
+    for id in &acme_messages {
+        app.get(&acme, &format!("/api/v1/messages/{id}")).await.error(404, "not_found");
+    }
+    app.get(&acme, &format!("/api/v1/conversations/{acme_conversation}")).await.error(404, "not_found");
+    app.get(&acme, &format!("/api/v1/accounts/{PHONE}")).await.error(404, "not_found");
+    assert_eq!(app.get(&acme, &media).await.status, 404, "the file is gone");
+    let found = app.get(&acme, "/api/v1/conversations?q=zebra").await.ok(200).clone();
+    assert!(found["data"].as_array().unwrap().is_empty(), "{found}");
+    assert_eq!(app.get(&acme, "/api/v1/exports/messages").await.status, 200);
+    for (table, column) in [
+        ("message_states", "message_id"),
+        ("delivery_attempts", "message_id"),
+        ("delivery_jobs", "message_id"),
+        ("messages", "id"),
+    ] {
+        assert_eq!(rows_of(&app, table, column, &acme_ids).await, 0, "{table}");
+    }
+    assert_eq!(rows_of(&app, "conversations", "id", &[acme_conversation]).await, 0);
+    // Gone from the search indexes too (each engine's own).
+    let (messages_index, conversations_index) = match app.state.db.backend() {
+        hubbub_host::store::Backend::Sqlite => (("messages_search", "rowid"), ("conversation_words", "rowid")),
+        hubbub_host::store::Backend::Postgres => {
+            (("message_words", "message_id"), ("conversation_words", "conversation_id"))
+        }
+    };
+    assert_eq!(rows_of(&app, messages_index.0, messages_index.1, &acme_ids).await, 0);
+    assert_eq!(rows_of(&app, conversations_index.0, conversations_index.1, &[acme_conversation]).await, 0);
+    // The person's own inbox and search hold globex's only.
+    let inbox = app.get(&user, "/api/v1/me/messages?q=zebra").await.ok(200).clone();
+    let bodies: Vec<&str> = inbox["data"].as_array().unwrap().iter().map(|m| m["body"].as_str().unwrap()).collect();
+    assert_eq!(bodies, ["Globex zebra news"]);
+    let mine = app.get(&user, "/api/v1/me/conversations").await.ok(200).clone();
+    let left: Vec<i64> =
+        mine["data"].as_array().unwrap().iter().map(|c| c["conversation_id"].as_i64().unwrap()).collect();
+    assert_eq!(left, [globex_conversation]);
+    // globex's data and the account stay.
+    assert_eq!(app.message(&globex, kept).await["body"], "Globex zebra news");
+    let account = app.get(&globex, &format!("/api/v1/accounts/{PHONE}")).await.ok(200).clone();
+    assert_eq!(account["phone"], PHONE);
+    app.get(&globex, &format!("/api/v1/conversations/{globex_conversation}")).await.ok(200);
+    // Recorded in the audit log.
+    let log = app.get(&acme, "/api/v1/audit-log").await.ok(200).clone();
+    let erasures: Vec<&Value> =
+        log["data"].as_array().unwrap().iter().filter(|e| e["action"] == "DELETE /api/v1/accounts/{phone}").collect();
+    assert_eq!(erasures.len(), 1, "{log}");
+    // Twice, or a phone it never knew: 404. Another partner's erasure is its own.
+    app.request(reqwest::Method::DELETE, &format!("/api/v1/accounts/{PHONE}"), Some(&acme), None)
+        .await
+        .error(404, "not_found");
+    app.request(reqwest::Method::DELETE, "/api/v1/accounts/+15557929999", Some(&acme), None)
+        .await
+        .error(404, "not_found");
+    // acme may link them again: it starts from nothing (no old message, no old conversation).
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    let listed = app.get(&acme, &format!("/api/v1/messages?phone=%2B{}", &PHONE[1..])).await.ok(200).clone();
+    assert!(listed["data"].as_array().unwrap().is_empty(), "{listed}");
+    assert!(app.get(&acme, "/api/v1/conversations").await.ok(200)["data"].as_array().unwrap().is_empty());
+    app.stop().await;
+}
