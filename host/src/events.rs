@@ -84,6 +84,19 @@ pub struct AccountClaimedEvent {
     pub at: String,
 }
 
+/// `account.erased`: a person linked to the partner erased themself (`DELETE /me/account`): their messages,
+/// conversations and link to the partner are gone. The phone is not named: `phone_sha256` is the SHA-256 of
+/// its E.164 form (lower-case hex), for the partner to find and erase its own records of them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AccountErasedEvent {
+    /// `account.erased`.
+    pub event: &'static str,
+    pub partner: String,
+    #[schema(pattern = "^[0-9a-f]{64}$")]
+    pub phone_sha256: String,
+    pub at: String,
+}
+
 /// `conversation.message`: a new message in a support conversation (no body when encrypted).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ConversationMessageEvent {
@@ -193,6 +206,19 @@ pub fn account_claimed(partner_code: &str, phone: &str, at: Millis) -> Value {
         phone: phone.to_string(),
         at: iso_time(at),
     })
+}
+
+/// `account.erased` of `phone`, for the partner `partner_code`: its JSON text (the phone only as its hash).
+pub fn account_erased(partner_code: &str, phone: &str, at: Millis) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(phone.as_bytes());
+    let event = AccountErasedEvent {
+        event: "account.erased",
+        partner: partner_code.to_string(),
+        phone_sha256: digest.iter().map(|b| format!("{b:02x}")).collect(),
+        at: iso_time(at),
+    };
+    serde_json::to_string(&event).expect("an event serialises")
 }
 
 /// `conversation.message` of `m` in `c`.

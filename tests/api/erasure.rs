@@ -114,3 +114,85 @@ async fn a_partner_erases_a_person_from_its_data_and_only_its_own() {
     assert!(app.get(&acme, "/api/v1/conversations").await.ok(200)["data"].as_array().unwrap().is_empty());
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_person_erases_themself_with_a_fresh_code_and_partners_hear_of_it_without_the_phone() {
+    let app = TestApp::start().await;
+    let acme = app.partner("acme").await;
+    let globex = app.partner("globex").await;
+    for key in [&acme, &globex] {
+        app.post(key, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    }
+    let user = app.login(PHONE).await;
+    let other = "+15557920002";
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": other})).await.ok(200);
+    let kept = app.post(&acme, "/api/v1/messages", json!({"phone": other, "body": "Someone else's"})).await;
+    let kept = kept.ok(201)["message_id"].as_i64().unwrap();
+    let m = app.post(&acme, "/api/v1/messages", json!({"phone": PHONE, "body": "Your parcel zebra"})).await;
+    let erased_message = m.ok(201)["message_id"].as_i64().unwrap();
+    app.post(&globex, "/api/v1/messages", json!({"phone": PHONE, "body": "Globex news"})).await.ok(201);
+    let opened = app.post(&user, "/api/v1/me/conversations", json!({"partner": "globex", "body": "Help zebra"})).await;
+    let conversation = opened.ok(201)["conversation_id"].as_i64().unwrap();
+    // A bot's flow session of theirs (its card is a message too).
+    crate::bots::local_bot(&app, &acme, "signup", "signup").await;
+    let invited = app.post(&acme, "/api/v1/bots/signup/flows/signup/invite", json!({"phone": PHONE})).await;
+    assert_eq!(invited.status, 201, "{}", invited.json);
+    let prefs = json!({"time_zone": "UTC", "partners": {"acme": {"muted": true}}});
+    app.request(reqwest::Method::PUT, "/api/v1/me/preferences", Some(&user), Some(&prefs)).await.ok(200);
+
+    // No code, or a wrong one: refused, nothing erased.
+    let erase = |body: Value| {
+        let (app, user) = (&app, user.clone());
+        async move { app.request(reqwest::Method::DELETE, "/api/v1/me/account", Some(&user), Some(&body)).await }
+    };
+    erase(json!({})).await.field_error("code");
+    erase(json!({"code": "000000"})).await.error(401, "unauthorized");
+    app.message(&acme, erased_message).await;
+    // A fresh code: erased.
+    app.request(reqwest::Method::POST, "/api/v1/auth/otp/start", None, Some(&json!({"phone": PHONE}))).await.ok(202);
+    let code = app.last_code(PHONE).await;
+    let done = erase(json!({"code": code})).await;
+    assert_eq!(done.ok(200), &json!({"messages": 4, "conversations": 1}), "two hub messages, the card, the thread's");
+
+    // Every partner's side is gone; their account too; the other person's message stays.
+    app.get(&acme, &format!("/api/v1/messages/{erased_message}")).await.error(404, "not_found");
+    app.get(&globex, &format!("/api/v1/conversations/{conversation}")).await.error(404, "not_found");
+    for key in [&acme, &globex] {
+        app.get(key, &format!("/api/v1/accounts/{PHONE}")).await.error(404, "not_found");
+    }
+    assert_eq!(app.message(&acme, kept).await["body"], "Someone else's");
+    for (table, column) in
+        [("accounts", "phone"), ("devices", "phone"), ("preferences", "phone"), ("partner_preferences", "phone")]
+    {
+        let sql = format!("SELECT COUNT(*) FROM {table} WHERE {column} = $1");
+        let n: i64 =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(PHONE).fetch_one(app.state.db.reader()).await.unwrap();
+        assert_eq!(n, 0, "{table}");
+    }
+    // The token is over: a second erase is 401.
+    erase(json!({"code": "123456"})).await.error(401, "unauthorized");
+    // Each linked partner is told, by the phone's hash only, and its audit log says so.
+    use sha2::Digest;
+    let hash: String = sha2::Sha256::digest(PHONE.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let payloads: Vec<String> =
+        sqlx::query_scalar("SELECT payload FROM outbox_events WHERE event = 'account.erased' ORDER BY id")
+            .fetch_all(app.state.db.reader())
+            .await
+            .unwrap();
+    assert_eq!(payloads.len(), 2, "acme and globex");
+    for payload in &payloads {
+        let event: Value = serde_json::from_str(payload).unwrap();
+        assert_eq!(event["phone_sha256"], hash);
+        assert!(!payload.contains(&PHONE[1..]), "no phone in {payload}");
+    }
+    for key in [&acme, &globex] {
+        let log = app.get(key, "/api/v1/audit-log").await.ok(200).clone();
+        let entries = log["data"].as_array().unwrap();
+        assert!(entries.iter().any(|e| e["action"] == "account.erased"), "{log}");
+    }
+    // A later message to the phone starts from nothing.
+    let again = app.post(&acme, "/api/v1/messages", json!({"phone": PHONE, "body": "Hello"})).await.ok(201).clone();
+    let listed = app.get(&acme, &format!("/api/v1/messages?phone=%2B{}", &PHONE[1..])).await.ok(200).clone();
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1, "{again}");
+    app.stop().await;
+}

@@ -2525,6 +2525,41 @@ test("6b. sign out everywhere ends the session in every browser", async () => {
   }
 });
 
+test("6c. a person erases their account from the Account screen with a fresh code: every partner's side goes", async () => {
+  const phone = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  await partner("POST", "/accounts/link", { phone, invite: false });
+  const sent = await partner("POST", "/messages", { phone, body: "Your parcel is on its way" });
+  await fetch(API + "/api/v1/auth/otp/start", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ phone }) });
+  const first = await codeFor(phone);
+  const res = await fetch(API + "/api/v1/auth/otp/verify", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ phone, code: first }) });
+  const { token } = await res.json();
+  const ctx = await browser.newContext({ viewport: { width: 390, height: 844 } });
+  const p = await ctx.newPage();
+  try {
+    await p.goto(BASE + "/login");
+    await p.evaluate((t) => localStorage.setItem("hubbub.token", t), token);
+    await p.goto(BASE + "/account");
+    const erase = p.getByRole("group", { name: "Erase my account" });
+    await erase.waitFor();
+    await erase.getByRole("button", { name: "Send me a code to erase my account" }).click();
+    const code = await codeFor(phone, first);
+    await erase.getByLabel("The code we sent by SMS").fill(code);
+    await axe("app-erase-account", p);
+    p.once("dialog", (d) => d.accept());
+    await erase.getByRole("button", { name: "Erase everything" }).click();
+    await p.waitForURL(/\/login/);
+    // Gone: the partner's message and its view of the account; the token is refused.
+    const message = await fetch(API + `/api/v1/messages/${sent.message_id}`, { headers: { Authorization: `Bearer ${KEY}` } });
+    assert.equal(message.status, 404);
+    const account = await fetch(API + `/api/v1/accounts/${encodeURIComponent(phone)}`, { headers: { Authorization: `Bearer ${KEY}` } });
+    assert.equal(account.status, 404);
+    const me = await fetch(API + "/api/v1/me/account", { headers: { Authorization: `Bearer ${token}` } });
+    assert.equal(me.status, 401);
+  } finally {
+    await ctx.close();
+  }
+});
+
 test("7. no CSP violation, no page error, PWA manifest and service worker", async () => {
   const manifest = await (await fetch(BASE + "/manifest.webmanifest")).json();
   assert.ok(manifest.icons.some((i) => i.sizes === "512x512"));

@@ -970,7 +970,17 @@ export interface paths {
         get: operations["my_account"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Erase me.
+         * @description Deletes the person's account and everything of theirs: every partner's messages to and from them and
+         *     conversations with them (with their attempts, history, search entries and files), their devices and keys,
+         *     push subscriptions, preferences, bot sessions and form links, and their links to partners with the
+         *     custom values. A payment keeps its amount and state for the partner's books, without the phone. Each
+         *     linked partner gets an `account.erased` webhook event naming the phone only by its SHA-256, and an entry
+         *     in its audit log. Every token of the phone stops working; a later message to the phone starts from
+         *     nothing. Needs a fresh code (`POST /auth/otp/start`): `401` when it is wrong or used.
+         */
+        delete: operations["erase_me"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2464,6 +2474,57 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "account.erased": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** account.erased */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event name */
+                    "X-Service-Event": string;
+                    /** @description The delivery id: the same on every retry */
+                    "X-Service-Delivery": string;
+                    /** @description Hex HMAC-SHA256 of the raw body keyed with the whole secret */
+                    "X-Service-Signature": string;
+                    /** @description Standard Webhooks: the delivery id */
+                    "webhook-id": string;
+                    /** @description Standard Webhooks: seconds since the epoch */
+                    "webhook-timestamp": string;
+                    /** @description Standard Webhooks v1: `v1,<base64 HMAC-SHA256 of id.timestamp.body>` */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["AccountErasedEvent"];
+                };
+            };
+            responses: {
+                /** @description Received; any other answer is retried with backoff */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "conversation.message": {
         parameters: {
             query?: never;
@@ -2762,6 +2823,18 @@ export interface components {
             phone: string;
             /** @description Whether the partner was linked to their account (its custom values went with the link). */
             unlinked: boolean;
+        };
+        /**
+         * @description `account.erased`: a person linked to the partner erased themself (`DELETE /me/account`): their messages,
+         *     conversations and link to the partner are gone. The phone is not named: `phone_sha256` is the SHA-256 of
+         *     its E.164 form (lower-case hex), for the partner to find and erase its own records of them.
+         */
+        AccountErasedEvent: {
+            at: string;
+            /** @description `account.erased`. */
+            event: string;
+            partner: string;
+            phone_sha256: string;
         };
         /** @description A custom field of the partner's accounts. */
         AccountField: {
@@ -3479,6 +3552,11 @@ export interface components {
         E2eMode: "conversation";
         /** @enum {string} */
         Encryption: "e2e";
+        /** @description A fresh code, for a destructive action. */
+        EraseMe: {
+            /** @description A code from `POST /auth/otp/start` for this phone (10 minutes, once). */
+            code: string;
+        };
         /** @description The contract's error body: `{"error": {"code", "message", "field"?, "fields"?}}`. */
         Error: {
             error: components["schemas"]["ErrorDetail"];
@@ -4136,6 +4214,19 @@ export interface components {
             expires_at: string;
             /** @description The user JWT (`Authorization: Bearer …`). */
             token: string;
+        };
+        /** @description What an erasure removed. */
+        MeErased: {
+            /**
+             * Format: int64
+             * @description Support conversations.
+             */
+            conversations: number;
+            /**
+             * Format: int64
+             * @description Messages to and from the person, of every partner.
+             */
+            messages: number;
         };
         /** @description The file of a media message. */
         Media: {
@@ -7072,6 +7163,37 @@ export interface operations {
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    erase_me: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EraseMe"];
+            };
+        };
+        responses: {
+            /** @description Erased */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MeErased"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };

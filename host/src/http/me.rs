@@ -29,6 +29,79 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(my_bots))
         .routes(routes!(my_forms))
         .routes(routes!(sign_out_everywhere))
+        .routes(routes!(erase_me))
+}
+
+/// A fresh code, for a destructive action.
+#[derive(Deserialize, ToSchema)]
+#[schema(as = EraseMe)]
+struct EraseMe {
+    /// A code from `POST /auth/otp/start` for this phone (10 minutes, once).
+    #[schema(value_type = String, required = true, pattern = "^[0-9]{6}$")]
+    code: Option<String>,
+}
+
+/// What an erasure removed.
+#[derive(Serialize, ToSchema)]
+#[schema(as = MeErased)]
+struct Erased {
+    /// Messages to and from the person, of every partner.
+    messages: u64,
+    /// Support conversations.
+    conversations: u64,
+}
+
+/// Erase me.
+///
+/// Deletes the person's account and everything of theirs: every partner's messages to and from them and
+/// conversations with them (with their attempts, history, search entries and files), their devices and keys,
+/// push subscriptions, preferences, bot sessions and form links, and their links to partners with the
+/// custom values. A payment keeps its amount and state for the partner's books, without the phone. Each
+/// linked partner gets an `account.erased` webhook event naming the phone only by its SHA-256, and an entry
+/// in its audit log. Every token of the phone stops working; a later message to the phone starts from
+/// nothing. Needs a fresh code (`POST /auth/otp/start`): `401` when it is wrong or used.
+#[utoipa::path(
+    delete,
+    path = "/me/account",
+    tag = "users",
+    security(("userJwt" = [])),
+    request_body = EraseMe,
+    responses(
+        (status = 200, description = "Erased", body = Erased),
+        (status = 401, response = crate::http::E401),
+        (status = 422, response = crate::http::E422)
+    )
+)]
+async fn erase_me(
+    State(state): State<AppState>,
+    user: UserAuth,
+    crate::http::abuse::ClientIp(client): crate::http::abuse::ClientIp,
+    crate::http::ApiJson(req): crate::http::ApiJson<EraseMe>,
+) -> ApiResult<Json<Erased>> {
+    let code = req.code.as_deref().map(str::trim).filter(|c| !c.is_empty());
+    let code = code.ok_or_else(|| ApiError::validation("code", "a code from POST /auth/otp/start is required"))?;
+    crate::otp::verify(&state.codes(), &user.phone, "login", code).await?;
+    let now = state.now();
+    let linked = crate::store::erasure::linked_partners(&state.db, &user.phone).await?;
+    let told: Vec<(i64, String)> =
+        linked.iter().map(|(id, code)| (*id, crate::events::account_erased(code, &user.phone, now))).collect();
+    let audit: Vec<crate::store::members::AuditWrite> = linked
+        .iter()
+        .map(|(id, _)| crate::store::members::AuditWrite {
+            partner_id: *id,
+            member_id: None,
+            key_id: None,
+            action: "account.erased".into(),
+            target: "/api/v1/me/account".into(),
+            status: 200,
+            address: client.to_string(),
+            at: now,
+        })
+        .collect();
+    let erased = crate::store::erasure::person_erases(&state.db, &user.phone, &told, &audit, now).await?;
+    crate::http::auth::revoke_user_tokens(&state, &user.phone).await?;
+    tracing::info!(messages = erased.messages, "a person erased themself");
+    Ok(Json(Erased { messages: erased.messages, conversations: erased.conversations }))
 }
 
 /// Sign out everywhere.

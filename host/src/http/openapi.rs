@@ -162,6 +162,7 @@ const SCHEMES: &[(&str, &str, Option<&str>)] = &[
         crate::events::MessageAttemptEvent,
         crate::events::TemplateStatusEvent,
         crate::events::AccountClaimedEvent,
+        crate::events::AccountErasedEvent,
         crate::events::ConversationMessageEvent,
         crate::events::PaymentStatusEvent,
     )),
@@ -329,6 +330,7 @@ fn webhooks() -> Value {
         ("message.attempt", "MessageAttemptEvent"),
         ("template.status", "TemplateStatusEvent"),
         ("account.claimed", "AccountClaimedEvent"),
+        ("account.erased", "AccountErasedEvent"),
         ("conversation.message", "ConversationMessageEvent"),
         ("payment.status", "PaymentStatusEvent"),
     ];

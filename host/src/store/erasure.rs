@@ -1,7 +1,10 @@
-//! Erasing what a partner holds about one person (`DELETE /accounts/{phone}`): its messages to and from them
-//! with their attempts, history, search rows, stream events and media, its conversations with them with their
-//! notes and keys, and its link to their account (the custom fields are on the link). Other partners' data
-//! stays; so does what the person chose about the partner (theirs, not the partner's). One transaction.
+//! Erasing a person, in one transaction each: what a partner holds about them (`DELETE /accounts/{phone}`:
+//! its messages to and from them with their attempts, history, search rows, stream events and media, its
+//! conversations with them with their notes and keys, and its link to their account, which holds the custom
+//! fields; other partners' data stays, and so does what the person chose about the partner), or the person
+//! themself (`DELETE /me/account`: all of that for every partner, and their account, devices and keys, push
+//! subscriptions, sessions' traces, preferences, bot sessions and form links; payments keep their amount and
+//! state for the partner's books, without the phone).
 
 use sqlx::{Any, Transaction};
 
@@ -23,30 +26,133 @@ const CHUNK: usize = 500;
 /// conversation): a phone the partner never knew is `404` to it.
 pub async fn partner_erases(db: &Db, partner_id: i64, phone: &str) -> Result<Option<Erased>, sqlx::Error> {
     let mut tx = db.begin().await?;
-    let messages: Vec<i64> = sqlx::query_scalar("SELECT id FROM messages WHERE partner_id = $1 AND phone = $2")
-        .bind(partner_id)
-        .bind(phone)
-        .fetch_all(&mut *tx)
-        .await?;
-    let conversations: Vec<i64> =
-        sqlx::query_scalar("SELECT id FROM conversations WHERE partner_id = $1 AND phone = $2")
-            .bind(partner_id)
+    let erased = erase_in(&mut tx, Some(partner_id), phone).await?;
+    if erased.messages == 0 && erased.conversations == 0 && !erased.unlinked {
+        return Ok(None);
+    }
+    tx.commit().await?;
+    Ok(Some(erased))
+}
+
+/// The partners a person's erasure tells (`account.erased`): those linked to their account.
+pub async fn linked_partners(db: &Db, phone: &str) -> Result<Vec<(i64, String)>, sqlx::Error> {
+    use sqlx::Row;
+    let rows = sqlx::query(
+        "SELECT p.id, p.code FROM account_links l JOIN accounts a ON a.id = l.account_id \
+         JOIN partners p ON p.id = l.partner_id WHERE a.phone = $1 ORDER BY p.id",
+    )
+    .bind(phone)
+    .fetch_all(db.reader())
+    .await?;
+    rows.iter().map(|r| Ok((r.try_get("id")?, r.try_get("code")?))).collect()
+}
+
+/// Erases the person of `phone` themself: every partner's messages and conversations with them and links to
+/// them, their account and all that hangs on their phone; each `(partner id, event)` of `told` is written to
+/// the partner's webhook outbox, and each entry of `audit` to its partner's audit log, in the same
+/// transaction (`account.erased`, which names no phone).
+pub async fn person_erases(
+    db: &Db,
+    phone: &str,
+    told: &[(i64, String)],
+    audit: &[super::members::AuditWrite],
+    now: crate::clock::Millis,
+) -> Result<Erased, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    for entry in audit {
+        super::members::audit_in(&mut tx, entry).await?;
+    }
+    let mut events = super::outbox::EventRows::default();
+    for (partner_id, payload) in told {
+        events.push(&super::outbox::NewEvent {
+            target: super::outbox::Target::Partner(*partner_id),
+            event: "account.erased",
+            payload,
+            ordering_key: format!("account-erased:{partner_id}"),
+            at: now,
+        });
+    }
+    events.insert_in(&mut tx).await?;
+    let erased = erase_in(&mut tx, None, phone).await?;
+    // The bot sessions: one with a payment stays, anonymised, for the payment's sake; the others go.
+    sqlx::query("UPDATE payments SET phone = '' WHERE phone = $1").bind(phone).execute(&mut *tx).await?;
+    let sessions: Vec<i64> = sqlx::query_scalar(
+        "SELECT id FROM flow_sessions WHERE phone = $1 AND NOT EXISTS (SELECT 1 FROM payments p WHERE p.session_id = flow_sessions.id)",
+    )
+    .bind(phone)
+    .fetch_all(&mut *tx)
+    .await?;
+    sqlx::query("DELETE FROM inbound_messages WHERE phone = $1").bind(phone).execute(&mut *tx).await?;
+    for chunk in sessions.chunks(CHUNK) {
+        for statement in [
+            "DELETE FROM flow_pending_steps WHERE session_id IN",
+            "DELETE FROM form_links WHERE session_id IN",
+            "DELETE FROM user_events WHERE kind = 'flow.updated' AND subject_id IN",
+            "DELETE FROM flow_sessions WHERE id IN",
+        ] {
+            each_in(&mut tx, statement, chunk).await?;
+        }
+    }
+    sqlx::query(
+        "UPDATE flow_sessions SET phone = '', guest_state = NULL, screen = NULL, summary = NULL, title = NULL, \
+         pending_steps = NULL, waiting = NULL WHERE phone = $1",
+    )
+    .bind(phone)
+    .execute(&mut *tx)
+    .await?;
+    for table in [
+        "push_subscriptions",
+        "devices",
+        "presence",
+        "stream_tickets",
+        "user_events",
+        "user_event_seqs",
+        "preferences",
+        "partner_preferences",
+        "e2e_alerts",
+        "whatsapp_users",
+        "whatsapp_windows",
+        "otp_codes",
+        "dev_sink",
+        "accounts",
+    ] {
+        let sql = format!("DELETE FROM {table} WHERE phone = $1");
+        sqlx::query(sqlx::AssertSqlSafe(sql)).bind(phone).execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(erased)
+}
+
+/// Erases `phone`'s messages, conversations and account links of `partner_id` (every partner's: `None`), in
+/// the caller's transaction.
+async fn erase_in(
+    tx: &mut Transaction<'static, Any>,
+    partner_id: Option<i64>,
+    phone: &str,
+) -> Result<Erased, sqlx::Error> {
+    let messages: Vec<i64> =
+        sqlx::query_scalar("SELECT id FROM messages WHERE phone = $1 AND ($2 IS NULL OR partner_id = $2)")
             .bind(phone)
-            .fetch_all(&mut *tx)
+            .bind(partner_id)
+            .fetch_all(&mut **tx)
+            .await?;
+    let conversations: Vec<i64> =
+        sqlx::query_scalar("SELECT id FROM conversations WHERE phone = $1 AND ($2 IS NULL OR partner_id = $2)")
+            .bind(phone)
+            .bind(partner_id)
+            .fetch_all(&mut **tx)
             .await?;
     let unlinked = sqlx::query(
-        "DELETE FROM account_links WHERE partner_id = $1 AND account_id IN (SELECT id FROM accounts WHERE phone = $2)",
+        "DELETE FROM account_links WHERE ($1 IS NULL OR partner_id = $1) \
+         AND account_id IN (SELECT id FROM accounts WHERE phone = $2)",
     )
     .bind(partner_id)
     .bind(phone)
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await?
     .rows_affected()
         > 0;
-    if messages.is_empty() && conversations.is_empty() && !unlinked {
-        return Ok(None);
-    }
-    let backend = super::backend_of(&tx);
+    let backend = super::backend_of(tx);
     let media: Vec<String> = {
         let mut found = Vec::new();
         for chunk in messages.chunks(CHUNK) {
@@ -58,7 +164,7 @@ pub async fn partner_erases(db: &Db, partner_id: i64, phone: &str) -> Result<Opt
             for id in chunk {
                 query = query.bind(id);
             }
-            found.extend(query.fetch_all(&mut *tx).await?);
+            found.extend(query.fetch_all(&mut **tx).await?);
         }
         found
     };
@@ -78,7 +184,7 @@ pub async fn partner_erases(db: &Db, partner_id: i64, phone: &str) -> Result<Opt
             search,
             "DELETE FROM messages WHERE id IN",
         ] {
-            each_in(&mut tx, statement, chunk).await?;
+            each_in(tx, statement, chunk).await?;
         }
     }
     for chunk in conversations.chunks(CHUNK) {
@@ -93,28 +199,26 @@ pub async fn partner_erases(db: &Db, partner_id: i64, phone: &str) -> Result<Opt
             search,
             "DELETE FROM conversations WHERE id IN",
         ] {
-            each_in(&mut tx, statement, chunk).await?;
+            each_in(tx, statement, chunk).await?;
         }
     }
-    sqlx::query("DELETE FROM e2e_alerts WHERE partner_id = $1 AND phone = $2")
+    sqlx::query("DELETE FROM e2e_alerts WHERE ($1 IS NULL OR partner_id = $1) AND phone = $2")
         .bind(partner_id)
         .bind(phone)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     // The files of the erased messages that nothing else shows.
     for id in &media {
         sqlx::query(
-            "DELETE FROM media WHERE id = $1 AND partner_id = $2 \
+            "DELETE FROM media WHERE id = $1 \
              AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.media_id = $1) \
              AND NOT EXISTS (SELECT 1 FROM broadcasts b WHERE b.media_id = $1)",
         )
         .bind(id)
-        .bind(partner_id)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     }
-    tx.commit().await?;
-    Ok(Some(Erased { messages: messages.len() as u64, conversations: conversations.len() as u64, unlinked }))
+    Ok(Erased { messages: messages.len() as u64, conversations: conversations.len() as u64, unlinked })
 }
 
 /// Runs `statement` (ending in `IN`) over `ids`.

@@ -1,5 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
-import { auth, del, get, type Account } from "../api";
+import { auth, del, get, post, request, type Account } from "../api";
 import { encode } from "../../shared/e2e";
 import { deviceKey } from "../keystore";
 import { pushState, turnOffPush, turnOnPush, type PushState } from "../push";
@@ -88,7 +88,78 @@ export function AccountView({ logout }: { logout: () => void }) {
         </button>
       </div>
       <p class="muted">Sign out everywhere ends every session of your account, on every device and browser.</p>
+      {data ? <EraseAccount phone={data.phone} logout={logout} /> : null}
     </section>
+  );
+}
+
+/**
+ * Erasing the account: a fresh code by SMS, then everything of the person's goes (every partner's messages
+ * and conversations with them, their devices, preferences and bot sessions) and every session ends.
+ */
+function EraseAccount({ phone, logout }: { phone: string; logout: () => void }) {
+  const [sent, setSent] = useState(false);
+  const [code, setCode] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  async function sendCode() {
+    setBusy(true);
+    setError(null);
+    try {
+      await post("/auth/otp/start", { phone });
+      setSent(true);
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  }
+  async function erase(e: Event) {
+    e.preventDefault();
+    if (!confirm("Erase your account and everything in it? This cannot be undone.")) return;
+    setBusy(true);
+    setError(null);
+    try {
+      await request("DELETE", "/me/account", { code: code.trim() });
+      logout();
+    } catch (err) {
+      setError(err);
+      setBusy(false);
+    }
+  }
+  return (
+    <div class="card" role="group" aria-labelledby="erase-h">
+      <h2 id="erase-h">Erase my account</h2>
+      <p class="muted">
+        Every message, conversation, form and bot session of yours goes, for every partner, with your devices and
+        preferences; each partner is told that you left, without your number. Payments keep their amount for the
+        partner's books, without your number. This cannot be undone.
+      </p>
+      <ErrorNote error={error} />
+      {sent ? (
+        <form onSubmit={erase}>
+          <div class="field">
+            <label for="erase-code">The code we sent by SMS</label>
+            <input
+              id="erase-code"
+              inputMode="numeric"
+              autocomplete="one-time-code"
+              pattern="[0-9]{6}"
+              required
+              value={code}
+              onInput={(e) => setCode(e.currentTarget.value)}
+            />
+          </div>
+          <button type="submit" class="danger" disabled={busy}>
+            Erase everything
+          </button>
+        </form>
+      ) : (
+        <button type="button" class="danger" disabled={busy} onClick={sendCode}>
+          Send me a code to erase my account
+        </button>
+      )}
+    </div>
   );
 }
 
