@@ -14,8 +14,9 @@ async fn rows_of(app: &TestApp, table: &str, column: &str, ids: &[i64]) -> i64 {
     sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(app.state.db.reader()).await.unwrap()
 }
 
-#[tokio::test]
-async fn a_partner_erases_a_person_from_its_data_and_only_its_own() {
+/// A host, acme and globex both linked to the person, and the person signed in: the host, the two keys and
+/// the person's token.
+async fn linked_to_two() -> (TestApp, String, String, String) {
     let app = TestApp::start().await;
     let acme = app.partner("acme").await;
     let globex = app.partner("globex").await;
@@ -23,6 +24,12 @@ async fn a_partner_erases_a_person_from_its_data_and_only_its_own() {
         app.post(key, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
     }
     let user = app.login(PHONE).await;
+    (app, acme, globex, user)
+}
+
+#[tokio::test]
+async fn a_partner_erases_a_person_from_its_data_and_only_its_own() {
+    let (app, acme, globex, user) = linked_to_two().await;
     // acme: hub messages (one with a file), a conversation with an agent's answer and a note.
     let mut acme_messages = Vec::new();
     for send in [
@@ -117,13 +124,7 @@ async fn a_partner_erases_a_person_from_its_data_and_only_its_own() {
 
 #[tokio::test]
 async fn a_person_erases_themself_with_a_fresh_code_and_partners_hear_of_it_without_the_phone() {
-    let app = TestApp::start().await;
-    let acme = app.partner("acme").await;
-    let globex = app.partner("globex").await;
-    for key in [&acme, &globex] {
-        app.post(key, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
-    }
-    let user = app.login(PHONE).await;
+    let (app, acme, globex, user) = linked_to_two().await;
     let other = "+15557920002";
     app.post(&acme, "/api/v1/accounts/link", json!({"phone": other})).await.ok(200);
     let kept = app.post(&acme, "/api/v1/messages", json!({"phone": other, "body": "Someone else's"})).await;

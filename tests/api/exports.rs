@@ -2,7 +2,7 @@
 //! messages only, streamed a page at a time (100,000 messages), each export in the audit log. Agents may not
 //! export (tests/api/members.rs).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::common::TestApp;
 

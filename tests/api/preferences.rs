@@ -36,6 +36,22 @@ async fn person_with_the_app(app: &TestApp, phone: &str) -> String {
     hubbub_host::http::auth::issue_user_token(&app.state, phone, Some("phone-1")).unwrap().0
 }
 
+/// A host with fake providers and a fake push service, acme, and a person with the app (linked to acme, a
+/// device subscribed to pushes, WhatsApp's window open): the WhatsApp fake, the push service, the host, acme's
+/// key and the person's token.
+async fn subscribed_person() -> (FakeServer, FakeServer, TestApp, String, String) {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let service = FakeServer::start(201, 0).await;
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
+    let acme = app.partner("acme").await;
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    let token = person_with_the_app(&app, PHONE).await;
+    app.whatsapp_wrote(PHONE).await;
+    let device = crate::push::Device::new().subscription(&format!("{}/push/device-1", service.url));
+    app.post(&token, "/api/v1/me/push/subscriptions", device).await.ok(201);
+    (wa, service, app, acme, token)
+}
+
 fn id(m: &Value) -> i64 {
     m["message_id"].as_i64().unwrap()
 }
@@ -256,15 +272,7 @@ async fn refused_channels_are_skipped_and_a_muted_partner_stays_in_the_hub() {
 
 #[tokio::test]
 async fn a_muted_partners_hub_message_has_no_fallback_and_no_push() {
-    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
-    let service = FakeServer::start(201, 0).await;
-    let app = TestApp::with_fake_providers(&wa, &sms).await;
-    let acme = app.partner("acme").await;
-    app.post(&acme, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
-    let token = person_with_the_app(&app, PHONE).await;
-    app.whatsapp_wrote(PHONE).await;
-    let device = crate::push::Device::new().subscription(&format!("{}/push/device-1", service.url));
-    app.post(&token, "/api/v1/me/push/subscriptions", device).await.ok(201);
+    let (wa, service, app, acme, token) = subscribed_person().await;
     // Unmuted: a push.
     send(&app, &acme, PHONE, json!({"fallback_after_s": 60})).await;
     eventually("a push", || async { service.received().len() == 1 }).await;
@@ -402,15 +410,7 @@ async fn a_bot_answers_nothing_to_a_person_who_blocked_its_partner_nor_on_a_chan
 
 #[tokio::test]
 async fn in_quiet_hours_the_hub_is_silent_and_its_fallback_waits_for_their_end() {
-    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
-    let service = FakeServer::start(201, 0).await;
-    let app = TestApp::with_fake_providers(&wa, &sms).await;
-    let acme = app.partner("acme").await;
-    app.post(&acme, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
-    let token = person_with_the_app(&app, PHONE).await;
-    app.whatsapp_wrote(PHONE).await;
-    let device = crate::push::Device::new().subscription(&format!("{}/push/device-1", service.url));
-    app.post(&token, "/api/v1/me/push/subscriptions", device).await.ok(201);
+    let (wa, service, app, acme, token) = subscribed_person().await;
     let window = json!({"start": hh_mm(minute_now(&app)), "end": hh_mm(minute_now(&app) + 10)});
     let end = (app.now() / 60_000 + 10) * 60_000;
     put_preferences(&app, &token, json!({"time_zone": "UTC", "quiet_hours": window})).await.ok(200);
