@@ -93,6 +93,10 @@ pub async fn person_erases(
             each_in(&mut tx, statement, chunk).await?;
         }
     }
+    sqlx::query("DELETE FROM flow_pending_steps WHERE session_id IN (SELECT id FROM flow_sessions WHERE phone = $1)")
+        .bind(phone)
+        .execute(&mut *tx)
+        .await?;
     sqlx::query(
         "UPDATE flow_sessions SET phone = '', guest_state = NULL, screen = NULL, summary = NULL, title = NULL, \
          pending_steps = NULL, waiting = NULL WHERE phone = $1",
