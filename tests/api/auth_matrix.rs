@@ -100,6 +100,7 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/dev/verify", Open),
     ("GET", "/api/v1/keys/{phone}", Partner),
     ("GET", "/api/v1/me/account", User),
+    ("DELETE", "/api/v1/me/account", User),
     ("GET", "/api/v1/me/bots", User),
     ("POST", "/api/v1/me/bots/{bot}/sessions", User),
     ("GET", "/api/v1/me/bots/{bot}/sessions/{session}", User),
