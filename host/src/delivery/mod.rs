@@ -699,11 +699,8 @@ async fn send_message(
     opted_out: bool,
     honoured: &Honoured,
 ) -> Result<Outcome, sqlx::Error> {
-    if let Some(why) = skipped_by_choice(honoured, message, channel) {
-        return Ok(Outcome::Skipped(why));
-    }
-    if let Some(until) = honoured.quiet_until(delivery.now(), &message.priority, is_marketing(&message.content)) {
-        return Ok(Outcome::Wait { why: preferences::QUIET_HOURS, until, reason: None });
+    if let Some(held) = held_by_choice(delivery, honoured, message, channel) {
+        return Ok(held);
     }
     let template = whatsapp_template(delivery, channel, message).await?;
     let text = match template {
@@ -719,6 +716,16 @@ async fn send_message(
 fn skipped_by_choice(honoured: &Honoured, message: &Message, channel: Channel) -> Option<&'static str> {
     let why = honoured.skips(channel)?;
     (why != preferences::MUTED_BY_USER || message.conversation_id.is_none()).then_some(why)
+}
+
+/// What the person's choices make of a try of `message` on `channel` now: skipped (a channel they refuse, a
+/// partner they muted), or waiting out their quiet hours; `None`: it may go.
+fn held_by_choice(delivery: &Delivery, honoured: &Honoured, message: &Message, channel: Channel) -> Option<Outcome> {
+    if let Some(why) = skipped_by_choice(honoured, message, channel) {
+        return Some(Outcome::Skipped(why));
+    }
+    let until = honoured.quiet_until(delivery.now(), &message.priority, is_marketing(&message.content))?;
+    Some(Outcome::Wait { why: preferences::QUIET_HOURS, until, reason: None })
 }
 
 /// What a job records for a message its person refused (blocked its partner, or its marketing): `failed`,
@@ -1009,13 +1016,12 @@ async fn continue_after_receipt(
     let to = (Some(message.partner_id), Channel::Sms, message.phone.as_str());
     let honoured = &found.honoured;
     let marketing = is_marketing(&message.content);
-    let outcome = if let Some(why) = skipped_by_choice(honoured, message, Channel::Sms).or(honoured.refusal(marketing))
-    {
-        Outcome::Skipped(why)
-    } else if let Some(until) = honoured.quiet_until(delivery.now(), &message.priority, marketing) {
-        Outcome::Wait { why: preferences::QUIET_HOURS, until, reason: None }
-    } else {
-        send_on(delivery, to, None, &text, opted_out, alert || is_urgent(&message.priority)).await?
+    let outcome = match skipped_by_choice(honoured, message, Channel::Sms).or(honoured.refusal(marketing)) {
+        Some(why) => Outcome::Skipped(why),
+        None => match held_by_choice(delivery, honoured, message, Channel::Sms) {
+            Some(held) => held,
+            None => send_on(delivery, to, None, &text, opted_out, alert || is_urgent(&message.priority)).await?,
+        },
     };
     // The message's SMS waits its turn (or for its provider), as a first delivery would; an alert does not.
     let outcome = match alert {
