@@ -267,6 +267,16 @@ pub struct Config {
     #[arg(long, env = "HUBBUB_DEV_CLOCK_OFFSET_S", default_value_t = 0, allow_hyphen_values = true)]
     pub dev_clock_offset_s: i64,
 
+    /// The most days any partner's data is kept (`/settings/retention` may ask for fewer, not more; a
+    /// partner that chose nothing keeps this many). Unset: no ceiling, a partner's data is kept until it
+    /// chooses otherwise.
+    #[arg(long, env = "HUBBUB_RETENTION_MAX_DAYS")]
+    pub retention_max_days: Option<u32>,
+
+    /// How often the retention worker looks for expired data, in milliseconds (one host at a time does it).
+    #[arg(long, env = "HUBBUB_RETENTION_EVERY_MS", default_value_t = 300_000)]
+    pub retention_every_ms: u64,
+
     /// How often the delivery worker looks for due work when nothing wakes it, in milliseconds.
     #[arg(long, env = "HUBBUB_DELIVERY_POLL_MS", default_value_t = 500)]
     pub delivery_poll_ms: u64,
@@ -461,6 +471,9 @@ impl Config {
                 "{switch} is for development only: set HUBBUB_DEV=1 on a development host, or leave it unset (choose a real provider)"
             ));
         }
+        if self.retention_max_days == Some(0) {
+            refusals.push("HUBBUB_RETENTION_MAX_DAYS is at least 1 day (unset: no ceiling)".into());
+        }
         if let Some(contact) = self.vapid_contact.as_deref()
             && !vapid_contact_valid(contact)
         {
@@ -560,6 +573,8 @@ impl std::fmt::Debug for Config {
             .field("whatsapp_pair_interval_ms", &self.whatsapp_pair_interval_ms)
             .field("whatsapp_daily_limit", &self.whatsapp_daily_limit)
             .field("dev_clock_offset_s", &self.dev_clock_offset_s)
+            .field("retention_max_days", &self.retention_max_days)
+            .field("retention_every_ms", &self.retention_every_ms)
             .field("delivery_poll_ms", &self.delivery_poll_ms)
             .field("lease_ms", &self.lease_ms)
             .field("webhook_backoff_s", &self.webhook_backoff_s)

@@ -33,6 +33,7 @@ pub mod conversations;
 pub mod delivery;
 pub mod encryption;
 pub mod events;
+pub mod exports;
 pub mod flows;
 pub mod forms;
 pub mod health;
@@ -46,6 +47,7 @@ pub mod passkeys;
 pub mod payments;
 pub mod preferences;
 pub mod providers;
+pub mod retention;
 pub mod runtime;
 pub mod secrets;
 pub mod senders;
@@ -243,6 +245,9 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
     let inbound = supervised("inbound", Box::pin(inbound::run_worker(state.routing(), stop.clone())));
     let meta = Box::pin(delivery::meta_review::run_sync(state.delivery.clone(), stop.clone()));
     let templates = supervised("whatsapp-templates", meta);
+    let retention =
+        Box::pin(retention::run_worker(state.db.clone(), state.clock.clone(), state.config.clone(), stop.clone()));
+    let retention = supervised("retention", retention);
     vec![
         ("housekeeping", housekeeping),
         ("stream-wakes", wakes),
@@ -251,5 +256,6 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
         ("broadcasts", broadcasts),
         ("inbound", inbound),
         ("whatsapp-templates", templates),
+        ("retention", retention),
     ]
 }

@@ -37,6 +37,17 @@ pub fn service_signature(secret: &str, body: &[u8]) -> String {
     hex(&hmac(secret.as_bytes(), &[body]))
 }
 
+/// The hex HMAC of `what` keyed with a key of the host's (a link's signature: the link works for whoever holds
+/// it, and for nothing else).
+pub fn link_signature(key: &[u8], what: &str) -> String {
+    hex(&hmac(key, &[b"link:", what.as_bytes()]))
+}
+
+/// Whether `given` is [`link_signature`] of `what`, compared in constant time.
+pub fn verify_link_signature(key: &[u8], what: &str, given: &str) -> bool {
+    constant_time_eq(&link_signature(key, what), given)
+}
+
 /// The Standard Webhooks signature header value (`v1,<base64>`).
 pub fn standard_signature(secret: &str, id: &str, timestamp: i64, body: &[u8]) -> String {
     let key =

@@ -101,6 +101,9 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/keys/{phone}", Partner),
     ("GET", "/api/v1/me/account", User),
     ("DELETE", "/api/v1/me/account", User),
+    ("POST", "/api/v1/me/export", User),
+    ("GET", "/api/v1/me/export/{export_id}", User),
+    ("GET", "/api/v1/me/export/{export_id}/download/{signature}", Open),
     ("GET", "/api/v1/me/bots", User),
     ("POST", "/api/v1/me/bots/{bot}/sessions", User),
     ("GET", "/api/v1/me/bots/{bot}/sessions/{session}", User),
@@ -177,6 +180,8 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("DELETE", "/api/v1/settings/account-fields/{id}", Partner),
     ("GET", "/api/v1/settings/delivery", Partner),
     ("PUT", "/api/v1/settings/delivery", Partner),
+    ("GET", "/api/v1/settings/retention", Partner),
+    ("PUT", "/api/v1/settings/retention", Partner),
     ("GET", "/api/v1/settings/senders", Partner),
     ("PUT", "/api/v1/settings/senders/whatsapp", Partner),
     ("PUT", "/api/v1/settings/senders/sms", Partner),
@@ -318,6 +323,8 @@ struct Fixtures {
     chat_session: String,
     payment_id: i64,
     payment_ref: String,
+    /// The person's export of their data.
+    export_id: String,
 }
 
 impl Fixtures {
@@ -371,6 +378,9 @@ impl Fixtures {
                 "{code}" => "flowbot".to_string(),
                 "{flow}" => "signup".to_string(),
                 "{phone}" => PHONE.to_string(),
+                "{export_id}" => self.export_id.clone(),
+                // Not the export's signature: an open route that answers `404` to whatever credential.
+                "{signature}" => "0".repeat(64),
                 "{prefix}" => self.spare_key_prefix.clone(),
                 "{session}" => self.chat_session.clone(),
                 // An acknowledgement link the host did not make (its own are in the pushes, tests/api/push.rs).
@@ -501,7 +511,10 @@ async fn fixtures(app: &TestApp) -> Fixtures {
         hubbub_host::store::payments::create(&app.state.db, &new, app.now(), hubbub_host::events::payment_status)
             .await
             .unwrap();
+    let export = app.post(&user, "/api/v1/me/export", serde_json::json!({})).await;
+    let export_id = export.ok(202)["export_id"].as_str().unwrap().to_string();
     Fixtures {
+        export_id,
         payment_id: payment.id,
         payment_ref: payment.reference,
         developer: developer.as_str().unwrap().to_string(),

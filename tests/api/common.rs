@@ -385,6 +385,12 @@ impl TestApp {
         self.get(key, &format!("/api/v1/messages/{id}?include=attempts")).await.ok(200).clone()
     }
 
+    /// Rows of `from` (a table, or tables joined) matching `filter`, read from the host's database.
+    pub async fn rows(&self, from: &str, filter: &str) -> i64 {
+        let sql = format!("SELECT COUNT(*) FROM {from} WHERE {filter}");
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(self.state.db.reader()).await.unwrap()
+    }
+
     /// Waits until the message leaves `queued` (delivery is asynchronous); returns it with attempts.
     pub async fn delivered(&self, key: &str, id: i64) -> Value {
         let mut last = Value::Null;

@@ -10,8 +10,7 @@ const PHONE: &str = "+15557920001";
 /// Rows of `table` whose `column` is one of `ids`.
 async fn rows_of(app: &TestApp, table: &str, column: &str, ids: &[i64]) -> i64 {
     let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
-    let sql = format!("SELECT COUNT(*) FROM {table} WHERE {column} IN ({list})");
-    sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(app.state.db.reader()).await.unwrap()
+    app.rows(table, &format!("{column} IN ({list})")).await
 }
 
 /// A host, acme and globex both linked to the person, and the person signed in: the host, the two keys and

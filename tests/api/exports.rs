@@ -108,3 +108,126 @@ async fn an_export_of_a_hundred_thousand_messages_streams_a_page_at_a_time() {
     assert_eq!(lines, 100_000);
     app.stop().await;
 }
+
+/// The entries of a zip: name → bytes.
+fn unzip(bytes: &[u8]) -> std::collections::BTreeMap<String, Vec<u8>> {
+    use std::io::Read;
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).expect("a zip");
+    let mut entries = std::collections::BTreeMap::new();
+    for i in 0..archive.len() {
+        let mut file = archive.by_index(i).unwrap();
+        let name = file.name().unwrap().to_string();
+        let mut content = Vec::new();
+        file.read_to_end(&mut content).unwrap();
+        entries.insert(name, content);
+    }
+    entries
+}
+
+#[tokio::test]
+async fn a_person_exports_every_record_about_them_as_a_zip_downloaded_from_a_signed_link() {
+    use serde_json::json;
+    const PHONE: &str = "+15557940001";
+    let app = TestApp::start().await;
+    let acme = app.partner("acme").await;
+    let globex = app.partner("globex").await;
+    for key in [&acme, &globex] {
+        app.post(key, "/api/v1/accounts/link", json!({"phone": PHONE})).await.ok(200);
+    }
+    let user = app.login(PHONE).await;
+    // Messages from two partners (one with a file), a conversation, a bot session, preferences.
+    app.send_text(&acme, PHONE, "Your parcel left").await.ok(201);
+    let document = json!({"phone": PHONE, "content_type": "document", "media_base64": "JVBERi0xLjQK",
+        "media_filename": "../invoice.pdf", "media_mimetype": "application/pdf", "body": "Your invoice"});
+    let with_file = app.post(&acme, "/api/v1/messages", document).await.ok(201)["message_id"].as_i64().unwrap();
+    app.send_text(&globex, PHONE, "Globex news").await.ok(201);
+    app.post(&user, "/api/v1/me/conversations", json!({"partner": "globex", "body": "A question"})).await.ok(201);
+    crate::bots::local_bot(&app, &acme, "signup", "signup").await;
+    app.post(&acme, "/api/v1/bots/signup/flows/signup/invite", json!({"phone": PHONE})).await.ok(201);
+    let prefs = json!({"time_zone": "Europe/Berlin", "partners": {"globex": {"marketing": false}}});
+    app.request(reqwest::Method::PUT, "/api/v1/me/preferences", Some(&user), Some(&prefs)).await.ok(200);
+    app.delivered(&acme, with_file).await;
+    // Someone else's data stays out of it.
+    app.send_text(&acme, "+15557940002", "Not theirs").await.ok(201);
+
+    let started = app.post(&user, "/api/v1/me/export", json!({})).await;
+    let started = started.ok(202).clone();
+    let id = started["export_id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("exp_"), "{started}");
+    assert!(matches!(started["state"].as_str(), Some("preparing" | "ready")), "{started}");
+    let mut ready = Value::Null;
+    for _ in 0..500 {
+        ready = app.get(&user, &format!("/api/v1/me/export/{id}")).await.ok(200).clone();
+        if ready["state"] != "preparing" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(ready["state"], "ready", "{ready}");
+    let url = ready["download_url"].as_str().unwrap().to_string();
+    assert!(ready["expires_at"].is_string() && ready["size"].as_i64().unwrap() > 0, "{ready}");
+
+    // The link needs no token; the zip holds every kind of record, as many as the database has.
+    let got = app.client.get(format!("{}{url}", app.base)).send().await.unwrap();
+    assert_eq!(got.status(), 200);
+    assert_eq!(got.headers()["content-type"], "application/zip");
+    let entries = unzip(&got.bytes().await.unwrap());
+    let records = |name: &str| -> Vec<Value> {
+        serde_json::from_slice::<Vec<Value>>(&entries[&format!("{name}.json")])
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+    };
+    let of_phone = format!("phone = '{PHONE}'");
+    let of_messages = format!("m.phone = '{PHONE}'");
+    for (name, from, filter) in [
+        ("messages", "messages", &of_phone),
+        ("message_states", "message_states s JOIN messages m ON m.id = s.message_id", &of_messages),
+        ("delivery_attempts", "delivery_attempts d JOIN messages m ON m.id = d.message_id", &of_messages),
+        ("conversations", "conversations", &of_phone),
+        ("bot_sessions", "flow_sessions", &of_phone),
+        ("partner_links", "account_links l JOIN accounts a ON a.id = l.account_id", &format!("a.phone = '{PHONE}'")),
+        ("preferences", "preferences", &of_phone),
+        ("partner_preferences", "partner_preferences", &of_phone),
+        ("devices", "devices", &of_phone),
+        ("account", "accounts", &of_phone),
+    ] {
+        assert_eq!(records(name).len() as i64, app.rows(from, filter).await, "{name}");
+    }
+    let messages = records("messages");
+    assert_eq!(messages.len(), 5, "three hub messages, the flow card, the conversation's: {messages:?}");
+    assert!(messages.iter().all(|m| m["phone"] == PHONE));
+    let mut partners: Vec<&str> = messages.iter().map(|m| m["partner"].as_str().unwrap()).collect();
+    partners.dedup();
+    assert!(partners.contains(&"acme") && partners.contains(&"globex"));
+    assert!(messages.iter().any(|m| m["body"] == "Globex news"));
+    assert_eq!(records("preferences")[0]["time_zone"], "Europe/Berlin");
+    assert_eq!(records("account")[0]["phone"], PHONE);
+    // The file, named safely inside the archive, with its bytes.
+    let files: Vec<&String> = entries.keys().filter(|k| k.starts_with("media/")).collect();
+    assert_eq!(files.len(), 1, "{:?}", entries.keys());
+    assert!(files[0].ends_with("-invoice.pdf") && !files[0].contains(".."), "{}", files[0]);
+    assert_eq!(entries[files[0]], b"%PDF-1.4\n");
+    assert!(entries.contains_key("README.txt"));
+    for entry in entries.values() {
+        assert!(!String::from_utf8_lossy(entry).contains("+15557940002"), "another person's data");
+    }
+
+    // Another person cannot see it; a link with a wrong signature is 404; each linked partner's audit log has it.
+    let stranger = app.login("+15557940003").await;
+    app.get(&stranger, &format!("/api/v1/me/export/{id}")).await.error(404, "not_found");
+    let forged = format!("{}{}", &url[..url.len() - 1], if url.ends_with('0') { '1' } else { '0' });
+    assert_eq!(app.client.get(format!("{}{forged}", app.base)).send().await.unwrap().status(), 404);
+    let other =
+        app.post(&stranger, "/api/v1/me/export", json!({})).await.ok(202)["export_id"].as_str().unwrap().to_string();
+    let borrowed = url.replace(&id, &other);
+    assert_eq!(app.client.get(format!("{}{borrowed}", app.base)).send().await.unwrap().status(), 404);
+    for key in [&acme, &globex] {
+        let log = app.get(key, "/api/v1/audit-log").await.ok(200).clone();
+        assert!(log["data"].as_array().unwrap().iter().any(|e| e["action"] == "account.exported"), "{log}");
+    }
+
+    // After 24 hours the link lapses and the export is forgotten.
+    app.clock.advance_ms(25 * 60 * 60 * 1000);
+    assert_eq!(app.client.get(format!("{}{url}", app.base)).send().await.unwrap().status(), 404);
+    app.state.housekeep().await;
+    app.get(&user, &format!("/api/v1/me/export/{id}")).await.error(404, "not_found");
+}

@@ -30,6 +30,7 @@ mod passkeys;
 mod payments;
 mod preferences;
 mod push;
+mod retention;
 mod scale_out;
 mod scheduled;
 mod search;

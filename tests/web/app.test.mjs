@@ -2123,6 +2123,42 @@ test("3p. an admin sets the partner's own WhatsApp number and its pace in the co
   }
 });
 
+test("3r. an admin chooses how long the partner's data is kept, on the console's Data page", async () => {
+  const { ctx, pg } = await memberConsole("admin");
+  try {
+    await pg.getByRole("link", { name: "Data" }).click();
+    await pg.getByRole("heading", { name: "Data", level: 1 }).waitFor();
+    // The server checks what it is given: at least a day.
+    await pg.getByLabel("Hub messages (days)").fill("0");
+    await pg.getByRole("button", { name: "Save retention" }).click();
+    await pg.getByRole("alert").filter({ hasText: /messages_days/ }).waitFor();
+    await pg.getByLabel("Hub messages (days)").fill("30");
+    await pg.getByLabel("Media (days)").fill("7");
+    await pg.getByRole("button", { name: "Save retention" }).click();
+    await pg.getByRole("status").filter({ hasText: "Retention saved" }).waitFor();
+    const saved = await partner("GET", "/settings/retention");
+    assert.deepEqual(
+      [saved.messages_days, saved.conversations_days, saved.media_days, saved.webhook_deliveries_days, saved.bot_sessions_days],
+      [30, null, 7, null, null],
+    );
+    // Shown as saved when the page opens again; the export is a link the browser downloads.
+    await pg.reload();
+    await pg.getByRole("heading", { name: "Data", level: 1 }).waitFor();
+    await pg.waitForFunction(() => document.querySelector("#keep-messages_days")?.value === "30");
+    assert.equal(await pg.getByLabel("Conversation messages (days)").inputValue(), "");
+    assert.equal(await pg.getByRole("link", { name: "Download messages" }).getAttribute("href"), "/api/v1/exports/messages");
+    await axe("console-data", pg);
+    // Cleared again: kept as long as the host keeps it.
+    await pg.getByLabel("Hub messages (days)").fill("");
+    await pg.getByLabel("Media (days)").fill("");
+    await pg.getByRole("button", { name: "Save retention" }).click();
+    await pg.getByRole("status").filter({ hasText: "Retention saved" }).waitFor();
+    assert.equal((await partner("GET", "/settings/retention")).messages_days, null);
+  } finally {
+    await ctx.close();
+  }
+});
+
 test("3d. search: messages and conversations, by words, from the server's text index", async () => {
   const stamp = Date.now().toString(36);
   await send({ body: `Quarterly statement ${stamp} is ready` });
@@ -2555,6 +2591,38 @@ test("6c. a person erases their account from the Account screen with a fresh cod
     assert.equal(account.status, 404);
     const me = await fetch(API + "/api/v1/me/account", { headers: { Authorization: `Bearer ${token}` } });
     assert.equal(me.status, 401);
+  } finally {
+    await ctx.close();
+  }
+});
+
+test("6d. a person exports their data from the Account screen: a zip downloaded from the link it gives", async () => {
+  const phone = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+  await partner("POST", "/accounts/link", { phone, invite: false });
+  await partner("POST", "/messages", { phone, body: "Your export parcel" });
+  await fetch(API + "/api/v1/auth/otp/start", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ phone }) });
+  const code = await codeFor(phone);
+  const res = await fetch(API + "/api/v1/auth/otp/verify", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ phone, code }) });
+  const { token } = await res.json();
+  const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, acceptDownloads: true });
+  const p = await ctx.newPage();
+  try {
+    await p.goto(BASE + "/login");
+    await p.evaluate((t) => localStorage.setItem("hubbub.token", t), token);
+    await p.goto(BASE + "/account");
+    const box = p.getByRole("group", { name: "Export my data" });
+    await box.waitFor();
+    await box.getByRole("button", { name: "Export my data" }).click();
+    const link = box.getByRole("link", { name: "Download my data" });
+    await link.waitFor();
+    await axe("app-export", p);
+    const [download] = await Promise.all([p.waitForEvent("download"), link.click()]);
+    const path = await download.path();
+    const bytes = (await import("node:fs")).readFileSync(path);
+    // A zip (its local file header) holding the person's message.
+    assert.equal(bytes.subarray(0, 4).toString("hex"), "504b0304");
+    assert.ok(bytes.length > 200, `a zip of ${bytes.length} bytes`);
+    assert.match(download.suggestedFilename(), /\.zip$/);
   } finally {
     await ctx.close();
   }

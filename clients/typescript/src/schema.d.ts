@@ -1237,6 +1237,69 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Export my data.
+         * @description Prepares a zip of every record the service holds about me — every partner's messages to and from me
+         *     with their history and delivery attempts, conversations, bot sessions, payments, my account and links,
+         *     preferences, devices and opt-outs, as JSON, and the files of my messages — in the background; follow it
+         *     with `GET /me/export/{export_id}`. End-to-end encrypted messages are exported as the ciphertext the
+         *     service holds. While one is being prepared, asking again answers that one. Each partner I am linked to
+         *     has the request in its audit log.
+         */
+        post: operations["start_my_export"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/export/{export_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of my exports: its state and, once ready, its download link. */
+        get: operations["my_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/export/{export_id}/download/{signature}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an export (the zip).
+         * @description The `download_url` of a ready export: no token needed, the link is signed; `404` once it lapsed (24
+         *     hours after it was ready) or when the signature is not this export's.
+         */
+        get: operations["download_my_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me/flows/{ref}": {
         parameters: {
             query?: never;
@@ -2097,6 +2160,29 @@ export interface paths {
          *     outside WhatsApp's window go on by the hub and SMS (each field absent: its default).
          */
         put: operations["set_delivery_settings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How long my data is kept. */
+        get: operations["get_retention"];
+        /**
+         * Set how long my data is kept.
+         * @description Each field is a number of days, 1 or more and no more than the host's `max_days`; `null` or absent keeps
+         *     that kind as long as the host does. The change is written to the audit log; data older than a new,
+         *     shorter time is removed within minutes.
+         */
+        put: operations["set_retention"];
         post?: never;
         delete?: never;
         options?: never;
@@ -4697,6 +4783,26 @@ export interface components {
             phone: string;
             ref: string;
         };
+        /** @description A person's export of their data. */
+        PersonExport: {
+            created_at: string;
+            /**
+             * @description Once `ready`: where the zip is downloaded, a path on this host that needs no token (keep it to
+             *     yourself), good until `expires_at`.
+             */
+            download_url?: string | null;
+            /** @description Why it failed. */
+            error?: string | null;
+            expires_at?: string | null;
+            export_id: string;
+            /**
+             * Format: int64
+             * @description The zip's size in bytes, once ready.
+             */
+            size?: number | null;
+            /** @description `preparing`, then `ready` (download it from `download_url`) or `failed` (ask for another). */
+            state: string;
+        };
         /** @description The person's preferences. */
         Preferences: {
             channels: components["schemas"]["Channels"];
@@ -4779,6 +4885,63 @@ export interface components {
             checks: components["schemas"]["ReadinessChecks"];
             /** @enum {string} */
             status: "ready";
+        };
+        /**
+         * @description Days the partner keeps each kind of its data; `null` keeps it as long as the host does (`max_days`, or
+         *     forever when the host sets no ceiling). What is older is removed by a background worker within minutes,
+         *     from every list, search and export; what still waits to go (a scheduled message, a webhook event not yet
+         *     delivered, a broadcast still sending) is kept until it went.
+         */
+        RetentionSettings: {
+            /**
+             * Format: int64
+             * @description Bots' sessions, counted from their last activity; one with a payment keeps the payment's record
+             *     without what the bot kept or showed.
+             */
+            bot_sessions_days?: number | null;
+            /**
+             * Format: int64
+             * @description Conversations' messages; a conversation whose last message is older goes whole, with its notes.
+             */
+            conversations_days?: number | null;
+            /**
+             * Format: int64
+             * @description The host's ceiling (`HUBBUB_RETENTION_MAX_DAYS`): nothing is kept longer, whatever is chosen here;
+             *     `null`: none.
+             */
+            max_days?: number | null;
+            /**
+             * Format: int64
+             * @description Uploaded media; a message that showed a file removed keeps its text, and the file answers `404`.
+             */
+            media_days?: number | null;
+            /**
+             * Format: int64
+             * @description Hub messages (those outside conversations), with their attempts and history.
+             */
+            messages_days?: number | null;
+            /**
+             * Format: int64
+             * @description Webhook deliveries (delivered or given up; never one still to be delivered).
+             */
+            webhook_deliveries_days?: number | null;
+        };
+        /**
+         * @description How long the partner keeps each kind of its data, in days (see `RetentionSettings`): each 1 or more, no
+         *     more than the host's `max_days` (36,500 without one); `null` or absent keeps that kind as long as the
+         *     host does.
+         */
+        RetentionUpdate: {
+            /** Format: int64 */
+            bot_sessions_days?: number | null;
+            /** Format: int64 */
+            conversations_days?: number | null;
+            /** Format: int64 */
+            media_days?: number | null;
+            /** Format: int64 */
+            messages_days?: number | null;
+            /** Format: int64 */
+            webhook_deliveries_days?: number | null;
         };
         /** @description How many deliveries were made due. */
         RetriedDeliveries: {
@@ -7673,6 +7836,85 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    start_my_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Being prepared */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonExport"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    my_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The export's id (`exp_…`) */
+                export_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonExport"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    download_my_export: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The export's id */
+                export_id: string;
+                /** @description The link's signature, as `download_url` gives it */
+                signature: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The zip */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": number[];
+                };
+            };
+            404: components["responses"]["E404"];
+            503: components["responses"]["E503"];
+        };
+    };
     get_flow: {
         parameters: {
             query?: never;
@@ -9243,6 +9485,61 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeliverySettings"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    get_retention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The retention settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionSettings"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    set_retention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetentionUpdate"];
+            };
+        };
+        responses: {
+            /** @description The retention settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionSettings"];
                 };
             };
             400: components["responses"]["E400"];

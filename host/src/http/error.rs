@@ -184,6 +184,15 @@ impl From<Invalid> for ApiError {
     }
 }
 
+impl From<crate::retention::RetentionError> for ApiError {
+    fn from(e: crate::retention::RetentionError) -> Self {
+        match e {
+            crate::retention::RetentionError::Invalid(invalid) => invalid.into(),
+            crate::retention::RetentionError::Database(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::messages::compose::ComposeError> for ApiError {
     fn from(e: crate::messages::compose::ComposeError) -> Self {
         use crate::messages::compose::ComposeError;

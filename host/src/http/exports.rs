@@ -1,28 +1,35 @@
-//! `/exports`: a partner takes its data out. `GET /exports/messages` streams every message of the partner
-//! (hub and conversation messages, with their delivery attempts) as NDJSON, oldest first, read a page at a
-//! time: memory stays flat whatever the number of messages. Owners and admins only; each export is written to
-//! the audit log (who, when, what).
+//! Data taken out. `GET /exports/messages`: a partner's, every message of the partner (hub and conversation
+//! messages, with their delivery attempts) as NDJSON, oldest first, read a page at a time: memory stays flat
+//! whatever the number of messages; owners and admins only, each export written to the audit log (who, when,
+//! what). `/me/export`: a person's, a zip of every record about them prepared in the background
+//! ([`crate::exports`]) and downloaded from a signed link for 24 hours.
 
+use axum::Json;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use utoipa::IntoParams;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::messages::{AttemptRecord, MessageRecord};
-use super::{ApiQuery, E403, E422};
-use crate::clock::Millis;
-use crate::http::auth::PartnerAuth;
+use super::{ApiQuery, E403, E404, E422};
+use crate::clock::{Millis, record_time};
+use crate::http::auth::{PartnerAuth, UserAuth};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::store::Db;
 use crate::store::messages as store;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(export_messages))
+    OpenApiRouter::new()
+        .routes(routes!(export_messages))
+        .routes(routes!(start_my_export))
+        .routes(routes!(my_export))
+        .routes(routes!(download_my_export))
 }
 
 /// Messages read from the database at a time while an export streams.
@@ -107,4 +114,119 @@ async fn page(
         lines.push(b'\n');
     }
     Ok(Some((Bytes::from(lines), last)))
+}
+
+/// A person's export of their data.
+#[derive(Serialize, ToSchema)]
+#[schema(as = PersonExport)]
+struct PersonExportRecord {
+    export_id: String,
+    /// `preparing`, then `ready` (download it from `download_url`) or `failed` (ask for another).
+    #[schema(pattern = "^(preparing|ready|failed)$")]
+    state: String,
+    created_at: String,
+    /// Once `ready`: where the zip is downloaded, a path on this host that needs no token (keep it to
+    /// yourself), good until `expires_at`.
+    download_url: Option<String>,
+    expires_at: Option<String>,
+    /// The zip's size in bytes, once ready.
+    size: Option<i64>,
+    /// Why it failed.
+    error: Option<String>,
+}
+
+fn export_record(state: &AppState, e: &crate::exports::PersonExport) -> PersonExportRecord {
+    let ready = e.state == "ready";
+    PersonExportRecord {
+        export_id: e.id.clone(),
+        state: e.state.clone(),
+        created_at: record_time(e.created_at),
+        download_url: ready.then(|| {
+            let signature = crate::exports::download_signature(&state.jwt_secret, &e.id);
+            format!("/api/v1/me/export/{}/download/{signature}", e.id)
+        }),
+        expires_at: if ready { e.expires_at.map(record_time) } else { None },
+        size: e.size,
+        error: e.error.clone(),
+    }
+}
+
+/// Export my data.
+///
+/// Prepares a zip of every record the service holds about me — every partner's messages to and from me
+/// with their history and delivery attempts, conversations, bot sessions, payments, my account and links,
+/// preferences, devices and opt-outs, as JSON, and the files of my messages — in the background; follow it
+/// with `GET /me/export/{export_id}`. End-to-end encrypted messages are exported as the ciphertext the
+/// service holds. While one is being prepared, asking again answers that one. Each partner I am linked to
+/// has the request in its audit log.
+#[utoipa::path(
+    post,
+    path = "/me/export",
+    tag = "users",
+    security(("userJwt" = [])),
+    responses(
+        (status = 202, description = "Being prepared", body = PersonExportRecord),
+        (status = 401, response = crate::http::E401)
+    )
+)]
+async fn start_my_export(
+    State(state): State<AppState>,
+    user: UserAuth,
+    crate::http::abuse::ClientIp(client): crate::http::abuse::ClientIp,
+) -> ApiResult<(StatusCode, Json<PersonExportRecord>)> {
+    let started = crate::exports::start(&state.db, &state.clock, &user.phone, &client.to_string()).await?;
+    Ok((StatusCode::ACCEPTED, Json(export_record(&state, &started))))
+}
+
+/// One of my exports: its state and, once ready, its download link.
+#[utoipa::path(
+    get,
+    path = "/me/export/{export_id}",
+    tag = "users",
+    security(("userJwt" = [])),
+    params(("export_id" = String, Path, description = "The export's id (`exp_…`)")),
+    responses(
+        (status = 200, description = "The export", body = PersonExportRecord),
+        (status = 404, response = E404)
+    )
+)]
+async fn my_export(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(export_id): Path<String>,
+) -> ApiResult<Json<PersonExportRecord>> {
+    let found = crate::exports::find(&state.db, &user.phone, &export_id).await?;
+    let found = found.ok_or_else(|| ApiError::not_found("export"))?;
+    Ok(Json(export_record(&state, &found)))
+}
+
+/// Download an export (the zip).
+///
+/// The `download_url` of a ready export: no token needed, the link is signed; `404` once it lapsed (24
+/// hours after it was ready) or when the signature is not this export's.
+#[utoipa::path(
+    get,
+    path = "/me/export/{export_id}/download/{signature}",
+    tag = "users",
+    params(
+        ("export_id" = String, Path, description = "The export's id"),
+        ("signature" = String, Path, description = "The link's signature, as `download_url` gives it")
+    ),
+    responses(
+        (status = 200, description = "The zip", content_type = "application/zip", body = Vec<u8>),
+        (status = 404, response = E404)
+    )
+)]
+async fn download_my_export(
+    State(state): State<AppState>,
+    Path((export_id, signature)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let archive = crate::exports::download(&state.db, &state.jwt_secret, &export_id, &signature, state.now()).await?;
+    let archive = archive.ok_or_else(|| ApiError::not_found("export"))?;
+    let disposition = format!(
+        "attachment; filename=\"hubbub-export-{}.zip\"",
+        crate::clock::record_time(state.now()).replace([' ', ':'], "-")
+    );
+    Ok(([(header::CONTENT_TYPE, "application/zip".to_string()), (header::CONTENT_DISPOSITION, disposition)], archive)
+        .into_response())
 }

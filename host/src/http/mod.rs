@@ -36,6 +36,7 @@ pub mod payments;
 pub mod preferences;
 pub mod push;
 pub mod receipts;
+pub mod retention;
 pub mod senders;
 pub mod state;
 pub mod templates;
@@ -92,6 +93,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(login::router())
         .merge(me::router())
         .merge(preferences::router())
+        .merge(retention::router())
         .merge(live::router())
         .merge(push::router())
         .merge(dev_sink::router())
@@ -164,13 +166,14 @@ fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> axum::respo
 }
 
 /// The routes whose path carries a bearer capability: whoever has the path may act, with no other
-/// credential (a form link, a push acknowledgement, a message's content, the dev checkout, the app's links to
-/// a form and to a message). Logs and the audit log never show that segment (see [`loggable_path`]); a test
+/// credential (a form link, a push acknowledgement, a message's content, a person's export, the dev checkout,
+/// the app's links to a form and to a message). Logs and the audit log never show that segment (see [`loggable_path`]); a test
 /// checks that every documented route without a credential is here.
 pub const CAPABILITY_ROUTES: &[&str] = &[
     "/api/v1/form-links/{token}",
     "/api/v1/push/ack/{token}",
     "/api/v1/content/{ref}",
+    "/api/v1/me/export/{export_id}/download/{signature}",
     "/pay/{ref}",
     "/f/{token}",
     "/m/{ref}",

@@ -216,6 +216,9 @@ impl AppState {
             Ok(forgotten) => tracing::debug!(forgotten, "inbound event ids past their retention forgotten"),
             Err(error) => tracing::warn!(%error, "could not forget old inbound event ids"),
         }
+        if let Err(error) = crate::exports::forget_expired(&self.db, self.now()).await {
+            tracing::warn!(%error, "could not forget expired exports");
+        }
         let before = self.now() - crate::store::user_events::RETENTION_MS;
         if let Err(error) = crate::store::user_events::forget_before(&self.db, before).await {
             tracing::warn!(%error, "could not forget old user events");

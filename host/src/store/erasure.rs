@@ -83,16 +83,7 @@ pub async fn person_erases(
     .fetch_all(&mut *tx)
     .await?;
     sqlx::query("DELETE FROM inbound_messages WHERE phone = $1").bind(phone).execute(&mut *tx).await?;
-    for chunk in sessions.chunks(CHUNK) {
-        for statement in [
-            "DELETE FROM flow_pending_steps WHERE session_id IN",
-            "DELETE FROM form_links WHERE session_id IN",
-            "DELETE FROM user_events WHERE kind = 'flow.updated' AND subject_id IN",
-            "DELETE FROM flow_sessions WHERE id IN",
-        ] {
-            each_in(&mut tx, statement, chunk).await?;
-        }
-    }
+    delete_sessions_in(&mut tx, &sessions).await?;
     sqlx::query("DELETE FROM flow_pending_steps WHERE session_id IN (SELECT id FROM flow_sessions WHERE phone = $1)")
         .bind(phone)
         .execute(&mut *tx)
@@ -118,6 +109,7 @@ pub async fn person_erases(
         "whatsapp_windows",
         "otp_codes",
         "dev_sink",
+        "person_exports",
         "accounts",
     ] {
         let sql = format!("DELETE FROM {table} WHERE phone = $1");
@@ -156,56 +148,8 @@ async fn erase_in(
     .await?
     .rows_affected()
         > 0;
-    let backend = super::backend_of(tx);
-    let media: Vec<String> = {
-        let mut found = Vec::new();
-        for chunk in messages.chunks(CHUNK) {
-            let sql = format!(
-                "SELECT DISTINCT media_id FROM messages WHERE media_id IS NOT NULL AND id IN ({})",
-                super::rows(chunk.len(), "?")
-            );
-            let mut query = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(super::placeholders(backend, &sql)));
-            for id in chunk {
-                query = query.bind(id);
-            }
-            found.extend(query.fetch_all(&mut **tx).await?);
-        }
-        found
-    };
-    for chunk in messages.chunks(CHUNK) {
-        let search = match backend {
-            Backend::Sqlite => "DELETE FROM messages_search WHERE rowid IN",
-            Backend::Postgres => "DELETE FROM message_words WHERE message_id IN",
-        };
-        for statement in [
-            "DELETE FROM delivery_jobs WHERE message_id IN",
-            "DELETE FROM delivery_attempts WHERE message_id IN",
-            "DELETE FROM message_states WHERE message_id IN",
-            "DELETE FROM inbound_messages WHERE message_id IN",
-            "UPDATE flow_sessions SET message_id = NULL WHERE message_id IN",
-            "DELETE FROM user_events WHERE kind IN ('message.created', 'message.updated', 'conversation.message') \
-             AND subject_id IN",
-            search,
-            "DELETE FROM messages WHERE id IN",
-        ] {
-            each_in(tx, statement, chunk).await?;
-        }
-    }
-    for chunk in conversations.chunks(CHUNK) {
-        let search = match backend {
-            Backend::Sqlite => "DELETE FROM conversation_words WHERE rowid IN",
-            Backend::Postgres => "DELETE FROM conversation_words WHERE conversation_id IN",
-        };
-        for statement in [
-            "DELETE FROM conversation_notes WHERE conversation_id IN",
-            "DELETE FROM conversation_keys WHERE conversation_id IN",
-            "DELETE FROM user_events WHERE kind = 'conversation.updated' AND subject_id IN",
-            search,
-            "DELETE FROM conversations WHERE id IN",
-        ] {
-            each_in(tx, statement, chunk).await?;
-        }
-    }
+    let media = delete_messages_in(tx, &messages).await?;
+    delete_conversations_in(tx, &conversations).await?;
     sqlx::query("DELETE FROM e2e_alerts WHERE ($1 IS NULL OR partner_id = $1) AND phone = $2")
         .bind(partner_id)
         .bind(phone)
@@ -225,8 +169,100 @@ async fn erase_in(
     Ok(Erased { messages: messages.len() as u64, conversations: conversations.len() as u64, unlinked })
 }
 
+/// Deletes the messages of `ids` with their jobs, attempts, history, search rows and stream events, in the
+/// caller's transaction (a bot session that showed one forgets it); returns the media they showed.
+pub(super) async fn delete_messages_in(
+    tx: &mut Transaction<'static, Any>,
+    ids: &[i64],
+) -> Result<Vec<String>, sqlx::Error> {
+    let backend = super::backend_of(tx);
+    let mut media = Vec::new();
+    for chunk in ids.chunks(CHUNK) {
+        let sql = format!(
+            "SELECT DISTINCT media_id FROM messages WHERE media_id IS NOT NULL AND id IN ({})",
+            super::rows(chunk.len(), "?")
+        );
+        let mut query = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(super::placeholders(backend, &sql)));
+        for id in chunk {
+            query = query.bind(id);
+        }
+        media.extend(query.fetch_all(&mut **tx).await?);
+        let search = match backend {
+            Backend::Sqlite => "DELETE FROM messages_search WHERE rowid IN",
+            Backend::Postgres => "DELETE FROM message_words WHERE message_id IN",
+        };
+        for statement in [
+            "DELETE FROM delivery_jobs WHERE message_id IN",
+            "DELETE FROM delivery_attempts WHERE message_id IN",
+            "DELETE FROM message_states WHERE message_id IN",
+            "DELETE FROM inbound_messages WHERE message_id IN",
+            "UPDATE flow_sessions SET message_id = NULL WHERE message_id IN",
+            "DELETE FROM user_events WHERE kind IN ('message.created', 'message.updated', 'conversation.message') \
+             AND subject_id IN",
+            search,
+            "DELETE FROM messages WHERE id IN",
+        ] {
+            each_in(tx, statement, chunk).await?;
+        }
+    }
+    Ok(media)
+}
+
+/// Deletes the conversations of `ids` with their messages (see [`delete_messages_in`]), notes, keys, search
+/// rows and stream events, in the caller's transaction.
+pub(super) async fn delete_conversations_in(
+    tx: &mut Transaction<'static, Any>,
+    ids: &[i64],
+) -> Result<(), sqlx::Error> {
+    let backend = super::backend_of(tx);
+    for chunk in ids.chunks(CHUNK) {
+        let sql = format!("SELECT id FROM messages WHERE conversation_id IN ({})", super::rows(chunk.len(), "?"));
+        let mut query = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(super::placeholders(backend, &sql)));
+        for id in chunk {
+            query = query.bind(id);
+        }
+        let messages = query.fetch_all(&mut **tx).await?;
+        delete_messages_in(tx, &messages).await?;
+        let search = match backend {
+            Backend::Sqlite => "DELETE FROM conversation_words WHERE rowid IN",
+            Backend::Postgres => "DELETE FROM conversation_words WHERE conversation_id IN",
+        };
+        for statement in [
+            "DELETE FROM conversation_notes WHERE conversation_id IN",
+            "DELETE FROM conversation_keys WHERE conversation_id IN",
+            "DELETE FROM user_events WHERE kind = 'conversation.updated' AND subject_id IN",
+            search,
+            "DELETE FROM conversations WHERE id IN",
+        ] {
+            each_in(tx, statement, chunk).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the bot sessions of `ids` with their pending steps, form links and stream events, in the caller's
+/// transaction (an inbound message that was one of their steps stays, naming none).
+pub(super) async fn delete_sessions_in(tx: &mut Transaction<'static, Any>, ids: &[i64]) -> Result<(), sqlx::Error> {
+    for chunk in ids.chunks(CHUNK) {
+        for statement in [
+            "DELETE FROM flow_pending_steps WHERE session_id IN",
+            "DELETE FROM form_links WHERE session_id IN",
+            "DELETE FROM user_events WHERE kind = 'flow.updated' AND subject_id IN",
+            "UPDATE inbound_messages SET session_id = NULL WHERE session_id IN",
+            "DELETE FROM flow_sessions WHERE id IN",
+        ] {
+            each_in(tx, statement, chunk).await?;
+        }
+    }
+    Ok(())
+}
+
 /// Runs `statement` (ending in `IN`) over `ids`.
-async fn each_in(tx: &mut Transaction<'static, Any>, statement: &str, ids: &[i64]) -> Result<(), sqlx::Error> {
+pub(super) async fn each_in(
+    tx: &mut Transaction<'static, Any>,
+    statement: &str,
+    ids: &[i64],
+) -> Result<(), sqlx::Error> {
     let sql = format!("{statement} ({})", super::rows(ids.len(), "?"));
     let mut query = super::query_rows(super::backend_of(tx), &sql, ids.len());
     for id in ids {

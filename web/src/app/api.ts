@@ -25,6 +25,7 @@ export type FieldValue = S["FieldValue"];
 
 /** What reaches the person, how and when (GET and PUT /me/preferences). */
 export type Preferences = S["Preferences"];
+export type PersonExport = S["PersonExport"];
 export type PartnerPreferences = S["PartnerPreferences"];
 export type PreferencesUpdate = S["PreferencesUpdate"];
 

@@ -24,6 +24,7 @@ import { Broadcasts } from "./broadcasts";
 import { Accounts } from "./accounts";
 import { Passkeys } from "./passkeys";
 import { Senders } from "./senders";
+import { Data } from "./data";
 
 // ---- The signed-in console ----
 
@@ -60,6 +61,7 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
           { href: "/console/broadcasts", label: "Broadcasts", on: path.startsWith("/console/broadcasts") },
           { href: "/console/accounts", label: "Accounts", on: path.startsWith("/console/accounts") },
           { href: "/console/templates", label: "Templates", on: path.startsWith("/console/templates") },
+          { href: "/console/data", label: "Data", on: path.startsWith("/console/data") },
         ]
       : []),
     ...(owner
@@ -83,6 +85,7 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
   else if (path.startsWith("/console/templates") && admin) page = <Templates />;
   else if (path.startsWith("/console/broadcasts") && admin) page = <Broadcasts />;
   else if (path.startsWith("/console/accounts") && admin) page = <Accounts />;
+  else if (path.startsWith("/console/data") && admin) page = <Data />;
   else if (path.startsWith("/console/passkeys")) page = <Passkeys />;
   else page = <Inbox session={session} members={members} open={conversation ? Number(conversation) : null} />;
   return (

@@ -28,6 +28,7 @@ export type DevUsage = S["DevUsage"];
 export type CatalogEntry = S["CatalogTemplate"];
 export type TestOutcome = S["WebhookTestOutcome"];
 export type WebhookSettings = S["WebhookSettings"];
+export type RetentionSettings = S["RetentionSettings"];
 export type WebhookDelivery = S["WebhookDelivery"];
 export type Bot = S["Bot"];
 export type Account = S["Account"];

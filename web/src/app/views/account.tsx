@@ -1,5 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
-import { auth, del, get, post, request, type Account } from "../api";
+import { auth, del, get, post, request, type Account, type PersonExport } from "../api";
 import { encode } from "../../shared/e2e";
 import { deviceKey } from "../keystore";
 import { pushState, turnOffPush, turnOnPush, type PushState } from "../push";
@@ -88,8 +88,61 @@ export function AccountView({ logout }: { logout: () => void }) {
         </button>
       </div>
       <p class="muted">Sign out everywhere ends every session of your account, on every device and browser.</p>
+      <ExportData />
       {data ? <EraseAccount phone={data.phone} logout={logout} /> : null}
     </section>
+  );
+}
+
+/**
+ * Taking one's data out: the server prepares a zip of every record about the person and their files; the
+ * page follows it until it is ready, then offers its download link (good for 24 hours).
+ */
+function ExportData() {
+  const [job, setJob] = useState<PersonExport | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    if (job?.state !== "preparing") return;
+    const timer = setTimeout(() => {
+      get<PersonExport>(`/me/export/${job.export_id}`).then(setJob, setError);
+    }, 1000);
+    return () => clearTimeout(timer);
+  }, [job]);
+  async function start() {
+    setError(null);
+    try {
+      setJob(await post<PersonExport>("/me/export", {}));
+    } catch (e) {
+      setError(e);
+    }
+  }
+  return (
+    <div class="card" role="group" aria-labelledby="export-h">
+      <h2 id="export-h">Export my data</h2>
+      <p class="muted">
+        A zip of everything kept about you — every partner's messages and conversations with you, your bot sessions,
+        payments, preferences and devices, and your files. Encrypted messages stay as the service holds them.
+      </p>
+      <ErrorNote error={error} />
+      {job?.state === "ready" && job.download_url ? (
+        <p role="status">
+          Your export is ready ({Math.max(1, Math.round((job.size ?? 0) / 1024))} KB).{" "}
+          <a class="button" href={job.download_url} download>
+            Download my data
+          </a>{" "}
+          <span class="muted">The link works until {job.expires_at} UTC.</span>
+        </p>
+      ) : job?.state === "preparing" ? (
+        <p role="status">Preparing your export…</p>
+      ) : (
+        <>
+          {job?.state === "failed" ? <p role="status">{job.error ?? "The export failed."}</p> : null}
+          <button type="button" onClick={start}>
+            Export my data
+          </button>
+        </>
+      )}
+    </div>
   );
 }
 
