@@ -5,8 +5,9 @@
 # JSON 404), so a row can be read against what the machine gave at that moment.
 #
 #   bash bench/all.sh                  # every row: SQLite and, when reachable, PostgreSQL
-#   bash bench/all.sh messages flows   # only some groups: messages, flows, webhooks, streams, search and
-#                                      # inbound (these three not by default)
+#   bash bench/all.sh messages flows   # only some groups: messages, flows, webhooks, streams, search,
+#                                      # inbound and growth (these four not by default)
+#   GROWTH_SIZES="0 1000000" bash bench/all.sh growth   # the send path on databases grown first
 #   CONNECTIONS=128 DURATION=20s bash bench/all.sh
 #   BOT_CONNECTIONS=2 bash bench/all.sh flows   # bot steps under lighter load (default 32)
 #
@@ -59,6 +60,11 @@ start_host() {
     HUBBUB_METRICS_TOKEN=$BENCH_METRICS_TOKEN HUBBUB_SECRET_KEY="$SECRET_KEY" HUBBUB_COMPONENT_CACHE_DIR="$WORK/components" HUBBUB_JWT_SECRET=$BENCH_JWT_SECRET
   KEY="$($BIN partner create --code "bench$RANDOM" --name Bench | sed -n 's/.*"api_key":"\([^"]*\)".*/\1/p')"
   export HUBBUB_KEY="$KEY"
+  # A database grown first (the growth rows): $SEED messages of this partner, as sends leave them.
+  if [ "${SEED:-0}" != 0 ]; then
+    HUBBUB_BENCH_DATABASE_URL="$url" HUBBUB_BENCH_MESSAGES="$SEED" cargo bench -q -p hubbub-host --bench growth \
+      2>/dev/null | sed 's/^/  /'
+  fi
   "$BIN" serve &
   PID=$!
   BASE="http://127.0.0.1:$port/api/v1"
@@ -160,6 +166,22 @@ if wants flows; then flows; fi
 if wants webhooks; then
   webhooks SQLite "sqlite://$WORK/hooks.db?mode=rwc"
   if pg_up; then webhooks PostgreSQL "$(pg_schema)"; fi
+fi
+
+# The send path as the database grows (only when asked: `bash bench/all.sh growth`): the messages row with
+# workers on a database first filled with each of $GROWTH_SIZES messages (default none, 1,000,000 and
+# 10,000,000; `cargo bench --bench growth` writes them), on SQLite and, when reachable, PostgreSQL.
+growth() {
+  local name="$1" size url
+  for size in ${GROWTH_SIZES:-0 1000000 10000000}; do
+    if [ "$name" = SQLite ]; then url="sqlite://$WORK/grown-$size.db?mode=rwc"; else url="$(pg_schema)"; fi
+    SEED="$size" messages "$name, $(printf "%'d" "$size") messages stored" "$url" "${GROWTH_WORKERS:-true}"
+    rm -f "$WORK/grown-$size.db"*
+  done
+}
+if [[ " $GROUPS_WANTED " == *" growth "* ]]; then
+  growth SQLite
+  if pg_up; then growth PostgreSQL; fi
 fi
 
 # Live events (only when asked: `bash bench/all.sh streams`): 10,000 open streams on one host, their

@@ -285,3 +285,33 @@ async fn webhook_deliveries_go_once_delivered_and_bot_sessions_once_idle_on_the_
     assert!(other.is_none(), "another host purged while the turn was held: {other:?}");
     app.stop().await;
 }
+
+/// From outside the process: a `hubbub serve` whose clock runs two days ahead (`HUBBUB_DEV_CLOCK_OFFSET_S`,
+/// development only) purges what a partner keeps one day, on the database another host wrote.
+#[tokio::test]
+async fn a_host_whose_dev_clock_runs_ahead_purges_from_outside_the_process() {
+    let db = Arc::new(crate::common::TestDb::new().await);
+    let setup = TestApp::start_on(db.clone(), |_| {}).await;
+    let key = setup.partner("acme").await;
+    let old = setup.send_text(&key, PHONE, "Two days old soon").await.ok(201)["message_id"].as_i64().unwrap();
+    setup.delivered(&key, old).await;
+    eventually("its jobs are done", || async { count(&setup, "delivery_jobs", "1 = 1").await == 0 }).await;
+    put_retention(&setup, &key, json!({"messages_days": 1})).await.ok(200);
+    setup.stop().await;
+
+    let ahead = [("HUBBUB_DEV", "1"), ("HUBBUB_DEV_CLOCK_OFFSET_S", "172800"), ("HUBBUB_RETENTION_EVERY_MS", "100")];
+    let (mut child, port) = crate::common::spawn_server(&db.url, &ahead).await;
+    let client = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{port}/api/v1/messages/{old}");
+    let mut status = 0;
+    for _ in 0..200 {
+        status = client.get(&url).bearer_auth(&key).send().await.unwrap().status().as_u16();
+        if status == 404 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(status, 404, "the message outlived its day on the host two days ahead");
+}
