@@ -62,13 +62,25 @@ start_host() {
   export HUBBUB_KEY="$KEY"
   # A database grown first (the growth rows): $SEED messages of this partner, as sends leave them.
   if [ "${SEED:-0}" != 0 ]; then
-    HUBBUB_BENCH_DATABASE_URL="$url" HUBBUB_BENCH_MESSAGES="$SEED" cargo bench -q -p hubbub-host --bench growth \
+    HUBBUB_BENCH_DATABASE_URL="$url" HUBBUB_BENCH_MESSAGES="$SEED" HUBBUB_BENCH_AGE_DAYS="${SEED_AGE_DAYS:-0}" \
+      cargo bench -q -p hubbub-host --bench growth \
       2>/dev/null | sed 's/^/  /'
   fi
-  "$BIN" serve &
+  HUBBUB_RETENTION_EVERY_MS="${RETENTION_EVERY_MS:-300000}" "$BIN" serve &
   PID=$!
   BASE="http://127.0.0.1:$port/api/v1"
-  for _ in $(seq 1 200); do curl -sf "$BASE/openapi.json" >/dev/null && return; sleep 0.1; done
+  for _ in $(seq 1 200); do
+    if curl -sf "$BASE/openapi.json" >/dev/null; then
+      # The partner keeps its messages $RETAIN_DAYS days (the purge row): the host's worker starts removing.
+      if [ -n "${RETAIN_DAYS:-}" ]; then
+        curl -sf -X PUT "$BASE/settings/retention" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+          -d "{\"messages_days\":$RETAIN_DAYS,\"webhook_deliveries_days\":$RETAIN_DAYS}" >/dev/null
+        sleep 2
+      fi
+      return
+    fi
+    sleep 0.1
+  done
   echo "the host did not start" >&2
   exit 1
 }
@@ -175,13 +187,21 @@ growth() {
   local name="$1" size url
   for size in ${GROWTH_SIZES:-0 1000000 10000000}; do
     if [ "$name" = SQLite ]; then url="sqlite://$WORK/grown-$size.db?mode=rwc"; else url="$(pg_schema)"; fi
-    SEED="$size" messages "$name, $(printf "%'d" "$size") messages stored" "$url" "${GROWTH_WORKERS:-true}"
+    SEED="$size" messages "$name, $(LC_ALL=en_US.UTF-8 printf "%'d" "$size" 2>/dev/null || echo "$size") messages stored" "$url" "${GROWTH_WORKERS:-true}"
     rm -f "$WORK/grown-$size.db"*
   done
+  # Sends while the retention worker removes a million messages two days old (kept one day).
+  if [ "${GROWTH_PURGE:-1}" = 1 ]; then
+    if [ "$name" = SQLite ]; then url="sqlite://$WORK/purged.db?mode=rwc"; else url="$(pg_schema)"; fi
+    SEED=1000000 SEED_AGE_DAYS=2 RETAIN_DAYS=1 RETENTION_EVERY_MS=1000 \
+      messages "$name, 1,000,000 messages two days old being purged (kept one day)" "$url" "${GROWTH_WORKERS:-true}"
+    rm -f "$WORK/purged.db"*
+  fi
 }
 if [[ " $GROUPS_WANTED " == *" growth "* ]]; then
-  growth SQLite
-  if pg_up; then growth PostgreSQL; fi
+  engines="${GROWTH_ENGINES:-SQLite PostgreSQL}"
+  if [[ " $engines " == *" SQLite "* ]]; then growth SQLite; fi
+  if [[ " $engines " == *" PostgreSQL "* ]] && pg_up; then growth PostgreSQL; fi
 fi
 
 # Live events (only when asked: `bash bench/all.sh streams`): 10,000 open streams on one host, their

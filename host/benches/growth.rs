@@ -10,7 +10,8 @@
 //! autovacuum does on a running host.
 //!
 //! `HUBBUB_BENCH_DATABASE_URL` names the database (migrated, with its partner: `hubbub partner create`
-//! first); `HUBBUB_SECRET_KEY` is its key.
+//! first); `HUBBUB_SECRET_KEY` is its key; `HUBBUB_BENCH_AGE_DAYS` puts the messages that many days in the
+//! past (for a retention purge to remove while sends go on).
 
 use std::time::Instant;
 
@@ -49,8 +50,9 @@ async fn main() -> anyhow::Result<()> {
             )
         }
     };
-    // A day's worth of sends before now, a millisecond apart at most.
-    let now = chrono::Utc::now().timestamp_millis();
+    // Two milliseconds apart, the last `HUBBUB_BENCH_AGE_DAYS` days ago (default: just now).
+    let age_days: i64 = std::env::var("HUBBUB_BENCH_AGE_DAYS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let now = chrono::Utc::now().timestamp_millis() - age_days * 86_400_000;
     let t0 = now - total.max(1) * 2;
     let phone = format!("'+1555' || substr(CAST(10000000 + n.i % {PHONES} AS TEXT), 2)");
     for from in (0..total).step_by(BATCH as usize) {
@@ -90,11 +92,11 @@ async fn main() -> anyhow::Result<()> {
         .await?;
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "INSERT INTO outbox_events (delivery_id, target, target_id, event, payload, ordering_key, state, \
-             attempts, last_error, next_attempt_at, created_at, after_id) \
+             attempts, last_error, next_attempt_at, created_at, updated_at, after_id) \
              SELECT 'dlv_seed' || m.id, 'partner', {partner}, 'message.status', \
              '{{\"event\":\"message.status\",\"partner\":\"{code}\",\"message_id\":' || m.id || ',\"seq\":1,\"state\":\"sent\"}}', \
              'partner:{partner}:message:' || m.id, 'dead', 0, 'no webhook_url configured', m.created_at + 1, \
-             m.created_at + 1, 0 FROM {ids}"
+             m.created_at + 1, m.created_at + 1, 0 FROM {ids}"
         )))
         .execute(&mut *tx)
         .await?;

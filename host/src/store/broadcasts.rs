@@ -244,7 +244,7 @@ fn page_insert_sql(backend: Backend, audience: &str) -> &'static str {
                 $reference,
                 ", $1, a.phone, $2, $3, $4, $5, $6, $7, $8, 'queued', 0, $9, 'out', $10, $11, $11 ",
                 $source,
-                " ORDER BY a.id ON CONFLICT (broadcast_id, phone) DO NOTHING RETURNING id"
+                " ORDER BY a.id ON CONFLICT (broadcast_id, phone) WHERE broadcast_id IS NOT NULL DO NOTHING RETURNING id"
             )
         };
     }

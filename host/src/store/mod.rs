@@ -90,6 +90,12 @@ const SQLITE_SETTINGS: &str = const_format::formatcp!(
     checkpoints::WRITER_CHECKPOINT_PAGES
 );
 
+/// The one writer connection's settings: those of every connection, and a page cache of 64 MiB (SQLite's
+/// default is 2 MiB). Every send writes a place at random in the indexes keyed by phone; once a database
+/// holds a few million messages their pages no longer fit in 2 MiB, and each such write read a page back
+/// from the file (docs/performance.md, "The send path as the database grows").
+const SQLITE_WRITER_SETTINGS: &str = const_format::concatcp!(SQLITE_SETTINGS, " PRAGMA cache_size = -65536;");
+
 static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("src/store/migrations/sqlite");
 static POSTGRES_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("src/store/migrations/postgres");
 
@@ -123,20 +129,21 @@ impl Db {
             Backend::Sqlite => {
                 // The connections are this process's own files: none goes stale between uses, so none is
                 // pinged before it is handed out (a round trip to its thread for every transaction).
-                let options = || {
+                let options_with = |settings: &'static str| {
                     AnyPoolOptions::new()
                         .test_before_acquire(false)
                         .acquire_timeout(Duration::from_secs(30))
-                        .after_connect(|conn, _| {
+                        .after_connect(move |conn, _| {
                             Box::pin(async move {
-                                conn.execute(SQLITE_SETTINGS).await?;
+                                conn.execute(settings).await?;
                                 Ok(())
                             })
                         })
                 };
+                let options = || options_with(SQLITE_SETTINGS);
                 let written = std::sync::Arc::new(tokio::sync::Notify::new());
                 let told = written.clone();
-                let write = options()
+                let write = options_with(SQLITE_WRITER_SETTINGS)
                     .max_connections(1)
                     .after_release(move |_, _| {
                         told.notify_one();
