@@ -187,7 +187,7 @@ growth() {
   local name="$1" size url
   for size in ${GROWTH_SIZES:-0 1000000 10000000}; do
     if [ "$name" = SQLite ]; then url="sqlite://$WORK/grown-$size.db?mode=rwc"; else url="$(pg_schema)"; fi
-    SEED="$size" messages "$name, $(LC_ALL=en_US.UTF-8 printf "%'d" "$size" 2>/dev/null || echo "$size") messages stored" "$url" "${GROWTH_WORKERS:-true}"
+    SEED="$size" messages "$name, $(echo "$size" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta') messages stored" "$url" "${GROWTH_WORKERS:-true}"
     rm -f "$WORK/grown-$size.db"*
   done
   # Sends while the retention worker removes a million messages two days old (kept one day).

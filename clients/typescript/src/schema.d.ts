@@ -7908,7 +7908,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/zip": number[];
+                    "application/zip": components["schemas"]["Binary"];
                 };
             };
             404: components["responses"]["E404"];

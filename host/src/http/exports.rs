@@ -213,7 +213,7 @@ async fn my_export(
         ("signature" = String, Path, description = "The link's signature, as `download_url` gives it")
     ),
     responses(
-        (status = 200, description = "The zip", content_type = "application/zip", body = Vec<u8>),
+        (status = 200, description = "The zip", content((super::openapi::Binary = "application/zip"))),
         (status = 404, response = E404)
     )
 )]
