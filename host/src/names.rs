@@ -417,6 +417,9 @@ string_enum! {
         FlowUpdated = "flow.updated",
         /// The user's account changed.
         AccountUpdated = "account.updated",
+        /// A partner's webhook deliveries were tried (on the partner's own log, for the console's delivery
+        /// log: the subject is the newest delivery's row id; the event carries nothing else).
+        WebhookDeliveries = "webhook.deliveries",
     }
 }
 

@@ -69,6 +69,18 @@ async fn signup_verify_and_wrong_or_expired_codes() {
         sqlx::query_scalar("SELECT key_hash FROM developer_keys").fetch_all(app.state.db.reader()).await.unwrap();
     assert!(stored.iter().all(|h| h != key && h.len() == 64));
     app.get(key, "/api/v1/dev/keys").await.ok(200);
+    // With the API key, a 12-hour session key (what the portal keeps for its tab, so a reload stays signed
+    // in without the API key stored anywhere): a key of its own, of kind session, that ends in 12 hours.
+    let session = body["session_key"].as_str().unwrap();
+    assert!(session.starts_with("sk_dev_") && session != key);
+    assert!(body["session_expires_at"].is_string());
+    assert!(stored.len() == 2 && stored.iter().all(|h| h != session));
+    let keys = app.get(session, "/api/v1/dev/keys").await.ok(200).clone();
+    let kinds: Vec<&str> = keys["data"].as_array().unwrap().iter().map(|k| k["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["session", "api"], "newest first: {keys}");
+    app.clock.advance_ms(12 * 3600 * 1000 + 1);
+    app.get(session, "/api/v1/dev/keys").await.error(401, "unauthorized");
+    app.get(key, "/api/v1/dev/keys").await.ok(200);
     // Verifying again is refused: sign in instead.
     post_open(&app, "/api/v1/dev/signup", json!({"phone": DEV_PHONE})).await.ok(202);
     let code = app.last_code(DEV_PHONE).await;
@@ -87,7 +99,7 @@ async fn session_keys_expire_and_keys_can_be_listed_and_revoked() {
     assert!(r.json["expires_at"].is_string());
     let keys = app.get(&session, "/api/v1/dev/keys").await;
     let data = keys.ok(200)["data"].as_array().unwrap().clone();
-    assert_eq!(data.len(), 2);
+    assert_eq!(data.len(), 3, "the API key and the sign-up's session key, then this sign-in's");
     assert!(data.iter().all(|k| k["prefix"].as_str().unwrap().len() == 15 && k["active"] == true));
     assert!(!keys.json.to_string().contains(&session[15..]), "never the key itself");
     assert_eq!(data[0]["kind"], "session");

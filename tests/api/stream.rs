@@ -629,3 +629,30 @@ async fn a_partners_conversations_come_live_to_its_console_replay_after_a_reconn
     assert!(console.next(Duration::from_secs(2)).await.is_none(), "the stream ends");
     open_console(&app, bearer(&key), None).await.err().unwrap().error(401, "unauthorized");
 }
+
+/// The console's webhook log is live: each batch of the partner's deliveries tried says so on its stream
+/// (`webhook.deliveries`, with no body), and on no other partner's; the person's stream never has it.
+#[tokio::test]
+async fn a_partners_webhook_deliveries_tried_are_told_to_its_console_and_no_one_elses() {
+    let receiver = crate::common::FakeServer::start(500, 0).await;
+    let app = TestApp::start_with(|c| c.webhook_poll_ms = 20).await;
+    let key = app.partner("acme").await;
+    let other = app.partner("globex").await;
+    let bearer = |k: &str| ("authorization", format!("Bearer {k}"));
+    let token = user(&app, &key).await;
+    let mut console = open_console(&app, bearer(&key), None).await.unwrap();
+    let mut theirs = open_console(&app, bearer(&other), None).await.unwrap();
+    let mut person = open(&app, &token, None).await;
+    let url = json!({"webhook_url": receiver.url});
+    app.request(Method::PUT, "/api/v1/settings/webhook", Some(&key), Some(&url)).await.ok(200);
+    app.send_text(&key, PHONE, "Hooked").await.ok(201);
+    let told = console.next_of("webhook.deliveries").await;
+    assert_eq!(told.data, json!({}), "nothing but that the log moved");
+    assert!(told.id.is_some(), "replayable like the conversation events");
+    eventually("the receiver was called", || async { !receiver.received().is_empty() }).await;
+    for (name, stream) in [("globex's console", &mut theirs), ("the person's stream", &mut person)] {
+        while let Some(sent) = stream.next(Duration::from_millis(300)).await {
+            assert_ne!(sent.event, "webhook.deliveries", "{name} heard another partner's deliveries");
+        }
+    }
+}

@@ -250,6 +250,54 @@ async fn failures_are_retried_with_the_same_delivery_id_then_dead() {
     app.get(&key, "/api/v1/webhooks/deliveries?state=bogus").await.field_error("state");
 }
 
+/// Events about one message go in order: a status behind a failing one says what it waits for, and sending
+/// it again sends the earlier ones first (before, the retry said "pending" and nothing went until the
+/// earlier one's backoff ran out).
+#[tokio::test]
+async fn a_delivery_held_behind_a_failing_one_says_so_and_sending_it_again_sends_the_earlier_first() {
+    let recv = FakeServer::start(500, 0).await;
+    let app = TestApp::start_with(|c| {
+        c.webhook_poll_ms = 20;
+        c.webhook_backoff_s = vec![600, 600];
+    })
+    .await;
+    let key = app.partner("acme").await;
+    let token = app.login(PHONE).await;
+    configure(&app, &key, &recv.url).await;
+    sent_delivered_read(&app, &key, &token).await;
+    eventually("the first status tried and failed", || async {
+        let failed = app.get(&key, "/api/v1/webhooks/deliveries?state=failed&event=message.status").await;
+        failed.json["data"].as_array().is_some_and(|d| d.len() == 1)
+    })
+    .await;
+    let list = app.get(&key, "/api/v1/webhooks/deliveries?event=message.status").await.ok(200)["data"].clone();
+    let [read, delivered, sent] = [&list[0], &list[1], &list[2]];
+    let id = |d: &Value| d["delivery_id"].as_str().unwrap().to_string();
+    assert_eq!(list.as_array().unwrap().len(), 3, "{list}");
+    assert_eq!((sent["attempts"].as_i64(), &sent["waiting_for"]), (Some(1), &Value::Null), "{list}");
+    assert_eq!(delivered["waiting_for"], id(sent), "{list}");
+    assert_eq!(read["waiting_for"], id(delivered), "{list}");
+    let statuses = || events_of(&recv.received(), "message.status").len();
+    assert_eq!(statuses(), 1, "the later statuses wait");
+    // The receiver is fixed; the last status is sent again: the record says what it waits for, and the
+    // earlier two go first, in order, without waiting out their backoff (the clock does not move).
+    recv.set(200, 0);
+    let r = app.post(&key, &format!("/api/v1/webhooks/deliveries/{}/retry", id(read)), json!({})).await;
+    assert_eq!((&r.ok(200)["state"], &r.json["waiting_for"]), (&json!("pending"), &json!(id(delivered))));
+    eventually("all three delivered", || async { statuses() == 4 }).await;
+    let got = recv.received();
+    let order: Vec<String> = events_of(&got, "message.status")
+        .iter()
+        .map(|r| r.headers["x-service-delivery"].to_str().unwrap().to_string())
+        .collect();
+    assert_eq!(order, [id(sent), id(sent), id(delivered), id(read)]);
+    eventually("none waits any more", || async {
+        let list = app.get(&key, "/api/v1/webhooks/deliveries?event=message.status").await.json["data"].clone();
+        list.as_array().unwrap().iter().all(|d| d["state"] == "succeeded" && d["waiting_for"].is_null())
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_slow_partner_endpoint_never_delays_another_partner() {
     let slow = FakeServer::start(200, 8_000).await;

@@ -32,6 +32,9 @@ PORT=${HUBBUB_WEB_PORT:-$(free_port)}
 export HUBBUB_DATABASE_URL="sqlite://$TMP/h.db?mode=rwc" HUBBUB_DEV=1 HUBBUB_LISTEN="127.0.0.1:$PORT" \
   HUBBUB_PUBLIC_URL="http://127.0.0.1:$PORT" HUBBUB_COMPONENT_CACHE_DIR="$TMP/components" \
   HUBBUB_TWILIO_AUTH_TOKEN="web-test-twilio-token"
+# A refused webhook is tried again only when a test says so (3h, 3v send deliveries again by hand): the
+# first automatic retry, a minute later, never lands in the middle of a test.
+export HUBBUB_WEBHOOK_BACKOFF_S="60,600,3600"
 PIDS=()
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done

@@ -542,7 +542,9 @@ export interface paths {
          * The partner's conversations, live (Server-Sent Events).
          * @description Events: `conversation.message` (`{conversation, message}`: a new message from either side, or one whose
          *     state moved — delivered, read), `conversation.updated` (the conversation: its state, its assignee, or a
-         *     new internal note), `reset` (the events since the given id are no longer kept: fetch afresh) and
+         *     new internal note), `webhook.deliveries` (`{}`: the partner's webhook deliveries were tried, so the
+         *     delivery log moved; one event a batch of attempts, not one a delivery), `reset` (the events since the
+         *     given id are no longer kept: fetch afresh) and
          *     `logout` (the key was revoked or the session ended). Each `id` increases per partner; reconnect with
          *     `Last-Event-ID` to get what was missed (kept 24 hours). End-to-end encrypted messages carry their
          *     envelope, never a body. A member's session cookie or the partner key opens it.
@@ -848,7 +850,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Verify the sign-up: the developer and an sk_dev_ API key, shown once. */
+        /** Verify the sign-up: the developer, an sk_dev_ API key and a 12-hour session key, each shown once. */
         post: operations["dev_verify"];
         delete?: never;
         options?: never;
@@ -2407,7 +2409,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a delivery again now (same delivery id). */
+        /**
+         * Send a delivery again now (same delivery id).
+         * @description A delivery that waits for an earlier one about the same message (`waiting_for`) goes after it: the
+         *     earlier ones still pending are sent again now too, in order.
+         */
         post: operations["retry_delivery"];
         delete?: never;
         options?: never;
@@ -3576,6 +3582,13 @@ export interface components {
             /** @description The API key (`sk_dev_…`), shown once. */
             api_key: string;
             developer: components["schemas"]["Developer"];
+            session_expires_at: string;
+            /**
+             * @description A 12-hour session key (`sk_dev_…`, kind `session`), shown once, as `POST /dev/session` gives: what
+             *     the portal keeps for the tab, so that a reload leaves the developer signed in without keeping the
+             *     API key anywhere.
+             */
+            session_key: string;
         };
         /** @description A developer account. */
         Developer: {
@@ -4289,6 +4302,12 @@ export interface components {
                 /** @description When the next attempt is due (pending deliveries only). */
                 next_attempt_at?: string | null;
                 state: components["schemas"]["DeliveryState"];
+                /**
+                 * @description The delivery this one waits for: events about the same message go in order, and the one before it
+                 *     is still pending (retrying after a failure). This one goes once that one is delivered or dead;
+                 *     sending this one again sends that one first.
+                 */
+                waiting_for?: string | null;
             }[];
             /** @description Pass as `cursor` for the next page; null on the last. */
             next_cursor?: string | null;
@@ -5268,6 +5287,12 @@ export interface components {
             /** @description When the next attempt is due (pending deliveries only). */
             next_attempt_at?: string | null;
             state: components["schemas"]["DeliveryState"];
+            /**
+             * @description The delivery this one waits for: events about the same message go in order, and the one before it
+             *     is still pending (retrying after a failure). This one goes once that one is delivered or dead;
+             *     sending this one again sends that one first.
+             */
+            waiting_for?: string | null;
         };
         /** @description One delivery with what it sends. */
         WebhookDeliveryDetail: components["schemas"]["WebhookDelivery"] & {

@@ -191,9 +191,14 @@ struct Verified {
     developer: DeveloperRecord,
     /// The API key (`sk_dev_…`), shown once.
     api_key: String,
+    /// A 12-hour session key (`sk_dev_…`, kind `session`), shown once, as `POST /dev/session` gives: what
+    /// the portal keeps for the tab, so that a reload leaves the developer signed in without keeping the
+    /// API key anywhere.
+    session_key: String,
+    session_expires_at: String,
 }
 
-/// Verify the sign-up: the developer and an sk_dev_ API key, shown once.
+/// Verify the sign-up: the developer, an sk_dev_ API key and a 12-hour session key, each shown once.
 #[utoipa::path(
     post,
     path = "/dev/verify",
@@ -222,7 +227,14 @@ async fn dev_verify(
         developer.email = Some(email);
     }
     let key = issue_key(&state, developer.id, "api", None).await?;
-    Ok(Json(Verified { developer: DeveloperRecord::from(&developer), api_key: key }))
+    let expires_at = state.now() + SESSION_TTL_MS;
+    let session_key = issue_key(&state, developer.id, "session", Some(expires_at)).await?;
+    Ok(Json(Verified {
+        developer: DeveloperRecord::from(&developer),
+        api_key: key,
+        session_key,
+        session_expires_at: record_time(expires_at),
+    }))
 }
 
 /// A sign-in.

@@ -170,6 +170,10 @@ pub struct DeliveryRecord {
     /// When the next attempt is due (pending deliveries only).
     pub next_attempt_at: Option<String>,
     pub created_at: String,
+    /// The delivery this one waits for: events about the same message go in order, and the one before it
+    /// is still pending (retrying after a failure). This one goes once that one is delivered or dead;
+    /// sending this one again sends that one first.
+    pub waiting_for: Option<String>,
 }
 
 impl From<&WebhookDelivery> for DeliveryRecord {
@@ -183,6 +187,7 @@ impl From<&WebhookDelivery> for DeliveryRecord {
             last_error: d.last_error.clone(),
             next_attempt_at: (d.state == DeliveryState::Pending).then(|| record_time(d.next_attempt_at)),
             created_at: record_time(d.created_at),
+            waiting_for: d.waiting_for.clone(),
         }
     }
 }
@@ -357,6 +362,9 @@ async fn retry_failed(
 }
 
 /// Send a delivery again now (same delivery id).
+///
+/// A delivery that waits for an earlier one about the same message (`waiting_for`) goes after it: the
+/// earlier ones still pending are sent again now too, in order.
 #[utoipa::path(
     post,
     path = "/webhooks/deliveries/{id}/retry",

@@ -1,12 +1,15 @@
 //! The transactional outbox of webhook events: an event is written in the same transaction as the change
 //! that causes it, and delivered later by the webhook dispatcher.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 use sqlx::{Any, Transaction};
 
+use super::user_events::{self, NewUserEvent, partner_key};
 use super::writer::{GroupCommit, Writes};
 use crate::clock::Millis;
-use crate::names::DeliveryState;
+use crate::names::{DeliveryState, UserEventKind};
 use crate::secrets::ordered_id;
 
 /// Who receives an event.
@@ -276,6 +279,8 @@ pub async fn release(db: &super::Db, ids: &[i64]) -> Result<(), sqlx::Error> {
 #[derive(Debug)]
 pub struct Attempt {
     pub id: i64,
+    /// The partner whose delivery it is (none for a developer's): its console's log is told.
+    pub partner_id: Option<i64>,
     /// `pending` is retried at `next_attempt_at`.
     pub state: DeliveryState,
     pub status: Option<u16>,
@@ -302,7 +307,7 @@ impl AttemptRecorder {
             MAX_ATTEMPT_BATCH,
             Writes {
                 batch: Some(|tx, attempts| Box::pin(record_attempts_in(tx, attempts))),
-                one: |tx, a| Box::pin(record_attempt_in(tx, a)),
+                one: |tx, a| Box::pin(record_one_in(tx, a)),
             },
         ))
     }
@@ -350,7 +355,35 @@ async fn record_attempts_in(
         }
         update.execute(&mut **tx).await?;
     }
+    announce_in(tx, attempts).await?;
     Ok(vec![(); attempts.len()])
+}
+
+/// Records one attempt on its own (when its batch could not be written).
+async fn record_one_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, a: &Attempt) -> Result<(), sqlx::Error> {
+    record_attempt_in(tx, a).await?;
+    announce_in(tx, std::slice::from_ref(a)).await
+}
+
+/// Tells each partner's console that its deliveries moved: one `webhook.deliveries` event a partner a
+/// batch (not one a delivery), on the partner's log, in the transaction that records the attempts.
+async fn announce_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, attempts: &[Attempt]) -> Result<(), sqlx::Error> {
+    let mut newest: BTreeMap<i64, i64> = BTreeMap::new();
+    for a in attempts {
+        if let Some(partner_id) = a.partner_id {
+            let id = newest.entry(partner_id).or_default();
+            *id = (*id).max(a.id);
+        }
+    }
+    let events: Vec<NewUserEvent> = newest
+        .into_iter()
+        .map(|(partner_id, id)| NewUserEvent {
+            phone: partner_key(partner_id),
+            kind: UserEventKind::WebhookDeliveries,
+            subject_id: id,
+        })
+        .collect();
+    user_events::append_in(tx, &events, attempts.iter().map(|a| a.now).max().unwrap_or_default()).await
 }
 
 async fn record_attempt_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, a: &Attempt) -> Result<(), sqlx::Error> {
@@ -381,10 +414,15 @@ pub struct WebhookDelivery {
     pub last_error: Option<String>,
     pub next_attempt_at: Millis,
     pub created_at: Millis,
+    /// The delivery this one waits for: the one before it in its group (an earlier event about the same
+    /// message), still pending — it goes only once that one is delivered or dead.
+    pub waiting_for: Option<String>,
 }
 
-const DELIVERY_COLUMNS: &str =
-    "id, delivery_id, event, state, attempts, last_status, last_error, next_attempt_at, created_at";
+/// A delivery's columns, and `waiting_for` read from its predecessor by primary key.
+const DELIVERY_COLUMNS: &str = "id, delivery_id, event, state, attempts, last_status, last_error, next_attempt_at, \
+     created_at, (SELECT p.delivery_id FROM outbox_events p WHERE p.id = outbox_events.after_id \
+     AND p.state = 'pending') AS waiting_for";
 
 fn delivery_from_row(r: &sqlx::any::AnyRow) -> Result<WebhookDelivery, sqlx::Error> {
     use sqlx::Row;
@@ -398,6 +436,7 @@ fn delivery_from_row(r: &sqlx::any::AnyRow) -> Result<WebhookDelivery, sqlx::Err
         last_error: r.try_get("last_error")?,
         next_attempt_at: r.try_get("next_attempt_at")?,
         created_at: r.try_get("created_at")?,
+        waiting_for: r.try_get("waiting_for")?,
     })
 }
 
@@ -481,6 +520,10 @@ pub async fn retry_failed_since(
 
 /// Makes one of a target's deliveries due now, whatever its state (same delivery id: a receiver that
 /// already has it de-duplicates). `None` when it is not theirs.
+///
+/// One that waits for an earlier delivery of its group (`waiting_for`: the group is delivered in order)
+/// cannot go before it: the earlier ones still pending are made due now too, so the retry sends them in
+/// order rather than leaving this one to wait out their backoff.
 pub async fn retry_now(
     db: &super::Db,
     target: Target,
@@ -492,12 +535,26 @@ pub async fn retry_now(
         " WHERE target = $2 AND target_id = $3 AND delivery_id = $4 RETURNING ",
         DELIVERY_COLUMNS
     );
+    let mut tx = db.begin().await?;
     let row = sqlx::query(sql)
         .bind(now)
         .bind(target.kind())
         .bind(target.id())
         .bind(delivery_id)
-        .fetch_optional(db.writer())
+        .fetch_optional(&mut *tx)
         .await?;
-    row.as_ref().map(delivery_from_row).transpose()
+    let delivery = row.as_ref().map(delivery_from_row).transpose()?;
+    if let Some(d) = delivery.as_ref().filter(|d| d.waiting_for.is_some()) {
+        sqlx::query(
+            "UPDATE outbox_events SET next_attempt_at = $1, updated_at = $1 \
+             WHERE ordering_key = (SELECT ordering_key FROM outbox_events WHERE id = $2) AND id < $2 \
+             AND state = 'pending' AND next_attempt_at > $1",
+        )
+        .bind(now)
+        .bind(d.id)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(delivery)
 }

@@ -288,6 +288,10 @@ async fn deliver(
     tracing::info!(delivery_id = %event.delivery_id, event = %event.event, state = next_state.as_str(), status = outcome.status, error = outcome.error.as_deref(), attempts, "webhook attempt");
     let attempt = Attempt {
         id: event.id,
+        partner_id: match event.target {
+            Target::Partner(id) => Some(id),
+            Target::Developer(_) | Target::Bot(_) => None,
+        },
         state: next_state,
         status: outcome.status,
         error: outcome.error,

@@ -26,14 +26,23 @@ export function Inbox({ session, members, open }: { session: MemberSession; memb
   if (state) query.set("state", state);
   if (assigned) query.set("assigned", assigned);
   if (search) query.set("q", search);
-  const load = () =>
-    get<Page<Conversation>>(`/conversations?${query}`).then(
+  // Loads asked for (the filters', a live event's, a thread's change): each asks with the filters shown at the
+  // time, and only the answer to the last one asked is shown — a live refresh asked just before a search
+  // may answer after it, unfiltered, and would replace the search's list while the box still holds the words.
+  const shown = useRef("");
+  shown.current = query.toString();
+  const asked = useRef(0);
+  const load = () => {
+    const mine = ++asked.current;
+    return get<Page<Conversation>>(`/conversations?${shown.current}`).then(
       (p) => {
+        if (mine !== asked.current) return;
         setList(p.data);
         setError(null);
       },
-      (e) => setError(errorText(e)),
+      (e) => mine === asked.current && setError(errorText(e)),
     );
+  };
   useEffect(() => void load(), [query.toString(), open, changed]);
   // Live: any change to a conversation fetches the list again (a burst of events, once).
   const soon = useRef<number | undefined>(undefined);
@@ -182,7 +191,10 @@ function ThreadView({ id, members, session, onChange }: { id: number; members: M
   useLive((e) => {
     if (e.kind === "fresh" || (e.kind === "conversation.message" ? e.data.conversation : e.data).conversation_id === id) load();
   }, [id]);
-  useEffect(() => heading.current?.focus(), [id]);
+  // Opened (by a click or with Enter on the list), the thread takes the focus once it is on screen.
+  useEffect(() => {
+    if (thread) heading.current?.focus();
+  }, [thread !== null]);
   const act = acting(() => load().then(onChange), setError, setStatus);
   if (!thread) return <section class="thread">{error ? <p role="alert">{error}</p> : <p class="muted">Loading…</p>}</section>;
   return (

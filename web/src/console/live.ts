@@ -1,4 +1,5 @@
-// The console's one live connection: the partner's conversation events (`GET /api/v1/conversations/events`,
+// The console's one live connection: the partner's conversation events and its webhook log's moves
+// (`GET /api/v1/conversations/events`,
 // Server-Sent Events, opened with the member's session cookie). The browser reconnects by itself and sends
 // the last event id, so what came meanwhile is replayed; a `reset` (or the stream opening at all) means
 // "fetch afresh". Views subscribe with `useLive`; the header shows when the connection is being restored.
@@ -10,7 +11,7 @@ import { eventStream, useStreamStatus, type StreamStatus } from "../shared/sse";
 export type LiveEvent = { kind: "conversation.message" | "conversation.updated"; data: any } | { kind: "fresh" };
 
 const stream = eventStream({
-  kinds: ["conversation.message", "conversation.updated", "reset"],
+  kinds: ["conversation.message", "conversation.updated", "webhook.deliveries", "reset"],
   reconnect: "browser",
   url: () => "/api/v1/conversations/events",
   opened: () => stream.dispatch("reset", {}),
@@ -33,6 +34,30 @@ export function useLive(f: (e: LiveEvent) => void, deps: unknown[]): void {
       stream.on("reset", () => f({ kind: "fresh" })),
     ];
     return () => offs.forEach((off) => off());
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, deps);
+}
+
+/** Calls `f` when the partner's webhook deliveries moved (tried: one event a batch), or when everything
+ * should be fetched again, while the calling view is shown; at most once a second (a busy endpoint moves
+ * many times a second), the last call never dropped. */
+export function useLiveDeliveries(f: () => void, deps: unknown[]): void {
+  useEffect(() => {
+    let last = 0;
+    let timer: number | undefined;
+    const soon = () => {
+      if (timer !== undefined) return;
+      timer = window.setTimeout(() => {
+        timer = undefined;
+        last = Date.now();
+        f();
+      }, Math.max(0, last + 1000 - Date.now()));
+    };
+    const offs = [stream.on("webhook.deliveries", soon), stream.on("reset", soon)];
+    return () => {
+      clearTimeout(timer);
+      offs.forEach((off) => off());
+    };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, deps);
 }

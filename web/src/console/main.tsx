@@ -7,7 +7,7 @@
 import "../shared/styles.css";
 import "../shared/console.css";
 import { render } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { del, get, onSignedOut, type Member, type MemberSession, type Page } from "./api";
 import { startLive, stopLive, useLiveStatus } from "./live";
 import { go, usePath, Link } from "./nav";
@@ -125,10 +125,14 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
 function Console() {
   const [session, setSession] = useState<MemberSession | null | undefined>(undefined);
   const [flash, setFlash] = useState<string | null>(null);
+  // Whether someone is signed in on this page: only then does a 401 mean their session ended (the first
+  // look at /members/me answers 401 to someone who never signed in, and a refused code is not an ending).
+  const signedIn = useRef(false);
+  signedIn.current = !!session;
   useEffect(() => {
     get<MemberSession>("/members/me").then(setSession, () => setSession(null));
     return onSignedOut(() => {
-      setFlash("Your session has ended. Please sign in again.");
+      if (signedIn.current) setFlash("Your session has ended. Please sign in again.");
       setSession(null);
     });
   }, []);

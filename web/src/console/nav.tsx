@@ -35,18 +35,3 @@ export function Link({ href, children, ...rest }: { href: string; children: any;
     </a>
   );
 }
-
-/** Calls `load` now, every `ms` while the page is visible, and when the page comes back into view. */
-export function usePoll(load: () => void, ms: number, deps: unknown[]) {
-  useEffect(() => {
-    load();
-    const timer = setInterval(() => document.visibilityState === "visible" && load(), ms);
-    const back = () => document.visibilityState === "visible" && load();
-    document.addEventListener("visibilitychange", back);
-    return () => {
-      clearInterval(timer);
-      document.removeEventListener("visibilitychange", back);
-    };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, deps);
-}

@@ -1,13 +1,21 @@
 // The partner's webhook endpoint, a signed test, and the delivery log with replay.
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { errorText, when } from "../shared/format";
 import { Alert, Head } from "../shared/ui";
 import { get, post, put, type Page, type TestOutcome, type WebhookDelivery, type WebhookDeliveryDetail, type WebhookSettings } from "./api";
-import { usePoll } from "./nav";
+import { useLiveDeliveries } from "./live";
 import { acting, useTitle } from "./page";
 
 /** A local date-time input's value as a record time (`YYYY-MM-DD HH:MM:SS`, UTC). */
 const utcRecordTime = (local: string) => new Date(local).toISOString().slice(0, 19).replace("T", " ");
+
+/** What sending a delivery again did: sent now, or (events about one message go in order) sent once the
+ * earlier one it waits for, sent again with it, is delivered. */
+const retried = (d: WebhookDelivery) =>
+  d.waiting_for
+    ? `${d.delivery_id} waits for ${d.waiting_for}, an earlier event about the same message that has not been delivered yet: ` +
+      `${d.waiting_for} is sent again now, and ${d.delivery_id} goes once it is delivered.`
+    : `${d.delivery_id} sent again.`;
 
 export function Webhooks() {
   const [url, setUrl] = useState("");
@@ -27,9 +35,13 @@ export function Webhooks() {
   if (event.trim()) query.set("event", event.trim());
   if (from) query.set("since", utcRecordTime(from));
   if (to) query.set("until", utcRecordTime(to));
-  const load = () =>
-    Promise.all([
-      get<Page<WebhookDelivery>>(`/webhooks/deliveries?${query}`).then((p) => setList(p.data)),
+  // Only the answer to the last load asked is shown (a live refresh asked before a filter changed may
+  // answer after the filter's).
+  const asked = useRef(0);
+  const load = () => {
+    const mine = ++asked.current;
+    return Promise.all([
+      get<Page<WebhookDelivery>>(`/webhooks/deliveries?${query}`).then((p) => mine === asked.current && setList(p.data)),
       // The endpoint's recent success rate: of the last 100 deliveries that have been tried.
       get<Page<WebhookDelivery>>("/webhooks/deliveries?limit=100").then((p) => {
         const tried = p.data.filter((d) => d.attempts > 0 || d.state !== "pending");
@@ -37,7 +49,16 @@ export function Webhooks() {
         setRate(tried.length ? `${Math.round((100 * ok) / tried.length)} % of the last ${tried.length} deliveries succeeded` : "No delivery yet");
       }),
     ]).catch((e) => setError(errorText(e)));
-  usePoll(load, 5000, [query.toString()]);
+  };
+  // Live: fetched as the filters change, and again when deliveries are tried (the console's stream says so).
+  // What no attempt announces — a delivery that waits behind a failing one, or one dead at once for want of
+  // a URL — shows at the next of those, or within 15 seconds.
+  useEffect(() => {
+    void load();
+    const timer = setInterval(() => document.visibilityState === "visible" && load(), 15000);
+    return () => clearInterval(timer);
+  }, [query.toString()]);
+  useLiveDeliveries(load, [query.toString()]);
   useTitle("Webhooks");
   const act = acting(load, setError, setStatus);
   return (
@@ -122,18 +143,22 @@ export function Webhooks() {
         <caption class="sr-only">Deliveries, newest first</caption>
         <Head cols={["Created", "Event", "State", "Attempts", "Last answer"]} actions />
         <tbody>
+          {/* Keyed by delivery: as the log refreshes, a row (and a focused button in it) stays with its delivery. */}
           {list.map((d) => (
-            <tr>
+            <tr key={d.delivery_id}>
               <td>{when(d.created_at)}</td>
               <td>{d.event}</td>
-              <td>{d.state}</td>
+              <td>
+                {d.state}
+                {d.waiting_for ? <span class="meta"> · waits for {d.waiting_for}</span> : null}
+              </td>
               <td>{d.attempts}</td>
               <td>{d.last_status ? `HTTP ${d.last_status}` : ""} {d.last_error ?? ""}</td>
               <td>
                 <button type="button" onClick={() => act(async () => setOpen(await get<WebhookDeliveryDetail>(`/webhooks/deliveries/${d.delivery_id}`)))}>
                   Details of {d.delivery_id}
                 </button>{" "}
-                <button type="button" onClick={() => act(async () => (await post(`/webhooks/deliveries/${d.delivery_id}/retry`), `${d.delivery_id} sent again.`))}>
+                <button type="button" onClick={() => act(async () => retried(await post<WebhookDelivery>(`/webhooks/deliveries/${d.delivery_id}/retry`)))}>
                   Send {d.delivery_id} again
                 </button>
               </td>

@@ -99,7 +99,10 @@ function SignIn({ onIn }: { onIn: (me: Developer, apiKey: string | null) => void
               const body = { phone: phone.trim(), code: code.trim() };
               if (mode === "up") {
                 const v = await post<DevVerified>("/dev/verify", body);
-                // The API key is shown once; this tab works with it until it is closed (it is not stored).
+                // The API key is shown once and never stored; the tab keeps the sign-up's 12-hour session key
+                // (as a sign-in does), so that a reload leaves the developer signed in.
+                sessionStorage.setItem(KEY, v.session_key);
+                sessionStorage.setItem(ME, JSON.stringify(v.developer));
                 onIn(v.developer, v.api_key);
               } else {
                 const s = await post<DevSession>("/dev/session", body);
@@ -174,6 +177,7 @@ function Dashboard({ me, apiKey, onOut }: { me: Developer; apiKey: string | null
             <h2 id="key-h">Your API key</h2>
             <p>Store it now in a secret store: it is shown this once. Send it as <code>Authorization: Bearer …</code>.</p>
             <ShownOnce label="API key" value={apiKey} />
+            <Example apiKey={apiKey} phone={me.phone} template={catalog[0] ?? null} />
           </section>
         ) : null}
         {usage ? (
@@ -238,6 +242,38 @@ function Dashboard({ me, apiKey, onOut }: { me: Developer; apiKey: string | null
         </section>
       </main>
     </div>
+  );
+}
+
+/** A first request with the new key, ready to paste into a terminal: a test of the first approved template
+ * (placeholders for its variables) to the developer's own phone. */
+function Example({ apiKey, phone, template }: { apiKey: string; phone: string; template: CatalogEntry | null }) {
+  const body = template
+    ? {
+        phone,
+        template_code: template.code,
+        lang: template.lang,
+        vars: Object.fromEntries(template.variables.map((v) => [v, `<${v}>`])),
+        idempotency_key: "first-test-1",
+      }
+    : { phone, template_code: "<an approved template's code>", lang: "en", vars: {}, idempotency_key: "first-test-1" };
+  const command = [
+    `curl ${location.origin}/api/v1/dev/messages \\`,
+    `  -H "Authorization: Bearer ${apiKey}" \\`,
+    `  -H "Content-Type: application/json" \\`,
+    `  -d '${JSON.stringify(body).replace(/'/g, "'\\''")}'`,
+  ].join("\n");
+  return (
+    <>
+      <h3>Your first request</h3>
+      <p class="hint">
+        Sends {template ? <code>{template.code}</code> : "an approved template"} to your phone; the answer's <code>message_id</code> shows in
+        Messages below, with its state.
+      </p>
+      <pre class="mono example-request" tabIndex={0} aria-label="An example request with your API key">
+        {command}
+      </pre>
+    </>
   );
 }
 
@@ -374,8 +410,6 @@ function Portal() {
         ) : null}
         <SignIn
           onIn={(developer, key) => {
-            // A new sign-up works with its API key for this tab only (never stored).
-            if (key) setBearer(() => sessionStorage.getItem(KEY) ?? key);
             setApiKey(key);
             setFlash(null);
             setMe(developer);
@@ -388,7 +422,6 @@ function Portal() {
       me={me}
       apiKey={apiKey}
       onOut={() => {
-        setBearer(() => sessionStorage.getItem(KEY));
         setApiKey(null);
         setMe(null);
       }}

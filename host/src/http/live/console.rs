@@ -42,7 +42,9 @@ pub struct EventsQuery {
 ///
 /// Events: `conversation.message` (`{conversation, message}`: a new message from either side, or one whose
 /// state moved — delivered, read), `conversation.updated` (the conversation: its state, its assignee, or a
-/// new internal note), `reset` (the events since the given id are no longer kept: fetch afresh) and
+/// new internal note), `webhook.deliveries` (`{}`: the partner's webhook deliveries were tried, so the
+/// delivery log moved; one event a batch of attempts, not one a delivery), `reset` (the events since the
+/// given id are no longer kept: fetch afresh) and
 /// `logout` (the key was revoked or the session ended). Each `id` increases per partner; reconnect with
 /// `Last-Event-ID` to get what was missed (kept 24 hours). End-to-end encrypted messages carry their
 /// envelope, never a body. A member's session cookie or the partner key opens it.
@@ -112,6 +114,8 @@ impl Console {
                 };
                 json!(record(&self.state, &c, Reader::Agent).await?)
             }
+            // The delivery log moved: the console's Webhooks page fetches it again (nothing else is said).
+            UserEventKind::WebhookDeliveries => json!({}),
             _ => return Ok(None),
         };
         Ok(Some(Event::default().id(event.seq.to_string()).event(event.kind.as_str()).data(body.to_string())))

@@ -248,6 +248,8 @@ async fn render(
             json!({ "ref": s.reference, "kind": kind, "state": s.state, "bot_ref": bot.reference }).to_string()
         }
         UserEventKind::AccountUpdated => "{}".to_string(),
+        // A partner's own log only: never on a person's stream.
+        UserEventKind::WebhookDeliveries => return None,
     };
     Some((Event::default().id(event.seq.to_string()).event(event.kind.as_str()).data(body), carried))
 }
