@@ -1062,6 +1062,21 @@ async function memberConsole(role) {
   return { ctx, pg, phone };
 }
 
+/** The person signed in on the main page, calling the API as their app does: `(method, path, body?)`
+ * answers the JSON, and fails the test on a refusal. */
+async function person() {
+  const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
+  return async (method, path, body) => {
+    const r = await fetch(API + "/api/v1" + path, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+      body: body === undefined ? (method === "POST" ? "{}" : undefined) : JSON.stringify(body),
+    });
+    assert.ok(r.ok, `${method} ${path}: ${r.status}`);
+    return r.json();
+  };
+}
+
 test("3f. the partner console: an owner joins by invitation and invites an agent, who answers the user live, assigns, notes and closes", async () => {
   const stamp = Date.now().toString(36);
   const OWNER = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
@@ -1203,16 +1218,7 @@ test("3f. the partner console: an owner joins by invitation and invites an agent
 
 test("3s. the console's open thread shows the answer it asked for last, not an older one that comes after it", async () => {
   const stamp = Date.now().toString(36);
-  const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
-  const user = async (method, path, body) => {
-    const r = await fetch(API + "/api/v1" + path, {
-      method,
-      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
-      body: body && JSON.stringify(body),
-    });
-    assert.ok(r.ok, `${method} ${path}: ${r.status}`);
-    return r.json();
-  };
+  const user = await person();
   const conv = await user("POST", "/me/conversations", { partner: "acme", subject: `Order ${stamp}`, body: `First ${stamp}` });
   const { ctx, pg } = await memberConsole("agent");
   try {
@@ -1247,13 +1253,7 @@ test("3s. the console's open thread shows the answer it asked for last, not an o
 
 test("3t. the console for an owner at 1280 px: the navigation on one line; a conversation opened with Enter takes the focus; a wrong code or a used invitation never says a session ended", async () => {
   const stamp = Date.now().toString(36);
-  const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
-  const r = await fetch(API + "/api/v1/me/conversations", {
-    method: "POST",
-    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
-    body: JSON.stringify({ partner: "acme", subject: `Keys ${stamp}`, body: `Hello ${stamp}` }),
-  });
-  assert.ok(r.ok, `a conversation: ${r.status}`);
+  await (await person())("POST", "/me/conversations", { partner: "acme", subject: `Keys ${stamp}`, body: `Hello ${stamp}` });
   const { ctx, pg } = await memberConsole("owner");
   try {
     // Every page an owner has, on one line.
@@ -1323,16 +1323,7 @@ test("3t. the console for an owner at 1280 px: the navigation on one line; a con
 
 test("3u. the console's search stays applied when a live update's list answers after it", async () => {
   const stamp = Date.now().toString(36);
-  const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
-  const user = async (method, path, body) => {
-    const r = await fetch(API + "/api/v1" + path, {
-      method,
-      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
-      body: body && JSON.stringify(body),
-    });
-    assert.ok(r.ok, `${method} ${path}: ${r.status}`);
-    return r.json();
-  };
+  const user = await person();
   await user("POST", "/me/conversations", { partner: "acme", subject: `Alpha${stamp}`, body: `about alpha` });
   const beta = await user("POST", "/me/conversations", { partner: "acme", subject: `Beta${stamp}`, body: `about beta` });
   const { ctx, pg } = await memberConsole("agent");
@@ -1380,8 +1371,7 @@ test("3v. the console's webhook log is live and its rows stay with their deliver
   await new Promise((r) => receiver.listen(0, "127.0.0.1", r));
   const { link } = await partner("POST", "/members/invitations", { role: "admin" });
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
-  const asUser = (method, p) => fetch(API + "/api/v1" + p, { method, headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" }, body: method === "POST" ? "{}" : undefined });
+  const asUser = await person();
   try {
     const admin = await ctx.newPage();
     admin.on("pageerror", (e) => pageErrors.push(String(e)));
