@@ -67,6 +67,9 @@ cargo test -p hubbub-forms -p hubbub-guest-sdk -p signup -p shop -p chat --featu
 log "tests on SQLite"
 HUBBUB_TEST_DATABASE_URL=sqlite cargo test -- --test-threads "$THREADS"
 
+log "benchmarks build (run by hand, not in CI: built here so that none falls behind the code)"
+cargo build -q -p hubbub-host --benches
+
 log "schema-driven API fuzzing (schemathesis) against the served OpenAPI document, on SQLite"
 bash tests/schemathesis/run.sh
 

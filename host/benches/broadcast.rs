@@ -41,8 +41,8 @@ async fn main() -> anyhow::Result<()> {
     let mut config = Args::try_parse_from(["bench"])?.config;
     config.database_url = url.clone();
     config.dev = true;
-    let state = hubbub_host::prepare(config, Arc::new(SystemClock)).await?;
-    let now = SystemClock.now_ms();
+    let state = hubbub_host::prepare(config, Arc::new(SystemClock::default())).await?;
+    let now = SystemClock::default().now_ms();
     let code = format!("bench{}", std::process::id());
     let partner =
         partners::insert_partner(&state.db, &code, "Bench", false, &format!("h{code}"), "sk_bench", now).await?;
@@ -80,11 +80,17 @@ async fn main() -> anyhow::Result<()> {
         send_at: None,
     };
     let started = Instant::now();
-    let mut b = broadcasts::insert(&state.db, &new, SystemClock.now_ms()).await?;
+    let mut b = broadcasts::insert(&state.db, &new, SystemClock::default().now_ms()).await?;
     broadcasts::set_total(&state.db, &b).await?;
     while b.state != "completed" {
-        b = broadcasts::fan_out_batch(&state.db, &b, hubbub_host::broadcasts::BATCH, 60_000, SystemClock.now_ms())
-            .await?;
+        b = broadcasts::fan_out_batch(
+            &state.db,
+            &b,
+            hubbub_host::broadcasts::BATCH,
+            60_000,
+            SystemClock::default().now_ms(),
+        )
+        .await?;
     }
     let elapsed = started.elapsed().as_secs_f64();
     let after = peak_mib();

@@ -366,7 +366,7 @@ async fn main() -> anyhow::Result<()> {
             anyhow::ensure!(r??.status().is_success(), "linking failed");
         }
     }
-    let now = SystemClock.now_ms();
+    let now = SystemClock::default().now_ms();
     for phone in phones.iter().chain(&quiet) {
         let claimed = |p: &str, at| hubbub_host::events::account_claimed(p, phone, at);
         hubbub_host::store::accounts::sign_in(&db, phone, &format!("dev-{phone}"), Some("web"), now, claimed).await?;

@@ -37,7 +37,7 @@ async fn main() -> anyhow::Result<()> {
     config.dev = true;
     config.webhook_poll_ms = 5;
     config.webhook_concurrency = 64;
-    let state = hubbub_host::prepare(config, Arc::new(SystemClock)).await?;
+    let state = hubbub_host::prepare(config, Arc::new(SystemClock::default())).await?;
 
     // A receiver that answers 200 at once and notes the latency of each event.
     let latencies = Arc::new(Mutex::new(Vec::<i64>::with_capacity(EVENTS)));
@@ -65,7 +65,7 @@ async fn main() -> anyhow::Result<()> {
         false,
         &format!("h{code}"),
         "sk_bench",
-        SystemClock.now_ms(),
+        SystemClock::default().now_ms(),
     )
     .await?;
     partners::set_webhook(&state.db, partner.id, Some(&hook), Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")).await?;
@@ -86,7 +86,7 @@ async fn main() -> anyhow::Result<()> {
                 "message.status",
                 &payload,
                 &key,
-                SystemClock.now_ms(),
+                SystemClock::default().now_ms(),
             )
             .await?;
         }
