@@ -279,8 +279,9 @@ pub async fn release(db: &super::Db, ids: &[i64]) -> Result<(), sqlx::Error> {
 #[derive(Debug)]
 pub struct Attempt {
     pub id: i64,
-    /// The partner whose delivery it is (none for a developer's): its console's log is told.
-    pub partner_id: Option<i64>,
+    /// The partner whose console's log is told of this attempt (`webhook.deliveries`): the dispatcher sets it
+    /// at most once a second a partner, and tells the others later with [`announce`].
+    pub announce_to: Option<i64>,
     /// `pending` is retried at `next_attempt_at`.
     pub state: DeliveryState,
     pub status: Option<u16>,
@@ -365,25 +366,38 @@ async fn record_one_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, a: &Attempt) -
     announce_in(tx, std::slice::from_ref(a)).await
 }
 
-/// Tells each partner's console that its deliveries moved: one `webhook.deliveries` event a partner a
-/// batch (not one a delivery), on the partner's log, in the transaction that records the attempts.
+/// Tells the partners' consoles that their deliveries moved (the attempts that name one in `announce_to`):
+/// one `webhook.deliveries` event a partner, on the partner's log, in the transaction that records them.
 async fn announce_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, attempts: &[Attempt]) -> Result<(), sqlx::Error> {
     let mut newest: BTreeMap<i64, i64> = BTreeMap::new();
     for a in attempts {
-        if let Some(partner_id) = a.partner_id {
+        if let Some(partner_id) = a.announce_to {
             let id = newest.entry(partner_id).or_default();
             *id = (*id).max(a.id);
         }
     }
-    let events: Vec<NewUserEvent> = newest
+    let now = attempts.iter().map(|a| a.now).max().unwrap_or_default();
+    user_events::append_in(tx, &announcements(newest), now).await
+}
+
+/// Tells these partners' consoles that their deliveries moved, on its own (what [`Attempt::announce_to`]
+/// left for later).
+pub async fn announce(db: &super::Db, partner_ids: &[i64], now: Millis) -> Result<(), sqlx::Error> {
+    let mut tx = db.begin().await?;
+    user_events::append_in(&mut tx, &announcements(partner_ids.iter().map(|id| (*id, 0)).collect()), now).await?;
+    tx.commit().await
+}
+
+/// `webhook.deliveries` events, one a partner, each about its newest delivery tried (0 when not known).
+fn announcements(newest: BTreeMap<i64, i64>) -> Vec<NewUserEvent> {
+    newest
         .into_iter()
         .map(|(partner_id, id)| NewUserEvent {
             phone: partner_key(partner_id),
             kind: UserEventKind::WebhookDeliveries,
             subject_id: id,
         })
-        .collect();
-    user_events::append_in(tx, &events, attempts.iter().map(|a| a.now).max().unwrap_or_default()).await
+        .collect()
 }
 
 async fn record_attempt_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, a: &Attempt) -> Result<(), sqlx::Error> {

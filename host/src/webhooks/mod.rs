@@ -167,6 +167,45 @@ fn next_try(backoff_s: &[u64], attempts: i64, now: i64) -> Option<i64> {
 #[derive(Default)]
 struct Limits(Mutex<HashMap<Target, Arc<Semaphore>>>);
 
+/// How often a partner's console is told that its deliveries moved: at most once a second a partner on this
+/// host (the console fetches its log at most once a second anyway), so a busy endpoint costs the log one row
+/// a second, not one a batch of attempts.
+const ANNOUNCE_EVERY_MS: Millis = 1_000;
+
+/// Which partners' consoles to tell now, and which are owed a word once their second is up (attempts came
+/// meanwhile): [`run_dispatcher`] writes those.
+#[derive(Default)]
+struct Announcer(Mutex<HashMap<i64, (Millis, bool)>>);
+
+impl Announcer {
+    /// Whether this attempt of `partner`'s tells its console (else the word is owed).
+    fn take(&self, partner: i64, now: Millis) -> bool {
+        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (last, owed) = all.entry(partner).or_insert((Millis::MIN, false));
+        if now.saturating_sub(*last) >= ANNOUNCE_EVERY_MS {
+            (*last, *owed) = (now, false);
+            true
+        } else {
+            *owed = true;
+            false
+        }
+    }
+
+    /// The partners owed a word whose second is up, taken.
+    fn owed(&self, now: Millis) -> Vec<i64> {
+        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|_, (last, owed)| *owed || now.saturating_sub(*last) < 60_000);
+        let mut due = Vec::new();
+        for (partner, (last, owed)) in all.iter_mut() {
+            if *owed && now.saturating_sub(*last) >= ANNOUNCE_EVERY_MS {
+                (*last, *owed) = (now, false);
+                due.push(*partner);
+            }
+        }
+        due
+    }
+}
+
 impl Limits {
     fn permit(&self, target: Target, per_endpoint: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
         let semaphore = self
@@ -193,9 +232,16 @@ pub async fn run_dispatcher(webhooks: Webhooks, stop: CancellationToken) {
     let limits = Limits::default();
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let recorder = AttemptRecorder::spawn(webhooks.db.clone());
+    let announcer = Arc::new(Announcer::default());
     let mut running = tokio::task::JoinSet::new();
     loop {
         while running.try_join_next().is_some() {}
+        let owed = announcer.owed(webhooks.now());
+        if !owed.is_empty()
+            && let Err(e) = outbox::announce(&webhooks.db, &owed, webhooks.now()).await
+        {
+            tracing::warn!(error = %e, "telling consoles of their webhook deliveries failed");
+        }
         // Claim only what can be sent now: never more than the free slots.
         let capacity = (in_flight.available_permits() as i64).min(CLAIM_BATCH);
         if capacity == 0 {
@@ -228,13 +274,14 @@ pub async fn run_dispatcher(webhooks: Webhooks, stop: CancellationToken) {
                 continue;
             };
             let Ok(slot) = in_flight.clone().acquire_owned().await else { break };
-            let (webhooks, recorder, held) = (webhooks.clone(), recorder.clone(), held.clone());
+            let (webhooks, recorder, held, announcer) =
+                (webhooks.clone(), recorder.clone(), held.clone(), announcer.clone());
             let target = endpoints.get(&event.target).cloned().unwrap_or(Ok(None));
             started += 1;
             held.hold([event.id]);
             running.spawn(async move {
                 let id = event.id;
-                deliver(&webhooks, &recorder, event, target).await;
+                deliver(&webhooks, &recorder, &announcer, event, target).await;
                 held.release(id);
                 drop((endpoint_permit, slot));
             });
@@ -261,6 +308,7 @@ pub async fn run_dispatcher(webhooks: Webhooks, stop: CancellationToken) {
 async fn deliver(
     webhooks: &Webhooks,
     recorder: &AttemptRecorder,
+    announcer: &Announcer,
     event: OutboxEvent,
     target: Result<Option<Endpoint>, String>,
 ) {
@@ -288,9 +336,9 @@ async fn deliver(
     tracing::info!(delivery_id = %event.delivery_id, event = %event.event, state = next_state.as_str(), status = outcome.status, error = outcome.error.as_deref(), attempts, "webhook attempt");
     let attempt = Attempt {
         id: event.id,
-        partner_id: match event.target {
-            Target::Partner(id) => Some(id),
-            Target::Developer(_) | Target::Bot(_) => None,
+        announce_to: match event.target {
+            Target::Partner(id) if announcer.take(id, now) => Some(id),
+            Target::Partner(_) | Target::Developer(_) | Target::Bot(_) => None,
         },
         state: next_state,
         status: outcome.status,
@@ -305,7 +353,22 @@ async fn deliver(
 
 #[cfg(test)]
 mod tests {
-    use super::next_try;
+    use super::{Announcer, next_try};
+
+    #[test]
+    fn a_partners_console_is_told_at_most_once_a_second_and_never_left_without_the_last_word() {
+        let told = Announcer::default();
+        assert!(told.take(7, 10_000), "the first attempt tells at once");
+        assert!(!told.take(7, 10_400), "within the second: owed");
+        assert!(told.take(8, 10_400), "another partner has its own second");
+        assert_eq!(told.owed(10_900), Vec::<i64>::new(), "not before the second is up");
+        assert_eq!(told.owed(11_000), vec![7], "then the owed word goes");
+        assert_eq!(told.owed(12_500), Vec::<i64>::new(), "once");
+        assert!(told.take(7, 12_500));
+        // Partners quiet for a minute are forgotten.
+        told.owed(80_000);
+        assert!(told.0.lock().unwrap().is_empty());
+    }
 
     #[test]
     fn backoff_has_n_gaps_then_dead_with_jitter() {

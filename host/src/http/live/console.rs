@@ -43,7 +43,7 @@ pub struct EventsQuery {
 /// Events: `conversation.message` (`{conversation, message}`: a new message from either side, or one whose
 /// state moved — delivered, read), `conversation.updated` (the conversation: its state, its assignee, or a
 /// new internal note), `webhook.deliveries` (`{}`: the partner's webhook deliveries were tried, so the
-/// delivery log moved; one event a batch of attempts, not one a delivery), `reset` (the events since the
+/// delivery log moved; at most one a second), `reset` (the events since the
 /// given id are no longer kept: fetch afresh) and
 /// `logout` (the key was revoked or the session ended). Each `id` increases per partner; reconnect with
 /// `Last-Event-ID` to get what was missed (kept 24 hours). End-to-end encrypted messages carry their
