@@ -41,6 +41,12 @@ fn under(route: &str, prefixes: &[&str]) -> bool {
     })
 }
 
+/// What the person at the other end sees of a member who answers them: the first word of their display
+/// name ("Ana" of "Ana Lima"), never their phone; `None` without a name (the app shows the partner's name).
+pub fn first_name(name: Option<&str>) -> Option<String> {
+    name.and_then(|n| n.split_whitespace().next()).map(str::to_string)
+}
+
 /// Whether a member with `role` may call the route `route` (the matched route template, such as
 /// `/api/v1/bots/{code}`), on their own partner; `reads` when the method only reads (GET, HEAD).
 pub fn allows(role: MemberRole, reads: bool, route: &str) -> bool {
@@ -115,6 +121,14 @@ pub fn invitation_link(public_url: &str, invitation: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_person_sees_a_members_first_name_only() {
+        assert_eq!(first_name(Some("  Ana María Lima ")), Some("Ana".into()));
+        assert_eq!(first_name(Some("Bo")), Some("Bo".into()));
+        assert_eq!(first_name(Some("   ")), None);
+        assert_eq!(first_name(None), None);
+    }
 
     #[test]
     fn each_role_reaches_what_it_should_and_no_more() {

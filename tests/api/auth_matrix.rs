@@ -140,6 +140,7 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/members", Partner),
     ("POST", "/api/v1/members/invitations", Partner),
     ("GET", "/api/v1/members/me", Member),
+    ("PATCH", "/api/v1/members/me", Member),
     ("POST", "/api/v1/members/me/passkeys/challenges", Member),
     ("POST", "/api/v1/members/me/passkeys", Member),
     ("GET", "/api/v1/members/me/passkeys", Member),

@@ -491,3 +491,90 @@ async fn canned_replies_are_kept_per_partner_by_admins_and_picked_by_agents() {
     admin.call(Method::DELETE, &path, None, Some("same-origin")).await.error(404, "not_found");
     assert_eq!(app.get(&key, "/api/v1/canned-replies").await.ok(200)["data"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn members_are_known_by_name_and_the_person_sees_an_agents_first_name_and_the_partners_name() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    // A name given with an invitation is the new member's; a bad one is refused before the code is used.
+    let long = "x".repeat(101);
+    let (r, none) =
+        sign_in(&app, AGENT, json!({"invitation": invitation(&app, &key, "agent").await, "name": long})).await;
+    r.field_error("name");
+    assert!(none.is_none());
+    let (r, none) = sign_in(&app, AGENT, json!({"name": "Ana Lima"})).await;
+    r.field_error("name"); // a name comes with an invitation; later, PATCH /members/me
+    assert!(none.is_none());
+    let (r, ana) =
+        sign_in(&app, AGENT, json!({"invitation": invitation(&app, &key, "agent").await, "name": " Ana Lima "})).await;
+    assert_eq!(r.ok(201)["member"]["name"], "Ana Lima");
+    let ana = ana.unwrap();
+    let ana_id = r.json["member"]["id"].as_i64().unwrap();
+    // A member without a name gives themself one; bad names are 422 with the field.
+    let (_, bo) = sign_in(&app, ADMIN, json!({"invitation": invitation(&app, &key, "agent").await})).await;
+    let bo = bo.unwrap();
+    assert!(bo.get("/api/v1/members/me").await.ok(200)["member"]["name"].is_null());
+    for bad in [json!({}), json!({"name": "  "}), json!({"name": long}), json!({"name": "Bo\u{7}"})] {
+        bo.send(Method::PATCH, "/api/v1/members/me", bad).await.field_error("name");
+    }
+    let me = bo.send(Method::PATCH, "/api/v1/members/me", json!({"name": "Bo"})).await;
+    assert_eq!(me.ok(200)["member"]["name"], "Bo");
+    assert_eq!(app.get(&key, "/api/v1/members").await.ok(200)["data"].to_string().matches("\"Bo\"").count(), 1);
+    // A key is no member: it has no name of its own to change.
+    app.request(Method::PATCH, "/api/v1/members/me", Some(&key), Some(&json!({"name": "Key"})))
+        .await
+        .error(403, "forbidden");
+
+    // The person writes; Ana answers from her session, then the partner's key answers.
+    const USER: &str = "+15550100061";
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": USER})).await.ok(200);
+    let user = app.login(USER).await;
+    let c = app.post(&user, "/api/v1/me/conversations", json!({"partner": "acme", "body": "Where is my order?"})).await;
+    let (conversation, reference) = (c.ok(201)["conversation_id"].as_i64().unwrap(), c.json["ref"].clone());
+    assert_eq!(c.json["partner_name"], "acme Inc.");
+    assert_eq!(c.json["last_message"]["preview"], "Where is my order?");
+    assert_eq!(c.json["last_message"]["direction"], "in");
+    let path = format!("/api/v1/conversations/{conversation}/messages");
+    let reply = ana.send(Method::POST, &path, json!({"body": "It left today."})).await;
+    assert_eq!(reply.ok(201)["sender_name"], "Ana");
+    assert_eq!(reply.json["author"], json!({"member_id": ana_id, "name": "Ana Lima"}));
+    assert_eq!(reply.json["partner_name"], "acme Inc.");
+    let long_reply = format!("{} tail", "word ".repeat(40));
+    let by_key = app.post(&key, &path, json!({"body": long_reply})).await;
+    assert!(by_key.ok(201)["sender_name"].is_null());
+    assert!(by_key.json.get("author").is_none(), "a key's reply has no author: {}", by_key.json);
+
+    // The partner's list: the latest message, cut to 140 characters.
+    let listed = app.get(&key, "/api/v1/conversations").await.ok(200)["data"][0].clone();
+    let preview = listed["last_message"]["preview"].as_str().unwrap();
+    assert_eq!(preview.chars().count(), 141);
+    assert!(preview.ends_with('…') && long_reply.starts_with(preview.trim_end_matches('…')));
+    assert_eq!(listed["last_message"]["direction"], "out");
+    assert_eq!(listed["partner_name"], "acme Inc.");
+
+    // The person: the partner by name, Ana's reply by her first name only, never her whole name or who she is.
+    let thread = app.get(&user, &format!("/api/v1/me/conversations/{}", reference.as_str().unwrap())).await;
+    let thread = thread.ok(200).clone();
+    assert_eq!(thread["partner_name"], "acme Inc.");
+    let names: Vec<&Value> = thread["messages"].as_array().unwrap().iter().map(|m| &m["sender_name"]).collect();
+    assert_eq!(names, [&Value::Null, &json!("Ana"), &Value::Null]);
+    let text = thread.to_string();
+    assert!(!text.contains("Lima") && !text.contains("\"author\"") && !text.contains(AGENT), "{text}");
+    let mine = app.get(&user, "/api/v1/me/conversations").await.ok(200)["data"][0].clone();
+    assert_eq!(mine["last_message"]["sender_name"], Value::Null);
+    assert!(!mine.to_string().contains("Lima"));
+    // The person's hub messages carry the partner's name too.
+    app.post(&key, "/api/v1/messages", json!({"phone": USER, "body": "Your parcel is out"})).await.ok(201);
+    let hub = app.get(&user, "/api/v1/me/messages?limit=1").await.ok(200)["data"][0].clone();
+    assert_eq!(hub["partner_name"], "acme Inc.");
+
+    // A reply keeps the name it was sent with; notes and the audit log name the member as they are now.
+    ana.send(Method::PATCH, "/api/v1/members/me", json!({"name": "Ana Souza"})).await.ok(200);
+    let agent_thread = app.get(&key, &format!("/api/v1/conversations/{conversation}")).await.ok(200).clone();
+    assert_eq!(agent_thread["messages"][1]["author"]["name"], "Ana Lima");
+    let note =
+        ana.send(Method::POST, &format!("/api/v1/conversations/{conversation}/notes"), json!({"body": "VIP"})).await;
+    assert_eq!(note.ok(201)["name"], "Ana Souza");
+    let audit = app.get(&key, "/api/v1/audit-log").await.ok(200).clone();
+    assert!(audit["data"].as_array().unwrap().iter().any(|e| e["name"] == "Ana Souza"), "{audit}");
+}

@@ -587,6 +587,8 @@ async fn one_bad_message_in_a_group_commit_fails_only_itself() {
         hub: None,
         invites: None,
         send_at: None,
+        author_id: None,
+        author_name: None,
     };
     let now = app.state.now();
     let writer = hubbub_host::store::deliveries::MessageWriter::spawn(app.state.db.clone());

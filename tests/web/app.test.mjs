@@ -363,7 +363,7 @@ test("1a. images open full size: zoom, next and previous, download, and back whe
   await opener.click();
   await page.getByRole("dialog", { name: /^Image 1 of \d+$/ }).waitFor();
   const viewer = page.getByRole("dialog");
-  assert.equal(await viewer.locator("img").getAttribute("alt"), "Image from acme");
+  assert.equal(await viewer.locator("img").getAttribute("alt"), "Image from Acme Corp");
   // Zoom in: the image grows past the screen (and scrolls); zoom out again.
   const width = async () => (await viewer.locator("img").boundingBox()).width;
   const before = await width();
@@ -1041,11 +1041,13 @@ test("3q. an agent's reply that comes while the thread is still loading is shown
 });
 
 /** Signs `phone` in to the console from an invitation link. */
-async function consoleSignIn(pg, phone, url) {
+/** Signs `phone` in to the console at `url`; with an invitation link, as a new member named `name`. */
+async function consoleSignIn(pg, phone, url, name = "Sam Tester") {
   await pg.goto(url);
   await pg.getByLabel("Phone number").fill(phone);
   await pg.getByRole("button", { name: "Send code" }).click();
   await pg.getByLabel("Code").fill(await codeFor(phone));
+  if (url.includes("#inv_")) await pg.getByLabel("Your name").fill(name);
   await pg.getByRole("button", { name: "Sign in" }).click();
   await pg.getByRole("heading", { name: "Conversations", level: 1 }).waitFor();
   assert.equal(new URL(pg.url()).hash, "", "the invitation leaves the address bar");
@@ -1156,10 +1158,17 @@ test("3f. the partner console: an owner joins by invitation and invites an agent
     assert.equal(await agent.getByLabel(/^Reply to/).inputValue(), "Refunded the second charge.");
     await agent.getByRole("button", { name: "Send reply" }).click();
     await page.locator(".bubble.agent", { hasText: "Refunded the second charge." }).waitFor({ timeout: 5000 });
+    // The person sees who answered, by first name (the agent joined as "Sam Tester"), and the partner by its
+    // name, never its code; the agent's own thread shows their whole name on the reply.
+    assert.equal(await page.locator(".bubble.agent", { hasText: "Refunded the second charge." }).locator(".sender").textContent(), "Sam: ");
+    await page.getByText("With Acme Corp ·").waitFor();
+    await agent.locator(".from-agent .meta", { hasText: "Sam Tester" }).waitFor();
     // The user answers; the agent's open thread shows it without a reload.
     await page.getByLabel("Your reply").fill("Thank you!");
     await page.getByRole("button", { name: "Send", exact: true }).click();
     await agent.locator(".from-user", { hasText: "Thank you!" }).waitFor({ timeout: 10000 });
+    // The list shows each conversation's latest message.
+    await agent.getByRole("link", { name: new RegExp(`Refund ${stamp}`) }).getByText("Contact: Thank you!").waitFor({ timeout: 10000 });
     assert.ok(asked.includes(`GET /api/v1/conversations/${new URL(agent.url()).pathname.split("/").pop()}`), `the thread was fetched when told: ${asked}`);
     // A new conversation comes into the agent's list as the user opens it.
     const userToken = await page.evaluate(() => localStorage.getItem("hubbub.token"));
@@ -1172,11 +1181,11 @@ test("3f. the partner console: an owner joins by invitation and invites an agent
     await agent.getByRole("link", { name: new RegExp(`Address ${stamp}`) }).waitFor({ timeout: 10000 });
 
     // Assign to me, a note the user never sees, then close.
-    await agent.getByLabel("Assigned to").selectOption({ label: `Me (${AGENT})` });
+    await agent.getByLabel("Assigned to").selectOption({ label: "Me (Sam Tester)" });
     await agent.getByRole("status").filter({ hasText: "Assigned to" }).waitFor();
     await agent.getByLabel("Add a note").fill(`Chargeback risk ${stamp}`);
     await agent.getByRole("button", { name: "Add note" }).click();
-    await agent.locator(".notes li", { hasText: `Chargeback risk ${stamp}` }).waitFor();
+    await agent.locator(".notes li", { hasText: `Chargeback risk ${stamp}` }).filter({ hasText: "Sam Tester" }).waitFor();
     await shoot("console-thread", agent);
     await axe("console-thread", agent);
     await agent.getByRole("button", { name: "Close conversation" }).click();
@@ -1191,6 +1200,12 @@ test("3f. the partner console: an owner joins by invitation and invites an agent
     const token = await page.evaluate(() => localStorage.getItem("hubbub.token"));
     const mine = await (await fetch(API + `/api/v1/me/conversations/${ids[0].ref}`, { headers: { Authorization: `Bearer ${token}` } })).text();
     assert.ok(!mine.includes("Chargeback") && !mine.includes("assignee"), "no note or assignee for the user");
+    assert.ok(!mine.includes("Sam Tester") && !mine.includes(AGENT) && !mine.includes('"author"'), "the agent's first name only");
+    // The person's list: the partner's name and the latest message.
+    await page.goto(BASE + "/conversations");
+    const card = page.locator(".card", { hasText: `Refund ${stamp}` });
+    await card.getByText("You: Thank you!").waitFor();
+    await card.getByText(/^Acme Corp ·/).waitFor();
 
     // The owner's audit log shows the agent's changes; a cross-site POST with the cookie changes nothing.
     await owner.getByRole("link", { name: "Audit log" }).click();
@@ -1309,6 +1324,7 @@ test("3t. the console for an owner at 1280 px: the navigation on one line; a con
       await fresh.getByLabel("Phone number").fill(other);
       await fresh.getByRole("button", { name: "Send code" }).click();
       await fresh.getByLabel("Code").fill(await codeFor(other));
+      await fresh.getByLabel("Your name").fill("Someone Else");
       await fresh.getByRole("button", { name: "Sign in" }).click();
       await fresh.getByRole("alert").waitFor();
       assert.equal(await fresh.getByText("Your session has ended").count(), 0, "a used invitation is not a session that ended");
@@ -1437,7 +1453,7 @@ test("3v. the console's webhook log is live and its rows stay with their deliver
     const order = hits.filter((h) => [sent, delivered, read].includes(h.id) && h.status === 200).map((h) => h.id);
     assert.deepEqual(order, [sent, delivered, read]);
     await admin.getByLabel("State").selectOption("succeeded");
-    await admin.getByRole("row").filter({ has: admin.getByRole("button", { name: `Send ${read} again` }) }).waitFor({ timeout: 10000 });
+    await admin.getByRole("row").filter({ has: admin.getByRole("button", { name: `Send ${read} again` }) }).filter({ hasText: "succeeded" }).waitFor({ timeout: 10000 });
     await shoot("console-webhooks-live", admin);
     await axe("console-webhooks-live", admin);
   } finally {
@@ -1592,9 +1608,10 @@ test("3h. the console's webhooks: a failed delivery, its request body, and sendi
     answer = 200;
     await admin.getByRole("button", { name: `Send ${id} again` }).click();
     await admin.getByText(`${id} sent again.`).waitFor();
-    // Its own row under "succeeded" (the filter also lists earlier tests' deliveries that succeeded).
+    // Its own row, saying succeeded (the filter also lists earlier tests' deliveries that succeeded, and until
+    // the page has drawn the new filter its row from the failed list is still there).
     await admin.getByLabel("State").selectOption("succeeded");
-    await admin.getByRole("row").filter({ has: admin.getByRole("button", { name: `Send ${id} again` }) }).waitFor({ timeout: 10000 });
+    await admin.getByRole("row").filter({ has: admin.getByRole("button", { name: `Send ${id} again` }) }).filter({ hasText: "succeeded" }).waitFor({ timeout: 10000 });
     assert.ok(hits.filter((h) => h.id === id).length >= 2, "the same delivery, sent again");
     await admin.getByText(/% of the last \d+ deliveries succeeded/).waitFor();
     await shoot("console-webhooks", admin);

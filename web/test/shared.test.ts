@@ -2,7 +2,7 @@
 // app, the console and the developer portal configure them.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ApiError, apiClient } from "../src/shared/api";
-import { errorText, when } from "../src/shared/format";
+import { errorText, lastMessageLine, when } from "../src/shared/format";
 import { eventStream, type StreamStatus } from "../src/shared/sse";
 
 /** An EventSource that the test drives. */
@@ -175,5 +175,14 @@ describe("format", () => {
     expect(errorText(new Error("The passkey was not used."))).toBe("Something went wrong. Try again.");
     expect(errorText(new Error("The passkey was not used."), { own: true })).toBe("The passkey was not used.");
     expect(errorText("odd", { own: true })).toBe("odd");
+  });
+
+  it("writes a conversation's latest message as who wrote it and its start, or what it is", () => {
+    const last = { direction: "out" as const, content_type: "text", preview: "It left today.", encrypted: false, sender_name: "Ana" };
+    expect(lastMessageLine(last, "You", "Acme")).toBe("Ana: It left today.");
+    expect(lastMessageLine({ ...last, sender_name: null }, "You", "Acme")).toBe("Acme: It left today.");
+    expect(lastMessageLine({ ...last, direction: "in" }, "You", "Acme")).toBe("You: It left today.");
+    expect(lastMessageLine({ ...last, preview: null, encrypted: true }, "You", "Acme")).toBe("Ana: 🔒 Encrypted message");
+    expect(lastMessageLine({ ...last, preview: null, content_type: "image" }, "You", "Acme")).toBe("Ana: 📷 Photo");
   });
 });

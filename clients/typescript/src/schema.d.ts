@@ -1636,7 +1636,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change my display name.
+         * @description For any member, on their own session. Replies already sent keep the name they were sent with.
+         */
+        patch: operations["update_my_member"];
         trace?: never;
     };
     "/api/v1/members/me/passkeys": {
@@ -3045,9 +3049,10 @@ export interface components {
             /**
              * Format: int64
              * @description The member (of the session, or who made the key; null once removed, or for a key of the command
-             *     line's) and their phone.
+             *     line's), their phone and their display name.
              */
             member_id?: number | null;
+            name?: string | null;
             phone?: string | null;
             /**
              * Format: int64
@@ -3056,6 +3061,12 @@ export interface components {
             status: number;
             /** @description The path called (message and payment refs cut to their prefix). */
             target: string;
+        };
+        /** @description The member who wrote a message (their id may name a member since removed). */
+        AuthorRecord: {
+            /** Format: int64 */
+            member_id: number;
+            name?: string | null;
         };
         /** Format: binary */
         Binary: string;
@@ -3312,9 +3323,12 @@ export interface components {
             /** Format: int64 */
             conversation_id: number;
             created_at: string;
+            last_message?: components["schemas"]["ConversationLastMessage"] | null;
             last_message_at: string;
             /** @description The partner's code. */
             partner: string;
+            /** @description The partner's name, as people see it. */
+            partner_name: string;
             phone: string;
             ref: string;
             state: components["schemas"]["ConversationState"];
@@ -3357,6 +3371,22 @@ export interface components {
             ref: string;
             wraps: components["schemas"]["ConversationKeyWrap"][];
         };
+        /** @description A conversation's latest message, for a list: who wrote it and the start of its text. */
+        ConversationLastMessage: {
+            content_type: components["schemas"]["ContentType"];
+            created_at: string;
+            /** @description `in`: the person wrote it; `out`: the partner. */
+            direction: components["schemas"]["Direction"];
+            encrypted: boolean;
+            /**
+             * @description The first 140 characters of its text (a caption for media), ending in "…" when cut; null when it has
+             *     none or is end-to-end encrypted (the server holds no text of it).
+             */
+            preview?: string | null;
+            ref: string;
+            /** @description The first name of the member who wrote an agent's reply (see the message's `sender_name`). */
+            sender_name?: string | null;
+        };
         /** @description `conversation.message`: a new message in a support conversation (no body when encrypted). */
         ConversationMessageEvent: {
             at: string;
@@ -3383,9 +3413,11 @@ export interface components {
             id: number;
             /**
              * Format: int64
-             * @description The member who wrote it (null: the partner key, or a member since removed) and their phone.
+             * @description The member who wrote it (null: the partner key, or a member since removed), their phone and display
+             *     name.
              */
             member_id?: number | null;
+            name?: string | null;
             phone?: string | null;
         };
         /** @enum {string} */
@@ -3884,9 +3916,10 @@ export interface components {
                 /**
                  * Format: int64
                  * @description The member (of the session, or who made the key; null once removed, or for a key of the command
-                 *     line's) and their phone.
+                 *     line's), their phone and their display name.
                  */
                 member_id?: number | null;
+                name?: string | null;
                 phone?: string | null;
                 /**
                  * Format: int64
@@ -4028,9 +4061,12 @@ export interface components {
                 /** Format: int64 */
                 conversation_id: number;
                 created_at: string;
+                last_message?: components["schemas"]["ConversationLastMessage"] | null;
                 last_message_at: string;
                 /** @description The partner's code. */
                 partner: string;
+                /** @description The partner's name, as people see it. */
+                partner_name: string;
                 phone: string;
                 ref: string;
                 state: components["schemas"]["ConversationState"];
@@ -4054,9 +4090,11 @@ export interface components {
                 id: number;
                 /**
                  * Format: int64
-                 * @description The member who wrote it (null: the partner key, or a member since removed) and their phone.
+                 * @description The member who wrote it (null: the partner key, or a member since removed), their phone and display
+                 *     name.
                  */
                 member_id?: number | null;
+                name?: string | null;
                 phone?: string | null;
             }[];
             /** @description Pass as `cursor` for the next page; null on the last. */
@@ -4111,6 +4149,7 @@ export interface components {
             data: (components["schemas"]["MessageContent"] & {
                 /** @description With `include=attempts`: every delivery attempt, oldest first. */
                 attempts?: components["schemas"]["AttemptRecord"][] | null;
+                author?: components["schemas"]["AuthorRecord"] | null;
                 body?: string | null;
                 channel?: components["schemas"]["Channel"] | null;
                 content_type: components["schemas"]["ContentType"];
@@ -4137,12 +4176,20 @@ export interface components {
                 message_id: number;
                 /** @description The sending partner's code. */
                 partner: string;
+                /** @description The sending partner's name, as people see it. */
+                partner_name: string;
                 phone: string;
                 priority: string;
                 ref: string;
                 rendered_body?: string | null;
                 /** @description When a message sent later goes (absent: it went, or goes, at once). */
                 send_at?: string | null;
+                /**
+                 * @description Who the person sees as the writer of an agent's reply in a conversation: the first word of the
+                 *     member's display name when they wrote (null: any other message, a reply sent with an API key, or a
+                 *     member without a name; the app then shows `partner_name`).
+                 */
+                sender_name?: string | null;
                 state: components["schemas"]["MessageState"];
                 template_code?: string | null;
             })[];
@@ -4379,6 +4426,11 @@ export interface components {
              *     must be a member already.
              */
             invitation?: string | null;
+            /**
+             * @description With an invitation: the new member's display name, 1 to 100 characters without control characters
+             *     (the people they answer see its first word). Later, `PATCH /members/me` changes it.
+             */
+            name?: string | null;
             /** @description The partner to sign in to, for a phone that is a member of several. */
             partner?: string | null;
             phone: string;
@@ -4390,6 +4442,7 @@ export interface components {
         Message: components["schemas"]["MessageContent"] & {
             /** @description With `include=attempts`: every delivery attempt, oldest first. */
             attempts?: components["schemas"]["AttemptRecord"][] | null;
+            author?: components["schemas"]["AuthorRecord"] | null;
             body?: string | null;
             channel?: components["schemas"]["Channel"] | null;
             content_type: components["schemas"]["ContentType"];
@@ -4416,12 +4469,20 @@ export interface components {
             message_id: number;
             /** @description The sending partner's code. */
             partner: string;
+            /** @description The sending partner's name, as people see it. */
+            partner_name: string;
             phone: string;
             priority: string;
             ref: string;
             rendered_body?: string | null;
             /** @description When a message sent later goes (absent: it went, or goes, at once). */
             send_at?: string | null;
+            /**
+             * @description Who the person sees as the writer of an agent's reply in a conversation: the first word of the
+             *     member's display name when they wrote (null: any other message, a reply sent with an API key, or a
+             *     member without a name; the app then shows `partner_name`).
+             */
+            sender_name?: string | null;
             state: components["schemas"]["MessageState"];
             template_code?: string | null;
         };
@@ -5244,6 +5305,13 @@ export interface components {
             /** @description A display name: 1 to 100 characters, no control characters. */
             name?: string | null;
             role?: components["schemas"]["MemberRole"] | null;
+        };
+        UpdateMyMember: {
+            /**
+             * @description My display name: 1 to 100 characters, no control characters. The people I answer see its first word
+             *     on my replies; the partner's members see it all.
+             */
+            name: string;
         };
         /** @description How many messages changed state. */
         Updated: {
@@ -8525,6 +8593,37 @@ export interface operations {
             };
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    update_my_member: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateMyMember"];
+            };
+        };
+        responses: {
+            /** @description My session, with the new name */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberSession"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };

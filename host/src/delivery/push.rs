@@ -237,6 +237,7 @@ mod tests {
             reference: "msg_abc".into(),
             partner_id: 1,
             partner_code: "acme".into(),
+            partner_name: "Acme".into(),
             phone: "+15551230000".into(),
             direction: Direction::Out,
             content_type: content_type.into(),
@@ -254,6 +255,8 @@ mod tests {
             created_at: 0,
             send_at: None,
             error: None,
+            author_id: None,
+            author_name: None,
         }
     }
 

@@ -513,6 +513,8 @@ async fn dev_send(
         hub: None,
         invites: None,
         send_at: None,
+        author_id: None,
+        author_name: None,
     };
     let (Sent::New(m) | Sent::Replayed(m)) = crate::messages::send::accept(&state.sending(), message).await?;
     Ok((StatusCode::CREATED, Json(MessageRecord::from(&m))))

@@ -18,7 +18,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::abuse::CodeRouteLimit;
-use super::{ApiJson, ApiQuery, E401, E403, E404, E409, E429, List, PageParams, loggable_path, parse_id};
+use super::{ApiJson, ApiQuery, E401, E403, E404, E409, E422, E429, List, PageParams, loggable_path, parse_id};
 use crate::clock::record_time;
 use crate::http::auth::{AuditSlot, MemberAuth, PartnerActor, PartnerAuth};
 use crate::http::error::{ApiError, ApiResult};
@@ -32,7 +32,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(sign_in, sign_out_everywhere))
         .routes(routes!(sign_out))
-        .routes(routes!(me))
+        .routes(routes!(me, update_me))
         .routes(routes!(list_members))
         .routes(routes!(invite))
         .routes(routes!(update_member, remove_member))
@@ -122,6 +122,14 @@ struct SignIn {
     /// The partner to sign in to, for a phone that is a member of several.
     #[schema(min_length = 1, max_length = 64)]
     partner: Option<String>,
+    /// With an invitation: the new member's display name, 1 to 100 characters without control characters
+    /// (the people they answer see its first word). Later, `PATCH /members/me` changes it.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = "^[^\\x00-\\x1F\\x7F-\\x9F]*[^\\s\\x00-\\x1F\\x7F-\\x9F][^\\x00-\\x1F\\x7F-\\x9F]*$"
+    )]
+    name: Option<String>,
 }
 
 /// Sign in as a member.
@@ -155,10 +163,17 @@ async fn sign_in(
     if invitation.is_some_and(|i| !i.starts_with("inv_") || i.len() != 44) {
         return Err(ApiError::validation("invitation", "invitation is the inv_… token of an invitation link"));
     }
+    let name = match req.name.as_deref() {
+        Some(raw) if invitation.is_some() => Some(super::api_keys::key_name(Some(raw))?),
+        Some(_) => {
+            return Err(ApiError::validation("name", "a name is given with an invitation (later: PATCH /members/me)"));
+        }
+        None => None,
+    };
     crate::otp::verify(&state.codes(), &phone, "login", code).await?;
     let now = state.now();
     let member = match invitation {
-        Some(invitation) => match members::accept(&state.db, &digest(invitation), &phone, now).await? {
+        Some(invitation) => match members::accept(&state.db, &digest(invitation), &phone, name, now).await? {
             Accepted::Member(member) => member,
             Accepted::Unusable => {
                 return Err(ApiError::unauthorized("the invitation is unknown, used or expired: ask for a new one"));
@@ -227,6 +242,51 @@ pub(super) async fn session_started(
 )]
 async fn me(MemberAuth(session): MemberAuth) -> Json<MemberSession> {
     Json(session_record(&session))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[schema(as = UpdateMyMember)]
+struct UpdateMe {
+    /// My display name: 1 to 100 characters, no control characters. The people I answer see its first word
+    /// on my replies; the partner's members see it all.
+    #[schema(
+        value_type = String,
+        required = true,
+        min_length = 1,
+        max_length = 100,
+        pattern = "^[^\\x00-\\x1F\\x7F-\\x9F]*[^\\s\\x00-\\x1F\\x7F-\\x9F][^\\x00-\\x1F\\x7F-\\x9F]*$"
+    )]
+    name: Option<String>,
+}
+
+/// Change my display name.
+///
+/// For any member, on their own session. Replies already sent keep the name they were sent with.
+#[utoipa::path(
+    patch,
+    path = "/members/me",
+    operation_id = "update_my_member",
+    tag = "members",
+    security(("memberSession" = [])),
+    request_body = UpdateMe,
+    responses(
+        (status = 200, description = "My session, with the new name", body = MemberSession),
+        (status = 401, response = E401),
+        (status = 403, response = E403),
+        (status = 422, response = E422),
+    )
+)]
+async fn update_me(
+    State(state): State<AppState>,
+    MemberAuth(mut session): MemberAuth,
+    ApiJson(req): ApiJson<UpdateMe>,
+) -> ApiResult<Json<MemberSession>> {
+    let name = super::api_keys::key_name(req.name.as_deref())?;
+    match members::update(&state.db, session.partner.id, session.member.id, None, Some(name)).await? {
+        Changed::Done(Some(member)) => session.member = member,
+        _ => return Err(ApiError::unauthorized("the member of this session is gone")),
+    }
+    Ok(Json(session_record(&session)))
 }
 
 /// Sign out.
@@ -406,9 +466,10 @@ async fn remove_member(
 pub struct AuditRecord {
     pub id: i64,
     /// The member (of the session, or who made the key; null once removed, or for a key of the command
-    /// line's) and their phone.
+    /// line's), their phone and their display name.
     pub member_id: Option<i64>,
     pub phone: Option<String>,
+    pub name: Option<String>,
     /// The API key the call was made with (null: a member's session), and its prefix.
     pub key_id: Option<i64>,
     pub key_prefix: Option<String>,
@@ -429,6 +490,7 @@ impl From<&AuditEntry> for AuditRecord {
             id: e.id,
             member_id: e.member_id,
             phone: e.phone.clone(),
+            name: e.name.clone(),
             key_id: e.key_id,
             key_prefix: e.key_prefix.clone(),
             action: e.action.clone(),

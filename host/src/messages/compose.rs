@@ -259,6 +259,8 @@ impl Content {
             hub: None,
             invites: None,
             send_at: None,
+            author_id: None,
+            author_name: None,
         }
     }
 }

@@ -19,6 +19,8 @@ pub struct Conversation {
     pub reference: String,
     pub partner_id: i64,
     pub partner_code: String,
+    /// The partner's name, as people see it.
+    pub partner_name: String,
     pub phone: String,
     pub subject: Option<String>,
     pub state: ConversationState,
@@ -30,7 +32,7 @@ pub struct Conversation {
     pub channel: Option<Channel>,
 }
 
-const COLUMNS: &str = "SELECT c.id, c.ref, c.partner_id, p.code AS partner_code, c.phone, c.subject, c.state, \
+const COLUMNS: &str = "SELECT c.id, c.ref, c.partner_id, p.code AS partner_code, p.name AS partner_name, c.phone, c.subject, c.state, \
     c.last_message_at, c.created_at, c.assignee_id, c.channel ";
 const SELECT: &str = const_format::concatcp!(COLUMNS, "FROM conversations c JOIN partners p ON p.id = c.partner_id ");
 
@@ -48,6 +50,7 @@ fn from_row(row: &AnyRow) -> Result<Conversation, sqlx::Error> {
         reference: row.try_get("ref")?,
         partner_id: row.try_get("partner_id")?,
         partner_code: row.try_get("partner_code")?,
+        partner_name: row.try_get("partner_name")?,
         phone: row.try_get("phone")?,
         subject: row.try_get("subject")?,
         state: decode_name(row, "state")?,
@@ -395,6 +398,8 @@ pub struct Note {
     pub id: i64,
     pub member_id: Option<i64>,
     pub phone: Option<String>,
+    /// The member's display name now.
+    pub name: Option<String>,
     pub body: String,
     pub created_at: Millis,
 }
@@ -404,12 +409,13 @@ fn note_from_row(row: &AnyRow) -> Result<Note, sqlx::Error> {
         id: row.try_get("id")?,
         member_id: row.try_get("member_id")?,
         phone: row.try_get("phone")?,
+        name: row.try_get("name")?,
         body: row.try_get("body")?,
         created_at: row.try_get("created_at")?,
     })
 }
 
-const NOTE_SELECT: &str = "SELECT n.id, n.member_id, m.phone, n.body, n.created_at \
+const NOTE_SELECT: &str = "SELECT n.id, n.member_id, m.phone, m.name, n.body, n.created_at \
     FROM conversation_notes n LEFT JOIN members m ON m.id = n.member_id ";
 
 /// Adds a note by `member_id` (none: the partner key) to conversation `c`; the partner's agents are told.

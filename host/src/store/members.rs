@@ -88,8 +88,15 @@ pub enum Accepted {
     Unusable,
 }
 
-/// Uses the invitation with this digest for `phone`: once, before it expires.
-pub async fn accept(db: &Db, token_hash: &str, phone: &str, now: Millis) -> Result<Accepted, sqlx::Error> {
+/// Uses the invitation with this digest for `phone`: once, before it expires. With `name`, the member's
+/// display name (over the one they had, when the phone already was a member).
+pub async fn accept(
+    db: &Db,
+    token_hash: &str,
+    phone: &str,
+    name: Option<&str>,
+    now: Millis,
+) -> Result<Accepted, sqlx::Error> {
     let mut tx = db.begin().await?;
     let row = sqlx::query(
         "SELECT id, partner_id, role FROM member_invitations \
@@ -113,13 +120,14 @@ pub async fn accept(db: &Db, token_hash: &str, phone: &str, now: Millis) -> Resu
         return Ok(Accepted::Unusable);
     }
     sqlx::query(
-        "INSERT INTO members (partner_id, phone, role, created_at) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (partner_id, phone) DO NOTHING",
+        "INSERT INTO members (partner_id, phone, role, created_at, name) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (partner_id, phone) DO UPDATE SET name = COALESCE(excluded.name, members.name)",
     )
     .bind(partner_id)
     .bind(phone)
     .bind(role)
     .bind(now)
+    .bind(name)
     .execute(&mut *tx)
     .await?;
     let sql =
@@ -384,6 +392,8 @@ pub struct AuditEntry {
     pub id: i64,
     pub member_id: Option<i64>,
     pub phone: Option<String>,
+    /// The member's display name now.
+    pub name: Option<String>,
     /// The API key the call was made with (none: a member's session), and its prefix.
     pub key_id: Option<i64>,
     pub key_prefix: Option<String>,
@@ -441,7 +451,7 @@ pub async fn audit_log(
     limit: i64,
 ) -> Result<Vec<AuditEntry>, sqlx::Error> {
     let rows = sqlx::query(
-        "SELECT a.id, COALESCE(a.member_id, k.created_by) AS member_id, m.phone, a.key_id, k.key_prefix, a.action, \
+        "SELECT a.id, COALESCE(a.member_id, k.created_by) AS member_id, m.phone, m.name, a.key_id, k.key_prefix, a.action, \
          a.target, a.status, a.address, a.at FROM audit_log a LEFT JOIN partner_keys k ON k.id = a.key_id \
          LEFT JOIN members m ON m.id = COALESCE(a.member_id, k.created_by) \
          WHERE a.partner_id = $1 AND a.id < $2 ORDER BY a.id DESC LIMIT $3",
@@ -457,6 +467,7 @@ pub async fn audit_log(
                 id: r.try_get("id")?,
                 member_id: r.try_get("member_id")?,
                 phone: r.try_get("phone")?,
+                name: r.try_get("name")?,
                 key_id: r.try_get("key_id")?,
                 key_prefix: r.try_get("key_prefix")?,
                 action: r.try_get("action")?,

@@ -35,38 +35,43 @@ export function Data() {
       <h1 id="data-h">Data</h1>
       <Alert text={error} />
       <p role="status">{status}</p>
-      {/* The server checks the days and says what is wrong with them (noValidate: its words, not the browser's). */}
-      <form
-        class="card"
-        noValidate
-        onSubmit={(e) => {
-          e.preventDefault();
-          act(async () => {
-            const body = Object.fromEntries(KINDS.map((k) => [k.key, days[k.key]?.trim() ? Number(days[k.key]) : null]));
-            await put<RetentionSettings>("/settings/retention", body);
-            return "Retention saved. Older data is removed within minutes.";
-          });
-        }}
-      >
-        <h2>Retention</h2>
-        <p class="meta">Days to keep each kind of data; leave a field empty to keep it as long as the host does. Removed data leaves every list, search and export.</p>
-        {KINDS.map((k) => (
-          <div key={k.key}>
-            <label for={`keep-${k.key}`}>{k.label} (days)</label>
-            <input
-              id={`keep-${k.key}`}
-              type="number"
-              min={1}
-              max={ceiling ?? 36500}
-              placeholder={forever}
-              value={days[k.key] ?? ""}
-              onInput={(e) => setDays({ ...days, [k.key]: e.currentTarget.value })}
-            />
-            <p class="meta">{k.help}</p>
-          </div>
-        ))}
-        <button class="primary">Save retention</button>
-      </form>
+      {/* The server checks the days and says what is wrong with them (noValidate: its words, not the browser's).
+          Shown once the saved days are in, so what is typed is never overwritten by them arriving. */}
+      {saved === null ? (
+        error ? null : <p class="muted">Loading…</p>
+      ) : (
+        <form
+          class="card"
+          noValidate
+          onSubmit={(e) => {
+            e.preventDefault();
+            act(async () => {
+              const body = Object.fromEntries(KINDS.map((k) => [k.key, days[k.key]?.trim() ? Number(days[k.key]) : null]));
+              await put<RetentionSettings>("/settings/retention", body);
+              return "Retention saved. Older data is removed within minutes.";
+            });
+          }}
+        >
+          <h2>Retention</h2>
+          <p class="meta">Days to keep each kind of data; leave a field empty to keep it as long as the host does. Removed data leaves every list, search and export.</p>
+          {KINDS.map((k) => (
+            <div key={k.key}>
+              <label for={`keep-${k.key}`}>{k.label} (days)</label>
+              <input
+                id={`keep-${k.key}`}
+                type="number"
+                min={1}
+                max={ceiling ?? 36500}
+                placeholder={forever}
+                value={days[k.key] ?? ""}
+                onInput={(e) => setDays({ ...days, [k.key]: e.currentTarget.value })}
+              />
+              <p class="meta">{k.help}</p>
+            </div>
+          ))}
+          <button class="primary">Save retention</button>
+        </form>
+      )}
       <div class="card">
         <h2>Export</h2>
         <p class="meta">Every message, with its delivery attempts, one JSON object a line (NDJSON). The export is recorded in the audit log.</p>

@@ -1,7 +1,7 @@
 // The agents' inbox: the conversation list (filters, search, live), a thread (reply, assign, notes, close)
 // and the contact panel beside it.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { errorText, when } from "../shared/format";
+import { errorText, lastMessageLine, when } from "../shared/format";
 import { Alert } from "../shared/ui";
 import { get, patch, post, type Conversation, type Member, type MemberSession, type Note, type Page, type Thread, type ThreadMessage, type Account, type CannedReply, type Payment, type BotSession } from "./api";
 import { acting } from "./page";
@@ -113,6 +113,7 @@ export function Inbox({ session, members, open }: { session: MemberSession; memb
                     {c.phone} · {c.state}{c.channel ? ` · ${channelName(c.channel)}` : ""} · {who(members, c.assignee_id)} ·{" "}
                     {when(c.last_message_at)}
                   </span>
+                  {c.last_message ? <span class="preview">{lastMessageLine(c.last_message, "Contact", "API")}</span> : null}
                 </Link>
               </li>
             ))}
@@ -246,7 +247,7 @@ function ThreadView({ id, members, session, onChange }: { id: number; members: M
         {thread.messages.map((m) => (
           <li class={m.direction === "in" ? "from-user" : "from-agent"}>
             <span class="meta">
-              {m.direction === "in" ? thread.phone : "Agent"} · {when(m.created_at)}
+              {m.direction === "in" ? thread.phone : m.author ? m.author.name || who(members, m.author.member_id) : "API"} · {when(m.created_at)}
               {m.direction === "in" && m.channel ? ` · by ${channelName(m.channel)}` : ""}
               {m.direction === "out" ? ` · ${m.state}` : ""}
             </span>
@@ -300,6 +301,11 @@ function ThreadView({ id, members, session, onChange }: { id: number; members: M
         ) : null}
         <label for="reply">{e2e.on ? `Encrypted reply to ${thread.phone}` : `Reply to ${thread.phone}`}</label>
         <textarea id="reply" ref={replyBox} rows={3} value={reply} onInput={(e) => setReply(e.currentTarget.value)} />
+        {self.name ? null : (
+          <p class="hint">
+            Your replies are signed “{session.partner.name}”: <Link href="/console/profile">add your name</Link> so the person sees who answers.
+          </p>
+        )}
         {canned.length ? (
           <div class="field">
             <label for="canned">Insert a canned reply</label>
@@ -330,7 +336,7 @@ function ThreadView({ id, members, session, onChange }: { id: number; members: M
           {notes.map((n) => (
             <li>
               <span class="meta">
-                {n.phone ?? "API"} · {when(n.created_at)}
+                {n.name ?? n.phone ?? "API"} · {when(n.created_at)}
               </span>
               <p>{n.body}</p>
             </li>

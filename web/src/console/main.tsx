@@ -23,12 +23,13 @@ import { Canned } from "./canned";
 import { Broadcasts } from "./broadcasts";
 import { Accounts } from "./accounts";
 import { Passkeys } from "./passkeys";
+import { Profile } from "./profile";
 import { Senders } from "./senders";
 import { Data } from "./data";
 
 // ---- The signed-in console ----
 
-function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () => void }) {
+function Shell({ session, onSignOut, onSession }: { session: MemberSession; onSignOut: () => void; onSession: (s: MemberSession) => void }) {
   const path = usePath();
   const owner = session.member.role === "owner";
   const admin = owner || session.member.role === "admin";
@@ -87,6 +88,7 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
   else if (path.startsWith("/console/accounts") && admin) page = <Accounts />;
   else if (path.startsWith("/console/data") && admin) page = <Data />;
   else if (path.startsWith("/console/passkeys")) page = <Passkeys />;
+  else if (path.startsWith("/console/profile")) page = <Profile session={session} onChange={onSession} />;
   else page = <Inbox session={session} members={members} open={conversation ? Number(conversation) : null} />;
   return (
     <div class="console">
@@ -107,9 +109,10 @@ function Shell({ session, onSignOut }: { session: MemberSession; onSignOut: () =
             Reconnecting…
           </span>
         ) : null}
-        <span class="meta">
+        <Link href="/console/profile" class={path.startsWith("/console/profile") ? "meta on" : "meta"} aria-current={path.startsWith("/console/profile") ? "page" : undefined}>
+          <span class="sr-only">Your profile: </span>
           {session.member.name || session.member.phone} · {session.member.role}
-        </span>
+        </Link>
         <button type="button" onClick={() => signOut(false)}>
           Sign out
         </button>
@@ -157,6 +160,7 @@ function Console() {
   return (
     <Shell
       session={session}
+      onSession={setSession}
       onSignOut={() => {
         setSession(null);
         go("/console/");

@@ -16,14 +16,14 @@ export function Members({ self }: { self: Member }) {
       <Alert text={error} />
       <table>
         <caption class="sr-only">Members and their roles</caption>
-        <Head cols={["Phone", "Name", "Role", "Since"]} actions />
+        <Head cols={["Name", "Phone", "Role", "Since"]} actions />
         <tbody>
           {members.map((m) => (
             <tr>
+              <td>{m.name ?? <span class="meta">no name yet</span>}</td>
               <td>{m.phone}</td>
-              <td>{m.name ?? ""}</td>
               <td>
-                <select aria-label={`Role of ${m.phone}`} value={m.role} onChange={(e) => act(() => patch(`/members/${m.id}`, { role: e.currentTarget.value }))}>
+                <select aria-label={`Role of ${m.name || m.phone}`} value={m.role} onChange={(e) => act(() => patch(`/members/${m.id}`, { role: e.currentTarget.value }))}>
                   <option value="owner">Owner</option>
                   <option value="admin">Admin</option>
                   <option value="agent">Agent</option>
@@ -32,8 +32,8 @@ export function Members({ self }: { self: Member }) {
               <td>{when(m.created_at)}</td>
               <td>
                 {m.id !== self.id ? (
-                  <button type="button" onClick={() => confirm(`Remove ${m.phone}? Their sessions end at once.`) && act(() => del(`/members/${m.id}`))}>
-                    Remove {m.phone}
+                  <button type="button" onClick={() => confirm(`Remove ${m.name || m.phone}? Their sessions end at once.`) && act(() => del(`/members/${m.id}`))}>
+                    Remove {m.name || m.phone}
                   </button>
                 ) : (
                   <span class="meta">You</span>
@@ -110,7 +110,7 @@ export function Audit() {
             <tr>
               <td>{when(e.at)}</td>
               <td>
-                {e.phone ?? (e.member_id ? "a removed member" : e.key_id ? "the command line's key" : "a removed member")}
+                {e.phone ? (e.name ? `${e.name} (${e.phone})` : e.phone) : e.member_id ? "a removed member" : e.key_id ? "the command line's key" : "a removed member"}
                 {e.key_prefix ? (
                   <>
                     <br />

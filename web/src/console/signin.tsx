@@ -11,6 +11,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: MemberSession) => void 
   const [phone, setPhone] = useState("");
   const [code, setCode] = useState("");
   const [partner, setPartner] = useState("");
+  const [name, setName] = useState("");
   const [askPartner, setAskPartner] = useState(false);
   const [sent, setSent] = useState(false);
   const [busy, setBusy] = useState(false);
@@ -50,6 +51,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: MemberSession) => void 
     e.preventDefault();
     const body: Record<string, string> = { phone: phone.trim(), code: code.trim() };
     if (invitation) body.invitation = invitation;
+    if (invitation && name.trim()) body.name = name.trim();
     if (partner.trim()) body.partner = partner.trim();
     return attempt(() => post<MemberSession>("/members/sessions", body));
   };
@@ -103,6 +105,13 @@ export function SignIn({ onSignedIn }: { onSignedIn: (s: MemberSession) => void 
           <p class="hint">We sent a code to {phone}.</p>
           <label for="code">Code</label>
           <input id="code" inputMode="numeric" autocomplete="one-time-code" value={code} onInput={(e) => setCode(e.currentTarget.value)} required />
+          {invitation ? (
+            <>
+              <label for="member-name">Your name</label>
+              <input id="member-name" autocomplete="name" maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} required />
+              <p class="hint">The people you answer see its first word on your replies.</p>
+            </>
+          ) : null}
           {partnerField}
           <button class="primary" disabled={busy}>
             Sign in

@@ -29,3 +29,32 @@ export function errorText(e: unknown, { own = false }: { own?: boolean } = {}): 
   if (!own) return "Something went wrong. Try again.";
   return e instanceof Error ? e.message : String(e);
 }
+
+/** The latest message of a conversation, as the lists show it (`ConversationLastMessage` of the API). */
+export interface LastMessage {
+  direction: "in" | "out";
+  content_type: string;
+  preview?: string | null;
+  encrypted: boolean;
+  sender_name?: string | null;
+}
+
+const CONTENT_WORDS: Record<string, string> = {
+  image: "📷 Photo",
+  video: "🎬 Video",
+  audio: "🎵 Audio",
+  document: "📄 Document",
+  link: "🔗 Link",
+  html: "📰 Page",
+};
+
+/**
+ * A list's line for a conversation's latest message: who wrote it (`inName`, the person, and for the
+ * partner's side the member's first name or `outName`), then the start of its text, or what it is when it
+ * has no text the server can show (encrypted, a photo).
+ */
+export function lastMessageLine(last: LastMessage, inName: string, outName: string): string {
+  const who = last.direction === "in" ? inName : (last.sender_name ?? outName);
+  const what = last.preview ?? (last.encrypted ? "🔒 Encrypted message" : (CONTENT_WORDS[last.content_type] ?? "Message"));
+  return `${who}: ${what}`;
+}

@@ -133,6 +133,8 @@ pub(super) async fn invite_to_flow(
             hub: None,
             invites: Some(FlowInvitation { reference: reference.clone(), bot_id: bot.id, flow: flow.clone(), title }),
             send_at: None,
+            author_id: None,
+            author_name: None,
         };
         let (Sent::New(card) | Sent::Replayed(card)) = crate::messages::send::accept(&state.sending(), card).await?;
         ("invited", Some(card.id))

@@ -20,6 +20,7 @@ use crate::messages::compose;
 use crate::messages::send::Sent;
 use crate::names::{Channel, ConversationState, Direction, Encryption};
 use crate::store::conversations::{self as store, Conversation};
+use crate::store::members::Member;
 use crate::store::messages::Created;
 use crate::validate::required_phone;
 
@@ -202,10 +203,12 @@ pub(super) async fn close_conversation(
     Ok(Json(record(&state, &c, Reader::Agent).await?))
 }
 
-/// An agent's reply in a conversation: the thread now waits for the user.
+/// An agent's reply in a conversation: the thread now waits for the user. Written by `author` when a
+/// member's session sent it (the person sees their first name); an API key's reply carries no author.
 pub(super) async fn reply(
     state: &AppState,
     partner_id: i64,
+    author: Option<&Member>,
     c: &Conversation,
     req: &SendMessage,
     idempotency: Option<(String, String)>,
@@ -235,6 +238,8 @@ pub(super) async fn reply(
         }
     }
     let mut message = content.into_message(partner_id, &c.phone, Direction::Out, Some(c.id));
+    message.author_id = author.map(|m| m.id);
+    message.author_name = author.and_then(|m| m.name.clone());
     if let Some((key, hash)) = idempotency {
         // Scoped to the partner's replies in this thread: keys of the user or of other threads never meet.
         message.idempotency_key = Some(format!("agent:{partner_id}:{}:{key}", c.id));
@@ -274,14 +279,14 @@ fn with_key(headers: &HeaderMap, raw: Value) -> ApiResult<(SendMessage, Option<(
 )]
 pub(super) async fn reply_in_conversation(
     State(state): State<AppState>,
-    PartnerAuth(partner): PartnerAuth,
+    actor: PartnerActor,
     Path(id): Path<String>,
     headers: HeaderMap,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Response> {
     let (req, idempotency) = with_key(&headers, raw)?;
-    let c = agent_thread(&state, partner.id, &id).await?;
-    reply(&state, partner.id, &c, &req, idempotency).await
+    let c = agent_thread(&state, actor.partner.id, &id).await?;
+    reply(&state, actor.partner.id, actor.member.as_ref(), &c, &req, idempotency).await
 }
 
 /// Agent send: into the latest open or pending conversation of the phone, else a hub message (conversation_id null).
@@ -303,15 +308,16 @@ pub(super) async fn reply_in_conversation(
 )]
 pub(super) async fn agent_send(
     State(state): State<AppState>,
-    PartnerAuth(partner): PartnerAuth,
+    actor: PartnerActor,
     headers: HeaderMap,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Response> {
+    let partner = &actor.partner;
     let (req, idempotency) = with_key(&headers, raw.clone())?;
     let phone = required_phone(req.phone.as_deref())?.to_string();
     let sealed = req.encryption == Some(Encryption::E2e) && req.encrypted != Some(true) && req.e2e_mode.is_none();
     if !sealed && let Some(c) = store::latest_active(&state.db, partner.id, &phone).await? {
-        return reply(&state, partner.id, &c, &req, idempotency).await;
+        return reply(&state, partner.id, actor.member.as_ref(), &c, &req, idempotency).await;
     }
     if req.encrypted == Some(true) || req.e2e_mode.is_some() {
         return Err(ApiError::validation(
@@ -333,9 +339,11 @@ pub(super) async fn agent_send(
 pub(super) struct NoteRecord {
     id: i64,
     body: String,
-    /// The member who wrote it (null: the partner key, or a member since removed) and their phone.
+    /// The member who wrote it (null: the partner key, or a member since removed), their phone and display
+    /// name.
     member_id: Option<i64>,
     phone: Option<String>,
+    name: Option<String>,
     created_at: String,
 }
 
@@ -346,6 +354,7 @@ impl From<&store::Note> for NoteRecord {
             body: n.body.clone(),
             member_id: n.member_id,
             phone: n.phone.clone(),
+            name: n.name.clone(),
             created_at: record_time(n.created_at),
         }
     }

@@ -25,7 +25,7 @@ use crate::conversations::Reader;
 use crate::http::auth::UserAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
-use crate::names::{Channel, ConversationState};
+use crate::names::{Channel, ConversationState, Direction};
 use crate::store::conversations::{self as store, Conversation};
 use crate::store::messages::{self};
 
@@ -61,6 +61,8 @@ pub struct ConversationRecord {
     pub phone: String,
     /// The partner's code.
     pub partner: String,
+    /// The partner's name, as people see it.
+    pub partner_name: String,
     pub subject: Option<String>,
     pub state: ConversationState,
     /// Messages from the other side not read yet: the agents' for the user (`/me/…`), the user's for the
@@ -77,24 +79,74 @@ pub struct ConversationRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<i64>)]
     pub assignee_id: Option<Option<i64>>,
+    /// Its latest message, as the lists show it (null when its messages are gone: a retention purge).
+    pub last_message: Option<LastMessageRecord>,
+}
+
+/// A conversation's latest message, for a list: who wrote it and the start of its text.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ConversationLastMessage)]
+pub struct LastMessageRecord {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// `in`: the person wrote it; `out`: the partner.
+    pub direction: Direction,
+    #[schema(value_type = crate::names::ContentType)]
+    pub content_type: String,
+    /// The first 140 characters of its text (a caption for media), ending in "…" when cut; null when it has
+    /// none or is end-to-end encrypted (the server holds no text of it).
+    #[schema(max_length = 141)]
+    pub preview: Option<String>,
+    pub encrypted: bool,
+    /// The first name of the member who wrote an agent's reply (see the message's `sender_name`).
+    pub sender_name: Option<String>,
+    pub created_at: String,
+}
+
+/// How many characters of a message a list shows.
+const PREVIEW_CHARS: usize = 140;
+
+impl From<&messages::Message> for LastMessageRecord {
+    fn from(m: &messages::Message) -> Self {
+        let encrypted = m.content.get("e2e_envelope").is_some_and(|e| !e.is_null());
+        let text = m.rendered_body.as_deref().or(m.body.as_deref()).map(str::trim).filter(|t| !t.is_empty());
+        let preview = text.filter(|_| !encrypted).map(|t| {
+            let mut cut: String = t.chars().take(PREVIEW_CHARS).collect();
+            if cut.len() < t.len() {
+                cut.push('…');
+            }
+            cut
+        });
+        LastMessageRecord {
+            reference: m.reference.clone(),
+            direction: m.direction,
+            content_type: m.content_type.clone(),
+            preview,
+            encrypted,
+            sender_name: crate::members::first_name(m.author_name.as_deref()),
+            created_at: record_time(m.created_at),
+        }
+    }
 }
 
 impl ConversationRecord {
     /// As `reader` sees it: the assignee is the partner's business only.
-    fn seen_by(c: &Conversation, unread: i64, reader: Reader) -> Self {
-        let mut record = ConversationRecord::new(c, unread);
+    fn seen_by(c: &Conversation, unread: i64, last: Option<&messages::Message>, reader: Reader) -> Self {
+        let mut record = ConversationRecord::new(c, unread, last);
         if matches!(reader, Reader::Agent) {
             record.assignee_id = Some(c.assignee_id);
         }
         record
     }
 
-    pub fn new(c: &Conversation, unread: i64) -> Self {
+    /// The record of `c` with `unread` messages and its latest message `last`.
+    pub fn new(c: &Conversation, unread: i64, last: Option<&messages::Message>) -> Self {
         ConversationRecord {
             conversation_id: c.id,
             reference: c.reference.clone(),
             phone: c.phone.clone(),
             partner: c.partner_code.clone(),
+            partner_name: c.partner_name.clone(),
             subject: c.subject.clone(),
             state: c.state,
             channel: c.channel,
@@ -102,6 +154,7 @@ impl ConversationRecord {
             last_message_at: record_time(c.last_message_at),
             created_at: record_time(c.created_at),
             assignee_id: None,
+            last_message: last.map(LastMessageRecord::from),
         }
     }
 }
@@ -123,16 +176,22 @@ async fn with_messages(state: &AppState, c: &Conversation, reader: Reader) -> Ap
     if reader == Reader::User {
         crate::messages::fetched_by_app(&state.db, &mut rows, state.now()).await?;
     }
-    Ok(ThreadRecord {
-        conversation: record(state, c, reader).await?,
-        messages: rows.iter().map(MessageRecord::from).collect(),
-    })
+    // Who of the partner wrote a reply is the partner's business; the person sees a first name.
+    let shown = |m: &messages::Message| {
+        let mut record = MessageRecord::from(m);
+        if reader == Reader::User {
+            record.author = None;
+        }
+        record
+    };
+    Ok(ThreadRecord { conversation: record(state, c, reader).await?, messages: rows.iter().map(shown).collect() })
 }
 
 /// A conversation as `reader` sees it, with its unread count.
 pub(crate) async fn record(state: &AppState, c: &Conversation, reader: Reader) -> ApiResult<ConversationRecord> {
     let unread = messages::unread_counts(&state.db, &[c.id], reader.reads()).await?;
-    Ok(ConversationRecord::seen_by(c, unread.get(&c.id).copied().unwrap_or(0), reader))
+    let last = messages::latest_in_conversations(&state.db, &[c.id]).await?;
+    Ok(ConversationRecord::seen_by(c, unread.get(&c.id).copied().unwrap_or(0), last.get(&c.id), reader))
 }
 
 /// A page of conversations as `reader` sees them, each with its unread count.
@@ -144,7 +203,12 @@ async fn page_of(
 ) -> ApiResult<List<ConversationRecord>> {
     let ids: Vec<i64> = rows.iter().take(page.limit as usize).map(|c| c.id).collect();
     let unread = messages::unread_counts(&state.db, &ids, reader.reads()).await?;
-    Ok(page.list(rows, |c| c.id, |c| ConversationRecord::seen_by(c, unread.get(&c.id).copied().unwrap_or(0), reader)))
+    let last = messages::latest_in_conversations(&state.db, &ids).await?;
+    Ok(page.list(
+        rows,
+        |c| c.id,
+        |c| ConversationRecord::seen_by(c, unread.get(&c.id).copied().unwrap_or(0), last.get(&c.id), reader),
+    ))
 }
 
 /// `reader` has seen the conversation: the other side's messages become `read`; answers the thread.
@@ -162,4 +226,55 @@ async fn user_thread(state: &AppState, user: &UserAuth, reference: &str) -> ApiR
 async fn agent_thread(state: &AppState, partner_id: i64, id: &str) -> ApiResult<Conversation> {
     let id = parse_id(id, "conversation")?;
     store::find_for_partner(&state.db, partner_id, id).await?.ok_or_else(|| ApiError::not_found("conversation"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::names::MessageState;
+
+    fn message(body: Option<&str>, content: serde_json::Value) -> messages::Message {
+        messages::Message {
+            id: 1,
+            reference: "msg_1".into(),
+            partner_id: 1,
+            partner_code: "acme".into(),
+            partner_name: "Acme".into(),
+            phone: "+15551230000".into(),
+            direction: Direction::Out,
+            content_type: "text".into(),
+            body: body.map(str::to_string),
+            rendered_body: None,
+            template_code: None,
+            lang: None,
+            priority: "chat".into(),
+            content,
+            state: MessageState::Sent,
+            channel: None,
+            seq: 1,
+            conversation_id: Some(1),
+            developer_id: None,
+            created_at: 0,
+            send_at: None,
+            error: None,
+            author_id: Some(3),
+            author_name: Some("Ana Lima".into()),
+        }
+    }
+
+    #[test]
+    fn a_lists_preview_is_the_start_of_the_text_and_never_of_an_encrypted_message() {
+        let short = LastMessageRecord::from(&message(Some("  Hello "), serde_json::json!({})));
+        assert_eq!(
+            (short.preview.as_deref(), short.encrypted, short.sender_name.as_deref()),
+            (Some("Hello"), false, Some("Ana"))
+        );
+        let long = LastMessageRecord::from(&message(Some(&"é".repeat(200)), serde_json::json!({})));
+        assert_eq!(long.preview.unwrap(), format!("{}…", "é".repeat(PREVIEW_CHARS)));
+        let exact = LastMessageRecord::from(&message(Some(&"a".repeat(PREVIEW_CHARS)), serde_json::json!({})));
+        assert_eq!(exact.preview.unwrap(), "a".repeat(PREVIEW_CHARS));
+        let sealed = serde_json::json!({"e2e_envelope": {"alg": "x", "ciphertext": "abc"}});
+        let encrypted = LastMessageRecord::from(&message(Some("never shown"), sealed));
+        assert_eq!((encrypted.preview, encrypted.encrypted), (None, true));
+    }
 }

@@ -110,7 +110,7 @@ pub(super) async fn open_conversation(
     let (conversation, message) =
         crate::conversations::open(&state.db, &reference, subject, first, state.now()).await?;
     let record = ThreadRecord {
-        conversation: ConversationRecord::new(&conversation, 0),
+        conversation: ConversationRecord::new(&conversation, 0, Some(&message)),
         messages: vec![MessageRecord::from(&message)],
     };
     Ok((StatusCode::CREATED, Json(record)))

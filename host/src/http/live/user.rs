@@ -264,5 +264,6 @@ struct ConversationMessage {
 /// A conversation as its user sees it (the agents' messages not read yet).
 async fn as_user_sees(db: &Db, c: &Conversation) -> Option<ConversationRecord> {
     let unread = messages::unread_counts(db, &[c.id], Reader::User.reads()).await.ok()?;
-    Some(ConversationRecord::new(c, unread.get(&c.id).copied().unwrap_or(0)))
+    let last = messages::latest_in_conversations(db, &[c.id]).await.ok()?;
+    Some(ConversationRecord::new(c, unread.get(&c.id).copied().unwrap_or(0), last.get(&c.id)))
 }

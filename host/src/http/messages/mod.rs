@@ -55,6 +55,16 @@ pub struct MessageRecord {
     pub phone: String,
     /// The sending partner's code.
     pub partner: String,
+    /// The sending partner's name, as people see it.
+    pub partner_name: String,
+    /// Who the person sees as the writer of an agent's reply in a conversation: the first word of the
+    /// member's display name when they wrote (null: any other message, a reply sent with an API key, or a
+    /// member without a name; the app then shows `partner_name`).
+    pub sender_name: Option<String>,
+    /// The partner's only (never in `/me`): the member who wrote an agent's reply, with their whole display
+    /// name when they wrote. Absent for other messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub author: Option<AuthorRecord>,
     pub direction: Direction,
     #[schema(value_type = ContentType)]
     pub content_type: String,
@@ -89,6 +99,13 @@ pub struct MessageRecord {
     /// one is a `message.status` event).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<StateChangeRecord>>,
+}
+
+/// The member who wrote a message (their id may name a member since removed).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AuthorRecord {
+    pub member_id: i64,
+    pub name: Option<String>,
 }
 
 /// One change of a message's state.
@@ -137,9 +154,11 @@ impl From<crate::store::messages::DeliveryAttempt> for AttemptRecord {
 }
 
 impl MessageRecord {
-    /// A message as one of the user's devices sees it: the key wraps of other devices left out.
+    /// A message as one of the user's devices sees it: the key wraps of other devices left out, and who of
+    /// the partner wrote it by first name only.
     pub fn for_device(m: &Message, device: Option<&str>) -> MessageRecord {
         let mut record = MessageRecord::from(m);
+        record.author = None;
         if let Some(envelope) = record.content.e2e_envelope.as_mut() {
             let mut view = serde_json::json!({ "e2e_envelope": envelope.take() });
             crate::encryption::envelope_for_device(&mut view, device);
@@ -157,6 +176,9 @@ impl From<&Message> for MessageRecord {
             reference: m.reference.clone(),
             phone: m.phone.clone(),
             partner: m.partner_code.clone(),
+            partner_name: m.partner_name.clone(),
+            sender_name: crate::members::first_name(m.author_name.as_deref()),
+            author: m.author_id.map(|member_id| AuthorRecord { member_id, name: m.author_name.clone() }),
             direction: m.direction,
             content_type: m.content_type.clone(),
             body: m.body.clone(),

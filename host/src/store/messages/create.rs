@@ -50,6 +50,9 @@ pub struct NewMessage {
     pub invites: Option<FlowInvitation>,
     /// When it is sent (`None`: at once): until then it is `scheduled`, its delivery job due then.
     pub send_at: Option<Millis>,
+    /// The member who wrote it (an agent's reply), and their display name as it is now.
+    pub author_id: Option<i64>,
+    pub author_name: Option<String>,
 }
 
 impl NewMessage {
@@ -94,10 +97,11 @@ pub struct InHub {
     pub subscribed: bool,
 }
 
-/// What an insert answers besides the new row's id: the sender's code, and whether the person refused the
+/// What an insert answers besides the new row's id: the sender's code and name, and whether the person refused the
 /// partner's messages (`store::preferences::REFUSAL_RETURNED`).
 const RETURNED: &str = const_format::concatcp!(
-    "(SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code, ",
+    "(SELECT p.code FROM partners p WHERE p.id = messages.partner_id) AS partner_code, \
+     (SELECT p.name FROM partners p WHERE p.id = messages.partner_id) AS partner_name, ",
     crate::store::preferences::REFUSAL_RETURNED
 );
 
@@ -157,9 +161,9 @@ pub const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 /// The columns every new message is written with, and their placeholders (bound by [`bind_new`]).
 const NEW_COLUMNS: &str = "ref, partner_id, phone, content_type, body, rendered_body, template_code, lang, priority, \
     content, state, seq, direction, conversation_id, developer_id, created_at, updated_at, fallback_after_s, channel, \
-    send_at";
+    send_at, author_id, author_name";
 
-const NEW_ROW: &str = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?";
+const NEW_ROW: &str = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?";
 
 /// Binds the [`NEW_COLUMNS`] of `m`, created at `now`.
 fn bind_new<'q>(
@@ -187,6 +191,8 @@ fn bind_new<'q>(
         .bind(m.fallback_after_s)
         .bind(m.channel.map(Channel::as_str))
         .bind(m.send_at)
+        .bind(m.author_id)
+        .bind(&m.author_name)
 }
 
 /// Creates a `queued` message in the caller's transaction, or finds the original under the same
@@ -240,7 +246,7 @@ pub async fn create_routed_in(
         return Ok((replay_or_reused(&row, m.request_hash.as_deref())?, None));
     };
 
-    let message = stored(m, row.try_get("id")?, row.try_get("partner_code")?, now);
+    let message = stored(m, row.try_get("id")?, &row, now)?;
     let in_hub = placement(m, &row, now)?;
     if let Some(media) = &m.media {
         insert_media_in(tx, m.partner_id, media, now).await?;
@@ -275,12 +281,13 @@ async fn record_created_in(tx: &mut Transaction<'_, Any>, created: &[(&Message, 
 }
 
 /// The message `m` as stored under `id` (a new message, as written).
-fn stored(m: &NewMessage, id: i64, partner_code: String, now: Millis) -> Message {
-    Message {
+fn stored(m: &NewMessage, id: i64, row: &AnyRow, now: Millis) -> Result<Message, sqlx::Error> {
+    Ok(Message {
         id,
         reference: m.reference.clone(),
         partner_id: m.partner_id,
-        partner_code,
+        partner_code: row.try_get("partner_code")?,
+        partner_name: row.try_get("partner_name")?,
         phone: m.phone.clone(),
         direction: m.direction,
         content_type: m.content_type.clone(),
@@ -298,7 +305,9 @@ fn stored(m: &NewMessage, id: i64, partner_code: String, now: Millis) -> Message
         created_at: now,
         send_at: m.send_at,
         error: None,
-    }
+        author_id: m.author_id,
+        author_name: m.author_name.clone(),
+    })
 }
 
 /// [`create_routed_in`] for many messages at once (the message writer's batch): those without an idempotency
@@ -339,7 +348,7 @@ pub async fn create_many_in(
         for &i in &plain {
             let (m, now) = &items[i];
             let row = rows.remove(&m.reference).ok_or(sqlx::Error::RowNotFound)?;
-            let message = stored(m, row.try_get("id")?, row.try_get("partner_code")?, *now);
+            let message = stored(m, row.try_get("id")?, &row, *now)?;
             written.push((i, message, placement(m, &row, *now)?));
         }
         let created: Vec<(&Message, bool)> =

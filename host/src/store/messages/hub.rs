@@ -101,6 +101,34 @@ pub async fn unread_counts(
     query.fetch_all(db.reader()).await?.iter().map(|r| Ok((r.try_get("conversation_id")?, r.try_get("n")?))).collect()
 }
 
+/// The latest message of each of these conversations (one missing when its messages are gone), for the
+/// lists' previews: one read through the `(conversation_id, id)` index.
+pub async fn latest_in_conversations(
+    db: &Db,
+    conversations: &[i64],
+) -> Result<std::collections::HashMap<i64, Message>, sqlx::Error> {
+    if conversations.is_empty() {
+        return Ok(Default::default());
+    }
+    let sql = format!(
+        "{SELECT}WHERE m.id IN (SELECT MAX(id) FROM messages WHERE conversation_id IS NOT NULL \
+         AND conversation_id IN ({}) GROUP BY conversation_id)",
+        crate::store::rows(conversations.len(), "?")
+    );
+    let mut query = crate::store::query_rows(db.backend(), &sql, conversations.len());
+    for id in conversations {
+        query = query.bind(id);
+    }
+    let mut latest = std::collections::HashMap::with_capacity(conversations.len());
+    for row in query.fetch_all(db.reader()).await? {
+        let m = from_row(&row)?;
+        if let Some(c) = m.conversation_id {
+            latest.insert(c, m);
+        }
+    }
+    Ok(latest)
+}
+
 /// The messages of a conversation, oldest first (the last `limit`).
 pub async fn list_conversation(db: &Db, conversation_id: i64, limit: i64) -> Result<Vec<Message>, sqlx::Error> {
     let sql = const_format::concatcp!(SELECT, "WHERE m.conversation_id = $1 ORDER BY m.id DESC LIMIT $2");

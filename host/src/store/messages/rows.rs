@@ -14,6 +14,8 @@ pub struct Message {
     pub reference: String,
     pub partner_id: i64,
     pub partner_code: String,
+    /// The partner's name, as people see it.
+    pub partner_name: String,
     pub phone: String,
     pub direction: Direction,
     pub content_type: String,
@@ -37,6 +39,9 @@ pub struct Message {
     pub send_at: Option<Millis>,
     /// Why it failed without a try, by the person's choice (`blocked_by_user`, `marketing_refused`).
     pub error: Option<String>,
+    /// The member who wrote it (an agent's reply in a conversation), and their display name then.
+    pub author_id: Option<i64>,
+    pub author_name: Option<String>,
 }
 
 impl Message {
@@ -47,9 +52,9 @@ impl Message {
     }
 }
 
-pub(crate) const COLUMN_LIST: &str = "m.id, m.ref, m.partner_id, p.code AS partner_code, m.phone, m.direction, \
+pub(crate) const COLUMN_LIST: &str = "m.id, m.ref, m.partner_id, p.code AS partner_code, p.name AS partner_name, m.phone, m.direction, \
     m.content_type, m.body, m.rendered_body, m.template_code, m.lang, m.priority, m.content, m.state, \
-    m.channel, m.seq, m.conversation_id, m.developer_id, m.created_at, m.request_hash, m.send_at, m.error";
+    m.channel, m.seq, m.conversation_id, m.developer_id, m.created_at, m.request_hash, m.send_at, m.error, m.author_id, m.author_name";
 
 pub(crate) const COLUMNS: &str = const_format::concatcp!("SELECT ", COLUMN_LIST);
 
@@ -64,6 +69,7 @@ pub(crate) fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
         reference: row.try_get("ref")?,
         partner_id: row.try_get("partner_id")?,
         partner_code: row.try_get("partner_code")?,
+        partner_name: row.try_get("partner_name")?,
         phone: row.try_get("phone")?,
         direction: decode_name(row, "direction")?,
         content_type: row.try_get("content_type")?,
@@ -81,6 +87,8 @@ pub(crate) fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
         created_at: row.try_get("created_at")?,
         send_at: row.try_get("send_at")?,
         error: row.try_get("error")?,
+        author_id: row.try_get("author_id")?,
+        author_name: row.try_get("author_name")?,
     })
 }
 

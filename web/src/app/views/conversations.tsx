@@ -8,10 +8,14 @@ import { navigate } from "../router";
 import { useLive } from "../live";
 import { SearchBox, useSearch } from "../search";
 import { discard, queue, save, sendWith, useQueued } from "../offline";
-import { errorText, when } from "../../shared/format";
+import { errorText, lastMessageLine, when } from "../../shared/format";
 import { ErrorNote, Loading, useAsync, useTitle } from "../util";
 
 const STATE_LABEL: Record<string, string> = { open: "Open", pending: "Waiting for you", closed: "Closed" };
+
+/** Who the person sees as the writer of a partner's message: the agent's first name, else the partner. */
+const sender = (m: Message | undefined, partnerName: string) =>
+  m?.direction === "out" ? (m.sender_name ?? partnerName) : undefined;
 
 // Replies written offline are sent from the outbox with their idempotency key: a retry is written once.
 sendWith(async (q) => {
@@ -56,9 +60,10 @@ export function Conversations() {
               <a href={`/conversations/${enc(c.ref)}`}>{c.subject || "Conversation"}</a>
             </h2>
             <p class="meta">
-              {c.partner} · {when(c.last_message_at, "short")} · <span class={`status-pill s-${c.state}`}>{STATE_LABEL[c.state] ?? c.state}</span>
+              {c.partner_name} · {when(c.last_message_at, "short")} · <span class={`status-pill s-${c.state}`}>{STATE_LABEL[c.state] ?? c.state}</span>
               {c.unread ? <span class="badge">{c.unread} unread</span> : null}
             </p>
+            {c.last_message ? <p class="preview">{lastMessageLine(c.last_message, "You", c.partner_name)}</p> : null}
           </li>
         ))}
       </ul>
@@ -324,12 +329,21 @@ export function ConversationView({ convRef }: { convRef: string }) {
             <span class={`status-pill s-${t.state}`}>{STATE_LABEL[t.state] ?? t.state}</span>
           </div>
           <p class="meta">
-            With {t.partner} · {encrypted ? "🔒 end-to-end encrypted" : "not encrypted"}
+            With {t.partner_name} · {encrypted ? "🔒 end-to-end encrypted" : "not encrypted"}
           </p>
           <ol class="chat" ref={list} aria-live="polite" aria-label="Messages">
-            {t.messages.map((m) => (
+            {t.messages.map((m, i) => (
               <li key={m.ref} class={"bubble " + (m.direction === "in" ? "me" : "agent")}>
-                <span class="sr-only">{m.direction === "in" ? "You" : t.partner}: </span>
+                {m.direction === "in" ? (
+                  <span class="sr-only">You: </span>
+                ) : sender(t.messages[i - 1], t.partner_name) === sender(m, t.partner_name) ? (
+                  <span class="sr-only">{sender(m, t.partner_name)}: </span>
+                ) : (
+                  <span class="sender">
+                    {sender(m, t.partner_name)}
+                    <span class="sr-only">: </span>
+                  </span>
+                )}
                 {m.encryption === "e2e" ? (
                   m.ref in plain ? (
                     plain[m.ref] === null ? (

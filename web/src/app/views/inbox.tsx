@@ -258,7 +258,7 @@ function heading(m: Message): string {
 /** An image message as the viewer shows it: its alt text is its caption (never a file name). */
 function viewable(m: Message): Viewable {
   const caption = (m.rendered_body ?? m.body)?.trim() || null;
-  return { ref: m.ref, kind: "image", src: mediaSrc(m), alt: caption ?? `Image from ${m.partner}`, caption, filename: m.media?.filename ?? null };
+  return { ref: m.ref, kind: "image", src: mediaSrc(m), alt: caption ?? `Image from ${m.partner_name}`, caption, filename: m.media?.filename ?? null };
 }
 
 /** The images the viewer moves through from `m`: the inbox's, newest first, or `m` alone. */
@@ -277,7 +277,7 @@ export function MessageCard({ m, full = false }: { m: Message; full?: boolean })
   const isUnread = unread(m);
   const cls = ["msg", "card", `t-${m.content_type}`, isUnread ? "unread" : "", m.encryption === "e2e" ? "e2e" : "", m.flow ? "flow" : ""].join(" ");
   return (
-    <article class={cls} aria-label={`${heading(m)} from ${m.partner}${isUnread ? ", unread" : ""}`}>
+    <article class={cls} aria-label={`${heading(m)} from ${m.partner_name}${isUnread ? ", unread" : ""}`}>
       <header>
         {isUnread ? <span class="dot" title="Unread" aria-hidden="true" /> : null}
         <h2>
@@ -285,7 +285,7 @@ export function MessageCard({ m, full = false }: { m: Message; full?: boolean })
         </h2>
         {isUnread ? <span class="sr-only">Unread</span> : null}
         <span class="meta">
-          {m.partner} · <time dateTime={m.created_at}>{when(m.created_at, "short")}</time>
+          {m.partner_name} · <time dateTime={m.created_at}>{when(m.created_at, "short")}</time>
         </span>
       </header>
       <Body m={m} full={full} />
@@ -491,7 +491,7 @@ function Reader({ m }: { m: Message }) {
           ← Close
         </button>
         <h1 id="reader-h">{title}</h1>
-        <span class="meta">{m.partner}</span>
+        <span class="meta">{m.partner_name}</span>
       </div>
       {/* No scripts, no same-origin, no forms: the partner's HTML can only be read. */}
       <iframe title={title} src={`/api/v1/content/${enc(m.ref)}`} sandbox="allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer" />
