@@ -108,6 +108,21 @@ async fn an_sms_opens_support_goes_on_in_it_and_agents_answer_by_sms() {
     assert_eq!(bodies, ["My parcel is late", "It ships today", "Thanks!"]);
     assert_eq!(conversations(&app, &acme).await.len(), 1);
     assert_eq!(conversations(&app, &acme).await[0]["state"], "open");
+
+    // An agent who answers from the console is named by first name in the SMS, beside the partner.
+    let agent = "+15550000199";
+    let invitation = crate::members::invitation(&app, &acme, "agent").await;
+    app.request(reqwest::Method::POST, "/api/v1/auth/otp/start", None, Some(&json!({"phone": agent}))).await.ok(202);
+    let text = sent_to(&sms, agent).last().unwrap()["Body"].as_str().unwrap().to_string();
+    let code = text.split(|c: char| !c.is_ascii_digit()).find(|w| w.len() == 6).unwrap().to_string();
+    let body = json!({"phone": agent, "code": code, "invitation": invitation, "name": "Ana Lima"});
+    let signed = app.client.post(format!("{}/api/v1/members/sessions", app.base)).json(&body).send().await.unwrap();
+    let cookie = signed.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let ana = crate::members::Browser { app: &app, cookie };
+    let path = format!("/api/v1/conversations/{id}/messages");
+    let reply = ana.send(reqwest::Method::POST, &path, json!({"body": "Found it"})).await;
+    app.delivered(&acme, reply.ok(201)["message_id"].as_i64().unwrap()).await;
+    assert_eq!(sent_to(&sms, phone).last().unwrap()["Body"], "Ana from acme Inc.: Found it");
 }
 
 #[tokio::test]

@@ -35,7 +35,7 @@ pub use crate::messages::routing::{AFTER_HUB, Recipient, is_encrypted, plan};
 impl crate::messages::send::HubArrivals for Delivery {
     /// Web Push to the user's devices, beside the send.
     fn arrived(&self, message: Message) {
-        self.push.notify(message, None);
+        self.push.notify(message);
     }
 }
 
@@ -44,9 +44,10 @@ pub fn app_link(public_url: &str, m: &Message) -> String {
     format!("{}/m/{}", public_url.trim_end_matches('/'), m.reference)
 }
 
-/// The text sent by SMS or WhatsApp: the body (or rendered template), with a link into the app for flow
-/// invitations, newsletters and stored media (URL media and links go to their own URL). An encrypted message
-/// is never described: the text only says one is waiting, and links to it in the app.
+/// The text sent by SMS or WhatsApp: who it is from ([`sender`]), then the body (or rendered template), with a
+/// link into the app for flow invitations, newsletters and stored media (URL media and links go to their own
+/// URL). An encrypted message is never described: the text only says one is waiting, and links to it in the
+/// app.
 pub fn fallback_text(m: &Message, partner_name: &str, public_url: &str) -> String {
     if is_encrypted(m) {
         return alert_text(partner_name, public_url, m);
@@ -78,7 +79,16 @@ pub fn fallback_text(m: &Message, partner_name: &str, public_url: &str) -> Strin
             None => body.to_string(),
         },
     };
-    format!("{partner_name}: {}", text.trim())
+    format!("{}: {}", sender(m, partner_name), text.trim())
+}
+
+/// Who a text on another channel says it is from: the partner, or for an agent's reply the agent's first
+/// name with it ("Ana from Acme").
+pub fn sender(m: &Message, partner_name: &str) -> String {
+    match crate::members::first_name(m.author_name.as_deref()) {
+        Some(first) => format!("{first} from {partner_name}"),
+        None => partner_name.to_string(),
+    }
 }
 
 /// The opaque alert about an encrypted message: who sent it and the link that opens it in the app, never
@@ -319,8 +329,8 @@ async fn claim_loop(
                         let alert = done.release_alert;
                         let written = finisher.write(done.finished).await;
                         // Now in the hub: the user's devices hear of it, beside this worker.
-                        if let (Ok(()), Some((message, partner_name))) = (&written, done.notify) {
-                            delivery.push.notify(message, Some(partner_name));
+                        if let (Ok(()), Some(message)) = (&written, done.notify) {
+                            delivery.push.notify(message);
                         }
                         if let (Ok(()), Some((partner_id, phone))) = (&written, alert) {
                             devices::release_alert(&delivery.db, partner_id, &phone, id).await.map(drop)
@@ -384,8 +394,8 @@ async fn forget_old_budgets(delivery: &Delivery) {
 struct Done {
     finished: Finished,
     release_alert: Option<(i64, String)>,
-    /// A message now in the hub, and its partner's name: pushed to the user's devices once written.
-    notify: Option<(Message, String)>,
+    /// A message now in the hub: pushed to the user's devices once written.
+    notify: Option<Message>,
 }
 
 impl Done {
@@ -619,7 +629,7 @@ async fn deliver(delivery: &Delivery, job: &Job, found: ToDeliver) -> Result<Don
         ),
         false => None,
     };
-    let notify = in_hub.then(|| (message.clone(), partner_name.clone()));
+    let notify = in_hub.then(|| message.clone());
     Ok(Done {
         notify,
         finished: Finished {

@@ -22,7 +22,7 @@ use tokio::sync::Semaphore;
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::store::messages::Message;
-use crate::store::{Db, conversations, partners, push};
+use crate::store::{Db, conversations, push};
 use crate::webpush::{self, Pushed, Vapid};
 
 /// Pushes in flight at once on a host; more wait.
@@ -77,19 +77,18 @@ impl Push {
         self.vapid.public_key()
     }
 
-    /// Tells every subscribed device of the message's user, beside the caller (the partner's name, when not
-    /// given, is read only for a user with a subscription).
-    pub fn notify(self: &Arc<Self>, message: Message, partner_name: Option<String>) {
+    /// Tells every subscribed device of the message's user, beside the caller.
+    pub fn notify(self: &Arc<Self>, message: Message) {
         let push = self.clone();
         tokio::spawn(async move {
             let Ok(_permit) = push.in_flight.clone().acquire_owned().await else { return };
-            if let Err(error) = push.send_all(&message, partner_name).await {
+            if let Err(error) = push.send_all(&message).await {
                 tracing::warn!(%error, message_id = message.id, "web push: reading the subscriptions failed");
             }
         });
     }
 
-    async fn send_all(&self, message: &Message, partner_name: Option<String>) -> Result<(), sqlx::Error> {
+    async fn send_all(&self, message: &Message) -> Result<(), sqlx::Error> {
         let subscriptions = push::list_for_phone(&self.db, &message.phone).await?;
         if subscriptions.is_empty() {
             return Ok(());
@@ -106,11 +105,7 @@ impl Push {
             metrics::counter!("hubbub_push_total", "outcome" => "silenced").increment(1);
             return Ok(());
         }
-        let partner_name = match partner_name {
-            Some(name) => name,
-            None => partners::find_by_id(&self.db, message.partner_id).await?.map(|p| p.name).unwrap_or_default(),
-        };
-        let partner_name = partner_name.as_str();
+        let partner_name = message.partner_name.as_str();
         let conversation = match message.conversation_id {
             Some(id) => conversations::find_by_id(&self.db, id).await?.map(|c| c.reference),
             None => None,
@@ -176,13 +171,13 @@ impl Push {
     }
 }
 
-/// What a push says of a message.
+/// What a push says of a message: who it is from (an agent's reply: "Ana from Acme"), and its text.
 pub fn notice(m: &Message, partner_name: &str, conversation_ref: Option<&str>, ack: String) -> Notice {
     let (tag, url) = match conversation_ref {
         Some(reference) => (format!("conversation:{reference}"), format!("/conversations/{reference}")),
         None => (format!("hub:{}", m.partner_code), format!("/m/{}", m.reference)),
     };
-    Notice { title: partner_name.to_string(), body: text_of(m, partner_name), tag, url, ack }
+    Notice { title: super::sender(m, partner_name), body: text_of(m, partner_name), tag, url, ack }
 }
 
 /// The short text of a push: what the message says, or what it is; for an encrypted message only who sent it.
@@ -279,6 +274,10 @@ mod tests {
         assert!(!serde_json::to_string(&sealed).unwrap().contains("c2VjcmV0"));
         let reply = notice(&message("text", Some("On it"), json!({})), "Acme", Some("conv_x"), "/ack".into());
         assert_eq!((reply.tag.as_str(), reply.url.as_str()), ("conversation:conv_x", "/conversations/conv_x"));
+        assert_eq!(reply.title, "Acme", "a reply sent with the partner's key is the partner's");
+        let mut by_ana = message("text", Some("On it"), json!({}));
+        by_ana.author_name = Some("Ana Lima".into());
+        assert_eq!(notice(&by_ana, "Acme", Some("conv_x"), String::new()).title, "Ana from Acme");
         let news = message("html", None, json!({"html": "<p>x</p>", "subject": "Winter sale"}));
         assert_eq!(notice(&news, "Acme", None, String::new()).body, "Winter sale");
         let long = message("text", Some(&"word ".repeat(100)), json!({}));
