@@ -503,7 +503,7 @@ async fn members_are_known_by_name_and_the_person_sees_an_agents_first_name_and_
     r.field_error("name");
     assert!(none.is_none());
     let (r, none) = sign_in(&app, AGENT, json!({"name": "Ana Lima"})).await;
-    r.field_error("name"); // a name comes with an invitation; later, PATCH /members/me
+    r.error(403, "forbidden"); // no member yet: a name names no one
     assert!(none.is_none());
     let (r, ana) =
         sign_in(&app, AGENT, json!({"invitation": invitation(&app, &key, "agent").await, "name": " Ana Lima "})).await;
@@ -519,7 +519,12 @@ async fn members_are_known_by_name_and_the_person_sees_an_agents_first_name_and_
     }
     let me = bo.send(Method::PATCH, "/api/v1/members/me", json!({"name": "Bo"})).await;
     assert_eq!(me.ok(200)["member"]["name"], "Bo");
-    assert_eq!(app.get(&key, "/api/v1/members").await.ok(200)["data"].to_string().matches("\"Bo\"").count(), 1);
+    // A name given at a later sign-in replaces theirs; a bad one is refused there too.
+    let (r, _) = sign_in(&app, ADMIN, json!({"name": long})).await;
+    r.field_error("name");
+    let (r, _) = sign_in(&app, ADMIN, json!({"name": "Bo Berg"})).await;
+    assert_eq!(r.ok(201)["member"]["name"], "Bo Berg");
+    assert_eq!(app.get(&key, "/api/v1/members").await.ok(200)["data"].to_string().matches("\"Bo Berg\"").count(), 1);
     // A key is no member: it has no name of its own to change.
     app.request(Method::PATCH, "/api/v1/members/me", Some(&key), Some(&json!({"name": "Key"})))
         .await

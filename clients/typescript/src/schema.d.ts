@@ -4427,8 +4427,9 @@ export interface components {
              */
             invitation?: string | null;
             /**
-             * @description With an invitation: the new member's display name, 1 to 100 characters without control characters
-             *     (the people they answer see its first word). Later, `PATCH /members/me` changes it.
+             * @description The member's display name, 1 to 100 characters without control characters (the people they answer
+             *     see its first word): the new member's with an invitation; given at a later sign-in, it replaces theirs
+             *     (as `PATCH /members/me` does).
              */
             name?: string | null;
             /** @description The partner to sign in to, for a phone that is a member of several. */

@@ -122,8 +122,9 @@ struct SignIn {
     /// The partner to sign in to, for a phone that is a member of several.
     #[schema(min_length = 1, max_length = 64)]
     partner: Option<String>,
-    /// With an invitation: the new member's display name, 1 to 100 characters without control characters
-    /// (the people they answer see its first word). Later, `PATCH /members/me` changes it.
+    /// The member's display name, 1 to 100 characters without control characters (the people they answer
+    /// see its first word): the new member's with an invitation; given at a later sign-in, it replaces theirs
+    /// (as `PATCH /members/me` does).
     #[schema(
         min_length = 1,
         max_length = 100,
@@ -164,10 +165,7 @@ async fn sign_in(
         return Err(ApiError::validation("invitation", "invitation is the inv_… token of an invitation link"));
     }
     let name = match req.name.as_deref() {
-        Some(raw) if invitation.is_some() => Some(super::api_keys::key_name(Some(raw))?),
-        Some(_) => {
-            return Err(ApiError::validation("name", "a name is given with an invitation (later: PATCH /members/me)"));
-        }
+        Some(raw) => Some(super::api_keys::key_name(Some(raw))?),
         None => None,
     };
     crate::otp::verify(&state.codes(), &phone, "login", code).await?;
@@ -179,9 +177,21 @@ async fn sign_in(
                 return Err(ApiError::unauthorized("the invitation is unknown, used or expired: ask for a new one"));
             }
         },
-        None => membership(&state, &phone, req.partner.as_deref()).await?.ok_or_else(|| {
-            ApiError::forbidden("this phone is not a member of that partner: sign in with an invitation from its owner")
-        })?,
+        None => {
+            let member = membership(&state, &phone, req.partner.as_deref()).await?.ok_or_else(|| {
+                ApiError::forbidden(
+                    "this phone is not a member of that partner: sign in with an invitation from its owner",
+                )
+            })?;
+            // A member who signs in with a name takes it (as `PATCH /members/me` would).
+            match name {
+                Some(name) => match members::update(&state.db, member.partner_id, member.id, None, Some(name)).await? {
+                    Changed::Done(Some(named)) => named,
+                    _ => member,
+                },
+                None => member,
+            }
+        }
     };
     session_started(&state, &member, &client.to_string(), &headers).await
 }
