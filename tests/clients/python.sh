@@ -93,6 +93,7 @@ MESSAGE = {
     "ref": "msg_0123456789abcdefghij",
     "phone": PHONE,
     "partner": "acme",
+    "partner_name": "Acme",
     "direction": "out",
     "content_type": "text",
     "state": "queued",
