@@ -1,7 +1,7 @@
 // The signed-in member's own profile: their display name, which the people they answer see (its first word,
 // on each reply) and the partner's members see whole (assignments, notes, the thread).
 import { useState } from "preact/hooks";
-import { errorText } from "../shared/format";
+import { errorText, firstName } from "../shared/format";
 import { Alert } from "../shared/ui";
 import { patch, type MemberSession } from "./api";
 import { useTitle } from "./page";
@@ -12,7 +12,7 @@ export function Profile({ session, onChange }: { session: MemberSession; onChang
   const [error, setError] = useState<string | null>(null);
   const [status, setStatus] = useState("");
   const [busy, setBusy] = useState(false);
-  const first = name.trim().split(/\s+/)[0];
+  const first = firstName(name);
   const save = async (e: Event) => {
     e.preventDefault();
     setBusy(true);
@@ -20,7 +20,7 @@ export function Profile({ session, onChange }: { session: MemberSession; onChang
     try {
       const s = await patch<MemberSession>("/members/me", { name: name.trim() });
       onChange(s);
-      setStatus(`Saved: people you answer now see “${s.member.name?.trim().split(/\s+/)[0]}” on your replies.`);
+      setStatus(`Saved: people you answer now see “${firstName(s.member.name)}” on your replies.`);
     } catch (err) {
       setError(errorText(err));
     } finally {

@@ -58,3 +58,6 @@ export function lastMessageLine(last: LastMessage, inName: string, outName: stri
   const what = last.preview ?? (last.encrypted ? "🔒 Encrypted message" : (CONTENT_WORDS[last.content_type] ?? "Message"));
   return `${who}: ${what}`;
 }
+
+/** What the people a member answers see of their display name: its first word, as the server sends it. */
+export const firstName = (name: string | null | undefined): string | undefined => name?.trim().split(/\s+/)[0] || undefined;

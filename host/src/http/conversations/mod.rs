@@ -108,7 +108,7 @@ const PREVIEW_CHARS: usize = 140;
 
 impl From<&messages::Message> for LastMessageRecord {
     fn from(m: &messages::Message) -> Self {
-        let encrypted = m.content.get("e2e_envelope").is_some_and(|e| !e.is_null());
+        let encrypted = crate::messages::routing::is_encrypted(m);
         let text = m.rendered_body.as_deref().or(m.body.as_deref()).map(str::trim).filter(|t| !t.is_empty());
         let preview = text.filter(|_| !encrypted).map(|t| {
             let mut cut: String = t.chars().take(PREVIEW_CHARS).collect();
@@ -273,7 +273,7 @@ mod tests {
         assert_eq!(long.preview.unwrap(), format!("{}…", "é".repeat(PREVIEW_CHARS)));
         let exact = LastMessageRecord::from(&message(Some(&"a".repeat(PREVIEW_CHARS)), serde_json::json!({})));
         assert_eq!(exact.preview.unwrap(), "a".repeat(PREVIEW_CHARS));
-        let sealed = serde_json::json!({"e2e_envelope": {"alg": "x", "ciphertext": "abc"}});
+        let sealed = serde_json::json!({"encryption": "e2e", "e2e_envelope": {"alg": "x", "ciphertext": "abc"}});
         let encrypted = LastMessageRecord::from(&message(Some("never shown"), sealed));
         assert_eq!((encrypted.preview, encrypted.encrypted), (None, true));
     }
