@@ -262,3 +262,81 @@ pub async fn write_in(
     let state = state_after(&message);
     store::append_in(tx, conversation_id, message, state, now, crate::events::conversation_message).await
 }
+
+/// How long a "typing" signal lasts: the side that writes sends one at most every [`TYPING_EVERY_MS`]
+/// while it writes, and the other shows "typing…" until this long after the last (a stream replaying
+/// older ones skips them).
+pub const TYPING_SHOWN_MS: Millis = 6_000;
+/// The least time between two "typing" signals of one side of a conversation (more are dropped).
+pub const TYPING_EVERY_MS: Millis = 2_000;
+
+/// `writer` is writing in conversation `c`: the other side is told (`conversation.typing` on its stream),
+/// unless this side was told less than [`TYPING_EVERY_MS`] ago by this host (`recent`); on WhatsApp the
+/// caller shows Meta's typing indicator too. Answers whether it was told.
+pub async fn typing(
+    db: &Db,
+    c: &Conversation,
+    writer: Reader,
+    recent: &crate::store::writer::WrittenWithin<(i64, bool)>,
+    now: Millis,
+) -> Result<bool, sqlx::Error> {
+    let key = (c.id, writer == Reader::User);
+    if recent.recent(&key, now) {
+        return Ok(false);
+    }
+    recent.mark(key, now);
+    store::typing(db, c, writer == Reader::User, now).await?;
+    Ok(true)
+}
+
+/// The most labels a conversation carries.
+pub const MAX_LABELS: usize = 20;
+
+/// The ids of partner `partner_id`'s labels named `names` (at most [`MAX_LABELS`], each a label's name:
+/// `validate::label_name`), in order, once each; a name that is not one, or not one the partner has, is
+/// refused on `field`.
+pub async fn label_ids(
+    db: &Db,
+    partner_id: i64,
+    names: &[String],
+    field: &str,
+) -> Result<Result<Vec<i64>, Invalid>, sqlx::Error> {
+    if names.len() > MAX_LABELS {
+        return Ok(Err(Invalid::new(field, format!("a conversation carries at most {MAX_LABELS} labels"))));
+    }
+    let mut wanted = Vec::with_capacity(names.len());
+    for raw in names {
+        match crate::validate::label_name(raw) {
+            Ok(name) if !wanted.contains(&name) => wanted.push(name),
+            Ok(_) => {}
+            Err(why) => return Ok(Err(Invalid::new(field, why))),
+        }
+    }
+    let found = crate::store::labels::by_names(db, partner_id, &wanted).await?;
+    Ok(wanted
+        .iter()
+        .map(|n| {
+            found
+                .get(n)
+                .copied()
+                .ok_or_else(|| Invalid::new(field, format!("no label named {n:?}: add it first (POST /labels)")))
+        })
+        .collect())
+}
+
+/// Conversation `c` (assigned now) was handed over by member `by` (none: the partner key) because `why`: an
+/// internal note says to whom, and why.
+pub async fn transferred(
+    db: &Db,
+    c: &Conversation,
+    by: Option<i64>,
+    why: &str,
+    now: Millis,
+) -> Result<(), sqlx::Error> {
+    let to = match c.assignee_id {
+        Some(id) => crate::store::members::find(db, id).await?.map(|m| m.name.unwrap_or(m.phone)).unwrap_or_default(),
+        None => "the queue".to_string(),
+    };
+    store::add_note(db, c, by, &format!("Transferred to {to}: {why}"), now).await?;
+    Ok(())
+}

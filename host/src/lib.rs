@@ -24,6 +24,7 @@
 //! until a shutdown future resolves, so tests bind port 0.
 #![recursion_limit = "512"]
 
+pub mod assignment;
 pub mod bots;
 pub mod broadcasts;
 pub mod channel_steps;
@@ -39,6 +40,7 @@ pub mod forms;
 pub mod health;
 pub mod http;
 pub mod inbound;
+pub mod macros;
 pub mod members;
 pub mod messages;
 pub mod names;

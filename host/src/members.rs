@@ -18,7 +18,8 @@ pub const COOKIE: &str = "hubbub_member";
 /// Routes an agent may use with any method: conversations (theirs to answer) and the agent's own routes.
 const AGENT_ROUTES: &[&str] = &["/api/v1/conversations", "/api/v1/agent/"];
 /// Routes an agent may read: the contact panel (accounts and their fields, messages with their attempts,
-/// flow sessions, payments), the media of those messages, and the partner's canned replies.
+/// flow sessions, payments), the media of those messages, and the partner's canned replies, labels and
+/// macros.
 const AGENT_READS: &[&str] = &[
     "/api/v1/accounts",
     "/api/v1/messages",
@@ -26,6 +27,8 @@ const AGENT_READS: &[&str] = &[
     "/api/v1/payments",
     "/api/v1/media/",
     "/api/v1/canned-replies",
+    "/api/v1/labels",
+    "/api/v1/macros",
 ];
 /// Routes only an owner may use: the members and the audit log (every member may read who the members
 /// are, to assign a conversation).

@@ -232,6 +232,28 @@ string_enum! {
 }
 
 string_enum! {
+    /// How a partner's new and reopened conversations find an agent.
+    pub enum AssignmentMode {
+        /// Agents take or are given conversations by hand; nothing is assigned by itself.
+        Manual = "manual",
+        /// Each goes to the online agent given one longest ago, below their capacity.
+        RoundRobin = "round_robin",
+        /// Each goes to the online agent with the fewest open conversations, below their capacity.
+        Capacity = "capacity",
+    }
+}
+
+string_enum! {
+    /// Whether a member takes conversations now: only those `online` are given new ones; going `offline`
+    /// hands theirs that are not closed back to the queue (or to another agent online).
+    pub enum AgentStatus {
+        Online = "online",
+        Away = "away",
+        Offline = "offline",
+    }
+}
+
+string_enum! {
     /// What became of a message a user sent from WhatsApp or SMS (`inbound`).
     pub enum InboundState {
         /// Kept, not routed yet.
@@ -413,6 +435,9 @@ string_enum! {
         ConversationMessage = "conversation.message",
         /// A support conversation changed state.
         ConversationUpdated = "conversation.updated",
+        /// The other side of a support conversation is writing (an agent, to the person; the person in the
+        /// app, to the agents): shown for a few seconds, never replayed once stale.
+        ConversationTyping = "conversation.typing",
         /// A flow or chat session has something new (a bot's steps, a payment's outcome).
         FlowUpdated = "flow.updated",
         /// The user's account changed.
@@ -474,6 +499,8 @@ mod tests {
         one_string_form(SessionKind::ALL, SessionKind::as_str, SessionKind::parse);
         one_string_form(UserEventKind::ALL, UserEventKind::as_str, UserEventKind::parse);
         one_string_form(MemberRole::ALL, MemberRole::as_str, MemberRole::parse);
+        one_string_form(AssignmentMode::ALL, AssignmentMode::as_str, AssignmentMode::parse);
+        one_string_form(AgentStatus::ALL, AgentStatus::as_str, AgentStatus::parse);
         assert_eq!(Channel::names(), ["inapp", "whatsapp", "sms"]);
         assert_eq!(E2eMode::Conversation.as_str(), crate::encryption::MODE_CONVERSATION);
         assert_eq!(MessageState::names(), ["queued", "sent", "delivered", "read", "failed", "scheduled", "canceled"]);

@@ -123,6 +123,13 @@ pub trait Provider: Send + Sync {
         Box::pin(async { Err(FetchError::Permanent("this provider keeps no files".into())) })
     }
 
+    /// Shows the person that a reply is being written, as an answer to their message `reply_to` (WhatsApp's
+    /// typing indicator, which marks that message read too); providers without one do nothing.
+    fn typing<'a>(&'a self, reply_to: &'a str) -> SendFuture<'a> {
+        let _ = reply_to;
+        Box::pin(async { Ok(String::new()) })
+    }
+
     /// Whether free-form text reaches only people who wrote in the last 24 hours (Meta's customer-service
     /// window); such a provider is skipped for them unless a template is sent.
     fn has_free_form_window(&self) -> bool {
@@ -337,6 +344,18 @@ impl Provider for WhatsAppCloud {
             fetched.mimetype = about["mime_type"].as_str().map(str::to_string).or(fetched.mimetype);
             Ok(fetched)
         })
+    }
+
+    /// The Cloud API's typing indicator: the message `reply_to` marked read, with "typing…" shown for up to
+    /// 25 seconds or until the reply comes.
+    fn typing<'a>(&'a self, reply_to: &'a str) -> SendFuture<'a> {
+        let payload = json!({
+            "messaging_product": "whatsapp",
+            "status": "read",
+            "message_id": reply_to,
+            "typing_indicator": { "type": "text" },
+        });
+        Box::pin(self.post_message(payload))
     }
 
     fn has_free_form_window(&self) -> bool {

@@ -56,6 +56,25 @@ pub fn search_words(q: &str) -> Result<Vec<String>, Invalid> {
         .collect())
 }
 
+/// The longest label name.
+pub const LABEL_CHARS: usize = 50;
+
+/// A label's name as kept: trimmed and lower case, 1 to [`LABEL_CHARS`] of `a-z`, `0-9`, `-` and `_` (so a
+/// name reads the same in a list's filter, a macro and a URL).
+pub fn label_name(raw: &str) -> Result<String, String> {
+    let name = raw.trim().to_ascii_lowercase();
+    if name.is_empty()
+        || name.len() > LABEL_CHARS
+        || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+    {
+        return Err(format!(
+            "a label is 1 to {LABEL_CHARS} of a-z, 0-9, - and _ (given {} characters)",
+            raw.chars().count()
+        ));
+    }
+    Ok(name)
+}
+
 impl Invalid {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         Invalid { field: field.into(), message: message.into() }

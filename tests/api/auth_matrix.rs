@@ -75,6 +75,17 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/canned-replies", Partner),
     ("PUT", "/api/v1/canned-replies/{id}", Partner),
     ("DELETE", "/api/v1/canned-replies/{id}", Partner),
+    ("GET", "/api/v1/labels", Partner),
+    ("POST", "/api/v1/labels", Partner),
+    ("DELETE", "/api/v1/labels/{id}", Partner),
+    ("GET", "/api/v1/macros", Partner),
+    ("POST", "/api/v1/macros", Partner),
+    ("PUT", "/api/v1/macros/{id}", Partner),
+    ("DELETE", "/api/v1/macros/{id}", Partner),
+    ("POST", "/api/v1/conversations/{id}/macro", Partner),
+    ("POST", "/api/v1/conversations/{id}/typing", Partner),
+    ("GET", "/api/v1/settings/assignment", Partner),
+    ("PUT", "/api/v1/settings/assignment", Partner),
     ("GET", "/api/v1/conversations/events", Partner),
     ("GET", "/api/v1/conversations/{id}", Partner),
     ("PATCH", "/api/v1/conversations/{id}", Partner),
@@ -116,6 +127,7 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/me/conversations/{ref}/keys", User),
     ("POST", "/api/v1/me/conversations/{ref}/messages", User),
     ("POST", "/api/v1/me/conversations/{ref}/read", User),
+    ("POST", "/api/v1/me/conversations/{ref}/typing", User),
     ("POST", "/api/v1/me/devices/keys", User),
     ("GET", "/api/v1/me/events", Open),
     ("POST", "/api/v1/me/events/ticket", User),
@@ -317,6 +329,8 @@ struct Fixtures {
     /// A second key of the owner's, for the revoke route (the owner's own key goes on working).
     api_key_id: i64,
     canned_reply_id: i64,
+    label_id: i64,
+    macro_id: i64,
     /// An agent of the owner's, for the member routes.
     member_id: i64,
     delivery_id: String,
@@ -354,6 +368,8 @@ impl Fixtures {
                 "account-fields" => self.field_id.to_string(),
                 "api-keys" => self.api_key_id.to_string(),
                 "canned-replies" => self.canned_reply_id.to_string(),
+                "labels" => self.label_id.to_string(),
+                "macros" => self.macro_id.to_string(),
                 "members" => self.member_id.to_string(),
                 "deliveries" => self.delivery_id.clone(),
                 "media" => self.media_id.clone(),
@@ -453,6 +469,9 @@ async fn fixtures(app: &TestApp) -> Fixtures {
     let api_key_id = spare_api_key.ok(201)["key"]["id"].as_i64().unwrap();
     let canned = app.post(&owner, "/api/v1/canned-replies", json!({"shortcut": "hi", "body": "Hello!"})).await;
     let canned_reply_id = canned.ok(201)["id"].as_i64().unwrap();
+    let label_id = app.post(&owner, "/api/v1/labels", json!({"name": "vip"})).await.ok(201)["id"].as_i64().unwrap();
+    let note = json!({"name": "Note", "actions": [{"type": "note", "body": "seen"}]});
+    let macro_id = app.post(&owner, "/api/v1/macros", note).await.ok(201)["id"].as_i64().unwrap();
     let invitation = app.post(&owner, "/api/v1/members/invitations", json!({"role": "agent"})).await;
     let invitation = invitation.ok(201)["invitation"].as_str().unwrap().to_string();
     const AGENT: &str = "+15557770001";
@@ -533,6 +552,8 @@ async fn fixtures(app: &TestApp) -> Fixtures {
         field_id,
         api_key_id,
         canned_reply_id,
+        label_id,
+        macro_id,
         member_id,
         delivery_id,
         flow_ref,

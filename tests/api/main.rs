@@ -14,6 +14,7 @@ mod cli;
 mod conventions;
 mod conversations;
 mod delivery;
+mod desk;
 mod developers;
 mod encryption;
 mod erasure;

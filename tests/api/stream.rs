@@ -656,3 +656,78 @@ async fn a_partners_webhook_deliveries_tried_are_told_to_its_console_and_no_one_
         }
     }
 }
+
+#[tokio::test]
+async fn typing_is_told_to_the_other_side_throttled_and_never_replayed_stale() {
+    let wa = crate::common::FakeServer::start(200, 0).await;
+    let sms = crate::common::FakeServer::start(200, 0).await;
+    // WhatsApp through a fake Cloud API; SMS (the login codes) in the development sink.
+    let app = TestApp::start_with(|c| {
+        crate::common::fake_providers(c, &wa, &sms);
+        c.sms_provider = None;
+        c.twilio_from = None;
+    })
+    .await;
+    let key = app.partner("acme").await;
+    let other = app.partner("globex").await;
+    let token = user(&app, &key).await;
+    let bearer = |k: &str| ("authorization", format!("Bearer {k}"));
+    let opened = app.post(&token, "/api/v1/me/conversations", json!({"partner": "acme", "body": "Hi"})).await;
+    let id = opened.ok(201)["conversation_id"].as_i64().unwrap();
+    let reference = opened.json["ref"].as_str().unwrap().to_string();
+    let mut console = open_console(&app, bearer(&key), None).await.unwrap();
+    let mut theirs = open_console(&app, bearer(&other), None).await.unwrap();
+    let mut person = open(&app, &token, None).await;
+
+    // The person writes in the app: the partner's console hears it, once however often the app says so.
+    let typing = format!("/api/v1/me/conversations/{reference}/typing");
+    for _ in 0..3 {
+        assert_eq!(app.request(Method::POST, &typing, Some(&token), None).await.status, 204);
+    }
+    let told = console.next_of("conversation.typing").await;
+    assert_eq!(told.data, json!({"conversation_id": id, "from": "user"}));
+    assert_eq!(app.rows("user_events", "kind = 'conversation.typing'").await, 1, "throttled to one");
+    assert!(theirs.next(Duration::from_millis(300)).await.is_none(), "another partner hears nothing");
+    // An agent writes: the person hears it (and their own typing is not echoed back to them).
+    let agent_typing = format!("/api/v1/conversations/{id}/typing");
+    assert_eq!(app.request(Method::POST, &agent_typing, Some(&key), None).await.status, 204);
+    let heard = person.next_of("conversation.typing").await;
+    assert_eq!(heard.data, json!({"conversation_id": id, "ref": reference, "from": "agent"}));
+    // Two seconds on, the app may say so again.
+    app.clock.advance_ms(2_100);
+    assert_eq!(app.request(Method::POST, &typing, Some(&token), None).await.status, 204);
+    console.next_of("conversation.typing").await;
+    assert_eq!(app.rows("user_events", "kind = 'conversation.typing'").await, 3);
+
+    // A stream that reconnects later is not told of typing long over.
+    let last = heard.id.clone().unwrap();
+    let earlier: i64 = last.parse::<i64>().unwrap() - 1;
+    app.clock.advance_ms(10_000);
+    let mut again = open(&app, &token, Some(&earlier.to_string())).await;
+    assert!(again.next(Duration::from_millis(300)).await.is_none(), "stale typing is not replayed");
+
+    // Someone else's conversation is 404 on either side.
+    let stranger = app.login("+15551239999").await;
+    app.request(Method::POST, &typing, Some(&stranger), None).await.error(404, "not_found");
+    app.request(Method::POST, &agent_typing, Some(&other), None).await.error(404, "not_found");
+
+    // The person last wrote from WhatsApp: an agent writing shows Meta's typing indicator, as an answer to
+    // the person's latest message there.
+    let message = json!({"from": PHONE.trim_start_matches('+'), "id": "wamid.LATEST", "timestamp": "1",
+        "type": "text", "text": {"body": "still there?"}});
+    app.whatsapp_notify(json!([{"field": "messages", "value": {"messaging_product": "whatsapp",
+        "metadata": {"display_phone_number": "15550009999", "phone_number_id": "12345"},
+        "messages": [message]}}]))
+        .await
+        .ok(200);
+    eventually("the WhatsApp message in the conversation", || async {
+        app.get(&key, &format!("/api/v1/conversations/{id}")).await.json["channel"] == "whatsapp"
+    })
+    .await;
+    app.clock.advance_ms(2_100);
+    assert_eq!(app.request(Method::POST, &agent_typing, Some(&key), None).await.status, 204);
+    let shown = wa.received().into_iter().map(|r| r.json()).find(|b| b.get("typing_indicator").is_some());
+    let shown = shown.expect("Meta's typing indicator was asked for");
+    assert_eq!(shown["message_id"], "wamid.LATEST");
+    assert_eq!(shown["status"], "read");
+}

@@ -1104,8 +1104,8 @@ test("3f. the partner console: an owner joins by invitation and invites an agent
     assert.match(agentLink, /\/console\/#inv_/);
     await axe("console-members", owner);
     // A canned reply for the agents.
-    await owner.getByRole("link", { name: "Canned replies" }).click();
-    await owner.getByRole("heading", { name: "Canned replies", level: 1 }).waitFor();
+    await owner.getByRole("link", { name: "Desk" }).click();
+    await owner.getByRole("heading", { name: "Canned replies", level: 2 }).waitFor();
     await owner.getByLabel("Shortcut").fill(`refund-${stamp}`);
     await owner.getByLabel("Text").fill("Refunded the second charge.");
     await owner.getByRole("button", { name: "Add canned reply" }).click();
@@ -1366,6 +1366,133 @@ test("3u. the console's search stays applied when a live update's list answers a
     assert.equal(await pg.getByLabel("Search").inputValue(), `Alpha${stamp}`);
     assert.equal(await pg.getByRole("link", { name: new RegExp(`Beta${stamp}`) }).count(), 0, "the search still applies");
     assert.equal(await pg.getByRole("link", { name: new RegExp(`Alpha${stamp}`) }).count(), 1);
+  } finally {
+    await ctx.close();
+  }
+});
+
+test("3w. the desk: labels and a macro kept by an admin; two agents online take conversations in turn; one goes offline and hers come to the other, who labels, filters, applies the macro and transfers with a note", async () => {
+  const stamp = Date.now().toString(36);
+  const label = `billing-${stamp}`;
+  const user = await person();
+  const admin = await memberConsole("admin");
+  const signedIn = async (name) => {
+    const phone = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
+    const { link } = await partner("POST", "/members/invitations", { role: "agent" });
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const pg = await ctx.newPage();
+    pg.on("pageerror", (e) => pageErrors.push(String(e)));
+    await consoleSignIn(pg, phone, link, name);
+    const id = (await partner("GET", "/members")).data.find((m) => m.phone === phone).id;
+    return { ctx, pg, id };
+  };
+  const ana = await signedIn(`Ana ${stamp}`);
+  const bea = await signedIn(`Bea ${stamp}`);
+  const assignee = async (c) => (await partner("GET", `/conversations/${c.conversation_id}`)).assignee_id;
+  try {
+    // The admin keeps a label and a macro on the Desk page.
+    const a = admin.pg;
+    await a.getByRole("link", { name: "Desk" }).click();
+    await a.getByRole("heading", { name: "Desk", level: 1 }).waitFor();
+    await a.getByLabel("Name", { exact: true }).first().fill(label);
+    await a.getByRole("button", { name: "Add label" }).click();
+    await a.locator(".labels li", { hasText: label }).waitFor();
+    await a.getByLabel("Name", { exact: true }).nth(1).fill(`Refund ${stamp}`);
+    await a.getByLabel("Reply with").fill(`Refunded ${stamp}.`);
+    await a.getByRole("group", { name: "Add labels" }).getByLabel(label).check();
+    await a.getByLabel("Close the conversation").check();
+    await a.getByRole("button", { name: "Add macro" }).click();
+    await a.getByRole("cell", { name: `Refund ${stamp}`, exact: true }).waitFor();
+    assert.match(await a.getByRole("row", { name: new RegExp(`Refund ${stamp}`) }).textContent(), new RegExp(`label ${label} · close`));
+    // A label of 1,000 characters is refused, and says why.
+    await a.getByLabel("Name", { exact: true }).first().evaluate((el) => el.removeAttribute("maxlength"));
+    await a.getByLabel("Name", { exact: true }).first().fill("x".repeat(1000));
+    await a.getByRole("button", { name: "Add label" }).click();
+    await a.getByRole("alert").filter({ hasText: "a label is 1 to 50" }).waitFor();
+    await axe("console-desk", a);
+
+    // Both agents go online in the header; the admin turns on round robin.
+    for (const { pg } of [ana, bea]) {
+      await pg.getByLabel("Your status").selectOption("online");
+      await pg.waitForFunction(() => document.querySelector("#my-status")?.className === "presence-online");
+    }
+    await a.getByRole("radio", { name: /Round robin/ }).check();
+    await a.getByRole("button", { name: "Save assignment" }).click();
+    await a.getByRole("status").filter({ hasText: "Assignment saved." }).waitFor();
+    // Two new conversations: one each, in turn.
+    const first = await user("POST", "/me/conversations", { partner: "acme", subject: `Charge ${stamp}`, body: "Charged twice" });
+    const second = await user("POST", "/me/conversations", { partner: "acme", subject: `Parcel ${stamp}`, body: "Where is it?" });
+    const given = [await assignee(first), await assignee(second)];
+    assert.deepEqual([...given].sort(), [ana.id, bea.id].sort(), `one each: ${given}`);
+    const beas = given[0] === bea.id ? first : second;
+    const anas = given[0] === bea.id ? second : first;
+    await ana.pg.getByLabel("Assigned").selectOption("me");
+    await ana.pg.getByRole("link", { name: new RegExp(anas.subject) }).waitFor();
+    // Bea goes offline: hers comes to Ana, live, in Ana's list of her own.
+    await bea.pg.getByLabel("Your status").selectOption("offline");
+    await ana.pg.getByRole("link", { name: new RegExp(beas.subject) }).waitFor({ timeout: 10000 });
+    assert.equal(await assignee(beas), ana.id);
+
+    // Ana labels the charge, finds it by the label, and applies the macro: the person sees the reply.
+    await ana.pg.getByRole("link", { name: new RegExp(`Charge ${stamp}`) }).click();
+    await ana.pg.getByRole("heading", { name: new RegExp(`Charge ${stamp}`), level: 2 }).waitFor();
+    await ana.pg.getByRole("group", { name: "Labels" }).getByLabel(label).check();
+    await ana.pg.getByRole("status").filter({ hasText: `Label ${label} added.` }).waitFor();
+    await ana.pg.getByLabel("Label", { exact: true }).selectOption(label);
+    await ana.pg.waitForFunction((s) => {
+      const rows = [...document.querySelectorAll(".conversation-list .rows a")].map((x) => x.textContent);
+      return rows.length === 1 && rows[0].includes(`Charge ${s}`);
+    }, stamp, { timeout: 5000 });
+    await ana.pg.getByLabel("Apply a macro").selectOption({ label: `Refund ${stamp}` });
+    await ana.pg.getByRole("button", { name: "Apply", exact: true }).click();
+    await ana.pg.locator(".status-pill", { hasText: "closed" }).waitFor();
+    await ana.pg.locator(".from-agent", { hasText: `Refunded ${stamp}.` }).waitFor();
+    const charge = await partner("GET", `/conversations/${first.conversation_id}`);
+    assert.deepEqual([charge.state, charge.labels], ["closed", [label]]);
+    await page.goto(BASE + `/conversations/${first.ref}`);
+    await page.locator(".bubble.agent", { hasText: `Refunded ${stamp}.` }).waitFor();
+    assert.equal(await page.locator(".bubble.agent", { hasText: `Refunded ${stamp}.` }).locator(".sender").textContent(), "Ana: ");
+
+    // The parcel goes to Bea with a note saying why.
+    await ana.pg.getByLabel("Label", { exact: true }).selectOption("");
+    await ana.pg.getByLabel("State").selectOption("");
+    await ana.pg.getByRole("link", { name: new RegExp(`Parcel ${stamp}`) }).click();
+    await ana.pg.getByRole("heading", { name: new RegExp(`Parcel ${stamp}`), level: 2 }).waitFor();
+    await ana.pg.getByLabel("Transfer to").selectOption({ label: `Bea ${stamp} (offline)` });
+    await ana.pg.getByLabel("Why").fill("She handles parcels");
+    await ana.pg.getByRole("button", { name: "Transfer" }).click();
+    await ana.pg.locator(".notes li", { hasText: `Transferred to Bea ${stamp}: She handles parcels` }).waitFor();
+    assert.equal(await assignee(second), bea.id);
+    await axe("console-desk-thread", ana.pg);
+  } finally {
+    // Other tests use acme's console by hand.
+    await partner("PUT", "/settings/assignment", { mode: "manual" });
+    for (const m of [ana, bea]) await partner("PATCH", `/members/${m.id}`, { status: "offline" }).catch(() => undefined);
+    await admin.ctx.close();
+    await ana.ctx.close();
+    await bea.ctx.close();
+  }
+});
+
+test("3x. typing both ways: the person sees the agent typing in the app, and the agent sees the person typing in the console", async () => {
+  const stamp = Date.now().toString(36);
+  const user = await person();
+  const conv = await user("POST", "/me/conversations", { partner: "acme", subject: `Typing ${stamp}`, body: "Hello?" });
+  const { ctx, pg } = await memberConsole("agent");
+  try {
+    await page.goto(BASE + `/conversations/${conv.ref}`);
+    await page.waitForSelector("html[data-live=live]");
+    await pg.goto(BASE + `/console/c/${conv.conversation_id}`);
+    await pg.getByRole("heading", { name: new RegExp(`Typing ${stamp}`), level: 2 }).waitFor();
+    // The agent writes: the person's thread says so, and stops saying it when the reply comes.
+    await pg.getByLabel(/^Reply to/).pressSequentially("Let me check", { delay: 20 });
+    await page.getByText("Acme Corp is typing…").waitFor({ timeout: 5000 });
+    await pg.getByRole("button", { name: "Send reply" }).click();
+    await page.locator(".bubble.agent", { hasText: "Let me check" }).waitFor();
+    await page.getByText("Acme Corp is typing…").waitFor({ state: "detached", timeout: 5000 });
+    // The person writes: the agent's open thread says so.
+    await page.getByLabel("Your reply").pressSequentially("Thanks", { delay: 20 });
+    await pg.getByText(`${PHONE} is typing…`).waitFor({ timeout: 5000 });
   } finally {
     await ctx.close();
   }

@@ -542,7 +542,8 @@ export interface paths {
          * The partner's conversations, live (Server-Sent Events).
          * @description Events: `conversation.message` (`{conversation, message}`: a new message from either side, or one whose
          *     state moved — delivered, read), `conversation.updated` (the conversation: its state, its assignee, or a
-         *     new internal note), `webhook.deliveries` (`{}`: the partner's webhook deliveries were tried, so the
+         *     new internal note), `conversation.typing` (`{conversation_id, from: "user"}`: the person is writing in the
+         *     app; show it for a few seconds), `webhook.deliveries` (`{}`: the partner's webhook deliveries were tried, so the
          *     delivery log moved; at most one a second), `reset` (the events since the
          *     given id are no longer kept: fetch afresh) and
          *     `logout` (the key was revoked or the session ended). Each `id` increases per partner; reconnect with
@@ -573,9 +574,11 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Close a conversation (a user message reopens it), or assign it.
-         * @description `state` can only be `closed`; `assignee_id` is a member of the partner's (422 otherwise) or null. At
-         *     least one of the two.
+         * Close a conversation (a user message reopens it), assign or transfer it, or set its labels.
+         * @description `state` can only be `closed`; `assignee_id` is a member of the partner's (422 otherwise) or null, with an
+         *     optional `note` saying why (a transfer: an internal note names the new assignee); `labels` replace the
+         *     conversation's (each one of the partner's, 422 otherwise). At least one of them. Closing frees a place
+         *     for the assignee: when the partner assigns by itself, the queue is given out.
          */
         patch: operations["close_conversation"];
         trace?: never;
@@ -609,6 +612,30 @@ export interface paths {
         put?: never;
         /** Share a conversation content key (agent side). */
         post: operations["share_conversation_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversations/{id}/macro": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply a macro to a conversation.
+         * @description Its actions are checked again against what the partner has now (a label or a canned reply may have gone:
+         *     422 on `macro_id`, and nothing is done), then run as the caller's: the reply first (refused as a reply
+         *     would be: 409 outside WhatsApp's window, or in an end-to-end encrypted conversation, whose replies are
+         *     sealed in the agent's browser), then the labels, the note, the assignee (`me` is the member applying it:
+         *     not the partner key) and closing.
+         */
+        post: operations["apply_macro"];
         delete?: never;
         options?: never;
         head?: never;
@@ -672,6 +699,28 @@ export interface paths {
          *     each; the user's app gets a `conversation.message` and shows them seen).
          */
         post: operations["read_conversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversations/{id}/typing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An agent is writing in the conversation.
+         * @description The person sees "typing…" in the app (`conversation.typing` on their stream) for a few seconds; when they
+         *     last wrote from WhatsApp, Meta's typing indicator shows on WhatsApp too. Send it at most every 2 seconds
+         *     while writing; more often changes nothing.
+         */
+        post: operations["typing_in_conversation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -961,6 +1010,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * My labels.
+         * @description All of them, by name, each with how many conversations carry it.
+         */
+        get: operations["list_labels"];
+        put?: never;
+        /** Keep a label. */
+        post: operations["create_label"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/labels/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a label.
+         * @description The conversations that carry it lose it; macros that add it are refused when applied until it is kept
+         *     again (or they are changed).
+         */
+        delete: operations["delete_label"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/macros": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * My macros.
+         * @description All of them, by name.
+         */
+        get: operations["list_macros"];
+        put?: never;
+        /** Keep a macro. */
+        post: operations["create_macro"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/macros/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace a macro.
+         * @description Its name and actions both, as given.
+         */
+        put: operations["replace_macro"];
+        post?: never;
+        /** Delete a macro. */
+        delete: operations["delete_macro"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me/account": {
         parameters: {
             query?: never;
@@ -1172,6 +1305,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me/conversations/{ref}/typing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * I am writing in my conversation.
+         * @description The partner's agents see "typing…" (`conversation.typing` on `GET /conversations/events`) for a few
+         *     seconds. Send it at most every 2 seconds while writing; more often changes nothing.
+         */
+        post: operations["typing_in_my_conversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me/devices/keys": {
         parameters: {
             query?: never;
@@ -1203,7 +1357,8 @@ export interface paths {
          * My live events (Server-Sent Events).
          * @description Events: `message.created` and `message.updated` (a hub message, as `GET /me/messages` lists it),
          *     `conversation.message` (`{conversation, message}`), `conversation.updated` (the conversation),
-         *     `flow.updated` (`{ref, kind, state, bot_ref}`: fetch its new steps), `reset` (the events since the app's
+         *     `conversation.typing` (`{conversation_id, ref, from: "agent"}`: an agent is writing; show it for a few
+         *     seconds, or until their message comes), `flow.updated` (`{ref, kind, state, bot_ref}`: fetch its new steps), `reset` (the events since the app's
          *     last id are no longer kept: fetch afresh) and `logout` (the token was signed out or expired). Each has
          *     an `id` that increases per user; reconnect with `Last-Event-ID` to get what was missed (kept 24 hours).
          *     A comment line every 25 seconds keeps the connection open. Authentication is the ticket: a missing,
@@ -1637,8 +1792,9 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change my display name.
-         * @description For any member, on their own session. Replies already sent keep the name they were sent with.
+         * Change my display name or my status.
+         * @description For any member, on their own session; at least one of the two. Replies already sent keep the name they
+         *     were sent with.
          */
         patch: operations["update_my_member"];
         trace?: never;
@@ -1821,7 +1977,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a member's role or name.
+         * Change a member's role, name, status or capacity.
          * @description For owners and owners' keys; the keys the member made take the new role. The last owner keeps the role (409).
          */
         patch: operations["update_member"];
@@ -2150,6 +2306,27 @@ export interface paths {
         head?: never;
         /** Change an account field. */
         patch: operations["update_field"];
+        trace?: never;
+    };
+    "/api/v1/settings/assignment": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How conversations are assigned. */
+        get: operations["get_assignment"];
+        /**
+         * Change how conversations are assigned.
+         * @description From `manual` to another way, the queue is given out at once to the members online.
+         */
+        put: operations["set_assignment"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/settings/delivery": {
@@ -2973,6 +3150,25 @@ export interface components {
         };
         /** @enum {string} */
         AccountState: "unclaimed" | "claimed";
+        /** @description A member as assignment sees them. */
+        AgentLoad: {
+            /**
+             * Format: int64
+             * @description Their own capacity (null: the partner's default).
+             */
+            capacity?: number | null;
+            /** Format: int64 */
+            member_id: number;
+            name?: string | null;
+            /**
+             * Format: int64
+             * @description Conversations assigned to them and not closed.
+             */
+            open_conversations: number;
+            status: components["schemas"]["AgentStatus"];
+        };
+        /** @enum {string} */
+        AgentStatus: "online" | "away" | "offline";
         /** @description The process answers. */
         Alive: {
             /** @enum {string} */
@@ -3006,6 +3202,45 @@ export interface components {
             /** @description The key itself: store it now, it is never shown again. */
             api_key: string;
             key: components["schemas"]["ApiKey"];
+        };
+        ApplyMacro: {
+            /**
+             * Format: int64
+             * @description One of the partner's macros (`GET /macros`).
+             */
+            macro_id: number;
+        };
+        /** @enum {string} */
+        AssignmentMode: "manual" | "round_robin" | "capacity";
+        /** @description How the partner's conversations find an agent, and who takes them now. */
+        AssignmentSettings: {
+            /** @description The members, oldest first, as assignment sees them. */
+            agents: components["schemas"]["AgentLoad"][];
+            /**
+             * Format: int64
+             * @description The capacity of a member who has none of their own.
+             */
+            default_capacity: number;
+            /**
+             * @description `manual`: agents take or are given conversations by hand. `round_robin`: a user's message in a
+             *     conversation nobody has gives it to the member online given one longest ago; `capacity`: to the
+             *     member online with the fewest conversations not closed. In both, never to a member at their capacity.
+             */
+            mode: components["schemas"]["AssignmentMode"];
+            /**
+             * Format: int64
+             * @description Open conversations nobody has (they go to the next member who becomes free).
+             */
+            queued: number;
+        };
+        /** @description A new way of assigning. */
+        AssignmentUpdate: {
+            /**
+             * Format: int64
+             * @description 1 to 1000; absent keeps the one set.
+             */
+            default_capacity?: number | null;
+            mode: components["schemas"]["AssignmentMode"];
         };
         /** @enum {string} */
         AttemptKind: "delivery" | "alert";
@@ -3323,6 +3558,8 @@ export interface components {
             /** Format: int64 */
             conversation_id: number;
             created_at: string;
+            /** @description For the partner only: the names of its labels, by name. Never shown to the user. */
+            labels?: string[] | null;
             last_message?: components["schemas"]["ConversationLastMessage"] | null;
             last_message_at: string;
             /** @description The partner's code. */
@@ -3840,6 +4077,20 @@ export interface components {
             devices: components["schemas"]["DeviceKey"][];
             phone: string;
         };
+        /** @description A label. */
+        Label: {
+            /** @description How the console shows it: `#rrggbb`. */
+            color: string;
+            /**
+             * Format: int64
+             * @description How many of the partner's conversations carry it.
+             */
+            conversations: number;
+            created_at: string;
+            /** Format: int64 */
+            id: number;
+            name: string;
+        };
         /** @description The target of a link message. */
         Link: {
             description?: string | null;
@@ -4061,6 +4312,8 @@ export interface components {
                 /** Format: int64 */
                 conversation_id: number;
                 created_at: string;
+                /** @description For the partner only: the names of its labels, by name. Never shown to the user. */
+                labels?: string[] | null;
                 last_message?: components["schemas"]["ConversationLastMessage"] | null;
                 last_message_at: string;
                 /** @description The partner's code. */
@@ -4132,14 +4385,57 @@ export interface components {
             next_cursor?: string | null;
         };
         /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_Label: {
+            data: {
+                /** @description How the console shows it: `#rrggbb`. */
+                color: string;
+                /**
+                 * Format: int64
+                 * @description How many of the partner's conversations carry it.
+                 */
+                conversations: number;
+                created_at: string;
+                /** Format: int64 */
+                id: number;
+                name: string;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
+        List_Macro: {
+            data: {
+                /** @description What it does, in the order saved (applied, they run reply, labels, note, assignee, close). */
+                actions: components["schemas"]["MacroAction"][];
+                created_at: string;
+                /** Format: int64 */
+                id: number;
+                name: string;
+                updated_at: string;
+            }[];
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            next_cursor?: string | null;
+        };
+        /** @description A page of a list, newest first: `{"data": [...], "next_cursor"}`. */
         List_MemberRecord: {
             data: {
+                /**
+                 * Format: int64
+                 * @description Their limit of conversations not closed when the partner assigns by itself (null: the partner's
+                 *     default).
+                 */
+                capacity?: number | null;
                 created_at: string;
                 /** Format: int64 */
                 id: number;
                 name?: string | null;
                 phone: string;
                 role: components["schemas"]["MemberRole"];
+                /**
+                 * @description Whether they take conversations now: only members `online` are given them when the partner assigns
+                 *     by itself (`/settings/assignment`); going `offline` hands theirs not closed back to the queue.
+                 */
+                status: components["schemas"]["AgentStatus"];
             }[];
             /** @description Pass as `cursor` for the next page; null on the last. */
             next_cursor?: string | null;
@@ -4367,6 +4663,45 @@ export interface components {
             /** @description The user JWT (`Authorization: Bearer …`). */
             token: string;
         };
+        /** @description A macro. */
+        Macro: {
+            /** @description What it does, in the order saved (applied, they run reply, labels, note, assignee, close). */
+            actions: components["schemas"]["MacroAction"][];
+            created_at: string;
+            /** Format: int64 */
+            id: number;
+            name: string;
+            updated_at: string;
+        };
+        /** @description One action of a macro. */
+        MacroAction: {
+            body?: string | null;
+            /** Format: int64 */
+            canned_reply_id?: number | null;
+            /** @enum {string} */
+            type: "reply";
+        } | {
+            labels: string[];
+            /** @enum {string} */
+            type: "add_labels";
+        } | {
+            assignee: string;
+            /** @enum {string} */
+            type: "assign";
+        } | {
+            body: string;
+            /** @enum {string} */
+            type: "note";
+        } | {
+            /** @enum {string} */
+            type: "close";
+        };
+        /** @description What applying a macro did. */
+        MacroApplied: {
+            /** @description The conversation after it. */
+            conversation: components["schemas"]["Conversation"];
+            message?: components["schemas"]["Message"] | null;
+        };
         /** @description What an erasure removed. */
         MeErased: {
             /**
@@ -4399,12 +4734,23 @@ export interface components {
         };
         /** @description A member of the partner. */
         MemberRecord: {
+            /**
+             * Format: int64
+             * @description Their limit of conversations not closed when the partner assigns by itself (null: the partner's
+             *     default).
+             */
+            capacity?: number | null;
             created_at: string;
             /** Format: int64 */
             id: number;
             name?: string | null;
             phone: string;
             role: components["schemas"]["MemberRole"];
+            /**
+             * @description Whether they take conversations now: only members `online` are given them when the partner assigns
+             *     by itself (`/settings/assignment`); going `offline` hands theirs not closed back to the queue.
+             */
+            status: components["schemas"]["AgentStatus"];
         };
         /** @enum {string} */
         MemberRole: "owner" | "admin" | "agent";
@@ -4597,6 +4943,23 @@ export interface components {
         };
         NewInvitation: {
             role: components["schemas"]["MemberRole"];
+        };
+        /** @description A label to keep. */
+        NewLabel: {
+            /** @description `#rrggbb`; a grey when absent. */
+            color?: string | null;
+            /** @description 1 to 50 of `a-z`, `0-9`, `-` and `_` (upper case is kept lower case), unique among the partner's. */
+            name: string;
+        };
+        /** @description A macro to keep. */
+        NewMacro: {
+            /**
+             * @description 1 to 10 actions, each kind at most once; labels, canned replies and members it names must be the
+             *     partner's.
+             */
+            actions: components["schemas"]["MacroAction"][];
+            /** @description 1 to 80 characters, not only spaces, unique among the partner's. */
+            name: string;
         };
         NewPasskey: {
             /** @description The token of `POST /members/me/passkeys/challenges`. */
@@ -5294,6 +5657,13 @@ export interface components {
              * @description A member of the partner's to assign it to, or null for nobody.
              */
             assignee_id?: number | null;
+            /** @description The conversation's labels from now on (0 to 20 of the partner's, by name: `GET /labels`). */
+            labels?: string[] | null;
+            /**
+             * @description With `assignee_id`: why it is handed over (a transfer), kept as an internal note that names the new
+             *     assignee. 1 to 3,900 characters.
+             */
+            note?: string | null;
             /** @enum {string} */
             state?: "closed";
         } | {
@@ -5303,16 +5673,24 @@ export interface components {
             assignee_id: number | null;
         };
         UpdateMember: {
+            /**
+             * Format: int64
+             * @description Their limit of conversations not closed, 1 to 1000, when the partner assigns by itself; null: the
+             *     partner's default.
+             */
+            capacity?: number | null;
             /** @description A display name: 1 to 100 characters, no control characters. */
             name?: string | null;
             role?: components["schemas"]["MemberRole"] | null;
+            status?: components["schemas"]["AgentStatus"] | null;
         };
         UpdateMyMember: {
             /**
              * @description My display name: 1 to 100 characters, no control characters. The people I answer see its first word
              *     on my replies; the partner's members see it all.
              */
-            name: string;
+            name?: string | null;
+            status?: components["schemas"]["AgentStatus"] | null;
         };
         /** @description How many messages changed state. */
         Updated: {
@@ -6560,6 +6938,8 @@ export interface operations {
                  *     part of the contact's phone.
                  */
                 q?: string;
+                /** @description Only conversations carrying this label (one of the partner's: `GET /labels`). */
+                label?: string;
                 /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
                 limit?: number;
                 /** @description The `next_cursor` of the previous page. */
@@ -6776,6 +7156,42 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    apply_macro: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApplyMacro"];
+            };
+        };
+        responses: {
+            /** @description What it did */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MacroApplied"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     reply_in_conversation: {
         parameters: {
             query?: never;
@@ -6898,6 +7314,32 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ConversationThread"];
                 };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    typing_in_conversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's id, as its record gives it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The person is told */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
@@ -7399,6 +7841,206 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    list_labels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The labels */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_Label"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    create_label: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewLabel"];
+            };
+        };
+        responses: {
+            /** @description The label */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Label"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    delete_label: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The label's id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    list_macros: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The macros */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["List_Macro"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    create_macro: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewMacro"];
+            };
+        };
+        responses: {
+            /** @description The macro */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Macro"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    replace_macro: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The macro's id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewMacro"];
+            };
+        };
+        responses: {
+            /** @description The macro */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Macro"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    delete_macro: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The macro's id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     my_account: {
         parameters: {
             query?: never;
@@ -7831,6 +8473,32 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ConversationThread"];
                 };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    typing_in_my_conversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agents are told */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
@@ -9560,6 +10228,61 @@ export interface operations {
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    get_assignment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The way of assigning and the team */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AssignmentSettings"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    set_assignment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AssignmentUpdate"];
+            };
+        };
+        responses: {
+            /** @description The way of assigning and the team */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AssignmentSettings"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];

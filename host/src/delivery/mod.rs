@@ -936,6 +936,25 @@ pub async fn find_whatsapp_template(
     templates::find_whatsapp_for_send(&delivery.db, partner_id, code, lang.unwrap_or("en"), reviewed_by_meta).await
 }
 
+/// Shows WhatsApp's typing indicator to the person of conversation `c` (who last wrote from WhatsApp), as an
+/// answer to their latest message to the number the partner's messages go from; nothing when there is none.
+/// A failure is only logged: a typing indicator is never worth an error.
+pub async fn whatsapp_typing(delivery: &Delivery, c: &crate::store::conversations::Conversation) {
+    let shown = async {
+        let Some(sending) = delivery.sending(Some(c.partner_id), Channel::Whatsapp).await? else { return Ok(()) };
+        let Some(latest) = whatsapp::latest_inbound_ref(&delivery.db, &sending.sender, &c.phone).await? else {
+            return Ok(());
+        };
+        if let Err(error) = sending.provider.typing(&latest).await {
+            tracing::info!(%error, "WhatsApp's typing indicator could not be shown");
+        }
+        Ok::<(), sqlx::Error>(())
+    };
+    if let Err(error) = shown.await {
+        tracing::warn!(%error, "WhatsApp's typing indicator could not be shown");
+    }
+}
+
 /// Whether `phone` wrote in the last 24 hours to the WhatsApp number `partner_id`'s messages go from (its own,
 /// or the host's): free-form text may reach them from it.
 pub async fn within_window(delivery: &Delivery, partner_id: i64, phone: &str) -> Result<bool, sqlx::Error> {

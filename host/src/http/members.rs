@@ -24,7 +24,7 @@ use crate::http::auth::{AuditSlot, MemberAuth, PartnerActor, PartnerAuth};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::members::{COOKIE, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS};
-use crate::names::MemberRole;
+use crate::names::{AgentStatus, MemberRole};
 use crate::secrets::{digest, new_member_session};
 use crate::store::members::{self, Accepted, AuditEntry, AuditWrite, Changed, Member, Session};
 
@@ -47,6 +47,12 @@ pub struct MemberRecord {
     pub name: Option<String>,
     pub role: MemberRole,
     pub created_at: String,
+    /// Whether they take conversations now: only members `online` are given them when the partner assigns
+    /// by itself (`/settings/assignment`); going `offline` hands theirs not closed back to the queue.
+    pub status: AgentStatus,
+    /// Their limit of conversations not closed when the partner assigns by itself (null: the partner's
+    /// default).
+    pub capacity: Option<i64>,
 }
 
 impl From<&Member> for MemberRecord {
@@ -57,6 +63,8 @@ impl From<&Member> for MemberRecord {
             name: m.name.clone(),
             role: m.role,
             created_at: record_time(m.created_at),
+            status: m.status,
+            capacity: m.capacity,
         }
     }
 }
@@ -260,18 +268,20 @@ struct UpdateMe {
     /// My display name: 1 to 100 characters, no control characters. The people I answer see its first word
     /// on my replies; the partner's members see it all.
     #[schema(
-        value_type = String,
-        required = true,
         min_length = 1,
         max_length = 100,
         pattern = "^[^\\x00-\\x1F\\x7F-\\x9F]*[^\\s\\x00-\\x1F\\x7F-\\x9F][^\\x00-\\x1F\\x7F-\\x9F]*$"
     )]
     name: Option<String>,
+    /// My status: going `offline` hands my conversations not closed back to the queue; `online`, I am given
+    /// conversations when the partner assigns by itself.
+    status: Option<AgentStatus>,
 }
 
-/// Change my display name.
+/// Change my display name or my status.
 ///
-/// For any member, on their own session. Replies already sent keep the name they were sent with.
+/// For any member, on their own session; at least one of the two. Replies already sent keep the name they
+/// were sent with.
 #[utoipa::path(
     patch,
     path = "/members/me",
@@ -291,11 +301,23 @@ async fn update_me(
     MemberAuth(mut session): MemberAuth,
     ApiJson(req): ApiJson<UpdateMe>,
 ) -> ApiResult<Json<MemberSession>> {
-    let name = super::api_keys::key_name(req.name.as_deref())?;
-    match members::update(&state.db, session.partner.id, session.member.id, None, Some(name)).await? {
-        Changed::Done(Some(member)) => session.member = member,
-        _ => return Err(ApiError::unauthorized("the member of this session is gone")),
+    if req.name.is_none() && req.status.is_none() {
+        return Err(ApiError::validation("name", "set name or status"));
     }
+    let gone = || ApiError::unauthorized("the member of this session is gone");
+    let (partner, member) = (session.partner.id, session.member.id);
+    if let Some(raw) = req.name.as_deref() {
+        let name = super::api_keys::key_name(Some(raw))?;
+        let Changed::Done(Some(_)) = members::update(&state.db, partner, member, None, Some(name)).await? else {
+            return Err(gone());
+        };
+    }
+    if let Some(status) = req.status
+        && !crate::assignment::set_status(&state.db, partner, member, status, state.now()).await?
+    {
+        return Err(gone());
+    }
+    session.member = members::find(&state.db, member).await?.ok_or_else(gone)?;
     Ok(Json(session_record(&session)))
 }
 
@@ -312,6 +334,9 @@ async fn update_me(
 )]
 async fn sign_out(State(state): State<AppState>, MemberAuth(session): MemberAuth) -> ApiResult<Response> {
     members::end_session(&state.db, session.id, state.now()).await?;
+    // Signed out, they take no conversations: theirs go back to the queue.
+    let (partner, member) = (session.partner.id, session.member.id);
+    crate::assignment::set_status(&state.db, partner, member, AgentStatus::Offline, state.now()).await?;
     Ok((StatusCode::NO_CONTENT, [(SET_COOKIE, cookie(&state, None))]).into_response())
 }
 
@@ -328,6 +353,8 @@ async fn sign_out(State(state): State<AppState>, MemberAuth(session): MemberAuth
 )]
 async fn sign_out_everywhere(State(state): State<AppState>, MemberAuth(session): MemberAuth) -> ApiResult<Response> {
     members::end_sessions(&state.db, session.member.id, state.now()).await?;
+    let (partner, member) = (session.partner.id, session.member.id);
+    crate::assignment::set_status(&state.db, partner, member, AgentStatus::Offline, state.now()).await?;
     Ok((StatusCode::NO_CONTENT, [(SET_COOKIE, cookie(&state, None))]).into_response())
 }
 
@@ -404,9 +431,17 @@ struct UpdateMember {
         pattern = "^[^\\x00-\\x1F\\x7F-\\x9F]*[^\\s\\x00-\\x1F\\x7F-\\x9F][^\\x00-\\x1F\\x7F-\\x9F]*$"
     )]
     name: Option<String>,
+    /// Their status (as they set it themselves with `PATCH /members/me`): `offline` hands their
+    /// conversations not closed back to the queue.
+    status: Option<AgentStatus>,
+    /// Their limit of conversations not closed, 1 to 1000, when the partner assigns by itself; null: the
+    /// partner's default.
+    #[serde(default, deserialize_with = "crate::messages::compose::present")]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 1000)]
+    capacity: Option<Option<i64>>,
 }
 
-/// Change a member's role or name.
+/// Change a member's role, name, status or capacity.
 ///
 /// For owners and owners' keys; the keys the member made take the new role. The last owner keeps the role (409).
 #[utoipa::path(
@@ -433,7 +468,24 @@ async fn update_member(
         Some(raw) => Some(super::api_keys::key_name(Some(raw))?),
         None => None,
     };
-    changed(members::update(&state.db, partner.id, id, req.role, name).await?)
+    if let Some(Some(capacity)) = req.capacity
+        && !crate::assignment::CAPACITY.contains(&capacity)
+    {
+        return Err(ApiError::validation("capacity", "capacity is 1 to 1000 conversations, or null for the default"));
+    }
+    let done = members::update(&state.db, partner.id, id, req.role, name).await?;
+    if !matches!(done, Changed::Done(Some(_))) {
+        return changed(done);
+    }
+    let now = state.now();
+    if let Some(capacity) = req.capacity {
+        crate::store::assignment::set_capacity(&state.db, partner.id, id, capacity).await?;
+        crate::assignment::give_out(&state.db, partner.id, now).await?;
+    }
+    if let Some(status) = req.status {
+        crate::assignment::set_status(&state.db, partner.id, id, status, now).await?;
+    }
+    changed(Changed::Done(members::find(&state.db, id).await?))
 }
 
 fn changed(c: Changed) -> ApiResult<Json<MemberRecord>> {
@@ -468,7 +520,10 @@ async fn remove_member(
     Path(id): Path<String>,
 ) -> ApiResult<Json<MemberRecord>> {
     let id = parse_id(&id, "member")?;
-    changed(members::remove(&state.db, partner.id, id, state.now()).await?)
+    let done = members::remove(&state.db, partner.id, id, state.now()).await?;
+    // Their conversations went back to the queue: someone free may take them.
+    crate::assignment::give_out(&state.db, partner.id, state.now()).await?;
+    changed(done)
 }
 
 /// One thing a member changed or tried to, with their session or an API key.

@@ -7,6 +7,7 @@ pub mod abuse;
 pub mod accounts;
 pub mod api_keys;
 pub mod app;
+pub mod assignment;
 pub mod auth;
 pub mod bots;
 pub mod broadcasts;
@@ -22,9 +23,11 @@ pub mod flows;
 pub mod form_links;
 pub mod health;
 pub mod keys;
+pub mod labels;
 pub mod listener;
 pub mod live;
 pub mod login;
+pub mod macros;
 pub mod me;
 pub mod media;
 pub mod members;
@@ -88,6 +91,9 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(accounts::router())
         .merge(api_keys::router())
         .merge(canned_replies::router())
+        .merge(labels::router())
+        .merge(macros::router())
+        .merge(assignment::router())
         .merge(members::router())
         .merge(passkeys::router())
         .merge(login::router())

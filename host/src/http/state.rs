@@ -82,6 +82,8 @@ pub struct Services {
     pub(crate) shutdown: tokio_util::sync::CancellationToken,
     /// The WebAuthn relying party of members' passkeys.
     pub(crate) passkeys: Arc<crate::passkeys::RelyingParty>,
+    /// When this host last told each side of each conversation that the other writes (`conversations::typing`).
+    pub(crate) typing: Arc<crate::store::writer::WrittenWithin<(i64, bool)>>,
 }
 
 /// What the state is made of that is built before it (see [`crate::prepare`]): the database, settings and
@@ -113,6 +115,7 @@ impl AppState {
         let streams = crate::http::live::registry::Streams::new(config.streams_per_user.max(1), config.max_streams);
         AppState(Arc::new(Services {
             passkeys: Arc::new(crate::passkeys::RelyingParty::new(&config.public_url)),
+            typing: Arc::new(crate::store::writer::WrittenWithin::new(crate::conversations::TYPING_EVERY_MS)),
             progress: crate::store::flows::progress_writer(db.clone()),
             audit: crate::store::members::audit_writer(db.clone()),
             delivered: crate::messages::delivered_writer(db.clone()),

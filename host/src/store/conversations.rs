@@ -100,16 +100,25 @@ impl PartnerSearch {
     }
 }
 
-/// A partner's conversations, newest first, by state, assignee and a search.
+/// What a partner's list of conversations shows: those in a state, of an assignee, with a label (by id), and
+/// a search.
+#[derive(Clone, Copy)]
+pub struct PartnerFilter<'a> {
+    pub state: Option<ConversationState>,
+    pub assigned: Assigned,
+    pub label: Option<i64>,
+    pub search: Option<&'a PartnerSearch>,
+}
+
+/// A partner's conversations, newest first, by state, assignee, label and a search.
 pub async fn list_for_partner(
     db: &Db,
     partner_id: i64,
-    state: Option<ConversationState>,
-    assigned: Assigned,
-    search: Option<&PartnerSearch>,
+    filter: &PartnerFilter<'_>,
     before: Option<i64>,
     limit: i64,
 ) -> Result<Vec<Conversation>, sqlx::Error> {
+    let PartnerFilter { state, assigned, label, search } = *filter;
     // The conditions the list asks for, and only those, so that each engine plans for what is asked.
     let mut binds = vec![Bind::Int(partner_id)];
     let mut filters = vec!["c.partner_id = $1".to_string()];
@@ -122,6 +131,9 @@ pub async fn list_for_partner(
         add("c.state = ?", Bind::Text(state.as_str().to_string()));
     }
     let cursor = before.map(|id| add("c.id < ?", Bind::Int(id)));
+    if let Some(label) = label {
+        add("c.id IN (SELECT conversation_id FROM conversation_labels WHERE label_id = ?)", Bind::Int(label));
+    }
     match assigned {
         Assigned::Anyone => {}
         Assigned::Nobody => filters.push("c.assignee_id IS NULL".to_string()),
@@ -171,7 +183,7 @@ pub async fn list_for_partner(
         );
         found.extend(page(sql, Some(like_pattern(&search.phone))).await?);
     }
-    found.sort_by(|a, b| b.id.cmp(&a.id));
+    found.sort_by_key(|c| std::cmp::Reverse(c.id));
     found.dedup_by_key(|c| c.id);
     found.truncate(usize::try_from(limit).unwrap_or(0));
     Ok(found)
@@ -337,7 +349,11 @@ async fn appended_in(
     .bind(conversation_id)
     .execute(&mut **tx)
     .await?;
-    let conversation = reread_in(tx, conversation_id).await?;
+    let mut conversation = reread_in(tx, conversation_id).await?;
+    // The user's message in a conversation nobody has: the partner may give it to an agent at once.
+    if from_user && conversation.assignee_id.is_none() {
+        conversation.assignee_id = give_in(tx, &conversation, now).await?;
+    }
     let key = format!("conversation:{conversation_id}");
     let payload = event(&conversation, &message, now);
     outbox::enqueue(tx, Target::Partner(conversation.partner_id), "conversation.message", &payload, &key, now).await?;
@@ -352,7 +368,7 @@ fn told(c: &Conversation, kind: UserEventKind, subject_id: i64) -> [NewUserEvent
 }
 
 /// The event of a change in `c` that only its partner's agents hear (an assignee, a note).
-fn agents_told(c: &Conversation, kind: UserEventKind, subject_id: i64) -> NewUserEvent {
+pub(super) fn agents_told(c: &Conversation, kind: UserEventKind, subject_id: i64) -> NewUserEvent {
     NewUserEvent { phone: user_events::partner_key(c.partner_id), kind, subject_id }
 }
 
@@ -390,6 +406,87 @@ pub async fn assign(
     user_events::append_in(&mut tx, &[agents], now).await?;
     tx.commit().await?;
     Ok(Some(conversation))
+}
+
+/// Gives unassigned conversation `c` to the member its partner's way of assigning chooses
+/// (`store::assignment::choose_in`), if any, in the caller's transaction; the partner's agents are told.
+/// Answers whom.
+async fn give_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    c: &Conversation,
+    now: Millis,
+) -> Result<Option<i64>, sqlx::Error> {
+    if c.state == ConversationState::Closed {
+        return Ok(None);
+    }
+    let Some(member) = super::assignment::choose_in(tx, c.partner_id, now).await? else { return Ok(None) };
+    let given = sqlx::query("UPDATE conversations SET assignee_id = $1 WHERE id = $2 AND assignee_id IS NULL")
+        .bind(member)
+        .bind(c.id)
+        .execute(&mut **tx)
+        .await?;
+    if given.rows_affected() == 0 {
+        return Ok(None);
+    }
+    user_events::append_in(tx, &[agents_told(c, UserEventKind::ConversationUpdated, c.id)], now).await?;
+    Ok(Some(member))
+}
+
+/// [`give_in`] in a transaction of its own (nothing is kept when nobody takes it): the conversation as it is
+/// now, or `None`.
+pub async fn give_next(db: &Db, c: &Conversation, now: Millis) -> Result<Option<Conversation>, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    if give_in(&mut tx, c, now).await?.is_none() {
+        return Ok(None);
+    }
+    let conversation = reread_in(&mut tx, c.id).await?;
+    tx.commit().await?;
+    Ok(Some(conversation))
+}
+
+/// Takes every conversation not closed from member `member_id` (gone offline): they are unassigned, back in
+/// the queue; the partner's agents are told. Answers them.
+pub async fn release(db: &Db, partner_id: i64, member_id: i64, now: Millis) -> Result<Vec<Conversation>, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let sql = const_format::concatcp!(
+        SELECT,
+        "WHERE c.partner_id = $1 AND c.assignee_id = $2 AND c.state <> 'closed' ORDER BY c.last_message_at"
+    );
+    let rows = sqlx::query(sql).bind(partner_id).bind(member_id).fetch_all(&mut *tx).await?;
+    let mut released = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let mut c = from_row(row)?;
+        sqlx::query("UPDATE conversations SET assignee_id = NULL WHERE id = $1").bind(c.id).execute(&mut *tx).await?;
+        user_events::append_in(&mut tx, &[agents_told(&c, UserEventKind::ConversationUpdated, c.id)], now).await?;
+        c.assignee_id = None;
+        released.push(c);
+    }
+    tx.commit().await?;
+    Ok(released)
+}
+
+/// The partner's queue: its open conversations nobody has, the one waiting longest first, at most `limit`.
+pub async fn queue(db: &Db, partner_id: i64, limit: i64) -> Result<Vec<Conversation>, sqlx::Error> {
+    let sql = const_format::concatcp!(
+        SELECT,
+        "WHERE c.partner_id = $1 AND c.assignee_id IS NULL AND c.state = 'open' ORDER BY c.last_message_at, c.id \
+         LIMIT $2"
+    );
+    let rows = sqlx::query(sql).bind(partner_id).bind(limit).fetch_all(db.reader()).await?;
+    rows.iter().map(from_row).collect()
+}
+
+/// Someone is writing in conversation `c`: the person (`to_agents`: its partner's agents are told) or an
+/// agent (the person is told).
+pub async fn typing(db: &Db, c: &Conversation, to_agents: bool, now: Millis) -> Result<(), sqlx::Error> {
+    let event = if to_agents {
+        agents_told(c, UserEventKind::ConversationTyping, c.id)
+    } else {
+        NewUserEvent { phone: c.phone.clone(), kind: UserEventKind::ConversationTyping, subject_id: c.id }
+    };
+    let mut tx = db.begin().await?;
+    user_events::append_in(&mut tx, &[event], now).await?;
+    tx.commit().await
 }
 
 /// An internal note on a conversation: for the partner's agents only.

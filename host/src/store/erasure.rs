@@ -229,6 +229,7 @@ pub(super) async fn delete_conversations_in(
         };
         for statement in [
             "DELETE FROM conversation_notes WHERE conversation_id IN",
+            "DELETE FROM conversation_labels WHERE conversation_id IN",
             "DELETE FROM conversation_keys WHERE conversation_id IN",
             "DELETE FROM user_events WHERE kind = 'conversation.updated' AND subject_id IN",
             search,

@@ -8,7 +8,7 @@ use sqlx::any::AnyRow;
 use super::Db;
 use super::partners::Partner;
 use crate::clock::Millis;
-use crate::names::MemberRole;
+use crate::names::{AgentStatus, MemberRole};
 
 #[derive(Debug, Clone)]
 pub struct Member {
@@ -18,9 +18,14 @@ pub struct Member {
     pub name: Option<String>,
     pub role: MemberRole,
     pub created_at: Millis,
+    /// Whether they take conversations now (see `store::assignment`).
+    pub status: AgentStatus,
+    /// Their limit of conversations not closed, when the partner assigns them (`None`: the partner's
+    /// default).
+    pub capacity: Option<i64>,
 }
 
-const MEMBER_COLUMNS: &str = "m.id, m.partner_id, m.phone, m.name, m.role, m.created_at";
+const MEMBER_COLUMNS: &str = "m.id, m.partner_id, m.phone, m.name, m.role, m.created_at, m.status, m.capacity";
 
 fn member_from_row(row: &AnyRow) -> Result<Member, sqlx::Error> {
     Ok(Member {
@@ -30,6 +35,8 @@ fn member_from_row(row: &AnyRow) -> Result<Member, sqlx::Error> {
         name: row.try_get("name")?,
         role: super::decode_name(row, "role")?,
         created_at: row.try_get("created_at")?,
+        status: super::decode_name(row, "status")?,
+        capacity: row.try_get("capacity")?,
     })
 }
 

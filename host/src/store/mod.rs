@@ -8,6 +8,7 @@
 //! pools are the same.
 
 pub mod accounts;
+pub mod assignment;
 pub mod backup;
 pub mod bots;
 pub mod broadcasts;
@@ -24,8 +25,10 @@ pub mod flows;
 pub mod form_links;
 pub mod inbound;
 pub mod keys;
+pub mod labels;
 pub mod leases;
 pub mod limits;
+pub mod macros;
 pub mod members;
 pub mod messages;
 pub mod opt_outs;

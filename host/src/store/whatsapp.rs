@@ -45,6 +45,18 @@ pub async fn last_inbound(db: &Db, account: &str, sender: &str, phone: &str) -> 
     .await
 }
 
+/// The provider's id of the latest message `phone` sent to our WhatsApp number `sender`, if any.
+pub async fn latest_inbound_ref(db: &Db, sender: &str, phone: &str) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT provider_ref FROM inbound_messages WHERE phone = $1 AND channel = 'whatsapp' AND sender = $2 \
+         ORDER BY id DESC LIMIT 1",
+    )
+    .bind(phone)
+    .bind(sender)
+    .fetch_optional(db.reader())
+    .await
+}
+
 /// Keeps that WhatsApp's business-scoped user id `user_id`, writing to our number `sender` (of `account`), is
 /// `phone` (the latest pairing wins).
 pub async fn remember_user_in(

@@ -10,10 +10,11 @@ export type LiveKind =
   | "message.updated"
   | "conversation.message"
   | "conversation.updated"
+  | "conversation.typing"
   | "flow.updated"
   | "account.updated"
   | "reset";
-const KINDS: LiveKind[] = ["message.created", "message.updated", "conversation.message", "conversation.updated", "flow.updated", "account.updated", "reset"];
+const KINDS: LiveKind[] = ["message.created", "message.updated", "conversation.message", "conversation.updated", "conversation.typing", "flow.updated", "account.updated", "reset"];
 export type LiveStatus = StreamStatus;
 
 const stream = eventStream<LiveKind>({

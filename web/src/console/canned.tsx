@@ -1,12 +1,14 @@
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { when } from "../shared/format";
 import { Alert, Head } from "../shared/ui";
 import { del, post, put, type CannedReply } from "./api";
 import { useList } from "./page";
 
-/** The partner's canned replies: kept here by admins and owners, picked by agents in a thread's reply box. */
-export function Canned() {
+/** The partner's canned replies: kept here by admins and owners, picked by agents in a thread's reply box
+ * (and by macros). A section of the Desk page (`embedded`), or a page of its own. */
+export function Canned({ embedded = false, onChange }: { embedded?: boolean; onChange?: () => void }) {
   const { list, error, status, act } = useList<CannedReply>("Canned replies", "/canned-replies");
+  useEffect(() => onChange?.(), [list]);
   const [editing, setEditing] = useState<CannedReply | null>(null);
   const [shortcut, setShortcut] = useState("");
   const [body, setBody] = useState("");
@@ -16,8 +18,8 @@ export function Canned() {
     setBody(r?.body ?? "");
   };
   return (
-    <section class="page" aria-labelledby="canned-h">
-      <h1 id="canned-h">Canned replies</h1>
+    <section class={embedded ? "card" : "page"} aria-labelledby="canned-h">
+      {embedded ? <h2 id="canned-h">Canned replies</h2> : <h1 id="canned-h">Canned replies</h1>}
       <p class="hint">Answers your agents send often. In a conversation, they insert one from the reply box.</p>
       <p class="sr-only" role="status">
         {status}
@@ -37,7 +39,7 @@ export function Canned() {
           });
         }}
       >
-        <h2>{editing ? `Edit /${editing.shortcut}` : "New canned reply"}</h2>
+        {embedded ? <h3>{editing ? `Edit /${editing.shortcut}` : "New canned reply"}</h3> : <h2>{editing ? `Edit /${editing.shortcut}` : "New canned reply"}</h2>}
         <label for="canned-shortcut">Shortcut</label>
         <input id="canned-shortcut" value={shortcut} pattern="[a-z0-9_\-]{1,32}" placeholder="refund" onInput={(e) => setShortcut(e.currentTarget.value)} required />
         <p class="hint">Lower-case letters, digits, - and _.</p>

@@ -3,9 +3,10 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { errorText, lastMessageLine, when } from "../shared/format";
 import { Alert } from "../shared/ui";
-import { get, patch, post, type Conversation, type Member, type MemberSession, type Note, type Page, type Thread, type ThreadMessage, type Account, type CannedReply, type Payment, type BotSession } from "./api";
+import { get, patch, post, type Conversation, type Member, type MemberSession, type Note, type Page, type Thread, type ThreadMessage, type Account, type CannedReply, type Payment, type BotSession, type Label, type Macro, type MacroApplied } from "./api";
 import { acting } from "./page";
-import { useLive } from "./live";
+import { useLive, useLiveTyping } from "./live";
+import { useTypingShown, useTypingSignal } from "../shared/typing";
 import { Link } from "./nav";
 import { AgentConvKeys, agentDevice } from "./agent-e2e";
 
@@ -17,6 +18,8 @@ export const who = (members: Member[], id: number | null | undefined) => {
 export function Inbox({ session, members, open }: { session: MemberSession; members: Member[]; open: number | null }) {
   const [state, setState] = useState("open");
   const [assigned, setAssigned] = useState("");
+  const [label, setLabel] = useState("");
+  const [labels, setLabels] = useState<Label[]>([]);
   const [q, setQ] = useState("");
   const [search, setSearch] = useState("");
   const [list, setList] = useState<Conversation[] | null>(null);
@@ -25,6 +28,7 @@ export function Inbox({ session, members, open }: { session: MemberSession; memb
   const query = new URLSearchParams({ limit: "50" });
   if (state) query.set("state", state);
   if (assigned) query.set("assigned", assigned);
+  if (label) query.set("label", label);
   if (search) query.set("q", search);
   // Loads asked for (the filters', a live event's, a thread's change): each asks with the filters shown at the
   // time, and only the answer to the last one asked is shown — a live refresh asked just before a search
@@ -44,6 +48,9 @@ export function Inbox({ session, members, open }: { session: MemberSession; memb
     );
   };
   useEffect(() => void load(), [query.toString(), open, changed]);
+  useEffect(() => {
+    get<Page<Label>>("/labels").then((p) => setLabels(p.data), () => undefined);
+  }, [changed]);
   // Live: any change to a conversation fetches the list again (a burst of events, once).
   const soon = useRef<number | undefined>(undefined);
   useLive(() => {
@@ -88,6 +95,17 @@ export function Inbox({ session, members, open }: { session: MemberSession; memb
               <option value="none">Unassigned</option>
             </select>
           </div>
+          {labels.length ? (
+            <div class="field">
+              <label for="filter-label">Label</label>
+              <select id="filter-label" value={label} onChange={(e) => setLabel(e.currentTarget.value)}>
+                <option value="">Any</option>
+                {labels.map((l) => (
+                  <option value={l.name}>{l.name}</option>
+                ))}
+              </select>
+            </div>
+          ) : null}
           <div class="field">
             <label for="filter-q">Search</label>
             <input
@@ -108,6 +126,11 @@ export function Inbox({ session, members, open }: { session: MemberSession; memb
                   <span class="row-main">
                     <strong>{c.subject || c.phone}</strong>
                     {c.unread ? <span class="badge">{c.unread} unread</span> : null}
+                    {(c.labels ?? []).map((name) => (
+                      <span class="label-chip" style={{ borderColor: labels.find((l) => l.name === name)?.color }}>
+                        {name}
+                      </span>
+                    ))}
                   </span>
                   <span class="meta">
                     {c.phone} · {c.state}{c.channel ? ` · ${channelName(c.channel)}` : ""} · {who(members, c.assignee_id)} ·{" "}
@@ -120,7 +143,7 @@ export function Inbox({ session, members, open }: { session: MemberSession; memb
           </ul>
         )}
       </section>
-      {open ? <ThreadView key={open} id={open} members={members} session={session} onChange={() => setChanged((n) => n + 1)} /> : null}
+      {open ? <ThreadView key={open} id={open} members={members} labels={labels} session={session} onChange={() => setChanged((n) => n + 1)} /> : null}
     </div>
   );
 }
@@ -137,7 +160,7 @@ type E2eState = {
 
 /** One conversation: its messages, reply, assignment, closing and notes; `onChange` when it changed (the list refreshes).
  * An encrypted thread is opened and answered in this browser with the member's agent device (agent-e2e.ts). */
-function ThreadView({ id, members, session, onChange }: { id: number; members: Member[]; session: MemberSession; onChange: () => void }) {
+function ThreadView({ id, members, labels, session, onChange }: { id: number; members: Member[]; labels: Label[]; session: MemberSession; onChange: () => void }) {
   const self = session.member;
   const [thread, setThread] = useState<Thread | null>(null);
   const keys = useRef<AgentConvKeys | null>(null);
@@ -150,10 +173,15 @@ function ThreadView({ id, members, session, onChange }: { id: number; members: M
   const [error, setError] = useState<string | null>(null);
   const [status, setStatus] = useState("");
   const [canned, setCanned] = useState<CannedReply[]>([]);
+  const [macros, setMacros] = useState<Macro[]>([]);
+  const [macro, setMacro] = useState("");
+  const [transferTo, setTransferTo] = useState("");
+  const [why, setWhy] = useState("");
   const heading = useRef<HTMLHeadingElement>(null);
   const replyBox = useRef<HTMLTextAreaElement>(null);
   useEffect(() => {
     get<Page<CannedReply>>("/canned-replies").then((p) => setCanned(p.data), () => undefined);
+    get<Page<Macro>>("/macros").then((p) => setMacros(p.data), () => undefined);
   }, []);
   /** This device's keys of the thread, read again (a new version may have been shared), then its messages opened. */
   const keysOf = (t: Thread) => (keys.current ??= new AgentConvKeys(id, t.ref, () => agentDevice(session)));
@@ -189,7 +217,13 @@ function ThreadView({ id, members, session, onChange }: { id: number; members: M
     );
   };
   useEffect(() => void load(), [id]);
+  // The person writing shows "typing…" until their message comes (or a few seconds pass); this agent writing
+  // tells the person.
+  const [personTyping, heardTyping, stoppedTyping] = useTypingShown([id]);
+  useLiveTyping((c) => c === id && heardTyping(), [id]);
+  const typing = useTypingSignal(() => post(`/conversations/${id}/typing`), [id]);
   useLive((e) => {
+    if (e.kind === "conversation.message" && e.data.conversation.conversation_id === id && e.data.message.direction === "in") stoppedTyping();
     if (e.kind === "fresh" || (e.kind === "conversation.message" ? e.data.conversation : e.data).conversation_id === id) load();
   }, [id]);
   // Opened (by a click or with Enter on the list), the thread takes the focus once it is on screen.
@@ -238,6 +272,81 @@ function ThreadView({ id, members, session, onChange }: { id: number; members: M
             Close conversation
           </button>
         ) : null}
+      </div>
+      {labels.length ? (
+        <fieldset class="thread-labels">
+          <legend>Labels</legend>
+          {labels.map((l) => {
+            const on = (thread.labels ?? []).includes(l.name);
+            return (
+              <label class="check">
+                <input
+                  type="checkbox"
+                  checked={on}
+                  onChange={() => {
+                    const next = on ? (thread.labels ?? []).filter((n) => n !== l.name) : [...(thread.labels ?? []), l.name];
+                    act(() => patch(`/conversations/${id}`, { labels: next }), on ? `Label ${l.name} removed.` : `Label ${l.name} added.`);
+                  }}
+                />{" "}
+                <span class="label-chip" style={{ borderColor: l.color }}>
+                  {l.name}
+                </span>
+              </label>
+            );
+          })}
+        </fieldset>
+      ) : null}
+      <div class="thread-tools">
+        {macros.length ? (
+          <form
+            class="inline"
+            onSubmit={(e) => {
+              e.preventDefault();
+              const picked = macros.find((m) => String(m.id) === macro);
+              if (!picked) return;
+              act(async () => {
+                await post<MacroApplied>(`/conversations/${id}/macro`, { macro_id: picked.id });
+                setMacro("");
+              }, `Macro ${picked.name} applied.`);
+            }}
+          >
+            <label for="macro">Apply a macro</label>
+            <select id="macro" value={macro} onChange={(e) => setMacro(e.currentTarget.value)}>
+              <option value="">Choose…</option>
+              {macros.map((m) => (
+                <option value={String(m.id)}>{m.name}</option>
+              ))}
+            </select>
+            <button disabled={!macro}>Apply</button>
+          </form>
+        ) : null}
+        <form
+          class="inline"
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (!transferTo || !why.trim()) return;
+            act(async () => {
+              await patch(`/conversations/${id}`, { assignee_id: Number(transferTo), note: why.trim() });
+              setWhy("");
+              setTransferTo("");
+            }, `Transferred to ${who(members, Number(transferTo))}.`);
+          }}
+        >
+          <label for="transfer-to">Transfer to</label>
+          <select id="transfer-to" value={transferTo} onChange={(e) => setTransferTo(e.currentTarget.value)}>
+            <option value="">Choose…</option>
+            {members
+              .filter((m) => m.id !== thread.assignee_id)
+              .map((m) => (
+                <option value={String(m.id)}>
+                  {m.name || m.phone} ({m.status})
+                </option>
+              ))}
+          </select>
+          <label for="transfer-why">Why</label>
+          <input id="transfer-why" value={why} maxLength={3900} placeholder="What they should know" onInput={(e) => setWhy(e.currentTarget.value)} />
+          <button disabled={!transferTo || !why.trim()}>Transfer</button>
+        </form>
       </div>
       <p class="sr-only" role="status">
         {status}
@@ -300,7 +409,19 @@ function ThreadView({ id, members, session, onChange }: { id: number; members: M
           </p>
         ) : null}
         <label for="reply">{e2e.on ? `Encrypted reply to ${thread.phone}` : `Reply to ${thread.phone}`}</label>
-        <textarea id="reply" ref={replyBox} rows={3} value={reply} onInput={(e) => setReply(e.currentTarget.value)} />
+        <p class="typing" role="status">
+          {personTyping ? `${thread.phone} is typing…` : ""}
+        </p>
+        <textarea
+          id="reply"
+          ref={replyBox}
+          rows={3}
+          value={reply}
+          onInput={(e) => {
+            setReply(e.currentTarget.value);
+            typing();
+          }}
+        />
         {self.name ? null : (
           <p class="hint">
             Your replies are signed “{session.partner.name}”: <Link href="/console/profile">add your name</Link> so the person sees who answers.

@@ -11,7 +11,7 @@ import { eventStream, useStreamStatus, type StreamStatus } from "../shared/sse";
 export type LiveEvent = { kind: "conversation.message" | "conversation.updated"; data: any } | { kind: "fresh" };
 
 const stream = eventStream({
-  kinds: ["conversation.message", "conversation.updated", "webhook.deliveries", "reset"],
+  kinds: ["conversation.message", "conversation.updated", "conversation.typing", "webhook.deliveries", "reset"],
   reconnect: "browser",
   url: () => "/api/v1/conversations/events",
   opened: () => stream.dispatch("reset", {}),
@@ -36,6 +36,12 @@ export function useLive(f: (e: LiveEvent) => void, deps: unknown[]): void {
     return () => offs.forEach((off) => off());
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, deps);
+}
+
+/** Calls `f` with the conversation's id when the person writes in it (`conversation.typing`), while the
+ * calling view is shown. */
+export function useLiveTyping(f: (conversationId: number) => void, deps: unknown[]): void {
+  useEffect(() => stream.on("conversation.typing", (data) => f(data.conversation_id)), deps);
 }
 
 /** Calls `f` when the partner's webhook deliveries moved (tried: one event a batch), or when everything

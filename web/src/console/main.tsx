@@ -8,7 +8,8 @@ import "../shared/styles.css";
 import "../shared/console.css";
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { del, get, onSignedOut, type Member, type MemberSession, type Page } from "./api";
+import { del, get, onSignedOut, patch, type Member, type MemberSession, type Page } from "./api";
+import { errorText } from "../shared/format";
 import { startLive, stopLive, useLiveStatus } from "./live";
 import { go, usePath, Link } from "./nav";
 import { Inbox } from "./inbox";
@@ -19,7 +20,7 @@ import { Members, Audit } from "./members";
 import { Webhooks } from "./webhooks";
 import { Keys } from "./keys";
 import { Bots } from "./bots";
-import { Canned } from "./canned";
+import { Desk } from "./desk";
 import { Broadcasts } from "./broadcasts";
 import { Accounts } from "./accounts";
 import { Passkeys } from "./passkeys";
@@ -28,6 +29,44 @@ import { Senders } from "./senders";
 import { Data } from "./data";
 
 // ---- The signed-in console ----
+
+/** The member's status, which they set here: only those online are given conversations when the partner
+ * assigns by itself, and going offline hands theirs back to the queue. */
+function Presence({ session, onSession }: { session: MemberSession; onSession: (s: MemberSession) => void }) {
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <span class="presence-pick">
+      <label for="my-status" class="sr-only">
+        Your status
+      </label>
+      <select
+        id="my-status"
+        class={`presence-${session.member.status}`}
+        value={session.member.status}
+        title={error ?? "Only agents online are given new conversations; offline hands yours back to the queue"}
+        onChange={(e) => {
+          const status = e.currentTarget.value;
+          patch<MemberSession>("/members/me", { status }).then(
+            (s) => {
+              setError(null);
+              onSession(s);
+            },
+            (err) => setError(errorText(err)),
+          );
+        }}
+      >
+        <option value="online">● Online</option>
+        <option value="away">◐ Away</option>
+        <option value="offline">○ Offline</option>
+      </select>
+      {error ? (
+        <span role="alert" class="sr-only">
+          {error}
+        </span>
+      ) : null}
+    </span>
+  );
+}
 
 function Shell({ session, onSignOut, onSession }: { session: MemberSession; onSignOut: () => void; onSession: (s: MemberSession) => void }) {
   const path = usePath();
@@ -57,7 +96,7 @@ function Shell({ session, onSignOut, onSession }: { session: MemberSession; onSi
           { href: "/console/webhooks", label: "Webhooks", on: path.startsWith("/console/webhooks") },
           { href: "/console/keys", label: "API keys", on: path.startsWith("/console/keys") },
           { href: "/console/numbers", label: "Numbers", on: path.startsWith("/console/numbers") },
-          { href: "/console/canned", label: "Canned replies", on: path.startsWith("/console/canned") },
+          { href: "/console/desk", label: "Desk", on: path.startsWith("/console/desk") || path.startsWith("/console/canned") },
           { href: "/console/messages", label: "Messages", on: path.startsWith("/console/messages") },
           { href: "/console/broadcasts", label: "Broadcasts", on: path.startsWith("/console/broadcasts") },
           { href: "/console/accounts", label: "Accounts", on: path.startsWith("/console/accounts") },
@@ -81,7 +120,7 @@ function Shell({ session, onSignOut, onSession }: { session: MemberSession; onSi
   else if (path.startsWith("/console/bots") && admin) page = <Bots />;
   else if (path.startsWith("/console/keys") && admin) page = <Keys />;
   else if (path.startsWith("/console/numbers") && admin) page = <Senders />;
-  else if (path.startsWith("/console/canned") && admin) page = <Canned />;
+  else if ((path.startsWith("/console/desk") || path.startsWith("/console/canned")) && admin) page = <Desk members={members} />;
   else if (path.startsWith("/console/messages") && admin) page = <Messages />;
   else if (path.startsWith("/console/templates") && admin) page = <Templates />;
   else if (path.startsWith("/console/broadcasts") && admin) page = <Broadcasts />;
@@ -109,6 +148,7 @@ function Shell({ session, onSignOut, onSession }: { session: MemberSession; onSi
             Reconnecting…
           </span>
         ) : null}
+        <Presence session={session} onSession={onSession} />
         <Link href="/console/profile" class={path.startsWith("/console/profile") ? "meta on" : "meta"} aria-current={path.startsWith("/console/profile") ? "page" : undefined}>
           <span class="sr-only">Your profile: </span>
           {session.member.name || session.member.phone} · {session.member.role}

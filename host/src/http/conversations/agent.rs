@@ -22,7 +22,7 @@ use crate::names::{Channel, ConversationState, Direction, Encryption};
 use crate::store::conversations::{self as store, Conversation};
 use crate::store::members::Member;
 use crate::store::messages::Created;
-use crate::validate::required_phone;
+use crate::validate::{label_name, required_phone};
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -39,6 +39,9 @@ pub(super) struct ConversationFilter {
     /// part of the contact's phone.
     #[param(max_length = 600)]
     q: Option<String>,
+    /// Only conversations carrying this label (one of the partner's: `GET /labels`).
+    #[param(pattern = "^\\s*[A-Za-z0-9_-]{1,50}\\s*$")]
+    label: Option<String>,
 }
 
 /// The `assigned` filter, for the caller.
@@ -88,16 +91,21 @@ pub(super) async fn list_conversations(
         None => None,
     };
     let (partner, state_filter) = (&actor.partner, filter.state);
-    let rows = store::list_for_partner(
-        &state.db,
-        partner.id,
-        state_filter,
-        assigned,
-        search.as_ref(),
-        page.before,
-        page.fetch(),
-    )
-    .await?;
+    let label = match filter.label.as_deref().filter(|l| !l.trim().is_empty()) {
+        None => None,
+        Some(raw) => {
+            let name = label_name(raw).map_err(|why| ApiError::validation("label", why))?;
+            // A label the partner has none of carries no conversation: an empty list.
+            Some(
+                crate::store::labels::by_names(&state.db, partner.id, std::slice::from_ref(&name))
+                    .await?
+                    .remove(&name)
+                    .unwrap_or(0),
+            )
+        }
+    };
+    let filter = store::PartnerFilter { state: state_filter, assigned, label, search: search.as_ref() };
+    let rows = store::list_for_partner(&state.db, partner.id, &filter, page.before, page.fetch()).await?;
     Ok(Json(page_of(&state, &page, rows, Reader::Agent).await?))
 }
 
@@ -148,6 +156,13 @@ pub(super) struct UpdateConversation {
     #[serde(default, deserialize_with = "crate::messages::compose::present")]
     #[schema(value_type = Option<i64>, minimum = 1)]
     assignee_id: Option<Option<i64>>,
+    /// With `assignee_id`: why it is handed over (a transfer), kept as an internal note that names the new
+    /// assignee. 1 to 3,900 characters.
+    #[schema(min_length = 1, max_length = 3900, pattern = "\\S")]
+    note: Option<String>,
+    /// The conversation's labels from now on (0 to 20 of the partner's, by name: `GET /labels`).
+    #[schema(max_items = 20, value_type = Option<Vec<String>>)]
+    labels: Option<Vec<String>>,
 }
 
 /// `closed`, the only state a partner sets.
@@ -158,10 +173,12 @@ fn closed_only() -> utoipa::openapi::Object {
         .build()
 }
 
-/// Close a conversation (a user message reopens it), or assign it.
+/// Close a conversation (a user message reopens it), assign or transfer it, or set its labels.
 ///
-/// `state` can only be `closed`; `assignee_id` is a member of the partner's (422 otherwise) or null. At
-/// least one of the two.
+/// `state` can only be `closed`; `assignee_id` is a member of the partner's (422 otherwise) or null, with an
+/// optional `note` saying why (a transfer: an internal note names the new assignee); `labels` replace the
+/// conversation's (each one of the partner's, 422 otherwise). At least one of them. Closing frees a place
+/// for the assignee: when the partner assigns by itself, the queue is given out.
 #[utoipa::path(
     patch,
     path = "/conversations/{id}",
@@ -175,18 +192,33 @@ fn closed_only() -> utoipa::openapi::Object {
 )]
 pub(super) async fn close_conversation(
     State(state): State<AppState>,
-    PartnerAuth(partner): PartnerAuth,
+    actor: PartnerActor,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<UpdateConversation>,
 ) -> ApiResult<Json<ConversationRecord>> {
     // Another partner's conversation is 404 whatever the body says.
-    let mut c = agent_thread(&state, partner.id, &id).await?;
-    if req.state.is_none() && req.assignee_id.is_none() {
-        return Err(ApiError::validation("state", "set state (closed) or assignee_id"));
+    let mut c = agent_thread(&state, actor.partner.id, &id).await?;
+    let partner = &actor.partner;
+    if req.note.is_some() && req.assignee_id.is_none() {
+        return Err(ApiError::validation("note", "a note goes with a transfer (assignee_id)"));
+    }
+    if req.state.is_none() && req.assignee_id.is_none() && req.labels.is_none() {
+        return Err(ApiError::validation("state", "set state (closed), assignee_id or labels"));
     }
     if req.state.as_ref().is_some_and(|s| s != ConversationState::Closed.as_str()) {
         return Err(ApiError::validation("state", "state can only be set to closed (a user message reopens)"));
     }
+    let note = match req.note.as_deref().map(str::trim) {
+        None => None,
+        Some(n) if n.is_empty() || n.chars().count() > 3900 => {
+            return Err(ApiError::validation("note", "a transfer's note is 1 to 3,900 characters"));
+        }
+        Some(n) => Some(n),
+    };
+    let labels = match &req.labels {
+        None => None,
+        Some(names) => Some(crate::conversations::label_ids(&state.db, partner.id, names, "labels").await??),
+    };
     if let Some(assignee) = req.assignee_id {
         if assignee.is_some_and(|id| id < 1) {
             return Err(ApiError::validation("assignee_id", "assignee_id is a member's id"));
@@ -194,25 +226,60 @@ pub(super) async fn close_conversation(
         c = store::assign(&state.db, partner.id, c.id, assignee, state.now())
             .await?
             .ok_or_else(|| ApiError::validation("assignee_id", "no such member of this partner"))?;
+        if let Some(note) = note {
+            let by = actor.member.as_ref().map(|m| m.id);
+            crate::conversations::transferred(&state.db, &c, by, note, state.now()).await?;
+        }
+    }
+    if let Some(labels) = labels {
+        crate::store::labels::put_on(&state.db, &c, &labels, crate::store::labels::Change::Replace, state.now())
+            .await?;
     }
     if req.state.is_some() {
         c = store::set_state(&state.db, partner.id, c.id, ConversationState::Closed, state.now())
             .await?
             .ok_or_else(|| ApiError::not_found("conversation"))?;
+        crate::assignment::give_out(&state.db, partner.id, state.now()).await?;
     }
     Ok(Json(record(&state, &c, Reader::Agent).await?))
 }
 
+/// An agent is writing in the conversation.
+///
+/// The person sees "typing…" in the app (`conversation.typing` on their stream) for a few seconds; when they
+/// last wrote from WhatsApp, Meta's typing indicator shows on WhatsApp too. Send it at most every 2 seconds
+/// while writing; more often changes nothing.
+#[utoipa::path(
+    post,
+    path = "/conversations/{id}/typing",
+    tag = "conversations",
+    security(("partnerKey" = [])),
+    responses((status = 204, description = "The person is told"), (status = 404, response = E404))
+)]
+pub(super) async fn typing_in_conversation(
+    State(state): State<AppState>,
+    PartnerAuth(partner): PartnerAuth,
+    Path(id): Path<String>,
+) -> ApiResult<axum::http::StatusCode> {
+    let c = agent_thread(&state, partner.id, &id).await?;
+    let told = crate::conversations::typing(&state.db, &c, Reader::Agent, &state.typing, state.now()).await?;
+    if told && c.channel == Some(Channel::Whatsapp) {
+        crate::delivery::whatsapp_typing(&state.delivery, &c).await;
+    }
+    Ok(axum::http::StatusCode::NO_CONTENT)
+}
+
 /// An agent's reply in a conversation: the thread now waits for the user. Written by `author` when a
 /// member's session sent it (the person sees their first name); an API key's reply carries no author.
-pub(super) async fn reply(
+/// Answers the message, and whether it is the one an earlier try under the same key made.
+pub(super) async fn reply_message(
     state: &AppState,
     partner_id: i64,
     author: Option<&Member>,
     c: &Conversation,
     req: &SendMessage,
     idempotency: Option<(String, String)>,
-) -> ApiResult<Response> {
+) -> ApiResult<(crate::store::messages::Message, bool)> {
     let content = crate::conversations::content(&state.db, state.config.dev, c, req).await?;
     // The user wrote from WhatsApp: the answer goes back there, and after 24 hours WhatsApp takes only an
     // approved template — unless the partner lets such an answer go on by the hub and SMS.
@@ -246,10 +313,15 @@ pub(super) async fn reply(
         message.request_hash = Some(hash);
     }
     match crate::conversations::write(&state.sending(), c.id, message).await.map_err(ref_taken)? {
-        Created::New(m) => Ok(created(&m, false)),
-        Created::Replayed(m) => Ok(created(&m, true)),
+        Created::New(m) => Ok((m, false)),
+        Created::Replayed(m) => Ok((m, true)),
         Created::KeyReused => Err(ApiError::idempotency_conflict()),
     }
+}
+
+/// A reply as the API answers a message made (or replayed).
+fn replied(reply: ApiResult<(crate::store::messages::Message, bool)>) -> ApiResult<Response> {
+    reply.map(|(m, replayed)| created(&m, replayed))
 }
 
 /// The request's content and its idempotency key (body or header) with the digest of what it asks.
@@ -286,7 +358,7 @@ pub(super) async fn reply_in_conversation(
 ) -> ApiResult<Response> {
     let (req, idempotency) = with_key(&headers, raw)?;
     let c = agent_thread(&state, actor.partner.id, &id).await?;
-    reply(&state, actor.partner.id, actor.member.as_ref(), &c, &req, idempotency).await
+    replied(reply_message(&state, actor.partner.id, actor.member.as_ref(), &c, &req, idempotency).await)
 }
 
 /// Agent send: into the latest open or pending conversation of the phone, else a hub message (conversation_id null).
@@ -317,7 +389,7 @@ pub(super) async fn agent_send(
     let phone = required_phone(req.phone.as_deref())?.to_string();
     let sealed = req.encryption == Some(Encryption::E2e) && req.encrypted != Some(true) && req.e2e_mode.is_none();
     if !sealed && let Some(c) = store::latest_active(&state.db, partner.id, &phone).await? {
-        return reply(&state, partner.id, actor.member.as_ref(), &c, &req, idempotency).await;
+        return replied(reply_message(&state, partner.id, actor.member.as_ref(), &c, &req, idempotency).await);
     }
     if req.encrypted == Some(true) || req.e2e_mode.is_some() {
         return Err(ApiError::validation(

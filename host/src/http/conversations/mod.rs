@@ -10,8 +10,11 @@
 //! addressed to its own devices and the peer directory (`…/devices`). The server stores ciphertext only.
 
 mod agent;
+mod desk;
 mod encryption;
 mod user;
+
+use std::collections::HashMap;
 
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -35,13 +38,16 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(user::get_my_conversation))
         .routes(routes!(user::write_in_my_conversation))
         .routes(routes!(user::read_my_conversation))
+        .routes(routes!(user::typing_in_my_conversation))
         .routes(routes!(encryption::share_my_conversation_key, encryption::my_conversation_keys))
         .routes(routes!(encryption::my_conversation_devices))
         .routes(routes!(agent::list_conversations))
         .routes(routes!(agent::get_conversation, agent::close_conversation))
         .routes(routes!(agent::reply_in_conversation))
         .routes(routes!(agent::read_conversation))
+        .routes(routes!(agent::typing_in_conversation))
         .routes(routes!(agent::list_notes, agent::add_note))
+        .routes(routes!(desk::apply_macro))
         .routes(routes!(encryption::share_conversation_key, encryption::conversation_keys))
         .routes(routes!(encryption::conversation_devices))
         .routes(routes!(agent::agent_send))
@@ -79,6 +85,10 @@ pub struct ConversationRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<i64>)]
     pub assignee_id: Option<Option<i64>>,
+    /// For the partner only: the names of its labels, by name. Never shown to the user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub labels: Option<Vec<String>>,
     /// Its latest message, as the lists show it (null when its messages are gone: a retention purge).
     pub last_message: Option<LastMessageRecord>,
 }
@@ -130,11 +140,18 @@ impl From<&messages::Message> for LastMessageRecord {
 }
 
 impl ConversationRecord {
-    /// As `reader` sees it: the assignee is the partner's business only.
-    fn seen_by(c: &Conversation, unread: i64, last: Option<&messages::Message>, reader: Reader) -> Self {
+    /// As `reader` sees it: the assignee and the labels are the partner's business only.
+    fn seen_by(
+        c: &Conversation,
+        unread: i64,
+        last: Option<&messages::Message>,
+        labels: &HashMap<i64, Vec<String>>,
+        reader: Reader,
+    ) -> Self {
         let mut record = ConversationRecord::new(c, unread, last);
         if matches!(reader, Reader::Agent) {
             record.assignee_id = Some(c.assignee_id);
+            record.labels = Some(labels.get(&c.id).cloned().unwrap_or_default());
         }
         record
     }
@@ -154,6 +171,7 @@ impl ConversationRecord {
             last_message_at: record_time(c.last_message_at),
             created_at: record_time(c.created_at),
             assignee_id: None,
+            labels: None,
             last_message: last.map(LastMessageRecord::from),
         }
     }
@@ -191,7 +209,16 @@ async fn with_messages(state: &AppState, c: &Conversation, reader: Reader) -> Ap
 pub(crate) async fn record(state: &AppState, c: &Conversation, reader: Reader) -> ApiResult<ConversationRecord> {
     let unread = messages::unread_counts(&state.db, &[c.id], reader.reads()).await?;
     let last = messages::latest_in_conversations(&state.db, &[c.id]).await?;
-    Ok(ConversationRecord::seen_by(c, unread.get(&c.id).copied().unwrap_or(0), last.get(&c.id), reader))
+    let labels = labels_for(state, &[c.id], reader).await?;
+    Ok(ConversationRecord::seen_by(c, unread.get(&c.id).copied().unwrap_or(0), last.get(&c.id), &labels, reader))
+}
+
+/// The labels of conversations `ids`, when `reader` is the partner's (the user sees none).
+async fn labels_for(state: &AppState, ids: &[i64], reader: Reader) -> ApiResult<HashMap<i64, Vec<String>>> {
+    Ok(match reader {
+        Reader::Agent => crate::store::labels::of_conversations(&state.db, ids).await?,
+        Reader::User => HashMap::new(),
+    })
 }
 
 /// A page of conversations as `reader` sees them, each with its unread count.
@@ -204,10 +231,11 @@ async fn page_of(
     let ids: Vec<i64> = rows.iter().take(page.limit as usize).map(|c| c.id).collect();
     let unread = messages::unread_counts(&state.db, &ids, reader.reads()).await?;
     let last = messages::latest_in_conversations(&state.db, &ids).await?;
+    let labels = labels_for(state, &ids, reader).await?;
     Ok(page.list(
         rows,
         |c| c.id,
-        |c| ConversationRecord::seen_by(c, unread.get(&c.id).copied().unwrap_or(0), last.get(&c.id), reader),
+        |c| ConversationRecord::seen_by(c, unread.get(&c.id).copied().unwrap_or(0), last.get(&c.id), &labels, reader),
     ))
 }
 

@@ -154,6 +154,27 @@ pub(super) async fn read_my_conversation(
     Ok(Json(read(&state, &c, Reader::User).await?))
 }
 
+/// I am writing in my conversation.
+///
+/// The partner's agents see "typing…" (`conversation.typing` on `GET /conversations/events`) for a few
+/// seconds. Send it at most every 2 seconds while writing; more often changes nothing.
+#[utoipa::path(
+    post,
+    path = "/me/conversations/{ref}/typing",
+    tag = "conversations",
+    security(("userJwt" = [])),
+    responses((status = 204, description = "The agents are told"), (status = 404, response = E404))
+)]
+pub(super) async fn typing_in_my_conversation(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(reference): Path<String>,
+) -> ApiResult<StatusCode> {
+    let c = user_thread(&state, &user, &reference).await?;
+    crate::conversations::typing(&state.db, &c, Reader::User, &state.typing, state.now()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 /// Write in my conversation (reopens it: open).
 ///
 /// An `idempotency_key` (or the `Idempotency-Key` header) makes a retry safe, as for partner sends: within

@@ -42,7 +42,8 @@ pub struct EventsQuery {
 ///
 /// Events: `conversation.message` (`{conversation, message}`: a new message from either side, or one whose
 /// state moved — delivered, read), `conversation.updated` (the conversation: its state, its assignee, or a
-/// new internal note), `webhook.deliveries` (`{}`: the partner's webhook deliveries were tried, so the
+/// new internal note), `conversation.typing` (`{conversation_id, from: "user"}`: the person is writing in the
+/// app; show it for a few seconds), `webhook.deliveries` (`{}`: the partner's webhook deliveries were tried, so the
 /// delivery log moved; at most one a second), `reset` (the events since the
 /// given id are no longer kept: fetch afresh) and
 /// `logout` (the key was revoked or the session ended). Each `id` increases per partner; reconnect with
@@ -116,6 +117,13 @@ impl Console {
             }
             // The delivery log moved: the console's Webhooks page fetches it again (nothing else is said).
             UserEventKind::WebhookDeliveries => json!({}),
+            // The person writes in the app: shown a few seconds, never when replayed stale.
+            UserEventKind::ConversationTyping => {
+                if self.state.now() - event.created_at > crate::conversations::TYPING_SHOWN_MS {
+                    return Ok(None);
+                }
+                json!({ "conversation_id": event.subject_id, "from": "user" })
+            }
             _ => return Ok(None),
         };
         Ok(Some(Event::default().id(event.seq.to_string()).event(event.kind.as_str()).data(body.to_string())))

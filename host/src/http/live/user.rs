@@ -90,7 +90,8 @@ pub struct StreamQuery {
 ///
 /// Events: `message.created` and `message.updated` (a hub message, as `GET /me/messages` lists it),
 /// `conversation.message` (`{conversation, message}`), `conversation.updated` (the conversation),
-/// `flow.updated` (`{ref, kind, state, bot_ref}`: fetch its new steps), `reset` (the events since the app's
+/// `conversation.typing` (`{conversation_id, ref, from: "agent"}`: an agent is writing; show it for a few
+/// seconds, or until their message comes), `flow.updated` (`{ref, kind, state, bot_ref}`: fetch its new steps), `reset` (the events since the app's
 /// last id are no longer kept: fetch afresh) and `logout` (the token was signed out or expired). Each has
 /// an `id` that increases per user; reconnect with `Last-Event-ID` to get what was missed (kept 24 hours).
 /// A comment line every 25 seconds keeps the connection open. Authentication is the ticket: a missing,
@@ -165,7 +166,8 @@ struct Live {
 
 impl Audience for Live {
     async fn render(&mut self, event: UserEvent, message: Option<Message>) -> Option<Event> {
-        let (rendered, carried) = render(&self.state.db, &event, message, self.ticket.device.as_deref()).await?;
+        let (db, device, now) = (&self.state.db, self.ticket.device.as_deref(), self.state.now());
+        let (rendered, carried) = render(db, &event, message, device, now).await?;
         if let Some(message) = carried {
             self.delivered(message);
         }
@@ -214,6 +216,7 @@ async fn render(
     event: &UserEvent,
     message: Option<Message>,
     device: Option<&str>,
+    now: crate::clock::Millis,
 ) -> Option<(Event, Option<Message>)> {
     let mut carried = None;
     let body = match event.kind {
@@ -248,6 +251,14 @@ async fn render(
             json!({ "ref": s.reference, "kind": kind, "state": s.state, "bot_ref": bot.reference }).to_string()
         }
         UserEventKind::AccountUpdated => "{}".to_string(),
+        // An agent writes: shown a few seconds, never when replayed stale.
+        UserEventKind::ConversationTyping => {
+            if now - event.created_at > crate::conversations::TYPING_SHOWN_MS {
+                return None;
+            }
+            let c = conversations::find_by_id(db, event.subject_id).await.ok()??;
+            json!({ "conversation_id": c.id, "ref": c.reference, "from": "agent" }).to_string()
+        }
         // A partner's own log only: never on a person's stream.
         UserEventKind::WebhookDeliveries => return None,
     };

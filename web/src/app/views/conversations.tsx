@@ -10,6 +10,7 @@ import { SearchBox, useSearch } from "../search";
 import { discard, queue, save, sendWith, useQueued } from "../offline";
 import { errorText, lastMessageLine, when } from "../../shared/format";
 import { ErrorNote, Loading, useAsync, useTitle } from "../util";
+import { useTypingShown, useTypingSignal } from "../../shared/typing";
 
 const STATE_LABEL: Record<string, string> = { open: "Open", pending: "Waiting for you", closed: "Closed" };
 
@@ -195,8 +196,13 @@ export function ConversationView({ convRef }: { convRef: string }) {
   const thread = useAsync(() => get<ConversationThread>(`/me/conversations/${enc(convRef)}`), [convRef]);
   // Live: a new message in this thread (an agent's reply, or the user's own from another device) and the
   // thread's state; after a gap the stream could not replay, the thread is fetched again.
+  // An agent writing shows "typing…" until their message comes (or a few seconds pass).
+  const [agentTyping, heardTyping, stoppedTyping] = useTypingShown([convRef]);
+  useLive(["conversation.typing"], (d: { ref: string }) => d.ref === convRef && heardTyping(), [convRef]);
+  const typing = useTypingSignal(() => post(`/me/conversations/${enc(convRef)}/typing`), [convRef]);
   useLive(["conversation.message"], ({ conversation, message }: { conversation: Conversation; message: Message }) => {
     if (conversation.ref !== convRef) return;
+    if (message.direction === "out") stoppedTyping();
     thread.update((t) => ({ ...withMessage(t, message), state: conversation.state, unread: conversation.unread, last_message_at: conversation.last_message_at }));
   }, [convRef]);
   useLive(["conversation.updated"], (c: Conversation) => {
@@ -384,11 +390,17 @@ export function ConversationView({ convRef }: { convRef: string }) {
               </li>
             ))}
           </ol>
+          <p class="typing" role="status">
+            {agentTyping ? `${t.partner_name} is typing…` : ""}
+          </p>
           <form class="composer" onSubmit={send}>
             <label for="reply" class="sr-only">
               Your reply
             </label>
-            <textarea id="reply" rows={2} placeholder="Write a reply" value={text} onInput={(e) => setText((e.target as HTMLTextAreaElement).value)} onKeyDown={(e) => e.key === "Enter" && (e.ctrlKey || e.metaKey) && send(e)} />
+            <textarea id="reply" rows={2} placeholder="Write a reply" value={text} onInput={(e) => {
+                setText((e.target as HTMLTextAreaElement).value);
+                typing();
+              }} onKeyDown={(e) => e.key === "Enter" && (e.ctrlKey || e.metaKey) && send(e)} />
             <button type="submit" class="primary" disabled={busy || !text.trim()}>
               {busy ? "Sending…" : encrypted ? "Send encrypted" : "Send"}
             </button>

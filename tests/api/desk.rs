@@ -1,0 +1,311 @@
+//! The agents' desk (issue 74, points 1 and 5): labels on conversations and the list filtered by them,
+//! macros that reply, label, note, assign and close at once, and assignment — round robin and by capacity
+//! among the agents online, transfers with a note, and an agent going offline handing theirs back.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::TestApp;
+use crate::members::{Browser, invitation, sign_in};
+
+const OWNER: &str = "+15550300001";
+const ANA: &str = "+15550300002";
+const BO: &str = "+15550300003";
+const CY: &str = "+15550300004";
+const USER: &str = "+15550300060";
+
+/// A member of `key`'s partner with `role` and `name`, signed in.
+async fn member<'a>(app: &'a TestApp, key: &str, phone: &str, role: &str, name: &str) -> (Browser<'a>, i64) {
+    let (r, browser) = sign_in(app, phone, json!({"invitation": invitation(app, key, role).await, "name": name})).await;
+    let id = r.ok(201)["member"]["id"].as_i64().unwrap();
+    (browser.unwrap(), id)
+}
+
+/// The user opens a conversation with acme, saying `body`: its id.
+async fn opens(app: &TestApp, user: &str, body: &str) -> i64 {
+    let c = app.post(user, "/api/v1/me/conversations", json!({"partner": "acme", "body": body})).await;
+    c.ok(201)["conversation_id"].as_i64().unwrap()
+}
+
+fn ids(list: &Value) -> Vec<i64> {
+    list["data"].as_array().unwrap().iter().map(|c| c["conversation_id"].as_i64().unwrap()).collect()
+}
+
+async fn assignee_of(app: &TestApp, key: &str, c: i64) -> Value {
+    app.get(key, &path(c)).await.ok(200)["assignee_id"].clone()
+}
+
+async fn put_assignment(app: &TestApp, key: &str, body: Value) -> crate::common::Resp {
+    app.request(Method::PUT, "/api/v1/settings/assignment", Some(key), Some(&body)).await
+}
+
+/// Sets the member's own status: the status they have now.
+async fn me(b: &Browser<'_>, status: &str) -> Value {
+    b.send(Method::PATCH, "/api/v1/members/me", json!({"status": status})).await.ok(200)["member"]["status"].clone()
+}
+
+fn path(id: i64) -> String {
+    format!("/api/v1/conversations/{id}")
+}
+
+#[tokio::test]
+async fn labels_are_kept_by_admins_put_on_conversations_and_filter_the_list_and_the_user_never_sees_them() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let other = app.partner("globex").await;
+    let (agent, _) = member(&app, &key, ANA, "agent", "Ana Lima").await;
+    let (admin, _) = member(&app, &key, BO, "admin", "Bo Chen").await;
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": USER})).await.ok(200);
+    let user = app.login(USER).await;
+    let (a, b) = (opens(&app, &user, "billing question").await, opens(&app, &user, "delivery late").await);
+
+    // Kept by admins (lower case, a colour), refused for agents; bad names and colours are 422 on the field.
+    let billing = admin.send(Method::POST, "/api/v1/labels", json!({"name": " Billing ", "color": "#2563EB"})).await;
+    assert_eq!((billing.ok(201)["name"].as_str(), billing.json["color"].as_str()), (Some("billing"), Some("#2563eb")));
+    let billing_id = billing.json["id"].as_i64().unwrap();
+    let vip = app.post(&key, "/api/v1/labels", json!({"name": "vip"})).await.ok(201).clone();
+    assert_eq!(vip["color"], "#6b7280");
+    agent.send(Method::POST, "/api/v1/labels", json!({"name": "mine"})).await.error(403, "forbidden");
+    app.post(&key, "/api/v1/labels", json!({"name": "BILLING"})).await.error(409, "conflict");
+    for bad in [json!({"name": "x".repeat(1000)}), json!({"name": ""}), json!({"name": "two words"}), json!({})] {
+        app.post(&key, "/api/v1/labels", bad).await.field_error("name");
+    }
+    app.post(&key, "/api/v1/labels", json!({"name": "red", "color": "red"})).await.field_error("color");
+    app.post(&other, "/api/v1/labels", json!({"name": "theirs"})).await.ok(201);
+
+    // An agent labels a conversation; the list filters by a label; a label not the partner's is refused.
+    let labelled = agent.send(Method::PATCH, &path(a), json!({"labels": ["billing", "VIP"]})).await;
+    assert_eq!(labelled.ok(200)["labels"], json!(["billing", "vip"]));
+    agent.send(Method::PATCH, &path(b), json!({"labels": ["vip"]})).await.ok(200);
+    assert_eq!(ids(agent.get("/api/v1/conversations?label=billing&state=").await.ok(200)), [a]);
+    assert_eq!(ids(agent.get("/api/v1/conversations?label=vip").await.ok(200)), [b, a]);
+    assert!(ids(agent.get("/api/v1/conversations?label=theirs").await.ok(200)).is_empty());
+    app.get(&key, "/api/v1/conversations?label=no%20such").await.field_error("label");
+    agent.send(Method::PATCH, &path(b), json!({"labels": ["theirs"]})).await.field_error("labels");
+    agent.send(Method::PATCH, &path(b), json!({"labels": ["x".repeat(1000)]})).await.field_error("labels");
+    let many: Vec<String> = (0..21).map(|i| format!("l{i}")).collect();
+    agent.send(Method::PATCH, &path(b), json!({"labels": many})).await.field_error("labels");
+    let listed = agent.get("/api/v1/labels").await.ok(200).clone();
+    let counts: Vec<(&str, i64)> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["name"].as_str().unwrap(), l["conversations"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(counts, [("billing", 1), ("vip", 2)]);
+    assert_eq!(app.get(&key, &path(a)).await.ok(200)["labels"], json!(["billing", "vip"]));
+
+    // The user sees no labels, in the list or the thread.
+    let theirs = app.get(&user, "/api/v1/me/conversations").await.ok(200).clone();
+    assert!(!theirs.to_string().contains("\"labels\"") && !theirs.to_string().contains("vip"), "{theirs}");
+    let thread_ref = theirs["data"][0]["ref"].as_str().unwrap();
+    let thread = app.get(&user, &format!("/api/v1/me/conversations/{thread_ref}")).await.ok(200).to_string();
+    assert!(!thread.contains("\"labels\"") && !thread.contains("vip"), "{thread}");
+
+    // Replaced as a whole; a label deleted leaves its conversations; another partner's is not found.
+    agent.send(Method::PATCH, &path(a), json!({"labels": []})).await.ok(200);
+    assert_eq!(app.get(&key, &path(a)).await.ok(200)["labels"], json!([]));
+    let vip_path = format!("/api/v1/labels/{}", vip["id"]);
+    app.request(Method::DELETE, &vip_path, Some(&other), None).await.error(404, "not_found");
+    agent.call(Method::DELETE, &vip_path, None, Some("same-origin")).await.error(403, "forbidden");
+    assert_eq!(admin.call(Method::DELETE, &vip_path, None, Some("same-origin")).await.status.as_u16(), 204);
+    assert_eq!(app.get(&key, &path(b)).await.ok(200)["labels"], json!([]));
+    assert_eq!(app.rows("conversation_labels", "1 = 1").await, 0);
+    app.request(Method::DELETE, &format!("/api/v1/labels/{billing_id}"), Some(&key), None).await;
+    assert_eq!(app.get(&key, "/api/v1/labels").await.ok(200)["data"], json!([]));
+}
+
+#[tokio::test]
+async fn a_macro_replies_labels_notes_assigns_and_closes_at_once_and_is_checked_again_when_applied() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let other = app.partner("globex").await;
+    let (agent, ana_id) = member(&app, &key, ANA, "agent", "Ana Lima").await;
+    let (admin, _) = member(&app, &key, BO, "admin", "Bo Chen").await;
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": USER})).await.ok(200);
+    let user = app.login(USER).await;
+    let c = opens(&app, &user, "I was charged twice").await;
+    app.post(&key, "/api/v1/labels", json!({"name": "billing"})).await.ok(201);
+    let canned =
+        app.post(&key, "/api/v1/canned-replies", json!({"shortcut": "refund", "body": "Refunded today."})).await;
+    let canned_id = canned.ok(201)["id"].as_i64().unwrap();
+
+    // Saved by admins, checked against what the partner has: each refusal names the action's field.
+    let refund = json!({"name": "Refund and close", "actions": [
+        {"type": "reply", "canned_reply_id": canned_id},
+        {"type": "add_labels", "labels": ["billing"]},
+        {"type": "note", "body": "Refund sent by macro"},
+        {"type": "assign", "assignee": "me"},
+        {"type": "close"},
+    ]});
+    agent.send(Method::POST, "/api/v1/macros", refund.clone()).await.error(403, "forbidden");
+    let made = admin.send(Method::POST, "/api/v1/macros", refund.clone()).await;
+    let macro_id = made.ok(201)["id"].as_i64().unwrap();
+    assert_eq!(made.json["actions"], refund["actions"]);
+    app.post(&key, "/api/v1/macros", refund.clone()).await.error(409, "conflict");
+    let bad = |actions: Value| json!({"name": "Bad", "actions": actions});
+    for (actions, field) in [
+        (json!([]), "actions"),
+        (json!([{"type": "add_labels", "labels": ["nope"]}]), "actions[0].labels"),
+        (json!([{"type": "close"}, {"type": "add_labels", "labels": ["x".repeat(1000)]}]), "actions[1].labels"),
+        (json!([{"type": "reply", "body": "a"}, {"type": "reply", "body": "b"}]), "actions[1].type"),
+        (json!([{"type": "reply"}]), "actions[0].body"),
+        (json!([{"type": "reply", "canned_reply_id": 99999}]), "actions[0].canned_reply_id"),
+        (json!([{"type": "assign", "assignee": "99999"}]), "actions[0].assignee"),
+        (json!([{"type": "note", "body": "  "}]), "actions[0].body"),
+    ] {
+        app.post(&key, "/api/v1/macros", bad(actions)).await.field_error(field);
+    }
+    app.post(&key, "/api/v1/macros", bad(json!([{"type": "explode"}]))).await.error(422, "validation");
+    app.post(&key, "/api/v1/macros", json!({"name": " ", "actions": [{"type": "close"}]})).await.field_error("name");
+    // Another partner's labels and replies are not this partner's.
+    let theirs = json!({"name": "Theirs", "actions": [{"type": "reply", "canned_reply_id": canned_id}]});
+    app.post(&other, "/api/v1/macros", theirs).await.field_error("actions[0].canned_reply_id");
+
+    // Applied by an agent: the reply goes signed by them, then the labels, the note, the assignee, closing.
+    assert_eq!(agent.get("/api/v1/macros").await.ok(200)["data"][0]["name"], "Refund and close");
+    let applied = agent.send(Method::POST, &format!("{}/macro", path(c)), json!({"macro_id": macro_id})).await;
+    let conversation = applied.ok(200)["conversation"].clone();
+    assert_eq!(applied.json["message"]["body"], "Refunded today.");
+    assert_eq!(applied.json["message"]["author"]["member_id"], ana_id);
+    assert_eq!(
+        (&conversation["state"], &conversation["labels"], &conversation["assignee_id"]),
+        (&json!("closed"), &json!(["billing"]), &json!(ana_id))
+    );
+    let notes = app.get(&key, &format!("{}/notes", path(c))).await.ok(200).clone();
+    assert_eq!(notes["data"][0]["body"], "Refund sent by macro");
+    let thread_ref = conversation["ref"].as_str().unwrap();
+    let seen = app.get(&user, &format!("/api/v1/me/conversations/{thread_ref}")).await.ok(200).clone();
+    let last = seen["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((last["body"].as_str(), last["sender_name"].as_str()), (Some("Refunded today."), Some("Ana")));
+
+    // With the partner key, `me` is no one: refused before anything is done.
+    let c2 = opens(&app, &user, "again").await;
+    let by_key = app.post(&key, &format!("{}/macro", path(c2)), json!({"macro_id": macro_id})).await;
+    by_key.field_error("macro_id");
+    // A macro whose label went since is refused when applied, and nothing of it is done (no reply sent).
+    let labels = app.get(&key, "/api/v1/labels").await.ok(200)["data"][0]["id"].as_i64().unwrap();
+    app.request(Method::DELETE, &format!("/api/v1/labels/{labels}"), Some(&key), None).await;
+    let stale = agent.send(Method::POST, &format!("{}/macro", path(c2)), json!({"macro_id": macro_id})).await;
+    stale.field_error("macro_id");
+    assert!(stale.json["error"]["message"].as_str().unwrap().contains("billing"), "{}", stale.json);
+    let untouched = app.get(&key, &path(c2)).await.ok(200).clone();
+    assert_eq!((untouched["state"].as_str(), untouched["messages"].as_array().unwrap().len()), (Some("open"), 1));
+    // Unknown macros (or another partner's) are 422 on the field; another partner's conversation is 404.
+    agent.send(Method::POST, &format!("{}/macro", path(c2)), json!({"macro_id": 99999})).await.field_error("macro_id");
+    agent.send(Method::POST, &format!("{}/macro", path(c2)), json!({})).await.field_error("macro_id");
+    app.post(&other, &format!("{}/macro", path(c2)), json!({"macro_id": macro_id})).await.error(404, "not_found");
+
+    // Replaced as a whole (now valid again without the label), then applied by the key: it assigns to Ana.
+    let mac = format!("/api/v1/macros/{macro_id}");
+    let fixed = json!({"name": "Refund", "actions": [{"type": "reply", "body": "Done."}, {"type": "assign", "assignee": ana_id.to_string()}]});
+    assert_eq!(admin.send(Method::PUT, &mac, fixed).await.ok(200)["name"], "Refund");
+    let applied = app.post(&key, &format!("{}/macro", path(c2)), json!({"macro_id": macro_id})).await;
+    assert_eq!(applied.ok(200)["conversation"]["assignee_id"], ana_id);
+    assert_eq!(applied.json["conversation"]["state"], "pending");
+    app.request(Method::PUT, &mac, Some(&other), Some(&json!({"name": "x", "actions": [{"type": "close"}]})))
+        .await
+        .error(404, "not_found");
+    assert_eq!(admin.call(Method::DELETE, &mac, None, Some("same-origin")).await.status.as_u16(), 204);
+    assert_eq!(app.get(&key, "/api/v1/macros").await.ok(200)["data"], json!([]));
+}
+
+#[tokio::test]
+async fn round_robin_and_capacity_give_conversations_to_agents_online_and_an_agent_going_offline_hands_theirs_back() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let (_owner, _) = member(&app, &key, OWNER, "owner", "Olga Owner").await;
+    let (ana, ana_id) = member(&app, &key, ANA, "agent", "Ana Lima").await;
+    let (bo, bo_id) = member(&app, &key, BO, "agent", "Bo Chen").await;
+    let (cy, cy_id) = member(&app, &key, CY, "agent", "Cy Park").await;
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": USER})).await.ok(200);
+    let user = app.login(USER).await;
+    let assignee = |c: i64| assignee_of(&app, &key, c);
+
+    // Manual (the default): a new conversation waits in the queue.
+    let settings = app.get(&key, "/api/v1/settings/assignment").await.ok(200).clone();
+    assert_eq!((settings["mode"].as_str(), settings["default_capacity"].as_i64()), (Some("manual"), Some(10)));
+    assert_eq!(settings["agents"][1]["status"], "offline");
+    let waiting = opens(&app, &user, "anyone there?").await;
+    assert!(assignee(waiting).await.is_null());
+
+    // Bad settings are 422 on the field; agents may not change them.
+    let put = |body: Value| put_assignment(&app, &key, body);
+    put(json!({"mode": "round_robin", "default_capacity": 0})).await.field_error("default_capacity");
+    put(json!({"mode": "sometimes"})).await.error(422, "validation");
+    put(json!({})).await.field_error("mode");
+    ana.send(Method::PUT, "/api/v1/settings/assignment", json!({"mode": "manual"})).await.error(403, "forbidden");
+    ana.send(Method::PATCH, "/api/v1/members/me", json!({"status": "busy"})).await.error(422, "validation");
+    ana.send(Method::PATCH, "/api/v1/members/me", json!({})).await.field_error("name");
+
+    // Round robin among those online: Ana and Bo (Cy is away). Turning it on gives out the queue.
+    assert_eq!(me(&ana, "online").await, "online");
+    assert_eq!(me(&bo, "online").await, "online");
+    assert_eq!(me(&cy, "away").await, "away");
+    put(json!({"mode": "round_robin"})).await.ok(200);
+    assert_eq!(assignee(waiting).await, ana_id);
+    let mut given = Vec::new();
+    for i in 0..4 {
+        let c = opens(&app, &user, &format!("question {i}")).await;
+        given.push(assignee(c).await.as_i64().unwrap());
+    }
+    assert_eq!(given, [bo_id, ana_id, bo_id, ana_id]);
+    let team = app.get(&key, "/api/v1/settings/assignment").await.ok(200).clone();
+    let load: Vec<(i64, i64)> = team["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["member_id"].as_i64().unwrap(), a["open_conversations"].as_i64().unwrap()))
+        .collect();
+    assert!(load.contains(&(ana_id, 3)) && load.contains(&(bo_id, 2)) && load.contains(&(cy_id, 0)), "{load:?}");
+
+    // Bo goes offline: his conversations go back to the queue, and on to Ana, the one online (capacity 10).
+    let bos = ids(app.get(&key, &format!("/api/v1/conversations?assigned={bo_id}")).await.ok(200));
+    assert_eq!(bos.len(), 2);
+    assert_eq!(me(&bo, "offline").await, "offline");
+    for c in &bos {
+        assert_eq!(assignee(*c).await, ana_id, "conversation {c}");
+    }
+
+    // Capacity: at most 5 for Ana (an owner sets it; 0 is refused), and by capacity the least busy first.
+    let ana_member = format!("/api/v1/members/{ana_id}");
+    app.request(Method::PATCH, &ana_member, Some(&key), Some(&json!({"capacity": 0}))).await.field_error("capacity");
+    let capped = app.request(Method::PATCH, &ana_member, Some(&key), Some(&json!({"capacity": 5}))).await;
+    assert_eq!(capped.ok(200)["capacity"], 5);
+    put(json!({"mode": "capacity", "default_capacity": 3})).await.ok(200);
+    assert_eq!(me(&cy, "online").await, "online");
+    // Cy has none: the next three go to Cy (the least busy), then Cy is full (3) and Ana has 5: the queue.
+    let mut next = Vec::new();
+    for i in 0..4 {
+        let c = opens(&app, &user, &format!("more {i}")).await;
+        next.push((c, assignee(c).await));
+    }
+    let to: Vec<Value> = next.iter().map(|(_, a)| a.clone()).collect();
+    assert_eq!(to, [json!(cy_id), json!(cy_id), json!(cy_id), Value::Null]);
+    assert_eq!(app.get(&key, "/api/v1/settings/assignment").await.ok(200)["queued"], 1);
+    // Closing one of Cy's frees a place: the queue is given out.
+    cy.send(Method::PATCH, &path(next[0].0), json!({"state": "closed"})).await.ok(200);
+    assert_eq!(assignee(next[3].0).await, cy_id);
+
+    // A transfer with a note: the note names who it went to.
+    let moved =
+        ana.send(Method::PATCH, &path(waiting), json!({"assignee_id": cy_id, "note": "Cy knows this customer"})).await;
+    assert_eq!(moved.ok(200)["assignee_id"], cy_id);
+    let notes = app.get(&key, &format!("{}/notes", path(waiting))).await.ok(200).clone();
+    assert_eq!(notes["data"][0]["body"], "Transferred to Cy Park: Cy knows this customer");
+    assert_eq!(notes["data"][0]["member_id"], ana_id);
+    ana.send(Method::PATCH, &path(waiting), json!({"note": "alone"})).await.field_error("note");
+
+    // Signing out is going offline: Cy's four go back to the queue; Ana has room for one, the rest wait.
+    assert_eq!(
+        cy.call(Method::DELETE, "/api/v1/members/sessions/current", None, Some("same-origin")).await.status,
+        204
+    );
+    // Only the one closed stays theirs.
+    assert_eq!(ids(app.get(&key, &format!("/api/v1/conversations?assigned={cy_id}")).await.ok(200)), [next[0].0]);
+    assert_eq!(app.get(&key, "/api/v1/settings/assignment").await.ok(200)["queued"], 3);
+    // Back to manual: nothing more is given out.
+    put(json!({"mode": "manual"})).await.ok(200);
+    let c = opens(&app, &user, "by hand").await;
+    assert!(assignee(c).await.is_null());
+}
