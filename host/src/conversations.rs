@@ -217,25 +217,76 @@ pub fn state_after(message: &NewMessage) -> ConversationState {
 }
 
 /// Opens conversation `reference` with the user's first message (in the app), with the partner's
-/// `conversation.message` and the user's events.
+/// `conversation.message` and the user's events (and the automatic reply outside business hours: delivery
+/// is woken for it).
 pub async fn open(
-    db: &Db,
+    host: &Sending<'_>,
     reference: &str,
     subject: Option<&str>,
     first: NewMessage,
-    now: Millis,
 ) -> Result<(Conversation, Message), sqlx::Error> {
-    store::open(db, reference, subject, first, now, crate::events::conversation_message).await
+    let mut tx = host.db.begin().await?;
+    let opened =
+        store::open_in(&mut tx, reference, subject, first, host.now, crate::events::conversation_message).await?;
+    let replied = away_reply_in(&mut tx, &opened.0, host.now).await?;
+    tx.commit().await?;
+    if replied {
+        host.wake.notify_one();
+    }
+    Ok(opened)
 }
 
-/// [`open`] in the caller's transaction (a message from WhatsApp or SMS, written with its own change).
+/// [`open`] in the caller's transaction (a message from WhatsApp or SMS, written with its own change): the
+/// caller wakes delivery when an automatic reply was written (`true`).
 pub async fn open_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     reference: &str,
     first: NewMessage,
     now: Millis,
-) -> Result<(Conversation, Message), sqlx::Error> {
-    store::open_in(tx, reference, None, first, now, crate::events::conversation_message).await
+) -> Result<(Conversation, Message, bool), sqlx::Error> {
+    let (c, m) = store::open_in(tx, reference, None, first, now, crate::events::conversation_message).await?;
+    let replied = away_reply_in(tx, &c, now).await?;
+    Ok((c, m, replied))
+}
+
+/// What the partner's team says to a person's message when it is out of its business hours
+/// (`business_hours`), in the caller's transaction: its automatic reply with when it is back, on the
+/// person's channel, once per closed period in each conversation (`store::service_levels`). It leaves the
+/// conversation waiting for the agents, and its SLA running. Answers whether it was written.
+async fn away_reply_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    c: &Conversation,
+    now: Millis,
+) -> Result<bool, sqlx::Error> {
+    let settings = crate::store::service_levels::settings_in(tx, c.partner_id).await?;
+    let (Some(hours), Some(text)) = (&settings.hours, &settings.away_message) else { return Ok(false) };
+    if hours.open_at(now) {
+        return Ok(false);
+    }
+    let since = hours.last_close(now).unwrap_or(Millis::MIN);
+    if !crate::store::service_levels::claim_away_reply_in(tx, c.id, since, now).await? {
+        return Ok(false);
+    }
+    let back = hours.next_open(now).and_then(|at| crate::business_hours::back_at(hours, at));
+    let body = match back {
+        Some(back) => format!("{text}\n\nWe're back {back}."),
+        None => text.clone(),
+    };
+    let reply = Content {
+        content_type: ContentType::Text,
+        body: Some(body),
+        rendered_body: None,
+        template_code: None,
+        lang: None,
+        priority: "chat".into(),
+        content: MessageContent::default(),
+        media: None,
+        reference: None,
+        fallback_after_s: None,
+    };
+    let message = reply.into_message(c.partner_id, &c.phone, Direction::Out, Some(c.id));
+    store::append_in(tx, c.id, message, ConversationState::Open, now, crate::events::conversation_message).await?;
+    Ok(true)
 }
 
 /// Writes `message` in conversation `conversation_id` (the user's or an agent's, by its direction), moving
@@ -243,24 +294,133 @@ pub async fn open_in(
 /// idempotency key answers the original and changes nothing.
 pub async fn write(host: &Sending<'_>, conversation_id: i64, message: NewMessage) -> Result<Created, sqlx::Error> {
     let outbound = message.direction == Direction::Out;
-    let state = state_after(&message);
-    let written =
-        store::append(host.db, conversation_id, message, state, host.now, crate::events::conversation_message).await?;
-    if outbound && matches!(written, Created::New(_)) {
+    if outbound {
+        let state = state_after(&message);
+        let written =
+            store::append(host.db, conversation_id, message, state, host.now, crate::events::conversation_message)
+                .await?;
+        if matches!(written, Created::New(_)) {
+            host.wake.notify_one();
+        }
+        return Ok(written);
+    }
+    let mut tx = host.db.begin().await?;
+    let (written, replied) = write_in(&mut tx, conversation_id, message, host.now).await?;
+    tx.commit().await?;
+    if replied {
         host.wake.notify_one();
     }
     Ok(written)
 }
 
-/// [`write`] of the user's messages in the caller's transaction (from WhatsApp or SMS).
+/// [`write`] of the user's messages in the caller's transaction (from WhatsApp or SMS), with the automatic
+/// reply outside business hours: the caller wakes delivery when one was written (`true`).
 pub async fn write_in(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     conversation_id: i64,
     message: NewMessage,
     now: Millis,
-) -> Result<Created, sqlx::Error> {
+) -> Result<(Created, bool), sqlx::Error> {
     let state = state_after(&message);
-    store::append_in(tx, conversation_id, message, state, now, crate::events::conversation_message).await
+    let written =
+        store::append_in(tx, conversation_id, message, state, now, crate::events::conversation_message).await?;
+    let replied = match &written {
+        Created::New(_) => match store::find_by_id_in(tx, conversation_id).await? {
+            Some(c) => away_reply_in(tx, &c, now).await?,
+            None => false,
+        },
+        _ => false,
+    };
+    Ok((written, replied))
+}
+
+/// How long a satisfaction question waits for its answer (7 days).
+pub const RATING_WAITS_MS: Millis = 7 * 24 * 60 * 60 * 1000;
+
+/// Closes partner `partner_id`'s conversation `id` (a person's message reopens it); when the partner asks
+/// for ratings and an agent answered in it, the person is asked to rate it on their channel (once: not
+/// again until they wrote since). `None` when it is not the partner's.
+pub async fn close(host: &Sending<'_>, partner_id: i64, id: i64) -> Result<Option<Conversation>, sqlx::Error> {
+    let Some(c) = store::set_state(host.db, partner_id, id, ConversationState::Closed, host.now).await? else {
+        return Ok(None);
+    };
+    crate::assignment::give_out(host.db, partner_id, host.now).await?;
+    if !ask_rating(host, &c).await? {
+        return Ok(Some(c));
+    }
+    store::find_for_partner(host.db, partner_id, id).await
+}
+
+/// Asks the person of closed conversation `c` to rate it, when its partner asks for ratings (see
+/// [`close`]): the question is a message in the conversation that leaves it closed, carrying its scale
+/// (`rating`), and goes on the person's channel. Answers whether it was asked.
+async fn ask_rating(host: &Sending<'_>, c: &Conversation) -> Result<bool, sqlx::Error> {
+    let (enabled, question) = crate::store::ratings::settings(host.db, c.partner_id).await?;
+    if !enabled {
+        return Ok(false);
+    }
+    let mut tx = host.db.begin().await?;
+    if !crate::store::ratings::claim_ask_in(&mut tx, c.id, host.now).await? {
+        return Ok(false);
+    }
+    let ask = Content {
+        content_type: ContentType::Text,
+        body: Some(question.unwrap_or_else(|| crate::store::ratings::DEFAULT_QUESTION.to_string())),
+        rendered_body: None,
+        template_code: None,
+        lang: None,
+        priority: "chat".into(),
+        content: MessageContent {
+            rating: Some(crate::messages::RatingRequest { min: 1, max: 5 }),
+            ..MessageContent::default()
+        },
+        media: None,
+        reference: None,
+        fallback_after_s: None,
+    };
+    let message = ask.into_message(c.partner_id, &c.phone, Direction::Out, Some(c.id));
+    store::append_in(&mut tx, c.id, message, ConversationState::Closed, host.now, crate::events::conversation_message)
+        .await?;
+    tx.commit().await?;
+    host.wake.notify_one();
+    Ok(true)
+}
+
+/// The person's answer to conversation `c`'s satisfaction question: a score of 1 to 5 and an optional
+/// comment (at most 1,000 characters), within [`RATING_WAITS_MS`] of the question, once.
+pub async fn rate(
+    db: &Db,
+    c: &Conversation,
+    score: i64,
+    comment: Option<&str>,
+    now: Millis,
+) -> Result<Result<(), Invalid>, sqlx::Error> {
+    if !(1..=5).contains(&score) {
+        return Ok(Err(Invalid::new("score", "score is 1 (poor) to 5 (great)")));
+    }
+    let comment = comment.map(str::trim).filter(|c| !c.is_empty());
+    if comment.is_some_and(|c| c.chars().count() > 1000) {
+        return Ok(Err(Invalid::new("comment", "a comment is at most 1,000 characters")));
+    }
+    if c.csat_asked_at.is_none_or(|at| at < now - RATING_WAITS_MS) || c.csat_score.is_some() {
+        let why = match (c.csat_asked_at, c.csat_score) {
+            (_, Some(_)) => "this conversation was rated already",
+            (None, _) => "this conversation was not asked to be rated",
+            _ => "the question was asked more than 7 days ago",
+        };
+        return Ok(Err(Invalid::new("score", why)));
+    }
+    if !crate::store::ratings::rate(db, c.id, score, comment, now - RATING_WAITS_MS, now).await? {
+        return Ok(Err(Invalid::new("score", "this conversation was rated already")));
+    }
+    Ok(Ok(()))
+}
+
+/// The score a person's message on WhatsApp or SMS gives, when it is one: `1` to `5` alone (a WhatsApp
+/// list's row title is its number).
+pub fn score_of(text: &str) -> Option<i64> {
+    let t = text.trim();
+    (t.len() == 1).then(|| t.parse::<i64>().ok()).flatten().filter(|s| (1..=5).contains(s))
 }
 
 /// How long a "typing" signal lasts: the side that writes sends one at most every [`TYPING_EVERY_MS`]

@@ -120,6 +120,27 @@ pub struct ConversationMessageEvent {
     pub encrypted: Option<bool>,
 }
 
+/// `conversation.sla_breached`: a conversation waited for the partner's agents past its SLA's due time.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConversationSlaBreachedEvent {
+    /// `conversation.sla_breached`.
+    pub event: &'static str,
+    pub partner: String,
+    pub conversation_id: i64,
+    /// The conversation's ref.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// `first_response` or `next_response`.
+    #[schema(value_type = crate::names::SlaKind)]
+    pub sla: Option<crate::names::SlaKind>,
+    /// When it was due (counted in the partner's business hours).
+    pub due_at: Option<String>,
+    /// The member it is assigned to, if any.
+    pub assignee_id: Option<i64>,
+    pub phone: String,
+    pub at: String,
+}
+
 /// `payment.status`: a payment was created or changed state. `seq` only grows per payment.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PaymentStatusEvent {
@@ -235,6 +256,21 @@ pub fn conversation_message(c: &Conversation, m: &Message, at: Millis) -> Value 
         at: iso_time(at),
         body: (!encrypted).then(|| m.body.clone()),
         encrypted: encrypted.then_some(true),
+    })
+}
+
+/// `conversation.sla_breached` of `c`, breached at `at`.
+pub fn conversation_sla_breached(c: &Conversation, at: Millis) -> Value {
+    value(ConversationSlaBreachedEvent {
+        event: "conversation.sla_breached",
+        partner: c.partner_code.clone(),
+        conversation_id: c.id,
+        reference: c.reference.clone(),
+        sla: c.sla_kind,
+        due_at: c.sla_due_at.map(iso_time),
+        assignee_id: c.assignee_id,
+        phone: c.phone.clone(),
+        at: iso_time(at),
     })
 }
 

@@ -27,6 +27,7 @@
 pub mod assignment;
 pub mod bots;
 pub mod broadcasts;
+pub mod business_hours;
 pub mod channel_steps;
 pub mod clock;
 pub mod config;
@@ -54,6 +55,7 @@ pub mod runtime;
 pub mod secrets;
 pub mod senders;
 pub mod signing;
+pub mod slas;
 pub mod store;
 pub mod template;
 pub mod validate;
@@ -250,6 +252,7 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
     let retention =
         Box::pin(retention::run_worker(state.db.clone(), state.clock.clone(), state.config.clone(), stop.clone()));
     let retention = supervised("retention", retention);
+    let slas = supervised("slas", Box::pin(slas::run_worker(state.db.clone(), state.clock.clone(), stop.clone())));
     vec![
         ("housekeeping", housekeeping),
         ("stream-wakes", wakes),
@@ -259,5 +262,6 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
         ("inbound", inbound),
         ("whatsapp-templates", templates),
         ("retention", retention),
+        ("slas", slas),
     ]
 }

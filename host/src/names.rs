@@ -244,6 +244,16 @@ string_enum! {
 }
 
 string_enum! {
+    /// Which SLA runs on a conversation waiting for the partner's agents.
+    pub enum SlaKind {
+        /// The person's first message waits for any agent reply.
+        FirstResponse = "first_response",
+        /// The person wrote again after an agent's reply.
+        NextResponse = "next_response",
+    }
+}
+
+string_enum! {
     /// Whether a member takes conversations now: only those `online` are given new ones; going `offline`
     /// hands theirs that are not closed back to the queue (or to another agent online).
     pub enum AgentStatus {
@@ -501,6 +511,7 @@ mod tests {
         one_string_form(MemberRole::ALL, MemberRole::as_str, MemberRole::parse);
         one_string_form(AssignmentMode::ALL, AssignmentMode::as_str, AssignmentMode::parse);
         one_string_form(AgentStatus::ALL, AgentStatus::as_str, AgentStatus::parse);
+        one_string_form(SlaKind::ALL, SlaKind::as_str, SlaKind::parse);
         assert_eq!(Channel::names(), ["inapp", "whatsapp", "sms"]);
         assert_eq!(E2eMode::Conversation.as_str(), crate::encryption::MODE_CONVERSATION);
         assert_eq!(MessageState::names(), ["queued", "sent", "delivered", "read", "failed", "scheduled", "canceled"]);

@@ -309,3 +309,248 @@ async fn round_robin_and_capacity_give_conversations_to_agents_online_and_an_age
     let c = opens(&app, &user, "by hand").await;
     assert!(assignee(c).await.is_null());
 }
+
+/// Milliseconds of a UTC time written `2026-12-07T08:00:00Z`.
+fn at(text: &str) -> i64 {
+    text.parse::<jiff::Timestamp>().unwrap().as_millisecond()
+}
+
+#[tokio::test]
+async fn outside_business_hours_a_person_gets_one_automatic_reply_per_closed_period_and_slas_count_business_time() {
+    // Monday 2026-12-07, 09:00 in Berlin (UTC+1): the team is in.
+    let clock = std::sync::Arc::new(hubbub_host::clock::ManualClock::new(at("2026-12-07T08:00:00Z")));
+    let app = TestApp::start_on_clock(std::sync::Arc::new(crate::common::TestDb::new().await), clock, |_| {}).await;
+    let key = app.partner("acme").await;
+    let other = app.partner("globex").await;
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": USER})).await.ok(200);
+    let user = app.login(USER).await;
+    let put = |path: &'static str, body: Value| {
+        let (app, key) = (&app, key.clone());
+        async move { app.request(Method::PUT, path, Some(&key), Some(&body)).await }
+    };
+    let day = json!([{"start": "09:00", "end": "12:00"}, {"start": "13:00", "end": "17:00"}]);
+    let week = json!({"mon": day, "tue": day, "wed": day, "thu": day, "fri": day});
+    let good = json!({"enabled": true, "time_zone": "Europe/Berlin", "hours": week, "holidays": ["2026-12-08"],
+        "away_message": "Thanks for writing! We're away right now."});
+
+    // Bad hours are 422 on the field; another partner's stay its own.
+    let with = |change: Value| {
+        let mut body = good.clone();
+        for (k, v) in change.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        body
+    };
+    let overlapping = json!({"mon": [{"start": "09:00", "end": "13:00"}, {"start": "12:00", "end": "17:00"}]});
+    for (body, field) in [
+        (with(json!({"hours": overlapping})), "hours.mon[1]"),
+        (with(json!({"hours": {"tue": [{"start": "9am", "end": "17:00"}]}})), "hours.tue[0].start"),
+        (with(json!({"hours": {"wed": [{"start": "17:00", "end": "09:00"}]}})), "hours.wed[0].end"),
+        (with(json!({"time_zone": "Mars/Olympus"})), "time_zone"),
+        (with(json!({"time_zone": null})), "time_zone"),
+        (with(json!({"holidays": ["2026-02-30"]})), "holidays[0]"),
+        (with(json!({"away_message": "x".repeat(1001)})), "away_message"),
+    ] {
+        put("/api/v1/settings/business-hours", body).await.field_error(field);
+    }
+    let kept = put("/api/v1/settings/business-hours", good.clone()).await;
+    assert_eq!(
+        (kept.ok(200)["open_now"].as_bool(), kept.json["next_open_at"].as_str()),
+        (Some(true), Some("2026-12-07 08:00:00"))
+    );
+    assert_eq!(kept.json["hours"]["mon"], day);
+    assert_eq!(kept.json["hours"]["sat"], json!([]));
+    assert_eq!(app.get(&other, "/api/v1/settings/business-hours").await.ok(200)["enabled"], false);
+    // SLA targets: 0 and more than 30 days are refused.
+    put("/api/v1/settings/slas", json!({"first_response_s": 0})).await.field_error("first_response_s");
+    put("/api/v1/settings/slas", json!({"next_response_s": 2_592_001})).await.field_error("next_response_s");
+    put("/api/v1/settings/slas", json!({"first_response_s": 3600, "next_response_s": 1800})).await.ok(200);
+
+    // In hours: no automatic reply; the first response is due an hour later.
+    let a = opens(&app, &user, "Order 1 is late").await;
+    let thread = app.get(&key, &path(a)).await.ok(200).clone();
+    assert_eq!(thread["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        thread["sla"],
+        json!({"kind": "first_response", "due_at": "2026-12-07 09:00:00", "breached": false, "breached_at": null})
+    );
+    let theirs = app.get(&user, "/api/v1/me/conversations").await.ok(200).to_string();
+    assert!(!theirs.contains("\"sla\""), "the person never sees the SLA: {theirs}");
+
+    // Past due: breached once, with its webhook; the list filters and sorts by it.
+    app.clock.advance_ms(61 * 60_000);
+    crate::common::eventually("the breach", || async { app.get(&key, &path(a)).await.json["sla"]["breached"] == true })
+        .await;
+    let events = || app.rows("outbox_events", "event = 'conversation.sla_breached'");
+    assert_eq!(events().await, 1);
+    let payload: String =
+        sqlx::query_scalar("SELECT payload FROM outbox_events WHERE event = 'conversation.sla_breached'")
+            .fetch_one(app.state.db.reader())
+            .await
+            .unwrap();
+    let payload: Value = serde_json::from_str(&payload).unwrap();
+    assert_eq!((payload["conversation_id"].as_i64(), payload["sla"].as_str()), (Some(a), Some("first_response")));
+    assert_eq!(payload["due_at"], "2026-12-07T09:00:00Z");
+    let b = opens(&app, &user, "Where is my refund").await;
+    assert_eq!(ids(app.get(&key, "/api/v1/conversations?sla=breached").await.ok(200)), [a]);
+    assert_eq!(ids(app.get(&key, "/api/v1/conversations?sort=sla_due").await.ok(200)), [a, b]);
+    assert_eq!(ids(app.get(&key, "/api/v1/conversations?sla=running").await.ok(200)), [b, a]);
+    app.get(&key, "/api/v1/conversations?sla=late").await.error(422, "validation");
+    app.get(&key, "/api/v1/conversations?sort=sla_due&cursor=c5").await.field_error("cursor");
+
+    // An agent's reply meets it (the first response is noted); the person's next message starts the next.
+    app.post(&key, &format!("{}/messages", path(a)), json!({"body": "On its way"})).await.ok(201);
+    let answered = app.get(&key, &path(a)).await.ok(200).clone();
+    assert!(answered["sla"].is_null());
+    assert_eq!(answered["first_response_at"], "2026-12-07 09:01:00");
+    app.post(
+        &user,
+        &format!("/api/v1/me/conversations/{}/messages", answered["ref"].as_str().unwrap()),
+        json!({"body": "Thanks, when?"}),
+    )
+    .await
+    .ok(201);
+    assert_eq!(app.get(&key, &path(a)).await.ok(200)["sla"]["kind"], "next_response");
+    assert_eq!(app.get(&key, &path(a)).await.json["sla"]["due_at"], "2026-12-07 09:31:00");
+    assert_eq!(events().await, 1, "each SLA is breached once");
+    // Closing stops it.
+    app.request(Method::PATCH, &path(b), Some(&key), Some(&json!({"state": "closed"}))).await.ok(200);
+    assert!(app.get(&key, &path(b)).await.ok(200)["sla"].is_null());
+
+    // Lunch (12:30 in Berlin): the person's message gets the automatic reply, with when the team is back,
+    // once for the closed period however often they write.
+    app.clock.advance_ms(at("2026-12-07T11:30:00Z") - app.now());
+    let reference = answered["ref"].as_str().unwrap().to_string();
+    let write = |body: &'static str| {
+        let (app, user, reference) = (&app, user.clone(), reference.clone());
+        async move {
+            let path = format!("/api/v1/me/conversations/{reference}/messages");
+            app.post(&user, &path, json!({"body": body})).await.ok(201);
+        }
+    };
+    write("Hello?").await;
+    write("Anyone?").await;
+    let automatic = |thread: &Value| -> Vec<String> {
+        thread["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["direction"] == "out" && m["body"].as_str().unwrap().starts_with("Thanks for writing!"))
+            .map(|m| m["body"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let seen = app.get(&user, &format!("/api/v1/me/conversations/{reference}")).await.ok(200).clone();
+    assert_eq!(
+        automatic(&seen),
+        ["Thanks for writing! We're away right now.\n\nWe're back Monday 2026-12-07 at 13:00 (Europe/Berlin)."]
+    );
+    // It leaves the conversation waiting for the agents, with its SLA running.
+    let waiting = app.get(&key, &path(a)).await.ok(200).clone();
+    assert_eq!((waiting["state"].as_str(), waiting["sla"]["kind"].as_str()), (Some("open"), Some("next_response")));
+
+    // Monday evening: a new closed period, and Tuesday is a holiday: back on Wednesday.
+    app.clock.advance_ms(at("2026-12-07T17:00:00Z") - app.now());
+    write("Still nothing").await;
+    let seen = app.get(&user, &format!("/api/v1/me/conversations/{reference}")).await.ok(200).clone();
+    assert_eq!(automatic(&seen).len(), 2);
+    assert!(
+        automatic(&seen)[1].ends_with("We're back Wednesday 2026-12-09 at 09:00 (Europe/Berlin)."),
+        "{:?}",
+        automatic(&seen)
+    );
+    // An SLA started out of hours counts from the next opening: an hour of business time from Monday 18:00
+    // is Wednesday 10:00 in Berlin.
+    let c = opens(&app, &user, "Out of hours").await;
+    assert_eq!(app.get(&key, &path(c)).await.ok(200)["sla"]["due_at"], "2026-12-09 09:00:00");
+
+    // Turned off: always in, no automatic reply.
+    put("/api/v1/settings/business-hours", json!({"enabled": false})).await.ok(200);
+    let d = opens(&app, &user, "Off").await;
+    assert_eq!(app.get(&key, &path(d)).await.ok(200)["messages"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_closed_conversation_asks_the_person_in_the_app_to_rate_it_once_and_the_agents_average_is_kept() {
+    let app = TestApp::start().await;
+    let key = app.partner("acme").await;
+    let (ana, ana_id) = member(&app, &key, ANA, "agent", "Ana Lima").await;
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": USER})).await.ok(200);
+    let user = app.login(USER).await;
+    let csat = |body: Value| {
+        let (app, key) = (&app, key.clone());
+        async move { app.request(Method::PUT, "/api/v1/settings/csat", Some(&key), Some(&body)).await }
+    };
+    csat(json!({"enabled": true, "question": "x".repeat(501)})).await.field_error("question");
+    assert_eq!(app.get(&key, "/api/v1/settings/csat").await.ok(200)["enabled"], false);
+
+    // Off (the default): closing asks nothing.
+    let quiet = opens(&app, &user, "No survey").await;
+    ana.send(Method::POST, &format!("{}/messages", path(quiet)), json!({"body": "Done"})).await.ok(201);
+    ana.send(Method::PATCH, &path(quiet), json!({"state": "closed"})).await.ok(200);
+    assert!(app.get(&key, &path(quiet)).await.ok(200)["rating"].is_null());
+
+    // On: a conversation nobody answered is not asked about; one Ana answered and had is, once.
+    csat(json!({"enabled": true, "question": "Rate us, 1 to 5?"})).await.ok(200);
+    let unanswered = opens(&app, &user, "Never mind").await;
+    ana.send(Method::PATCH, &path(unanswered), json!({"state": "closed"})).await.ok(200);
+    assert!(app.get(&key, &path(unanswered)).await.ok(200)["rating"].is_null());
+    let c = opens(&app, &user, "Where is my order?").await;
+    ana.send(Method::PATCH, &path(c), json!({"assignee_id": ana_id})).await.ok(200);
+    ana.send(Method::POST, &format!("{}/messages", path(c)), json!({"body": "Tomorrow"})).await.ok(201);
+    let closed = ana.send(Method::PATCH, &path(c), json!({"state": "closed"})).await.ok(200).clone();
+    assert!(closed["rating"]["asked_at"].is_string() && closed["rating"]["score"].is_null(), "{closed}");
+    let reference = closed["ref"].as_str().unwrap().to_string();
+    let mine = app.get(&user, &format!("/api/v1/me/conversations/{reference}")).await.ok(200).clone();
+    let question = mine["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        (question["body"].as_str(), question["rating"].clone()),
+        (Some("Rate us, 1 to 5?"), json!({"min": 1, "max": 5}))
+    );
+    assert_eq!(mine["state"], "closed");
+
+    // The person answers in the app: bad scores and comments are 422; once only; it stays closed.
+    let rate = format!("/api/v1/me/conversations/{reference}/rating");
+    for (body, field) in [
+        (json!({"score": 0}), "score"),
+        (json!({"score": 6}), "score"),
+        (json!({}), "score"),
+        (json!({"score": 4, "comment": "x".repeat(1001)}), "comment"),
+    ] {
+        app.post(&user, &rate, body).await.field_error(field);
+    }
+    let rated = app.post(&user, &rate, json!({"score": 4, "comment": "Quick answer"})).await.ok(200).clone();
+    assert_eq!(
+        (rated["rating"]["score"].as_i64(), rated["rating"]["comment"].as_str()),
+        (Some(4), Some("Quick answer"))
+    );
+    assert_eq!(rated["state"], "closed");
+    app.post(&user, &rate, json!({"score": 5})).await.field_error("score");
+    let other = app.login("+15550300099").await;
+    app.post(&other, &rate, json!({"score": 5})).await.error(404, "not_found");
+    // Not asked: refused.
+    let never = app.get(&user, "/api/v1/me/conversations").await.ok(200)["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["conversation_id"] == unanswered)
+        .unwrap()["ref"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.post(&user, &format!("/api/v1/me/conversations/{never}/rating"), json!({"score": 3}))
+        .await
+        .field_error("score");
+
+    // The agents' averages.
+    let team = app.get(&key, "/api/v1/settings/assignment").await.ok(200).clone();
+    let ana_row = team["agents"].as_array().unwrap().iter().find(|a| a["member_id"] == ana_id).unwrap().clone();
+    assert_eq!((ana_row["csat_average"].as_f64(), ana_row["csat_count"].as_i64()), (Some(4.0), Some(1)));
+    // Written again (a minute on), it reopens, and closing asks again.
+    app.clock.advance_ms(60_000);
+    app.post(&user, &format!("/api/v1/me/conversations/{reference}/messages"), json!({"body": "One more thing"}))
+        .await
+        .ok(201);
+    ana.send(Method::POST, &format!("{}/messages", path(c)), json!({"body": "Sure"})).await.ok(201);
+    let again = ana.send(Method::PATCH, &path(c), json!({"state": "closed"})).await.ok(200).clone();
+    assert!(again["rating"]["score"].is_null(), "asked anew: {again}");
+}

@@ -1108,3 +1108,87 @@ async fn a_webhook_bots_form_opens_from_its_link_on_whatsapp() {
     let got = recv.received().into_iter().find(|r| r.json()["payload"]["event"]["type"] == "submit").unwrap();
     assert_eq!(got.json()["payload"]["event"]["values"], json!({"email": "ana@example.com"}));
 }
+
+#[tokio::test]
+async fn a_closed_conversation_asks_for_a_rating_by_sms_and_as_a_whatsapp_list_and_the_number_answered_is_kept() {
+    let (wa, sms) = (FakeServer::start(200, 0).await, FakeServer::start(200, 0).await);
+    let app = TestApp::with_fake_providers(&wa, &sms).await;
+    let acme = app.partner("acme").await;
+    app.request(reqwest::Method::PUT, "/api/v1/settings/csat", Some(&acme), Some(&json!({"enabled": true})))
+        .await
+        .ok(200);
+    let close = |id: i64| {
+        let (app, acme) = (&app, acme.clone());
+        async move {
+            let path = format!("/api/v1/conversations/{id}");
+            app.request(reqwest::Method::PATCH, &path, Some(&acme), Some(&json!({"state": "closed"})))
+                .await
+                .ok(200)
+                .clone()
+        }
+    };
+
+    // By SMS: the question goes as text; the person's "5" is the rating, thanked, and opens nothing.
+    let phone = "+15550000301";
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": phone})).await.ok(200);
+    sms_in(&app, "SMr1", phone, "My parcel is late", None).await;
+    routed(&app).await;
+    let id = conversations(&app, &acme).await[0]["conversation_id"].as_i64().unwrap();
+    let reply =
+        app.post(&acme, &format!("/api/v1/conversations/{id}/messages"), json!({"body": "It ships today"})).await;
+    app.delivered(&acme, reply.ok(201)["message_id"].as_i64().unwrap()).await;
+    let closed = close(id).await;
+    assert_eq!((closed["state"].as_str(), closed["rating"]["score"].clone()), (Some("closed"), Value::Null));
+    let asked = thread(&app, &acme, id).await.last().unwrap().clone();
+    assert_eq!(asked["rating"], json!({"min": 1, "max": 5}));
+    app.delivered(&acme, asked["message_id"].as_i64().unwrap()).await;
+    let question = sent_to(&sms, phone).last().unwrap()["Body"].as_str().unwrap().to_string();
+    assert!(question.contains("from 1 (poor) to 5 (great)"), "{question}");
+    // Closed again, it is not asked again.
+    close(id).await;
+    assert_eq!(thread(&app, &acme, id).await.len(), 3);
+    sms_in(&app, "SMr2", phone, " 5 ", None).await;
+    routed(&app).await;
+    let rated = app.get(&acme, &format!("/api/v1/conversations/{id}")).await.ok(200).clone();
+    assert_eq!((rated["state"].as_str(), rated["rating"]["score"].as_i64()), (Some("closed"), Some(5)));
+    assert_eq!(rated["messages"].as_array().unwrap().len(), 3, "the rating is no message in the conversation");
+    eventually("the thanks", || async {
+        sent_to(&sms, phone).last().is_some_and(|m| m["Body"] == hubbub_host::inbound::RATED_REPLY)
+    })
+    .await;
+    // Another number later is a new conversation, as ever.
+    sms_in(&app, "SMr3", phone, "4", None).await;
+    routed(&app).await;
+    assert_eq!(conversations(&app, &acme).await.len(), 2);
+
+    // On WhatsApp: the question is a list of the scale; the row picked comes back as its number.
+    let wa_phone = "+15550000302";
+    app.post(&acme, "/api/v1/accounts/link", json!({"phone": wa_phone})).await.ok(200);
+    whatsapp_notify(
+        &app.client,
+        &app.base,
+        whatsapp_message("wamid.r1", wa_phone, app.now(), json!({"type": "text", "text": {"body": "Hi"}})),
+    )
+    .await
+    .ok(200);
+    routed(&app).await;
+    let wa_id = conversations(&app, &acme).await.iter().find(|c| c["phone"] == wa_phone).unwrap()["conversation_id"]
+        .as_i64()
+        .unwrap();
+    let reply = app.post(&acme, &format!("/api/v1/conversations/{wa_id}/messages"), json!({"body": "Hello!"})).await;
+    app.delivered(&acme, reply.ok(201)["message_id"].as_i64().unwrap()).await;
+    close(wa_id).await;
+    let asked = thread(&app, &acme, wa_id).await.last().unwrap().clone();
+    app.delivered(&acme, asked["message_id"].as_i64().unwrap()).await;
+    let list = sent_to(&wa, wa_phone).last().unwrap().clone();
+    assert_eq!(list["type"], "interactive", "{list}");
+    let rows = list["interactive"]["action"]["sections"][0]["rows"].as_array().unwrap().clone();
+    let titles: Vec<&str> = rows.iter().map(|r| r["title"].as_str().unwrap()).collect();
+    assert_eq!(titles, ["5", "4", "3", "2", "1"]);
+    let picked = json!({"type": "interactive", "interactive": {"type": "list_reply",
+        "list_reply": {"id": "rating:3", "title": "3", "description": "OK"}}});
+    whatsapp_notify(&app.client, &app.base, whatsapp_message("wamid.r2", wa_phone, app.now(), picked)).await.ok(200);
+    routed(&app).await;
+    let rated = app.get(&acme, &format!("/api/v1/conversations/{wa_id}")).await.ok(200).clone();
+    assert_eq!((rated["state"].as_str(), rated["rating"]["score"].as_i64()), (Some("closed"), Some(3)));
+}

@@ -1498,6 +1498,110 @@ test("3x. typing both ways: the person sees the agent typing in the app, and the
   }
 });
 
+test("3y. business hours and an SLA kept on the Desk page: a person writing on a holiday gets the automatic reply, and the console shows the breach live", async () => {
+  const stamp = Date.now().toString(36);
+  const today = new Date().toISOString().slice(0, 10);
+  const admin = await memberConsole("admin");
+  const agent = await memberConsole("agent");
+  try {
+    const a = admin.pg;
+    await a.getByRole("link", { name: "Desk" }).click();
+    await a.getByRole("heading", { name: "Business hours", level: 2 }).waitFor();
+    await a.getByLabel(/Keep business hours/).check();
+    await a.getByLabel("Time zone").fill("UTC");
+    await a.getByLabel("Saturday").fill("09:00-17:00");
+    await a.getByLabel("Sunday").fill("09:00-17:00");
+    // Overlapping hours are refused, and say where.
+    await a.getByLabel("Monday").fill("09:00-13:00, 12:00-17:00");
+    await a.getByRole("button", { name: "Save business hours" }).click();
+    await a.getByRole("alert").filter({ hasText: "overlaps" }).waitFor();
+    await a.getByLabel("Monday").fill("09:00-12:00, 13:00-17:00");
+    await a.getByLabel(/^Holidays/).fill(today);
+    await a.getByLabel(/^Automatic reply/).fill(`We are closed today ${stamp}.`);
+    await a.getByRole("button", { name: "Save business hours" }).click();
+    await a.getByRole("status").filter({ hasText: "Business hours saved." }).waitFor();
+    await a.getByText("Your team is out now").waitFor();
+    // A first reply within 3 seconds (0.05 minutes), for the test.
+    await a.getByLabel(/^First answer within/).fill("0.05");
+    await a.getByRole("button", { name: "Save SLAs" }).click();
+    await a.getByRole("status").filter({ hasText: "SLAs saved." }).waitFor();
+    await axe("console-desk-hours", a);
+
+    // The person writes: the automatic reply says when the team is back.
+    const user = await person();
+    const conv = await user("POST", "/me/conversations", { partner: "acme", subject: `Holiday ${stamp}`, body: "Are you there?" });
+    await page.goto(BASE + `/conversations/${conv.ref}`);
+    const reply = page.locator(".bubble.agent", { hasText: `We are closed today ${stamp}.` });
+    await reply.waitFor();
+    assert.match(await reply.textContent(), /We're back \w+day \d{4}-\d{2}-\d{2} at 09:00 \(UTC\)/);
+    // On a holiday the SLA waits for the next opening: the agent sees a reply due hours from now.
+    const g = agent.pg;
+    await g.getByRole("link", { name: new RegExp(`Holiday ${stamp}`) }).getByText(/Reply due in [\d.]+ h/).waitFor();
+    // Business hours off (always in): a new conversation's SLA breaches within seconds, live, and the
+    // filter finds it.
+    await a.getByLabel(/Keep business hours/).uncheck();
+    await a.getByRole("button", { name: "Save business hours" }).click();
+    await a.getByText("Your team is out now").waitFor({ state: "detached" });
+    await user("POST", "/me/conversations", { partner: "acme", subject: `Late ${stamp}`, body: "Hello?" });
+    await g.getByLabel("SLA").selectOption("running");
+    const row = g.getByRole("link", { name: new RegExp(`Late ${stamp}`) });
+    await row.waitFor();
+    await g.getByLabel("SLA").selectOption("breached");
+    await row.getByText("SLA breached").waitFor({ timeout: 10000 });
+    await row.click();
+    await g.locator(".thread .sla.breached").waitFor();
+    const hooks = (await partner("GET", "/webhooks/deliveries?event=conversation.sla_breached")).data;
+    assert.ok(hooks.length >= 1, "a conversation.sla_breached webhook is kept for the partner");
+  } finally {
+    // Other tests use acme's console as it was.
+    await partner("PUT", "/settings/business-hours", { enabled: false });
+    await partner("PUT", "/settings/slas", { first_response_s: null, next_response_s: null });
+    await admin.ctx.close();
+    await agent.ctx.close();
+  }
+});
+
+test("3z. ratings: an admin turns them on; an agent closes a conversation and the person rates it in the app; the agent sees it", async () => {
+  const stamp = Date.now().toString(36);
+  const admin = await memberConsole("admin");
+  const agent = await memberConsole("agent");
+  try {
+    const a = admin.pg;
+    await a.getByRole("link", { name: "Desk" }).click();
+    await a.getByLabel("Ask people to rate closed conversations").check();
+    await a.getByLabel(/^Question/).fill(`How was it ${stamp}? Rate us 1 to 5.`);
+    await a.getByRole("button", { name: "Save ratings" }).click();
+    await a.getByRole("status").filter({ hasText: "Ratings saved." }).waitFor();
+
+    const user = await person();
+    const conv = await user("POST", "/me/conversations", { partner: "acme", subject: `Rate ${stamp}`, body: "Help please" });
+    const g = agent.pg;
+    await g.goto(BASE + `/console/c/${conv.conversation_id}`);
+    await g.getByRole("heading", { name: new RegExp(`Rate ${stamp}`), level: 2 }).waitFor();
+    await g.getByLabel(/^Reply to/).fill("All sorted.");
+    await g.getByRole("button", { name: "Send reply" }).click();
+    await g.locator(".from-agent", { hasText: "All sorted." }).waitFor();
+    await g.getByRole("button", { name: "Close conversation" }).click();
+    await g.getByText("Rating asked").waitFor();
+
+    // The person sees the question with its scale, picks 4 and says why; the answer replaces the buttons.
+    await page.goto(BASE + `/conversations/${conv.ref}`);
+    await page.locator(".bubble.agent", { hasText: `How was it ${stamp}?` }).waitFor();
+    const form = page.locator("form.rating");
+    await form.getByRole("button", { name: "4 out of 5" }).click();
+    await form.getByLabel("Comment (optional)").fill("Quick and kind");
+    await axe("app-rating");
+    await form.getByRole("button", { name: "Send rating" }).click();
+    await page.getByText("You rated this conversation 4 out of 5. Thank you!").waitFor();
+    // The agent's open thread shows it, live.
+    await g.getByText("Rated 4/5: “Quick and kind”").waitFor({ timeout: 10000 });
+  } finally {
+    await partner("PUT", "/settings/csat", { enabled: false });
+    await admin.ctx.close();
+    await agent.ctx.close();
+  }
+});
+
 test("3v. the console's webhook log is live and its rows stay with their deliveries; sending again a delivery held behind a failing one says so and sends that one first", async () => {
   const ADMIN = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
   let answer = 500;

@@ -578,7 +578,8 @@ export interface paths {
          * @description `state` can only be `closed`; `assignee_id` is a member of the partner's (422 otherwise) or null, with an
          *     optional `note` saying why (a transfer: an internal note names the new assignee); `labels` replace the
          *     conversation's (each one of the partner's, 422 otherwise). At least one of them. Closing frees a place
-         *     for the assignee: when the partner assigns by itself, the queue is given out.
+         *     for the assignee: when the partner assigns by itself, the queue is given out; when it asks for ratings,
+         *     the person is asked to rate the conversation.
          */
         patch: operations["close_conversation"];
         trace?: never;
@@ -1279,6 +1280,27 @@ export interface paths {
          *     user wrote offline this way, so it is written once however often it is retried.
          */
         post: operations["write_in_my_conversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/conversations/{ref}/rating": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rate my conversation.
+         * @description Once it was closed and the partner asked (its latest message carries `rating`): within 7 days, once. It
+         *     stays closed. Not asked, rated already, or asked more than 7 days ago is `422` on `score`.
+         */
+        post: operations["rate_my_conversation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2329,6 +2351,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/settings/business-hours": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** My business hours. */
+        get: operations["get_business_hours"];
+        /**
+         * Set my business hours.
+         * @description Each interval is `HH:MM`–`HH:MM` within a day (`24:00` ends it), a day's not overlapping; an unknown
+         *     time zone, a time that does not parse, an end before its start, overlapping intervals or a date that is
+         *     not one are `422` naming the field (`hours.tue[1]`, `holidays[0]`). Outside these hours a person's message
+         *     gets `away_message` (with when the team is back) once per conversation per closed period, and SLAs stop
+         *     counting.
+         */
+        put: operations["set_business_hours"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/csat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** My ratings settings. */
+        get: operations["get_csat"];
+        /**
+         * Ask people to rate their conversations.
+         * @description When a conversation an agent answered in is closed, the person is asked on their channel (in the app as
+         *     buttons, on WhatsApp as a list within its 24-hour window, on SMS as a numbered question) to rate it 1 to
+         *     5, with an optional comment in the app; their answer is on the conversation (`rating`) and averaged per
+         *     agent (`GET /settings/assignment`).
+         */
+        put: operations["set_csat"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/settings/delivery": {
         parameters: {
             query?: never;
@@ -2435,6 +2506,30 @@ export interface paths {
         post?: never;
         /** Remove the partner's own WhatsApp number: its users' WhatsApp messages go from the host's again. */
         delete: operations["remove_whatsapp_sender"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/settings/slas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** My SLA targets. */
+        get: operations["get_slas"];
+        /**
+         * Set my SLA targets.
+         * @description An SLA starts when a person writes and no SLA runs on the conversation; an agent's reply (or closing)
+         *     stops it; past its due time (counted in business hours) it is breached: the conversation shows it, and a
+         *     `conversation.sla_breached` webhook goes. Changing the targets changes the SLAs that start from now on.
+         *     `0`, a negative or over 30 days is `422`.
+         */
+        put: operations["set_slas"];
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2849,6 +2944,57 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "conversation.sla_breached": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** conversation.sla_breached */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event name */
+                    "X-Service-Event": string;
+                    /** @description The delivery id: the same on every retry */
+                    "X-Service-Delivery": string;
+                    /** @description Hex HMAC-SHA256 of the raw body keyed with the whole secret */
+                    "X-Service-Signature": string;
+                    /** @description Standard Webhooks: the delivery id */
+                    "webhook-id": string;
+                    /** @description Standard Webhooks: seconds since the epoch */
+                    "webhook-timestamp": string;
+                    /** @description Standard Webhooks v1: `v1,<base64 HMAC-SHA256 of id.timestamp.body>` */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ConversationSlaBreachedEvent"];
+                };
+            };
+            responses: {
+                /** @description Received; any other answer is retried with backoff */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "message.attempt": {
         parameters: {
             query?: never;
@@ -3157,6 +3303,16 @@ export interface components {
              * @description Their own capacity (null: the partner's default).
              */
             capacity?: number | null;
+            /**
+             * Format: double
+             * @description The average of the ratings people gave conversations they had when closed (null: none yet).
+             */
+            csat_average?: number | null;
+            /**
+             * Format: int64
+             * @description How many ratings.
+             */
+            csat_count: number;
             /** Format: int64 */
             member_id: number;
             name?: string | null;
@@ -3492,6 +3648,37 @@ export interface components {
             message_ids?: null;
             phone: string;
         });
+        /** @description When the partner's team is in, and what people who write outside those hours are told. */
+        BusinessHours: {
+            /**
+             * @description Sent to a person who writes outside business hours, once per conversation per closed period, with
+             *     when the team is back; null: nothing is sent.
+             */
+            away_message?: string | null;
+            /** @description `false`: always in (no automatic reply; SLAs count every hour). */
+            enabled: boolean;
+            /** @description `YYYY-MM-DD`, closed all day, in order. */
+            holidays: string[];
+            hours: components["schemas"]["WeekHours"];
+            /** @description When it is in next (now, when it is in; null: never within a year, or always in). */
+            next_open_at?: string | null;
+            /** @description Whether the team is in now. */
+            open_now: boolean;
+            /** @description An IANA time zone (`Europe/Berlin`). */
+            time_zone?: string | null;
+        };
+        /** @description Business hours to keep. */
+        BusinessHoursUpdate: {
+            /** @description 1 to 1,000 characters; null: no automatic reply. */
+            away_message?: string | null;
+            /** @description `false` (or absent): always in; the rest is then ignored and forgotten. */
+            enabled?: boolean;
+            /** @description At most 100 dates `YYYY-MM-DD`. */
+            holidays?: string[];
+            hours?: components["schemas"]["WeekHours"];
+            /** @description An IANA time zone; required when enabled. */
+            time_zone?: string | null;
+        };
         /** @description A canned reply. */
         CannedReply: {
             body: string;
@@ -3558,6 +3745,8 @@ export interface components {
             /** Format: int64 */
             conversation_id: number;
             created_at: string;
+            /** @description For the partner only: when an agent first replied (null: not yet). */
+            first_response_at?: string | null;
             /** @description For the partner only: the names of its labels, by name. Never shown to the user. */
             labels?: string[] | null;
             last_message?: components["schemas"]["ConversationLastMessage"] | null;
@@ -3567,7 +3756,9 @@ export interface components {
             /** @description The partner's name, as people see it. */
             partner_name: string;
             phone: string;
+            rating?: components["schemas"]["ConversationRating"] | null;
             ref: string;
+            sla?: components["schemas"]["ConversationSla"] | null;
             state: components["schemas"]["ConversationState"];
             subject?: string | null;
             /**
@@ -3657,6 +3848,46 @@ export interface components {
             name?: string | null;
             phone?: string | null;
         };
+        /** @description A conversation's satisfaction question and its answer. */
+        ConversationRating: {
+            asked_at: string;
+            comment?: string | null;
+            rated_at?: string | null;
+            /**
+             * Format: int64
+             * @description 1 (poor) to 5 (great); null: not answered yet.
+             */
+            score?: number | null;
+        };
+        /** @description The SLA running on a conversation. */
+        ConversationSla: {
+            breached: boolean;
+            breached_at?: string | null;
+            /** @description When an agent's reply is due (counted in the partner's business hours). */
+            due_at: string;
+            kind: components["schemas"]["SlaKind"];
+        };
+        /** @description `conversation.sla_breached`: a conversation waited for the partner's agents past its SLA's due time. */
+        ConversationSlaBreachedEvent: {
+            /**
+             * Format: int64
+             * @description The member it is assigned to, if any.
+             */
+            assignee_id?: number | null;
+            at: string;
+            /** Format: int64 */
+            conversation_id: number;
+            /** @description When it was due (counted in the partner's business hours). */
+            due_at?: string | null;
+            /** @description `conversation.sla_breached`. */
+            event: string;
+            partner: string;
+            phone: string;
+            /** @description The conversation's ref. */
+            ref: string;
+            /** @description `first_response` or `next_response`. */
+            sla: components["schemas"]["SlaKind"];
+        };
         /** @enum {string} */
         ConversationState: "open" | "pending" | "closed";
         /** @description A conversation with its messages. */
@@ -3697,6 +3928,17 @@ export interface components {
             code: string;
             /** @description `en` when absent or empty: a language tag such as `en`, `pt-BR`, `es_419`. */
             lang?: string | null;
+        };
+        /** @description Whether the person is asked to rate a conversation when it is closed, and how. */
+        CsatSettings: {
+            /** @description Asked when an agent closes a conversation an agent answered in (once, until the person writes again). */
+            enabled?: boolean;
+            /**
+             * @description The question, 1 to 500 characters (null: "How did we do? Please rate this conversation from 1 (poor)
+             *     to 5 (great): reply with a number."). The app shows the scale as buttons, WhatsApp as a list; on SMS
+             *     the person replies with a number.
+             */
+            question?: string | null;
         };
         /**
          * @description A partner's default quiet window: `HH:MM` to `HH:MM` (across midnight when the end is earlier) in an IANA
@@ -4312,6 +4554,8 @@ export interface components {
                 /** Format: int64 */
                 conversation_id: number;
                 created_at: string;
+                /** @description For the partner only: when an agent first replied (null: not yet). */
+                first_response_at?: string | null;
                 /** @description For the partner only: the names of its labels, by name. Never shown to the user. */
                 labels?: string[] | null;
                 last_message?: components["schemas"]["ConversationLastMessage"] | null;
@@ -4321,7 +4565,9 @@ export interface components {
                 /** @description The partner's name, as people see it. */
                 partner_name: string;
                 phone: string;
+                rating?: components["schemas"]["ConversationRating"] | null;
                 ref: string;
+                sla?: components["schemas"]["ConversationSla"] | null;
                 state: components["schemas"]["ConversationState"];
                 subject?: string | null;
                 /**
@@ -4877,6 +5123,7 @@ export interface components {
             link?: components["schemas"]["Link"] | null;
             media?: components["schemas"]["Media"] | null;
             preview?: string | null;
+            rating?: components["schemas"]["RatingRequest"] | null;
             subject?: string | null;
             /**
              * @description Template sends: the variables the template was rendered with (a WhatsApp template message carries
@@ -4972,6 +5219,16 @@ export interface components {
             /** @description A name to tell it by (default "Passkey"): 1 to 100 characters, no control characters. */
             name?: string | null;
         };
+        /** @description My rating of a conversation. */
+        NewRating: {
+            /** @description At most 1,000 characters. */
+            comment?: string | null;
+            /**
+             * Format: int64
+             * @description 1 (poor) to 5 (great).
+             */
+            score: number;
+        };
         /** @description The host cannot do its work: the error says which checks failed. */
         NotReady: {
             checks: components["schemas"]["ReadinessChecks"];
@@ -5007,6 +5264,13 @@ export interface components {
             /** @description `invited` or `in_progress`. */
             state: components["schemas"]["SessionState"];
             title?: string | null;
+        };
+        /** @description An interval of a day the team is in. */
+        OpeningInterval: {
+            /** @description `HH:MM`, after `start` (`24:00` ends the day). */
+            end: string;
+            /** @description `HH:MM`, 24-hour. */
+            start: string;
         };
         OtpStart: {
             phone: string;
@@ -5317,6 +5581,19 @@ export interface components {
             /** @example 22:00 */
             start: string;
         };
+        /** @description The scale of a satisfaction question. */
+        RatingRequest: {
+            /**
+             * Format: int64
+             * @description 5.
+             */
+            max: number;
+            /**
+             * Format: int64
+             * @description 1.
+             */
+            min: number;
+        };
         /** @description Each readiness check: `ok`, or what is wrong. */
         ReadinessChecks: {
             database: string;
@@ -5507,6 +5784,21 @@ export interface components {
             rotate_secret?: boolean | null;
             /** @description An https:// URL of a public host (it must resolve to public addresses only; 422 on the field otherwise). A development host (HUBBUB_DEV=1) also takes http:// and https:// URLs of a loopback host (localhost, 127.0.0.1, [::1]), which this pattern does not show. Null or empty: none. */
             webhook_url?: string | null;
+        };
+        /** @enum {string} */
+        SlaKind: "first_response" | "next_response";
+        /** @description The SLA targets the partner's conversations run under, in seconds of business time (null: none). */
+        SlaTargets: {
+            /**
+             * Format: int64
+             * @description From a person's first message to an agent's first reply: 1 to 2,592,000 (30 days).
+             */
+            first_response_s?: number | null;
+            /**
+             * Format: int64
+             * @description From a person's message after an agent's reply to the next reply.
+             */
+            next_response_s?: number | null;
         };
         /** @description message {text}; menu {style: button|list, text, sections: [{title, items: [{id, label, description}]}]}; flow_screen {screen: {id, title, kind: form|input|select, fields: [form field]}}; payment {payment: {id (the bot's), ref (pay_…), amount_minor, currency, description, state, checkout_url}}: send the user to checkout_url, the outcome reaches the bot from the payment provider; flow_completed {summary} */
         Step: {
@@ -5768,6 +6060,16 @@ export interface components {
              * @description The HTTP status the endpoint answered (null when none).
              */
             status?: number | null;
+        };
+        /** @description Each weekday's intervals (a day absent or empty: closed). */
+        WeekHours: {
+            fri?: components["schemas"]["OpeningInterval"][];
+            mon?: components["schemas"]["OpeningInterval"][];
+            sat?: components["schemas"]["OpeningInterval"][];
+            sun?: components["schemas"]["OpeningInterval"][];
+            thu?: components["schemas"]["OpeningInterval"][];
+            tue?: components["schemas"]["OpeningInterval"][];
+            wed?: components["schemas"]["OpeningInterval"][];
         };
         /** @description How many statuses matched our messages. */
         WhatsappApplied: {
@@ -6938,6 +7240,16 @@ export interface operations {
                  *     part of the contact's phone.
                  */
                 q?: string;
+                /**
+                 * @description `running`: only conversations with an SLA running (waiting for an agent, the partner sets SLAs);
+                 *     `breached`: only those whose SLA was breached (and is not met yet).
+                 */
+                sla?: string;
+                /**
+                 * @description `newest` (the default: newest first, paged) or `sla_due`: those with an SLA running, the one due first
+                 *     first (the first page only: `next_cursor` is null; no `cursor`).
+                 */
+                sort?: string;
                 /** @description Only conversations carrying this label (one of the partner's: `GET /labels`). */
                 label?: string;
                 /** @description Page size: default 50; below 1 counts as 1, above 200 as 200. */
@@ -8447,6 +8759,41 @@ export interface operations {
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    rate_my_conversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The resource's ref, as its record gives it */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewRating"];
+            };
+        };
+        responses: {
+            /** @description The conversation, rated */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
             413: components["responses"]["E413"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
@@ -10289,6 +10636,116 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    get_business_hours: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The business hours */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BusinessHours"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    set_business_hours: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BusinessHoursUpdate"];
+            };
+        };
+        responses: {
+            /** @description The business hours */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BusinessHours"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    get_csat: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CsatSettings"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    set_csat: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CsatSettings"];
+            };
+        };
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CsatSettings"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     get_delivery_settings: {
         parameters: {
             query?: never;
@@ -10531,6 +10988,61 @@ export interface operations {
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    get_slas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The targets */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SlaTargets"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    set_slas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SlaTargets"];
+            };
+        };
+        responses: {
+            /** @description The targets */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SlaTargets"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];
         };

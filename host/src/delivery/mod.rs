@@ -591,7 +591,7 @@ async fn deliver(delivery: &Delivery, job: &Job, found: ToDeliver) -> Result<Don
             let taken = [Channel::Whatsapp, Channel::Sms].into_iter();
             for channel in taken.filter(|c| skipped_by_choice(honoured, &message, *c).is_none()) {
                 let to = (Some(message.partner_id), channel, message.phone.as_str());
-                let outcome = send_on(delivery, to, None, &text, opted_out, true).await?.now_or_never();
+                let outcome = send_on(delivery, to, None, None, &text, opted_out, true).await?.now_or_never();
                 let sent = outcome.is_sent();
                 alerts.push((channel, outcome));
                 if sent {
@@ -718,7 +718,30 @@ async fn send_message(
         None => fallback_text(message, partner_name, &delivery.config.public_url),
     };
     let to = (Some(message.partner_id), channel, message.phone.as_str());
-    send_on(delivery, to, template, &text, opted_out, is_urgent(&message.priority)).await
+    // A satisfaction question goes to WhatsApp as a list of its scale (the row a person picks comes back as
+    // its number, as an SMS answer does).
+    let interactive = match (channel, message.content.get("rating")) {
+        (Channel::Whatsapp, Some(_)) if template.is_none() => Some(rating_list(&text)),
+        _ => None,
+    };
+    send_on(delivery, to, template, interactive.as_ref(), &text, opted_out, is_urgent(&message.priority)).await
+}
+
+/// A satisfaction question as a WhatsApp list: `question`, and a row for each score, its title the number.
+fn rating_list(question: &str) -> Value {
+    let words = ["Poor", "Not great", "OK", "Good", "Great"];
+    let rows: Vec<Value> = (1..=5)
+        .rev()
+        .map(
+            |n| serde_json::json!({ "id": format!("rating:{n}"), "title": n.to_string(), "description": words[n - 1] }),
+        )
+        .collect();
+    let body: String = question.chars().take(1024).collect();
+    serde_json::json!({
+        "type": "list",
+        "body": { "text": body },
+        "action": { "button": "Rate", "sections": [{ "title": "Your rating", "rows": rows }] },
+    })
 }
 
 /// Why the person's choices skip a try of `message` on `channel`: a channel they refuse, or its partner
@@ -764,6 +787,7 @@ pub(crate) async fn send_on(
     delivery: &Delivery,
     to: (Option<i64>, Channel, &str),
     template: Option<TemplateMessage>,
+    interactive: Option<&Value>,
     text: &str,
     opted_out: bool,
     urgent: bool,
@@ -791,9 +815,10 @@ pub(crate) async fn send_on(
     if let pacing::Pace::Later { until } = pacing::before_send(delivery, &sending, channel, phone, urgent).await? {
         return Ok(Outcome::Wait { why: PACED, until, reason: None });
     }
-    let result = match template {
-        Some(template) => sending.provider.send_template(phone, &template).await,
-        None => sending.provider.send(phone, text).await,
+    let result = match (template, interactive) {
+        (Some(template), _) => sending.provider.send_template(phone, &template).await,
+        (None, Some(interactive)) => sending.provider.send_interactive(phone, interactive, text).await,
+        (None, None) => sending.provider.send(phone, text).await,
     };
     settle(delivery, &sending, channel, &key, result).await
 }
@@ -1049,7 +1074,7 @@ async fn continue_after_receipt(
         Some(why) => Outcome::Skipped(why),
         None => match held_by_choice(delivery, honoured, message, Channel::Sms) {
             Some(held) => held,
-            None => send_on(delivery, to, None, &text, opted_out, alert || is_urgent(&message.priority)).await?,
+            None => send_on(delivery, to, None, None, &text, opted_out, alert || is_urgent(&message.priority)).await?,
         },
     };
     // The message's SMS waits its turn (or for its provider), as a first delivery would; an alert does not.

@@ -50,6 +50,10 @@ struct AgentLoad {
     capacity: Option<i64>,
     /// Conversations assigned to them and not closed.
     open_conversations: i64,
+    /// The average of the ratings people gave conversations they had when closed (null: none yet).
+    csat_average: Option<f64>,
+    /// How many ratings.
+    csat_count: i64,
 }
 
 /// A new way of assigning.
@@ -66,12 +70,15 @@ struct Update {
 async fn assignment(state: &AppState, partner_id: i64) -> ApiResult<Assignment> {
     let settings = store::settings(&state.db, partner_id).await?;
     let loads = store::loads(&state.db, partner_id).await?;
+    let ratings = crate::store::ratings::averages(&state.db, partner_id).await?;
     let agents = members::list(&state.db, partner_id)
         .await?
         .into_iter()
         .map(|m| AgentLoad {
             member_id: m.id,
             open_conversations: loads.get(&m.id).copied().unwrap_or(0),
+            csat_average: ratings.get(&m.id).map(|(avg, _)| (avg * 100.0).round() / 100.0),
+            csat_count: ratings.get(&m.id).map_or(0, |(_, n)| *n),
             name: m.name,
             status: m.status,
             capacity: m.capacity,

@@ -41,6 +41,7 @@ pub mod push;
 pub mod receipts;
 pub mod retention;
 pub mod senders;
+pub mod service_levels;
 pub mod state;
 pub mod templates;
 pub mod webhooks;
@@ -94,6 +95,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(labels::router())
         .merge(macros::router())
         .merge(assignment::router())
+        .merge(service_levels::router())
         .merge(members::router())
         .merge(passkeys::router())
         .merge(login::router())

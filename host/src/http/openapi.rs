@@ -164,6 +164,7 @@ const SCHEMES: &[(&str, &str, Option<&str>)] = &[
         crate::events::AccountClaimedEvent,
         crate::events::AccountErasedEvent,
         crate::events::ConversationMessageEvent,
+        crate::events::ConversationSlaBreachedEvent,
         crate::events::PaymentStatusEvent,
     )),
     modifiers(&SecuritySchemes)
@@ -332,6 +333,7 @@ fn webhooks() -> Value {
         ("account.claimed", "AccountClaimedEvent"),
         ("account.erased", "AccountErasedEvent"),
         ("conversation.message", "ConversationMessageEvent"),
+        ("conversation.sla_breached", "ConversationSlaBreachedEvent"),
         ("payment.status", "PaymentStatusEvent"),
     ];
     let webhooks = events.iter().map(|(event, schema)| {

@@ -44,7 +44,7 @@ use crate::store::writer::GroupCommit;
 pub use parse::{Keyword, from_twilio, from_whatsapp, keyword};
 pub use pipeline::{route_waiting, run_worker};
 pub use receive::receive;
-pub use route::{UNROUTED_REPLY, route};
+pub use route::{RATED_REPLY, UNROUTED_REPLY, route};
 pub use sessions::{FORM_LINK_TTL_MS, deliver};
 
 /// What routing inbound messages works with: delivery (the database, the clock, the providers) and what

@@ -14,7 +14,7 @@ use crate::store::bots;
 use crate::store::flows as sessions;
 use crate::store::inbound::{self, Inbound};
 use crate::store::messages::NewMessage;
-use crate::store::{accounts, conversations, deliveries, messages, opt_outs, senders};
+use crate::store::{accounts, conversations, deliveries, messages, opt_outs, ratings, senders};
 
 /// The reply to a person whose message no partner can be given (one a day at most).
 pub const UNROUTED_REPLY: &str = "Hubbub: we could not tell which organisation this message is for, so no one \
@@ -70,6 +70,14 @@ pub async fn route(routing: &Routing, m: &Inbound) -> Result<(), sqlx::Error> {
             return to_session(routing, m, session).await;
         }
     }
+    // A number 1 to 5 from someone asked to rate a closed conversation (and talking to no bot) is their
+    // rating: kept on the conversation, which stays closed.
+    if keyword.is_none()
+        && let Some(score) = body.and_then(crate::conversations::score_of)
+        && let Some(id) = ratings::awaiting(db, &m.phone, partner, now - crate::conversations::RATING_WAITS_MS).await?
+    {
+        return rated(delivery, m, id, score).await;
+    }
     let text = |body: &str| vec![SendMessage { body: Some(body.to_string()), ..Default::default() }];
     let outcome = match (keyword, body) {
         // A keyword is also a word to an agent the user is talking to ("Cancel", "Yes"): it goes on in the
@@ -95,11 +103,35 @@ pub async fn route(routing: &Routing, m: &Inbound) -> Result<(), sqlx::Error> {
     settle(delivery, m, outcome).await
 }
 
+/// What a person who rated a conversation on WhatsApp or SMS is told.
+pub const RATED_REPLY: &str = "Thank you for your rating!";
+
+/// `m` is the rating `score` of conversation `id`: kept, the message settled as routed (to no message), and
+/// the person thanked on their channel.
+async fn rated(delivery: &Delivery, m: &Inbound, id: i64, score: i64) -> Result<(), sqlx::Error> {
+    let (db, now) = (&delivery.db, delivery.now());
+    let Some(c) = conversations::find_by_id(db, id).await? else { return Ok(()) };
+    if crate::conversations::rate(db, &c, score, None, now).await?.is_err() {
+        // Rated meanwhile (another host, another message): this one is kept, reaching no one.
+        tracing::info!(inbound = m.id, "a rating for a conversation rated already");
+    }
+    let mut tx = db.begin().await?;
+    if !inbound::settle_in(&mut tx, m.id, InboundState::Routed, None, now).await? {
+        return Ok(());
+    }
+    tx.commit().await?;
+    delivery::send_on(delivery, (Some(c.partner_id), m.channel, &m.phone), None, None, RATED_REPLY, false, true)
+        .await?;
+    Ok(())
+}
+
 /// Writes what `m` became, in one transaction with its own change of state (see [`route`]); a person
 /// linked to no partner then gets the polite reply.
 pub(super) async fn settle(delivery: &Delivery, m: &Inbound, outcome: Outcome) -> Result<(), sqlx::Error> {
     let (db, now) = (&delivery.db, delivery.now());
     let mut tx = db.begin().await?;
+    // An automatic reply was written (outside the partner's business hours): delivery is woken for it.
+    let mut replied = false;
     let (state, message_id) = match outcome {
         Outcome::Keyword(keyword, also) => {
             let state = match keyword {
@@ -113,20 +145,23 @@ pub(super) async fn settle(delivery: &Delivery, m: &Inbound, outcome: Outcome) -
                 }
             };
             let message_id = match also {
-                Some((c, messages)) => Some(append(&mut tx, c, messages, now).await?),
+                Some((c, messages)) => Some(append(&mut tx, c, messages, now, &mut replied).await?),
                 None => None,
             };
             (state, message_id)
         }
         Outcome::Unsupported => (InboundState::Unsupported, None),
         Outcome::NoPartner => (InboundState::Unrouted, None),
-        Outcome::Append(c, messages) => (InboundState::Routed, Some(append(&mut tx, c, messages, now).await?)),
+        Outcome::Append(c, messages) => {
+            (InboundState::Routed, Some(append(&mut tx, c, messages, now, &mut replied).await?))
+        }
         Outcome::Open(mut messages) => {
             let reference = format!("conv_{}", random_alnum(24));
             let first = messages.remove(0);
-            let (c, message) = crate::conversations::open_in(&mut tx, &reference, first, now).await?;
+            let (c, message, away) = crate::conversations::open_in(&mut tx, &reference, first, now).await?;
+            replied |= away;
             if !messages.is_empty() {
-                append(&mut tx, c.id, messages, now).await?;
+                append(&mut tx, c.id, messages, now, &mut replied).await?;
             }
             (InboundState::Routed, Some(message.id))
         }
@@ -139,25 +174,34 @@ pub(super) async fn settle(delivery: &Delivery, m: &Inbound, outcome: Outcome) -
         return Ok(());
     }
     tx.commit().await?;
+    if replied {
+        delivery.wake.notify_one();
+    }
     if state == InboundState::Unrouted
         && !inbound::replied_since(db, &m.phone, m.channel, now - DAY_MS).await?
-        && delivery::send_on(delivery, (None, m.channel, &m.phone), None, UNROUTED_REPLY, true, true).await?.is_sent()
+        && delivery::send_on(delivery, (None, m.channel, &m.phone), None, None, UNROUTED_REPLY, true, true)
+            .await?
+            .is_sent()
     {
         inbound::mark_replied(db, m.id).await?;
     }
     Ok(())
 }
 
-/// The user's messages in conversation `c`, in the transaction: the id of the first.
+/// The user's messages in conversation `c`, in the transaction: the id of the first (`replied` is set when
+/// an automatic reply was written too).
 pub(super) async fn append(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     c: i64,
     messages: Vec<NewMessage>,
     now: Millis,
+    replied: &mut bool,
 ) -> Result<i64, sqlx::Error> {
     let mut first = None;
     for message in messages {
-        match crate::conversations::write_in(tx, c, message, now).await? {
+        let (written, away) = crate::conversations::write_in(tx, c, message, now).await?;
+        *replied |= away;
+        match written {
             messages::Created::New(message) => first = first.or(Some(message.id)),
             _ => return Err(sqlx::Error::Protocol("an inbound message carries no idempotency key".into())),
         }

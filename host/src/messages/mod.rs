@@ -53,6 +53,19 @@ pub struct MessageContent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub flow: Option<Value>,
+    /// A satisfaction question after a conversation was closed: the app shows its scale as buttons, WhatsApp
+    /// as a list, SMS asks for a number (`POST /me/conversations/{ref}/rating` answers it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rating: Option<RatingRequest>,
+}
+
+/// The scale of a satisfaction question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RatingRequest {
+    /// 1.
+    pub min: i64,
+    /// 5.
+    pub max: i64,
 }
 
 /// The file of a media message.

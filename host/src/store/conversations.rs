@@ -11,7 +11,7 @@ use super::outbox::{self, Target};
 use super::user_events::{self, NewUserEvent};
 use super::{Db, decode_name, like_pattern};
 use crate::clock::Millis;
-use crate::names::{Channel, ConversationState, Direction, UserEventKind};
+use crate::names::{Channel, ConversationState, Direction, SlaKind, UserEventKind};
 
 #[derive(Debug, Clone)]
 pub struct Conversation {
@@ -30,10 +30,22 @@ pub struct Conversation {
     pub assignee_id: Option<i64>,
     /// The channel the user last wrote from (`None`: the app): agents' replies go back on it.
     pub channel: Option<Channel>,
+    /// The SLA running on it (waiting for an agent), due when, breached when (`store::service_levels`).
+    pub sla_kind: Option<SlaKind>,
+    pub sla_due_at: Option<Millis>,
+    pub sla_breached_at: Option<Millis>,
+    /// When an agent first replied.
+    pub first_response_at: Option<Millis>,
+    /// Its satisfaction question: when asked, and the answer (`store::ratings`).
+    pub csat_asked_at: Option<Millis>,
+    pub csat_score: Option<i64>,
+    pub csat_comment: Option<String>,
+    pub csat_rated_at: Option<Millis>,
 }
 
 const COLUMNS: &str = "SELECT c.id, c.ref, c.partner_id, p.code AS partner_code, p.name AS partner_name, c.phone, c.subject, c.state, \
-    c.last_message_at, c.created_at, c.assignee_id, c.channel ";
+    c.last_message_at, c.created_at, c.assignee_id, c.channel, c.sla_kind, c.sla_due_at, c.sla_breached_at, \
+    c.first_response_at, c.csat_asked_at, c.csat_score, c.csat_comment, c.csat_rated_at ";
 const SELECT: &str = const_format::concatcp!(COLUMNS, "FROM conversations c JOIN partners p ON p.id = c.partner_id ");
 
 /// Whose conversations a partner's list shows.
@@ -58,6 +70,14 @@ fn from_row(row: &AnyRow) -> Result<Conversation, sqlx::Error> {
         created_at: row.try_get("created_at")?,
         assignee_id: row.try_get("assignee_id")?,
         channel: super::decode_optional_name(row, "channel")?,
+        sla_kind: super::decode_optional_name(row, "sla_kind")?,
+        sla_due_at: row.try_get("sla_due_at")?,
+        sla_breached_at: row.try_get("sla_breached_at")?,
+        first_response_at: row.try_get("first_response_at")?,
+        csat_asked_at: row.try_get("csat_asked_at")?,
+        csat_score: row.try_get("csat_score")?,
+        csat_comment: row.try_get("csat_comment")?,
+        csat_rated_at: row.try_get("csat_rated_at")?,
     })
 }
 
@@ -108,6 +128,10 @@ pub struct PartnerFilter<'a> {
     pub assigned: Assigned,
     pub label: Option<i64>,
     pub search: Option<&'a PartnerSearch>,
+    /// Only those with an SLA running (`Some(false)`), or breached (`Some(true)`).
+    pub sla: Option<bool>,
+    /// Those with an SLA running, the one due first first (no cursor: the first page only).
+    pub by_due: bool,
 }
 
 /// A partner's conversations, newest first, by state, assignee, label and a search.
@@ -118,7 +142,7 @@ pub async fn list_for_partner(
     before: Option<i64>,
     limit: i64,
 ) -> Result<Vec<Conversation>, sqlx::Error> {
-    let PartnerFilter { state, assigned, label, search } = *filter;
+    let PartnerFilter { state, assigned, label, search, sla, by_due } = *filter;
     // The conditions the list asks for, and only those, so that each engine plans for what is asked.
     let mut binds = vec![Bind::Int(partner_id)];
     let mut filters = vec!["c.partner_id = $1".to_string()];
@@ -141,6 +165,12 @@ pub async fn list_for_partner(
             add("c.assignee_id = ?", Bind::Int(id));
         }
     }
+    match (sla, by_due) {
+        (Some(true), _) => filters.push("c.sla_breached_at IS NOT NULL".to_string()),
+        (Some(false), _) | (None, true) => filters.push("c.sla_due_at IS NOT NULL".to_string()),
+        (None, false) => {}
+    }
+    let order = if by_due { "c.sla_due_at, c.id" } else { "c.id DESC" };
     let filters = filters.join(" AND ");
     binds.push(Bind::Int(limit));
     let l = binds.len();
@@ -158,7 +188,7 @@ pub async fn list_for_partner(
         async move { query.fetch_all(db.reader()).await?.iter().map(from_row).collect::<Result<Vec<_>, _>>() }
     };
     let Some(search) = search else {
-        return page(format!("{SELECT}WHERE {filters} ORDER BY c.id DESC LIMIT ${l}"), None).await;
+        return page(format!("{SELECT}WHERE {filters} ORDER BY {order} LIMIT ${l}"), None).await;
     };
     // Each part of a search through its own index, each a page of its own, merged: the words by the text
     // index, the phone among the partner's conversations.
@@ -185,6 +215,9 @@ pub async fn list_for_partner(
     }
     found.sort_by_key(|c| std::cmp::Reverse(c.id));
     found.dedup_by_key(|c| c.id);
+    if by_due {
+        found.sort_by_key(|c| (c.sla_due_at, c.id));
+    }
     found.truncate(usize::try_from(limit).unwrap_or(0));
     Ok(found)
 }
@@ -245,6 +278,15 @@ pub async fn find_by_id(db: &Db, id: i64) -> Result<Option<Conversation>, sqlx::
     let sql = const_format::concatcp!(SELECT, "WHERE c.id = $1");
     let row = sqlx::query(sql).bind(id).fetch_optional(db.reader()).await?;
     row.as_ref().map(from_row).transpose()
+}
+
+/// A conversation by id, as the caller's transaction sees it.
+pub async fn find_by_id_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    id: i64,
+) -> Result<Option<Conversation>, sqlx::Error> {
+    let sql = const_format::concatcp!(SELECT, "WHERE c.id = $1");
+    sqlx::query(sql).bind(id).fetch_optional(&mut **tx).await?.as_ref().map(from_row).transpose()
 }
 
 /// Opens a conversation with its first (user) message.
@@ -349,6 +391,13 @@ async fn appended_in(
     .bind(conversation_id)
     .execute(&mut **tx)
     .await?;
+    // The person wrote: the partner's SLA starts, if none runs; an agent's reply (it now waits for the
+    // person) stops it. An automatic reply leaves it waiting for the agents, and the SLA running.
+    if from_user {
+        super::service_levels::start_in(tx, message.partner_id, conversation_id, now).await?;
+    } else if state == ConversationState::Pending {
+        super::service_levels::stop_in(tx, conversation_id, true, now).await?;
+    }
     let mut conversation = reread_in(tx, conversation_id).await?;
     // The user's message in a conversation nobody has: the partner may give it to an agent at once.
     if from_user && conversation.assignee_id.is_none() {
@@ -489,6 +538,53 @@ pub async fn typing(db: &Db, c: &Conversation, to_agents: bool, now: Millis) -> 
     tx.commit().await
 }
 
+/// Marks up to `limit` SLAs due by `now` and not breached yet as breached, each with its partner's
+/// `event` (`conversation.sla_breached`) and its agents told; hosts sharing the database each claim their
+/// own. Answers how many.
+pub async fn breach_due(db: &Db, now: Millis, limit: i64, event: BreachFn) -> Result<usize, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let due: Vec<i64> = sqlx::query_scalar(
+        "SELECT id FROM conversations WHERE sla_due_at IS NOT NULL AND sla_breached_at IS NULL AND sla_due_at <= $1 \
+         ORDER BY sla_due_at LIMIT $2",
+    )
+    .bind(now)
+    .bind(limit)
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut breached = 0;
+    for id in due {
+        let claimed = sqlx::query(
+            "UPDATE conversations SET sla_breached_at = $1 WHERE id = $2 AND sla_breached_at IS NULL \
+             AND sla_due_at IS NOT NULL AND sla_due_at <= $1",
+        )
+        .bind(now)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        if claimed.rows_affected() == 0 {
+            continue;
+        }
+        let c = reread_in(&mut tx, id).await?;
+        let key = format!("conversation:{id}");
+        outbox::enqueue(
+            &mut tx,
+            Target::Partner(c.partner_id),
+            "conversation.sla_breached",
+            &event(&c, now),
+            &key,
+            now,
+        )
+        .await?;
+        user_events::append_in(&mut tx, &[agents_told(&c, UserEventKind::ConversationUpdated, id)], now).await?;
+        breached += 1;
+    }
+    tx.commit().await?;
+    Ok(breached)
+}
+
+/// Builds the `conversation.sla_breached` payload of a conversation whose SLA was just breached.
+pub type BreachFn = fn(&Conversation, Millis) -> Value;
+
 /// An internal note on a conversation: for the partner's agents only.
 #[derive(Debug, Clone)]
 pub struct Note {
@@ -567,6 +663,9 @@ pub async fn set_state(
         .await?;
     if done.rows_affected() == 0 {
         return Ok(None);
+    }
+    if state == ConversationState::Closed {
+        super::service_levels::stop_in(&mut tx, id, false, now).await?;
     }
     let conversation = reread_in(&mut tx, id).await?;
     user_events::append_in(&mut tx, &told(&conversation, UserEventKind::ConversationUpdated, id), now).await?;

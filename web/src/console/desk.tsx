@@ -3,7 +3,8 @@
 import { useEffect, useState } from "preact/hooks";
 import { errorText } from "../shared/format";
 import { Alert, Head } from "../shared/ui";
-import { del, get, post, put, type AssignmentSettings, type CannedReply, type Label, type Macro, type MacroAction, type Member, type Page } from "./api";
+import { del, get, post, put, type AssignmentSettings, type BusinessHours, type CannedReply, type Label, type Macro, type MacroAction, type Member, type Page, type SlaTargets, type CsatSettings } from "./api";
+import { when } from "../shared/format";
 import { acting, useList, useTitle } from "./page";
 import { Canned } from "./canned";
 
@@ -23,6 +24,9 @@ export function Desk({ members }: { members: Member[] }) {
       <h1 id="desk-h">Desk</h1>
       <p class="hint">How your team works conversations: who takes them, the labels and macros agents use, and canned replies.</p>
       <Assignment />
+      <Hours />
+      <Slas />
+      <Ratings />
       <Labels onChange={changes} />
       <Macros members={members} changed={changed} />
       <Canned embedded onChange={changes} />
@@ -30,30 +34,48 @@ export function Desk({ members }: { members: Member[] }) {
   );
 }
 
-function Assignment() {
-  const [settings, setSettings] = useState<AssignmentSettings | null>(null);
-  const [mode, setMode] = useState("manual");
-  const [capacity, setCapacity] = useState("10");
+/** A settings object at `path`: fetched as its section opens and handed to `show` (the form's fields); `act`
+ * saves a change and fetches it again. */
+function useSettings<T>(path: string, show: (t: T) => void) {
+  const [saved, setSaved] = useState<T | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [status, setStatus] = useState("");
   const load = () =>
-    get<AssignmentSettings>("/settings/assignment").then(
-      (s) => {
-        setSettings(s);
-        setMode(s.mode);
-        setCapacity(String(s.default_capacity));
+    get<T>(path).then(
+      (t) => {
+        setSaved(t);
+        show(t);
       },
       (e) => setError(errorText(e)),
     );
   useEffect(() => void load(), []);
-  const act = acting(load, setError, setStatus);
+  return { saved, error, status, act: acting(load, setError, setStatus) };
+}
+
+/** A section of the page: its heading, what it is for, what the last change said, and its error. */
+function Section({ id, title, hint, status, error, children }: { id: string; title: string; hint?: string; status: string; error: string | null; children: any }) {
   return (
-    <section class="card" aria-labelledby="assignment-h">
-      <h2 id="assignment-h">Assignment</h2>
+    <section class="card" aria-labelledby={`${id}-h`}>
+      <h2 id={`${id}-h`}>{title}</h2>
+      {hint ? <p class="hint">{hint}</p> : null}
       <p class="sr-only" role="status">
         {status}
       </p>
       <Alert text={error} />
+      {children}
+    </section>
+  );
+}
+
+function Assignment() {
+  const [mode, setMode] = useState("manual");
+  const [capacity, setCapacity] = useState("10");
+  const { saved: settings, error, status, act } = useSettings<AssignmentSettings>("/settings/assignment", (s) => {
+    setMode(s.mode);
+    setCapacity(String(s.default_capacity));
+  });
+  return (
+    <Section id="assignment" title="Assignment" status={status} error={error}>
       {settings === null ? (
         <p class="muted">Loading…</p>
       ) : (
@@ -81,7 +103,7 @@ function Assignment() {
           </p>
           <table>
             <caption class="sr-only">Your team as assignment sees it</caption>
-            <Head cols={["Agent", "Status", "Open conversations", "At most"]} />
+            <Head cols={["Agent", "Status", "Open conversations", "At most", "Rating"]} />
             <tbody>
               {settings.agents.map((a) => (
                 <tr>
@@ -91,13 +113,161 @@ function Assignment() {
                   </td>
                   <td>{a.open_conversations}</td>
                   <td>{a.capacity ?? settings.default_capacity}</td>
+                  <td>{a.csat_average != null ? `${a.csat_average.toFixed(1)} / 5 (${a.csat_count})` : "—"}</td>
                 </tr>
               ))}
             </tbody>
           </table>
         </>
       )}
-    </section>
+    </Section>
+  );
+}
+
+const WEEK: [string, string][] = [
+  ["mon", "Monday"],
+  ["tue", "Tuesday"],
+  ["wed", "Wednesday"],
+  ["thu", "Thursday"],
+  ["fri", "Friday"],
+  ["sat", "Saturday"],
+  ["sun", "Sunday"],
+];
+
+type Day = keyof BusinessHours["hours"];
+
+/** A day's intervals as typed: `09:00-12:00, 13:00-17:00` (empty: closed). */
+const dayText = (intervals: { start: string; end: string }[]) => intervals.map((i) => `${i.start}-${i.end}`).join(", ");
+const dayIntervals = (text: string) =>
+  text
+    .split(",")
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .map((part) => {
+      const [start, end] = part.split(/\s*[-–]\s*/);
+      return { start: start ?? "", end: end ?? "" };
+    });
+
+/** The partner's business hours: its time zone, each day's hours, holidays, and the automatic reply. */
+function Hours() {
+  const [enabled, setEnabled] = useState(false);
+  const [zone, setZone] = useState(Intl.DateTimeFormat().resolvedOptions().timeZone);
+  const [days, setDays] = useState<Record<string, string>>({});
+  const [holidays, setHolidays] = useState("");
+  const [away, setAway] = useState("");
+  const { saved, error, status, act } = useSettings<BusinessHours>("/settings/business-hours", (h) => {
+    setEnabled(h.enabled);
+    if (h.time_zone) setZone(h.time_zone);
+    setDays(Object.fromEntries(WEEK.map(([d]) => [d, h.enabled ? dayText(h.hours[d as Day] as { start: string; end: string }[]) : d === "sat" || d === "sun" ? "" : "09:00-17:00"])));
+    setHolidays(h.holidays.join("\n"));
+    setAway(h.away_message ?? "");
+  });
+  return (
+    <Section id="hours" title="Business hours" hint="Outside them, a person who writes gets your automatic reply once, with when you are back; SLAs count only these hours." status={status} error={error}>
+      {saved === null ? (
+        <p class="muted">Loading…</p>
+      ) : (
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            const hours = Object.fromEntries(WEEK.map(([d]) => [d, dayIntervals(days[d] ?? "")]));
+            const body = {
+              enabled,
+              time_zone: zone.trim(),
+              hours,
+              holidays: holidays.split(/\s+/).filter(Boolean),
+              away_message: away.trim() ? away.trim() : null,
+            };
+            act(() => put("/settings/business-hours", body), "Business hours saved.");
+          }}
+        >
+          <label class="check">
+            <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Keep business hours (off: always in)
+          </label>
+          {enabled ? (
+            <>
+              <label for="hours-zone">Time zone</label>
+              <input id="hours-zone" value={zone} list="zones" onInput={(e) => setZone(e.currentTarget.value)} required />
+              <datalist id="zones">
+                {(Intl as unknown as { supportedValuesOf?: (k: string) => string[] }).supportedValuesOf?.("timeZone").map((z) => <option value={z} />)}
+              </datalist>
+              <fieldset>
+                <legend>Hours (e.g. 09:00-12:00, 13:00-17:00; empty: closed)</legend>
+                {WEEK.map(([d, name]) => (
+                  <div class="field">
+                    <label for={`hours-${d}`}>{name}</label>
+                    <input id={`hours-${d}`} value={days[d] ?? ""} onInput={(e) => setDays((old) => ({ ...old, [d]: e.currentTarget.value }))} />
+                  </div>
+                ))}
+              </fieldset>
+              <label for="hours-holidays">Holidays (YYYY-MM-DD, one a line)</label>
+              <textarea id="hours-holidays" rows={2} value={holidays} onInput={(e) => setHolidays(e.currentTarget.value)} />
+            </>
+          ) : null}
+          <label for="hours-away">Automatic reply outside business hours (empty: none)</label>
+          <textarea id="hours-away" rows={2} maxLength={1000} value={away} onInput={(e) => setAway(e.currentTarget.value)} />
+          <button class="primary">Save business hours</button>
+          {saved.enabled ? (
+            <p class="meta">{saved.open_now ? "Your team is in now." : `Your team is out now; back ${saved.next_open_at ? when(saved.next_open_at) : "—"}.`}</p>
+          ) : null}
+        </form>
+      )}
+    </Section>
+  );
+}
+
+/** Whether people are asked to rate a conversation when it is closed, and the question. */
+function Ratings() {
+  const [enabled, setEnabled] = useState(false);
+  const [question, setQuestion] = useState("");
+  const { error, status, act } = useSettings<CsatSettings>("/settings/csat", (c) => {
+    setEnabled(c.enabled ?? false);
+    setQuestion(c.question ?? "");
+  });
+  return (
+    <Section id="ratings" title="Ratings" hint="When an agent closes a conversation they answered, the person rates it 1 to 5: buttons in the app, a list on WhatsApp, a number by SMS." status={status} error={error}>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          act(() => put("/settings/csat", { enabled, question: question.trim() || null }), "Ratings saved.");
+        }}
+      >
+        <label class="check">
+          <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Ask people to rate closed conversations
+        </label>
+        <label for="csat-question">Question (empty: “How did we do? …”)</label>
+        <input id="csat-question" maxLength={500} value={question} onInput={(e) => setQuestion(e.currentTarget.value)} />
+        <button class="primary">Save ratings</button>
+      </form>
+    </Section>
+  );
+}
+
+/** The SLA targets, in minutes of business time. */
+function Slas() {
+  const [first, setFirst] = useState("");
+  const [next, setNext] = useState("");
+  const minutes = (s: number | null | undefined) => (s ? String(Math.round((s / 60) * 100) / 100) : "");
+  const { error, status, act } = useSettings<SlaTargets>("/settings/slas", (t) => {
+    setFirst(minutes(t.first_response_s));
+    setNext(minutes(t.next_response_s));
+  });
+  const seconds = (m: string) => (m.trim() === "" ? null : Math.round(Number(m) * 60));
+  return (
+    <Section id="slas" title="SLAs" hint="How soon an agent answers, in business hours. A conversation past it shows “SLA breached”, and a webhook goes." status={status} error={error}>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          act(() => put("/settings/slas", { first_response_s: seconds(first), next_response_s: seconds(next) }), "SLAs saved.");
+        }}
+      >
+        <label for="sla-first">First answer within (minutes; empty: none)</label>
+        <input id="sla-first" type="number" min={0} step="any" value={first} onInput={(e) => setFirst(e.currentTarget.value)} />
+        <label for="sla-next">Next answer within (minutes; empty: none)</label>
+        <input id="sla-next" type="number" min={0} step="any" value={next} onInput={(e) => setNext(e.currentTarget.value)} />
+        <button class="primary">Save SLAs</button>
+      </form>
+    </Section>
   );
 }
 
@@ -107,13 +277,7 @@ function Labels({ onChange }: { onChange: () => void }) {
   const [name, setName] = useState("");
   const [color, setColor] = useState("#2563eb");
   return (
-    <section class="card" aria-labelledby="labels-h">
-      <h2 id="labels-h">Labels</h2>
-      <p class="hint">Agents put them on conversations and filter the list by them. The person never sees them.</p>
-      <p class="sr-only" role="status">
-        {status}
-      </p>
-      <Alert text={error} />
+    <Section id="labels" title="Labels" hint="Agents put them on conversations and filter the list by them. The person never sees them." status={status} error={error}>
       <form
         onSubmit={(e) => {
           e.preventDefault();
@@ -147,7 +311,7 @@ function Labels({ onChange }: { onChange: () => void }) {
           ))}
         </ul>
       )}
-    </section>
+    </Section>
   );
 }
 
@@ -196,13 +360,7 @@ function Macros({ members, changed }: { members: Member[]; changed: number }) {
     setClose(false);
   };
   return (
-    <section class="card" aria-labelledby="macros-h">
-      <h2 id="macros-h">Macros</h2>
-      <p class="hint">Several actions an agent applies to a conversation at once, from the conversation’s “Apply a macro”.</p>
-      <p class="sr-only" role="status">
-        {status}
-      </p>
-      <Alert text={error} />
+    <Section id="macros" title="Macros" hint="Several actions an agent applies to a conversation at once, from the conversation’s “Apply a macro”." status={status} error={error}>
       <form
         onSubmit={(e) => {
           e.preventDefault();
@@ -286,6 +444,6 @@ function Macros({ members, changed }: { members: Member[]; changed: number }) {
           </tbody>
         </table>
       )}
-    </section>
+    </Section>
   );
 }

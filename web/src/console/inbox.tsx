@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { errorText, lastMessageLine, when } from "../shared/format";
 import { Alert } from "../shared/ui";
-import { get, patch, post, type Conversation, type Member, type MemberSession, type Note, type Page, type Thread, type ThreadMessage, type Account, type CannedReply, type Payment, type BotSession, type Label, type Macro, type MacroApplied } from "./api";
+import { get, patch, post, type ConversationSla, type Conversation, type Member, type MemberSession, type Note, type Page, type Thread, type ThreadMessage, type Account, type CannedReply, type Payment, type BotSession, type Label, type Macro, type MacroApplied } from "./api";
 import { acting } from "./page";
 import { useLive, useLiveTyping } from "./live";
 import { useTypingShown, useTypingSignal } from "../shared/typing";
@@ -15,10 +15,38 @@ export const who = (members: Member[], id: number | null | undefined) => {
   return m ? m.name || m.phone : id ? `member ${id}` : "Unassigned";
 };
 
+/** What an SLA says now: the time left, or that it was breached. */
+export function slaText(sla: ConversationSla | null | undefined, now: number): string | null {
+  if (!sla) return null;
+  if (sla.breached) return "SLA breached";
+  const left = Date.parse(sla.due_at.replace(" ", "T") + "Z") - now;
+  if (left <= 0) return "SLA due now";
+  const min = Math.ceil(left / 60_000);
+  return min < 60 ? `Reply due in ${min} min` : `Reply due in ${Math.round(min / 6) / 10} h`;
+}
+
+/** The time now, again every 30 seconds (what SLAs count down with). */
+function useNow(): number {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = window.setInterval(() => setNow(Date.now()), 30_000);
+    return () => clearInterval(t);
+  }, []);
+  return now;
+}
+
+function SlaPill({ sla, now }: { sla: ConversationSla | null | undefined; now: number }) {
+  const text = slaText(sla, now);
+  return text ? <span class={"sla" + (sla?.breached ? " breached" : "")}>{text}</span> : null;
+}
+
 export function Inbox({ session, members, open }: { session: MemberSession; members: Member[]; open: number | null }) {
   const [state, setState] = useState("open");
   const [assigned, setAssigned] = useState("");
   const [label, setLabel] = useState("");
+  const [sla, setSla] = useState("");
+  const [sort, setSort] = useState("");
+  const now = useNow();
   const [labels, setLabels] = useState<Label[]>([]);
   const [q, setQ] = useState("");
   const [search, setSearch] = useState("");
@@ -29,6 +57,8 @@ export function Inbox({ session, members, open }: { session: MemberSession; memb
   if (state) query.set("state", state);
   if (assigned) query.set("assigned", assigned);
   if (label) query.set("label", label);
+  if (sla) query.set("sla", sla);
+  if (sort) query.set("sort", sort);
   if (search) query.set("q", search);
   // Loads asked for (the filters', a live event's, a thread's change): each asks with the filters shown at the
   // time, and only the answer to the last one asked is shown — a live refresh asked just before a search
@@ -107,6 +137,21 @@ export function Inbox({ session, members, open }: { session: MemberSession; memb
             </div>
           ) : null}
           <div class="field">
+            <label for="filter-sla">SLA</label>
+            <select id="filter-sla" value={sla} onChange={(e) => setSla(e.currentTarget.value)}>
+              <option value="">Any</option>
+              <option value="running">Waiting for a reply</option>
+              <option value="breached">Breached</option>
+            </select>
+          </div>
+          <div class="field">
+            <label for="filter-sort">Order</label>
+            <select id="filter-sort" value={sort} onChange={(e) => setSort(e.currentTarget.value)}>
+              <option value="">Newest first</option>
+              <option value="sla_due">Reply due first</option>
+            </select>
+          </div>
+          <div class="field">
             <label for="filter-q">Search</label>
             <input
               id="filter-q" type="search" value={q} placeholder="Subject, phone or words" onInput={(e) => setQ(e.currentTarget.value)} />
@@ -126,6 +171,7 @@ export function Inbox({ session, members, open }: { session: MemberSession; memb
                   <span class="row-main">
                     <strong>{c.subject || c.phone}</strong>
                     {c.unread ? <span class="badge">{c.unread} unread</span> : null}
+                    <SlaPill sla={c.sla} now={now} />
                     {(c.labels ?? []).map((name) => (
                       <span class="label-chip" style={{ borderColor: labels.find((l) => l.name === name)?.color }}>
                         {name}
@@ -239,6 +285,12 @@ function ThreadView({ id, members, labels, session, onChange }: { id: number; me
       </h2>
       <div class="thread-tools">
         <span class="status-pill">{thread.state}</span>
+        <SlaPill sla={thread.sla} now={Date.now()} />
+        {thread.rating ? (
+          <span class="status-pill" data-rating={thread.rating.score ?? "asked"}>
+            {thread.rating.score ? `Rated ${thread.rating.score}/5${thread.rating.comment ? `: “${thread.rating.comment}”` : ""}` : "Rating asked"}
+          </span>
+        ) : null}
         {thread.channel ? (
           <span class="status-pill" data-channel={thread.channel} title="The user last wrote from there: your replies go back there">
             Replies go by {channelName(thread.channel)}
@@ -285,7 +337,9 @@ function ThreadView({ id, members, labels, session, onChange }: { id: number; me
                   checked={on}
                   onChange={() => {
                     const next = on ? (thread.labels ?? []).filter((n) => n !== l.name) : [...(thread.labels ?? []), l.name];
-                    act(() => patch(`/conversations/${id}`, { labels: next }), on ? `Label ${l.name} removed.` : `Label ${l.name} added.`);
+                    // Shown at once (the box stays as ticked); the answer, or a refusal, sets it as it is.
+                    setThread({ ...thread, labels: next });
+                    act(() => patch(`/conversations/${id}`, { labels: next }).catch((e) => load().then(() => Promise.reject(e))), on ? `Label ${l.name} removed.` : `Label ${l.name} added.`);
                   }}
                 />{" "}
                 <span class="label-chip" style={{ borderColor: l.color }}>

@@ -39,8 +39,16 @@ pub(super) struct ConversationFilter {
     /// part of the contact's phone.
     #[param(max_length = 600)]
     q: Option<String>,
+    /// `running`: only conversations with an SLA running (waiting for an agent, the partner sets SLAs);
+    /// `breached`: only those whose SLA was breached (and is not met yet).
+    #[param(pattern = "^(running|breached)?$")]
+    sla: Option<String>,
+    /// `newest` (the default: newest first, paged) or `sla_due`: those with an SLA running, the one due first
+    /// first (the first page only: `next_cursor` is null; no `cursor`).
+    #[param(pattern = "^(newest|sla_due)?$")]
+    sort: Option<String>,
     /// Only conversations carrying this label (one of the partner's: `GET /labels`).
-    #[param(pattern = "^\\s*[A-Za-z0-9_-]{1,50}\\s*$")]
+    #[param(pattern = "^(\\s*[A-Za-z0-9_-]{1,50}\\s*)?$")]
     label: Option<String>,
 }
 
@@ -104,9 +112,27 @@ pub(super) async fn list_conversations(
             )
         }
     };
-    let filter = store::PartnerFilter { state: state_filter, assigned, label, search: search.as_ref() };
+    let sla = match filter.sla.as_deref().map(str::trim).unwrap_or("") {
+        "" => None,
+        "running" => Some(false),
+        "breached" => Some(true),
+        _ => return Err(ApiError::validation("sla", "sla is running or breached")),
+    };
+    let by_due = match filter.sort.as_deref().map(str::trim).unwrap_or("") {
+        "" | "newest" => false,
+        "sla_due" if page.before.is_some() => {
+            return Err(ApiError::validation("cursor", "sort=sla_due has one page: no cursor"));
+        }
+        "sla_due" => true,
+        _ => return Err(ApiError::validation("sort", "sort is newest or sla_due")),
+    };
+    let filter = store::PartnerFilter { state: state_filter, assigned, label, search: search.as_ref(), sla, by_due };
     let rows = store::list_for_partner(&state.db, partner.id, &filter, page.before, page.fetch()).await?;
-    Ok(Json(page_of(&state, &page, rows, Reader::Agent).await?))
+    let mut list = page_of(&state, &page, rows, Reader::Agent).await?;
+    if by_due {
+        list.next_cursor = None;
+    }
+    Ok(Json(list))
 }
 
 /// A conversation with its messages.
@@ -178,7 +204,8 @@ fn closed_only() -> utoipa::openapi::Object {
 /// `state` can only be `closed`; `assignee_id` is a member of the partner's (422 otherwise) or null, with an
 /// optional `note` saying why (a transfer: an internal note names the new assignee); `labels` replace the
 /// conversation's (each one of the partner's, 422 otherwise). At least one of them. Closing frees a place
-/// for the assignee: when the partner assigns by itself, the queue is given out.
+/// for the assignee: when the partner assigns by itself, the queue is given out; when it asks for ratings,
+/// the person is asked to rate the conversation.
 #[utoipa::path(
     patch,
     path = "/conversations/{id}",
@@ -236,10 +263,9 @@ pub(super) async fn close_conversation(
             .await?;
     }
     if req.state.is_some() {
-        c = store::set_state(&state.db, partner.id, c.id, ConversationState::Closed, state.now())
+        c = crate::conversations::close(&state.sending(), partner.id, c.id)
             .await?
             .ok_or_else(|| ApiError::not_found("conversation"))?;
-        crate::assignment::give_out(&state.db, partner.id, state.now()).await?;
     }
     Ok(Json(record(&state, &c, Reader::Agent).await?))
 }

@@ -15,7 +15,6 @@ use crate::http::messages::{MessageRecord, SendMessage};
 use crate::http::state::AppState;
 use crate::http::{ApiJson, E404, E409, E422};
 use crate::macros::Assignee;
-use crate::names::ConversationState;
 use crate::store::conversations as store;
 use crate::store::labels::{self, Change};
 use crate::store::{keys, macros};
@@ -119,8 +118,7 @@ pub(super) async fn apply_macro(
             .ok_or_else(|| ApiError::validation("macro_id", "the member this macro assigns to is gone: change it"))?;
     }
     if plan.close {
-        store::set_state(&state.db, partner, c.id, ConversationState::Closed, now).await?;
-        crate::assignment::give_out(&state.db, partner, now).await?;
+        crate::conversations::close(&state.sending(), partner, c.id).await?;
     }
     let c =
         store::find_for_partner(&state.db, partner, c.id).await?.ok_or_else(|| ApiError::not_found("conversation"))?;

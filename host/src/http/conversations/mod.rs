@@ -39,6 +39,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(user::write_in_my_conversation))
         .routes(routes!(user::read_my_conversation))
         .routes(routes!(user::typing_in_my_conversation))
+        .routes(routes!(user::rate_my_conversation))
         .routes(routes!(encryption::share_my_conversation_key, encryption::my_conversation_keys))
         .routes(routes!(encryption::my_conversation_devices))
         .routes(routes!(agent::list_conversations))
@@ -85,12 +86,45 @@ pub struct ConversationRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<i64>)]
     pub assignee_id: Option<Option<i64>>,
+    /// For the partner only: the SLA running on it (null: none runs — it waits for the person, is closed, or
+    /// the partner sets no SLA). Never shown to the user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<SlaRecord>)]
+    pub sla: Option<Option<SlaRecord>>,
+    /// For the partner only: when an agent first replied (null: not yet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub first_response_at: Option<Option<String>>,
+    /// Its satisfaction question, when the person was asked to rate it (null: never), and their answer.
+    pub rating: Option<RatingRecord>,
     /// For the partner only: the names of its labels, by name. Never shown to the user.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<String>>)]
     pub labels: Option<Vec<String>>,
     /// Its latest message, as the lists show it (null when its messages are gone: a retention purge).
     pub last_message: Option<LastMessageRecord>,
+}
+
+/// A conversation's satisfaction question and its answer.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ConversationRating)]
+pub struct RatingRecord {
+    pub asked_at: String,
+    /// 1 (poor) to 5 (great); null: not answered yet.
+    pub score: Option<i64>,
+    pub comment: Option<String>,
+    pub rated_at: Option<String>,
+}
+
+/// The SLA running on a conversation.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = ConversationSla)]
+pub struct SlaRecord {
+    pub kind: crate::names::SlaKind,
+    /// When an agent's reply is due (counted in the partner's business hours).
+    pub due_at: String,
+    pub breached: bool,
+    pub breached_at: Option<String>,
 }
 
 /// A conversation's latest message, for a list: who wrote it and the start of its text.
@@ -151,6 +185,16 @@ impl ConversationRecord {
         let mut record = ConversationRecord::new(c, unread, last);
         if matches!(reader, Reader::Agent) {
             record.assignee_id = Some(c.assignee_id);
+            record.first_response_at = Some(c.first_response_at.map(record_time));
+            record.sla = Some(match (c.sla_kind, c.sla_due_at) {
+                (Some(kind), Some(due)) => Some(SlaRecord {
+                    kind,
+                    due_at: record_time(due),
+                    breached: c.sla_breached_at.is_some(),
+                    breached_at: c.sla_breached_at.map(record_time),
+                }),
+                _ => None,
+            });
             record.labels = Some(labels.get(&c.id).cloned().unwrap_or_default());
         }
         record
@@ -171,6 +215,14 @@ impl ConversationRecord {
             last_message_at: record_time(c.last_message_at),
             created_at: record_time(c.created_at),
             assignee_id: None,
+            sla: None,
+            first_response_at: None,
+            rating: c.csat_asked_at.map(|asked| RatingRecord {
+                asked_at: record_time(asked),
+                score: c.csat_score,
+                comment: c.csat_comment.clone(),
+                rated_at: c.csat_rated_at.map(record_time),
+            }),
             labels: None,
             last_message: last.map(LastMessageRecord::from),
         }

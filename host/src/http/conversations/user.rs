@@ -107,8 +107,7 @@ pub(super) async fn open_conversation(
             .await?;
     let first = content.into_message(partner.id, &user.phone, Direction::In, None);
     let reference = format!("conv_{}", random_alnum(24));
-    let (conversation, message) =
-        crate::conversations::open(&state.db, &reference, subject, first, state.now()).await?;
+    let (conversation, message) = crate::conversations::open(&state.sending(), &reference, subject, first).await?;
     let record = ThreadRecord {
         conversation: ConversationRecord::new(&conversation, 0, Some(&message)),
         messages: vec![MessageRecord::from(&message)],
@@ -152,6 +151,47 @@ pub(super) async fn read_my_conversation(
 ) -> ApiResult<Json<ThreadRecord>> {
     let c = user_thread(&state, &user, &reference).await?;
     Ok(Json(read(&state, &c, Reader::User).await?))
+}
+
+/// My rating of a conversation.
+#[derive(Deserialize, ToSchema)]
+#[schema(as = NewRating)]
+pub(super) struct NewRating {
+    /// 1 (poor) to 5 (great).
+    #[schema(value_type = i64, required = true, minimum = 1, maximum = 5)]
+    score: Option<i64>,
+    /// At most 1,000 characters.
+    #[schema(max_length = 1000)]
+    comment: Option<String>,
+}
+
+/// Rate my conversation.
+///
+/// Once it was closed and the partner asked (its latest message carries `rating`): within 7 days, once. It
+/// stays closed. Not asked, rated already, or asked more than 7 days ago is `422` on `score`.
+#[utoipa::path(
+    post,
+    path = "/me/conversations/{ref}/rating",
+    tag = "conversations",
+    security(("userJwt" = [])),
+    request_body = NewRating,
+    responses(
+        (status = 200, description = "The conversation, rated", body = ConversationRecord),
+        (status = 404, response = E404),
+        (status = 422, response = E422),
+    )
+)]
+pub(super) async fn rate_my_conversation(
+    State(state): State<AppState>,
+    user: UserAuth,
+    Path(reference): Path<String>,
+    ApiJson(req): ApiJson<NewRating>,
+) -> ApiResult<Json<ConversationRecord>> {
+    let c = user_thread(&state, &user, &reference).await?;
+    let score = req.score.ok_or_else(|| ApiError::validation("score", "score is 1 (poor) to 5 (great)"))?;
+    crate::conversations::rate(&state.db, &c, score, req.comment.as_deref(), state.now()).await??;
+    let c = user_thread(&state, &user, &reference).await?;
+    Ok(Json(super::record(&state, &c, Reader::User).await?))
 }
 
 /// I am writing in my conversation.

@@ -192,6 +192,51 @@ function withMessage(t: ConversationThread, m: Message): ConversationThread {
   return { ...t, messages };
 }
 
+/** The partner's satisfaction question: the scale as buttons and an optional comment, or the answer given. */
+function RatingAsk({ convRef, rating, onRated }: { convRef: string; rating: Conversation["rating"]; onRated: (c: Conversation) => void }) {
+  const [score, setScore] = useState<number | null>(null);
+  const [comment, setComment] = useState("");
+  const [error, setError] = useState<unknown>(null);
+  if (rating?.score) {
+    return (
+      <p class="rating-done" role="status">
+        You rated this conversation {rating.score} out of 5. Thank you!
+      </p>
+    );
+  }
+  return (
+    <form
+      class="rating"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        if (!score) return;
+        setError(null);
+        try {
+          onRated(await post<Conversation>(`/me/conversations/${enc(convRef)}/rating`, { score, comment: comment.trim() || undefined }));
+        } catch (err) {
+          setError(err);
+        }
+      }}
+    >
+      <fieldset>
+        <legend>Your rating</legend>
+        {[1, 2, 3, 4, 5].map((n) => (
+          <button type="button" class={score === n ? "on" : ""} aria-pressed={score === n} onClick={() => setScore(n)}>
+            {n}
+            <span class="sr-only"> out of 5</span>
+          </button>
+        ))}
+      </fieldset>
+      <label for="rating-comment">Comment (optional)</label>
+      <input id="rating-comment" maxLength={1000} value={comment} onInput={(e) => setComment((e.target as HTMLInputElement).value)} />
+      <button class="primary" disabled={!score}>
+        Send rating
+      </button>
+      <ErrorNote error={error} />
+    </form>
+  );
+}
+
 export function ConversationView({ convRef }: { convRef: string }) {
   const thread = useAsync(() => get<ConversationThread>(`/me/conversations/${enc(convRef)}`), [convRef]);
   // Live: a new message in this thread (an agent's reply, or the user's own from another device) and the
@@ -203,10 +248,10 @@ export function ConversationView({ convRef }: { convRef: string }) {
   useLive(["conversation.message"], ({ conversation, message }: { conversation: Conversation; message: Message }) => {
     if (conversation.ref !== convRef) return;
     if (message.direction === "out") stoppedTyping();
-    thread.update((t) => ({ ...withMessage(t, message), state: conversation.state, unread: conversation.unread, last_message_at: conversation.last_message_at }));
+    thread.update((t) => ({ ...withMessage(t, message), state: conversation.state, unread: conversation.unread, last_message_at: conversation.last_message_at, rating: conversation.rating }));
   }, [convRef]);
   useLive(["conversation.updated"], (c: Conversation) => {
-    if (c.ref === convRef) thread.update((t) => ({ ...t, state: c.state }));
+    if (c.ref === convRef) thread.update((t) => ({ ...t, state: c.state, rating: c.rating }));
   }, [convRef]);
   useLive(["reset"], () => thread.reload(), [convRef]);
   const keys = useRef(new ConvKeys(convRef));
@@ -270,6 +315,8 @@ export function ConversationView({ convRef }: { convRef: string }) {
     return () => document.removeEventListener("visibilitychange", read);
   }, [unseen, convRef]);
   const lastMine = t ? [...t.messages].reverse().find((m) => m.direction === "in")?.ref : undefined;
+  // The latest satisfaction question is the one answered here.
+  const lastRatingAsk = t ? [...t.messages].reverse().find((m) => m.rating)?.ref : undefined;
 
   async function send(e: Event) {
     e.preventDefault();
@@ -364,6 +411,9 @@ export function ConversationView({ convRef }: { convRef: string }) {
                   m.rendered_body ?? m.body
                 )}
                 <time class="meta" dateTime={m.created_at}> {when(m.created_at, "short")}</time>
+                {m.rating && m.ref === lastRatingAsk && t.rating ? (
+                  <RatingAsk convRef={convRef} rating={t.rating} onRated={(c) => thread.update((old) => ({ ...old, rating: c.rating }))} />
+                ) : null}
                 {m.ref === lastMine ? (
                   <span class="receipt" data-receipt={m.state}>
                     {m.state === "read" ? "Seen" : m.state === "failed" ? "Not sent" : "Delivered"}
