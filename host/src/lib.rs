@@ -24,6 +24,7 @@
 //! until a shutdown future resolves, so tests bind port 0.
 #![recursion_limit = "512"]
 
+pub mod analytics;
 pub mod assignment;
 pub mod bots;
 pub mod broadcasts;

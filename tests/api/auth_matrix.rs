@@ -42,6 +42,7 @@ use Access::*;
 /// Every operation and who may call it.
 const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/accounts/link", Partner),
+    ("GET", "/api/v1/analytics/conversations", Partner),
     ("GET", "/api/v1/accounts/{phone}", Partner),
     ("DELETE", "/api/v1/accounts/{phone}", Partner),
     ("GET", "/api/v1/api-keys", Partner),

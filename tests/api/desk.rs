@@ -554,3 +554,95 @@ async fn a_closed_conversation_asks_the_person_in_the_app_to_rate_it_once_and_th
     let again = ana.send(Method::PATCH, &path(c), json!({"state": "closed"})).await.ok(200).clone();
     assert!(again["rating"]["score"].is_null(), "asked anew: {again}");
 }
+
+#[tokio::test]
+async fn analytics_count_conversations_by_day_and_agent_from_rollups_kept_as_things_happen() {
+    // Monday 2026-12-07, 08:00 UTC.
+    let clock = std::sync::Arc::new(hubbub_host::clock::ManualClock::new(at("2026-12-07T08:00:00Z")));
+    let app = TestApp::start_on_clock(std::sync::Arc::new(crate::common::TestDb::new().await), clock, |_| {}).await;
+    let key = app.partner("acme").await;
+    let other = app.partner("globex").await;
+    let (ana, ana_id) = member(&app, &key, ANA, "agent", "Ana Lima").await;
+    app.post(&key, "/api/v1/accounts/link", json!({"phone": USER})).await.ok(200);
+    let user = app.login(USER).await;
+    app.request(Method::PUT, "/api/v1/settings/csat", Some(&key), Some(&json!({"enabled": true}))).await.ok(200);
+    app.request(Method::PUT, "/api/v1/settings/slas", Some(&key), Some(&json!({"first_response_s": 60}))).await.ok(200);
+
+    // Monday: two conversations; Ana answers the first after 10 minutes and closes it after 30, the person
+    // rates it 5; the second waits past its SLA.
+    let a = opens(&app, &user, "First").await;
+    let b = opens(&app, &user, "Second").await;
+    ana.send(Method::PATCH, &path(a), json!({"assignee_id": ana_id})).await.ok(200);
+    app.clock.advance_ms(10 * 60_000);
+    ana.send(Method::POST, &format!("{}/messages", path(a)), json!({"body": "Hi"})).await.ok(201);
+    crate::common::eventually("the breach", || async { app.get(&key, &path(b)).await.json["sla"]["breached"] == true })
+        .await;
+    app.clock.advance_ms(20 * 60_000);
+    let closed = ana.send(Method::PATCH, &path(a), json!({"state": "closed"})).await.ok(200).clone();
+    // Closing it again counts nothing more.
+    ana.send(Method::PATCH, &path(a), json!({"state": "closed"})).await.ok(200);
+    let reference = closed["ref"].as_str().unwrap();
+    app.post(&user, &format!("/api/v1/me/conversations/{reference}/rating"), json!({"score": 5})).await.ok(200);
+    // Tuesday: a third, answered with the key after 2 minutes.
+    app.clock.advance_ms(at("2026-12-08T09:00:00Z") - app.now());
+    let c = opens(&app, &user, "Third").await;
+    app.clock.advance_ms(2 * 60_000);
+    app.post(&key, &format!("{}/messages", path(c)), json!({"body": "Hello"})).await.ok(201);
+
+    let report = app.get(&key, "/api/v1/analytics/conversations?from=2026-12-06&to=2026-12-08").await.ok(200).clone();
+    assert_eq!(
+        (report["from"].as_str(), report["to"].as_str(), report["interval"].as_str()),
+        (Some("2026-12-06"), Some("2026-12-08"), Some("day"))
+    );
+    let days: Vec<(String, i64, i64)> = report["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (d["at"].as_str().unwrap().to_string(), d["opened"].as_i64().unwrap(), d["resolved"].as_i64().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        days,
+        [
+            ("2026-12-06 00:00:00".to_string(), 0, 0),
+            ("2026-12-07 00:00:00".to_string(), 2, 1),
+            ("2026-12-08 00:00:00".to_string(), 1, 0)
+        ]
+    );
+    let totals = &report["totals"];
+    assert_eq!(
+        totals,
+        &json!({"opened": 3, "resolved": 1, "first_responses": 2, "avg_first_response_s": 360.0,
+            "avg_resolution_s": 1800.0, "sla_breaches": 1, "ratings": 1, "csat_average": 5.0})
+    );
+    let agents = report["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    assert_eq!((agents[0]["member_id"].as_i64(), agents[0]["name"].as_str()), (Some(ana_id), Some("Ana Lima")));
+    assert_eq!(
+        (agents[0]["first_responses"].as_i64(), agents[0]["avg_first_response_s"].as_f64()),
+        (Some(1), Some(600.0))
+    );
+    assert_eq!((agents[0]["resolved"].as_i64(), agents[0]["csat_average"].as_f64()), (Some(1), Some(5.0)));
+    // By the hour: Monday 08:00 has the two opened.
+    let hourly = app.get(&key, "/api/v1/analytics/conversations?from=2026-12-07&to=2026-12-07&interval=hour").await;
+    let hours = hourly.ok(200)["series"].as_array().unwrap().clone();
+    assert_eq!(hours.len(), 24);
+    assert_eq!((hours[8]["at"].as_str(), hours[8]["opened"].as_i64()), (Some("2026-12-07 08:00:00"), Some(2)));
+    // Another partner's figures are its own.
+    assert_eq!(
+        app.get(&other, "/api/v1/analytics/conversations?from=2026-12-06&to=2026-12-08").await.ok(200)["totals"]["opened"],
+        0
+    );
+
+    // Bad ranges are 422 on the field.
+    for (query, field) in [
+        ("from=2025-12-01&to=2026-12-07", "to"),
+        ("from=2026-12-08&to=2026-12-07", "from"),
+        ("from=2026-10-01&to=2026-12-07&interval=hour", "interval"),
+        ("from=2026-02-30", "from"),
+        ("interval=week", "interval"),
+    ] {
+        app.get(&key, &format!("/api/v1/analytics/conversations?{query}")).await.field_error(field);
+    }
+}

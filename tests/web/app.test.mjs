@@ -1602,6 +1602,38 @@ test("3z. ratings: an admin turns them on; an agent closes a conversation and th
   }
 });
 
+test("3α. analytics: an admin sees the conversations' figures drawn with Chart.js, by day and agent; a range backwards says why", async () => {
+  const admin = await memberConsole("admin");
+  const csp = [];
+  admin.pg.on("console", (m) => /Content Security Policy|Refused to/i.test(m.text()) && csp.push(m.text()));
+  try {
+    const a = admin.pg;
+    await a.getByRole("link", { name: "Analytics" }).click();
+    await a.getByRole("heading", { name: "Analytics", level: 1 }).waitFor();
+    // Earlier tests opened, answered, closed and rated conversations today: the totals count them.
+    const opened = Number(await a.locator(".totals div", { hasText: "Opened" }).locator("dd").textContent());
+    assert.ok(opened >= 3, `opened today: ${opened}`);
+    // The charts are drawn (pixels on the canvas), and the agents who answered are listed.
+    await a.waitForFunction(() => {
+      const c = document.querySelector(".chart canvas");
+      if (!c || !c.width) return false;
+      const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+      for (let i = 3; i < px.length; i += 4) if (px[i] !== 0) return true;
+      return false;
+    });
+    await a.getByRole("table", { name: "Each agent's figures over the range" }).waitFor();
+    await axe("console-analytics", a);
+    // A range that ends before it starts: refused, saying why.
+    await a.getByLabel("From", { exact: true }).fill("2026-12-31");
+    await a.getByLabel("To", { exact: true }).fill("2026-01-01");
+    await a.getByRole("button", { name: "Show" }).click();
+    await a.getByRole("alert").filter({ hasText: "from is a day on or before to" }).waitFor();
+    assert.deepEqual(csp, [], "Chart.js draws within the content security policy");
+  } finally {
+    await admin.ctx.close();
+  }
+});
+
 test("3v. the console's webhook log is live and its rows stay with their deliveries; sending again a delivery held behind a failing one says so and sends that one first", async () => {
   const ADMIN = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
   let answer = 500;

@@ -84,6 +84,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/analytics/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * My conversations' figures.
+         * @description By the day (or hour) over a range of whole UTC days (at most 366; by the hour 31), and by agent: opened,
+         *     resolved, first responses and their average time, average resolution time, SLA breaches, ratings and
+         *     their average. Read from rollups kept as each of these happens, never by scanning conversations.
+         */
+        get: operations["conversation_analytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/api-keys": {
         parameters: {
             query?: never;
@@ -3296,6 +3318,16 @@ export interface components {
         };
         /** @enum {string} */
         AccountState: "unclaimed" | "claimed";
+        /**
+         * @description An agent's figures over the range: the conversations they first answered (their replies), closed while
+         *     they had them, whose SLA was breached while they had them, and rated for their work.
+         */
+        AgentFigures: components["schemas"]["ConversationFigures"] & {
+            /** Format: int64 */
+            member_id: number;
+            /** @description Their display name (null: none, or a member since removed). */
+            name?: string | null;
+        };
         /** @description A member as assignment sees them. */
         AgentLoad: {
             /**
@@ -3767,6 +3799,66 @@ export interface components {
              *     partner. `POST …/read` reads them.
              */
             unread: number;
+        };
+        /** @description The partner's conversations over a range. */
+        ConversationAnalytics: {
+            /** @description By agent, those with anything to count. */
+            agents: components["schemas"]["AgentFigures"][];
+            from: string;
+            /** @description `day` or `hour`. */
+            interval: string;
+            /** @description Every bucket of the range, oldest first (zero when nothing happened). */
+            series: components["schemas"]["ConversationFiguresAt"][];
+            to: string;
+            totals: components["schemas"]["ConversationFigures"];
+        };
+        /** @description What conversations came to in a bucket, a range, or for an agent. */
+        ConversationFigures: {
+            /**
+             * Format: double
+             * @description The average time from a conversation's first message to its first agent reply, in seconds (null: none).
+             */
+            avg_first_response_s?: number | null;
+            /**
+             * Format: double
+             * @description The average time from a conversation's opening to its closing, in seconds (null: none).
+             */
+            avg_resolution_s?: number | null;
+            /**
+             * Format: double
+             * @description Their average, 1 to 5 (null: none).
+             */
+            csat_average?: number | null;
+            /**
+             * Format: int64
+             * @description Conversations first answered by an agent.
+             */
+            first_responses: number;
+            /**
+             * Format: int64
+             * @description Conversations people opened.
+             */
+            opened: number;
+            /**
+             * Format: int64
+             * @description Ratings people gave.
+             */
+            ratings: number;
+            /**
+             * Format: int64
+             * @description Conversations closed (each closing of a reopened one counts).
+             */
+            resolved: number;
+            /**
+             * Format: int64
+             * @description SLAs breached.
+             */
+            sla_breaches: number;
+        };
+        /** @description A bucket of the range. */
+        ConversationFiguresAt: components["schemas"]["ConversationFigures"] & {
+            /** @description The bucket's start (UTC). */
+            at: string;
         };
         /** @description A content key wrapped for one device (the last three fields are the server's). */
         ConversationKeyWrap: {
@@ -6353,6 +6445,38 @@ export interface operations {
             403: components["responses"]["E403"];
             409: components["responses"]["E409"];
             413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    conversation_analytics: {
+        parameters: {
+            query?: {
+                /** @description The first day, `YYYY-MM-DD` (UTC); absent: 29 days before `to`. */
+                from?: string;
+                /** @description The last day, `YYYY-MM-DD` (UTC), at most 366 days after `from`; absent: today. */
+                to?: string;
+                /** @description `day` (the default) or `hour` (a range of at most 31 days). */
+                interval?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The figures */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationAnalytics"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];

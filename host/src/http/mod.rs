@@ -5,6 +5,7 @@
 
 pub mod abuse;
 pub mod accounts;
+pub mod analytics;
 pub mod api_keys;
 pub mod app;
 pub mod assignment;
@@ -95,6 +96,7 @@ pub fn documented() -> OpenApiRouter<AppState> {
         .merge(labels::router())
         .merge(macros::router())
         .merge(assignment::router())
+        .merge(analytics::router())
         .merge(service_levels::router())
         .merge(members::router())
         .merge(passkeys::router())

@@ -325,6 +325,8 @@ pub async fn open_in(
     .fetch_one(&mut **tx)
     .await?;
     first.conversation_id = Some(id);
+    let opened = super::rollups::Bump { opened: 1, ..Default::default() };
+    super::rollups::bump_in(tx, first.partner_id, now, None, opened).await?;
     let Created::New(created) = create_in(tx, &first, now).await? else {
         return Err(sqlx::Error::Protocol("a conversation's first message carries no idempotency key".into()));
     };
@@ -396,7 +398,7 @@ async fn appended_in(
     if from_user {
         super::service_levels::start_in(tx, message.partner_id, conversation_id, now).await?;
     } else if state == ConversationState::Pending {
-        super::service_levels::stop_in(tx, conversation_id, true, now).await?;
+        super::service_levels::replied_in(tx, conversation_id, message.author_id, now).await?;
     }
     let mut conversation = reread_in(tx, conversation_id).await?;
     // The user's message in a conversation nobody has: the partner may give it to an agent at once.
@@ -565,6 +567,8 @@ pub async fn breach_due(db: &Db, now: Millis, limit: i64, event: BreachFn) -> Re
             continue;
         }
         let c = reread_in(&mut tx, id).await?;
+        let breach = super::rollups::Bump { sla_breaches: 1, ..Default::default() };
+        super::rollups::bump_in(&mut tx, c.partner_id, now, c.assignee_id, breach).await?;
         let key = format!("conversation:{id}");
         outbox::enqueue(
             &mut tx,
@@ -655,6 +659,11 @@ pub async fn set_state(
     now: Millis,
 ) -> Result<Option<Conversation>, sqlx::Error> {
     let mut tx = db.begin().await?;
+    let was: Option<String> = sqlx::query_scalar("SELECT state FROM conversations WHERE partner_id = $1 AND id = $2")
+        .bind(partner_id)
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
     let done = sqlx::query("UPDATE conversations SET state = $1 WHERE partner_id = $2 AND id = $3")
         .bind(state.as_str())
         .bind(partner_id)
@@ -664,10 +673,13 @@ pub async fn set_state(
     if done.rows_affected() == 0 {
         return Ok(None);
     }
-    if state == ConversationState::Closed {
-        super::service_levels::stop_in(&mut tx, id, false, now).await?;
-    }
     let conversation = reread_in(&mut tx, id).await?;
+    if state == ConversationState::Closed && was.as_deref() != Some(ConversationState::Closed.as_str()) {
+        super::service_levels::stop_in(&mut tx, id, false, now).await?;
+        let resolution_ms = (now - conversation.created_at).max(0);
+        let resolved = super::rollups::Bump { resolved: 1, resolution_ms, ..Default::default() };
+        super::rollups::bump_in(&mut tx, partner_id, now, conversation.assignee_id, resolved).await?;
+    }
     user_events::append_in(&mut tx, &told(&conversation, UserEventKind::ConversationUpdated, id), now).await?;
     tx.commit().await?;
     Ok(Some(conversation))

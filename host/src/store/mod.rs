@@ -42,6 +42,7 @@ pub mod preferences;
 pub mod push;
 pub mod ratings;
 pub mod retention;
+pub mod rollups;
 pub mod sealing;
 pub mod search;
 pub mod senders;

@@ -67,9 +67,10 @@ pub async fn rate(
     now: Millis,
 ) -> Result<bool, sqlx::Error> {
     let mut tx = db.begin().await?;
-    let partner: Option<i64> = sqlx::query_scalar(
+    let rated = sqlx::query(
         "UPDATE conversations SET csat_score = $1, csat_comment = $2, csat_rated_at = $3 WHERE id = $4 \
-         AND csat_asked_at IS NOT NULL AND csat_asked_at >= $5 AND csat_score IS NULL RETURNING partner_id",
+         AND csat_asked_at IS NOT NULL AND csat_asked_at >= $5 AND csat_score IS NULL \
+         RETURNING partner_id, csat_agent_id",
     )
     .bind(score)
     .bind(comment)
@@ -78,7 +79,10 @@ pub async fn rate(
     .bind(since)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some(partner) = partner else { return Ok(false) };
+    let Some(rated) = rated else { return Ok(false) };
+    let partner: i64 = rated.try_get("partner_id")?;
+    let bump = super::rollups::Bump { ratings: 1, rating_sum: score, ..Default::default() };
+    super::rollups::bump_in(&mut tx, partner, now, rated.try_get("csat_agent_id")?, bump).await?;
     let told = NewUserEvent {
         phone: partner_key(partner),
         kind: UserEventKind::ConversationUpdated,

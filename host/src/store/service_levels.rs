@@ -7,6 +7,7 @@ use sqlx::Row;
 use sqlx::Transaction;
 
 use super::Db;
+use super::rollups::Bump;
 use crate::business_hours::Hours;
 use crate::clock::Millis;
 use crate::names::SlaKind;
@@ -125,6 +126,29 @@ pub async fn start_in(
     .execute(&mut **tx)
     .await?;
     Ok(())
+}
+
+/// An agent (member `author`, or the partner key) replied in conversation `conversation_id`: its SLA stops,
+/// and its first reply is noted, and counted in the rollups (the time it took, for the member who wrote it,
+/// else the assignee).
+pub async fn replied_in(
+    tx: &mut Transaction<'_, sqlx::Any>,
+    conversation_id: i64,
+    author: Option<i64>,
+    now: Millis,
+) -> Result<(), sqlx::Error> {
+    let row =
+        sqlx::query("SELECT partner_id, created_at, first_response_at, assignee_id FROM conversations WHERE id = $1")
+            .bind(conversation_id)
+            .fetch_one(&mut **tx)
+            .await?;
+    if row.try_get::<Option<i64>, _>("first_response_at")?.is_none() {
+        let (partner, created): (i64, i64) = (row.try_get("partner_id")?, row.try_get("created_at")?);
+        let agent = author.or(row.try_get("assignee_id")?);
+        let bump = Bump { first_responses: 1, first_response_ms: (now - created).max(0), ..Bump::default() };
+        super::rollups::bump_in(tx, partner, now, agent, bump).await?;
+    }
+    stop_in(tx, conversation_id, true, now).await
 }
 
 /// Conversation `conversation_id` no longer waits for the agents (an agent replied, or it was closed): its

@@ -27,6 +27,7 @@ import { Passkeys } from "./passkeys";
 import { Profile } from "./profile";
 import { Senders } from "./senders";
 import { Data } from "./data";
+import { Analytics } from "./analytics";
 
 // ---- The signed-in console ----
 
@@ -102,6 +103,7 @@ function Shell({ session, onSignOut, onSession }: { session: MemberSession; onSi
           { href: "/console/accounts", label: "Accounts", on: path.startsWith("/console/accounts") },
           { href: "/console/templates", label: "Templates", on: path.startsWith("/console/templates") },
           { href: "/console/data", label: "Data", on: path.startsWith("/console/data") },
+          { href: "/console/analytics", label: "Analytics", on: path.startsWith("/console/analytics") },
         ]
       : []),
     ...(owner
@@ -126,6 +128,7 @@ function Shell({ session, onSignOut, onSession }: { session: MemberSession; onSi
   else if (path.startsWith("/console/broadcasts") && admin) page = <Broadcasts />;
   else if (path.startsWith("/console/accounts") && admin) page = <Accounts />;
   else if (path.startsWith("/console/data") && admin) page = <Data />;
+  else if (path.startsWith("/console/analytics") && admin) page = <Analytics />;
   else if (path.startsWith("/console/passkeys")) page = <Passkeys />;
   else if (path.startsWith("/console/profile")) page = <Profile session={session} onChange={onSession} />;
   else page = <Inbox session={session} members={members} open={conversation ? Number(conversation) : null} />;

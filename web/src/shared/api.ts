@@ -43,6 +43,7 @@ export type AssignmentSettings = S["AssignmentSettings"];
 export type BusinessHours = S["BusinessHours"];
 export type SlaTargets = S["SlaTargets"];
 export type CsatSettings = S["CsatSettings"];
+export type ConversationAnalytics = S["ConversationAnalytics"];
 export type ConversationSla = S["ConversationSla"];
 export type Template = S["Template"];
 export type Payment = S["PaymentRecord"];
