@@ -126,18 +126,20 @@ async fn erase_in(
     partner_id: Option<i64>,
     phone: &str,
 ) -> Result<Erased, sqlx::Error> {
+    // On PostgreSQL the rows are locked first: a delivery (or a reply) writing about one of these messages
+    // meanwhile waits for the erasure, then finds it gone, instead of adding a row that names it between the
+    // erasure's deletes (which would fail the erasure on its foreign key). SQLite has one writer at a time.
+    let lock = match super::backend_of(tx) {
+        Backend::Postgres => " FOR UPDATE",
+        Backend::Sqlite => "",
+    };
+    let sql = format!("SELECT id FROM messages WHERE phone = $1 AND ($2 IS NULL OR partner_id = $2) ORDER BY id{lock}");
     let messages: Vec<i64> =
-        sqlx::query_scalar("SELECT id FROM messages WHERE phone = $1 AND ($2 IS NULL OR partner_id = $2)")
-            .bind(phone)
-            .bind(partner_id)
-            .fetch_all(&mut **tx)
-            .await?;
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(phone).bind(partner_id).fetch_all(&mut **tx).await?;
+    let sql =
+        format!("SELECT id FROM conversations WHERE phone = $1 AND ($2 IS NULL OR partner_id = $2) ORDER BY id{lock}");
     let conversations: Vec<i64> =
-        sqlx::query_scalar("SELECT id FROM conversations WHERE phone = $1 AND ($2 IS NULL OR partner_id = $2)")
-            .bind(phone)
-            .bind(partner_id)
-            .fetch_all(&mut **tx)
-            .await?;
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(phone).bind(partner_id).fetch_all(&mut **tx).await?;
     let unlinked = sqlx::query(
         "DELETE FROM account_links WHERE ($1 IS NULL OR partner_id = $1) \
          AND account_id IN (SELECT id FROM accounts WHERE phone = $2)",
