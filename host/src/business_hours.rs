@@ -5,7 +5,7 @@
 //! business hours only (the SLAs' targets).
 
 use jiff::Timestamp;
-use jiff::civil::{Date, Weekday};
+use jiff::civil::Date;
 use jiff::tz::TimeZone;
 use serde::{Deserialize, Serialize};
 
@@ -35,19 +35,22 @@ pub struct Hours {
 /// Why a field of business hours is refused: the field (dotted, as the API names it) and why.
 pub type Refusal = (String, String);
 
-/// `HH:MM` (24-hour, `24:00` as an end) as minutes after midnight.
+/// `HH:MM` (24-hour, `24:00` as an end) as minutes after midnight (`preferences::minutes`, and the day's end).
 pub fn minutes(text: &str) -> Option<i64> {
-    let (h, m) = text.split_once(':')?;
-    if h.len() != 2 || m.len() != 2 || !h.bytes().chain(m.bytes()).all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
-    (m < 60 && (h < 24 || (h == 24 && m == 0))).then_some(h * 60 + m)
+    if text == "24:00" { Some(1440) } else { crate::preferences::minutes(text) }
 }
 
-/// `HH:MM` of a minute of the day.
+/// `HH:MM` of a minute of the day (`24:00` for the day's end).
 pub fn format(minute: i64) -> String {
-    format!("{:02}:{:02}", minute / 60, minute % 60)
+    crate::preferences::Window::format(minute)
+}
+
+/// The weekdays' names, Monday first.
+const DAY_NAMES: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+
+/// The index of `date`'s weekday, Monday first (of [`DAYS`] and [`DAY_NAMES`]).
+fn weekday(date: Date) -> usize {
+    date.weekday().to_monday_zero_offset() as usize
 }
 
 impl Hours {
@@ -111,15 +114,7 @@ impl Hours {
         if self.holidays.binary_search(&date.to_string()).is_ok() {
             return Vec::new();
         }
-        let day = match date.weekday() {
-            Weekday::Monday => 0,
-            Weekday::Tuesday => 1,
-            Weekday::Wednesday => 2,
-            Weekday::Thursday => 3,
-            Weekday::Friday => 4,
-            Weekday::Saturday => 5,
-            Weekday::Sunday => 6,
-        };
+        let day = weekday(date);
         let at = |minute: i64| -> Option<Millis> {
             let (d, minute) = if minute >= 1440 { (date.tomorrow().ok()?, minute - 1440) } else { (date, minute) };
             let local = d.at((minute / 60) as i8, (minute % 60) as i8, 0, 0);
@@ -202,15 +197,7 @@ impl Hours {
 pub fn back_at(hours: &Hours, at: Millis) -> Option<String> {
     let zone = hours.zone();
     let local = Timestamp::from_millisecond(at).ok()?.to_zoned_datetime(zone);
-    let day = match local.date().weekday() {
-        Weekday::Monday => "Monday",
-        Weekday::Tuesday => "Tuesday",
-        Weekday::Wednesday => "Wednesday",
-        Weekday::Thursday => "Thursday",
-        Weekday::Friday => "Friday",
-        Weekday::Saturday => "Saturday",
-        Weekday::Sunday => "Sunday",
-    };
+    let day = DAY_NAMES[weekday(local.date())];
     Some(format!("{day} {} at {:02}:{:02} ({})", local.date(), local.hour(), local.minute(), hours.time_zone))
 }
 

@@ -272,18 +272,7 @@ async fn away_reply_in(
         Some(back) => format!("{text}\n\nWe're back {back}."),
         None => text.clone(),
     };
-    let reply = Content {
-        content_type: ContentType::Text,
-        body: Some(body),
-        rendered_body: None,
-        template_code: None,
-        lang: None,
-        priority: "chat".into(),
-        content: MessageContent::default(),
-        media: None,
-        reference: None,
-        fallback_after_s: None,
-    };
+    let reply = Content::service_text(body, MessageContent::default());
     let message = reply.into_message(c.partner_id, &c.phone, Direction::Out, Some(c.id));
     store::append_in(tx, c.id, message, ConversationState::Open, now, crate::events::conversation_message).await?;
     Ok(true)
@@ -363,21 +352,10 @@ async fn ask_rating(host: &Sending<'_>, c: &Conversation) -> Result<bool, sqlx::
     if !crate::store::ratings::claim_ask_in(&mut tx, c.id, host.now).await? {
         return Ok(false);
     }
-    let ask = Content {
-        content_type: ContentType::Text,
-        body: Some(question.unwrap_or_else(|| crate::store::ratings::DEFAULT_QUESTION.to_string())),
-        rendered_body: None,
-        template_code: None,
-        lang: None,
-        priority: "chat".into(),
-        content: MessageContent {
-            rating: Some(crate::messages::RatingRequest { min: 1, max: 5 }),
-            ..MessageContent::default()
-        },
-        media: None,
-        reference: None,
-        fallback_after_s: None,
-    };
+    let question = question.unwrap_or_else(|| crate::store::ratings::DEFAULT_QUESTION.to_string());
+    let scale =
+        MessageContent { rating: Some(crate::messages::RatingRequest { min: 1, max: 5 }), ..MessageContent::default() };
+    let ask = Content::service_text(question, scale);
     let message = ask.into_message(c.partner_id, &c.phone, Direction::Out, Some(c.id));
     store::append_in(&mut tx, c.id, message, ConversationState::Closed, host.now, crate::events::conversation_message)
         .await?;

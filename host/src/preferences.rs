@@ -67,7 +67,7 @@ impl Window {
 }
 
 /// `HH:MM` (24-hour) as minutes after midnight.
-fn minutes(text: &str) -> Option<i64> {
+pub fn minutes(text: &str) -> Option<i64> {
     let (h, m) = text.split_once(':')?;
     if h.len() != 2 || m.len() != 2 || !h.bytes().chain(m.bytes()).all(|b| b.is_ascii_digit()) {
         return None;

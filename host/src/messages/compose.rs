@@ -228,6 +228,23 @@ pub struct Content {
 }
 
 impl Content {
+    /// A text the service writes on a partner's behalf (an automatic reply, a rating question): chat, no
+    /// template, with `content`'s type-specific fields.
+    pub fn service_text(body: String, content: MessageContent) -> Content {
+        Content {
+            content_type: ContentType::Text,
+            body: Some(body),
+            rendered_body: None,
+            template_code: None,
+            lang: None,
+            priority: "chat".into(),
+            content,
+            media: None,
+            reference: None,
+            fallback_after_s: None,
+        }
+    }
+
     /// The message to store for one recipient.
     pub fn into_message(
         self,
