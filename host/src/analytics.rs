@@ -1,11 +1,15 @@
 //! A partner's figures, read from the rollups kept as things happen (`store::rollups`), never by scanning
-//! its conversations: each hour's or day's counts and averages, and each agent's over the whole range.
+//! its conversations or messages: each hour's or day's counts and averages, each agent's over the whole
+//! range, and its messages' by channel (with what the paid ones cost), template and broadcast.
 
 use std::collections::BTreeMap;
 
 use crate::clock::Millis;
+use crate::names::Channel;
 use crate::store::Db;
-use crate::store::rollups::{self, Bump, HOUR_MS};
+use crate::store::rollups::HOUR_MS;
+use crate::store::rollups::conversations::{self as rollups, Bump};
+use crate::store::rollups::messages::{self as message_rollups, By, Counts, Filter, Prices};
 use crate::validate::Invalid;
 
 /// A day, in milliseconds.
@@ -79,6 +83,85 @@ pub async fn conversations(
         }
     }
     report.series = buckets.into_iter().collect();
+    Ok(report)
+}
+
+/// What a partner's messages came to in a range: each bucket's counts, the whole range's, and the range's
+/// by channel, template and broadcast, with the partner's prices to cost the paid tries.
+#[derive(Debug, Clone, Default)]
+pub struct MessageReport {
+    /// Every bucket of the range, in order: its counts, and its paid tries' cost (`None`: no price set for a
+    /// channel that had any).
+    pub series: Vec<(Millis, Counts, Option<i64>)>,
+    pub totals: Counts,
+    /// The whole range's cost, in millionths of the partner's currency.
+    pub cost: Option<i64>,
+    /// By channel the messages were sent on (those with anything counted), with their cost.
+    pub channels: Vec<(Channel, Counts, Option<i64>)>,
+    /// By template (messages sent with one), by code.
+    pub templates: Vec<(String, Counts)>,
+    /// By broadcast (messages of one), by id.
+    pub broadcasts: Vec<(i64, Counts)>,
+    pub prices: Prices,
+}
+
+/// What `paid` tries on `channel` cost at `prices`, in millionths (`None`: the channel has no price and had
+/// paid tries; the hub costs nothing).
+pub fn cost(prices: &Prices, channel: Option<Channel>, paid: i64) -> Option<i64> {
+    let price = match channel {
+        Some(Channel::Whatsapp) => prices.whatsapp_micros,
+        Some(Channel::Sms) => prices.sms_micros,
+        _ => Some(0),
+    };
+    if paid == 0 { Some(0) } else { price.map(|p| p * paid) }
+}
+
+/// Adds up costs, of which any unknown makes the sum unknown.
+fn add_cost(sum: Option<i64>, more: Option<i64>) -> Option<i64> {
+    Some(sum? + more?)
+}
+
+/// Partner `partner_id`'s messages over `[from, to)` (see [`range`]), by `interval`, of those `filter` lets
+/// through.
+pub async fn messages(
+    db: &Db,
+    partner_id: i64,
+    (from, to): (Millis, Millis),
+    interval: Interval,
+    filter: &Filter,
+) -> Result<MessageReport, sqlx::Error> {
+    let step = interval.ms();
+    let prices = message_rollups::prices(db, partner_id).await?;
+    let mut buckets: BTreeMap<Millis, (Counts, Option<i64>)> =
+        (0..(to - from) / step).map(|i| (from + i * step, (Counts::default(), Some(0)))).collect();
+    let mut channels: BTreeMap<&'static str, (Channel, Counts, Option<i64>)> = BTreeMap::new();
+    let mut report = MessageReport { cost: Some(0), ..MessageReport::default() };
+    for (at, channel, counts) in message_rollups::series(db, partner_id, (from, to), step, filter).await? {
+        let cost = cost(&prices, channel, counts.paid);
+        let bucket = buckets.entry(at).or_insert((Counts::default(), Some(0)));
+        bucket.0 += counts;
+        bucket.1 = add_cost(bucket.1, cost);
+        report.totals += counts;
+        report.cost = add_cost(report.cost, cost);
+        if let Some(channel) = channel {
+            let by = channels.entry(channel.as_str()).or_insert((channel, Counts::default(), Some(0)));
+            by.1 += counts;
+            by.2 = add_cost(by.2, cost);
+        }
+    }
+    report.series = buckets.into_iter().map(|(at, (counts, cost))| (at, counts, cost)).collect();
+    report.channels = channels.into_values().collect();
+    report.templates = message_rollups::breakdown(db, partner_id, (from, to), By::Template, filter)
+        .await?
+        .into_iter()
+        .filter(|(template, _)| !template.is_empty())
+        .collect();
+    report.broadcasts = message_rollups::breakdown(db, partner_id, (from, to), By::Broadcast, filter)
+        .await?
+        .into_iter()
+        .filter_map(|(id, counts)| id.parse::<i64>().ok().filter(|id| *id != 0).map(|id| (id, counts)))
+        .collect();
+    report.prices = prices;
     Ok(report)
 }
 

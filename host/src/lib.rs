@@ -52,6 +52,7 @@ pub mod payments;
 pub mod preferences;
 pub mod providers;
 pub mod retention;
+pub mod rollups;
 pub mod runtime;
 pub mod secrets;
 pub mod senders;
@@ -254,6 +255,7 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
         Box::pin(retention::run_worker(state.db.clone(), state.clock.clone(), state.config.clone(), stop.clone()));
     let retention = supervised("retention", retention);
     let slas = supervised("slas", Box::pin(slas::run_worker(state.db.clone(), state.clock.clone(), stop.clone())));
+    let rollups = supervised("rollups", Box::pin(rollups::run_worker(state.db.clone(), stop.clone())));
     vec![
         ("housekeeping", housekeeping),
         ("stream-wakes", wakes),
@@ -264,5 +266,6 @@ fn spawn_workers(state: &AppState, stop: &CancellationToken) -> Vec<(&'static st
         ("whatsapp-templates", templates),
         ("retention", retention),
         ("slas", slas),
+        ("rollups", rollups),
     ]
 }

@@ -43,6 +43,7 @@ use Access::*;
 const MATRIX: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/accounts/link", Partner),
     ("GET", "/api/v1/analytics/conversations", Partner),
+    ("GET", "/api/v1/analytics/messages", Partner),
     ("GET", "/api/v1/accounts/{phone}", Partner),
     ("DELETE", "/api/v1/accounts/{phone}", Partner),
     ("GET", "/api/v1/api-keys", Partner),
@@ -91,6 +92,8 @@ const MATRIX: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/settings/slas", Partner),
     ("GET", "/api/v1/settings/csat", Partner),
     ("PUT", "/api/v1/settings/csat", Partner),
+    ("GET", "/api/v1/settings/prices", Partner),
+    ("PUT", "/api/v1/settings/prices", Partner),
     ("PUT", "/api/v1/settings/slas", Partner),
     ("PUT", "/api/v1/settings/assignment", Partner),
     ("GET", "/api/v1/conversations/events", Partner),

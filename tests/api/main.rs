@@ -5,6 +5,7 @@
 mod common;
 
 mod accounts;
+mod analytics;
 mod api_keys;
 mod auth_matrix;
 mod backup;

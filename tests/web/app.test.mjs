@@ -1634,6 +1634,51 @@ test("3α. analytics: an admin sees the conversations' figures drawn with Chart.
   }
 });
 
+test("3β. analytics: an admin sees the messages' funnel by channel drawn with Chart.js, sets prices and sees the fallbacks' cost, and narrows to a channel", async () => {
+  const admin = await memberConsole("admin");
+  try {
+    const a = admin.pg;
+    await a.getByRole("link", { name: "Analytics" }).click();
+    await a.getByRole("heading", { name: "Messages", level: 2 }).waitFor();
+    // Earlier tests sent messages into the hub today: accepted and sent in the app count them.
+    const figures = a.getByRole("definition").locator("xpath=..").filter({ hasText: "Accepted" });
+    const accepted = Number(await figures.locator("dd").textContent());
+    assert.ok(accepted >= 1, `accepted today: ${accepted}`);
+    const byChannel = a.getByRole("table", { name: "By channel: the funnel, fallbacks and cost" });
+    const app = byChannel.getByRole("row").filter({ has: a.getByRole("cell", { name: "App", exact: true }) });
+    const sentInApp = Number(await app.getByRole("cell").nth(1).textContent());
+    assert.ok(sentInApp >= 1, `sent in the app: ${sentInApp}`);
+    // The funnel is drawn (pixels on its canvas).
+    await a.waitForFunction(() => {
+      const c = document.querySelector("canvas[aria-label^='Messages sent, delivered']");
+      if (!c || !c.width) return false;
+      const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+      for (let i = 3; i < px.length; i += 4) if (px[i] !== 0) return true;
+      return false;
+    });
+    // Prices: a bad currency is refused, saying why; then saved, and the cost is in euros.
+    await a.getByText("Prices", { exact: true }).click();
+    await a.getByLabel("Currency").fill("E1");
+    await a.getByLabel("WhatsApp message").fill("0.05");
+    await a.getByLabel("SMS").fill("0.075");
+    await a.getByRole("button", { name: "Save prices" }).click();
+    await a.getByRole("alert").filter({ hasText: "ISO 4217" }).waitFor();
+    await a.getByLabel("Currency").fill("EUR");
+    await a.getByRole("button", { name: "Save prices" }).click();
+    await a.getByRole("status").filter({ hasText: "Prices saved." }).waitFor();
+    const cost = a.getByRole("definition").locator("xpath=..").filter({ hasText: "Cost" }).locator("dd");
+    await a.waitForFunction((el) => el.textContent.includes("€"), await cost.elementHandle());
+    await axe("console-analytics-messages", a);
+    // Narrowed to WhatsApp: the figures are of messages sent there, with no acceptances.
+    await a.getByLabel("Messages on").selectOption("whatsapp");
+    await a.getByRole("button", { name: "Show" }).click();
+    await a.getByText("Sent on WhatsApp").waitFor();
+    assert.equal(await byChannel.getByRole("cell", { name: "App", exact: true }).count(), 0);
+  } finally {
+    await admin.ctx.close();
+  }
+});
+
 test("3v. the console's webhook log is live and its rows stay with their deliveries; sending again a delivery held behind a failing one says so and sends that one first", async () => {
   const ADMIN = "+1555" + String(Math.floor(1e6 + Math.random() * 8.9e6));
   let answer = 500;

@@ -106,6 +106,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/analytics/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * My messages' figures.
+         * @description By the day (or hour) over a range of whole UTC days (at most 366; by the hour 31): the delivery funnel
+         *     (accepted → sent → delivered → read, and failed), messages people wrote, the average time to read, the
+         *     tries billed on WhatsApp and SMS with the fallbacks among them and their cost at the prices set
+         *     (`PUT /settings/prices`); over the range by channel, template and broadcast. Narrowed to one channel,
+         *     template or broadcast by the query. Read from rollups kept as each change happens, never by scanning
+         *     messages; a change shows within a second.
+         */
+        get: operations["message_analytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/api-keys": {
         parameters: {
             query?: never;
@@ -2443,6 +2468,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/settings/prices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** My prices. */
+        get: operations["get_prices"];
+        /**
+         * Set what I pay a message on WhatsApp and by SMS.
+         * @description The figures (`GET /analytics/messages`) cost the tries billed on each channel at these prices, as they
+         *     are when read: a change of price costs the past at the new price too.
+         */
+        put: operations["set_prices"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/settings/retention": {
         parameters: {
             query?: never;
@@ -3668,6 +3715,11 @@ export interface components {
              */
             count: number;
         };
+        /** @description A broadcast's figures over the range. */
+        BroadcastFigures: components["schemas"]["MessageFigures"] & {
+            /** Format: int64 */
+            broadcast_id: number;
+        };
         /** @description Either `message_ids` or `phone`. Ids of other partners' messages are ignored. */
         BulkRead: {
             message_ids?: number[] | null;
@@ -3735,6 +3787,10 @@ export interface components {
         Category: "utility" | "marketing" | "authentication";
         /** @enum {string} */
         Channel: "inapp" | "whatsapp" | "sms";
+        /** @description A channel's figures over the range. */
+        ChannelFigures: components["schemas"]["MessageFigures"] & {
+            channel: components["schemas"]["Channel"];
+        };
         /**
          * @description The channels the person takes messages by, besides the app: `false` refuses one (its tries are skipped,
          *     `channel_refused_by_user`; the message waits in the app).
@@ -5171,6 +5227,27 @@ export interface components {
             state: components["schemas"]["MessageState"];
             template_code?: string | null;
         };
+        /** @description The partner's messages over a range. */
+        MessageAnalytics: {
+            /** @description By broadcast, those with anything to count. */
+            broadcasts: components["schemas"]["BroadcastFigures"][];
+            /**
+             * @description By the channel messages were sent on, those with anything to count: the delivery funnel (sent →
+             *     delivered → read, and failed) on each, with its paid tries and their cost.
+             */
+            channels: components["schemas"]["ChannelFigures"][];
+            /** @description The currency of the costs (null: no prices set). */
+            currency?: string | null;
+            from: string;
+            /** @description `day` or `hour`. */
+            interval: string;
+            /** @description Every bucket of the range, oldest first (zero when nothing happened). */
+            series: components["schemas"]["MessageFiguresAt"][];
+            /** @description By template, those with anything to count: each template's funnel (accepted → … → failed). */
+            templates: components["schemas"]["TemplateFigures"][];
+            to: string;
+            totals: components["schemas"]["MessageFigures"];
+        };
         /**
          * @description `message.attempt`: one try of a message on WhatsApp or SMS (for partners that asked for them: `PUT
          *     /settings/delivery {"attempt_events": true}`): sent, failed, skipped, or waiting until `retry_at`.
@@ -5222,6 +5299,70 @@ export interface components {
              *     them as its parameters).
              */
             vars?: Record<string, never> | null;
+        };
+        /**
+         * @description What messages came to in a bucket, a range, or on a channel, of a template or of a broadcast. Each
+         *     change counts in the hour it happened: a message accepted on one day and read the next counts once each
+         *     day.
+         */
+        MessageFigures: {
+            /**
+             * Format: int64
+             * @description Messages accepted to send (by channel: not counted, since none is chosen yet).
+             */
+            accepted: number;
+            /**
+             * Format: double
+             * @description The average time from acceptance (or the scheduled time) to read, in seconds (null: none read).
+             */
+            avg_time_to_read_s?: number | null;
+            /**
+             * Format: double
+             * @description What the paid tries cost at the prices set (`PUT /settings/prices`), in that currency (null: a
+             *     channel with paid tries has no price).
+             */
+            cost?: number | null;
+            /**
+             * Format: int64
+             * @description Delivered: on a device of the person's, or confirmed by the provider.
+             */
+            delivered: number;
+            /**
+             * Format: int64
+             * @description Failed on every channel.
+             */
+            failed: number;
+            /**
+             * Format: int64
+             * @description Messages that went on to WhatsApp or SMS because no device of the person's got them from the hub in
+             *     time (the fallback).
+             */
+            fallbacks: number;
+            /**
+             * Format: int64
+             * @description Tries a provider accepted on WhatsApp or SMS (each billed): deliveries, fallbacks and SMS alerts.
+             */
+            paid: number;
+            /**
+             * Format: int64
+             * @description Read by the person (or marked read).
+             */
+            read: number;
+            /**
+             * Format: int64
+             * @description Messages people wrote (in conversations).
+             */
+            received: number;
+            /**
+             * Format: int64
+             * @description Handed to a channel: into the hub, to WhatsApp or to the SMS provider.
+             */
+            sent: number;
+        };
+        /** @description A bucket of the range. */
+        MessageFiguresAt: components["schemas"]["MessageFigures"] & {
+            /** @description The bucket's start (UTC). */
+            at: string;
         };
         /** @enum {string} */
         MessageState: "queued" | "sent" | "delivered" | "read" | "failed" | "scheduled" | "canceled";
@@ -5633,6 +5774,21 @@ export interface components {
              */
             time_zone?: string | null;
         };
+        /** @description What the partner pays a message on WhatsApp and by SMS, to cost its figures with. */
+        Prices: {
+            /** @description ISO 4217, three capital letters (`EUR`); required with a price (null: none set). */
+            currency?: string | null;
+            /**
+             * Format: double
+             * @description An SMS, 0 to 100 in the currency, to the millionth (null: not set).
+             */
+            sms?: number | null;
+            /**
+             * Format: double
+             * @description A message on WhatsApp, 0 to 100 in the currency, to the millionth (null: not set).
+             */
+            whatsapp?: number | null;
+        };
         /** @enum {string} */
         ProviderName: "dev" | "stripe";
         /** @description An agent device's identity key to publish: as [`PublishKey`], with the device named. */
@@ -5943,6 +6099,11 @@ export interface components {
             template_id: number;
             /** @description The `{{name}}` variables of the body, in order of first use. */
             variables: string[];
+        };
+        /** @description A template's figures over the range. */
+        TemplateFigures: components["schemas"]["MessageFigures"] & {
+            /** @description The template's code. */
+            template: string;
         };
         /** @enum {string} */
         TemplateStatus: "draft" | "pending" | "approved" | "rejected";
@@ -6473,6 +6634,47 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ConversationAnalytics"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    message_analytics: {
+        parameters: {
+            query?: {
+                /** @description The first day, `YYYY-MM-DD` (UTC); absent: 29 days before `to`. */
+                from?: string;
+                /** @description The last day, `YYYY-MM-DD` (UTC), at most 366 days after `from`; absent: today. */
+                to?: string;
+                /** @description `day` (the default) or `hour` (a range of at most 31 days). */
+                interval?: string;
+                /**
+                 * @description Only messages sent on this channel: `inapp`, `whatsapp` or `sms` (acceptances, counted before a
+                 *     channel is chosen, are then left out).
+                 */
+                channel?: string;
+                /** @description Only messages of this template (its code). */
+                template?: string;
+                /** @description Only messages of this broadcast. */
+                broadcast_id?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The figures */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageAnalytics"];
                 };
             };
             401: components["responses"]["E401"];
@@ -10914,6 +11116,61 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeliverySettings"];
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            413: components["responses"]["E413"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    get_prices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The prices */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Prices"];
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    set_prices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Prices"];
+            };
+        };
+        responses: {
+            /** @description The prices */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Prices"];
                 };
             };
             400: components["responses"]["E400"];

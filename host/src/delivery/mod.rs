@@ -418,6 +418,7 @@ fn unchanged(delivery: &Delivery, job: &Job, message: Message) -> Finished {
         put_back: None,
         clears_waiting: job.waits > 0,
         attempt_event: None,
+        fallback: false,
     }
 }
 
@@ -643,6 +644,7 @@ async fn deliver(delivery: &Delivery, job: &Job, found: ToDeliver) -> Result<Don
             put_back: None,
             clears_waiting: job.waits > 0,
             attempt_event: None,
+            fallback: false,
         },
         release_alert,
     })
@@ -1116,7 +1118,7 @@ async fn after_hub(delivery: &Delivery, job: &Job, found: ToDeliver) -> Result<D
         .filter(|c| skipped_by_choice(honoured, &message, *c).is_none())
         .collect();
     let refused = honoured.refusal(is_marketing(&message.content)).is_some();
-    let mut finished = unchanged(delivery, job, message);
+    let mut finished = Finished { fallback: true, ..unchanged(delivery, job, message) };
     // A job that waited has claimed the fallback already.
     if !in_hub_only
         || refused

@@ -252,6 +252,7 @@ mod tests {
             error: None,
             author_id: None,
             author_name: None,
+            broadcast_id: None,
         }
     }
 

@@ -323,6 +323,11 @@ pub async fn fan_out_batch(
         .execute(&mut *tx)
         .await?;
     }
+    let mut counted = super::rollups::messages::Deltas::default();
+    counted.broadcast(b.partner_id, b.id, b.template_code.as_deref(), now, written);
+    if written > 0 {
+        counted.write_in(&mut tx).await?;
+    }
     let sql = const_format::concatcp!(
         "UPDATE broadcasts SET cursor = $1, sent = sent + $2, lease_until = $3, \
          state = CASE WHEN $4 = 1 THEN 'completed' ELSE 'sending' END, \

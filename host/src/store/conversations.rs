@@ -325,8 +325,8 @@ pub async fn open_in(
     .fetch_one(&mut **tx)
     .await?;
     first.conversation_id = Some(id);
-    let opened = super::rollups::Bump { opened: 1, ..Default::default() };
-    super::rollups::bump_in(tx, first.partner_id, now, None, opened).await?;
+    let opened = super::rollups::conversations::Bump { opened: 1, ..Default::default() };
+    super::rollups::conversations::bump_in(tx, first.partner_id, now, None, opened).await?;
     let Created::New(created) = create_in(tx, &first, now).await? else {
         return Err(sqlx::Error::Protocol("a conversation's first message carries no idempotency key".into()));
     };
@@ -567,8 +567,8 @@ pub async fn breach_due(db: &Db, now: Millis, limit: i64, event: BreachFn) -> Re
             continue;
         }
         let c = reread_in(&mut tx, id).await?;
-        let breach = super::rollups::Bump { sla_breaches: 1, ..Default::default() };
-        super::rollups::bump_in(&mut tx, c.partner_id, now, c.assignee_id, breach).await?;
+        let breach = super::rollups::conversations::Bump { sla_breaches: 1, ..Default::default() };
+        super::rollups::conversations::bump_in(&mut tx, c.partner_id, now, c.assignee_id, breach).await?;
         let key = format!("conversation:{id}");
         outbox::enqueue(
             &mut tx,
@@ -677,8 +677,8 @@ pub async fn set_state(
     if state == ConversationState::Closed && was.as_deref() != Some(ConversationState::Closed.as_str()) {
         super::service_levels::stop_in(&mut tx, id, false, now).await?;
         let resolution_ms = (now - conversation.created_at).max(0);
-        let resolved = super::rollups::Bump { resolved: 1, resolution_ms, ..Default::default() };
-        super::rollups::bump_in(&mut tx, partner_id, now, conversation.assignee_id, resolved).await?;
+        let resolved = super::rollups::conversations::Bump { resolved: 1, resolution_ms, ..Default::default() };
+        super::rollups::conversations::bump_in(&mut tx, partner_id, now, conversation.assignee_id, resolved).await?;
     }
     user_events::append_in(&mut tx, &told(&conversation, UserEventKind::ConversationUpdated, id), now).await?;
     tx.commit().await?;

@@ -125,6 +125,8 @@ pub struct Finished {
     /// Builds the `message.attempt` event of each WhatsApp and SMS try, when the partner asked for them (the
     /// caller's: the store knows no event shapes).
     pub attempt_event: Option<AttemptEvent>,
+    /// Its tries are the fallback after the hub (the hub did not reach a device in time).
+    pub fallback: bool,
 }
 
 /// Builds the `message.attempt` event of one try of a message, recorded at a time: its JSON text.
@@ -192,6 +194,17 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
         }
     }
     told.insert_in(tx).await?;
+    // What the tries and channel changes add to the partners' figures (the state changes count their own).
+    let mut counted = super::rollups::messages::Deltas::default();
+    for d in done {
+        for a in d.attempts.iter().filter(|a| a.state == AttemptState::Sent && a.channel != Channel::Inapp) {
+            counted.paid(d.message.counted(), a.channel, d.at, d.fallback && a.kind == AttemptKind::Delivery);
+        }
+        if let Some(Change::Channel(channel)) = d.change {
+            counted.rerouted(d.message.counted(), channel, d.at);
+        }
+    }
+    counted.write_in(tx).await?;
     // Why a message fails without a try (its person refused it), written before its change's event.
     for d in done {
         let failing = matches!(d.change, Some(Change::State { to: MessageState::Failed, .. }));
@@ -358,6 +371,7 @@ async fn into_hub_in(
                 put_back: None,
                 clears_waiting: false,
                 attempt_event: None,
+                fallback: false,
                 message,
             };
             match placed {

@@ -81,8 +81,8 @@ pub async fn rate(
     .await?;
     let Some(rated) = rated else { return Ok(false) };
     let partner: i64 = rated.try_get("partner_id")?;
-    let bump = super::rollups::Bump { ratings: 1, rating_sum: score, ..Default::default() };
-    super::rollups::bump_in(&mut tx, partner, now, rated.try_get("csat_agent_id")?, bump).await?;
+    let bump = super::rollups::conversations::Bump { ratings: 1, rating_sum: score, ..Default::default() };
+    super::rollups::conversations::bump_in(&mut tx, partner, now, rated.try_get("csat_agent_id")?, bump).await?;
     let told = NewUserEvent {
         phone: partner_key(partner),
         kind: UserEventKind::ConversationUpdated,

@@ -7,7 +7,7 @@ use sqlx::Row;
 use sqlx::Transaction;
 
 use super::Db;
-use super::rollups::Bump;
+use super::rollups::conversations::Bump;
 use crate::business_hours::Hours;
 use crate::clock::Millis;
 use crate::names::SlaKind;
@@ -146,7 +146,7 @@ pub async fn replied_in(
         let (partner, created): (i64, i64) = (row.try_get("partner_id")?, row.try_get("created_at")?);
         let agent = author.or(row.try_get("assignee_id")?);
         let bump = Bump { first_responses: 1, first_response_ms: (now - created).max(0), ..Bump::default() };
-        super::rollups::bump_in(tx, partner, now, agent, bump).await?;
+        super::rollups::conversations::bump_in(tx, partner, now, agent, bump).await?;
     }
     stop_in(tx, conversation_id, true, now).await
 }

@@ -339,6 +339,7 @@ mod tests {
             error: None,
             author_id: Some(3),
             author_name: Some("Ana Lima".into()),
+            broadcast_id: None,
         }
     }
 

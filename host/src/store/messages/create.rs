@@ -258,8 +258,8 @@ pub async fn create_routed_in(
     Ok((Created::New(message), in_hub))
 }
 
-/// What goes with new messages: their first state rows and, for outgoing ones queued for the delivery
-/// worker (`true` beside them), their delivery jobs.
+/// What goes with new messages: their first state rows, what they add to the partner's figures and, for
+/// outgoing ones queued for the delivery worker (`true` beside them), their delivery jobs.
 async fn record_created_in(tx: &mut Transaction<'_, Any>, created: &[(&Message, bool)]) -> Result<(), sqlx::Error> {
     let backend = crate::store::backend_of(tx);
     let sql = format!(
@@ -271,6 +271,11 @@ async fn record_created_in(tx: &mut Transaction<'_, Any>, created: &[(&Message, 
         states = states.bind(m.id).bind(m.state.as_str()).bind(m.created_at);
     }
     states.execute(&mut **tx).await?;
+    let mut counted = crate::store::rollups::messages::Deltas::default();
+    for (m, _) in created {
+        counted.created(m.counted());
+    }
+    counted.write_in(tx).await?;
     // A scheduled message's job is due when it is sent.
     let jobs: Vec<(i64, Millis)> = created
         .iter()
@@ -307,6 +312,7 @@ fn stored(m: &NewMessage, id: i64, row: &AnyRow, now: Millis) -> Result<Message,
         error: None,
         author_id: m.author_id,
         author_name: m.author_name.clone(),
+        broadcast_id: None,
     })
 }
 

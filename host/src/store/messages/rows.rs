@@ -42,6 +42,8 @@ pub struct Message {
     /// The member who wrote it (an agent's reply in a conversation), and their display name then.
     pub author_id: Option<i64>,
     pub author_name: Option<String>,
+    /// The broadcast it is one of (`None`: sent on its own).
+    pub broadcast_id: Option<i64>,
 }
 
 impl Message {
@@ -50,11 +52,25 @@ impl Message {
     pub fn arrived_in_hub(&self) -> bool {
         self.channel == Some(Channel::Inapp) && self.state == MessageState::Sent
     }
+
+    /// The message as the partner's figures count its changes (`store::rollups::messages`).
+    pub fn counted(&self) -> crate::store::rollups::messages::Subject<'_> {
+        crate::store::rollups::messages::Subject {
+            partner_id: self.partner_id,
+            template: self.template_code.as_deref(),
+            broadcast_id: self.broadcast_id,
+            direction: self.direction,
+            state: self.state,
+            channel: self.channel,
+            created_at: self.created_at,
+            send_at: self.send_at,
+        }
+    }
 }
 
 pub(crate) const COLUMN_LIST: &str = "m.id, m.ref, m.partner_id, p.code AS partner_code, p.name AS partner_name, m.phone, m.direction, \
     m.content_type, m.body, m.rendered_body, m.template_code, m.lang, m.priority, m.content, m.state, \
-    m.channel, m.seq, m.conversation_id, m.developer_id, m.created_at, m.request_hash, m.send_at, m.error, m.author_id, m.author_name";
+    m.channel, m.seq, m.conversation_id, m.developer_id, m.created_at, m.request_hash, m.send_at, m.error, m.author_id, m.author_name, m.broadcast_id";
 
 pub(crate) const COLUMNS: &str = const_format::concatcp!("SELECT ", COLUMN_LIST);
 
@@ -89,6 +105,7 @@ pub(crate) fn from_row(row: &AnyRow) -> Result<Message, sqlx::Error> {
         error: row.try_get("error")?,
         author_id: row.try_get("author_id")?,
         author_name: row.try_get("author_name")?,
+        broadcast_id: row.try_get("broadcast_id")?,
     })
 }
 

@@ -1,5 +1,6 @@
 //! Messages moving from state to state: each move guarded by the states it may come from, written with its
-//! history row, its `message.status` event and the user's log event, in the caller's transaction; and moves
+//! history row, its `message.status` event, the user's log event and what it adds to the partner's figures
+//! (`store::rollups::messages`), in the caller's transaction; and moves
 //! foreseen from messages as read (a device got them), written in a batch.
 
 use sqlx::{Any, Row, Transaction};
@@ -152,6 +153,8 @@ pub struct Recorded {
     history: crate::store::JsonRows,
     events: outbox::EventRows,
     told: Vec<crate::store::user_events::NewUserEvent>,
+    /// What the changes add to the partner's figures.
+    counted: crate::store::rollups::messages::Deltas,
 }
 
 impl Recorded {
@@ -175,6 +178,7 @@ impl Recorded {
             at: now,
         });
         self.told.extend(told_of(m));
+        self.counted.moved(m.counted(), now);
     }
 
     /// Adds `other`'s records after these.
@@ -182,6 +186,7 @@ impl Recorded {
         self.history.append(&other.history);
         self.events.append(&other.events);
         self.told.extend_from_slice(&other.told);
+        self.counted.append(&other.counted);
     }
 
     /// Writes them, one statement each; the users' events are logged at `now`.
@@ -203,7 +208,8 @@ impl Recorded {
             .execute(&mut **tx)
             .await?;
         self.events.insert_in(tx).await?;
-        crate::store::user_events::append_in(tx, &self.told, now).await
+        crate::store::user_events::append_in(tx, &self.told, now).await?;
+        self.counted.write_in(tx).await
     }
 }
 

@@ -5,11 +5,9 @@
 use sqlx::Row;
 use sqlx::Transaction;
 
-use super::Db;
+use super::HOUR_MS;
 use crate::clock::Millis;
-
-/// An hour, in milliseconds.
-pub const HOUR_MS: Millis = 3_600_000;
+use crate::store::Db;
 
 /// What one change adds to its hour's row.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
