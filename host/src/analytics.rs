@@ -7,13 +7,12 @@ use std::collections::BTreeMap;
 use crate::clock::Millis;
 use crate::names::Channel;
 use crate::store::Db;
+pub use crate::store::rollups::DAY_MS;
 use crate::store::rollups::HOUR_MS;
 use crate::store::rollups::conversations::{self as rollups, Bump};
-use crate::store::rollups::messages::{self as message_rollups, By, Counts, Filter, Prices};
+use crate::store::rollups::messages::{self as message_rollups, Counts, Filter, Prices};
 use crate::validate::Invalid;
 
-/// A day, in milliseconds.
-pub const DAY_MS: Millis = 24 * HOUR_MS;
 /// The longest range of a report: a year (and a day, for a leap year).
 pub const MAX_DAYS: i64 = 366;
 /// The longest range of a report by the hour.
@@ -74,9 +73,8 @@ pub async fn conversations(
     let mut buckets: BTreeMap<Millis, Bump> =
         (0..(to - from) / step).map(|i| (from + i * step, Bump::default())).collect();
     let mut report = Report::default();
-    for row in rollups::between(db, partner_id, from, to).await? {
-        let bucket = row.hour - (row.hour - from).rem_euclid(step);
-        *buckets.entry(bucket).or_default() += row.sums;
+    for row in rollups::groups(db, partner_id, from, to, step).await? {
+        *buckets.entry(row.bucket).or_default() += row.sums;
         report.totals += row.sums;
         if let Some(agent) = row.agent {
             *report.agents.entry(agent).or_default() += row.sums;
@@ -135,32 +133,32 @@ pub async fn messages(
     let mut buckets: BTreeMap<Millis, (Counts, Option<i64>)> =
         (0..(to - from) / step).map(|i| (from + i * step, (Counts::default(), Some(0)))).collect();
     let mut channels: BTreeMap<&'static str, (Channel, Counts, Option<i64>)> = BTreeMap::new();
+    let mut templates: BTreeMap<String, Counts> = BTreeMap::new();
+    let mut broadcasts: BTreeMap<i64, Counts> = BTreeMap::new();
     let mut report = MessageReport { cost: Some(0), ..MessageReport::default() };
-    for (at, channel, counts) in message_rollups::series(db, partner_id, (from, to), step, filter).await? {
-        let cost = cost(&prices, channel, counts.paid);
-        let bucket = buckets.entry(at).or_insert((Counts::default(), Some(0)));
+    for g in message_rollups::groups(db, partner_id, (from, to), step, filter).await? {
+        let (counts, cost) = (g.counts, cost(&prices, g.channel, g.counts.paid));
+        let bucket = buckets.entry(g.bucket).or_insert((Counts::default(), Some(0)));
         bucket.0 += counts;
         bucket.1 = add_cost(bucket.1, cost);
         report.totals += counts;
         report.cost = add_cost(report.cost, cost);
-        if let Some(channel) = channel {
+        if let Some(channel) = g.channel {
             let by = channels.entry(channel.as_str()).or_insert((channel, Counts::default(), Some(0)));
             by.1 += counts;
             by.2 = add_cost(by.2, cost);
         }
+        if !g.template.is_empty() {
+            *templates.entry(g.template).or_default() += counts;
+        }
+        if g.broadcast_id != 0 {
+            *broadcasts.entry(g.broadcast_id).or_default() += counts;
+        }
     }
     report.series = buckets.into_iter().map(|(at, (counts, cost))| (at, counts, cost)).collect();
     report.channels = channels.into_values().collect();
-    report.templates = message_rollups::breakdown(db, partner_id, (from, to), By::Template, filter)
-        .await?
-        .into_iter()
-        .filter(|(template, _)| !template.is_empty())
-        .collect();
-    report.broadcasts = message_rollups::breakdown(db, partner_id, (from, to), By::Broadcast, filter)
-        .await?
-        .into_iter()
-        .filter_map(|(id, counts)| id.parse::<i64>().ok().filter(|id| *id != 0).map(|id| (id, counts)))
-        .collect();
+    report.templates = templates.into_iter().collect();
+    report.broadcasts = broadcasts.into_iter().collect();
     report.prices = prices;
     Ok(report)
 }

@@ -61,31 +61,43 @@ pub async fn bump_in(
     Ok(())
 }
 
-/// One row of the rollups: an hour, an agent (`None`: no member), and what it came to.
+/// A group of the rollups: a bucket (its start), an agent (`None`: no member), and what it came to.
 #[derive(Debug, Clone, Copy)]
 pub struct Rolled {
-    pub hour: Millis,
+    pub bucket: Millis,
     pub agent: Option<i64>,
     pub sums: Bump,
 }
 
-/// Partner `partner_id`'s rows of the hours in `[from, to)`.
-pub async fn between(db: &Db, partner_id: i64, from: Millis, to: Millis) -> Result<Vec<Rolled>, sqlx::Error> {
+/// Partner `partner_id`'s rows of the hours in `[from, to)`, summed by bucket of `step` from `from` and by
+/// agent.
+pub async fn groups(
+    db: &Db,
+    partner_id: i64,
+    from: Millis,
+    to: Millis,
+    step: Millis,
+) -> Result<Vec<Rolled>, sqlx::Error> {
     let rows = sqlx::query(
-        "SELECT hour, agent_id, opened, resolved, resolution_ms, first_responses, first_response_ms, sla_breaches, \
-         ratings, rating_sum FROM conversation_rollups WHERE partner_id = $1 AND hour >= $2 AND hour < $3 \
-         ORDER BY hour",
+        "SELECT hour - ((hour - $2) % $4) AS bucket, agent_id, CAST(SUM(opened) AS BIGINT) AS opened, \
+         CAST(SUM(resolved) AS BIGINT) AS resolved, CAST(SUM(resolution_ms) AS BIGINT) AS resolution_ms, \
+         CAST(SUM(first_responses) AS BIGINT) AS first_responses, \
+         CAST(SUM(first_response_ms) AS BIGINT) AS first_response_ms, \
+         CAST(SUM(sla_breaches) AS BIGINT) AS sla_breaches, CAST(SUM(ratings) AS BIGINT) AS ratings, \
+         CAST(SUM(rating_sum) AS BIGINT) AS rating_sum \
+         FROM conversation_rollups WHERE partner_id = $1 AND hour >= $2 AND hour < $3 GROUP BY 1, 2 ORDER BY 1",
     )
     .bind(partner_id)
     .bind(from)
     .bind(to)
+    .bind(step)
     .fetch_all(db.reader())
     .await?;
     rows.iter()
         .map(|r| {
             let agent: i64 = r.try_get("agent_id")?;
             Ok(Rolled {
-                hour: r.try_get("hour")?,
+                bucket: r.try_get("bucket")?,
                 agent: (agent != 0).then_some(agent),
                 sums: Bump {
                     opened: r.try_get("opened")?,

@@ -3,13 +3,13 @@
 //! that happened in that hour. Each change is counted in the transaction that makes it, as a row of
 //! `message_rollup_deltas` ([`Deltas::write_in`]: an insert, which no other transaction waits for, where an
 //! update of one hour's row would make every sender of the partner wait for the one before); [`fold`] adds
-//! the deltas to the rollups and deletes them, and the figures ([`series`], [`breakdown`]) are read from both.
+//! the deltas to the rollups and deletes them, and the figures ([`groups`]) are read from both.
 
 use std::collections::BTreeMap;
 
 use sqlx::{Any, Row, Transaction};
 
-use super::HOUR_MS;
+use super::{DAY_MS, HOUR_MS};
 use crate::clock::Millis;
 use crate::names::{Channel, Direction, MessageState};
 use crate::store::{Backend, Db, JsonRows, json_table, placeholders};
@@ -209,17 +209,18 @@ impl Deltas {
             return Ok(());
         }
         let backend = crate::store::backend_of(tx);
-        let sql = insert_sql(backend, "message_rollup_deltas", "");
+        let sql = insert_sql(backend, "message_rollup_deltas", "hour", "");
         sqlx::query(sqlx::AssertSqlSafe(sql)).bind(self.rows().value()).execute(&mut **tx).await?;
         Ok(())
     }
 }
 
-/// `INSERT INTO {table}` of the rows bound as one [`JsonRows`] value (see [`Deltas::rows`]), then `tail`.
-fn insert_sql(backend: Backend, table: &str, tail: &str) -> String {
+/// `INSERT INTO {table}` of the rows bound as one [`JsonRows`] value (see [`Deltas::rows`]), their time in
+/// `time` (`hour`, `day`), then `tail`.
+fn insert_sql(backend: Backend, table: &str, time: &str, tail: &str) -> String {
     let mut columns: Vec<(String, &str)> = vec![
         ("partner_id".into(), "BIGINT"),
-        ("hour".into(), "BIGINT"),
+        (time.into(), "BIGINT"),
         ("channel".into(), "TEXT"),
         ("template".into(), "TEXT"),
         ("broadcast_id".into(), "BIGINT"),
@@ -245,7 +246,8 @@ fn insert_sql(backend: Backend, table: &str, tail: &str) -> String {
 /// Deltas folded in one transaction at most.
 pub const FOLD_BATCH: i64 = 2_000;
 
-/// Adds the oldest deltas (up to a batch) to the rollups and deletes them, in one transaction; hosts folding
+/// Adds the oldest deltas (up to a batch) to the rollups, by the hour and by the day, and deletes them, in
+/// one transaction; hosts folding
 /// at once each take their own (PostgreSQL: `SKIP LOCKED`). Answers how many were folded.
 pub async fn fold(db: &Db) -> Result<usize, sqlx::Error> {
     let backend = db.backend();
@@ -273,13 +275,23 @@ pub async fn fold(db: &Db) -> Result<usize, sqlx::Error> {
         };
         *sums.0.entry(key).or_default() += Counts::from_row(row)?;
     }
-    let added: Vec<String> = COUNTED.iter().map(|c| format!("{c} = message_rollups.{c} + excluded.{c}")).collect();
-    let tail =
-        format!(" ON CONFLICT (partner_id, hour, channel, template, broadcast_id) DO UPDATE SET {}", added.join(", "));
-    sqlx::query(sqlx::AssertSqlSafe(insert_sql(backend, "message_rollups", &tail)))
-        .bind(sums.rows().value())
-        .execute(&mut *tx)
-        .await?;
+    // The days' rows: the hours' keys with their hour taken back to its day's start, added up.
+    let mut days = Deltas::default();
+    for (key, counts) in &sums.0 {
+        let day = Key { hour: key.hour - key.hour.rem_euclid(DAY_MS), ..key.clone() };
+        *days.0.entry(day).or_default() += *counts;
+    }
+    for (table, time, rows) in [("message_rollups", "hour", &sums), ("message_rollups_daily", "day", &days)] {
+        let added: Vec<String> = COUNTED.iter().map(|c| format!("{c} = {table}.{c} + excluded.{c}")).collect();
+        let tail = format!(
+            " ON CONFLICT (partner_id, {time}, channel, template, broadcast_id) DO UPDATE SET {}",
+            added.join(", ")
+        );
+        sqlx::query(sqlx::AssertSqlSafe(insert_sql(backend, table, time, &tail)))
+            .bind(rows.rows().value())
+            .execute(&mut *tx)
+            .await?;
+    }
     let delete = format!(
         "DELETE FROM message_rollup_deltas WHERE id IN (SELECT id FROM ({}) AS folded)",
         json_table(backend, &[("id", "BIGINT")])
@@ -297,26 +309,38 @@ pub struct Filter {
     pub broadcast_id: Option<i64>,
 }
 
-/// The sums of partner `partner_id`'s rows of the hours in `[from, to)` that `filter` lets through, grouped
-/// by `group` (the select list of the groups' columns, `g` and maybe `c`, of the rows' columns, `$2` the
-/// range's start and `$4` the step; `by` their places, `1` or `1, 2`: `step`
-/// is positive, and `$4 > 0` names it when `group` does not, since PostgreSQL takes no parameter a statement
-/// leaves out), from the rollups and the deltas not yet folded.
-async fn sums(
+/// One group of a report: a bucket (its start), channel (`None`: not sent yet, where acceptances are
+/// counted), template (`""`: none) and broadcast (0: none), and its counts.
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub bucket: Millis,
+    pub channel: Option<Channel>,
+    pub template: String,
+    pub broadcast_id: i64,
+    pub counts: Counts,
+}
+
+/// Partner `partner_id`'s counts over the hours in `[from, to)` that `filter` lets through, by bucket of
+/// `step` from `from`, channel, template and broadcast: one pass over the rollups and the deltas not yet
+/// folded, whose groups the caller adds up as it needs (a year by the day is some 15,000 groups where the
+/// rows are 350,000).
+pub async fn groups(
     db: &Db,
     partner_id: i64,
     (from, to): (Millis, Millis),
-    filter: &Filter,
-    (group, by): (&str, &str),
     step: Millis,
-) -> Result<Vec<(sqlx::any::AnyRow, Counts)>, sqlx::Error> {
-    let columns = format!("hour, channel, template, broadcast_id, {}", COUNTED.join(", "));
+    filter: &Filter,
+) -> Result<Vec<Group>, sqlx::Error> {
+    let columns = format!("channel, template, broadcast_id, {}", COUNTED.join(", "));
     let summed: Vec<String> = COUNTED.iter().map(|c| format!("CAST(SUM({c}) AS BIGINT) AS {c}")).collect();
+    // By whole days, the days' rows; else the hours'. The deltas are the hours' not folded yet.
+    let (table, time) = if step % DAY_MS == 0 { ("message_rollups_daily", "day") } else { ("message_rollups", "hour") };
     let sql = format!(
-        "WITH r AS (SELECT {columns} FROM message_rollups WHERE partner_id = $1 AND hour >= $2 AND hour < $3 \
-         UNION ALL SELECT {columns} FROM message_rollup_deltas WHERE partner_id = $1 AND hour >= $2 AND hour < $3) \
-         SELECT {group}, {} FROM r WHERE ($5 = '' OR channel = $5) AND ($6 = '' OR template = $6) \
-         AND ($7 = 0 OR broadcast_id = $7) AND $4 > 0 GROUP BY {by} ORDER BY {by}",
+        "WITH r AS (SELECT {time} AS hour, {columns} FROM {table} WHERE partner_id = $1 AND {time} >= $2 \
+         AND {time} < $3 UNION ALL SELECT hour, {columns} FROM message_rollup_deltas WHERE partner_id = $1 AND hour >= $2 AND hour < $3) \
+         SELECT hour - ((hour - $2) % $4) AS bucket, channel, template, broadcast_id, {} FROM r \
+         WHERE ($5 = '' OR channel = $5) AND ($6 = '' OR template = $6) AND ($7 = 0 OR broadcast_id = $7) \
+         GROUP BY 1, 2, 3, 4 ORDER BY 1",
         summed.join(", ")
     );
     let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -329,57 +353,16 @@ async fn sums(
         .bind(filter.broadcast_id.unwrap_or(0))
         .fetch_all(db.reader())
         .await?;
-    rows.into_iter()
+    rows.iter()
         .map(|row| {
-            let counts = Counts::from_row(&row)?;
-            Ok((row, counts))
+            Ok(Group {
+                bucket: row.try_get("bucket")?,
+                channel: Channel::parse(row.try_get("channel")?),
+                template: row.try_get("template")?,
+                broadcast_id: row.try_get("broadcast_id")?,
+                counts: Counts::from_row(row)?,
+            })
         })
-        .collect()
-}
-
-/// Partner `partner_id`'s counts over `[from, to)` by bucket of `step` from `from` and by channel (`None`:
-/// not sent yet, where acceptances are counted): the buckets with anything counted, in order.
-pub async fn series(
-    db: &Db,
-    partner_id: i64,
-    range: (Millis, Millis),
-    step: Millis,
-    filter: &Filter,
-) -> Result<Vec<(Millis, Option<Channel>, Counts)>, sqlx::Error> {
-    let group = ("hour - ((hour - $2) % $4) AS g, channel AS c", "1, 2");
-    sums(db, partner_id, range, filter, group, step)
-        .await?
-        .into_iter()
-        .map(|(row, counts)| Ok((row.try_get::<i64, _>("g")?, Channel::parse(row.try_get("c")?), counts)))
-        .collect()
-}
-
-/// What [`breakdown`] groups by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum By {
-    /// The template's code (`""`: none).
-    Template,
-    /// The broadcast's id (`"0"`: none).
-    Broadcast,
-}
-
-/// Partner `partner_id`'s counts over `[from, to)` by template or broadcast, in order of the key (by
-/// channel: [`series`]).
-pub async fn breakdown(
-    db: &Db,
-    partner_id: i64,
-    range: (Millis, Millis),
-    by: By,
-    filter: &Filter,
-) -> Result<Vec<(String, Counts)>, sqlx::Error> {
-    let group = match by {
-        By::Template => "template AS g",
-        By::Broadcast => "CAST(broadcast_id AS TEXT) AS g",
-    };
-    sums(db, partner_id, range, filter, (group, "1"), 1)
-        .await?
-        .into_iter()
-        .map(|(row, counts)| Ok((row.try_get::<String, _>("g")?, counts)))
         .collect()
 }
 

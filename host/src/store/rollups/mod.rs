@@ -10,3 +10,5 @@ use crate::clock::Millis;
 
 /// An hour, in milliseconds.
 pub const HOUR_MS: Millis = 3_600_000;
+/// A day, in milliseconds.
+pub const DAY_MS: Millis = 24 * HOUR_MS;

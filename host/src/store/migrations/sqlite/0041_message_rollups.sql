@@ -20,6 +20,25 @@ CREATE TABLE message_rollups (
     fallbacks    BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (partner_id, hour, channel, template, broadcast_id)
 );
+-- The same by UTC day (`day`: its start), folded with the hours: a report by the day over a year reads
+-- 24 times fewer rows.
+CREATE TABLE message_rollups_daily (
+    partner_id   BIGINT NOT NULL,
+    day          BIGINT NOT NULL,
+    channel      TEXT NOT NULL,
+    template     TEXT NOT NULL,
+    broadcast_id BIGINT NOT NULL,
+    accepted     BIGINT NOT NULL DEFAULT 0,
+    sent         BIGINT NOT NULL DEFAULT 0,
+    delivered    BIGINT NOT NULL DEFAULT 0,
+    read         BIGINT NOT NULL DEFAULT 0,
+    read_ms      BIGINT NOT NULL DEFAULT 0,
+    failed       BIGINT NOT NULL DEFAULT 0,
+    received     BIGINT NOT NULL DEFAULT 0,
+    paid         BIGINT NOT NULL DEFAULT 0,
+    fallbacks    BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (partner_id, day, channel, template, broadcast_id)
+);
 CREATE TABLE message_rollup_deltas (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,
     partner_id   BIGINT NOT NULL,
