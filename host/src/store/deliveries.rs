@@ -204,7 +204,6 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
             counted.rerouted(d.message.counted(), channel, d.at);
         }
     }
-    counted.write_in(tx).await?;
     // Why a message fails without a try (its person refused it), written before its change's event.
     for d in done {
         let failing = matches!(d.change, Some(Change::State { to: MessageState::Failed, .. }));
@@ -237,10 +236,17 @@ pub async fn finish_in(tx: &mut Transaction<'_, Any>, done: &[Finished]) -> Resu
             None => {}
         }
     }
-    let mut moved = Vec::new();
+    // The moves, an update for each kind; what goes with them (history, events, the users' events, the
+    // figures) written once for all.
+    let (mut moved, mut recorded, mut last) = (Vec::new(), messages::Recorded::default(), 0);
+    recorded.count(&counted);
     for ((from, to, channel), group, at, event) in groups {
-        moved.extend(messages::transition_read_in(tx, &group, from, to, channel, at, event).await?);
+        let stepped = messages::transition_unrecorded_in(tx, &group, from, to, channel, at).await?;
+        recorded.append(&messages::Recorded::of(&stepped, at, event));
+        moved.extend(stepped);
+        last = last.max(at);
     }
+    recorded.write_in(tx, last).await?;
     let ended: Vec<i64> = done.iter().filter(|d| d.ends_job).map(|d| d.message.id).collect();
     if !ended.is_empty() {
         let sql = format!("DELETE FROM delivery_jobs WHERE message_id IN ({})", super::rows(ended.len(), "?"));

@@ -42,6 +42,22 @@ pub async fn transition_read_in(
     now: Millis,
     event: StatusEvent,
 ) -> Result<Vec<Message>, sqlx::Error> {
+    let updated = transition_unrecorded_in(tx, messages, from, state, channel, now).await?;
+    record_transitions_in(tx, &updated, now, event).await?;
+    Ok(updated)
+}
+
+/// [`transition_read_in`]'s update alone: the caller writes what goes with the moves ([`Recorded::of`] the
+/// messages answered), say with those of other moves in the same transaction (the delivery worker's
+/// finished jobs: one write for every kind of move).
+pub async fn transition_unrecorded_in(
+    tx: &mut Transaction<'_, Any>,
+    messages: &[&Message],
+    from: &[MessageState],
+    state: MessageState,
+    channel: Option<Channel>,
+    now: Millis,
+) -> Result<Vec<Message>, sqlx::Error> {
     let backend = crate::store::backend_of(tx);
     if messages.is_empty() || from.is_empty() {
         return Ok(Vec::new());
@@ -68,12 +84,10 @@ pub async fn transition_read_in(
             (row.try_get::<i64, _>("seq")?, crate::store::decode_optional_name(&row, "channel")?),
         );
     }
-    let updated: Vec<Message> = messages
+    Ok(messages
         .iter()
         .filter_map(|m| moved.remove(&m.id).map(|(seq, channel)| Message { state, seq, channel, ..(*m).clone() }))
-        .collect();
-    record_transitions_in(tx, &updated, now, event).await?;
-    Ok(updated)
+        .collect())
 }
 
 /// What canceling a scheduled message did.
@@ -181,6 +195,11 @@ impl Recorded {
         self.counted.moved(m.counted(), now);
     }
 
+    /// Adds what other changes (not moves of state: a try billed, a channel changed) add to the figures.
+    pub fn count(&mut self, counted: &crate::store::rollups::messages::Deltas) {
+        self.counted.append(counted);
+    }
+
     /// Adds `other`'s records after these.
     pub fn append(&mut self, other: &Recorded) {
         self.history.append(&other.history);
@@ -191,6 +210,7 @@ impl Recorded {
 
     /// Writes them, one statement each; the users' events are logged at `now`.
     pub async fn write_in(self, tx: &mut Transaction<'_, Any>, now: Millis) -> Result<(), sqlx::Error> {
+        self.counted.write_in(tx).await?;
         if self.history.is_empty() {
             return Ok(());
         }
@@ -208,8 +228,7 @@ impl Recorded {
             .execute(&mut **tx)
             .await?;
         self.events.insert_in(tx).await?;
-        crate::store::user_events::append_in(tx, &self.told, now).await?;
-        self.counted.write_in(tx).await
+        crate::store::user_events::append_in(tx, &self.told, now).await
     }
 }
 
