@@ -6,11 +6,13 @@ use std::collections::BTreeMap;
 
 use crate::clock::Millis;
 use crate::names::Channel;
-use crate::store::Db;
 pub use crate::store::rollups::DAY_MS;
 use crate::store::rollups::HOUR_MS;
-use crate::store::rollups::conversations::{self as rollups, Bump};
-use crate::store::rollups::messages::{self as message_rollups, Counts, Filter, Prices};
+pub use crate::store::rollups::conversations::Bump;
+use crate::store::rollups::conversations::{self as rollups};
+use crate::store::rollups::messages as message_rollups;
+pub use crate::store::rollups::messages::{Counts, Filter, Prices};
+use crate::store::{Db, members};
 use crate::validate::Invalid;
 
 /// The longest range of a report: a year (and a day, for a leap year).
@@ -60,6 +62,8 @@ pub struct Report {
     pub totals: Bump,
     /// By member (those with anything to count), by id.
     pub agents: BTreeMap<i64, Bump>,
+    /// The members' display names, by id (a member without one, or removed since, is missing).
+    pub names: std::collections::HashMap<i64, String>,
 }
 
 /// Partner `partner_id`'s conversations over `[from, to)` (see [`range`]), by `interval`.
@@ -81,7 +85,18 @@ pub async fn conversations(
         }
     }
     report.series = buckets.into_iter().collect();
+    report.names = members::list(db, partner_id).await?.into_iter().filter_map(|m| Some((m.id, m.name?))).collect();
     Ok(report)
+}
+
+/// What the partner pays a message on each paid channel.
+pub async fn prices(db: &Db, partner_id: i64) -> Result<Prices, sqlx::Error> {
+    message_rollups::prices(db, partner_id).await
+}
+
+/// Keeps what the partner pays a message on each paid channel (checked by the caller).
+pub async fn set_prices(db: &Db, partner_id: i64, prices: &Prices) -> Result<(), sqlx::Error> {
+    message_rollups::set_prices(db, partner_id, prices).await
 }
 
 /// What a partner's messages came to in a range: each bucket's counts, the whole range's, and the range's

@@ -7,16 +7,13 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::analytics::{self, DAY_MS, Interval};
+use crate::analytics::{self, Bump, Counts, DAY_MS, Filter, Interval, Prices};
 use crate::clock::{Millis, record_time};
 use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::http::{ApiJson, ApiQuery, E403, E422};
 use crate::names::Channel;
-use crate::store::members;
-use crate::store::rollups::conversations::Bump;
-use crate::store::rollups::messages::{self as message_rollups, Counts, Filter, Prices};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -170,8 +167,6 @@ async fn conversation_analytics(
 ) -> ApiResult<Json<Report>> {
     let (range, interval) = q.range(state.now())?;
     let report = analytics::conversations(&state.db, partner.id, range, interval).await?;
-    let names: std::collections::HashMap<i64, Option<String>> =
-        members::list(&state.db, partner.id).await?.into_iter().map(|m| (m.id, m.name)).collect();
     let date = |ms: Millis| record_time(ms)[..10].to_string();
     Ok(Json(Report {
         from: date(range.0),
@@ -182,7 +177,7 @@ async fn conversation_analytics(
         agents: report
             .agents
             .into_iter()
-            .map(|(id, b)| Agent { member_id: id, name: names.get(&id).cloned().flatten(), figures: b.into() })
+            .map(|(id, b)| Agent { member_id: id, name: report.names.get(&id).cloned(), figures: b.into() })
             .collect(),
     }))
 }
@@ -419,7 +414,7 @@ impl From<Prices> for PriceList {
     responses((status = 200, description = "The prices", body = PriceList), (status = 403, response = E403))
 )]
 async fn get_prices(State(state): State<AppState>, PartnerAuth(partner): PartnerAuth) -> ApiResult<Json<PriceList>> {
-    Ok(Json(message_rollups::prices(&state.db, partner.id).await?.into()))
+    Ok(Json(analytics::prices(&state.db, partner.id).await?.into()))
 }
 
 /// Set what I pay a message on WhatsApp and by SMS.
@@ -457,6 +452,6 @@ async fn set_prices(
         }
         _ => {}
     }
-    message_rollups::set_prices(&state.db, partner.id, &prices).await?;
+    analytics::set_prices(&state.db, partner.id, &prices).await?;
     Ok(Json(prices.into()))
 }
