@@ -220,25 +220,30 @@ function Hours() {
 function Ratings() {
   const [enabled, setEnabled] = useState(false);
   const [question, setQuestion] = useState("");
-  const { error, status, act } = useSettings<CsatSettings>("/settings/csat", (c) => {
+  const { saved, error, status, act } = useSettings<CsatSettings>("/settings/csat", (c) => {
     setEnabled(c.enabled ?? false);
     setQuestion(c.question ?? "");
   });
+  // The form appears once the saved settings are in: a box ticked before they came would be unticked by them.
   return (
     <Section id="ratings" title="Ratings" hint="When an agent closes a conversation they answered, the person rates it 1 to 5: buttons in the app, a list on WhatsApp, a number by SMS." status={status} error={error}>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          act(() => put("/settings/csat", { enabled, question: question.trim() || null }), "Ratings saved.");
-        }}
-      >
-        <label class="check">
-          <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Ask people to rate closed conversations
-        </label>
-        <label for="csat-question">Question (empty: “How did we do? …”)</label>
-        <input id="csat-question" maxLength={500} value={question} onInput={(e) => setQuestion(e.currentTarget.value)} />
-        <button class="primary">Save ratings</button>
-      </form>
+      {saved === null ? (
+        <p class="muted">Loading…</p>
+      ) : (
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            act(() => put("/settings/csat", { enabled, question: question.trim() || null }), "Ratings saved.");
+          }}
+        >
+          <label class="check">
+            <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Ask people to rate closed conversations
+          </label>
+          <label for="csat-question">Question (empty: “How did we do? …”)</label>
+          <input id="csat-question" maxLength={500} value={question} onInput={(e) => setQuestion(e.currentTarget.value)} />
+          <button class="primary">Save ratings</button>
+        </form>
+      )}
     </Section>
   );
 }
@@ -248,25 +253,29 @@ function Slas() {
   const [first, setFirst] = useState("");
   const [next, setNext] = useState("");
   const minutes = (s: number | null | undefined) => (s ? String(Math.round((s / 60) * 100) / 100) : "");
-  const { error, status, act } = useSettings<SlaTargets>("/settings/slas", (t) => {
+  const { saved, error, status, act } = useSettings<SlaTargets>("/settings/slas", (t) => {
     setFirst(minutes(t.first_response_s));
     setNext(minutes(t.next_response_s));
   });
   const seconds = (m: string) => (m.trim() === "" ? null : Math.round(Number(m) * 60));
   return (
     <Section id="slas" title="SLAs" hint="How soon an agent answers, in business hours. A conversation past it shows “SLA breached”, and a webhook goes." status={status} error={error}>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          act(() => put("/settings/slas", { first_response_s: seconds(first), next_response_s: seconds(next) }), "SLAs saved.");
-        }}
-      >
-        <label for="sla-first">First answer within (minutes; empty: none)</label>
-        <input id="sla-first" type="number" min={0} step="any" value={first} onInput={(e) => setFirst(e.currentTarget.value)} />
-        <label for="sla-next">Next answer within (minutes; empty: none)</label>
-        <input id="sla-next" type="number" min={0} step="any" value={next} onInput={(e) => setNext(e.currentTarget.value)} />
-        <button class="primary">Save SLAs</button>
-      </form>
+      {saved === null ? (
+        <p class="muted">Loading…</p>
+      ) : (
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            act(() => put("/settings/slas", { first_response_s: seconds(first), next_response_s: seconds(next) }), "SLAs saved.");
+          }}
+        >
+          <label for="sla-first">First answer within (minutes; empty: none)</label>
+          <input id="sla-first" type="number" min={0} step="any" value={first} onInput={(e) => setFirst(e.currentTarget.value)} />
+          <label for="sla-next">Next answer within (minutes; empty: none)</label>
+          <input id="sla-next" type="number" min={0} step="any" value={next} onInput={(e) => setNext(e.currentTarget.value)} />
+          <button class="primary">Save SLAs</button>
+        </form>
+      )}
     </Section>
   );
 }
