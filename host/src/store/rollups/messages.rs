@@ -83,15 +83,28 @@ impl std::ops::AddAssign for Counts {
     }
 }
 
-/// A row of the rollups: partner, hour, channel, template, broadcast. Ordered, so that rows are always
-/// written in one order (two folds never wait for each other in a circle).
+/// A row of the rollups: partner, hour, channel (`""`: none yet), template, broadcast. Ordered, so that rows
+/// are always written in one order (two folds never wait for each other in a circle).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Key {
     partner_id: i64,
     hour: Millis,
-    channel: String,
+    channel: &'static str,
     template: String,
     broadcast_id: i64,
+}
+
+impl Key {
+    /// The row of partner `partner_id`'s hour of `at`.
+    fn of(partner_id: i64, at: Millis, channel: Option<Channel>, template: &str, broadcast_id: i64) -> Key {
+        Key {
+            partner_id,
+            hour: at - at.rem_euclid(HOUR_MS),
+            channel: channel.map_or("", Channel::as_str),
+            template: template.to_string(),
+            broadcast_id,
+        }
+    }
 }
 
 /// A message as the rollups count its changes (`store::messages::Message::counted`).
@@ -114,34 +127,23 @@ pub struct Deltas(BTreeMap<Key, Counts>);
 
 impl Deltas {
     fn add(&mut self, m: Subject, channel: Option<Channel>, at: Millis, counts: Counts) {
-        let key = Key {
-            partner_id: m.partner_id,
-            hour: at - at.rem_euclid(HOUR_MS),
-            channel: channel.map_or("", Channel::as_str).to_string(),
-            template: m.template.unwrap_or_default().to_string(),
-            broadcast_id: m.broadcast_id.unwrap_or(0),
-        };
-        *self.0.entry(key).or_default() += counts;
+        let (template, broadcast_id) = (m.template.unwrap_or_default(), m.broadcast_id.unwrap_or(0));
+        *self.0.entry(Key::of(m.partner_id, at, channel, template, broadcast_id)).or_default() += counts;
     }
 
-    /// A message just written: accepted (a partner's, a developer's, a bot's) or received (a person's).
+    /// A message just written: accepted (a partner's, a developer's, a bot's; no channel chosen yet) or
+    /// received (a person's, on the channel they wrote on).
     pub fn created(&mut self, m: Subject) {
-        let counts = match m.direction {
-            Direction::Out => Counts { accepted: 1, ..Counts::default() },
-            Direction::In => Counts { received: 1, ..Counts::default() },
+        let (channel, counts) = match m.direction {
+            Direction::Out => (None, Counts { accepted: 1, ..Counts::default() }),
+            Direction::In => (m.channel, Counts { received: 1, ..Counts::default() }),
         };
-        self.add(m, if m.direction == Direction::In { m.channel } else { None }, m.created_at, counts);
+        self.add(m, channel, m.created_at, counts);
     }
 
     /// A broadcast's `n` messages just written at `at`.
     pub fn broadcast(&mut self, partner_id: i64, broadcast_id: i64, template: Option<&str>, at: Millis, n: i64) {
-        let key = Key {
-            partner_id,
-            hour: at - at.rem_euclid(HOUR_MS),
-            channel: String::new(),
-            template: template.unwrap_or_default().to_string(),
-            broadcast_id,
-        };
+        let key = Key::of(partner_id, at, None, template.unwrap_or_default(), broadcast_id);
         *self.0.entry(key).or_default() += Counts { accepted: n, ..Counts::default() };
     }
 
@@ -186,19 +188,12 @@ impl Deltas {
         self.0.is_empty()
     }
 
-    /// The rows, as bound through [`json_table`] with [`ROW_COLUMNS`].
+    /// The rows, as [`insert_sql`] reads them: the key's columns, then the counts'.
     fn rows(&self) -> JsonRows {
         let mut rows = JsonRows::default();
         for (k, c) in &self.0 {
-            let v = c.values();
-            rows.push(&(
-                k.partner_id,
-                k.hour,
-                &k.channel,
-                &k.template,
-                k.broadcast_id,
-                [v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]],
-            ));
+            let [a, b, c, d, e, f, g, h, i] = c.values();
+            rows.push(&(k.partner_id, k.hour, k.channel, &k.template, k.broadcast_id, a, b, c, d, e, f, g, h, i));
         }
         rows
     }
@@ -218,27 +213,18 @@ impl Deltas {
 /// `INSERT INTO {table}` of the rows bound as one [`JsonRows`] value (see [`Deltas::rows`]), their time in
 /// `time` (`hour`, `day`), then `tail`.
 fn insert_sql(backend: Backend, table: &str, time: &str, tail: &str) -> String {
-    let mut columns: Vec<(String, &str)> = vec![
-        ("partner_id".into(), "BIGINT"),
-        (time.into(), "BIGINT"),
-        ("channel".into(), "TEXT"),
-        ("template".into(), "TEXT"),
-        ("broadcast_id".into(), "BIGINT"),
+    let key = [
+        ("partner_id", "BIGINT"),
+        (time, "BIGINT"),
+        ("channel", "TEXT"),
+        ("template", "TEXT"),
+        ("broadcast_id", "BIGINT"),
     ];
-    // The counts are one array, the row's sixth item.
-    let names: Vec<String> = columns.iter().map(|(n, _)| n.clone()).chain(COUNTED.map(String::from)).collect();
-    columns.push(("counts".into(), if backend == Backend::Sqlite { "TEXT" } else { "JSONB" }));
-    let typed: Vec<(&str, &str)> = columns.iter().map(|(n, t)| (n.as_str(), *t)).collect();
-    let counts = |i: usize| match backend {
-        Backend::Sqlite => format!("counts ->> {i}"),
-        Backend::Postgres => format!("CAST(counts ->> {i} AS BIGINT)"),
-    };
-    let select: Vec<String> = names[..5].iter().cloned().chain((0..COUNTED.len()).map(|i| counts(i))).collect();
+    let columns: Vec<(&str, &str)> = key.into_iter().chain(COUNTED.map(|c| (c, "BIGINT"))).collect();
+    let names = columns.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ");
     let sql = format!(
-        "INSERT INTO {table} ({}) SELECT {} FROM ({}) AS d WHERE true{tail}",
-        names.join(", "),
-        select.join(", "),
-        json_table(backend, &typed)
+        "INSERT INTO {table} ({names}) SELECT {names} FROM ({}) AS d WHERE true{tail}",
+        json_table(backend, &columns)
     );
     placeholders(backend, &sql)
 }
@@ -247,8 +233,8 @@ fn insert_sql(backend: Backend, table: &str, time: &str, tail: &str) -> String {
 pub const FOLD_BATCH: i64 = 2_000;
 
 /// Adds the oldest deltas (up to a batch) to the rollups, by the hour and by the day, and deletes them, in
-/// one transaction; hosts folding
-/// at once each take their own (PostgreSQL: `SKIP LOCKED`). Answers how many were folded.
+/// one transaction; hosts folding at once each take their own (PostgreSQL: `SKIP LOCKED`). Answers how many
+/// were folded.
 pub async fn fold(db: &Db) -> Result<usize, sqlx::Error> {
     let backend = db.backend();
     let mut tx = db.begin().await?;
@@ -266,16 +252,12 @@ pub async fn fold(db: &Db) -> Result<usize, sqlx::Error> {
     let mut ids = JsonRows::default();
     for row in &rows {
         ids.push(&[row.try_get::<i64, _>("id")?]);
-        let key = Key {
-            partner_id: row.try_get("partner_id")?,
-            hour: row.try_get("hour")?,
-            channel: row.try_get("channel")?,
-            template: row.try_get("template")?,
-            broadcast_id: row.try_get("broadcast_id")?,
-        };
+        let channel = Channel::parse(row.try_get("channel")?);
+        let (template, broadcast_id): (String, i64) = (row.try_get("template")?, row.try_get("broadcast_id")?);
+        let key = Key::of(row.try_get("partner_id")?, row.try_get("hour")?, channel, &template, broadcast_id);
         *sums.0.entry(key).or_default() += Counts::from_row(row)?;
     }
-    // The days' rows: the hours' keys with their hour taken back to its day's start, added up.
+    // The days' rows: the hours' keys taken back to their day's start, added up.
     let mut days = Deltas::default();
     for (key, counts) in &sums.0 {
         let day = Key { hour: key.hour - key.hour.rem_euclid(DAY_MS), ..key.clone() };
