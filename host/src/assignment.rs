@@ -57,3 +57,52 @@ pub async fn give_out(db: &Db, partner_id: i64, now: Millis) -> Result<usize, sq
     }
     Ok(given)
 }
+
+/// The team as the assignment settings show it: each member's open conversations, ratings, status and
+/// capacity, beside the partner's way of assigning and how many conversations wait in the queue.
+pub struct Overview {
+    pub settings: Settings,
+    pub queued: i64,
+    /// Each member, their open conversations, and their ratings' average and count.
+    pub agents: Vec<(crate::store::members::Member, i64, Option<f64>, i64)>,
+}
+
+/// Partner `partner_id`'s [`Overview`].
+pub async fn overview(db: &Db, partner_id: i64) -> Result<Overview, sqlx::Error> {
+    let settings = store::settings(db, partner_id).await?;
+    let loads = store::loads(db, partner_id).await?;
+    let ratings = crate::store::ratings::averages(db, partner_id).await?;
+    let agents = crate::store::members::list(db, partner_id)
+        .await?
+        .into_iter()
+        .map(|m| {
+            let open = loads.get(&m.id).copied().unwrap_or(0);
+            let (average, count) = ratings.get(&m.id).map_or((None, 0), |(avg, n)| (Some(*avg), *n));
+            (m, open, average, count)
+        })
+        .collect();
+    Ok(Overview { settings, queued: store::queue_length(db, partner_id).await?, agents })
+}
+
+/// Sets partner `partner_id`'s way of assigning `mode` (required) and its default capacity (1 to 1000;
+/// absent keeps the one set).
+pub async fn configure(
+    db: &Db,
+    partner_id: i64,
+    mode: Option<AssignmentMode>,
+    default_capacity: Option<i64>,
+    now: Millis,
+) -> Result<(), crate::validate::KeepError> {
+    use crate::validate::Invalid;
+    let mode =
+        mode.ok_or_else(|| Invalid::new("mode", format!("mode is one of {}", AssignmentMode::names().join(", "))))?;
+    let default_capacity = match default_capacity {
+        Some(c) if !CAPACITY.contains(&c) => {
+            return Err(Invalid::new("default_capacity", "default_capacity is 1 to 1000 conversations").into());
+        }
+        Some(c) => c,
+        None => store::settings(db, partner_id).await?.default_capacity,
+    };
+    set_settings(db, partner_id, Settings { mode, default_capacity }, now).await?;
+    Ok(())
+}

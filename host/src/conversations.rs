@@ -12,12 +12,16 @@ use crate::config::UploadQuota;
 use crate::encryption;
 use crate::messages::MessageContent;
 use crate::messages::compose::{self, ComposeError, Content, SendMessage};
-use crate::messages::send::Sending;
+use crate::messages::send::{SendError, Sending, Sent};
 use crate::names::{ContentType, ConversationState, Direction, E2eMode, Encryption, MessageState};
 use crate::store::Db;
-use crate::store::conversations::{self as store, Conversation};
+use crate::store::conversations::{self as store};
+pub use crate::store::conversations::{
+    Assigned, Conversation, Note, PartnerFilter, PartnerSearch, find_by_id, find_for_partner, find_for_user,
+    latest_active, list_for_partner, list_for_phone, notes,
+};
 use crate::store::messages::{Created, Message, NewMessage};
-use crate::store::{keys, messages};
+use crate::store::{is_unique_violation, keys, messages};
 use crate::validate::Invalid;
 use crate::validate::is_code;
 
@@ -280,26 +284,34 @@ async fn away_reply_in(
 
 /// Writes `message` in conversation `conversation_id` (the user's or an agent's, by its direction), moving
 /// the conversation on ([`state_after`]); an agent's new message wakes delivery. A retry under the message's
-/// idempotency key answers the original and changes nothing.
-pub async fn write(host: &Sending<'_>, conversation_id: i64, message: NewMessage) -> Result<Created, sqlx::Error> {
-    let outbound = message.direction == Direction::Out;
-    if outbound {
+/// idempotency key answers the original and changes nothing; the same key with another message, or a
+/// sender-chosen `ref` another message has, is refused.
+pub async fn write(host: &Sending<'_>, conversation_id: i64, message: NewMessage) -> Result<Sent, SendError> {
+    let refused = |e: sqlx::Error| if is_unique_violation(&e) { SendError::RefTaken } else { SendError::Database(e) };
+    let written = if message.direction == Direction::Out {
         let state = state_after(&message);
         let written =
             store::append(host.db, conversation_id, message, state, host.now, crate::events::conversation_message)
-                .await?;
+                .await
+                .map_err(refused)?;
         if matches!(written, Created::New(_)) {
             host.wake.notify_one();
         }
-        return Ok(written);
+        written
+    } else {
+        let mut tx = host.db.begin().await.map_err(SendError::Database)?;
+        let (written, replied) = write_in(&mut tx, conversation_id, message, host.now).await.map_err(refused)?;
+        tx.commit().await.map_err(SendError::Database)?;
+        if replied {
+            host.wake.notify_one();
+        }
+        written
+    };
+    match written {
+        Created::New(m) => Ok(Sent::New(m)),
+        Created::Replayed(m) => Ok(Sent::Replayed(m)),
+        Created::KeyReused => Err(SendError::IdempotencyConflict),
     }
-    let mut tx = host.db.begin().await?;
-    let (written, replied) = write_in(&mut tx, conversation_id, message, host.now).await?;
-    tx.commit().await?;
-    if replied {
-        host.wake.notify_one();
-    }
-    Ok(written)
 }
 
 /// [`write`] of the user's messages in the caller's transaction (from WhatsApp or SMS), with the automatic
@@ -477,4 +489,119 @@ pub async fn transferred(
     };
     store::add_note(db, c, by, &format!("Transferred to {to}: {why}"), now).await?;
     Ok(())
+}
+
+/// Why a person's new conversation was refused: a field, or no linked partner of that code (404).
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Compose(#[from] ComposeError),
+    #[error("partner not found")]
+    NoPartner,
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+impl From<Invalid> for OpenError {
+    fn from(e: Invalid) -> Self {
+        OpenError::Compose(ComposeError::Invalid(e))
+    }
+}
+
+/// The longest subject of a conversation, in characters.
+pub const SUBJECT_CHARS: usize = 200;
+
+/// The person of `phone` opens a conversation with the partner of `code` (one their account is linked to),
+/// with a subject and a first message in plaintext (a content key is shared in the thread before encrypted
+/// ones). `quota`: what they may upload.
+pub async fn open_by_user(
+    host: &Sending<'_>,
+    phone: &str,
+    code: Option<&str>,
+    subject: Option<&str>,
+    first: &SendMessage,
+    quota: UploadQuota,
+) -> Result<(Conversation, Message), OpenError> {
+    let code = code.map(str::trim).filter(|p| !p.is_empty());
+    let code = code.ok_or_else(|| Invalid::new("partner", "partner is required"))?;
+    let subject = subject.map(str::trim).filter(|s| !s.is_empty());
+    if subject.is_some_and(|s| s.chars().count() > SUBJECT_CHARS) {
+        return Err(Invalid::new("subject", "subject is at most 200 characters").into());
+    }
+    // Support is opened with a partner the user is linked to.
+    let partner = crate::store::partners::find_by_code(host.db, code).await?.ok_or(OpenError::NoPartner)?;
+    let linked = match crate::store::accounts::find_account(host.db, phone).await? {
+        Some(a) => crate::store::accounts::linked_partners(host.db, a.id).await?.iter().any(|p| p.code == code),
+        None => false,
+    };
+    if !linked {
+        return Err(OpenError::NoPartner);
+    }
+    if first.wants_e2e() {
+        let why = "a conversation opens with a plaintext message; share a content key (POST …/keys), then send encrypted ones";
+        return Err(Invalid::new("encrypted", why).into());
+    }
+    let content = compose::content(host.db, host.dev, partner.id, first, Some(phone)).await?;
+    let content = from_user(host.db, content, phone, quota, host.now).await?;
+    let first = content.into_message(partner.id, phone, Direction::In, None);
+    let reference = format!("conv_{}", crate::secrets::random_alnum(24));
+    Ok(open(host, &reference, subject, first).await?)
+}
+
+/// The person of `phone` writes in their conversation `c`: the thread goes back in the agents' queue,
+/// reopening a closed one. `idempotency` (a key and the digest of the request) makes a retry answer the
+/// original.
+pub async fn write_by_user(
+    host: &Sending<'_>,
+    c: &Conversation,
+    phone: &str,
+    req: &SendMessage,
+    idempotency: Option<(String, String)>,
+    quota: UploadQuota,
+) -> Result<Sent, SendError> {
+    let content = content(host.db, host.dev, c, req).await?;
+    let content = from_user(host.db, content, phone, quota, host.now).await?;
+    let mut message = content.into_message(c.partner_id, phone, Direction::In, Some(c.id));
+    if let Some((key, hash)) = idempotency {
+        // Scoped to this user's thread: keys of other writers or threads never meet.
+        message.idempotency_key = Some(format!("me:{phone}:{}:{key}", c.id));
+        message.request_hash = Some(hash);
+    }
+    write(host, c.id, message).await
+}
+
+/// What a reader sees beside each of some conversations: how many of the other side's messages it has not
+/// read, the latest message, and (the partner's agents only) the labels.
+pub struct Seen {
+    pub unread: std::collections::HashMap<i64, i64>,
+    pub last: std::collections::HashMap<i64, Message>,
+    pub labels: std::collections::HashMap<i64, Vec<String>>,
+}
+
+/// What `reader` sees beside each of conversations `ids` ([`Seen`]).
+pub async fn seen(db: &Db, ids: &[i64], reader: Reader) -> Result<Seen, sqlx::Error> {
+    Ok(Seen {
+        unread: messages::unread_counts(db, ids, reader.reads()).await?,
+        last: messages::latest_in_conversations(db, ids).await?,
+        labels: match reader {
+            Reader::Agent => crate::store::labels::of_conversations(db, ids).await?,
+            Reader::User => std::collections::HashMap::new(),
+        },
+    })
+}
+
+/// The latest `limit` messages of `c`, oldest first, as `reader` reads them: the person's app fetching them
+/// has the agents' messages, which become `delivered`.
+pub async fn messages_of(
+    db: &Db,
+    c: &Conversation,
+    reader: Reader,
+    limit: i64,
+    now: Millis,
+) -> Result<Vec<Message>, sqlx::Error> {
+    let mut rows = messages::list_conversation(db, c.id, limit).await?;
+    if reader == Reader::User {
+        crate::messages::fetched_by_app(db, &mut rows, now).await?;
+    }
+    Ok(rows)
 }

@@ -1,6 +1,7 @@
 //! End-to-end encryption, the server's side: the checks on what clients send (envelopes, key wraps, identity
-//! keys, client-chosen refs). The server stores ciphertext and metadata only and never decrypts; the protocol
-//! itself is in the `hubbub-e2e` crate and `docs/e2e.md`.
+//! keys, client-chosen refs) and what it keeps of them (devices' identity keys, the wraps of each
+//! conversation's content keys). The server stores ciphertext and metadata only and never decrypts; the
+//! protocol itself is in the `hubbub-e2e` crate and `docs/e2e.md`.
 
 use serde_json::{Map, Value};
 
@@ -181,6 +182,149 @@ pub fn envelope_for_device(record: &mut Value, device: Option<&str>) {
     if let Some(wraps) = record.pointer_mut("/e2e_envelope/key_wraps").and_then(Value::as_array_mut) {
         wraps.retain(|w| device.is_some() && w.get("device_uuid").and_then(Value::as_str) == device);
     }
+}
+
+use crate::store::conversations::Conversation;
+pub use crate::store::devices::Device;
+pub use crate::store::keys::{AgentDevice, ConversationKey};
+use crate::store::{Db, accounts, devices, keys};
+
+/// The most wraps one share of a content key carries.
+pub const MAX_WRAPS: usize = 256;
+
+/// The optional `platform` label of a device (at sign-in too): at most 32 characters.
+pub fn platform(raw: Option<&str>) -> Result<Option<String>, Invalid> {
+    match raw.map(str::trim).filter(|p| !p.is_empty()) {
+        Some(p) if p.chars().count() > 32 => Err(Invalid::new("platform", "platform is at most 32 characters")),
+        p => Ok(p.map(str::to_string)),
+    }
+}
+
+/// Publishes the identity key of a device of the person of `phone` (a different key replaces it and bumps
+/// its version): the device named, or a new one. `None`: the device is another person's.
+pub async fn publish_user_key(
+    db: &Db,
+    phone: &str,
+    key: Option<&str>,
+    device: Option<&str>,
+    platform_label: Option<&str>,
+    now: crate::clock::Millis,
+) -> Result<Option<Device>, crate::validate::KeepError> {
+    let key = identity_key(key)?;
+    let device_uuid = match device {
+        Some(uuid) => device_uuid(Some(uuid), "device_uuid")?,
+        None => format!("dev_{}", crate::secrets::random_alnum(24)),
+    };
+    let platform = platform(platform_label)?;
+    Ok(devices::publish_key(db, phone, &device_uuid, platform.as_deref(), &key, now).await?)
+}
+
+/// Publishes the identity key of an agent device of partner `partner_id` (its member `member_id`'s, when a
+/// member publishes it).
+pub async fn publish_agent_key(
+    db: &Db,
+    (partner_id, member_id): (i64, Option<i64>),
+    key: Option<&str>,
+    device: Option<&str>,
+    platform_label: Option<&str>,
+    now: crate::clock::Millis,
+) -> Result<AgentDevice, crate::validate::KeepError> {
+    let device_uuid = device_uuid(device, "device_uuid")?;
+    let key = identity_key(key)?;
+    let platform = platform(platform_label)?;
+    Ok(keys::publish_agent_key(db, partner_id, member_id, &device_uuid, &key, platform.as_deref(), now).await?)
+}
+
+/// The devices of the person of `phone` and partner `partner_id`'s agent devices, when the person's account
+/// is linked to the partner (`None` otherwise: the directory never tells whether a phone uses the app).
+pub async fn directory(
+    db: &Db,
+    partner_id: i64,
+    phone: &str,
+) -> Result<Option<(Vec<Device>, Vec<AgentDevice>)>, sqlx::Error> {
+    if accounts::find_linked(db, partner_id, phone).await?.is_none() {
+        return Ok(None);
+    }
+    Ok(Some((devices::list_for_phone(db, phone).await?, keys::agent_devices(db, partner_id).await?)))
+}
+
+/// Keeps the wraps of content key `key_version` of conversation `c`, each naming a device of its person
+/// (`user`) or an agent device of its partner (`agent`), once each; `uploaded_by`: which side shared it.
+pub async fn share_key(
+    db: &Db,
+    c: &Conversation,
+    key_version: Option<i64>,
+    wraps: Option<&[Value]>,
+    uploaded_by: &str,
+    now: crate::clock::Millis,
+) -> Result<(i64, Vec<ConversationKey>), crate::validate::KeepError> {
+    let key_version = key_version
+        .filter(|v| *v >= 1)
+        .ok_or_else(|| Invalid::new("key_version", "key_version must be a positive integer"))?;
+    let wraps = wraps
+        .filter(|w| !w.is_empty() && w.len() <= MAX_WRAPS)
+        .ok_or_else(|| Invalid::new("wraps", format!("wraps must be an array of 1 to {MAX_WRAPS} key wraps")))?;
+    let user_devices = devices::published_device_uuids(db, &c.phone).await?;
+    let agent_devices: Vec<String> =
+        keys::agent_devices(db, c.partner_id).await?.into_iter().map(|d| d.device_uuid).collect();
+    let mut rows: Vec<ConversationKey> = Vec::with_capacity(wraps.len());
+    for w in wraps {
+        let obj = check_wrap(w, "wraps", true)?;
+        let text = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        let (kind, uuid) = (text("device_kind"), text("device_uuid"));
+        let known = if kind == "user" { &user_devices } else { &agent_devices };
+        if !known.contains(&uuid) {
+            let why = format!("{uuid:?} is not a published {kind} device of this conversation");
+            return Err(Invalid::new("wraps.device_uuid", why).into());
+        }
+        if rows.iter().any(|r| r.device_kind == kind && r.device_uuid == uuid) {
+            return Err(Invalid::new("wraps.device_uuid", format!("two wraps for device {uuid:?}")).into());
+        }
+        rows.push(ConversationKey {
+            key_version,
+            device_kind: kind,
+            device_uuid: uuid,
+            wrap: text("wrap"),
+            wrap_nonce: text("wrap_nonce"),
+            sender_eph_pub: text("sender_eph_pub"),
+            uploaded_by: uploaded_by.to_string(),
+            created_at: now,
+        });
+    }
+    keys::put_conversation_keys(db, c.id, &rows).await?;
+    Ok((key_version, rows))
+}
+
+/// The wraps of `c`'s content keys addressed to one device (`kind` `user` or `agent`), every version, and
+/// the newest version shared.
+pub async fn keys_for(
+    db: &Db,
+    c: &Conversation,
+    kind: &str,
+    device_uuid: &str,
+) -> Result<(Vec<ConversationKey>, Option<i64>), sqlx::Error> {
+    let rows = keys::conversation_keys_for(db, c.id, kind, device_uuid).await?;
+    Ok((rows, keys::latest_key_version(db, c.id).await?))
+}
+
+/// Whether `device_uuid` is one of the devices of the person of `phone`.
+pub async fn is_own_device(db: &Db, phone: &str, device_uuid: &str) -> Result<bool, sqlx::Error> {
+    Ok(devices::list_for_phone(db, phone).await?.iter().any(|d| d.device_uuid == device_uuid))
+}
+
+/// Whether `device_uuid` is one of partner `partner_id`'s agent devices.
+pub async fn is_agent_device(db: &Db, partner_id: i64, device_uuid: &str) -> Result<bool, sqlx::Error> {
+    Ok(keys::agent_devices(db, partner_id).await?.iter().any(|d| d.device_uuid == device_uuid))
+}
+
+/// The devices of both sides of `c` (its person's, its partner's agent devices) and the newest content key
+/// version shared in it.
+pub async fn peers(db: &Db, c: &Conversation) -> Result<(Vec<Device>, Vec<AgentDevice>, Option<i64>), sqlx::Error> {
+    Ok((
+        devices::list_for_phone(db, &c.phone).await?,
+        keys::agent_devices(db, c.partner_id).await?,
+        keys::latest_key_version(db, c.id).await?,
+    ))
 }
 
 #[cfg(test)]

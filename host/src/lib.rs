@@ -8,7 +8,7 @@
 //! |---|---|
 //! | A new message state | `names.rs` (`MessageState`, its paths such as `HUB_PATH`), then what moves into it: `messages/mod.rs` (people's marks) or `delivery/` (the worker), and the OpenAPI document (`hubbub openapi > docs/openapi.json`) |
 //! | A new event | `events.rs` (its payload type and builder), the module that raises it (it passes the builder to the store), `http/openapi.rs` (its `webhooks` entry) and `docs/webhooks.md` |
-//! | A new endpoint | `http/<resource>.rs` (the handler: parse, call one domain function, answer), its domain function, `store/<aggregate>.rs` for new SQL (both migrations folders for new tables), a row in `tests/api/auth_matrix.rs` |
+//! | A new endpoint | `http/<resource>.rs` (the handler: parse, call one domain function, answer), its domain function (`<resource>.rs` on floor 3, or the worker room it acts through: its rules and checks, answering its own error enum or `validate::KeepError`, which `http/error.rs` turns into answers), `store/<aggregate>.rs` for new SQL (both migrations folders for new tables), a row in `tests/api/auth_matrix.rs` |
 //! | A new channel | `names.rs` (`Channel`), `providers.rs` (its client), `messages/routing.rs` (the order channels are tried in), `delivery/mod.rs` (trying them), `config.rs` (its settings) |
 //! | A new WIT import | `wit/` (a new frozen version), `runtime/bindings.rs` (its module), `runtime/sandbox.rs` (the `Host` impl beside `GuestState`), `runtime/convert.rs` (its types) |
 //! | A new live event kind | `names.rs` (`UserEventKind`), the domain change that appends it to the event log in its own transaction (`store::user_events::append_in`), how each stream renders it (`http/live/user.rs` `render`, `http/live/console.rs` `Console::rendered`), the stream's description in its handler's doc, and the page that follows it (`web/src/app/live.ts`, `web/src/console/live.ts`, both on `web/src/shared/sse.ts`) |
@@ -17,23 +17,29 @@
 //! | A new rule for messages from WhatsApp or SMS | `inbound/route.rs` (`route`: the rules in their order, the module's documentation lists them), what it reads of the message (`inbound/parse.rs`), `docs/providers.md` ("Messages from users"), `tests/api/inbound.rs` |
 //! | Searching something new | `store/search.rs` (the one place each engine's text index is queried: FTS5 or `tsvector`), the migrations that keep its words (triggers, both folders), the store list that takes the words (`store/messages/hub.rs`, `store/conversations.rs`), `tests/api/search.rs` |
 //!
-//! What a handler calls: it parses the request, calls one function of the domain (`messages::send`,
-//! `conversations::…`, `Delivery::set_own_sender`, …) and answers; transactions are opened in the store or the
-//! domain, never in a handler.
+//! What a handler calls: it parses the request, calls one function of the domain or of a worker's room
+//! (`messages::send`, `desk::reply`, `accounts::link`, `bots::manage::update`, `Delivery::set_own_sender`, …)
+//! and answers; transactions are opened in the store or the domain, never in a handler. Of the store,
+//! `http/` names only its handle (`Db`), except the composition root, the metrics recorder and the live
+//! streams' tail of the event log (`tests/layers.rs` holds it to that).
 //! [`prepare`] opens the database, builds the services and the state; [`serve`] runs the API on a listener
 //! until a shutdown future resolves, so tests bind port 0.
 #![recursion_limit = "512"]
 
+pub mod accounts;
 pub mod analytics;
 pub mod assignment;
 pub mod bots;
 pub mod broadcasts;
 pub mod business_hours;
+pub mod canned_replies;
 pub mod channel_steps;
 pub mod clock;
 pub mod config;
 pub mod conversations;
 pub mod delivery;
+pub mod desk;
+pub mod developers;
 pub mod encryption;
 pub mod events;
 pub mod exports;
@@ -42,11 +48,14 @@ pub mod forms;
 pub mod health;
 pub mod http;
 pub mod inbound;
+pub mod invitations;
+pub mod labels;
 pub mod macros;
 pub mod members;
 pub mod messages;
 pub mod names;
 pub mod otp;
+pub mod partners;
 pub mod passkeys;
 pub mod payments;
 pub mod preferences;
@@ -56,6 +65,7 @@ pub mod rollups;
 pub mod runtime;
 pub mod secrets;
 pub mod senders;
+pub mod service_levels;
 pub mod signing;
 pub mod slas;
 pub mod store;

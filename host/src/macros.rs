@@ -8,9 +8,11 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::store::Db;
-use crate::store::{canned_replies, members};
-use crate::validate::Invalid;
+use crate::clock::Millis;
+pub use crate::store::macros::Macro;
+use crate::store::macros::{self as macro_store, Written};
+use crate::store::{Db, canned_replies, members};
+use crate::validate::{Invalid, KeepError};
 
 /// The most actions a macro has.
 pub const MAX_ACTIONS: usize = 10;
@@ -144,4 +146,69 @@ pub async fn plan(db: &Db, partner_id: i64, actions: &[Action]) -> Result<Result
         }
     }
     Ok(Ok(plan))
+}
+
+/// The partner's macros, by name.
+pub async fn list(db: &Db, partner_id: i64) -> Result<Vec<Macro>, sqlx::Error> {
+    macro_store::list(db, partner_id).await
+}
+
+/// Keeps a macro: `name` 1 to 80 characters without control characters, unique among the partner's, and
+/// `actions` as [`plan`] takes them.
+pub async fn create(
+    db: &Db,
+    partner_id: i64,
+    name: Option<&str>,
+    actions: &[Action],
+    now: Millis,
+) -> Result<Macro, KeepError> {
+    let (name, actions) = checked(db, partner_id, name, actions).await?;
+    written(macro_store::create(db, partner_id, &name, &actions, now).await?)
+}
+
+/// Replaces the partner's macro `id` (name and actions both, checked as for [`create`]); another partner's
+/// is not found, whatever the body says.
+pub async fn replace(
+    db: &Db,
+    partner_id: i64,
+    id: i64,
+    name: Option<&str>,
+    actions: &[Action],
+    now: Millis,
+) -> Result<Macro, KeepError> {
+    macro_store::find(db, partner_id, id).await?.ok_or(KeepError::NotFound("macro"))?;
+    let (name, actions) = checked(db, partner_id, name, actions).await?;
+    written(macro_store::update(db, partner_id, id, &name, &actions, now).await?)
+}
+
+/// Deletes the partner's macro `id`.
+pub async fn delete(db: &Db, partner_id: i64, id: i64) -> Result<(), KeepError> {
+    if !macro_store::delete(db, partner_id, id).await? {
+        return Err(KeepError::NotFound("macro"));
+    }
+    Ok(())
+}
+
+/// The name and the actions, checked against what the partner has.
+async fn checked(
+    db: &Db,
+    partner_id: i64,
+    name: Option<&str>,
+    actions: &[Action],
+) -> Result<(String, serde_json::Value), KeepError> {
+    let name = name.map(str::trim).unwrap_or("");
+    if name.is_empty() || name.chars().count() > 80 || crate::validate::has_control_chars(name) {
+        return Err(Invalid::new("name", "name is 1 to 80 characters, without control characters").into());
+    }
+    plan(db, partner_id, actions).await??;
+    let actions = serde_json::to_value(actions).map_err(|e| KeepError::Database(sqlx::Error::Encode(e.into())))?;
+    Ok((name.to_string(), actions))
+}
+
+fn written(w: Written) -> Result<Macro, KeepError> {
+    match w {
+        Written::Done(m) => Ok(m),
+        Written::NotFound => Err(KeepError::NotFound("macro")),
+        Written::Taken => Err(KeepError::Taken("another macro has this name".into())),
+    }
 }

@@ -426,7 +426,8 @@ async fn main() -> anyhow::Result<()> {
             );
         }
         Command::Partner { command: PartnerCommand::CreateKey { code, name, config } } => {
-            let name = api_keys::key_name(Some(&name)).map_err(|e| anyhow::anyhow!("--name: {}", e.message()))?;
+            let name =
+                hubbub_host::partners::key_name(Some(&name)).map_err(|e| anyhow::anyhow!("--name: {}", e.message))?;
             let (db, partner) = open_partner(&config, &code).await?;
             let key = secrets::new_partner_key();
             let (hash, prefix) = (secrets::digest(&key), secrets::display_prefix(&key, "sk_"));

@@ -2,9 +2,14 @@
 //! allows, how long a member's session lives, and how long an invitation stays good.
 
 use crate::clock::Millis;
-use crate::names::MemberRole;
-use crate::secrets::{digest, new_invitation};
+use crate::names::{AgentStatus, MemberRole};
+use crate::secrets::{digest, new_invitation, new_member_session};
 use crate::store::Db;
+use crate::store::members::{self as store, Accepted};
+pub use crate::store::members::{
+    AuditEntry, AuditWrite, Changed, Member, Session, audit_log, find, find_session, list, seen,
+};
+use crate::validate::Invalid;
 
 /// A session ends after this long without a request (8 hours: a working day).
 pub const SESSION_IDLE_MS: i64 = 8 * 60 * 60 * 1000;
@@ -119,6 +124,205 @@ pub async fn invite(
 /// The console's sign-in page carrying `invitation` in its fragment (never sent to a server, never logged).
 pub fn invitation_link(public_url: &str, invitation: &str) -> String {
     format!("{}/console/#{invitation}", public_url.trim_end_matches('/'))
+}
+
+/// Why a member's sign-in or a change of members was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum MemberError {
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error(transparent)]
+    Otp(#[from] crate::otp::OtpError),
+    /// An invitation that is unknown, used or expired (401).
+    #[error("the invitation is unknown, used or expired: ask for a new one")]
+    UnusableInvitation,
+    /// The phone is no member of that partner (403).
+    #[error("this phone is not a member of that partner: sign in with an invitation from its owner")]
+    NotMember,
+    /// The member changed or removed is none of the partner's (404).
+    #[error("member not found")]
+    NotFound,
+    /// The partner's last owner stays an owner (409).
+    #[error("the partner's last owner stays an owner: make another owner first")]
+    LastOwner,
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// A member's sign-in: the phone and the code sent to it, the `inv_…` token of an invitation (a new
+/// member), a name, and the partner (when the phone is a member of several).
+pub struct SignIn<'a> {
+    pub phone: Option<&'a str>,
+    pub code: Option<&'a str>,
+    pub invitation: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub partner: Option<&'a str>,
+}
+
+/// Signs a member in with the code sent to their phone: a new member with an invitation (its role), or one
+/// already a member of the partner named (or of their only partner). A name given is taken (as
+/// `PATCH /members/me` would).
+pub async fn sign_in(codes: &crate::otp::Codes<'_>, req: SignIn<'_>) -> Result<Member, MemberError> {
+    let phone = crate::validate::required_phone(req.phone)?.to_string();
+    let code = crate::validate::required_code(req.code)?;
+    let invitation = req.invitation.map(str::trim).filter(|i| !i.is_empty());
+    if invitation.is_some_and(|i| !i.starts_with("inv_") || i.len() != 44) {
+        return Err(Invalid::new("invitation", "invitation is the inv_… token of an invitation link").into());
+    }
+    let name = req.name.map(|raw| crate::partners::key_name(Some(raw))).transpose()?;
+    crate::otp::verify(codes, &phone, "login", code).await?;
+    let (db, now) = (codes.db, codes.clock.now_ms());
+    Ok(match invitation {
+        Some(invitation) => match store::accept(db, &digest(invitation), &phone, name, now).await? {
+            Accepted::Member(member) => member,
+            Accepted::Unusable => return Err(MemberError::UnusableInvitation),
+        },
+        None => {
+            let member = membership(db, &phone, req.partner).await?.ok_or(MemberError::NotMember)?;
+            match name {
+                Some(name) => match store::update(db, member.partner_id, member.id, None, Some(name)).await? {
+                    Changed::Done(Some(named)) => named,
+                    _ => member,
+                },
+                None => member,
+            }
+        }
+    })
+}
+
+/// The membership of `phone` to sign in to: with the partner named in `partner`, or its only one (`None`
+/// when it has none there; refused naming them when it has several and names none).
+async fn membership(db: &Db, phone: &str, partner: Option<&str>) -> Result<Option<Member>, MemberError> {
+    let mut all = store::memberships(db, phone).await?;
+    if let Some(code) = partner.map(str::trim).filter(|p| !p.is_empty()) {
+        all.retain(|(_, partner)| partner == code);
+    }
+    if all.len() > 1 {
+        let codes: Vec<&str> = all.iter().map(|(_, p)| p.as_str()).collect();
+        let why = format!("this phone is a member of several partners: name one of {}", codes.join(", "));
+        return Err(Invalid::new("partner", why).into());
+    }
+    Ok(all.pop().map(|(member, _)| member))
+}
+
+/// The memberships of `phone`: each member and its partner's code.
+pub async fn memberships(db: &Db, phone: &str) -> Result<Vec<(Member, String)>, sqlx::Error> {
+    store::memberships(db, phone).await
+}
+
+/// Starts a session for `member`, signed in from `address` with `user_agent` (its first 256 characters
+/// kept): the session's token (shown once, kept as a digest) and the session.
+pub async fn start_session(
+    db: &Db,
+    member: &Member,
+    address: &str,
+    user_agent: Option<&str>,
+    now: Millis,
+) -> Result<(String, Session), sqlx::Error> {
+    let token = new_member_session();
+    let user_agent = user_agent.map(|ua| ua.chars().take(256).collect::<String>());
+    store::start_session(
+        db,
+        member.id,
+        &digest(&token),
+        now,
+        now + SESSION_ABSOLUTE_MS,
+        address,
+        user_agent.as_deref(),
+    )
+    .await?;
+    let session =
+        store::find_session(db, &digest(&token), now, SESSION_IDLE_MS).await?.ok_or(sqlx::Error::RowNotFound)?;
+    Ok((token, session))
+}
+
+/// What a member changes of themself (at least one): their name, their status.
+pub async fn update_me(
+    db: &Db,
+    session: &Session,
+    name: Option<&str>,
+    status: Option<AgentStatus>,
+    now: Millis,
+) -> Result<Member, MemberError> {
+    if name.is_none() && status.is_none() {
+        return Err(Invalid::new("name", "set name or status").into());
+    }
+    let (partner, member) = (session.partner.id, session.member.id);
+    if let Some(raw) = name {
+        let name = crate::partners::key_name(Some(raw))?;
+        let Changed::Done(Some(_)) = store::update(db, partner, member, None, Some(name)).await? else {
+            return Err(MemberError::NotFound);
+        };
+    }
+    if let Some(status) = status
+        && !crate::assignment::set_status(db, partner, member, status, now).await?
+    {
+        return Err(MemberError::NotFound);
+    }
+    store::find(db, member).await?.ok_or(MemberError::NotFound)
+}
+
+/// What an owner changes of a member: role, name, status, and capacity (`Some(None)`: the partner's
+/// default).
+pub struct MemberChanges<'a> {
+    pub role: Option<MemberRole>,
+    pub name: Option<&'a str>,
+    pub status: Option<AgentStatus>,
+    pub capacity: Option<Option<i64>>,
+}
+
+/// Changes partner `partner_id`'s member `id`; the keys the member made take a new role. A capacity or a
+/// status changed gives out the queue again.
+pub async fn update(
+    db: &Db,
+    partner_id: i64,
+    id: i64,
+    req: MemberChanges<'_>,
+    now: Millis,
+) -> Result<Member, MemberError> {
+    let name = req.name.map(|raw| crate::partners::key_name(Some(raw))).transpose()?;
+    if let Some(Some(capacity)) = req.capacity
+        && !crate::assignment::CAPACITY.contains(&capacity)
+    {
+        return Err(Invalid::new("capacity", "capacity is 1 to 1000 conversations, or null for the default").into());
+    }
+    changed(store::update(db, partner_id, id, req.role, name).await?)?;
+    if let Some(capacity) = req.capacity {
+        crate::store::assignment::set_capacity(db, partner_id, id, capacity).await?;
+        crate::assignment::give_out(db, partner_id, now).await?;
+    }
+    if let Some(status) = req.status {
+        crate::assignment::set_status(db, partner_id, id, status, now).await?;
+    }
+    store::find(db, id).await?.ok_or(MemberError::NotFound)
+}
+
+/// Removes partner `partner_id`'s member `id`: their sessions end, the keys they made are revoked, and their
+/// conversations go back to the queue (someone free may take them); their audit entries stay.
+pub async fn remove(db: &Db, partner_id: i64, id: i64, now: Millis) -> Result<Member, MemberError> {
+    let done = store::remove(db, partner_id, id, now).await?;
+    crate::assignment::give_out(db, partner_id, now).await?;
+    changed(done)
+}
+
+/// Ends `session` (or every session of its member, `everywhere`); signed out, they take no conversations:
+/// theirs go back to the queue.
+pub async fn sign_out(db: &Db, session: &Session, everywhere: bool, now: Millis) -> Result<(), sqlx::Error> {
+    if everywhere {
+        store::end_sessions(db, session.member.id, now).await?;
+    } else {
+        store::end_session(db, session.id, now).await?;
+    }
+    crate::assignment::set_status(db, session.partner.id, session.member.id, AgentStatus::Offline, now).await?;
+    Ok(())
+}
+
+fn changed(c: Changed) -> Result<Member, MemberError> {
+    match c {
+        Changed::Done(Some(member)) => Ok(member),
+        Changed::Done(None) | Changed::NotFound => Err(MemberError::NotFound),
+        Changed::LastOwner => Err(MemberError::LastOwner),
+    }
 }
 
 #[cfg(test)]

@@ -23,7 +23,8 @@ use crate::secrets::{constant_time_eq, random_alnum};
 use crate::store::Db;
 use crate::store::bots::Bot;
 use crate::store::flows::Session;
-use crate::store::payments::{self as store, NewPayment, Payment};
+use crate::store::payments::{self as store, NewPayment};
+pub use crate::store::payments::{Filter, Payment, find_by_ref, list_for_partner};
 
 /// ISO 4217 codes payments may use, with the exponent of their minor unit (cents: 2; yen: 0; fils: 3).
 pub const CURRENCIES: &[(&str, u32)] = &[
@@ -561,6 +562,29 @@ pub fn app_path(session: &Session, bot_code: &str) -> String {
         crate::names::SessionKind::Flow => format!("/forms/{}", session.reference),
         crate::names::SessionKind::Chat => format!("/bots/{bot_code}"),
     }
+}
+
+/// Partner `partner_id`'s payment `id`: by its `ref` (`pay_…`) or its number (`parse_id` reads one; a
+/// number it refuses is the caller's to answer); another partner's is none.
+pub async fn find_for_partner(
+    db: &Db,
+    partner_id: i64,
+    id: &str,
+    number: Option<i64>,
+) -> Result<Option<Payment>, sqlx::Error> {
+    if id.starts_with("pay_") {
+        return Ok(store::find_by_ref(db, id).await?.filter(|p| p.partner_id == partner_id));
+    }
+    match number {
+        Some(n) => store::find_for_partner(db, partner_id, n).await,
+        None => Ok(None),
+    }
+}
+
+/// Where the app opens the session a payment belongs to (`/` when it is gone).
+pub async fn back_path(db: &Db, payment: &Payment) -> Result<String, sqlx::Error> {
+    let session = crate::store::flows::find_by_id(db, payment.session_id).await?;
+    Ok(session.map(|s| app_path(&s, &payment.bot_code)).unwrap_or_else(|| "/".into()))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use jiff::tz::TimeZone;
 
 use crate::clock::Millis;
 use crate::names::Channel;
+use crate::validate::Invalid;
 
 /// Why a message failed without a try: the person blocked its partner.
 pub const BLOCKED_BY_USER: &str = "blocked_by_user";
@@ -79,6 +80,21 @@ pub fn minutes(text: &str) -> Option<i64> {
 /// Whether `name` is a time zone of the IANA database (`Europe/Berlin`, `UTC`).
 pub fn known_time_zone(name: &str) -> bool {
     !name.is_empty() && TimeZone::get(name).is_ok()
+}
+
+/// A quiet window from `start` to `end` as given in `quiet_hours` (a person's, or a partner's default):
+/// refused on `quiet_hours.start` or `quiet_hours.end` when one is not `HH:MM` or they are the same.
+pub fn quiet_window(start: &str, end: &str) -> Result<Window, Invalid> {
+    Window::parse(start, end).map_err(|(field, message)| Invalid::new(format!("quiet_hours.{field}"), message))
+}
+
+/// A time zone as given in `field`: trimmed, empty or absent for none, else one of the IANA database.
+pub fn time_zone(field: &str, raw: Option<&str>) -> Result<Option<String>, Invalid> {
+    match raw.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(zone) if known_time_zone(zone) => Ok(Some(zone.to_string())),
+        Some(zone) => Err(Invalid::new(field, format!("{zone:?} is not a time zone of the IANA database"))),
+    }
 }
 
 /// When the quiet `window` in force at `now` in the time zone `tz` ends (`None`: not quiet now). An unknown

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::clock::SharedClock;
 use crate::config::{Config, SmsProviderKind, WhatsAppProviderKind};
 use crate::names::Channel;
+pub use crate::store::dev_sink::{SinkRecord, list as dev_sink_list};
 use crate::store::writer::GroupCommit;
 use crate::store::{Db, dev_sink};
 use crate::validate::is_global_unicast;

@@ -9,7 +9,8 @@ use crate::config::Config;
 use crate::names::Channel;
 use crate::providers::OwnershipError;
 use crate::store::Db;
-use crate::store::senders::{self as store, Sender};
+use crate::store::senders::{self as store};
+pub use crate::store::senders::{Sender, list};
 use crate::validate::{Invalid, is_e164};
 
 /// One of our senders, as a provider's signed webhook speaks for it and as what that webhook sets is kept:
@@ -210,6 +211,48 @@ pub fn check(partner_id: i64, channel: Channel, fields: &Fields, now: Millis) ->
 /// The first characters of a secret and an ellipsis: how a sender's credentials are shown back.
 pub fn prefix(secret: &str) -> String {
     format!("{}…", secret.chars().take(6).collect::<String>())
+}
+
+/// The messaging limit of a WhatsApp business account: people a day it may reach first (the host's default
+/// when Meta has said none; `None`: no limit), Meta's last word on its quality, and how many it reached in
+/// the last 24 hours.
+pub struct Limits {
+    pub daily_limit: Option<i64>,
+    pub limit_known: bool,
+    pub quality: Option<String>,
+    pub reached_today: i64,
+}
+
+/// The [`Limits`] of WhatsApp business account `account` (`default`: the host's daily limit).
+pub async fn limits(
+    db: &Db,
+    account: &str,
+    default: Option<i64>,
+    now: crate::clock::Millis,
+) -> Result<Limits, sqlx::Error> {
+    let kept = crate::store::limits::of(db, account).await?;
+    Ok(Limits {
+        daily_limit: kept.as_ref().map_or(default, |k| k.daily_limit),
+        limit_known: kept.is_some(),
+        quality: kept.and_then(|k| k.quality),
+        reached_today: crate::store::limits::reached_today(db, account, now).await?,
+    })
+}
+
+/// The most people a day a partner may say its WhatsApp account reaches first.
+pub const MAX_DAILY_LIMIT: i64 = 100_000_000;
+
+/// Checks a daily limit a partner gives for its WhatsApp account: 1 to [`MAX_DAILY_LIMIT`].
+pub fn check_daily_limit(limit: Option<i64>) -> Result<(), crate::validate::Invalid> {
+    if limit.is_some_and(|n| !(1..=MAX_DAILY_LIMIT).contains(&n)) {
+        return Err(crate::validate::Invalid::new("daily_limit", "daily_limit is people a day: 1 to 100000000"));
+    }
+    Ok(())
+}
+
+/// Keeps the daily limit a partner gives for its WhatsApp account `account` (until Meta says another).
+pub async fn set_daily_limit(db: &Db, account: &str, limit: i64, now: crate::clock::Millis) -> Result<(), sqlx::Error> {
+    crate::store::limits::set(db, account, Some(limit), None, now).await
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
-//! Template text: `{{placeholder}}` parsing, the automatic review, and rendering with variables.
-//! Pure functions, unit-tested here; storage is in `store::templates`, the API in `http::templates`.
+//! Templates: their text (`{{placeholder}}` parsing, the automatic review, rendering with variables: pure
+//! functions, unit-tested here) and their keeping (a new one checked, a partner's list, a review's
+//! decision). Storage is in `store::templates`, Meta's review of WhatsApp templates in
+//! `delivery::meta_review`, the API in `http::templates`.
 
 use serde_json::{Map, Value};
 
@@ -171,6 +173,103 @@ pub fn check_parameter(value: &Value) -> Result<(), String> {
     Ok(())
 }
 
+pub use crate::store::templates::Template;
+
+/// A template to keep: its code, channel, language (`en` when absent), category and body.
+pub struct NewTemplateInput<'a> {
+    pub code: Option<&'a str>,
+    pub channel: Option<crate::names::Channel>,
+    pub lang: Option<&'a str>,
+    pub category: Option<crate::names::Category>,
+    pub body: Option<&'a str>,
+}
+
+/// Keeps a new template of partner `partner_id` (a draft), checked: a code, a channel, a language code, a
+/// category and a body; unique by code, channel and language.
+pub async fn create(
+    db: &crate::store::Db,
+    partner_id: i64,
+    input: NewTemplateInput<'_>,
+    now: crate::clock::Millis,
+) -> Result<Template, crate::validate::KeepError> {
+    use crate::names::{Category, Channel};
+    use crate::validate::{Invalid, KeepError};
+    let code = input.code.unwrap_or("").trim();
+    if !crate::validate::is_code(code) {
+        return Err(Invalid::new("code", "code must match ^[a-z0-9][a-z0-9_-]{0,63}$").into());
+    }
+    let channel = input
+        .channel
+        .ok_or_else(|| Invalid::new("channel", format!("channel must be one of {}", Channel::names().join(", "))))?
+        .as_str();
+    let lang = input.lang.map(str::trim).filter(|l| !l.is_empty()).unwrap_or("en");
+    if !is_lang(lang) {
+        return Err(Invalid::new("lang", "lang must be a language code such as en or pt-BR").into());
+    }
+    let category = input
+        .category
+        .ok_or_else(|| Invalid::new("category", format!("category must be one of {}", Category::names().join(", "))))?
+        .as_str();
+    let body = input.body.unwrap_or("");
+    if body.trim().is_empty() {
+        return Err(Invalid::new("body", "body is required").into());
+    }
+    let variables = variables(body);
+    let new = crate::store::templates::NewTemplate { code, channel, lang, category, body, variables: &variables };
+    crate::store::templates::insert_template(db, partner_id, &new, now)
+        .await?
+        .ok_or_else(|| KeepError::Taken(format!("template {code:?} already exists for {channel} in {lang}")))
+}
+
+/// Whether `s` is a language code: `en`, `pt-BR`, `es_419`.
+fn is_lang(s: &str) -> bool {
+    let mut parts = s.split(['-', '_']);
+    let primary = parts.next().unwrap_or("");
+    (2..=3).contains(&primary.len())
+        && primary.chars().all(|c| c.is_ascii_lowercase())
+        && parts.all(|p| (2..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()))
+}
+
+/// The partner's templates, newest first, a page before `before`.
+pub async fn list(
+    db: &crate::store::Db,
+    partner_id: i64,
+    before: Option<i64>,
+    limit: i64,
+) -> Result<Vec<Template>, sqlx::Error> {
+    crate::store::templates::list_templates(db, partner_id, before, limit).await
+}
+
+/// The partner's template `id`.
+pub async fn find(db: &crate::store::Db, partner_id: i64, id: i64) -> Result<Option<Template>, sqlx::Error> {
+    crate::store::templates::find_template(db, partner_id, id).await
+}
+
+/// The automatic review's decision for a body: `approved`, or `rejected` with the reason.
+pub fn auto_decision(body: &str) -> (crate::names::TemplateStatus, Option<String>) {
+    match review(body) {
+        Ok(()) => (crate::names::TemplateStatus::Approved, None),
+        Err(problem) => (crate::names::TemplateStatus::Rejected, Some(problem.to_string())),
+    }
+}
+
+/// Decides partner (`partner_id`, `partner_code`)'s submitted template `id` here: by the automatic review
+/// when the host reviews automatically, else `pending` for an operator; with its `template.status` event.
+pub async fn decide(
+    db: &crate::store::Db,
+    (partner_id, partner_code): (i64, &str),
+    t: &Template,
+    auto_review: bool,
+    now: crate::clock::Millis,
+) -> Result<Option<Template>, sqlx::Error> {
+    let (status, reason) =
+        if auto_review { auto_decision(&t.body) } else { (crate::names::TemplateStatus::Pending, None) };
+    crate::store::templates::set_status(db, partner_id, t.id, status, reason.as_deref(), now, |t| {
+        crate::events::template_status(partner_code, t, now)
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,5 +340,11 @@ mod tests {
         assert_eq!(super::positional("Hi {{name}}, order {{ order }} for {{name}}"), "Hi {{1}}, order {{2}} for {{1}}");
         assert_eq!(super::positional("No placeholders"), "No placeholders");
         assert_eq!(super::positional("{{a}}{{b}} and {{"), "{{1}}{{2}} and {{");
+    }
+
+    #[test]
+    fn languages() {
+        assert!(super::is_lang("en") && super::is_lang("pt-BR") && super::is_lang("es_419"));
+        assert!(!super::is_lang("EN") && !super::is_lang("e") && !super::is_lang("en-") && !super::is_lang(""));
     }
 }

@@ -12,6 +12,21 @@ pub struct Invalid {
     pub message: String,
 }
 
+/// Why a partner's named thing (a label, a canned reply, a macro, an account field) was not kept or
+/// changed: a field refused, none of that id (another partner's is none either), its name taken by
+/// another of the partner's, or the database failed. The API answers 422, 404, 409 or 500.
+#[derive(Debug, thiserror::Error)]
+pub enum KeepError {
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("{0}")]
+    Taken(String),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
 /// A request's `phone`: required, and E.164.
 pub fn required_phone(phone: Option<&str>) -> Result<&str, Invalid> {
     let phone =
@@ -428,4 +443,22 @@ mod url_tests {
             assert!(check_public_url(sneaky, false).is_err(), "{sneaky}");
         }
     }
+}
+
+/// Checks a URL the service will call (a webhook, a push endpoint): HTTPS (localhost in dev mode), and
+/// outside dev mode a host that resolves only to public addresses.
+pub async fn check_url(raw: &str, dev: bool) -> Result<(), String> {
+    let url = check_public_url(raw, dev).map_err(str::to_string)?;
+    if dev {
+        return Ok(());
+    }
+    if let Some(url::Host::Domain(host)) = url.host() {
+        let port = url.port_or_known_default().unwrap_or(443);
+        let addrs: Vec<std::net::SocketAddr> =
+            tokio::net::lookup_host((host, port)).await.map_err(|_| format!("host {host} does not resolve"))?.collect();
+        if addrs.is_empty() || addrs.iter().any(|a| !is_global_unicast(a.ip())) {
+            return Err("must not resolve to a private or loopback address".into());
+        }
+    }
+    Ok(())
 }

@@ -33,8 +33,36 @@ pub enum SubmitError {
     /// Meta could not be reached or failed (timeouts, 5xx): nothing changed, try again.
     #[error("{0}")]
     Unavailable(String),
+    /// The partner has no template of that id.
+    #[error("template not found")]
+    NotFound,
+    /// The template was submitted already (it is in this state).
+    #[error("the template is already {0}")]
+    Submitted(TemplateStatus),
     #[error(transparent)]
     Store(#[from] sqlx::Error),
+}
+
+/// Submits partner (`partner_id`, `partner_code`)'s template `id` for review: a WhatsApp template goes to
+/// Meta when Meta's review is configured (a body our own review rejects never goes there); any other is
+/// decided here ([`template::decide`]: the automatic review when `auto_review`, else `pending`).
+pub async fn submit(
+    delivery: &Delivery,
+    (partner_id, partner_code): (i64, &str),
+    id: i64,
+    auto_review: bool,
+) -> Result<Template, SubmitError> {
+    let t = templates::find_template(&delivery.db, partner_id, id).await?.ok_or(SubmitError::NotFound)?;
+    if !t.status.can_submit() {
+        return Err(SubmitError::Submitted(t.status));
+    }
+    let by_meta = delivery.meta_review.as_ref().filter(|_| t.channel == crate::names::Channel::Whatsapp.as_str());
+    if let Some(review) = by_meta.filter(|_| template::review(&t.body).is_ok()) {
+        return review.submit(delivery, &t, partner_code).await;
+    }
+    template::decide(&delivery.db, (partner_id, partner_code), &t, auto_review, delivery.now())
+        .await?
+        .ok_or(SubmitError::NotFound)
 }
 
 impl MetaReview {

@@ -8,6 +8,11 @@ pub mod meta_review;
 pub mod pacing;
 pub mod push;
 pub mod receipts;
+pub mod settings;
+pub mod signed;
+mod texts;
+mod window;
+mod worker;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,7 +20,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 use crate::channel_steps::Outgoing;
 use crate::clock::{Millis, SharedClock};
@@ -24,80 +28,22 @@ use crate::names::{AttemptKind, AttemptState, Channel, MessageState};
 use crate::preferences::{self, Honoured, is_marketing};
 use crate::providers::{Provider, SendError, TemplateMessage};
 use crate::store::deliveries::{Change, Finished, Job, NewAttempt, PutBack};
-use crate::store::leases::{Held, Leased};
 use crate::store::messages::{self, Message, ToDeliver};
-use crate::store::writer::GroupCommit;
-use crate::store::{Db, deliveries, devices, opt_outs, senders, templates, whatsapp};
+use crate::store::{Db, devices, opt_outs, senders};
 
 use crate::events;
 pub use crate::messages::routing::{AFTER_HUB, Recipient, is_encrypted, plan};
+use texts::rating_list;
+pub use texts::{alert_text, app_link, fallback_text, sender};
+pub use window::{find_whatsapp_template, whatsapp_typing, within_window};
+use window::{whatsapp_template, window_open};
+pub use worker::run_worker;
 
 impl crate::messages::send::HubArrivals for Delivery {
     /// Web Push to the user's devices, beside the send.
     fn arrived(&self, message: Message) {
         self.push.notify(message);
     }
-}
-
-/// Where the app opens a message: `/m/{ref}` (after the user signs in, when needed).
-pub fn app_link(public_url: &str, m: &Message) -> String {
-    format!("{}/m/{}", public_url.trim_end_matches('/'), m.reference)
-}
-
-/// The text sent by SMS or WhatsApp: who it is from ([`sender`]), then the body (or rendered template), with a
-/// link into the app for flow invitations, newsletters and stored media (URL media and links go to their own
-/// URL). An encrypted message is never described: the text only says one is waiting, and links to it in the
-/// app.
-pub fn fallback_text(m: &Message, partner_name: &str, public_url: &str) -> String {
-    if is_encrypted(m) {
-        return alert_text(partner_name, public_url, m);
-    }
-    let in_app = app_link(public_url, m);
-    let body = m.body.as_deref().unwrap_or("").trim();
-    let text = match m.content_type.as_str() {
-        "link" => {
-            let link = &m.content["link"];
-            let lead = [Some(body), link["title"].as_str()].into_iter().flatten().find(|s| !s.is_empty()).unwrap_or("");
-            format!("{lead} {}", link["url"].as_str().unwrap_or(&in_app))
-        }
-        "image" | "document" | "audio" | "video" => {
-            let url = m.content["media"]["url"].as_str().unwrap_or("");
-            let url = if url.starts_with("https://") || url.starts_with("http://") { url.to_string() } else { in_app };
-            format!("{body} {url}")
-        }
-        "html" => {
-            let title = [m.content["subject"].as_str(), m.content["preview"].as_str()]
-                .into_iter()
-                .flatten()
-                .find(|s| !s.is_empty())
-                .unwrap_or("A new newsletter");
-            format!("{title} {in_app}")
-        }
-        _ => match m.content["flow"]["ref"].as_str() {
-            // A flow invitation opens its form.
-            Some(flow) => format!("{body} {}/forms/{flow}", public_url.trim_end_matches('/')),
-            None => body.to_string(),
-        },
-    };
-    format!("{}: {}", sender(m, partner_name), text.trim())
-}
-
-/// Who a text on another channel says it is from: the partner, or for an agent's reply the agent's first
-/// name with it ("Ana from Acme").
-pub fn sender(m: &Message, partner_name: &str) -> String {
-    match crate::members::first_name(m.author_name.as_deref()) {
-        Some(first) => format!("{first} from {partner_name}"),
-        None => partner_name.to_string(),
-    }
-}
-
-/// The opaque alert about an encrypted message: who sent it and the link that opens it in the app, never
-/// what it says.
-pub fn alert_text(partner_name: &str, public_url: &str, m: &Message) -> String {
-    format!(
-        "{partner_name} sent you a new message. It is waiting in your Hubbub inbox: open the app to read it: {}",
-        app_link(public_url, m)
-    )
 }
 
 /// What delivery works with — the database, the clock, the settings, the channels' providers — and the
@@ -210,6 +156,16 @@ impl Delivery {
         Ok(sender)
     }
 
+    /// Removes a partner's own sender on `channel` (its messages go from the host's again, on this host at
+    /// once); `false` when it had none.
+    pub async fn remove_own_sender(&self, partner_id: i64, channel: Channel) -> Result<bool, sqlx::Error> {
+        if !senders::remove(&self.db, partner_id, channel).await? {
+            return Ok(false);
+        }
+        self.forget_senders(partner_id);
+        Ok(true)
+    }
+
     /// Forgets what was read of a partner's own senders (they were just changed on this host).
     pub fn forget_senders(&self, partner_id: i64) {
         self.own.lock().expect("not poisoned").retain(|(p, _), _| *p != partner_id);
@@ -257,137 +213,6 @@ impl Delivery {
 
 /// Messages claimed at once by one worker.
 const CLAIM_BATCH: i64 = 128;
-
-/// Claims and delivers due messages until `stop`. Each claimed message is routed and sent on its own
-/// task; what it did (attempts, state change and `message.status` event, the job's end) is written by one
-/// group commit, so the messages finishing together share a transaction (see `store::writer`). On
-/// PostgreSQL several claim loops run at once (`Db::write_lanes`; `SKIP LOCKED` keeps them apart), so a
-/// slow batch does not hold up the next.
-pub async fn run_worker(delivery: Arc<Delivery>, stop: CancellationToken) {
-    let lease_ms = delivery.config.lease_ms.max(100) as i64;
-    let held = Held::new(Leased::DeliveryJobs);
-    held.keep_alive(delivery.db.clone(), delivery.clock.clone(), lease_ms, stop.clone());
-    let finisher = deliveries::finisher(delivery.db.clone());
-    let mut loops = tokio::task::JoinSet::new();
-    for _ in 0..delivery.db.write_lanes() {
-        loops.spawn(claim_loop(delivery.clone(), held.clone(), finisher.clone(), lease_ms, stop.clone()));
-    }
-    while loops.join_next().await.is_some() {}
-}
-
-async fn claim_loop(
-    delivery: Arc<Delivery>,
-    held: Arc<Held>,
-    finisher: GroupCommit<Finished, ()>,
-    lease_ms: i64,
-    stop: CancellationToken,
-) {
-    let poll = Duration::from_millis(delivery.config.delivery_poll_ms.max(10));
-    loop {
-        let claimed = match deliveries::claim_due(&delivery.db, delivery.now(), lease_ms, CLAIM_BATCH).await {
-            Ok(ids) => ids,
-            Err(e) => {
-                tracing::warn!(error = %e, "claiming deliveries failed");
-                Vec::new()
-            }
-        };
-        let full = claimed.len() as i64 == CLAIM_BATCH;
-        held.hold(claimed.iter().map(|job| job.message_id));
-        // The claimed messages and their recipients, in one read.
-        let ids: Vec<i64> = claimed.iter().map(|job| job.message_id).collect();
-        let mut found = match messages::find_to_deliver(&delivery.db, &ids).await {
-            Ok(found) => found,
-            Err(e) => {
-                // Their leases run out and another pass takes them.
-                tracing::warn!(error = %e, "reading claimed deliveries failed; will retry");
-                ids.iter().for_each(|id| held.release(*id));
-                Default::default()
-            }
-        };
-        let mut running = tokio::task::JoinSet::new();
-        for job in claimed {
-            let (delivery, held, finisher) = (delivery.clone(), held.clone(), finisher.clone());
-            let Some(found) = found.remove(&job.message_id) else {
-                held.release(job.message_id);
-                continue;
-            };
-            let told = found.attempt_events;
-            running.spawn(async move {
-                let id = job.message_id;
-                let done = match job.resume.as_deref() {
-                    None => deliver(&delivery, &job, found).await,
-                    Some(resume) => continue_after_receipt(&delivery, &job, found, resume).await,
-                };
-                let mut back_at = None;
-                let result = match done {
-                    Ok(mut done) => {
-                        // The partner's `message.attempt` events, written with the tries.
-                        if told {
-                            done.finished.attempt_event = Some(events::message_attempt);
-                        }
-                        back_at = done.finished.put_back.map(|back| back.at);
-                        let alert = done.release_alert;
-                        let written = finisher.write(done.finished).await;
-                        // Now in the hub: the user's devices hear of it, beside this worker.
-                        if let (Ok(()), Some(message)) = (&written, done.notify) {
-                            delivery.push.notify(message);
-                        }
-                        if let (Ok(()), Some((partner_id, phone))) = (&written, alert) {
-                            devices::release_alert(&delivery.db, partner_id, &phone, id).await.map(drop)
-                        } else {
-                            written
-                        }
-                    }
-                    Err(e) => Err(e),
-                };
-                // Finished (its job is gone) or failed (its lease runs out and another pass retries it).
-                held.release(id);
-                if let Err(e) = result {
-                    tracing::warn!(message_id = id, error = %e, "delivery failed; will retry");
-                }
-                back_at
-            });
-        }
-        // The earliest a job put back to wait (its turn at a paced sender) is due again.
-        let mut next_due: Option<Millis> = None;
-        while let Some(joined) = running.join_next().await {
-            if let Ok(Some(at)) = joined {
-                next_due = Some(next_due.map_or(at, |due| due.min(at)));
-            }
-        }
-        forget_old_budgets(&delivery).await;
-        if full {
-            continue;
-        }
-        // A paced sender's next turns come sooner than the next poll: no slot is left unused waiting for it.
-        let until_due =
-            next_due.map_or(poll, |at| Duration::from_millis((at - delivery.now()).max(0) as u64).min(poll));
-        tokio::select! {
-            _ = stop.cancelled() => break,
-            _ = delivery.wake.notified() => {}
-            _ = tokio::time::sleep(until_due) => {}
-        }
-    }
-}
-
-/// Forgets, now and then, the pacing budgets nobody used for an hour (pair rates of people written to long
-/// ago), so their table holds only what is in use.
-async fn forget_old_budgets(delivery: &Delivery) {
-    static LAST: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
-    const EVERY_MS: Millis = 60_000;
-    let now = delivery.now();
-    let last = LAST.load(std::sync::atomic::Ordering::Relaxed);
-    if now - last < EVERY_MS
-        || LAST
-            .compare_exchange(last, now, std::sync::atomic::Ordering::Relaxed, std::sync::atomic::Ordering::Relaxed)
-            .is_err()
-    {
-        return;
-    }
-    if let Err(e) = crate::store::pacing::forget_before(&delivery.db, (now - 3_600_000) * 1000).await {
-        tracing::warn!(error = %e, "forgetting old pacing budgets failed");
-    }
-}
 
 /// What a delivery did, to write; and the alert slot to give back once that is written (an alert that
 /// could not be sent).
@@ -694,9 +519,6 @@ pub const UNAVAILABLE: &str = "provider_unavailable";
 /// Why a free-form WhatsApp text was not tried (Meta refuses it: error 131047).
 pub const OUTSIDE_WINDOW: &str = "outside_24h_window";
 
-/// How long after a person's last WhatsApp message free-form text may still reach them.
-const WINDOW_MS: Millis = 24 * 60 * 60 * 1000;
-
 /// Why a try was not made: the person opted out of this sender on this channel (SMS's STOP, WhatsApp's
 /// block).
 pub const OPTED_OUT: &str = "opted_out";
@@ -727,23 +549,6 @@ async fn send_message(
         _ => None,
     };
     send_on(delivery, to, template, interactive.as_ref(), &text, opted_out, is_urgent(&message.priority)).await
-}
-
-/// A satisfaction question as a WhatsApp list: `question`, and a row for each score, its title the number.
-fn rating_list(question: &str) -> Value {
-    let words = ["Poor", "Not great", "OK", "Good", "Great"];
-    let rows: Vec<Value> = (1..=5)
-        .rev()
-        .map(
-            |n| serde_json::json!({ "id": format!("rating:{n}"), "title": n.to_string(), "description": words[n - 1] }),
-        )
-        .collect();
-    let body: String = question.chars().take(1024).collect();
-    serde_json::json!({
-        "type": "list",
-        "body": { "text": body },
-        "action": { "button": "Rate", "sections": [{ "title": "Your rating", "rows": rows }] },
-    })
 }
 
 /// Why the person's choices skip a try of `message` on `channel`: a channel they refuse, or its partner
@@ -949,87 +754,6 @@ async fn skip_reason(
         return Ok(Some(OUTSIDE_WINDOW));
     }
     Ok(None)
-}
-
-/// The partner's `whatsapp` template of `code` in `lang` (default `en`) that may be sent (approved by Meta
-/// when the Cloud API is the provider): such a template reaches a person outside the 24-hour window.
-pub async fn find_whatsapp_template(
-    delivery: &Delivery,
-    partner_id: i64,
-    code: &str,
-    lang: Option<&str>,
-) -> Result<Option<templates::Template>, sqlx::Error> {
-    let reviewed_by_meta = delivery.whatsapp.has_free_form_window();
-    templates::find_whatsapp_for_send(&delivery.db, partner_id, code, lang.unwrap_or("en"), reviewed_by_meta).await
-}
-
-/// Shows WhatsApp's typing indicator to the person of conversation `c` (who last wrote from WhatsApp), as an
-/// answer to their latest message to the number the partner's messages go from; nothing when there is none.
-/// A failure is only logged: a typing indicator is never worth an error.
-pub async fn whatsapp_typing(delivery: &Delivery, c: &crate::store::conversations::Conversation) {
-    let shown = async {
-        let Some(sending) = delivery.sending(Some(c.partner_id), Channel::Whatsapp).await? else { return Ok(()) };
-        let Some(latest) = whatsapp::latest_inbound_ref(&delivery.db, &sending.sender, &c.phone).await? else {
-            return Ok(());
-        };
-        if let Err(error) = sending.provider.typing(&latest).await {
-            tracing::info!(%error, "WhatsApp's typing indicator could not be shown");
-        }
-        Ok::<(), sqlx::Error>(())
-    };
-    if let Err(error) = shown.await {
-        tracing::warn!(%error, "WhatsApp's typing indicator could not be shown");
-    }
-}
-
-/// Whether `phone` wrote in the last 24 hours to the WhatsApp number `partner_id`'s messages go from (its own,
-/// or the host's): free-form text may reach them from it.
-pub async fn within_window(delivery: &Delivery, partner_id: i64, phone: &str) -> Result<bool, sqlx::Error> {
-    let Some(sending) = delivery.sending(Some(partner_id), Channel::Whatsapp).await? else { return Ok(false) };
-    window_open(delivery, &sending, phone).await
-}
-
-/// Whether `phone` wrote to the number of `sending` in the last 24 hours.
-async fn window_open(delivery: &Delivery, sending: &Sending, phone: &str) -> Result<bool, sqlx::Error> {
-    let last = whatsapp::last_inbound(&delivery.db, &sending.account, &sending.sender, phone).await?;
-    Ok(last.is_some_and(|at| delivery.now() - at < WINDOW_MS))
-}
-
-/// The approved WhatsApp template a WhatsApp try of a template message goes out as (any time, inside the
-/// window or not): the partner's `whatsapp` template of the same code and language, approved by Meta when
-/// the Cloud API is the provider, with the message's variables as its parameters.
-async fn whatsapp_template(
-    delivery: &Delivery,
-    channel: Channel,
-    message: &Message,
-) -> Result<Option<TemplateMessage>, sqlx::Error> {
-    let (Channel::Whatsapp, Some(code)) = (channel, message.template_code.as_deref()) else {
-        return Ok(None);
-    };
-    let Some(template) = find_whatsapp_template(delivery, message.partner_id, code, message.lang.as_deref()).await?
-    else {
-        return Ok(None);
-    };
-    let vars = message.content.get("vars").and_then(Value::as_object).cloned().unwrap_or_default();
-    let Ok(text) = crate::template::render(&template.body, &vars, crate::messages::compose::MAX_BODY_BYTES) else {
-        return Ok(None);
-    };
-    let parameters = template
-        .variables
-        .iter()
-        .map(|name| match vars.get(name) {
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => other.to_string(),
-            None => String::new(),
-        })
-        .collect();
-    Ok(Some(TemplateMessage {
-        name: crate::providers::meta_template_name(&template.code),
-        lang: template.lang,
-        parameters,
-        text,
-        marketing: template.category == crate::names::Category::Marketing.as_str(),
-    }))
 }
 
 /// The attempt row of one channel try: `sent` with the provider's id, `failed` or `skipped` with the reason

@@ -220,6 +220,66 @@ fn topic_of(tag: &str) -> String {
     URL_SAFE_NO_PAD.encode(&Sha256::digest(tag.as_bytes())[..24])
 }
 
+pub use crate::store::push::Subscription;
+
+/// Whether the device `device_uuid` of the person of `phone` is subscribed.
+pub async fn is_subscribed(db: &crate::store::Db, phone: &str, device_uuid: &str) -> Result<bool, sqlx::Error> {
+    Ok(crate::store::push::find(db, phone, device_uuid).await?.is_some())
+}
+
+/// A browser's subscription as given: its endpoint and keys.
+pub struct NewSubscription<'a> {
+    pub endpoint: Option<&'a str>,
+    pub p256dh: Option<&'a str>,
+    pub auth: Option<&'a str>,
+    /// Whether `keys` was given at all.
+    pub keys: bool,
+}
+
+/// Subscribes the device `device_uuid` of the person of `phone`: an endpoint the host may call (HTTPS to a
+/// public host; `dev`: the host's development mode) and the browser's P-256 key and secret. A device
+/// subscribed again is replaced; a person keeps the ten newest.
+pub async fn subscribe(
+    db: &crate::store::Db,
+    dev: bool,
+    (phone, device_uuid): (&str, &str),
+    req: NewSubscription<'_>,
+    now: crate::clock::Millis,
+) -> Result<Subscription, crate::validate::KeepError> {
+    use crate::validate::Invalid;
+    let endpoint = req.endpoint.map(str::trim).unwrap_or_default();
+    if endpoint.is_empty() {
+        return Err(Invalid::new("endpoint", "endpoint is required").into());
+    }
+    if endpoint.len() > crate::validate::MAX_URL {
+        let why = format!("endpoint is at most {} characters", crate::validate::MAX_URL);
+        return Err(Invalid::new("endpoint", why).into());
+    }
+    crate::validate::check_url(endpoint, dev)
+        .await
+        .map_err(|why| Invalid::new("endpoint", format!("endpoint {why}")))?;
+    if !req.keys {
+        return Err(Invalid::new("keys", "keys (p256dh, auth) are required").into());
+    }
+    let p256dh = req.p256dh.ok_or_else(|| Invalid::new("keys.p256dh", "keys.p256dh is required"))?;
+    let auth = req.auth.ok_or_else(|| Invalid::new("keys.auth", "keys.auth is required"))?;
+    if p256dh.len() > 128 || auth.len() > 64 {
+        return Err(Invalid::new("keys", "keys are a P-256 public key and a 16-byte secret").into());
+    }
+    if crate::webpush::parse_keys(p256dh, "AAAAAAAAAAAAAAAAAAAAAA").is_err() {
+        return Err(Invalid::new("keys.p256dh", "keys.p256dh must be a P-256 public key (base64url, 65 bytes)").into());
+    }
+    if crate::webpush::parse_keys(p256dh, auth).is_err() {
+        return Err(Invalid::new("keys.auth", "keys.auth must be 16 bytes (base64url)").into());
+    }
+    Ok(crate::store::push::subscribe(db, phone, device_uuid, endpoint, p256dh, auth, now).await?)
+}
+
+/// Unsubscribes the device `device_uuid` of the person of `phone` (nothing to do when it is not).
+pub async fn unsubscribe(db: &crate::store::Db, phone: &str, device_uuid: &str) -> Result<(), sqlx::Error> {
+    crate::store::push::unsubscribe(db, phone, device_uuid).await.map(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ use crate::events;
 use crate::names::{AttemptKind, Channel, MessageState};
 use crate::secrets::constant_time_eq;
 use crate::senders::Ours;
+pub use crate::store::opt_outs::MARKETING;
 use crate::store::{deliveries, messages};
 
 /// What a provider reports about a message it accepted.

@@ -1,8 +1,6 @@
 //! `/accounts` and `/settings/account-fields`: partners link user accounts (creating them when needed,
 //! with their custom field values, optionally inviting the user by SMS) and define those fields.
 
-use std::collections::BTreeMap;
-
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -13,13 +11,13 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiJson, E404, E409, List, parse_id};
-use crate::forms::{self, ACCOUNT_FIELD_TYPES, Choice, FieldDef, account_field_kind};
+use crate::accounts::{self, Account, AccountField, FieldInput, LinkRequest};
+use crate::forms::{ACCOUNT_FIELD_TYPES, Choice, FieldDef};
 use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::names::AccountState;
-use crate::store::accounts::{self as store, Account, AccountField};
-use crate::store::is_unique_violation;
+use crate::partners::Partner;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -92,12 +90,7 @@ impl FieldValue {
 }
 
 /// The account as a partner sees it.
-fn partner_account(
-    account: &Account,
-    partner: &crate::store::partners::Partner,
-    fields: &Map<String, Value>,
-    blocked: bool,
-) -> AccountRecord {
+fn partner_account(account: &Account, partner: &Partner, fields: &Map<String, Value>, blocked: bool) -> AccountRecord {
     AccountRecord {
         blocked: Some(blocked),
         phone: account.phone.clone(),
@@ -111,8 +104,7 @@ fn partner_account(
 /// The account as its user sees it.
 pub async fn user_account(state: &AppState, account: &Account) -> ApiResult<AccountRecord> {
     let mut partners = Vec::new();
-    for linked in store::linked_partners(&state.db, account.id).await? {
-        let defs = store::list_fields(&state.db, linked.id).await?;
+    for (linked, defs) in accounts::linked_partners(&state.db, account.id).await? {
         let fields = linked
             .fields
             .iter()
@@ -167,41 +159,15 @@ async fn link(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<Link>,
 ) -> ApiResult<Json<Linked>> {
-    let phone = crate::validate::required_phone(req.phone.as_deref())?;
-    let display_name = req.display_name.as_deref().map(str::trim).filter(|n| !n.is_empty());
-    if display_name.is_some_and(|n| n.chars().count() > 200) {
-        return Err(ApiError::validation("display_name", "display_name is at most 200 characters"));
-    }
-    // Required fields are checked over what the partner already stored plus what it sends now.
-    let defs: Vec<FieldDef> = store::list_fields(&state.db, partner.id).await?.into_iter().map(|f| f.def).collect();
-    let mut merged = store::find_linked(&state.db, partner.id, phone).await?.map(|(_, f)| f).unwrap_or_default();
-    for (k, v) in req.fields.clone().unwrap_or_default() {
-        merged.insert(k, v);
-    }
-    let clean = forms::validate(&defs, &merged).map_err(|errors| {
-        ApiError::invalid_fields(
-            errors.into_iter().map(|(k, v)| (format!("fields.{k}"), v)).collect::<BTreeMap<_, _>>(),
-        )
-    })?;
-    let (account, fields) =
-        store::link_account(&state.db, partner.id, phone, display_name, &clean, state.now()).await?;
-    let invited = if req.invite.unwrap_or(false) && account.state != AccountState::Claimed {
-        let text = format!(
-            "{} invites you to Hubbub. Open {} and sign in with this phone number to claim your account.",
-            partner.name,
-            state.config.public_url.trim_end_matches('/')
-        );
-        match state.delivery.sms.send(phone, &text).await {
-            Ok(_) => true,
-            Err(reason) => {
-                tracing::warn!(%reason, "invitation SMS failed");
-                false
-            }
-        }
-    } else {
-        false
+    let request = LinkRequest {
+        phone: req.phone.as_deref(),
+        display_name: req.display_name.as_deref(),
+        fields: req.fields.unwrap_or_default(),
+        invite: req.invite.unwrap_or(false),
     };
-    let blocked = crate::store::preferences::blocked(&state.db, &account.phone, partner.id).await?;
+    let sms = (state.delivery.sms.as_ref(), state.config.public_url.as_str());
+    let linked = accounts::link(&state.db, (partner.id, &partner.name), request, sms, state.now()).await?;
+    let accounts::Linked { account, fields, blocked, invited } = linked;
     Ok(Json(Linked { account: partner_account(&account, &partner, &fields, blocked), linked: true, invited }))
 }
 
@@ -218,9 +184,8 @@ async fn get_account(
     PartnerAuth(partner): PartnerAuth,
     Path(phone): Path<String>,
 ) -> ApiResult<Json<AccountRecord>> {
-    let (account, fields) =
-        store::find_linked(&state.db, partner.id, phone.trim()).await?.ok_or_else(|| ApiError::not_found("account"))?;
-    let blocked = crate::store::preferences::blocked(&state.db, &account.phone, partner.id).await?;
+    let (account, fields, blocked) =
+        accounts::find_linked(&state.db, partner.id, &phone).await?.ok_or_else(|| ApiError::not_found("account"))?;
     Ok(Json(partner_account(&account, &partner, &fields, blocked)))
 }
 
@@ -257,7 +222,7 @@ async fn erase_account(
     Path(phone): Path<String>,
 ) -> ApiResult<Json<ErasedRecord>> {
     let phone = phone.trim();
-    let erased = crate::store::erasure::partner_erases(&state.db, partner.id, phone)
+    let erased = accounts::erase_for_partner(&state.db, partner.id, phone)
         .await?
         .ok_or_else(|| ApiError::not_found("account"))?;
     tracing::info!(partner = partner.code, messages = erased.messages, "a person erased from the partner's data");
@@ -322,25 +287,10 @@ struct FieldBody {
     options: Option<Vec<Choice>>,
 }
 
-/// A complete, checked definition from a body laid over `base` (PATCH) or nothing (POST).
-fn build_field(body: FieldBody, base: Option<&AccountField>) -> ApiResult<(String, FieldDef)> {
-    let key = body.key.or_else(|| base.map(|b| b.def.key.clone())).unwrap_or_default();
-    let label = body.label.or_else(|| base.map(|b| b.def.label.clone())).unwrap_or_default();
-    let type_name = body.kind.or_else(|| base.map(|b| b.type_name.clone())).unwrap_or_default();
-    let required = body.required.or(base.map(|b| b.def.required)).unwrap_or(false);
-    let options = body.options.or_else(|| base.map(|b| b.def.options.clone())).unwrap_or_default();
-    if !crate::validate::is_code(&key) {
-        return Err(ApiError::validation("key", "key must match ^[a-z0-9][a-z0-9_-]{0,63}$"));
+impl From<FieldBody> for FieldInput {
+    fn from(b: FieldBody) -> Self {
+        FieldInput { key: b.key, label: b.label, kind: b.kind, required: b.required, options: b.options }
     }
-    if label.trim().is_empty() {
-        return Err(ApiError::validation("label", "label is required"));
-    }
-    let kind = account_field_kind(&type_name).ok_or_else(|| {
-        ApiError::validation("type", format!("type must be one of {}", ACCOUNT_FIELD_TYPES.join(", ")))
-    })?;
-    let def = FieldDef { key, kind, label: label.trim().to_string(), required, placeholder: None, options };
-    forms::check_definitions(std::slice::from_ref(&def)).map_err(|msg| ApiError::validation("options", msg))?;
-    Ok((type_name, def))
 }
 
 /// Account field definitions (all of them, in one page).
@@ -355,7 +305,7 @@ async fn list_fields(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
 ) -> ApiResult<Json<List<FieldRecord>>> {
-    let fields = store::list_fields(&state.db, partner.id).await?;
+    let fields = accounts::fields(&state.db, partner.id).await?;
     Ok(Json(List { data: fields.iter().map(FieldRecord::from).collect(), next_cursor: None }))
 }
 
@@ -373,10 +323,7 @@ async fn create_field(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(body): ApiJson<FieldBody>,
 ) -> ApiResult<(StatusCode, Json<FieldRecord>)> {
-    let (type_name, def) = build_field(body, None)?;
-    let created = store::insert_field(&state.db, partner.id, &type_name, &def, state.now())
-        .await?
-        .ok_or_else(|| ApiError::conflict(format!("field key {:?} already exists", def.key)))?;
+    let created = accounts::create_field(&state.db, partner.id, body.into(), state.now()).await?;
     Ok((StatusCode::CREATED, Json(FieldRecord::from(&created))))
 }
 
@@ -400,15 +347,8 @@ async fn update_field(
     ApiJson(body): ApiJson<FieldBody>,
 ) -> ApiResult<Json<FieldRecord>> {
     let id = parse_id(&id, "account field")?;
-    let current =
-        store::find_field(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("account field"))?;
-    let (type_name, def) = build_field(body, Some(&current))?;
-    match store::update_field(&state.db, partner.id, id, &type_name, &def).await {
-        Ok(Some(updated)) => Ok(Json(FieldRecord::from(&updated))),
-        Ok(None) => Err(ApiError::not_found("account field")),
-        Err(e) if is_unique_violation(&e) => Err(ApiError::conflict(format!("field key {:?} already exists", def.key))),
-        Err(e) => Err(e.into()),
-    }
+    let updated = accounts::update_field(&state.db, partner.id, id, body.into()).await?;
+    Ok(Json(FieldRecord::from(&updated)))
 }
 
 /// Delete an account field.
@@ -425,9 +365,6 @@ async fn delete_field(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = parse_id(&id, "account field")?;
-    if store::delete_field(&state.db, partner.id, id).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::not_found("account field"))
-    }
+    accounts::delete_field(&state.db, partner.id, id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

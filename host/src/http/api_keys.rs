@@ -18,8 +18,7 @@ use crate::http::auth::{PartnerActor, PartnerAuth};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::names::MemberRole;
-use crate::secrets::{digest, display_prefix, new_partner_key};
-use crate::store::partners::{self, PartnerKey, Revoked};
+use crate::partners::{self, PartnerKey, Revoked};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_keys, create_key)).routes(routes!(revoke_key))
@@ -120,28 +119,9 @@ async fn create_key(
     actor: PartnerActor,
     ApiJson(req): ApiJson<NewKey>,
 ) -> ApiResult<(StatusCode, Json<Created>)> {
-    let name = key_name(req.name.as_deref())?;
-    let api_key = new_partner_key();
-    let key = partners::create_key(
-        &state.db,
-        actor.partner.id,
-        name,
-        &digest(&api_key),
-        &display_prefix(&api_key, "sk_"),
-        actor.key_maker(),
-        state.now(),
-    )
-    .await?;
+    let (key, api_key) =
+        partners::create_key(&state.db, actor.partner.id, req.name.as_deref(), actor.key_maker(), state.now()).await?;
     Ok((StatusCode::CREATED, Json(Created { key: ApiKeyRecord::from(&key), api_key })))
-}
-
-/// A key's name: trimmed, 1 to 100 characters, no control characters.
-pub fn key_name(raw: Option<&str>) -> Result<&str, ApiError> {
-    let name = raw.map(str::trim).unwrap_or("");
-    if name.is_empty() || name.chars().count() > 100 || crate::validate::has_control_chars(name) {
-        return Err(ApiError::validation("name", "name is 1 to 100 characters, without control characters"));
-    }
-    Ok(name)
 }
 
 /// Revoke an API key.

@@ -10,14 +10,11 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::assignment::CAPACITY;
 use crate::http::auth::PartnerAuth;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::ApiResult;
 use crate::http::state::AppState;
 use crate::http::{ApiJson, E403, E422};
 use crate::names::{AgentStatus, AssignmentMode};
-use crate::store::assignment::{self as store, Settings};
-use crate::store::members;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(get_assignment, set_assignment))
@@ -68,24 +65,22 @@ struct Update {
 }
 
 async fn assignment(state: &AppState, partner_id: i64) -> ApiResult<Assignment> {
-    let settings = store::settings(&state.db, partner_id).await?;
-    let loads = store::loads(&state.db, partner_id).await?;
-    let ratings = crate::store::ratings::averages(&state.db, partner_id).await?;
-    let agents = members::list(&state.db, partner_id)
-        .await?
+    let overview = crate::assignment::overview(&state.db, partner_id).await?;
+    let agents = overview
+        .agents
         .into_iter()
-        .map(|m| AgentLoad {
+        .map(|(m, open, average, count)| AgentLoad {
             member_id: m.id,
-            open_conversations: loads.get(&m.id).copied().unwrap_or(0),
-            csat_average: ratings.get(&m.id).map(|(avg, _)| (avg * 100.0).round() / 100.0),
-            csat_count: ratings.get(&m.id).map_or(0, |(_, n)| *n),
+            open_conversations: open,
+            csat_average: average.map(|avg| (avg * 100.0).round() / 100.0),
+            csat_count: count,
             name: m.name,
             status: m.status,
             capacity: m.capacity,
         })
         .collect();
-    let queued = store::queue_length(&state.db, partner_id).await?;
-    Ok(Assignment { mode: settings.mode, default_capacity: settings.default_capacity, queued, agents })
+    let settings = overview.settings;
+    Ok(Assignment { mode: settings.mode, default_capacity: settings.default_capacity, queued: overview.queued, agents })
 }
 
 /// How conversations are assigned.
@@ -123,16 +118,6 @@ async fn set_assignment(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<Update>,
 ) -> ApiResult<Json<Assignment>> {
-    let mode = req.mode.ok_or_else(|| {
-        ApiError::validation("mode", format!("mode is one of {}", AssignmentMode::names().join(", ")))
-    })?;
-    let default_capacity = match req.default_capacity {
-        Some(c) if !CAPACITY.contains(&c) => {
-            return Err(ApiError::validation("default_capacity", "default_capacity is 1 to 1000 conversations"));
-        }
-        Some(c) => c,
-        None => store::settings(&state.db, partner.id).await?.default_capacity,
-    };
-    crate::assignment::set_settings(&state.db, partner.id, Settings { mode, default_capacity }, state.now()).await?;
+    crate::assignment::configure(&state.db, partner.id, req.mode, req.default_capacity, state.now()).await?;
     Ok(Json(assignment(&state, partner.id).await?))
 }

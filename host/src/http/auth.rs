@@ -9,13 +9,13 @@ use axum::http::Method;
 use axum::http::header::{AUTHORIZATION, COOKIE, ORIGIN};
 use axum::http::request::Parts;
 
+use crate::bots::{self, Bot};
+use crate::developers::{self, Developer};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
+use crate::members::{self, Session};
+use crate::partners::{self, KeyAuth, KeyMaker, Partner};
 use crate::secrets::{constant_time_eq, digest};
-use crate::store::bots::{self, Bot};
-use crate::store::developers::{self, Developer};
-use crate::store::members::{self, Session};
-use crate::store::partners::{self, KeyAuth, KeyMaker, Partner};
 
 /// A verified credential.
 #[derive(Debug, Clone)]

@@ -11,15 +11,15 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::messages::{SendMessage, validate_content};
+use super::messages::SendMessage;
 use super::{ApiJson, ApiQuery, E404, E422, List, PageParams, parse_id};
+use crate::broadcasts::{self, Broadcast};
 use crate::clock::record_time;
 use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::names::ContentType;
-use crate::store::broadcasts::{self as store, Broadcast, NewBroadcast};
-use crate::store::partners::Partner;
+use crate::partners::Partner;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -115,26 +115,8 @@ async fn accept(
     req: CreateBroadcast,
     audience: &'static str,
 ) -> ApiResult<(StatusCode, Json<BroadcastRecord>)> {
-    if req.message.phone.is_some() {
-        return Err(ApiError::validation("phone", "a broadcast goes to its audience; phone is not accepted"));
-    }
-    let send_at = crate::messages::compose::send_at(req.message.send_at.as_deref(), state.now())?;
-    let content = validate_content(state, partner.id, &req.message, None).await?;
-    let new = NewBroadcast {
-        partner_id: partner.id,
-        audience,
-        content_type: content.content_type.to_string(),
-        body: content.body,
-        rendered_body: content.rendered_body,
-        template_code: content.template_code,
-        lang: content.lang,
-        priority: content.priority,
-        content: serde_json::to_value(content.content).expect("content serialises"),
-        media: content.media,
-        send_at,
-    };
-    let b = store::insert(&state.db, &new, state.now()).await?;
-    state.broadcast_wake.notify_one();
+    let host = (state.config.dev, state.broadcast_wake.as_ref());
+    let b = broadcasts::accept(&state.db, host, partner.id, &req.message, audience, state.now()).await?;
     let mut record = BroadcastRecord::from(&b);
     record.total = None;
     Ok((StatusCode::ACCEPTED, Json(record)))
@@ -195,7 +177,7 @@ async fn list_broadcasts(
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> ApiResult<Json<List<BroadcastRecord>>> {
     let page = page.page()?;
-    let rows = store::list(&state.db, partner.id, page.before, page.fetch()).await?;
+    let rows = broadcasts::list(&state.db, partner.id, page.before, page.fetch()).await?;
     Ok(Json(page.list(rows, |b| b.id, |b| BroadcastRecord::from(b))))
 }
 
@@ -213,8 +195,8 @@ async fn get_broadcast(
     Path(id): Path<String>,
 ) -> ApiResult<Json<BroadcastRecord>> {
     let id = parse_id(&id, "broadcast")?;
-    let b = store::find(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("broadcast"))?;
-    let states = store::message_states(&state.db, b.id).await?;
+    let b = broadcasts::find(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("broadcast"))?;
+    let states = broadcasts::message_states(&state.db, b.id).await?;
     let mut record = BroadcastRecord::from(&b);
     record.states = Some(states.into_iter().map(|(s, n)| (s.as_str().to_string(), n)).collect());
     Ok(Json(record))
@@ -242,7 +224,7 @@ async fn audience_count(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
 ) -> ApiResult<Json<AudienceCount>> {
-    let count = store::audience_size(&state.db, partner.id, "linked").await?;
+    let count = broadcasts::audience_size(&state.db, partner.id, "linked").await?;
     Ok(Json(AudienceCount { audience: "linked".into(), count }))
 }
 
@@ -265,14 +247,6 @@ async fn cancel_broadcast(
     Path(id): Path<String>,
 ) -> ApiResult<Json<BroadcastRecord>> {
     let id = parse_id(&id, "broadcast")?;
-    if let Some(b) = store::cancel(&state.db, partner.id, id, state.now()).await? {
-        return Ok(Json(BroadcastRecord::from(&b)));
-    }
-    match store::find(&state.db, partner.id, id).await? {
-        Some(b) => Err(ApiError::conflict(format!(
-            "the broadcast is {}, not scheduled: only a scheduled broadcast that has not started can be canceled",
-            b.state
-        ))),
-        None => Err(ApiError::not_found("broadcast")),
-    }
+    let b = broadcasts::cancel(&state.db, partner.id, id, state.now()).await?;
+    Ok(Json(BroadcastRecord::from(&b)))
 }

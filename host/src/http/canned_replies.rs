@@ -11,20 +11,17 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiJson, E404, E409, E422, List, parse_id};
+use crate::canned_replies::{self, CannedReply};
 use crate::clock::record_time;
 use crate::http::auth::PartnerAuth;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::ApiResult;
 use crate::http::state::AppState;
-use crate::store::canned_replies::{self as store, CannedReply, Written};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_canned_replies, create_canned_reply))
         .routes(routes!(replace_canned_reply, delete_canned_reply))
 }
-
-/// The longest body of a canned reply, in characters.
-const BODY_CHARS: usize = 4096;
 
 /// A canned reply.
 #[derive(Debug, Serialize, ToSchema)]
@@ -61,32 +58,6 @@ struct NewReply {
     body: Option<String>,
 }
 
-impl NewReply {
-    /// The shortcut and the body, checked.
-    fn checked(&self) -> Result<(&str, &str), ApiError> {
-        let shortcut = self.shortcut.as_deref().unwrap_or("");
-        if shortcut.is_empty()
-            || shortcut.len() > 32
-            || !shortcut.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-        {
-            return Err(ApiError::validation("shortcut", "shortcut is 1 to 32 of a-z, 0-9, - and _"));
-        }
-        let body = self.body.as_deref().unwrap_or("");
-        if body.trim().is_empty() || body.chars().count() > BODY_CHARS {
-            return Err(ApiError::validation("body", "body is 1 to 4096 characters, not only spaces"));
-        }
-        Ok((shortcut, body))
-    }
-}
-
-fn written(w: Written) -> ApiResult<CannedReplyRecord> {
-    match w {
-        Written::Done(r) => Ok(CannedReplyRecord::from(&r)),
-        Written::NotFound => Err(ApiError::not_found("canned reply")),
-        Written::Taken => Err(ApiError::conflict("another canned reply has this shortcut")),
-    }
-}
-
 /// My canned replies.
 ///
 /// All of them, by shortcut.
@@ -101,7 +72,7 @@ async fn list_canned_replies(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
 ) -> ApiResult<Json<List<CannedReplyRecord>>> {
-    let replies = store::list(&state.db, partner.id).await?;
+    let replies = canned_replies::list(&state.db, partner.id).await?;
     Ok(Json(List { data: replies.iter().map(CannedReplyRecord::from).collect(), next_cursor: None }))
 }
 
@@ -123,9 +94,9 @@ async fn create_canned_reply(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<NewReply>,
 ) -> ApiResult<(StatusCode, Json<CannedReplyRecord>)> {
-    let (shortcut, body) = req.checked()?;
-    let made = store::create(&state.db, partner.id, shortcut, body, state.now()).await?;
-    Ok((StatusCode::CREATED, Json(written(made)?)))
+    let made = canned_replies::create(&state.db, partner.id, req.shortcut.as_deref(), req.body.as_deref(), state.now())
+        .await?;
+    Ok((StatusCode::CREATED, Json(CannedReplyRecord::from(&made))))
 }
 
 /// Replace a canned reply.
@@ -152,10 +123,9 @@ async fn replace_canned_reply(
     ApiJson(req): ApiJson<NewReply>,
 ) -> ApiResult<Json<CannedReplyRecord>> {
     let id = parse_id(&id, "canned reply")?;
-    // Another partner's reply is not found, whatever the body says.
-    store::find(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("canned reply"))?;
-    let (shortcut, body) = req.checked()?;
-    Ok(Json(written(store::update(&state.db, partner.id, id, shortcut, body, state.now()).await?)?))
+    let (shortcut, body) = (req.shortcut.as_deref(), req.body.as_deref());
+    let replaced = canned_replies::replace(&state.db, partner.id, id, shortcut, body, state.now()).await?;
+    Ok(Json(CannedReplyRecord::from(&replaced)))
 }
 
 /// Delete a canned reply.
@@ -173,8 +143,6 @@ async fn delete_canned_reply(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = parse_id(&id, "canned reply")?;
-    if !store::delete(&state.db, partner.id, id).await? {
-        return Err(ApiError::not_found("canned reply"));
-    }
+    canned_replies::delete(&state.db, partner.id, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -17,8 +17,8 @@ use super::{E404, E422};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::names::{PaymentState, ProviderName};
+use crate::payments::Payment;
 use crate::payments::{self, Outcome};
-use crate::store::payments::{self as store, Payment};
 
 /// What the page may do: inline styles, and post its form to this origin; nothing else.
 const POLICY: &str =
@@ -43,7 +43,7 @@ async fn dev_payment(state: &AppState, reference: &str) -> ApiResult<Payment> {
     if !state.config.dev {
         return Err(ApiError::not_found("payment"));
     }
-    store::find_by_ref(&state.db, reference)
+    payments::find_by_ref(&state.db, reference)
         .await?
         .filter(|p| p.provider == ProviderName::Dev)
         .ok_or_else(|| ApiError::not_found("payment"))
@@ -108,8 +108,7 @@ async fn checkout_action(
 }
 
 async fn page(state: &AppState, payment: &Payment) -> ApiResult<Response> {
-    let session = crate::store::flows::find_by_id(&state.db, payment.session_id).await?;
-    let back = session.map(|s| payments::app_path(&s, &payment.bot_code)).unwrap_or_else(|| "/".into());
+    let back = payments::back_path(&state.db, payment).await?;
     let amount = escape(&payments::display_amount(payment.amount_minor, &payment.currency));
     let description = escape(&payment.description);
     let open = matches!(payment.state, PaymentState::RequiresPayment | PaymentState::Processing);

@@ -14,7 +14,7 @@ use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::names::string_enum;
-use crate::store::dev_sink::{self, SinkRecord};
+use crate::providers::{SinkRecord, dev_sink_list};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_dev_sink))
@@ -91,6 +91,6 @@ async fn list_dev_sink(
     let page = page.page()?;
     let channel = filter.channel.map(SinkChannel::as_str);
     let phone = query_text(filter.phone);
-    let rows = dev_sink::list(&state.db, phone.as_deref(), channel, page.before, page.fetch()).await?;
+    let rows = dev_sink_list(&state.db, phone.as_deref(), channel, page.before, page.fetch()).await?;
     Ok(Json(page.list(rows, |r| r.id, |r| SinkEntry::from(r))))
 }

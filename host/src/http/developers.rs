@@ -7,7 +7,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -17,20 +17,14 @@ use super::login::CodeSent;
 use super::messages::MessageRecord;
 use super::webhooks::{SetWebhook, TestOutcome, WebhookSettings, settings, test_event};
 use super::{ApiJson, ApiQuery, E401, E404, E409, E429, E502, List, PageParams, parse_value};
-use crate::clock::{Millis, record_time};
+use crate::clock::record_time;
+use crate::developers::{self, Developer};
 use crate::http::auth::DeveloperAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::messages::send::Sent;
 use crate::names::{Category, Channel};
-use crate::otp;
-use crate::secrets::{digest, display_prefix, new_message_ref, random_alnum};
-use crate::store::developers::{self as store, Developer};
-use crate::store::messages::NewMessage;
-use crate::store::outbox::Target;
-use crate::store::{is_unique_violation, partners, templates};
-use crate::template::{self, RenderError};
-use crate::validate::is_email;
+use crate::webhooks::endpoints::Target;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -46,9 +40,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(dev_usage))
         .routes(routes!(dev_test_webhook))
 }
-
-const SESSION_TTL_MS: Millis = 12 * 3600 * 1000;
-const DAY_MS: Millis = 24 * 3600 * 1000;
 
 /// A developer account.
 #[derive(Serialize, ToSchema)]
@@ -70,10 +61,6 @@ impl From<&Developer> for DeveloperRecord {
             created_at: record_time(d.created_at),
         }
     }
-}
-
-fn phone_field(phone: Option<&str>) -> ApiResult<String> {
-    Ok(crate::validate::required_phone(phone)?.to_string())
 }
 
 /// A developer sign-up, or the start of a sign-in.
@@ -114,29 +101,9 @@ async fn dev_signup(
     State(state): State<AppState>,
     ApiJson(req): ApiJson<Signup>,
 ) -> ApiResult<(StatusCode, Json<CodeSent>)> {
-    let phone = phone_field(req.phone.as_deref())?;
-    let email = req.email.as_deref().map(str::trim).filter(|e| !e.is_empty());
-    if email.is_some_and(|e| !is_email(e)) {
-        return Err(ApiError::validation("email", "not a valid e-mail address"));
-    }
-    // The e-mail travels with the code: it is stored only when that code is verified.
-    store::insert_signup(&state.db, &phone, state.now()).await?;
-    // The text names the e-mail (masked) the code would store, so the phone's owner can tell their sign-up's
-    // code from one a stranger asked for with the same phone.
-    let signup_for = email.map(|e| format!(" for {}", mask_email(e))).unwrap_or_default();
-    let expires_at = otp::start(&state.codes(), &phone, "developer", email, client, |code| {
-        format!("Your Hubbub developer code{signup_for} is {code}. It expires in 10 minutes.")
-    })
-    .await?;
+    let (phone, expires_at) =
+        developers::sign_up(&state.codes(), req.phone.as_deref(), req.email.as_deref(), client).await?;
     Ok((StatusCode::ACCEPTED, Json(CodeSent { phone, expires_at: record_time(expires_at) })))
-}
-
-/// An e-mail address as an SMS may show it: the first character of the name and the whole domain.
-fn mask_email(email: &str) -> String {
-    match email.split_once('@') {
-        Some((name, domain)) => format!("{}…@{domain}", name.chars().next().unwrap_or('?')),
-        None => "…".to_string(),
-    }
 }
 
 /// The phone and the code it received.
@@ -147,41 +114,6 @@ struct CodeLogin {
     phone: Option<String>,
     #[schema(value_type = String, required = true, pattern = "\\S")]
     code: Option<String>,
-}
-
-/// Checks the code and returns the developer it belongs to, with the e-mail given by the sign-up that
-/// issued the code (nothing of it is stored before the code is verified).
-async fn check_code(state: &AppState, req: &CodeLogin) -> ApiResult<(Developer, Option<String>)> {
-    let phone = phone_field(req.phone.as_deref())?;
-    let code = crate::validate::required_code(req.code.as_deref())?;
-    let email = otp::verify(&state.codes(), &phone, "developer", code).await?;
-    let developer = store::find_by_phone(&state.db, &phone)
-        .await?
-        .ok_or_else(|| ApiError::unauthorized("no sign-up for this phone"))?;
-    Ok((developer, email))
-}
-
-/// Issues a new key (`sk_dev_…`) and stores its digest; the key is returned once.
-async fn issue_key(state: &AppState, developer_id: i64, kind: &str, expires_at: Option<Millis>) -> ApiResult<String> {
-    for _ in 0..3 {
-        let key = format!("sk_dev_{}", random_alnum(40));
-        match store::insert_key(
-            &state.db,
-            developer_id,
-            &digest(&key),
-            &display_prefix(&key, "sk_dev_"),
-            kind,
-            expires_at,
-            state.now(),
-        )
-        .await
-        {
-            Ok(()) => return Ok(key),
-            Err(e) if is_unique_violation(&e) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(ApiError::internal("could not issue a unique developer key"))
 }
 
 /// A verified sign-up.
@@ -216,24 +148,12 @@ async fn dev_verify(
     State(state): State<AppState>,
     ApiJson(req): ApiJson<CodeLogin>,
 ) -> ApiResult<Json<Verified>> {
-    let (mut developer, email) = check_code(&state, &req).await?;
-    if developer.verified || !store::mark_verified(&state.db, developer.id, state.now()).await? {
-        return Err(ApiError::conflict("already verified: sign in with POST /api/v1/dev/session"));
-    }
-    // The e-mail is the one the verified sign-up gave; a sign-in (or anyone's later sign-up for the
-    // same phone) never changes it.
-    if let Some(email) = email {
-        store::set_email(&state.db, &developer.phone, &email).await?;
-        developer.email = Some(email);
-    }
-    let key = issue_key(&state, developer.id, "api", None).await?;
-    let expires_at = state.now() + SESSION_TTL_MS;
-    let session_key = issue_key(&state, developer.id, "session", Some(expires_at)).await?;
+    let verified = developers::verify(&state.codes(), req.phone.as_deref(), req.code.as_deref()).await?;
     Ok(Json(Verified {
-        developer: DeveloperRecord::from(&developer),
-        api_key: key,
-        session_key,
-        session_expires_at: record_time(expires_at),
+        developer: DeveloperRecord::from(&verified.developer),
+        api_key: verified.api_key,
+        session_key: verified.session_key,
+        session_expires_at: record_time(verified.session_expires_at),
     }))
 }
 
@@ -264,12 +184,8 @@ async fn dev_session(
     State(state): State<AppState>,
     ApiJson(req): ApiJson<CodeLogin>,
 ) -> ApiResult<Json<SignedIn>> {
-    let (developer, _) = check_code(&state, &req).await?;
-    if !developer.verified {
-        return Err(ApiError::unauthorized("verify the sign-up first (POST /api/v1/dev/verify)"));
-    }
-    let expires_at = state.now() + SESSION_TTL_MS;
-    let key = issue_key(&state, developer.id, "session", Some(expires_at)).await?;
+    let (developer, key, expires_at) =
+        developers::sign_in(&state.codes(), req.phone.as_deref(), req.code.as_deref()).await?;
     Ok(Json(SignedIn {
         developer: DeveloperRecord::from(&developer),
         api_key: key,
@@ -314,7 +230,7 @@ async fn list_dev_keys(
     DeveloperAuth(developer): DeveloperAuth,
 ) -> ApiResult<Json<List<KeyRecord>>> {
     let now = state.now();
-    let keys = store::list_keys(&state.db, developer.id).await?;
+    let keys = developers::keys(&state.db, developer.id).await?;
     let data = keys
         .iter()
         .map(|k| KeyRecord {
@@ -342,7 +258,7 @@ async fn revoke_dev_key(
     DeveloperAuth(developer): DeveloperAuth,
     Path(prefix): Path<String>,
 ) -> ApiResult<StatusCode> {
-    if store::revoke_key(&state.db, developer.id, &prefix, state.now()).await? {
+    if developers::revoke_key(&state.db, developer.id, &prefix, state.now()).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found("key"))
@@ -377,10 +293,7 @@ async fn dev_templates(
     State(state): State<AppState>,
     DeveloperAuth(_): DeveloperAuth,
 ) -> ApiResult<Json<List<CatalogEntry>>> {
-    let Some(platform) = partners::find_platform(&state.db).await? else {
-        return Ok(Json(List { data: Vec::new(), next_cursor: None }));
-    };
-    let rows = templates::list_approved(&state.db, platform.id).await?;
+    let rows = developers::catalog(&state.db).await?;
     let data = rows
         .iter()
         .map(|t| CatalogEntry {
@@ -416,20 +329,6 @@ struct DevSend {
     idempotency_key: Option<String>,
 }
 
-/// Fields a developer send may not carry: no free-form content, no partner.
-const REFUSED: &[&str] = &[
-    "body",
-    "partner",
-    "html",
-    "media_url",
-    "media_base64",
-    "link_url",
-    "url",
-    "encryption",
-    "e2e_envelope",
-    "content_type",
-];
-
 /// Send an approved template; no body, no partner; daily quota (429).
 #[utoipa::path(
     post,
@@ -444,79 +343,22 @@ async fn dev_send(
     DeveloperAuth(developer): DeveloperAuth,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<(StatusCode, Json<MessageRecord>)> {
-    if let Some(field) = REFUSED.iter().find(|f| raw.get(**f).is_some()) {
+    if let Some(field) = developers::REFUSED.iter().find(|f| raw.get(**f).is_some()) {
         return Err(ApiError::validation(
             *field,
             format!("{field} is not accepted: developers send approved templates only"),
         ));
     }
     let req: DevSend = parse_value(raw)?;
-    let phone = phone_field(req.phone.as_deref())?;
-    let code = req.template_code.as_deref().map(str::trim).filter(|c| !c.is_empty());
-    let code = code.ok_or_else(|| ApiError::validation("template_code", "template_code is required"))?;
-    let lang = req.lang.as_deref().map(str::trim).filter(|l| !l.is_empty()).unwrap_or("en");
-    let key = req.idempotency_key.as_deref().map(str::trim).filter(|k| !k.is_empty());
-    if key.is_some_and(|k| k.len() > 255) {
-        return Err(ApiError::validation("idempotency_key", "idempotency_key is at most 255 characters"));
-    }
-    let not_approved = || {
-        ApiError::unprocessable("template_not_approved", format!("{code:?} ({lang}) is not an approved template"))
-            .with_field("template_code")
+    let send = developers::DevSend {
+        phone: req.phone.as_deref(),
+        template_code: req.template_code.as_deref(),
+        vars: req.vars,
+        lang: req.lang.as_deref(),
+        idempotency_key: req.idempotency_key.as_deref(),
     };
-    let platform = partners::find_platform(&state.db).await?.ok_or_else(not_approved)?;
-    let template = templates::list_approved(&state.db, platform.id)
-        .await?
-        .into_iter()
-        .filter(|t| t.code == code && t.lang == lang)
-        .min_by_key(|t| (t.channel != "inapp", t.id))
-        .ok_or_else(not_approved)?;
-    let vars = req.vars.clone().unwrap_or_default();
-    for (name, value) in &vars {
-        template::check_parameter(value)
-            .map_err(|why| ApiError::validation(format!("vars.{name}"), format!("variable {name} {why}")))?;
-    }
-    let text = template::render(&template.body, &vars, super::messages::MAX_BODY_BYTES).map_err(|e| match e {
-        RenderError::Missing(name) => {
-            ApiError::validation(format!("vars.{name}"), format!("variable {name} is missing"))
-        }
-        RenderError::Malformed(_) => not_approved(),
-        too_long @ RenderError::TooLong { .. } => ApiError::validation("vars", too_long.to_string()),
-    })?;
-    // The daily quota (UTC days).
-    let now = state.now();
-    let day_start = now - now.rem_euclid(DAY_MS);
-    if store::sent_since(&state.db, developer.id, day_start).await? >= state.config.developer_daily_quota {
-        return Err(ApiError::rate_limited(((day_start + DAY_MS - now) / 1000) as u64));
-    }
-    let message = NewMessage {
-        reference: new_message_ref(),
-        partner_id: platform.id,
-        direction: crate::names::Direction::Out,
-        conversation_id: None,
-        developer_id: Some(developer.id),
-        phone,
-        content_type: "text".into(),
-        body: Some(text.clone()),
-        rendered_body: Some(text),
-        template_code: Some(template.code),
-        lang: Some(template.lang),
-        priority: "notification".into(),
-        content: json!({}),
-        media: None,
-        // Developers share the platform's message space: their keys are namespaced.
-        idempotency_key: key.map(|k| format!("dev:{}:{k}", developer.id)),
-        request_hash: key
-            .map(|_| digest(&format!("{code}|{lang}|{}|{:?}", req.phone.as_deref().unwrap_or(""), req.vars))),
-        fallback_after_s: None,
-        channel: None,
-        account: String::new(),
-        hub: None,
-        invites: None,
-        send_at: None,
-        author_id: None,
-        author_name: None,
-    };
-    let (Sent::New(m) | Sent::Replayed(m)) = crate::messages::send::accept(&state.sending(), message).await?;
+    let quota = state.config.developer_daily_quota;
+    let (Sent::New(m) | Sent::Replayed(m)) = developers::send(&state.sending(), developer.id, quota, send).await?;
     Ok((StatusCode::CREATED, Json(MessageRecord::from(&m))))
 }
 
@@ -552,7 +394,7 @@ async fn dev_messages(
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> ApiResult<Json<List<MessageRecord>>> {
     let page = page.page()?;
-    let rows = crate::store::messages::list_for_developer(&state.db, developer.id, page.before, page.fetch()).await?;
+    let rows = developers::messages(&state.db, developer.id, page.before, page.fetch()).await?;
     Ok(Json(page.list(rows, |m| m.id, |m| MessageRecord::from(m))))
 }
 
@@ -576,13 +418,8 @@ struct Usage {
     responses((status = 200, description = "Sent today, and the quota", body = Usage))
 )]
 async fn dev_usage(State(state): State<AppState>, DeveloperAuth(developer): DeveloperAuth) -> ApiResult<Json<Usage>> {
-    let now = state.now();
-    let day_start = now - now.rem_euclid(DAY_MS);
-    Ok(Json(Usage {
-        sent_today: store::sent_since(&state.db, developer.id, day_start).await?,
-        daily_quota: state.config.developer_daily_quota,
-        resets_at: record_time(day_start + DAY_MS),
-    }))
+    let (sent_today, resets_at) = developers::usage(&state.db, developer.id, state.now()).await?;
+    Ok(Json(Usage { sent_today, daily_quota: state.config.developer_daily_quota, resets_at: record_time(resets_at) }))
 }
 
 /// Send one signed sample message.status event to my webhook now.
@@ -597,6 +434,6 @@ async fn dev_test_webhook(
     State(state): State<AppState>,
     DeveloperAuth(developer): DeveloperAuth,
 ) -> ApiResult<Json<TestOutcome>> {
-    let platform = partners::find_platform(&state.db).await?.map(|p| p.code).unwrap_or_default();
+    let platform = developers::platform_code(&state.db).await?;
     Ok(Json(test_event(&state, Target::Developer(developer.id), &platform).await?))
 }

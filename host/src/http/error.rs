@@ -184,6 +184,187 @@ impl From<Invalid> for ApiError {
     }
 }
 
+impl From<crate::validate::KeepError> for ApiError {
+    fn from(e: crate::validate::KeepError) -> Self {
+        use crate::validate::KeepError;
+        match e {
+            KeepError::Invalid(invalid) => invalid.into(),
+            KeepError::NotFound(what) => ApiError::not_found(what),
+            KeepError::Taken(why) => ApiError::conflict(why),
+            KeepError::Database(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::developers::DeveloperError> for ApiError {
+    fn from(e: crate::developers::DeveloperError) -> Self {
+        use crate::developers::DeveloperError;
+        match e {
+            DeveloperError::Invalid(invalid) => invalid.into(),
+            DeveloperError::Unauthorized(why) => ApiError::unauthorized(why),
+            DeveloperError::AlreadyVerified => ApiError::conflict(e.to_string()),
+            DeveloperError::NotApproved(why) => {
+                ApiError::unprocessable("template_not_approved", why).with_field("template_code")
+            }
+            DeveloperError::OverQuota { retry_after_s } => ApiError::rate_limited(retry_after_s),
+            DeveloperError::Otp(e) => e.into(),
+            DeveloperError::Send(e) => e.into(),
+            DeveloperError::Database(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::broadcasts::BroadcastError> for ApiError {
+    fn from(e: crate::broadcasts::BroadcastError) -> Self {
+        use crate::broadcasts::BroadcastError;
+        match e {
+            BroadcastError::Compose(e) => e.into(),
+            BroadcastError::NotFound => ApiError::not_found("broadcast"),
+            BroadcastError::NotScheduled(_) => ApiError::conflict(e.to_string()),
+            BroadcastError::Database(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::bots::manage::BotError> for ApiError {
+    fn from(e: crate::bots::manage::BotError) -> Self {
+        use crate::bots::manage::BotError;
+        match e {
+            BotError::Invalid(invalid) => invalid.into(),
+            BotError::Taken(_) => ApiError::conflict(e.to_string()),
+            BotError::Conflict(why) => ApiError::conflict(why),
+            BotError::WhatsappMenu(_) => ApiError::unprocessable("whatsapp_menu", e.to_string()),
+            BotError::Flow(e) => e.into(),
+            BotError::Database(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::invitations::InviteError> for ApiError {
+    fn from(e: crate::invitations::InviteError) -> Self {
+        use crate::invitations::InviteError;
+        match e {
+            InviteError::Invalid(invalid) => invalid.into(),
+            InviteError::NoFlow => ApiError::not_found("flow"),
+            InviteError::Unreachable(why) => ApiError::conflict(why),
+            InviteError::Flow(e) => e.into(),
+            InviteError::Send(e) => e.into(),
+            InviteError::Database(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::messages::MarkError> for ApiError {
+    fn from(e: crate::messages::MarkError) -> Self {
+        use crate::messages::MarkError;
+        match e {
+            MarkError::NotFound => ApiError::not_found("message"),
+            MarkError::Failed => ApiError::conflict(e.to_string()),
+            MarkError::Database(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::desk::DeskError> for ApiError {
+    fn from(e: crate::desk::DeskError) -> Self {
+        use crate::desk::DeskError;
+        match e {
+            DeskError::Invalid(invalid) => invalid.into(),
+            DeskError::Conflict(why) => ApiError::conflict(why),
+            DeskError::NotFound => ApiError::not_found("conversation"),
+            DeskError::Send(e) => e.into(),
+            DeskError::Database(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::conversations::OpenError> for ApiError {
+    fn from(e: crate::conversations::OpenError) -> Self {
+        use crate::conversations::OpenError;
+        match e {
+            OpenError::Compose(e) => e.into(),
+            OpenError::NoPartner => ApiError::not_found("partner"),
+            OpenError::Database(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::accounts::SignInError> for ApiError {
+    fn from(e: crate::accounts::SignInError) -> Self {
+        use crate::accounts::SignInError;
+        match e {
+            SignInError::Invalid(invalid) => invalid.into(),
+            SignInError::Otp(e) => e.into(),
+            SignInError::DeviceTaken => ApiError::conflict(e.to_string()),
+            SignInError::Database(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::accounts::LinkError> for ApiError {
+    fn from(e: crate::accounts::LinkError) -> Self {
+        use crate::accounts::LinkError;
+        match e {
+            LinkError::Invalid(invalid) => invalid.into(),
+            LinkError::Fields(fields) => ApiError::invalid_fields(fields),
+            LinkError::Database(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::inbound::form_links::LinkError> for ApiError {
+    fn from(e: crate::inbound::form_links::LinkError) -> Self {
+        use crate::inbound::form_links::LinkError;
+        match e {
+            LinkError::NotFound => ApiError::not_found("form link"),
+            LinkError::Unusable(why) => ApiError::conflict(why),
+            LinkError::Flow(e) => e.into(),
+            LinkError::Database(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::members::MemberError> for ApiError {
+    fn from(e: crate::members::MemberError) -> Self {
+        use crate::members::MemberError;
+        match e {
+            MemberError::Invalid(invalid) => invalid.into(),
+            MemberError::Otp(e) => e.into(),
+            MemberError::UnusableInvitation => ApiError::unauthorized(e.to_string()),
+            MemberError::NotMember => ApiError::forbidden(e.to_string()),
+            MemberError::NotFound => ApiError::not_found("member"),
+            MemberError::LastOwner => ApiError::conflict(e.to_string()),
+            MemberError::Database(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::delivery::signed::SignatureError> for ApiError {
+    fn from(e: crate::delivery::signed::SignatureError) -> Self {
+        use crate::delivery::signed::SignatureError;
+        match e {
+            SignatureError::NotFound(what) => ApiError::not_found(what),
+            SignatureError::Unauthorized(why) => ApiError::unauthorized(why),
+            SignatureError::BadRequest(why) => ApiError::bad_request(why),
+            SignatureError::Database(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::passkeys::PasskeyError> for ApiError {
+    fn from(e: crate::passkeys::PasskeyError) -> Self {
+        use crate::passkeys::PasskeyError;
+        match e {
+            PasskeyError::Invalid(invalid) => invalid.into(),
+            PasskeyError::Conflict(why) => ApiError::conflict(why),
+            PasskeyError::Unauthorized(why) => ApiError::unauthorized(why),
+            PasskeyError::NotFound(what) => ApiError::not_found(what),
+            PasskeyError::Internal(why) => ApiError::internal(why),
+            PasskeyError::Database(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::retention::RetentionError> for ApiError {
     fn from(e: crate::retention::RetentionError) -> Self {
         match e {
@@ -289,6 +470,8 @@ impl From<crate::delivery::meta_review::SubmitError> for ApiError {
             SubmitError::Unavailable(why) => {
                 ApiError::unavailable(30, format!("Meta's review could not be reached; try again: {why}"))
             }
+            SubmitError::NotFound => ApiError::not_found("template"),
+            SubmitError::Submitted(_) => ApiError::conflict(e.to_string()),
             SubmitError::Store(e) => e.into(),
         }
     }

@@ -21,8 +21,8 @@ use crate::clock::{Millis, record_time};
 use crate::http::auth::{PartnerAuth, UserAuth};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
+use crate::messages::{attempts_of, export_page};
 use crate::store::Db;
-use crate::store::messages as store;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -101,10 +101,10 @@ async fn page(
     since: Option<Millis>,
     after: i64,
 ) -> Result<Option<(Bytes, i64)>, sqlx::Error> {
-    let messages = store::export_page(db, partner_id, since, after, PAGE).await?;
+    let messages = export_page(db, partner_id, since, after, PAGE).await?;
     let Some(last) = messages.last().map(|m| m.id) else { return Ok(None) };
     let ids: Vec<i64> = messages.iter().map(|m| m.id).collect();
-    let mut attempts = store::attempts_of(db, &ids).await?;
+    let mut attempts = attempts_of(db, &ids).await?;
     let mut lines = Vec::with_capacity(messages.len() * 512);
     for m in &messages {
         let mut record = MessageRecord::from(m);

@@ -18,8 +18,7 @@ use crate::http::auth::UserAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::names::{SessionKind, SessionState};
-use crate::store::flows as flows_store;
-use crate::store::{bots, messages};
+use crate::{bots, messages};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -100,7 +99,7 @@ async fn get_flow(
     user: UserAuth,
     Path(reference): Path<String>,
 ) -> ApiResult<Json<FlowCard>> {
-    let session = flows_store::find_for_user(&state.db, &user.phone, &reference)
+    let session = crate::flows::find_for_user(&state.db, &user.phone, &reference)
         .await?
         .filter(|s| s.kind == SessionKind::Flow)
         .ok_or_else(|| ApiError::not_found("flow"))?;
@@ -137,12 +136,12 @@ async fn flow_steps(
     user: UserAuth,
     Path(reference): Path<String>,
 ) -> ApiResult<Json<Progress>> {
-    let session = flows_store::find_for_user(&state.db, &user.phone, &reference)
+    let session = crate::flows::find_for_user(&state.db, &user.phone, &reference)
         .await?
         .filter(|s| s.kind == SessionKind::Flow)
         .ok_or_else(|| ApiError::not_found("flow"))?;
     let steps = state.flows().pending_steps(&session).await?;
-    let session = flows_store::find_for_user(&state.db, &user.phone, &reference).await?.unwrap_or(session);
+    let session = crate::flows::find_for_user(&state.db, &user.phone, &reference).await?.unwrap_or(session);
     Ok(Json(Progress { reference: session.reference, state: session.state, summary: session.summary, steps }))
 }
 

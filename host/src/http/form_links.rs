@@ -13,14 +13,10 @@ use utoipa_axum::routes;
 
 use super::{ApiJson, E404, E409, E422, E502};
 use crate::clock::record_time;
-use crate::flows;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::ApiResult;
 use crate::http::state::AppState;
+use crate::inbound::form_links;
 use crate::names::{Channel, SessionState};
-use crate::secrets::digest;
-use crate::store::flows::{self as sessions, Session};
-use crate::store::form_links::{self, FormLink};
-use crate::store::{bots, partners};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(get_form_link, submit_form_link))
@@ -42,29 +38,6 @@ struct LinkedForm {
     expires_at: String,
 }
 
-/// The session of a link that may still be used, and its bot.
-async fn usable(state: &AppState, token: &str) -> ApiResult<(FormLink, Session, bots::Bot)> {
-    let link = form_links::find(&state.db, &digest(token)).await?.ok_or_else(|| ApiError::not_found("form link"))?;
-    if link.used_at.is_some() {
-        return Err(ApiError::conflict("this form was sent already: the conversation goes on where it started"));
-    }
-    if link.expires_at <= state.now() {
-        return Err(ApiError::conflict("this link has lapsed: write to the bot again for a new one"));
-    }
-    let session =
-        sessions::find_by_id(&state.db, link.session_id).await?.ok_or_else(|| ApiError::not_found("form link"))?;
-    if session.state == SessionState::Completed || session.channel.is_none() {
-        return Err(ApiError::conflict("this conversation is over"));
-    }
-    let waiting = session.waiting.as_ref().and_then(|w| w["form"].as_str());
-    if waiting != Some(link.screen.as_str()) || session.screen.as_ref().is_none_or(|s| s["id"] != link.screen.as_str())
-    {
-        return Err(ApiError::conflict("the bot has moved on from this form"));
-    }
-    let bot = bots::find_by_id(&state.db, session.bot_id).await?.ok_or_else(|| ApiError::not_found("form link"))?;
-    Ok((link, session, bot))
-}
-
 /// The form a link opens (no login: the link is the capability).
 ///
 /// 404 for a token that is not a link; 409 for one used already, lapsed, or whose conversation is over.
@@ -80,9 +53,10 @@ async fn usable(state: &AppState, token: &str) -> ApiResult<(FormLink, Session, 
     )
 )]
 async fn get_form_link(State(state): State<AppState>, Path(token): Path<String>) -> ApiResult<Json<LinkedForm>> {
-    let (link, session, bot) = usable(&state, &token).await?;
+    let flows = state.flows();
+    let (link, session, bot) = form_links::usable(&flows, &token).await?;
     let screen = session.screen.clone().unwrap_or_default();
-    let partner = partners::find_by_id(&state.db, bot.partner_id).await?.map(|p| p.name).unwrap_or_default();
+    let partner = form_links::partner_name(&flows, &bot).await?;
     Ok(Json(LinkedForm {
         screen,
         bot: bot.name,
@@ -133,19 +107,7 @@ async fn submit_form_link(
     Path(token): Path<String>,
     ApiJson(req): ApiJson<Submit>,
 ) -> ApiResult<Json<Submitted>> {
-    let (link, session, bot) = usable(&state, &token).await?;
-    let event = flows::submission(&session, Some(&link.screen), req.values.unwrap_or_default())?;
-    let hash = digest(&token);
-    if !form_links::claim(&state.db, &hash, state.now()).await? {
-        return Err(ApiError::conflict("this form was sent already: the conversation goes on where it started"));
-    }
-    let progress = match state.flows().handle_with(&bot, &session, event).await {
-        Ok(progress) => progress,
-        Err(e) => {
-            form_links::release(&state.db, &hash).await?;
-            return Err(e.into());
-        }
-    };
-    crate::inbound::deliver(&state.delivery, bot.partner_id, &session, &progress.steps).await?;
-    Ok(Json(Submitted { state: progress.state, channel: session.channel.unwrap_or(Channel::Whatsapp) }))
+    let values = req.values.unwrap_or_default();
+    let (progress, channel) = form_links::submit(&state.flows(), &state.delivery, &token, values).await?;
+    Ok(Json(Submitted { state: progress.state, channel }))
 }

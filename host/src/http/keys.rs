@@ -13,13 +13,10 @@ use utoipa_axum::routes;
 
 use super::{ApiJson, E404, E409, E422};
 use crate::encryption;
+use crate::encryption::{AgentDevice, Device};
 use crate::http::auth::{PartnerActor, PartnerAuth, UserAuth};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
-use crate::secrets::random_alnum;
-use crate::store::accounts;
-use crate::store::devices::{self, Device};
-use crate::store::keys::{self, AgentDevice};
 use crate::validate::required_phone;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -94,14 +91,6 @@ struct PublishAgentKey {
     platform: Option<String>,
 }
 
-/// The optional `platform` label of a device (at sign-in too).
-pub(super) fn platform(raw: Option<&str>) -> ApiResult<Option<String>> {
-    match raw.map(str::trim).filter(|p| !p.is_empty()) {
-        Some(p) if p.chars().count() > 32 => Err(ApiError::validation("platform", "platform is at most 32 characters")),
-        p => Ok(p.map(str::to_string)),
-    }
-}
-
 /// Publish my device's identity key (a different key replaces it and bumps key_version).
 ///
 /// The device is the body's `device_uuid`, else the token's, else a new one.
@@ -118,13 +107,9 @@ async fn publish_user_key(
     user: UserAuth,
     ApiJson(req): ApiJson<PublishKey>,
 ) -> ApiResult<(StatusCode, Json<DeviceKeyRecord>)> {
-    let key = encryption::identity_key(req.identity_key_pub.as_deref())?;
-    let device_uuid = match req.device_uuid.as_deref().or(user.device.as_deref()) {
-        Some(uuid) => encryption::device_uuid(Some(uuid), "device_uuid")?,
-        None => format!("dev_{}", random_alnum(24)),
-    };
-    let platform = platform(req.platform.as_deref())?;
-    let device = devices::publish_key(&state.db, &user.phone, &device_uuid, platform.as_deref(), &key, state.now())
+    let (key, platform) = (req.identity_key_pub.as_deref(), req.platform.as_deref());
+    let device = req.device_uuid.as_deref().or(user.device.as_deref());
+    let device = encryption::publish_user_key(&state.db, &user.phone, key, device, platform, state.now())
         .await?
         .ok_or_else(|| ApiError::conflict("device_uuid belongs to another user's device"))?;
     Ok((StatusCode::CREATED, Json(DeviceKeyRecord::from(&device))))
@@ -144,13 +129,10 @@ async fn publish_agent_key(
     PartnerActor { partner, member, .. }: PartnerActor,
     ApiJson(req): ApiJson<PublishAgentKey>,
 ) -> ApiResult<(StatusCode, Json<DeviceKeyRecord>)> {
-    let device_uuid = encryption::device_uuid(req.device_uuid.as_deref(), "device_uuid")?;
-    let key = encryption::identity_key(req.identity_key_pub.as_deref())?;
-    let platform = platform(req.platform.as_deref())?;
-    let member_id = member.map(|m| m.id);
-    let device =
-        keys::publish_agent_key(&state.db, partner.id, member_id, &device_uuid, &key, platform.as_deref(), state.now())
-            .await?;
+    let (key, device, platform) =
+        (req.identity_key_pub.as_deref(), req.device_uuid.as_deref(), req.platform.as_deref());
+    let by = (partner.id, member.map(|m| m.id));
+    let device = encryption::publish_agent_key(&state.db, by, key, device, platform, state.now()).await?;
     Ok((StatusCode::CREATED, Json(DeviceKeyRecord::from(&device))))
 }
 
@@ -185,11 +167,8 @@ async fn key_directory(
     Path(phone): Path<String>,
 ) -> ApiResult<Json<KeyDirectory>> {
     let phone = required_phone(Some(&phone))?;
-    if accounts::find_linked(&state.db, partner.id, phone).await?.is_none() {
-        return Err(ApiError::not_found("account"));
-    }
-    let user_devices = devices::list_for_phone(&state.db, phone).await?;
-    let agents = keys::agent_devices(&state.db, partner.id).await?;
+    let (user_devices, agents) =
+        encryption::directory(&state.db, partner.id, phone).await?.ok_or_else(|| ApiError::not_found("account"))?;
     Ok(Json(KeyDirectory {
         phone: phone.to_string(),
         devices: user_devices.iter().map(DeviceKeyRecord::from).collect(),

@@ -13,10 +13,9 @@ use utoipa_axum::routes;
 use super::{ApiJson, E404, E409, E422, List, parse_id};
 use crate::clock::record_time;
 use crate::http::auth::PartnerAuth;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::ApiResult;
 use crate::http::state::AppState;
-use crate::store::labels::{self as store, Label};
-use crate::validate::label_name;
+use crate::labels::{self, Label};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_labels, create_label)).routes(routes!(delete_label))
@@ -59,9 +58,6 @@ struct NewLabel {
     color: Option<String>,
 }
 
-/// The colour of a label given none.
-const GREY: &str = "#6b7280";
-
 /// My labels.
 ///
 /// All of them, by name, each with how many conversations carry it.
@@ -76,8 +72,8 @@ async fn list_labels(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
 ) -> ApiResult<Json<List<LabelRecord>>> {
-    let labels = store::list(&state.db, partner.id).await?;
-    Ok(Json(List { data: labels.iter().map(LabelRecord::from).collect(), next_cursor: None }))
+    let kept = labels::list(&state.db, partner.id).await?;
+    Ok(Json(List { data: kept.iter().map(LabelRecord::from).collect(), next_cursor: None }))
 }
 
 /// Keep a label.
@@ -98,17 +94,7 @@ async fn create_label(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<NewLabel>,
 ) -> ApiResult<(StatusCode, Json<LabelRecord>)> {
-    let name = label_name(req.name.as_deref().unwrap_or("")).map_err(|why| ApiError::validation("name", why))?;
-    let color = match req.color.as_deref() {
-        None => GREY.to_string(),
-        Some(c) if c.len() == 7 && c.starts_with('#') && c[1..].bytes().all(|b| b.is_ascii_hexdigit()) => {
-            c.to_ascii_lowercase()
-        }
-        Some(_) => return Err(ApiError::validation("color", "color is #rrggbb, e.g. #2563eb")),
-    };
-    let made = store::create(&state.db, partner.id, &name, &color, state.now())
-        .await?
-        .ok_or_else(|| ApiError::conflict(format!("there is a label named {name:?} already")))?;
+    let made = labels::create(&state.db, partner.id, req.name.as_deref(), req.color.as_deref(), state.now()).await?;
     Ok((StatusCode::CREATED, Json(LabelRecord::from(&made))))
 }
 
@@ -130,8 +116,6 @@ async fn delete_label(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = parse_id(&id, "label")?;
-    if !store::delete(&state.db, partner.id, id).await? {
-        return Err(ApiError::not_found("label"));
-    }
+    labels::delete(&state.db, partner.id, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -12,12 +12,12 @@ use utoipa_axum::routes;
 use super::abuse::CodeRouteLimit;
 use super::accounts::{AccountRecord, user_account};
 use super::{ApiJson, E401, E409, E429, E502};
+use crate::accounts;
 use crate::clock::record_time;
 use crate::http::auth::issue_user_token;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
-use crate::store::accounts;
-use crate::{events, otp};
+use crate::otp;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(start)).routes(routes!(verify))
@@ -111,24 +111,9 @@ async fn verify(
     ApiJson(req): ApiJson<Verify>,
 ) -> ApiResult<Json<LoggedIn>> {
     let phone = phone_of(req.phone.as_deref())?;
-    let code = crate::validate::required_code(req.code.as_deref())?;
-    let device_uuid = match req.device_uuid.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
-        Some(d) => crate::encryption::device_uuid(Some(d), "device_uuid")?,
-        None => uuid::Uuid::new_v4().to_string(),
-    };
-    let platform = super::keys::platform(req.platform.as_deref())?;
-    let platform = platform.as_deref();
-    otp::verify(&state.codes(), &phone, "login", code).await?;
-
-    let claimed = |partner: &str, at| events::account_claimed(partner, &phone, at);
-    if !accounts::sign_in(&state.db, &phone, &device_uuid, platform, state.now(), claimed).await? {
-        return Err(ApiError::conflict("device_uuid belongs to another account's device"));
-    }
-
+    let (code, device, platform) = (req.code.as_deref(), req.device_uuid.as_deref(), req.platform.as_deref());
+    let (account, device_uuid) = accounts::sign_in(&state.codes(), &phone, code, device, platform).await?;
     let (token, expires_at) = issue_user_token(&state, &phone, Some(&device_uuid)).map_err(ApiError::internal)?;
-    let account = accounts::find_account(&state.db, &phone)
-        .await?
-        .ok_or_else(|| ApiError::internal("claimed account missing"))?;
     Ok(Json(LoggedIn {
         token,
         expires_at: record_time(expires_at),

@@ -13,10 +13,9 @@ use utoipa_axum::routes;
 use super::{ApiJson, E404, E409, E422, List, parse_id};
 use crate::clock::record_time;
 use crate::http::auth::PartnerAuth;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::ApiResult;
 use crate::http::state::AppState;
-use crate::macros::Action;
-use crate::store::macros::{self as store, Macro, Written};
+use crate::macros::{self, Action, Macro};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_macros, create_macro)).routes(routes!(replace_macro, delete_macro))
@@ -60,27 +59,6 @@ struct NewMacro {
     actions: Option<Vec<Action>>,
 }
 
-impl NewMacro {
-    /// The name and the actions, checked against what the partner has.
-    async fn checked(&self, state: &AppState, partner_id: i64) -> ApiResult<(String, serde_json::Value)> {
-        let name = self.name.as_deref().map(str::trim).unwrap_or("");
-        if name.is_empty() || name.chars().count() > 80 || crate::validate::has_control_chars(name) {
-            return Err(ApiError::validation("name", "name is 1 to 80 characters, without control characters"));
-        }
-        let actions = self.actions.as_deref().unwrap_or(&[]);
-        crate::macros::plan(&state.db, partner_id, actions).await??;
-        Ok((name.to_string(), serde_json::to_value(actions).map_err(ApiError::internal)?))
-    }
-}
-
-fn written(w: Written) -> ApiResult<MacroRecord> {
-    match w {
-        Written::Done(m) => Ok(MacroRecord::from(&m)),
-        Written::NotFound => Err(ApiError::not_found("macro")),
-        Written::Taken => Err(ApiError::conflict("another macro has this name")),
-    }
-}
-
 /// My macros.
 ///
 /// All of them, by name.
@@ -95,8 +73,8 @@ async fn list_macros(
     State(state): State<AppState>,
     PartnerAuth(partner): PartnerAuth,
 ) -> ApiResult<Json<List<MacroRecord>>> {
-    let macros = store::list(&state.db, partner.id).await?;
-    Ok(Json(List { data: macros.iter().map(MacroRecord::from).collect(), next_cursor: None }))
+    let kept = macros::list(&state.db, partner.id).await?;
+    Ok(Json(List { data: kept.iter().map(MacroRecord::from).collect(), next_cursor: None }))
 }
 
 /// Keep a macro.
@@ -117,9 +95,9 @@ async fn create_macro(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<NewMacro>,
 ) -> ApiResult<(StatusCode, Json<MacroRecord>)> {
-    let (name, actions) = req.checked(&state, partner.id).await?;
-    let made = store::create(&state.db, partner.id, &name, &actions, state.now()).await?;
-    Ok((StatusCode::CREATED, Json(written(made)?)))
+    let actions = req.actions.as_deref().unwrap_or(&[]);
+    let made = macros::create(&state.db, partner.id, req.name.as_deref(), actions, state.now()).await?;
+    Ok((StatusCode::CREATED, Json(MacroRecord::from(&made))))
 }
 
 /// Replace a macro.
@@ -146,10 +124,9 @@ async fn replace_macro(
     ApiJson(req): ApiJson<NewMacro>,
 ) -> ApiResult<Json<MacroRecord>> {
     let id = parse_id(&id, "macro")?;
-    // Another partner's macro is not found, whatever the body says.
-    store::find(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("macro"))?;
-    let (name, actions) = req.checked(&state, partner.id).await?;
-    Ok(Json(written(store::update(&state.db, partner.id, id, &name, &actions, state.now()).await?)?))
+    let actions = req.actions.as_deref().unwrap_or(&[]);
+    let replaced = macros::replace(&state.db, partner.id, id, req.name.as_deref(), actions, state.now()).await?;
+    Ok(Json(MacroRecord::from(&replaced)))
 }
 
 /// Delete a macro.
@@ -167,8 +144,6 @@ async fn delete_macro(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = parse_id(&id, "macro")?;
-    if !store::delete(&state.db, partner.id, id).await? {
-        return Err(ApiError::not_found("macro"));
-    }
+    macros::delete(&state.db, partner.id, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -17,7 +17,7 @@ use crate::http::auth::UserAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::names::{MessageState, SessionState};
-use crate::store::{accounts, bots, flows, messages};
+use crate::{accounts, bots, flows, messages};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -81,24 +81,7 @@ async fn erase_me(
     let code = req.code.as_deref().map(str::trim).filter(|c| !c.is_empty());
     let code = code.ok_or_else(|| ApiError::validation("code", "a code from POST /auth/otp/start is required"))?;
     crate::otp::verify(&state.codes(), &user.phone, "login", code).await?;
-    let now = state.now();
-    let linked = crate::store::erasure::linked_partners(&state.db, &user.phone).await?;
-    let told: Vec<(i64, String)> =
-        linked.iter().map(|(id, code)| (*id, crate::events::account_erased(code, &user.phone, now))).collect();
-    let audit: Vec<crate::store::members::AuditWrite> = linked
-        .iter()
-        .map(|(id, _)| crate::store::members::AuditWrite {
-            partner_id: *id,
-            member_id: None,
-            key_id: None,
-            action: "account.erased".into(),
-            target: "/api/v1/me/account".into(),
-            status: 200,
-            address: client.to_string(),
-            at: now,
-        })
-        .collect();
-    let erased = crate::store::erasure::person_erases(&state.db, &user.phone, &told, &audit, now).await?;
+    let erased = crate::accounts::erase_person(&state.db, &user.phone, &client.to_string(), state.now()).await?;
     crate::http::auth::revoke_user_tokens(&state, &user.phone).await?;
     tracing::info!(messages = erased.messages, "a person erased themself");
     Ok(Json(Erased { messages: erased.messages, conversations: erased.conversations }))
@@ -261,8 +244,7 @@ async fn read_my_message(
     responses((status = 200, description = "The account", body = AccountRecord), (status = 404, response = E404))
 )]
 async fn my_account(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<AccountRecord>> {
-    let account =
-        accounts::find_account(&state.db, &user.phone).await?.ok_or_else(|| ApiError::not_found("account"))?;
+    let account = accounts::find(&state.db, &user.phone).await?.ok_or_else(|| ApiError::not_found("account"))?;
     Ok(Json(user_account(&state, &account).await?))
 }
 

@@ -17,8 +17,8 @@ use axum::http::header::{CONTENT_SECURITY_POLICY, LOCATION, X_CONTENT_TYPE_OPTIO
 use crate::http::auth::{AnyAuth, Credential};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
+use crate::messages::{find_by_ref, find_media, media_sent_to};
 use crate::names::Direction;
-use crate::store::messages::{find_by_ref, find_media, media_sent_to};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(get_media)).routes(routes!(get_content))
@@ -104,7 +104,7 @@ fn wanted_range(headers: &HeaderMap, len: u64) -> ApiResult<Option<std::ops::Ran
 /// Serves stored media so that it can never run as a page of the service's origin: `nosniff`, a
 /// `sandbox` CSP, and `attachment` for an end user's upload and for every type not in [`INLINE_TYPES`];
 /// with `Accept-Ranges: bytes`, and one asked-for part as `206`.
-fn serve_media(media: crate::store::messages::StoredMedia, request: &HeaderMap) -> ApiResult<Response> {
+fn serve_media(media: crate::messages::StoredMedia, request: &HeaderMap) -> ApiResult<Response> {
     let mime = media.mimetype.as_deref().unwrap_or("application/octet-stream");
     let essence = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     let inline = media.uploaded_by.is_none() && INLINE_TYPES.contains(&essence.as_str());

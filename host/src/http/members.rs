@@ -23,10 +23,8 @@ use crate::clock::record_time;
 use crate::http::auth::{AuditSlot, MemberAuth, PartnerActor, PartnerAuth};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
-use crate::members::{COOKIE, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS};
+use crate::members::{self, AuditEntry, AuditWrite, COOKIE, Member, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, Session};
 use crate::names::{AgentStatus, MemberRole};
-use crate::secrets::{digest, new_member_session};
-use crate::store::members::{self, Accepted, AuditEntry, AuditWrite, Changed, Member, Session};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -166,59 +164,15 @@ async fn sign_in(
     headers: HeaderMap,
     ApiJson(req): ApiJson<SignIn>,
 ) -> ApiResult<Response> {
-    let phone = crate::validate::required_phone(req.phone.as_deref())?.to_string();
-    let code = crate::validate::required_code(req.code.as_deref())?;
-    let invitation = req.invitation.as_deref().map(str::trim).filter(|i| !i.is_empty());
-    if invitation.is_some_and(|i| !i.starts_with("inv_") || i.len() != 44) {
-        return Err(ApiError::validation("invitation", "invitation is the inv_… token of an invitation link"));
-    }
-    let name = match req.name.as_deref() {
-        Some(raw) => Some(super::api_keys::key_name(Some(raw))?),
-        None => None,
+    let sign_in = members::SignIn {
+        phone: req.phone.as_deref(),
+        code: req.code.as_deref(),
+        invitation: req.invitation.as_deref(),
+        name: req.name.as_deref(),
+        partner: req.partner.as_deref(),
     };
-    crate::otp::verify(&state.codes(), &phone, "login", code).await?;
-    let now = state.now();
-    let member = match invitation {
-        Some(invitation) => match members::accept(&state.db, &digest(invitation), &phone, name, now).await? {
-            Accepted::Member(member) => member,
-            Accepted::Unusable => {
-                return Err(ApiError::unauthorized("the invitation is unknown, used or expired: ask for a new one"));
-            }
-        },
-        None => {
-            let member = membership(&state, &phone, req.partner.as_deref()).await?.ok_or_else(|| {
-                ApiError::forbidden(
-                    "this phone is not a member of that partner: sign in with an invitation from its owner",
-                )
-            })?;
-            // A member who signs in with a name takes it (as `PATCH /members/me` would).
-            match name {
-                Some(name) => match members::update(&state.db, member.partner_id, member.id, None, Some(name)).await? {
-                    Changed::Done(Some(named)) => named,
-                    _ => member,
-                },
-                None => member,
-            }
-        }
-    };
+    let member = members::sign_in(&state.codes(), sign_in).await?;
     session_started(&state, &member, &client.to_string(), &headers).await
-}
-
-/// The membership of `phone` to sign in to: with the partner named in `partner`, or its only one (`None`
-/// when it has none there; `422` naming them when it has several and names none).
-async fn membership(state: &AppState, phone: &str, partner: Option<&str>) -> ApiResult<Option<Member>> {
-    let mut all = members::memberships(&state.db, phone).await?;
-    if let Some(code) = partner.map(str::trim).filter(|p| !p.is_empty()) {
-        all.retain(|(_, partner)| partner == code);
-    }
-    if all.len() > 1 {
-        let codes: Vec<&str> = all.iter().map(|(_, p)| p.as_str()).collect();
-        return Err(ApiError::validation(
-            "partner",
-            format!("this phone is a member of several partners: name one of {}", codes.join(", ")),
-        ));
-    }
-    Ok(all.pop().map(|(member, _)| member))
 }
 
 /// Starts a session for `member`, signed in from `address`: `201` with the session and its cookie.
@@ -228,23 +182,8 @@ pub(super) async fn session_started(
     address: &str,
     headers: &HeaderMap,
 ) -> ApiResult<Response> {
-    let now = state.now();
-    let token = new_member_session();
-    let user_agent =
-        headers.get(USER_AGENT).and_then(|v| v.to_str().ok()).map(|ua| ua.chars().take(256).collect::<String>());
-    members::start_session(
-        &state.db,
-        member.id,
-        &digest(&token),
-        now,
-        now + SESSION_ABSOLUTE_MS,
-        address,
-        user_agent.as_deref(),
-    )
-    .await?;
-    let session = members::find_session(&state.db, &digest(&token), now, SESSION_IDLE_MS)
-        .await?
-        .ok_or_else(|| ApiError::internal("a session just started is missing"))?;
+    let user_agent = headers.get(USER_AGENT).and_then(|v| v.to_str().ok());
+    let (token, session) = members::start_session(&state.db, member, address, user_agent, state.now()).await?;
     Ok((StatusCode::CREATED, [(SET_COOKIE, cookie(state, Some(&token)))], Json(session_record(&session)))
         .into_response())
 }
@@ -301,23 +240,12 @@ async fn update_me(
     MemberAuth(mut session): MemberAuth,
     ApiJson(req): ApiJson<UpdateMe>,
 ) -> ApiResult<Json<MemberSession>> {
-    if req.name.is_none() && req.status.is_none() {
-        return Err(ApiError::validation("name", "set name or status"));
-    }
-    let gone = || ApiError::unauthorized("the member of this session is gone");
-    let (partner, member) = (session.partner.id, session.member.id);
-    if let Some(raw) = req.name.as_deref() {
-        let name = super::api_keys::key_name(Some(raw))?;
-        let Changed::Done(Some(_)) = members::update(&state.db, partner, member, None, Some(name)).await? else {
-            return Err(gone());
-        };
-    }
-    if let Some(status) = req.status
-        && !crate::assignment::set_status(&state.db, partner, member, status, state.now()).await?
-    {
-        return Err(gone());
-    }
-    session.member = members::find(&state.db, member).await?.ok_or_else(gone)?;
+    session.member = members::update_me(&state.db, &session, req.name.as_deref(), req.status, state.now())
+        .await
+        .map_err(|e| match e {
+            members::MemberError::NotFound => ApiError::unauthorized("the member of this session is gone"),
+            other => other.into(),
+        })?;
     Ok(Json(session_record(&session)))
 }
 
@@ -333,10 +261,7 @@ async fn update_me(
     responses((status = 204, description = "Signed out"), (status = 401, response = E401))
 )]
 async fn sign_out(State(state): State<AppState>, MemberAuth(session): MemberAuth) -> ApiResult<Response> {
-    members::end_session(&state.db, session.id, state.now()).await?;
-    // Signed out, they take no conversations: theirs go back to the queue.
-    let (partner, member) = (session.partner.id, session.member.id);
-    crate::assignment::set_status(&state.db, partner, member, AgentStatus::Offline, state.now()).await?;
+    members::sign_out(&state.db, &session, false, state.now()).await?;
     Ok((StatusCode::NO_CONTENT, [(SET_COOKIE, cookie(&state, None))]).into_response())
 }
 
@@ -352,9 +277,7 @@ async fn sign_out(State(state): State<AppState>, MemberAuth(session): MemberAuth
     responses((status = 204, description = "Every session ended"), (status = 401, response = E401))
 )]
 async fn sign_out_everywhere(State(state): State<AppState>, MemberAuth(session): MemberAuth) -> ApiResult<Response> {
-    members::end_sessions(&state.db, session.member.id, state.now()).await?;
-    let (partner, member) = (session.partner.id, session.member.id);
-    crate::assignment::set_status(&state.db, partner, member, AgentStatus::Offline, state.now()).await?;
+    members::sign_out(&state.db, &session, true, state.now()).await?;
     Ok((StatusCode::NO_CONTENT, [(SET_COOKIE, cookie(&state, None))]).into_response())
 }
 
@@ -464,38 +387,13 @@ async fn update_member(
     ApiJson(req): ApiJson<UpdateMember>,
 ) -> ApiResult<Json<MemberRecord>> {
     let id = parse_id(&id, "member")?;
-    let name = match req.name.as_deref() {
-        Some(raw) => Some(super::api_keys::key_name(Some(raw))?),
-        None => None,
+    let changes = members::MemberChanges {
+        role: req.role,
+        name: req.name.as_deref(),
+        status: req.status,
+        capacity: req.capacity,
     };
-    if let Some(Some(capacity)) = req.capacity
-        && !crate::assignment::CAPACITY.contains(&capacity)
-    {
-        return Err(ApiError::validation("capacity", "capacity is 1 to 1000 conversations, or null for the default"));
-    }
-    let done = members::update(&state.db, partner.id, id, req.role, name).await?;
-    if !matches!(done, Changed::Done(Some(_))) {
-        return changed(done);
-    }
-    let now = state.now();
-    if let Some(capacity) = req.capacity {
-        crate::store::assignment::set_capacity(&state.db, partner.id, id, capacity).await?;
-        crate::assignment::give_out(&state.db, partner.id, now).await?;
-    }
-    if let Some(status) = req.status {
-        crate::assignment::set_status(&state.db, partner.id, id, status, now).await?;
-    }
-    changed(Changed::Done(members::find(&state.db, id).await?))
-}
-
-fn changed(c: Changed) -> ApiResult<Json<MemberRecord>> {
-    match c {
-        Changed::Done(Some(member)) => Ok(Json(MemberRecord::from(&member))),
-        Changed::Done(None) | Changed::NotFound => Err(ApiError::not_found("member")),
-        Changed::LastOwner => {
-            Err(ApiError::conflict("the partner's last owner stays an owner: make another owner first"))
-        }
-    }
+    Ok(Json(MemberRecord::from(&members::update(&state.db, partner.id, id, changes, state.now()).await?)))
 }
 
 /// Remove a member.
@@ -520,10 +418,7 @@ async fn remove_member(
     Path(id): Path<String>,
 ) -> ApiResult<Json<MemberRecord>> {
     let id = parse_id(&id, "member")?;
-    let done = members::remove(&state.db, partner.id, id, state.now()).await?;
-    // Their conversations went back to the queue: someone free may take them.
-    crate::assignment::give_out(&state.db, partner.id, state.now()).await?;
-    changed(done)
+    Ok(Json(MemberRecord::from(&members::remove(&state.db, partner.id, id, state.now()).await?)))
 }
 
 /// One thing a member changed or tried to, with their session or an API key.

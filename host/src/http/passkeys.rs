@@ -9,27 +9,19 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-use webauthn_rs::Webauthn;
-use webauthn_rs::prelude::{Passkey, PasskeyAuthentication, PasskeyRegistration};
 
 use super::abuse::CodeRouteLimit;
 use super::{ApiJson, E401, E403, E404, E409, E422, E429, List, parse_id};
 use crate::clock::record_time;
 use crate::http::auth::MemberAuth;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::ApiResult;
 use crate::http::state::AppState;
-use crate::passkeys::CEREMONY_MS;
-use crate::secrets::{digest, new_passkey_ceremony};
-use crate::store::members;
-use crate::store::passkeys::{self, Ceremony, StoredPasskey};
+use crate::passkeys::{self, Ceremonies, Challenge, StoredPasskey};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -74,56 +66,15 @@ pub struct PasskeyChallenge {
     pub expires_at: String,
 }
 
-fn relying_party(state: &AppState) -> ApiResult<&Webauthn> {
-    state.passkeys.get().map_err(ApiError::conflict)
+impl From<Challenge> for PasskeyChallenge {
+    fn from(c: Challenge) -> Self {
+        PasskeyChallenge { ceremony: c.token, options: c.options, expires_at: record_time(c.expires_at) }
+    }
 }
 
-/// Keeps a ceremony's state and answers its challenge.
-async fn begin<T: Serialize>(
-    state: &AppState,
-    kind: Ceremony,
-    member_id: Option<i64>,
-    options: impl Serialize,
-    ceremony_state: &T,
-) -> ApiResult<(StatusCode, Json<PasskeyChallenge>)> {
-    let now = state.now();
-    let token = new_passkey_ceremony();
-    let kept = serde_json::to_string(ceremony_state).map_err(ApiError::internal)?;
-    passkeys::begin(&state.db, &digest(&token), kind, member_id, &kept, now, now + CEREMONY_MS).await?;
-    let options = serde_json::to_value(options).map_err(ApiError::internal)?;
-    Ok((
-        StatusCode::CREATED,
-        Json(PasskeyChallenge { ceremony: token, options, expires_at: record_time(now + CEREMONY_MS) }),
-    ))
-}
-
-/// Takes the ceremony named by `token` (once): the member who began it, if one did, and its state.
-async fn take<T: DeserializeOwned>(
-    state: &AppState,
-    token: Option<&str>,
-    kind: Ceremony,
-) -> ApiResult<(Option<i64>, T)> {
-    let token = token
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| ApiError::validation("ceremony", "ceremony is the pkc_… token of the challenge this answers"))?;
-    let (member_id, kept) = passkeys::take(&state.db, &digest(token), kind, state.now())
-        .await?
-        .ok_or_else(|| ApiError::unauthorized("the passkey challenge is unknown, used or expired: start again"))?;
-    let kept = serde_json::from_str(&kept).map_err(ApiError::internal)?;
-    Ok((member_id, kept))
-}
-
-/// The browser's answer, as the WebAuthn library reads it.
-fn credential<T: DeserializeOwned>(raw: Option<Value>) -> ApiResult<T> {
-    let raw = raw.ok_or_else(|| ApiError::validation("credential", "credential is the browser's answer"))?;
-    serde_json::from_value(raw).map_err(|e| {
-        ApiError::validation("credential", format!("credential is not a WebAuthn public key credential: {e}"))
-    })
-}
-
-fn stored(p: &StoredPasskey) -> ApiResult<Passkey> {
-    serde_json::from_str(&p.passkey).map_err(ApiError::internal)
+/// The ceremonies over this host's database, relying party and key.
+fn ceremonies(state: &AppState) -> Ceremonies<'_> {
+    Ceremonies { db: &state.db, party: &state.passkeys, key: &state.jwt_secret, now: state.now() }
 }
 
 /// Begin adding a passkey.
@@ -148,16 +99,8 @@ async fn registration_challenge(
     State(state): State<AppState>,
     MemberAuth(session): MemberAuth,
 ) -> ApiResult<(StatusCode, Json<PasskeyChallenge>)> {
-    let webauthn = relying_party(&state)?;
-    let member = &session.member;
-    let existing = passkeys::of_member(&state.db, member.id).await?;
-    let exclude = existing.iter().map(stored).map(|p| p.map(|p| p.cred_id().clone())).collect::<ApiResult<_>>()?;
-    let handle = crate::passkeys::user_handle(&state.jwt_secret, member.id);
-    let display = member.name.as_deref().unwrap_or(&member.phone);
-    let (options, registration) = webauthn
-        .start_passkey_registration(handle, &member.phone, display, Some(exclude))
-        .map_err(ApiError::internal)?;
-    begin(&state, Ceremony::Register, Some(member.id), options, &registration).await
+    let challenge = passkeys::registration_challenge(&ceremonies(&state), &session.member).await?;
+    Ok((StatusCode::CREATED, Json(challenge.into())))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -204,26 +147,8 @@ async fn register(
     MemberAuth(session): MemberAuth,
     ApiJson(req): ApiJson<NewPasskey>,
 ) -> ApiResult<(StatusCode, Json<PasskeyRecord>)> {
-    let webauthn = relying_party(&state)?;
-    let name = match req.name.as_deref() {
-        Some(raw) => super::api_keys::key_name(Some(raw))?,
-        None => "Passkey",
-    };
-    let answer = credential(req.credential)?;
-    let (began_by, registration): (Option<i64>, PasskeyRegistration) =
-        take(&state, req.ceremony.as_deref(), Ceremony::Register).await?;
-    let member_id = session.member.id;
-    if began_by != Some(member_id) {
-        return Err(ApiError::unauthorized("the passkey challenge is unknown, used or expired: start again"));
-    }
-    let passkey = webauthn
-        .finish_passkey_registration(&answer, &registration)
-        .map_err(|e| ApiError::validation("credential", format!("the passkey could not be registered: {e}")))?;
-    let credential_id = URL_SAFE_NO_PAD.encode(passkey.cred_id().as_slice());
-    let kept = serde_json::to_string(&passkey).map_err(ApiError::internal)?;
-    let added = passkeys::add(&state.db, member_id, name, &credential_id, &kept, state.now())
-        .await?
-        .ok_or_else(|| ApiError::conflict("this passkey is registered already"))?;
+    let (name, ceremony) = (req.name.as_deref(), req.ceremony.as_deref());
+    let added = passkeys::register(&ceremonies(&state), session.member.id, name, ceremony, req.credential).await?;
     Ok((StatusCode::CREATED, Json(PasskeyRecord::from(&added))))
 }
 
@@ -273,11 +198,8 @@ async fn remove_passkey(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = parse_id(&id, "passkey")?;
-    if passkeys::remove(&state.db, session.member.id, id).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::not_found("passkey"))
-    }
+    passkeys::remove(&state.db, session.member.id, id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -315,23 +237,9 @@ async fn sign_in_challenge(
     State(state): State<AppState>,
     ApiJson(req): ApiJson<SignInStart>,
 ) -> ApiResult<(StatusCode, Json<PasskeyChallenge>)> {
-    let phone = crate::validate::required_phone(req.phone.as_deref())?;
-    let webauthn = relying_party(&state)?;
-    // The passkeys of each membership of the phone (of the one partner named): the one used says which.
-    let wanted = req.partner.as_deref().map(str::trim).filter(|p| !p.is_empty());
-    let mut theirs = Vec::new();
-    for (member, partner) in members::memberships(&state.db, phone).await? {
-        if wanted.is_none_or(|code| code == partner) {
-            for p in passkeys::of_member(&state.db, member.id).await? {
-                theirs.push(stored(&p)?);
-            }
-        }
-    }
-    if theirs.is_empty() {
-        return Err(ApiError::not_found("passkey of this phone"));
-    }
-    let (options, authentication) = webauthn.start_passkey_authentication(&theirs).map_err(ApiError::internal)?;
-    begin(&state, Ceremony::SignIn, None, options, &authentication).await
+    let (phone, partner) = (req.phone.as_deref(), req.partner.as_deref());
+    let challenge = passkeys::sign_in_challenge(&ceremonies(&state), phone, partner).await?;
+    Ok((StatusCode::CREATED, Json(challenge.into())))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -369,25 +277,6 @@ async fn sign_in(
     headers: HeaderMap,
     ApiJson(req): ApiJson<SignIn>,
 ) -> ApiResult<Response> {
-    let webauthn = relying_party(&state)?;
-    let answer: webauthn_rs::prelude::PublicKeyCredential = credential(req.credential)?;
-    let (_, authentication): (Option<i64>, PasskeyAuthentication) =
-        take(&state, req.ceremony.as_deref(), Ceremony::SignIn).await?;
-    let refused = |e: &dyn std::fmt::Display| ApiError::unauthorized(format!("the passkey did not sign in: {e}"));
-    // Checked against the passkeys the challenge listed (the phone's): the one used names the member.
-    let result = webauthn.finish_passkey_authentication(&answer, &authentication).map_err(|e| refused(&e))?;
-    let credential_id = URL_SAFE_NO_PAD.encode(result.cred_id().as_slice());
-    let row = passkeys::by_credential(&state.db, &credential_id)
-        .await?
-        .ok_or_else(|| refused(&"the passkey was removed meanwhile"))?;
-    // Its counter moves on.
-    let mut passkey = stored(&row)?;
-    let kept = match passkey.update_credential(&result) {
-        Some(true) => Some(serde_json::to_string(&passkey).map_err(ApiError::internal)?),
-        _ => None,
-    };
-    passkeys::used(&state.db, row.id, kept.as_deref(), state.now()).await?;
-    let member =
-        members::find(&state.db, row.member_id).await?.ok_or_else(|| refused(&"the member was removed meanwhile"))?;
+    let member = passkeys::sign_in(&ceremonies(&state), req.ceremony.as_deref(), req.credential).await?;
     super::members::session_started(&state, &member, &client.to_string(), &headers).await
 }

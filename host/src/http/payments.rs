@@ -19,7 +19,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::names::{PaymentState, ProviderName};
 use crate::payments::{self, Applied};
-use crate::store::payments::{self as store, Filter, Payment};
+use crate::payments::{Filter, Payment};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -119,17 +119,14 @@ async fn list_payments(
 ) -> ApiResult<Json<List<PaymentRecord>>> {
     let page = page.page()?;
     let filter = Filter { state: filter.state, bot: query_text(filter.bot), phone: query_text(filter.phone) };
-    let rows = store::list_for_partner(&state.db, partner.id, &filter, page.before, page.fetch()).await?;
+    let rows = payments::list_for_partner(&state.db, partner.id, &filter, page.before, page.fetch()).await?;
     Ok(Json(page.list(rows, |p| p.id, |p| PaymentRecord::from(p))))
 }
 
 /// One payment of the partner, by `payment_id` or `ref`; another partner's is 404.
 async fn partner_payment(state: &AppState, partner_id: i64, id: &str) -> ApiResult<Payment> {
-    let found = if id.starts_with("pay_") {
-        store::find_by_ref(&state.db, id).await?.filter(|p| p.partner_id == partner_id)
-    } else {
-        store::find_for_partner(&state.db, partner_id, super::parse_id(id, "payment")?).await?
-    };
+    let number = if id.starts_with("pay_") { None } else { Some(super::parse_id(id, "payment")?) };
+    let found = payments::find_for_partner(&state.db, partner_id, id, number).await?;
     found.ok_or_else(|| ApiError::not_found("payment"))
 }
 

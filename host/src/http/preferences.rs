@@ -12,18 +12,15 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiJson, E422};
+use crate::accounts::{self, Document};
 use crate::http::auth::UserAuth;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::ApiResult;
 use crate::http::state::AppState;
-use crate::preferences::{Window, known_time_zone};
-use crate::store::{partners, preferences as store};
+use crate::preferences::Window;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(my_preferences, set_my_preferences))
 }
-
-/// Most partners one document names.
-const MAX_PARTNERS: usize = 1000;
 
 /// The person's preferences.
 #[derive(Serialize, ToSchema)]
@@ -123,8 +120,8 @@ pub struct PartnerUpdate {
     pub marketing: bool,
 }
 
-impl From<store::Document> for PreferencesDoc {
-    fn from(doc: store::Document) -> Self {
+impl From<Document> for PreferencesDoc {
+    fn from(doc: Document) -> Self {
         PreferencesDoc {
             time_zone: doc.time_zone,
             quiet_hours: doc.quiet.map(|w| QuietHours { start: Window::format(w.start), end: Window::format(w.end) }),
@@ -142,12 +139,6 @@ impl From<store::Document> for PreferencesDoc {
     }
 }
 
-/// A quiet window from `start` to `end` as given in `quiet_hours` (a person's, or a partner's default): `422`
-/// on `quiet_hours.start` or `quiet_hours.end` when one is not `HH:MM` or they are the same.
-pub(crate) fn quiet_window(start: &str, end: &str) -> ApiResult<Window> {
-    Window::parse(start, end).map_err(|(field, message)| ApiError::validation(format!("quiet_hours.{field}"), message))
-}
-
 /// My preferences.
 #[utoipa::path(
     get,
@@ -157,7 +148,7 @@ pub(crate) fn quiet_window(start: &str, end: &str) -> ApiResult<Window> {
     responses((status = 200, description = "What reaches me and when", body = PreferencesDoc))
 )]
 async fn my_preferences(State(state): State<AppState>, user: UserAuth) -> ApiResult<Json<PreferencesDoc>> {
-    Ok(Json(store::document(&state.db, &user.phone).await?.into()))
+    Ok(Json(accounts::preferences(&state.db, &user.phone).await?.into()))
 }
 
 /// Set my preferences (the whole document: what it leaves out goes back to the defaults).
@@ -177,34 +168,20 @@ async fn set_my_preferences(
     user: UserAuth,
     ApiJson(req): ApiJson<Update>,
 ) -> ApiResult<Json<PreferencesDoc>> {
-    let time_zone = match req.time_zone.as_deref().map(str::trim) {
-        None | Some("") => None,
-        Some(zone) if known_time_zone(zone) => Some(zone.to_string()),
-        Some(zone) => {
-            return Err(ApiError::validation("time_zone", format!("{zone:?} is not a time zone of the IANA database")));
-        }
+    let update = accounts::PreferencesUpdate {
+        time_zone: req.time_zone.as_deref(),
+        quiet: req.quiet_hours.as_ref().map(|q| (q.start.as_str(), q.end.as_str())),
+        whatsapp: req.channels.whatsapp,
+        sms: req.channels.sms,
+        partners: req
+            .partners
+            .iter()
+            .map(|(code, c)| {
+                let choice =
+                    accounts::PartnerChoiceInput { muted: c.muted, blocked: c.blocked, marketing: c.marketing };
+                (code.as_str(), choice)
+            })
+            .collect(),
     };
-    let quiet = req.quiet_hours.as_ref().map(|q| quiet_window(&q.start, &q.end)).transpose()?;
-    if req.partners.len() > MAX_PARTNERS {
-        return Err(ApiError::validation("partners", format!("at most {MAX_PARTNERS} partners")));
-    }
-    let mut chosen = Vec::with_capacity(req.partners.len());
-    for (code, choice) in &req.partners {
-        let field = format!("partners.{code}");
-        let partner = partners::find_by_code(&state.db, code)
-            .await?
-            .ok_or_else(|| ApiError::validation(field, format!("no partner {code:?}")))?;
-        chosen.push(store::PartnerChoice {
-            partner_id: partner.id,
-            code: partner.code,
-            name: partner.name,
-            muted: choice.muted,
-            blocked: choice.blocked,
-            marketing: choice.marketing,
-        });
-    }
-    let doc =
-        store::Document { time_zone, quiet, whatsapp: req.channels.whatsapp, sms: req.channels.sms, partners: chosen };
-    store::replace(&state.db, &user.phone, &doc, state.now()).await?;
-    Ok(Json(store::document(&state.db, &user.phone).await?.into()))
+    Ok(Json(accounts::set_preferences(&state.db, &user.phone, update, state.now()).await?.into()))
 }

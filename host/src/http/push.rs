@@ -13,12 +13,11 @@ use utoipa_axum::routes;
 
 use super::{ApiJson, ApiQuery, E404, E422};
 use crate::clock::record_time;
+use crate::delivery::push;
 use crate::http::auth::UserAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::names::MessageState;
-use crate::store::push;
-use crate::webpush;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -84,7 +83,7 @@ async fn push_settings(
     ApiQuery(query): ApiQuery<DeviceParam>,
 ) -> ApiResult<Json<PushSettingsRecord>> {
     let subscribed = match device_of(&user, query.device_uuid.as_deref())? {
-        Some(device) => push::find(&state.db, &user.phone, &device).await?.is_some(),
+        Some(device) => push::is_subscribed(&state.db, &user.phone, &device).await?,
         None => false,
     };
     Ok(Json(PushSettingsRecord { vapid_public_key: state.delivery.push.public_key(), subscribed }))
@@ -148,36 +147,14 @@ async fn subscribe(
     ApiJson(req): ApiJson<Subscribe>,
 ) -> ApiResult<(StatusCode, Json<SubscriptionRecord>)> {
     let device = subscribing_device(&user)?;
-    let endpoint = req.endpoint.as_deref().map(str::trim).unwrap_or_default();
-    if endpoint.is_empty() {
-        return Err(ApiError::validation("endpoint", "endpoint is required"));
-    }
-    if endpoint.len() > crate::validate::MAX_URL {
-        return Err(ApiError::validation(
-            "endpoint",
-            format!("endpoint is at most {} characters", crate::validate::MAX_URL),
-        ));
-    }
-    crate::webhooks::check_url(endpoint, state.config.dev)
-        .await
-        .map_err(|why| ApiError::validation("endpoint", format!("endpoint {why}")))?;
-    let keys = req.keys.ok_or_else(|| ApiError::validation("keys", "keys (p256dh, auth) are required"))?;
-    let p256dh =
-        keys.p256dh.as_deref().ok_or_else(|| ApiError::validation("keys.p256dh", "keys.p256dh is required"))?;
-    let auth = keys.auth.as_deref().ok_or_else(|| ApiError::validation("keys.auth", "keys.auth is required"))?;
-    if p256dh.len() > 128 || auth.len() > 64 {
-        return Err(ApiError::validation("keys", "keys are a P-256 public key and a 16-byte secret"));
-    }
-    if webpush::parse_keys(p256dh, "AAAAAAAAAAAAAAAAAAAAAA").is_err() {
-        return Err(ApiError::validation(
-            "keys.p256dh",
-            "keys.p256dh must be a P-256 public key (base64url, 65 bytes)",
-        ));
-    }
-    if webpush::parse_keys(p256dh, auth).is_err() {
-        return Err(ApiError::validation("keys.auth", "keys.auth must be 16 bytes (base64url)"));
-    }
-    let s = push::subscribe(&state.db, &user.phone, &device, endpoint, p256dh, auth, state.now()).await?;
+    let keys = req.keys.as_ref();
+    let new = push::NewSubscription {
+        endpoint: req.endpoint.as_deref(),
+        p256dh: keys.and_then(|k| k.p256dh.as_deref()),
+        auth: keys.and_then(|k| k.auth.as_deref()),
+        keys: keys.is_some(),
+    };
+    let s = push::subscribe(&state.db, state.config.dev, (&user.phone, &device), new, state.now()).await?;
     let record =
         SubscriptionRecord { device_uuid: s.device_uuid, endpoint: s.endpoint, created_at: record_time(s.created_at) };
     Ok((StatusCode::CREATED, Json(record)))

@@ -13,21 +13,18 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, Uri, header};
 use axum::response::IntoResponse;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiQuery, E401, E404, E422, query_text};
+use crate::delivery::signed;
 use crate::delivery::{meta_review, receipts};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::inbound;
 use crate::names::Channel;
 use crate::secrets::constant_time_eq;
-use crate::senders::Ours;
-use crate::store::opt_outs;
-use crate::store::senders;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -48,75 +45,6 @@ fn provider_body(body: Result<Bytes, BytesRejection>) -> ApiResult<Bytes> {
 /// The largest body a provider's webhook may have (1 MiB): Twilio's forms are a few KiB, and Meta's
 /// notifications, batched, well under it. Anything larger is refused (413) before it is read whole.
 pub const PROVIDER_BODY_LIMIT: usize = 1 << 20;
-
-/// The pairs of a Twilio webhook whose `X-Twilio-Signature` (HMAC-SHA1 with the auth token over `url`, the
-/// query Twilio called it with, and the sorted pairs) matches, and our sender its signature speaks for: the
-/// webhook of a partner's own Twilio account (its `AccountSid`) is checked with that account's auth token and
-/// speaks for that partner's sender only, any other with the host's, for the host's sender (or a partner's
-/// own number in the host's account). 404 when neither
-/// is configured, 401 when the signature does not match. `ours`: the pair naming our number (`To` for an
-/// inbound message, `From` for a status).
-async fn twilio_signed(
-    state: &AppState,
-    url: String,
-    ours: &str,
-    uri: &Uri,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> ApiResult<(Vec<(String, String)>, Ours)> {
-    let presented = header(headers, "x-twilio-signature")
-        .filter(|s| s.trim().len() == 28)
-        .ok_or_else(|| ApiError::unauthorized("X-Twilio-Signature is missing or malformed"))?;
-    let params: Vec<(String, String)> =
-        serde_urlencoded::from_bytes(body).map_err(|_| ApiError::unauthorized("X-Twilio-Signature does not match"))?;
-    let account = receipts::twilio_param(&params, "AccountSid").map(str::trim).unwrap_or("");
-    let number = receipts::twilio_param(&params, ours).map(str::trim).unwrap_or("");
-    let host = state.config.twilio_auth_token.as_deref().filter(|t| !t.is_empty());
-    let host_account = state.config.twilio_account_sid.as_deref().map(str::trim).unwrap_or("");
-    // The host's own account, or a webhook naming no account: the host's token.
-    let mut own = match account.is_empty() || account == host_account {
-        true => Vec::new(),
-        false => senders::by_twilio_account(&state.db, account).await?,
-    };
-    let sender = match own.iter().position(|s| s.address == number) {
-        Some(i) => Some(own.swap_remove(i)),
-        None => own.into_iter().next(),
-    };
-    let token = match &sender {
-        Some(sender) => sender.token.as_str(),
-        None => host.ok_or_else(|| ApiError::not_found("Twilio provider"))?,
-    };
-    let url = match uri.query() {
-        Some(query) => format!("{url}?{query}"),
-        None => url,
-    };
-    let expected = receipts::twilio_signature(token, &url, &params);
-    if !receipts::signature_matches(Some(presented), &expected) {
-        return Err(ApiError::unauthorized("X-Twilio-Signature does not match"));
-    }
-    let ours = match sender {
-        Some(own) => Ours::own(&own),
-        // The host's account speaks for its numbers and messaging services, one of which may be a partner's
-        // own (bought for it): Twilio names the service a message came through (`MessagingServiceSid`).
-        None => {
-            let service = receipts::twilio_param(&params, "MessagingServiceSid").map(str::trim).unwrap_or("");
-            let mut own = None;
-            for address in [number, service].into_iter().filter(|a| !a.is_empty() && !host_account.is_empty()) {
-                own = senders::by_address(&state.db, Channel::Sms, address)
-                    .await?
-                    .filter(|own| own.account == host_account);
-                if own.is_some() {
-                    break;
-                }
-            }
-            match own {
-                Some(own) => Ours::own(&own),
-                None => Ours::host(state.delivery.sms_sender(number)),
-            }
-        }
-    };
-    Ok((params, ours))
-}
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
@@ -162,7 +90,9 @@ async fn twilio_status(
 ) -> ApiResult<Json<TwilioApplied>> {
     let body = provider_body(body)?;
     let url = crate::providers::twilio_status_url(&state.config);
-    let (params, ours) = twilio_signed(&state, url, "From", &uri, &headers, &body).await?;
+    let (params, ours) =
+        signed::twilio_signed(&state.delivery, url, "From", uri.query(), header(&headers, "x-twilio-signature"), &body)
+            .await?;
     let sid = receipts::twilio_param(&params, "MessageSid").filter(|s| !s.is_empty());
     let sid = sid.ok_or_else(|| ApiError::validation("MessageSid", "MessageSid is required"))?;
     let applied = match receipts::twilio_receipt(&params) {
@@ -220,7 +150,9 @@ async fn twilio_inbound(
 ) -> ApiResult<impl IntoResponse> {
     let body = provider_body(body)?;
     let url = crate::providers::twilio_inbound_url(&state.config);
-    let (params, ours) = twilio_signed(&state, url, "To", &uri, &headers, &body).await?;
+    let (params, ours) =
+        signed::twilio_signed(&state.delivery, url, "To", uri.query(), header(&headers, "x-twilio-signature"), &body)
+            .await?;
     let message = inbound::from_twilio(&ours, &params, state.now()).map_err(|message| {
         let field = message.split_whitespace().next().unwrap_or("body").to_string();
         ApiError::validation(field, message)
@@ -266,13 +198,14 @@ async fn whatsapp_statuses(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Json<WhatsappApplied>> {
     let body = provider_body(body)?;
-    let (ours, payload) = whatsapp_signed(&state, &headers, &body).await?;
+    let (ours, payload) =
+        signed::whatsapp_signed(&state.delivery, header(&headers, "x-hub-signature-256"), &body).await?;
     let mut applied = 0;
     for (id, receipt, our) in receipts::whatsapp_receipts(&ours, &payload) {
         applied += receipts::apply(&state.delivery, Channel::Whatsapp, &id, receipt, &our).await? as i64;
     }
     for (phone, our) in receipts::whatsapp_blocks(&ours, &payload) {
-        receipts::opt_out(&state.delivery, &phone, Channel::Whatsapp, &our, opt_outs::MARKETING).await?;
+        receipts::opt_out(&state.delivery, &phone, Channel::Whatsapp, &our, receipts::MARKETING).await?;
     }
     let inbound =
         inbound::receive(&state.delivery, &inbound::from_whatsapp(&ours, &payload, state.now())).await? as i64;
@@ -287,72 +220,6 @@ async fn whatsapp_statuses(
         limits = receipts::apply_quality_updates(&state.delivery, &payload).await?;
     }
     Ok(Json(WhatsappApplied { applied, inbound, templates, limits }))
-}
-
-/// The distinct numbers one notification signed by a partner's app may name (Meta names one): they are
-/// looked up before the signature can be checked.
-const NUMBERS_PER_NOTIFICATION: usize = 16;
-
-/// Checks a WhatsApp Cloud API webhook's `X-Hub-Signature-256` and answers the numbers it speaks for, with
-/// the body as JSON. What costs nothing comes first: a signature that is missing or not `sha256=` and 64 hex
-/// digits is 401 at once, and one made with the host's app secret speaks for the host's number (and the
-/// partners' own numbers of the host's app) before the body is read; otherwise the body must be JSON naming
-/// at most [`NUMBERS_PER_NOTIFICATION`] numbers, and those that are partners' own (one Meta app, one secret)
-/// give the secret it is checked with. 404 when no secret applies, 401 when the signature does not match.
-async fn whatsapp_signed(state: &AppState, headers: &HeaderMap, body: &[u8]) -> ApiResult<(Vec<Ours>, Value)> {
-    let mismatch = || ApiError::unauthorized("X-Hub-Signature-256 does not match");
-    let presented = header(headers, "x-hub-signature-256")
-        .map(str::trim)
-        .filter(|s| {
-            s.strip_prefix("sha256=").is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-        })
-        .ok_or_else(|| ApiError::unauthorized("X-Hub-Signature-256 is missing or not sha256=<64 hex digits>"))?;
-    let host = state.config.whatsapp_app_secret.as_deref().filter(|t| !t.is_empty());
-    let by_host = host
-        .is_some_and(|secret| receipts::signature_matches(Some(presented), &receipts::meta_signature(secret, body)));
-    let payload = || -> ApiResult<Value> {
-        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("body is not valid JSON: {e}")))
-    };
-    if by_host {
-        let payload = payload()?;
-        let mut ours = vec![Ours::host(state.delivery.sender(Channel::Whatsapp))];
-        // A partner whose app is the host's own: its number is spoken for too.
-        for number in receipts::whatsapp_numbers(&payload, NUMBERS_PER_NOTIFICATION).unwrap_or_default() {
-            if let Some(own) = senders::by_address(&state.db, Channel::Whatsapp, &number).await?
-                && own.app_secret.as_deref() == host
-            {
-                ours.push(Ours::own(&own));
-            }
-        }
-        return Ok((ours, payload));
-    }
-    // Not the host's signature: only a partner's own app may have made it, and the body names the numbers.
-    let payload = payload().map_err(|_| mismatch())?;
-    let numbers = receipts::whatsapp_numbers(&payload, NUMBERS_PER_NOTIFICATION).ok_or_else(|| {
-        ApiError::unauthorized(format!(
-            "a notification not signed by this host's app names at most {NUMBERS_PER_NOTIFICATION} numbers"
-        ))
-    })?;
-    let mut own = Vec::new();
-    for number in numbers {
-        if let Some(sender) = senders::by_address(&state.db, Channel::Whatsapp, &number).await? {
-            own.push(sender);
-        }
-    }
-    let Some(first) = own.first() else {
-        return Err(match host {
-            Some(_) => mismatch(),
-            None => ApiError::not_found("WhatsApp app secret"),
-        });
-    };
-    if own.iter().any(|s| s.app_secret != first.app_secret) {
-        return Err(ApiError::unauthorized("the numbers of this notification belong to different Meta apps"));
-    }
-    let secret = first.app_secret.as_deref().ok_or_else(mismatch)?;
-    if !receipts::signature_matches(Some(presented), &receipts::meta_signature(secret, body)) {
-        return Err(mismatch());
-    }
-    Ok((own.iter().map(Ours::own).collect(), payload))
 }
 
 #[derive(Deserialize, IntoParams)]

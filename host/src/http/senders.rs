@@ -17,9 +17,8 @@ use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::names::Channel;
+use crate::senders::Sender;
 use crate::senders::{Fields, prefix};
-use crate::store::limits;
-use crate::store::senders::{self, Sender};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -101,7 +100,7 @@ async fn list_senders(
     let now = state.clock.now_ms();
     let circuits = state.delivery.circuits.states(now);
     let mut data = Vec::new();
-    for s in senders::list(&state.db, partner.id).await? {
+    for s in crate::senders::list(&state.db, partner.id).await? {
         let key = crate::delivery::pacing::key_of(s.channel, &s.account, &s.address);
         let open = circuits.iter().find(|c| c.sender == key).and_then(|c| c.open_until);
         let limits = match s.channel {
@@ -115,13 +114,13 @@ async fn list_senders(
 
 /// The messaging limit of the WhatsApp business account `account`, and how much of it today used.
 async fn limits_of(state: &AppState, account: &str) -> ApiResult<SenderLimits> {
-    let kept = limits::of(&state.db, account).await?;
-    let default = state.config.default_daily_limit();
+    let (default, now) = (state.config.default_daily_limit(), state.clock.now_ms());
+    let l = crate::senders::limits(&state.db, account, default, now).await?;
     Ok(SenderLimits {
-        daily_limit: kept.as_ref().map_or(default, |k| k.daily_limit),
-        limit_known: kept.is_some(),
-        quality: kept.and_then(|k| k.quality),
-        reached_today: limits::reached_today(&state.db, account, state.clock.now_ms()).await?,
+        daily_limit: l.daily_limit,
+        limit_known: l.limit_known,
+        quality: l.quality,
+        reached_today: l.reached_today,
     })
 }
 
@@ -203,12 +202,10 @@ async fn set_whatsapp_sender(
         mps: req.mps,
         ..Fields::default()
     };
-    if req.daily_limit.is_some_and(|n| !(1..=100_000_000).contains(&n)) {
-        return Err(ApiError::validation("daily_limit", "daily_limit is people a day: 1 to 100000000"));
-    }
+    crate::senders::check_daily_limit(req.daily_limit)?;
     let Json(mut record) = set(&state, partner.id, Channel::Whatsapp, &fields).await?;
     if let Some(limit) = req.daily_limit {
-        limits::set(&state.db, &record.account, Some(limit), None, state.clock.now_ms()).await?;
+        crate::senders::set_daily_limit(&state.db, &record.account, limit, state.clock.now_ms()).await?;
     }
     record.limits = Some(limits_of(&state, &record.account).await?);
     Ok(Json(record))
@@ -283,9 +280,8 @@ async fn remove_sms_sender(State(state): State<AppState>, PartnerAuth(partner): 
 }
 
 async fn remove(state: &AppState, partner_id: i64, channel: Channel) -> ApiResult<StatusCode> {
-    if !senders::remove(&state.db, partner_id, channel).await? {
+    if !state.delivery.remove_own_sender(partner_id, channel).await? {
         return Err(ApiError::not_found("sender"));
     }
-    state.delivery.forget_senders(partner_id);
     Ok(StatusCode::NO_CONTENT)
 }

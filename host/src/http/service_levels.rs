@@ -9,13 +9,13 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::business_hours::{DAYS, Hours, format};
+use crate::business_hours::{Hours, format};
 use crate::clock::record_time;
 use crate::http::auth::PartnerAuth;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::ApiResult;
 use crate::http::state::AppState;
 use crate::http::{ApiJson, E403, E422};
-use crate::store::service_levels as store;
+use crate::service_levels;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -123,7 +123,7 @@ struct HoursUpdate {
 }
 
 async fn hours_record(state: &AppState, partner_id: i64) -> ApiResult<BusinessHoursRecord> {
-    let settings = store::settings(&state.db, partner_id).await?;
+    let settings = service_levels::settings(&state.db, partner_id).await?;
     let now = state.now();
     Ok(match &settings.hours {
         Some(h) => BusinessHoursRecord {
@@ -186,36 +186,15 @@ async fn set_business_hours(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<HoursUpdate>,
 ) -> ApiResult<Json<BusinessHoursRecord>> {
-    let away = match req.away_message.as_deref().map(str::trim) {
-        None => None,
-        Some(text) if text.is_empty() || text.chars().count() > 1000 => {
-            return Err(ApiError::validation("away_message", "away_message is 1 to 1,000 characters"));
-        }
-        Some(text) => Some(text),
+    let days = req.hours.days().map(|intervals| intervals.iter().map(|i| (i.start.clone(), i.end.clone())).collect());
+    let input = service_levels::HoursInput {
+        enabled: req.enabled,
+        time_zone: req.time_zone.as_deref(),
+        days,
+        holidays: &req.holidays,
+        away_message: req.away_message.as_deref(),
     };
-    // The hours are checked whether they are kept or not (off, they are forgotten).
-    let zone = match req.time_zone.as_deref().map(str::trim).unwrap_or("") {
-        "" if req.enabled => {
-            return Err(ApiError::validation("time_zone", "time_zone is required with business hours"));
-        }
-        zone if req.enabled => zone,
-        _ => "UTC",
-    };
-    let hours = {
-        let mut days: [Vec<(String, String)>; 7] = Default::default();
-        for (d, intervals) in req.hours.days().iter().enumerate() {
-            for (i, interval) in intervals.iter().enumerate() {
-                let (Some(start), Some(end)) = (&interval.start, &interval.end) else {
-                    let field = format!("hours.{}[{i}]", DAYS[d]);
-                    return Err(ApiError::validation(field, "an interval has a start and an end"));
-                };
-                days[d].push((start.clone(), end.clone()));
-            }
-        }
-        Hours::parse(zone, &days, &req.holidays).map_err(|(field, why)| ApiError::validation(field, why))?
-    };
-    let hours = req.enabled.then_some(hours);
-    store::set_hours(&state.db, partner.id, hours.as_ref(), away).await?;
+    service_levels::set_hours(&state.db, partner.id, input).await?;
     Ok(Json(hours_record(&state, partner.id).await?))
 }
 
@@ -243,7 +222,7 @@ struct Csat {
     responses((status = 200, description = "The settings", body = Csat), (status = 403, response = E403))
 )]
 async fn get_csat(State(state): State<AppState>, PartnerAuth(partner): PartnerAuth) -> ApiResult<Json<Csat>> {
-    let (enabled, question) = crate::store::ratings::settings(&state.db, partner.id).await?;
+    let (enabled, question) = service_levels::ratings(&state.db, partner.id).await?;
     Ok(Json(Csat { enabled, question }))
 }
 
@@ -266,14 +245,7 @@ async fn set_csat(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<Csat>,
 ) -> ApiResult<Json<Csat>> {
-    let question = match req.question.as_deref().map(str::trim) {
-        None => None,
-        Some(q) if q.is_empty() || q.chars().count() > 500 => {
-            return Err(ApiError::validation("question", "question is 1 to 500 characters"));
-        }
-        Some(q) => Some(q.to_string()),
-    };
-    crate::store::ratings::set_settings(&state.db, partner.id, req.enabled, question.as_deref()).await?;
+    let question = service_levels::set_ratings(&state.db, partner.id, req.enabled, req.question.as_deref()).await?;
     Ok(Json(Csat { enabled: req.enabled, question }))
 }
 
@@ -299,7 +271,7 @@ struct Targets {
     responses((status = 200, description = "The targets", body = Targets), (status = 403, response = E403))
 )]
 async fn get_slas(State(state): State<AppState>, PartnerAuth(partner): PartnerAuth) -> ApiResult<Json<Targets>> {
-    let s = store::settings(&state.db, partner.id).await?;
+    let s = service_levels::settings(&state.db, partner.id).await?;
     Ok(Json(Targets { first_response_s: s.first_response_s, next_response_s: s.next_response_s }))
 }
 
@@ -326,11 +298,6 @@ async fn set_slas(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<Targets>,
 ) -> ApiResult<Json<Targets>> {
-    for (field, value) in [("first_response_s", req.first_response_s), ("next_response_s", req.next_response_s)] {
-        if value.is_some_and(|v| !(1..=2_592_000).contains(&v)) {
-            return Err(ApiError::validation(field, format!("{field} is 1 to 2,592,000 seconds, or null for none")));
-        }
-    }
-    store::set_targets(&state.db, partner.id, req.first_response_s, req.next_response_s).await?;
+    service_levels::set_targets(&state.db, partner.id, req.first_response_s, req.next_response_s).await?;
     Ok(Json(req))
 }

@@ -11,14 +11,12 @@ use utoipa_axum::routes;
 
 use super::{ApiJson, ApiQuery, E404, E409, List, PageParams, parse_id};
 use crate::clock::record_time;
-use crate::events;
+use crate::delivery::meta_review;
 use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::names::{Category, Channel, TemplateStatus};
-use crate::store::templates::{self as store, NewTemplate, Template};
-use crate::template;
-use crate::validate::is_code;
+use crate::template::{self, Template};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -81,15 +79,6 @@ struct CreateTemplate {
     body: Option<String>,
 }
 
-/// Language tags like `en`, `pt-BR`, `es_419`.
-fn is_lang(s: &str) -> bool {
-    let mut parts = s.split(['-', '_']);
-    let primary = parts.next().unwrap_or("");
-    (2..=3).contains(&primary.len())
-        && primary.chars().all(|c| c.is_ascii_lowercase())
-        && parts.all(|p| (2..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()))
-}
-
 /// Create a template (status draft).
 #[utoipa::path(
     post,
@@ -104,31 +93,14 @@ async fn create_template(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<CreateTemplate>,
 ) -> ApiResult<(StatusCode, Json<TemplateRecord>)> {
-    let code = req.code.as_deref().unwrap_or("").trim();
-    if !is_code(code) {
-        return Err(ApiError::validation("code", "code must match ^[a-z0-9][a-z0-9_-]{0,63}$"));
-    }
-    let channel = req.channel.ok_or_else(|| {
-        ApiError::validation("channel", format!("channel must be one of {}", Channel::names().join(", ")))
-    })?;
-    let channel = channel.as_str();
-    let lang = req.lang.as_deref().map(str::trim).filter(|l| !l.is_empty()).unwrap_or("en");
-    if !is_lang(lang) {
-        return Err(ApiError::validation("lang", "lang must be a language code such as en or pt-BR"));
-    }
-    let category = req.category.ok_or_else(|| {
-        ApiError::validation("category", format!("category must be one of {}", Category::names().join(", ")))
-    })?;
-    let category = category.as_str();
-    let body = req.body.as_deref().unwrap_or("");
-    if body.trim().is_empty() {
-        return Err(ApiError::validation("body", "body is required"));
-    }
-    let variables = template::variables(body);
-    let new = NewTemplate { code, channel, lang, category, body, variables: &variables };
-    let created = store::insert_template(&state.db, partner.id, &new, state.now())
-        .await?
-        .ok_or_else(|| ApiError::conflict(format!("template {code:?} already exists for {channel} in {lang}")))?;
+    let input = template::NewTemplateInput {
+        code: req.code.as_deref(),
+        channel: req.channel,
+        lang: req.lang.as_deref(),
+        category: req.category,
+        body: req.body.as_deref(),
+    };
+    let created = template::create(&state.db, partner.id, input, state.now()).await?;
     Ok((StatusCode::CREATED, Json(TemplateRecord::from(&created))))
 }
 
@@ -147,7 +119,7 @@ async fn list_templates(
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> ApiResult<Json<List<TemplateRecord>>> {
     let page = page.page()?;
-    let rows = store::list_templates(&state.db, partner.id, page.before, page.fetch()).await?;
+    let rows = template::list(&state.db, partner.id, page.before, page.fetch()).await?;
     Ok(Json(page.list(rows, |t| t.id, |t| TemplateRecord::from(t))))
 }
 
@@ -165,16 +137,8 @@ async fn get_template(
     Path(id): Path<String>,
 ) -> ApiResult<Json<TemplateRecord>> {
     let id = parse_id(&id, "template")?;
-    let t = store::find_template(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("template"))?;
+    let t = template::find(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("template"))?;
     Ok(Json(TemplateRecord::from(&t)))
-}
-
-/// The automatic review's decision for a body: `approved`, or `rejected` with the reason.
-pub fn auto_decision(body: &str) -> (TemplateStatus, Option<String>) {
-    match template::review(body) {
-        Ok(()) => (TemplateStatus::Approved, None),
-        Err(problem) => (TemplateStatus::Rejected, Some(problem.to_string())),
-    }
 }
 
 /// Submit for review: with automatic review the answer is already approved or rejected, otherwise pending.
@@ -195,33 +159,7 @@ async fn submit_template(
     Path(id): Path<String>,
 ) -> ApiResult<Json<TemplateRecord>> {
     let id = parse_id(&id, "template")?;
-    let t = store::find_template(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("template"))?;
-    if !t.status.can_submit() {
-        return Err(ApiError::conflict(format!("the template is already {}", t.status)));
-    }
-    // WhatsApp templates are Meta's to approve, when Meta's review is configured (a body our own review
-    // rejects never goes there).
-    let by_meta = state.delivery.meta_review.as_ref().filter(|_| t.channel == Channel::Whatsapp.as_str());
-    if let Some(review) = by_meta.filter(|_| template::review(&t.body).is_ok()) {
-        let submitted = review.submit(&state.delivery, &t, &partner.code).await?;
-        return Ok(Json(TemplateRecord::from(&submitted)));
-    }
-    let (status, reason) =
-        if state.config.auto_review() { auto_decision(&t.body) } else { (TemplateStatus::Pending, None) };
-    let now = state.now();
-    let decided = store::set_status(&state.db, partner.id, id, status, reason.as_deref(), now, |t| {
-        events::template_status(&partner.code, t, now)
-    })
-    .await?
-    .ok_or_else(|| ApiError::not_found("template"))?;
-    Ok(Json(TemplateRecord::from(&decided)))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn languages() {
-        assert!(super::is_lang("en") && super::is_lang("pt-BR") && super::is_lang("es_419"));
-        assert!(!super::is_lang("EN") && !super::is_lang("e") && !super::is_lang("en-") && !super::is_lang(""));
-    }
+    let submitted =
+        meta_review::submit(&state.delivery, (partner.id, &partner.code), id, state.config.auto_review()).await?;
+    Ok(Json(TemplateRecord::from(&submitted)))
 }

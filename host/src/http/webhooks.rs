@@ -4,21 +4,19 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiJson, ApiQuery, E404, E422, List, PageParams, query_text};
-use crate::clock::{iso_time, parse_record_time, record_time};
+use crate::clock::{parse_record_time, record_time};
 use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::names::{DeliveryState, string_enum};
-use crate::signing;
-use crate::store::outbox::{self, DeliveryQuery, Target, WebhookDelivery};
-use crate::store::{developers, partners};
-use crate::webhooks::{self, Endpoint};
+use crate::webhooks::SendOutcome;
+use crate::webhooks::endpoints::{self, DeliveryQuery, Target, WebhookDelivery};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -52,29 +50,14 @@ pub struct WebhookSettings {
     pub webhook_secret: Option<String>,
 }
 
-/// Applies webhook settings for a partner or a developer: checks the URL, creates the secret on first
-/// use or rotation, and answers the settings with the secret only when it is new.
+/// Applies webhook settings for a partner or a developer: the secret is answered only when it is new.
 pub async fn settings(state: &AppState, target: Target, req: SetWebhook) -> ApiResult<WebhookSettings> {
-    let url = req.webhook_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
-    if let Some(url) = url {
-        webhooks::check_url(url, state.config.dev)
-            .await
-            .map_err(|why| ApiError::validation("webhook_url", format!("webhook_url {why}")))?;
-    }
-    let current = match target {
-        Target::Developer(id) => developers::webhook_secret(&state.db, id).await?,
-        _ => partners::webhook_secret(&state.db, target.id()).await?,
-    };
-    let new_secret = (current.is_none() || req.rotate_secret.unwrap_or(false)).then(signing::new_secret);
-    match target {
-        Target::Developer(id) => developers::set_webhook(&state.db, id, url, new_secret.as_deref()).await?,
-        _ => partners::set_webhook(&state.db, target.id(), url, new_secret.as_deref()).await?,
-    }
-    let secret = new_secret.clone().or(current).unwrap_or_default();
+    let url = req.webhook_url.as_deref();
+    let set = endpoints::set(&state.webhooks, target, url, req.rotate_secret.unwrap_or(false)).await?;
     Ok(WebhookSettings {
-        webhook_url: url.map(str::to_string),
-        webhook_secret_prefix: signing::secret_prefix(&secret),
-        webhook_secret: new_secret,
+        webhook_url: set.url,
+        webhook_secret_prefix: set.secret_prefix,
+        webhook_secret: set.new_secret,
     })
 }
 
@@ -125,35 +108,13 @@ async fn test_webhook(
 /// Sends one signed sample `message.status` event to `target`'s webhook now (`partner` is the code the
 /// sample names): what the endpoint answered.
 pub async fn test_event(state: &AppState, target: Target, partner: &str) -> ApiResult<TestOutcome> {
-    let Some(endpoint) = webhooks::endpoint(&state.webhooks, target).await? else {
-        return Ok(TestOutcome { ok: false, status: None, error: Some(crate::store::outbox::NO_URL.into()) });
-    };
-    let sample = json!({
-        "event": "message.status",
-        "partner": partner,
-        "message_ref": "msg_test00000000000000000000",
-        "message_id": 0,
-        "seq": 0,
-        "state": crate::names::MessageState::Delivered,
-        "channel": "inapp",
-        "phone": "+15550000000",
-        "at": iso_time(state.now()),
-        "test": true,
-    });
-    let delivery_id = format!("dlv_test_{}", crate::secrets::random_alnum(20));
-    let outcome = send(state, &endpoint, &delivery_id, &sample).await;
-    Ok(TestOutcome { ok: outcome.ok(), status: outcome.status, error: outcome.error })
+    Ok(TestOutcome::from(endpoints::test(&state.webhooks, target, partner).await?))
 }
 
-async fn send(state: &AppState, endpoint: &Endpoint, delivery_id: &str, body: &Value) -> webhooks::SendOutcome {
-    webhooks::send_signed(
-        &state.webhooks,
-        endpoint,
-        delivery_id,
-        body["event"].as_str().unwrap_or(""),
-        &body.to_string(),
-    )
-    .await
+impl From<SendOutcome> for TestOutcome {
+    fn from(outcome: SendOutcome) -> Self {
+        TestOutcome { ok: outcome.ok(), status: outcome.status, error: outcome.error }
+    }
 }
 
 /// One event's delivery to the webhook.
@@ -287,7 +248,7 @@ async fn list_deliveries(
         until: time_filter("until", filter.until)?,
     };
     let rows =
-        outbox::list_deliveries(&state.db, Target::Partner(partner.id), &query, page.before, page.fetch()).await?;
+        endpoints::list_deliveries(&state.db, Target::Partner(partner.id), &query, page.before, page.fetch()).await?;
     Ok(Json(page.list(rows, |d| d.id, |d| DeliveryRecord::from(d))))
 }
 
@@ -315,7 +276,7 @@ async fn get_delivery(
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
 ) -> ApiResult<Json<DeliveryDetail>> {
-    let (delivery, payload) = outbox::find_delivery(&state.db, Target::Partner(partner.id), &id)
+    let (delivery, payload) = endpoints::find_delivery(&state.db, Target::Partner(partner.id), &id)
         .await?
         .ok_or_else(|| ApiError::not_found("delivery"))?;
     let payload = serde_json::from_str(&payload).unwrap_or(Value::String(payload));
@@ -357,7 +318,7 @@ async fn retry_failed(
 ) -> ApiResult<Json<Retried>> {
     let since = time_filter("since", req.since)?
         .ok_or_else(|| ApiError::validation("since", "since is a time as YYYY-MM-DD HH:MM:SS (UTC)"))?;
-    let retried = outbox::retry_failed_since(&state.db, Target::Partner(partner.id), since, state.now()).await?;
+    let retried = endpoints::retry_failed_since(&state.db, Target::Partner(partner.id), since, state.now()).await?;
     Ok(Json(Retried { retried }))
 }
 
@@ -377,7 +338,7 @@ async fn retry_delivery(
     PartnerAuth(partner): PartnerAuth,
     Path(id): Path<String>,
 ) -> ApiResult<Json<DeliveryRecord>> {
-    let delivery = outbox::retry_now(&state.db, Target::Partner(partner.id), &id, state.now())
+    let delivery = endpoints::retry_now(&state.db, Target::Partner(partner.id), &id, state.now())
         .await?
         .ok_or_else(|| ApiError::not_found("delivery"))?;
     Ok(Json(DeliveryRecord::from(&delivery)))

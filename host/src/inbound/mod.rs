@@ -26,6 +26,7 @@
 //! the phone knows; the partner of `context.id` comes next.
 
 mod files;
+pub mod form_links;
 mod parse;
 mod pipeline;
 mod receive;
@@ -45,7 +46,7 @@ pub use parse::{Keyword, from_twilio, from_whatsapp, keyword};
 pub use pipeline::{route_waiting, run_worker};
 pub use receive::receive;
 pub use route::{RATED_REPLY, UNROUTED_REPLY, route};
-pub use sessions::{FORM_LINK_TTL_MS, deliver};
+pub use sessions::{FORM_LINK_TTL_MS, apply_reply, deliver};
 
 /// What routing inbound messages works with: delivery (the database, the clock, the providers) and what
 /// runs bots (their runtime, payments, the group commit of their progress).

@@ -173,3 +173,28 @@ pub(super) async fn form_link(delivery: &Delivery, session: &Session, screen: &s
     form_links::create(&delivery.db, &digest(&token), session.id, screen, now, now + FORM_LINK_TTL_MS).await?;
     Ok(format!("{}/f/{token}", delivery.config.public_url.trim_end_matches('/')))
 }
+
+/// Applies a webhook-mode bot's reply to its session `session_ref` (the bot's own): its `steps`, checked; a
+/// session on WhatsApp or SMS gets them there, not in the app. `false`: the same event (`event_id`) was
+/// applied already. A step the engine refuses is refused on `data.steps`.
+pub async fn apply_reply(
+    flows: &crate::flows::Flows<'_>,
+    delivery: &Delivery,
+    bot: &Bot,
+    session_ref: &str,
+    steps: Vec<Value>,
+    event_id: Option<&str>,
+) -> Result<bool, FlowError> {
+    let on_steps = |why: String| FlowError::Invalid(crate::validate::Invalid::new("data.steps", why));
+    let session = sessions::find_for_bot(flows.db, bot.id, session_ref).await?.ok_or(FlowError::NotFound("session"))?;
+    let steps = crate::flows::check_steps(steps).map_err(on_steps)?;
+    let applied = flows.apply_bot_reply(bot, &session, steps, event_id).await.map_err(|e| match e {
+        FlowError::Bot(why) => on_steps(why),
+        other => other,
+    })?;
+    if applied && session.channel.is_some() {
+        let steps = flows.pending_steps(&session).await?;
+        deliver(delivery, bot.partner_id, &session, &steps).await?;
+    }
+    Ok(applied)
+}

@@ -6,7 +6,12 @@ use crate::clock::Millis;
 use crate::events;
 use crate::names::{Channel, E2eMode, Encryption, MessageState};
 use crate::store::Db;
-use crate::store::messages::{self as store, Message};
+use crate::store::messages as store;
+pub use crate::store::messages::{
+    Canceled, DeliveryAttempt, Message, MessageFilter, StoredMedia, attempts_of, export_page, find_any, find_by_ref,
+    find_media, find_message, list_attempts, list_hub, list_messages, list_state_changes, media_sent_to, unread_of,
+};
+use crate::validate::{Invalid, is_e164};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -206,4 +211,67 @@ pub async fn mark(
     }
     tx.commit().await?;
     Ok(moved)
+}
+
+/// Why a partner's mark of one message was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum MarkError {
+    #[error("message not found")]
+    NotFound,
+    #[error("the message failed to deliver; it cannot be marked")]
+    Failed,
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// The partner marks its message `id`: from one of `from` to `to`; answers it as it is then (unchanged when
+/// it was not in one of `from`). A failed message cannot be marked.
+pub async fn mark_one(
+    db: &Db,
+    partner_id: i64,
+    id: i64,
+    from: &[MessageState],
+    to: MessageState,
+    now: Millis,
+) -> Result<Message, MarkError> {
+    let current = store::find_message(db, partner_id, id).await?.ok_or(MarkError::NotFound)?;
+    if current.state == MessageState::Failed {
+        return Err(MarkError::Failed);
+    }
+    let moved = mark(db, &[id], from, to, now).await?;
+    Ok(match moved.into_iter().next() {
+        Some(m) => m,
+        None => store::find_message(db, partner_id, id).await?.unwrap_or(current),
+    })
+}
+
+/// The most messages one bulk mark names.
+pub const MAX_MARKED: usize = 1000;
+
+/// The partner marks read its messages `ids` (at most [`MAX_MARKED`]), or all its messages to `phone` (a
+/// phone that is given must be one: an empty string is not "no phone"): how many moved.
+pub async fn mark_read(
+    db: &Db,
+    partner_id: i64,
+    ids: Option<&[i64]>,
+    phone: Option<&str>,
+    now: Millis,
+) -> Result<usize, crate::validate::KeepError> {
+    let ids = match (ids, phone) {
+        (Some(_), Some(_)) => return Err(Invalid::new("message_ids", "give message_ids or phone, not both").into()),
+        (None, None) => return Err(Invalid::new("message_ids", "message_ids or phone is required").into()),
+        (Some(ids), None) => {
+            if ids.len() > MAX_MARKED {
+                return Err(Invalid::new("message_ids", "at most 1000 message_ids at once").into());
+            }
+            store::partner_message_ids(db, partner_id, None, ids).await?
+        }
+        (None, Some(phone)) => {
+            if !is_e164(phone) {
+                return Err(Invalid::new("phone", "phone must be E.164").into());
+            }
+            store::partner_message_ids(db, partner_id, Some(phone), &[]).await?
+        }
+    };
+    Ok(mark(db, &ids, &MessageState::BEFORE_READ, MessageState::Read, now).await?.len())
 }

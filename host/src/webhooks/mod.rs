@@ -3,8 +3,9 @@
 //! ping goes out as, and the rule for where requests may go (HTTPS to public addresses; `localhost` in
 //! dev mode).
 
+pub mod endpoints;
+
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,7 +19,8 @@ use crate::names::DeliveryState;
 use crate::store::Db;
 use crate::store::leases::{Held, Leased};
 use crate::store::outbox::{self, Attempt, AttemptRecorder, OutboxEvent, Target};
-use crate::validate::{check_public_url, is_global_unicast};
+use crate::validate::check_public_url;
+pub use crate::validate::check_url;
 
 /// What sending webhooks works with: the database (endpoints, the outbox), the clock, the settings, and
 /// the outbound client (no redirects, no proxies, public addresses only outside dev mode). The dispatcher
@@ -62,24 +64,6 @@ impl SendOutcome {
     pub fn ok(&self) -> bool {
         self.error.is_none()
     }
-}
-
-/// Checks a webhook URL when it is configured: HTTPS (localhost in dev mode), and outside dev mode a
-/// host that resolves only to public addresses.
-pub async fn check_url(raw: &str, dev: bool) -> Result<(), String> {
-    let url = check_public_url(raw, dev).map_err(str::to_string)?;
-    if dev {
-        return Ok(());
-    }
-    if let Some(url::Host::Domain(host)) = url.host() {
-        let port = url.port_or_known_default().unwrap_or(443);
-        let addrs: Vec<SocketAddr> =
-            tokio::net::lookup_host((host, port)).await.map_err(|_| format!("host {host} does not resolve"))?.collect();
-        if addrs.is_empty() || addrs.iter().any(|a| !is_global_unicast(a.ip())) {
-            return Err("must not resolve to a private or loopback address".into());
-        }
-    }
-    Ok(())
 }
 
 /// The endpoint of a target, if it has configured one.

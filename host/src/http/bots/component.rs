@@ -9,7 +9,8 @@ use futures_util::StreamExt;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{Component, check_whatsapp_menus, owned};
+use super::{Component, owned};
+use crate::bots::manage as bots;
 use crate::clock::record_time;
 use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
@@ -17,7 +18,6 @@ use crate::http::openapi::Binary;
 use crate::http::state::AppState;
 use crate::http::{E404, E503};
 use crate::runtime::{ComponentSource, RuntimeError, WIT_VERSIONS_SERVED, WhenBusy};
-use crate::store::bots as store;
 
 /// `{"component": …}`.
 #[derive(Serialize, ToSchema)]
@@ -79,12 +79,9 @@ pub(super) async fn upload_bot_component(
             format!("the component failed when asked for its flows: {other}"),
         ),
     })?;
-    let codes: Vec<String> = loaded.flows.iter().map(|f| f.code.clone()).collect();
-    check_whatsapp_menus(&state, &bot, &loaded.digest, &codes).await?;
-    let flows = serde_json::to_value(&loaded.flows).map_err(ApiError::internal)?;
     let bytes = tokio::fs::read(upload.file.path()).await.map_err(ApiError::internal)?;
     let now = state.now();
-    store::set_component(&state.db, bot.id, &loaded.digest, &bytes, &flows, now).await?;
+    let flows = bots::install(&state.flows(), &bot, &loaded.digest, &bytes, &loaded.flows, now).await?;
     tracing::info!(bot = %bot.code, digest = %loaded.digest, size = loaded.size, "component uploaded");
     Ok(Json(Uploaded {
         component: Component {

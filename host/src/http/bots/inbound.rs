@@ -13,7 +13,6 @@ use crate::http::abuse::ClientIp;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::http::{E404, parse_value};
-use crate::store::flows;
 
 /// An event a bot sends through its inbound webhook.
 #[derive(Deserialize, ToSchema)]
@@ -111,22 +110,10 @@ pub(super) async fn bot_inbound(
         Some("ping") => Ok(Json(Ack { ok: true, duplicate: false })),
         Some("reply") => {
             let reply: Reply = parse_value(req.data).map_err(|e| e.with_field("data"))?;
-            let session = flows::find_for_bot(&state.db, bot.id, &reply.session)
-                .await?
-                .ok_or_else(|| ApiError::not_found("session"))?;
-            let steps =
-                crate::flows::check_steps(reply.steps).map_err(|why| ApiError::validation("data.steps", why))?;
-            let applied = state.flows().apply_bot_reply(&bot, &session, steps, event_id.as_deref()).await.map_err(
-                |e| match e {
-                    crate::flows::FlowError::Bot(why) => ApiError::validation("data.steps", why),
-                    other => other.into(),
-                },
-            )?;
-            // A session on WhatsApp or SMS gets the steps there, not in the app.
-            if applied && session.channel.is_some() {
-                let steps = state.flows().pending_steps(&session).await?;
-                crate::inbound::deliver(&state.delivery, bot.partner_id, &session, &steps).await?;
-            }
+            let (flows, delivery) = (state.flows(), &state.delivery);
+            let applied =
+                crate::inbound::apply_reply(&flows, delivery, &bot, &reply.session, reply.steps, event_id.as_deref())
+                    .await?;
             Ok(Json(Ack { ok: true, duplicate: !applied }))
         }
         Some(other) => Err(ApiError::validation("event", format!("unknown event {other:?}: expected reply or ping"))),

@@ -8,22 +8,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::{
-    BotRecord, BotResponse, CHANNELS, Credentials, bot_record, check_webhook_url, check_whatsapp_menus, new_token,
-    owned, readable,
-};
+use super::{BotRecord, BotResponse, Credentials, bot_record, owned, readable};
+use crate::bots::manage::{self as bots};
 use crate::events;
 use crate::http::auth::{PartnerAuth, PartnerOrBot};
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::ApiResult;
 use crate::http::state::AppState;
 use crate::http::webhooks::TestOutcome;
 use crate::http::{ApiJson, E404, List};
 use crate::names::{Channel, RuntimeMode};
-use crate::secrets::{digest, random_alnum};
-use crate::signing;
-use crate::store::bots::{self as store, Bot, NewBot};
-use crate::validate::{is_code, is_ip_list};
-use crate::webhooks::{self, Endpoint};
+use crate::webhooks::{Endpoint, endpoints};
 
 /// A new bot.
 #[derive(Deserialize, ToSchema)]
@@ -74,42 +68,14 @@ pub(super) async fn create_bot(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<CreateBot>,
 ) -> ApiResult<(StatusCode, Json<Created>)> {
-    let code = req.code.as_deref().unwrap_or("").trim();
-    if !is_code(code) {
-        return Err(ApiError::validation("code", "code must match ^[a-z0-9][a-z0-9_-]{0,63}$"));
-    }
-    let name = req
-        .name
-        .as_deref()
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .ok_or_else(|| ApiError::validation("name", "name is required"))?;
-    let mode = match req.runtime_mode.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
-        None => RuntimeMode::default(),
-        Some(text) => RuntimeMode::parse(text)
-            .ok_or_else(|| ApiError::validation("runtime_mode", "runtime_mode must be local or webhook"))?,
+    let input = bots::NewBotInput {
+        code: req.code.as_deref(),
+        name: req.name.as_deref(),
+        runtime_mode: req.runtime_mode.as_deref(),
+        webhook_url: req.webhook_url.as_deref(),
     };
-    let url = req.webhook_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
-    if mode == RuntimeMode::Webhook && url.is_none() {
-        return Err(ApiError::validation("webhook_url", "webhook_url is required in webhook runtime mode"));
-    }
-    check_webhook_url(&state, url).await?;
-    let (token, prefix) = new_token();
-    let secret = signing::new_secret();
-    let reference = format!("bot_ref_{}", random_alnum(20));
-    let new = NewBot {
-        reference: &reference,
-        code,
-        name,
-        runtime_mode: mode,
-        webhook_url: url,
-        webhook_secret: &secret,
-        token_hash: &digest(&token),
-        token_prefix: &prefix,
-    };
-    let bot = store::insert(&state.db, partner.id, &new, state.now())
-        .await?
-        .ok_or_else(|| ApiError::conflict(format!("a bot with code {code:?} already exists")))?;
+    let bots::Made { bot, token, webhook_secret: secret } =
+        bots::create(&state.db, state.config.dev, partner.id, input, state.now()).await?;
     Ok((
         StatusCode::CREATED,
         Json(Created {
@@ -134,7 +100,7 @@ pub(super) async fn list_bots(
     PartnerAuth(partner): PartnerAuth,
 ) -> ApiResult<Json<List<BotRecord>>> {
     let mut data = Vec::new();
-    for bot in store::list(&state.db, partner.id).await? {
+    for bot in bots::list(&state.db, partner.id).await? {
         data.push(bot_record(&state, &bot).await?);
     }
     Ok(Json(List { data, next_cursor: None }))
@@ -206,24 +172,6 @@ pub(super) struct UpdateBot {
     entry_flow: Option<Option<String>>,
 }
 
-/// The codes of the flows a component offers (as stored: `[{code, title}]`).
-fn flow_codes(flows: &serde_json::Value) -> Vec<String> {
-    flows.as_array().into_iter().flatten().filter_map(|f| f["code"].as_str().map(str::to_string)).collect()
-}
-
-/// Applies `allowed_ips` (empty clears it).
-fn set_allowed_ips(bot: &mut Bot, value: Option<&str>) -> ApiResult<()> {
-    let list = value.map(str::trim).filter(|l| !l.is_empty());
-    if list.is_some_and(|l| !is_ip_list(l)) {
-        return Err(ApiError::validation(
-            "allowed_ips",
-            "allowed_ips must be comma-separated IP addresses or CIDR blocks",
-        ));
-    }
-    bot.allowed_ips = list.map(str::to_string);
-    Ok(())
-}
-
 /// Update name, runtime_mode, webhook_url, channels, allowed_ips (empty clears), entry, entry_flow.
 ///
 /// Webhook mode needs a URL: a change that would leave a bot in webhook mode without one is 409 (give
@@ -247,78 +195,17 @@ pub(super) async fn update_bot(
     Path(code): Path<String>,
     ApiJson(req): ApiJson<UpdateBot>,
 ) -> ApiResult<Json<BotResponse>> {
-    let mut bot = owned(&state, &partner, &code).await?;
-    let was_on_whatsapp = bot.channels.iter().any(|c| c == Channel::Whatsapp.as_str());
-    if let Some(name) = req.name {
-        let name = name.trim();
-        if name.is_empty() {
-            return Err(ApiError::validation("name", "name cannot be empty"));
-        }
-        bot.name = name.to_string();
-    }
-    if let Some(mode) = &req.runtime_mode {
-        bot.runtime_mode = RuntimeMode::parse(mode)
-            .ok_or_else(|| ApiError::validation("runtime_mode", "runtime_mode must be local or webhook"))?;
-    }
-    // Webhook mode asked for while clearing the URL: the request contradicts itself (422). Otherwise a bot
-    // left in webhook mode without a URL is a clash with what is stored (409).
-    let contradicts = req.runtime_mode.as_deref().map(str::trim) == Some(RuntimeMode::Webhook.as_str())
-        && req.webhook_url.as_ref().is_some_and(|u| u.as_deref().is_none_or(|u| u.trim().is_empty()));
-    if let Some(url) = req.webhook_url {
-        let url = url.as_deref().map(str::trim).filter(|u| !u.is_empty());
-        check_webhook_url(&state, url).await?;
-        bot.webhook_url = url.map(str::to_string);
-    }
-    if bot.runtime_mode == RuntimeMode::Webhook && bot.webhook_url.is_none() {
-        return Err(match contradicts {
-            true => ApiError::validation("webhook_url", "webhook_url is required in webhook runtime mode"),
-            false => ApiError::conflict("a bot in webhook mode needs its webhook_url: give one, or runtime_mode local"),
-        });
-    }
-    if let Some(channels) = req.channels {
-        if channels.is_empty() || channels.iter().any(|c| !CHANNELS.contains(&c.as_str())) {
-            return Err(ApiError::validation("channels", "channels must be a non-empty list of inapp, whatsapp, sms"));
-        }
-        bot.channels = channels;
-    }
-    if let Some(ips) = req.allowed_ips {
-        set_allowed_ips(&mut bot, ips.as_deref())?;
-    }
-    if let Some(entry) = req.entry {
-        let channels = [Channel::Whatsapp.as_str(), Channel::Sms.as_str()];
-        if let Some(bad) = entry.iter().find(|c| !channels.contains(&c.as_str())) {
-            return Err(ApiError::validation("entry", format!("entry lists whatsapp or sms, not {bad:?}")));
-        }
-        bot.entry_channels = channels.iter().filter(|c| entry.iter().any(|e| e == *c)).map(|c| c.to_string()).collect();
-    }
-    if let Some(missing) = bot.entry_channels.iter().find(|c| !bot.channels.contains(c)) {
-        return Err(ApiError::validation(
-            "entry",
-            format!("{missing} is not among the bot's channels: add it there too"),
-        ));
-    }
-    let component_flows = match &bot.component_digest {
-        Some(digest) => store::component_info(&state.db, digest).await?.map(|(_, flows)| flow_codes(&flows)),
-        None => None,
+    let bot = owned(&state, &partner, &code).await?;
+    let changes = bots::BotChanges {
+        name: req.name,
+        runtime_mode: req.runtime_mode,
+        webhook_url: req.webhook_url,
+        channels: req.channels,
+        allowed_ips: req.allowed_ips,
+        entry: req.entry,
+        entry_flow: req.entry_flow,
     };
-    if let Some(flow) = req.entry_flow {
-        let flow = flow.as_deref().map(str::trim).filter(|f| !f.is_empty());
-        if let (Some(flow), Some(codes)) = (flow, &component_flows)
-            && !codes.iter().any(|c| c == flow)
-        {
-            return Err(ApiError::validation(
-                "entry_flow",
-                format!("the bot's component has no flow {flow:?} (it has: {})", codes.join(", ")),
-            ));
-        }
-        bot.entry_flow = flow.map(str::to_string);
-    }
-    if let (Some(digest), Some(codes)) = (bot.component_digest.clone(), &component_flows)
-        && !was_on_whatsapp
-    {
-        check_whatsapp_menus(&state, &bot, &digest, codes).await?;
-    }
-    store::update(&state.db, &bot, state.now()).await?;
+    let bot = bots::update(&state.flows(), state.config.dev, bot, changes).await?;
     Ok(Json(BotResponse { bot: bot_record(&state, &bot).await? }))
 }
 
@@ -344,8 +231,7 @@ pub(super) async fn rotate_bot_token(
     Path(code): Path<String>,
 ) -> ApiResult<Json<TokenRotated>> {
     let bot = owned(&state, &partner, &code).await?;
-    let (token, prefix) = new_token();
-    store::set_token(&state.db, bot.id, &digest(&token), &prefix, state.now()).await?;
+    let token = bots::rotate_token(&state.db, &bot, state.now()).await?;
     Ok(Json(TokenRotated { bot_token: token }))
 }
 
@@ -370,9 +256,8 @@ pub(super) async fn rotate_bot_secret(
     PartnerAuth(partner): PartnerAuth,
     Path(code): Path<String>,
 ) -> ApiResult<Json<SecretRotated>> {
-    let bot = owned(&state, &partner, &code).await?;
-    let secret = signing::new_secret();
-    store::set_webhook_secret(&state.db, bot.id, &secret, state.now()).await?;
+    let mut bot = owned(&state, &partner, &code).await?;
+    let secret = bots::rotate_secret(&state.db, &mut bot, state.now()).await?;
     Ok(Json(SecretRotated { webhook_secret: secret }))
 }
 
@@ -414,22 +299,11 @@ pub(super) async fn set_bot_webhook(
     Path(code): Path<String>,
     ApiJson(req): ApiJson<SetWebhook>,
 ) -> ApiResult<Json<WebhookSet>> {
-    let mut bot = owned(&state, &partner, &code).await?;
-    let url = req.webhook_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
-    let url = url.ok_or_else(|| ApiError::validation("webhook_url", "webhook_url is required"))?;
-    check_webhook_url(&state, Some(url)).await?;
-    bot.webhook_url = Some(url.to_string());
-    if let Some(ips) = req.allowed_ips.as_deref() {
-        set_allowed_ips(&mut bot, Some(ips))?;
-    }
-    store::update(&state.db, &bot, state.now()).await?;
-    let mut webhook_secret = None;
-    if req.rotate_secret.unwrap_or(false) {
-        let secret = signing::new_secret();
-        store::set_webhook_secret(&state.db, bot.id, &secret, state.now()).await?;
-        bot.webhook_secret = secret.clone();
-        webhook_secret = Some(secret);
-    }
+    let bot = owned(&state, &partner, &code).await?;
+    let (url, ips, rotate) =
+        (req.webhook_url.as_deref(), req.allowed_ips.as_deref(), req.rotate_secret.unwrap_or(false));
+    let (bot, webhook_secret) =
+        bots::set_webhook(&state.db, state.config.dev, bot, url, ips, rotate, state.now()).await?;
     Ok(Json(WebhookSet { webhook_secret, bot: bot_record(&state, &bot).await? }))
 }
 
@@ -448,12 +322,9 @@ pub(super) async fn test_bot_webhook(
 ) -> ApiResult<Json<TestOutcome>> {
     let bot = owned(&state, &partner, &code).await?;
     let Some(url) = bot.webhook_url.clone() else {
-        return Ok(Json(TestOutcome { ok: false, status: None, error: Some(crate::store::outbox::NO_URL.into()) }));
+        return Ok(Json(TestOutcome { ok: false, status: None, error: Some(endpoints::NO_URL.into()) }));
     };
     let endpoint = Endpoint { url, secret: bot.webhook_secret.clone(), bot_code: Some(bot.code.clone()) };
     let body = events::bot_event(&bot, "bot.webhook.test", json!({}));
-    let delivery_id = format!("dlv_test_{}", random_alnum(20));
-    let outcome =
-        webhooks::send_signed(&state.webhooks, &endpoint, &delivery_id, "bot.webhook.test", &body.to_string()).await;
-    Ok(Json(TestOutcome { ok: outcome.ok(), status: outcome.status, error: outcome.error }))
+    Ok(Json(TestOutcome::from(endpoints::send_test(&state.webhooks, &endpoint, &body).await)))
 }

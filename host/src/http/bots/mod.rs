@@ -16,17 +16,15 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::bots::manage::{self as bots, Bot};
 use crate::clock::record_time;
 use crate::http::auth::PartnerOrBot;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::names::{Channel, RuntimeMode};
+use crate::partners::Partner;
 use crate::runtime::FlowInfo;
-use crate::secrets::random_alnum;
 use crate::signing;
-use crate::store::bots::{self as store, Bot};
-use crate::store::partners::Partner;
-use crate::webhooks;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -40,31 +38,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(component::upload_bot_component))
         .routes(routes!(invite::invite_to_flow))
         .routes(routes!(sessions::list_sessions))
-}
-
-const CHANNELS: &[&str] = &["inapp", "whatsapp", "sms"];
-
-/// Refuses a `local` bot with `whatsapp` among its channels whose component's first steps hold a menu that
-/// WhatsApp cannot show (422 `whatsapp_menu`, every reason listed): the author hears it now, not a person at
-/// run time. `flows`: the component's flow codes.
-async fn check_whatsapp_menus(state: &AppState, bot: &Bot, digest: &str, flows: &[String]) -> ApiResult<()> {
-    if bot.runtime_mode != RuntimeMode::Local || !bot.channels.iter().any(|c| c == Channel::Whatsapp.as_str()) {
-        return Ok(());
-    }
-    let misfits = state.flows().whatsapp_misfits(bot, digest, flows).await?;
-    if misfits.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::unprocessable(
-        "whatsapp_menu",
-        format!("WhatsApp cannot show a menu of this bot (whatsapp is among its channels): {}", misfits.join("; ")),
-    ))
-}
-
-/// A new bot token: `bot_<prefix>.<secret>`; returns it with its displayable prefix.
-fn new_token() -> (String, String) {
-    let prefix = format!("bot_{}", random_alnum(8));
-    (format!("{prefix}.{}", random_alnum(40)), prefix)
 }
 
 /// A bot's credentials as the API shows them: prefixes only, never the token or the secret.
@@ -141,7 +114,7 @@ struct BotRecord {
 async fn bot_record(state: &AppState, b: &Bot) -> ApiResult<BotRecord> {
     let component = match &b.component_digest {
         Some(digest) => {
-            let (size, flows) = store::component_info(&state.db, digest).await?.unwrap_or((0, json!([])));
+            let (size, flows) = bots::component_info(&state.db, digest).await?.unwrap_or((0, json!([])));
             Some(Component {
                 digest: digest.clone(),
                 size,
@@ -176,7 +149,7 @@ struct BotResponse {
 }
 
 async fn owned(state: &AppState, partner: &Partner, code: &str) -> ApiResult<Bot> {
-    store::find(&state.db, partner.id, code).await?.ok_or_else(|| ApiError::not_found("bot"))
+    bots::find(&state.db, partner.id, code).await?.ok_or_else(|| ApiError::not_found("bot"))
 }
 
 /// The bot a partner key or bot token may read: a bot token only reaches its own bot.
@@ -186,13 +159,4 @@ async fn readable(state: &AppState, caller: PartnerOrBot, code: &str) -> ApiResu
         PartnerOrBot::Bot(b) if b.code == code => Ok(*b),
         PartnerOrBot::Bot(_) => Err(ApiError::forbidden("a bot token is scoped to its own bot")),
     }
-}
-
-async fn check_webhook_url(state: &AppState, url: Option<&str>) -> ApiResult<()> {
-    if let Some(url) = url {
-        webhooks::check_url(url, state.config.dev)
-            .await
-            .map_err(|why| ApiError::validation("webhook_url", format!("webhook_url {why}")))?;
-    }
-    Ok(())
 }

@@ -8,12 +8,12 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::owned;
 use crate::clock::record_time;
+use crate::flows;
 use crate::http::auth::PartnerAuth;
 use crate::http::error::ApiResult;
 use crate::http::state::AppState;
 use crate::http::{ApiQuery, E404, E422, List, PageParams, query_text};
 use crate::names::{SessionKind, SessionState};
-use crate::store::flows;
 use crate::validate::phone_filter;
 
 #[derive(Deserialize, IntoParams)]
@@ -74,7 +74,8 @@ pub(super) async fn list_sessions(
         Some(code) => Some(owned(&state, &partner, &code).await?.id),
         None => None,
     };
-    let rows = flows::list_for_partner(&state.db, partner.id, bot, phone.as_deref(), page.before, page.fetch()).await?;
+    let rows =
+        flows::sessions_of_partner(&state.db, partner.id, bot, phone.as_deref(), page.before, page.fetch()).await?;
     Ok(Json(page.list(
         rows,
         |(s, _)| s.id,

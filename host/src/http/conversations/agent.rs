@@ -10,19 +10,16 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::{ConversationRecord, ThreadRecord, agent_thread, page_of, read, record, with_messages};
 use crate::clock::record_time;
-use crate::conversations::Reader;
+use crate::conversations::{self, Note, Reader};
+use crate::desk;
 use crate::http::auth::{PartnerActor, PartnerAuth};
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::messages::{MessageRecord, SendMessage, created, idempotency_header, ref_taken};
+use crate::http::messages::{MessageRecord, SendMessage, created, idempotency_header};
 use crate::http::state::AppState;
 use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, parse_value, query_text};
 use crate::messages::compose;
 use crate::messages::send::Sent;
-use crate::names::{Channel, ConversationState, Direction, Encryption};
-use crate::store::conversations::{self as store, Conversation};
-use crate::store::members::Member;
-use crate::store::messages::Created;
-use crate::validate::{label_name, required_phone};
+use crate::names::ConversationState;
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -53,13 +50,13 @@ pub(super) struct ConversationFilter {
 }
 
 /// The `assigned` filter, for the caller.
-fn assigned_filter(raw: Option<&str>, actor: &PartnerActor) -> ApiResult<store::Assigned> {
+fn assigned_filter(raw: Option<&str>, actor: &PartnerActor) -> ApiResult<conversations::Assigned> {
     Ok(match raw.map(str::trim).filter(|a| !a.is_empty()) {
-        None => store::Assigned::Anyone,
-        Some("none") => store::Assigned::Nobody,
+        None => conversations::Assigned::Anyone,
+        Some("none") => conversations::Assigned::Nobody,
         // The partner key is no one: nothing is assigned to it.
-        Some("me") => store::Assigned::Member(actor.member.as_ref().map_or(0, |m| m.id)),
-        Some(id) => store::Assigned::Member(
+        Some("me") => conversations::Assigned::Member(actor.member.as_ref().map_or(0, |m| m.id)),
+        Some(id) => conversations::Assigned::Member(
             id.parse::<i64>()
                 .ok()
                 .filter(|id| *id > 0)
@@ -95,22 +92,14 @@ pub(super) async fn list_conversations(
     let page = page.page()?;
     let assigned = assigned_filter(filter.assigned.as_deref(), &actor)?;
     let search = match query_text(filter.q) {
-        Some(q) => Some(store::PartnerSearch { words: crate::validate::search_words(&q)?, phone: q }),
+        Some(q) => Some(conversations::PartnerSearch { words: crate::validate::search_words(&q)?, phone: q }),
         None => None,
     };
     let (partner, state_filter) = (&actor.partner, filter.state);
     let label = match filter.label.as_deref().filter(|l| !l.trim().is_empty()) {
         None => None,
-        Some(raw) => {
-            let name = label_name(raw).map_err(|why| ApiError::validation("label", why))?;
-            // A label the partner has none of carries no conversation: an empty list.
-            Some(
-                crate::store::labels::by_names(&state.db, partner.id, std::slice::from_ref(&name))
-                    .await?
-                    .remove(&name)
-                    .unwrap_or(0),
-            )
-        }
+        // A label the partner has none of carries no conversation: an empty list.
+        Some(raw) => Some(crate::labels::filter(&state.db, partner.id, raw).await?),
     };
     let sla = match filter.sla.as_deref().map(str::trim).unwrap_or("") {
         "" => None,
@@ -126,8 +115,9 @@ pub(super) async fn list_conversations(
         "sla_due" => true,
         _ => return Err(ApiError::validation("sort", "sort is newest or sla_due")),
     };
-    let filter = store::PartnerFilter { state: state_filter, assigned, label, search: search.as_ref(), sla, by_due };
-    let rows = store::list_for_partner(&state.db, partner.id, &filter, page.before, page.fetch()).await?;
+    let filter =
+        conversations::PartnerFilter { state: state_filter, assigned, label, search: search.as_ref(), sla, by_due };
+    let rows = conversations::list_for_partner(&state.db, partner.id, &filter, page.before, page.fetch()).await?;
     let mut list = page_of(&state, &page, rows, Reader::Agent).await?;
     if by_due {
         list.next_cursor = None;
@@ -224,49 +214,15 @@ pub(super) async fn close_conversation(
     ApiJson(req): ApiJson<UpdateConversation>,
 ) -> ApiResult<Json<ConversationRecord>> {
     // Another partner's conversation is 404 whatever the body says.
-    let mut c = agent_thread(&state, actor.partner.id, &id).await?;
-    let partner = &actor.partner;
-    if req.note.is_some() && req.assignee_id.is_none() {
-        return Err(ApiError::validation("note", "a note goes with a transfer (assignee_id)"));
-    }
-    if req.state.is_none() && req.assignee_id.is_none() && req.labels.is_none() {
-        return Err(ApiError::validation("state", "set state (closed), assignee_id or labels"));
-    }
-    if req.state.as_ref().is_some_and(|s| s != ConversationState::Closed.as_str()) {
-        return Err(ApiError::validation("state", "state can only be set to closed (a user message reopens)"));
-    }
-    let note = match req.note.as_deref().map(str::trim) {
-        None => None,
-        Some(n) if n.is_empty() || n.chars().count() > 3900 => {
-            return Err(ApiError::validation("note", "a transfer's note is 1 to 3,900 characters"));
-        }
-        Some(n) => Some(n),
+    let c = agent_thread(&state, actor.partner.id, &id).await?;
+    let changes = desk::Changes {
+        state: req.state.as_deref(),
+        assignee: req.assignee_id,
+        note: req.note.as_deref(),
+        labels: req.labels.as_deref(),
     };
-    let labels = match &req.labels {
-        None => None,
-        Some(names) => Some(crate::conversations::label_ids(&state.db, partner.id, names, "labels").await??),
-    };
-    if let Some(assignee) = req.assignee_id {
-        if assignee.is_some_and(|id| id < 1) {
-            return Err(ApiError::validation("assignee_id", "assignee_id is a member's id"));
-        }
-        c = store::assign(&state.db, partner.id, c.id, assignee, state.now())
-            .await?
-            .ok_or_else(|| ApiError::validation("assignee_id", "no such member of this partner"))?;
-        if let Some(note) = note {
-            let by = actor.member.as_ref().map(|m| m.id);
-            crate::conversations::transferred(&state.db, &c, by, note, state.now()).await?;
-        }
-    }
-    if let Some(labels) = labels {
-        crate::store::labels::put_on(&state.db, &c, &labels, crate::store::labels::Change::Replace, state.now())
-            .await?;
-    }
-    if req.state.is_some() {
-        c = crate::conversations::close(&state.sending(), partner.id, c.id)
-            .await?
-            .ok_or_else(|| ApiError::not_found("conversation"))?;
-    }
+    let by = actor.member.as_ref().map(|m| m.id);
+    let c = desk::change(&state.desk(), actor.partner.id, by, c, changes).await?;
     Ok(Json(record(&state, &c, Reader::Agent).await?))
 }
 
@@ -288,66 +244,16 @@ pub(super) async fn typing_in_conversation(
     Path(id): Path<String>,
 ) -> ApiResult<axum::http::StatusCode> {
     let c = agent_thread(&state, partner.id, &id).await?;
-    let told = crate::conversations::typing(&state.db, &c, Reader::Agent, &state.typing, state.now()).await?;
-    if told && c.channel == Some(Channel::Whatsapp) {
-        crate::delivery::whatsapp_typing(&state.delivery, &c).await;
-    }
+    desk::typing(&state.desk(), &c).await?;
     Ok(axum::http::StatusCode::NO_CONTENT)
 }
 
-/// An agent's reply in a conversation: the thread now waits for the user. Written by `author` when a
-/// member's session sent it (the person sees their first name); an API key's reply carries no author.
-/// Answers the message, and whether it is the one an earlier try under the same key made.
-pub(super) async fn reply_message(
-    state: &AppState,
-    partner_id: i64,
-    author: Option<&Member>,
-    c: &Conversation,
-    req: &SendMessage,
-    idempotency: Option<(String, String)>,
-) -> ApiResult<(crate::store::messages::Message, bool)> {
-    let content = crate::conversations::content(&state.db, state.config.dev, c, req).await?;
-    // The user wrote from WhatsApp: the answer goes back there, and after 24 hours WhatsApp takes only an
-    // approved template — unless the partner lets such an answer go on by the hub and SMS.
-    if c.channel == Some(Channel::Whatsapp)
-        && !crate::delivery::within_window(&state.delivery, partner_id, &c.phone).await?
-        && !crate::store::partners::whatsapp_window_fallback(&state.db, partner_id).await?
-    {
-        let template = match content.template_code.as_deref() {
-            Some(code) => {
-                crate::delivery::find_whatsapp_template(&state.delivery, partner_id, code, content.lang.as_deref())
-                    .await?
-                    .is_some()
-            }
-            None => false,
-        };
-        if !template {
-            return Err(ApiError::conflict(
-                "the user wrote from WhatsApp more than 24 hours ago, and outside WhatsApp's 24-hour window only \
-                 an approved template can reach them: send one (template_code) that has an approved whatsapp \
-                 version, or let such answers go on by the hub and SMS (PUT /settings/delivery, \
-                 whatsapp_window_fallback)",
-            ));
-        }
+/// A message made (or replayed) as the API answers it.
+fn replied(sent: Sent) -> Response {
+    match sent {
+        Sent::New(m) => created(&m, false),
+        Sent::Replayed(m) => created(&m, true),
     }
-    let mut message = content.into_message(partner_id, &c.phone, Direction::Out, Some(c.id));
-    message.author_id = author.map(|m| m.id);
-    message.author_name = author.and_then(|m| m.name.clone());
-    if let Some((key, hash)) = idempotency {
-        // Scoped to the partner's replies in this thread: keys of the user or of other threads never meet.
-        message.idempotency_key = Some(format!("agent:{partner_id}:{}:{key}", c.id));
-        message.request_hash = Some(hash);
-    }
-    match crate::conversations::write(&state.sending(), c.id, message).await.map_err(ref_taken)? {
-        Created::New(m) => Ok((m, false)),
-        Created::Replayed(m) => Ok((m, true)),
-        Created::KeyReused => Err(ApiError::idempotency_conflict()),
-    }
-}
-
-/// A reply as the API answers a message made (or replayed).
-fn replied(reply: ApiResult<(crate::store::messages::Message, bool)>) -> ApiResult<Response> {
-    reply.map(|(m, replayed)| created(&m, replayed))
 }
 
 /// The request's content and its idempotency key (body or header) with the digest of what it asks.
@@ -384,7 +290,8 @@ pub(super) async fn reply_in_conversation(
 ) -> ApiResult<Response> {
     let (req, idempotency) = with_key(&headers, raw)?;
     let c = agent_thread(&state, actor.partner.id, &id).await?;
-    replied(reply_message(&state, actor.partner.id, actor.member.as_ref(), &c, &req, idempotency).await)
+    let sent = desk::reply(&state.desk(), actor.partner.id, actor.member.as_ref(), &c, &req, idempotency).await?;
+    Ok(replied(sent))
 }
 
 /// Agent send: into the latest open or pending conversation of the phone, else a hub message (conversation_id null).
@@ -410,25 +317,11 @@ pub(super) async fn agent_send(
     headers: HeaderMap,
     ApiJson(raw): ApiJson<Value>,
 ) -> ApiResult<Response> {
-    let partner = &actor.partner;
     let (req, idempotency) = with_key(&headers, raw.clone())?;
-    let phone = required_phone(req.phone.as_deref())?.to_string();
-    let sealed = req.encryption == Some(Encryption::E2e) && req.encrypted != Some(true) && req.e2e_mode.is_none();
-    if !sealed && let Some(c) = store::latest_active(&state.db, partner.id, &phone).await? {
-        return replied(reply_message(&state, partner.id, actor.member.as_ref(), &c, &req, idempotency).await);
-    }
-    if req.encrypted == Some(true) || req.e2e_mode.is_some() {
-        return Err(ApiError::validation(
-            "e2e_mode",
-            "no open conversation with this phone for a conversation message",
-        ));
-    }
-    // A hub message, sent as `POST /messages` sends one.
     let header = idempotency_header(&headers)?;
-    match crate::messages::send::send(&state.sending(), partner.id, &req, &raw, header).await? {
-        Sent::New(m) => Ok(created(&m, false)),
-        Sent::Replayed(m) => Ok(created(&m, true)),
-    }
+    let (partner, author) = (actor.partner.id, actor.member.as_ref());
+    let sent = desk::send_to_phone(&state.desk(), partner, author, &req, &raw, idempotency, header).await?;
+    Ok(replied(sent))
 }
 
 /// An internal note on a conversation: agents only, never shown to the user.
@@ -445,8 +338,8 @@ pub(super) struct NoteRecord {
     created_at: String,
 }
 
-impl From<&store::Note> for NoteRecord {
-    fn from(n: &store::Note) -> Self {
+impl From<&Note> for NoteRecord {
+    fn from(n: &Note) -> Self {
         NoteRecord {
             id: n.id,
             body: n.body.clone(),
@@ -482,7 +375,7 @@ pub(super) async fn list_notes(
     Path(id): Path<String>,
 ) -> ApiResult<Json<List<NoteRecord>>> {
     let c = agent_thread(&state, partner.id, &id).await?;
-    let notes = store::notes(&state.db, c.id).await?;
+    let notes = conversations::notes(&state.db, c.id).await?;
     Ok(Json(List { data: notes.iter().map(NoteRecord::from).collect(), next_cursor: None }))
 }
 
@@ -502,11 +395,7 @@ pub(super) async fn add_note(
     ApiJson(req): ApiJson<NewNote>,
 ) -> ApiResult<(axum::http::StatusCode, Json<NoteRecord>)> {
     let c = agent_thread(&state, actor.partner.id, &id).await?;
-    let body = req.body.as_deref().map(str::trim).unwrap_or("");
-    if body.is_empty() || body.chars().count() > 4000 {
-        return Err(ApiError::validation("body", "a note is 1 to 4,000 characters"));
-    }
-    let member = actor.member.as_ref().map(|m| m.id);
-    let note = store::add_note(&state.db, &c, member, body, state.now()).await?;
+    let by = actor.member.as_ref().map(|m| m.id);
+    let note = desk::add_note(&state.desk(), &c, by, req.body.as_deref()).await?;
     Ok((axum::http::StatusCode::CREATED, Json(NoteRecord::from(&note))))
 }

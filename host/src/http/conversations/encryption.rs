@@ -10,15 +10,14 @@ use utoipa::ToSchema;
 
 use super::{agent_thread, user_thread};
 use crate::clock::record_time;
+use crate::conversations::Conversation;
 use crate::encryption;
+use crate::encryption::ConversationKey;
 use crate::http::auth::{PartnerAuth, UserAuth};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::keys::DeviceKeyRecord;
 use crate::http::state::AppState;
 use crate::http::{ApiJson, ApiQuery, E404, E422, query_text};
-use crate::store::conversations::Conversation;
-use crate::store::devices;
-use crate::store::keys::{self, ConversationKey};
 
 /// One version of a conversation content key, wrapped for the peer devices.
 #[derive(Deserialize, ToSchema)]
@@ -30,9 +29,6 @@ pub(super) struct UploadKeys {
     #[schema(value_type = Vec<KeyWrapRecord>, required = true, min_items = 1, max_items = 256)]
     wraps: Option<Vec<Value>>,
 }
-
-/// Wraps in one upload, at most.
-const MAX_WRAPS: usize = 256;
 
 /// A content key wrapped for one device (the last three fields are the server's).
 #[derive(Debug, Serialize, ToSchema)]
@@ -109,44 +105,9 @@ pub(super) async fn upload_keys(
     req: UploadKeys,
     uploaded_by: &str,
 ) -> ApiResult<KeysRecord> {
-    let key_version = req
-        .key_version
-        .filter(|v| *v >= 1)
-        .ok_or_else(|| ApiError::validation("key_version", "key_version must be a positive integer"))?;
-    let wraps = req.wraps.filter(|w| !w.is_empty() && w.len() <= MAX_WRAPS).ok_or_else(|| {
-        ApiError::validation("wraps", format!("wraps must be an array of 1 to {MAX_WRAPS} key wraps"))
-    })?;
-    let user_devices = devices::published_device_uuids(&state.db, &c.phone).await?;
-    let agent_devices: Vec<String> =
-        keys::agent_devices(&state.db, c.partner_id).await?.into_iter().map(|d| d.device_uuid).collect();
-    let now = state.now();
-    let mut rows: Vec<ConversationKey> = Vec::with_capacity(wraps.len());
-    for w in &wraps {
-        let obj = encryption::check_wrap(w, "wraps", true)?;
-        let text = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
-        let (kind, uuid) = (text("device_kind"), text("device_uuid"));
-        let known = if kind == "user" { &user_devices } else { &agent_devices };
-        if !known.contains(&uuid) {
-            return Err(ApiError::validation(
-                "wraps.device_uuid",
-                format!("{uuid:?} is not a published {kind} device of this conversation"),
-            ));
-        }
-        if rows.iter().any(|r| r.device_kind == kind && r.device_uuid == uuid) {
-            return Err(ApiError::validation("wraps.device_uuid", format!("two wraps for device {uuid:?}")));
-        }
-        rows.push(ConversationKey {
-            key_version,
-            device_kind: kind,
-            device_uuid: uuid,
-            wrap: text("wrap"),
-            wrap_nonce: text("wrap_nonce"),
-            sender_eph_pub: text("sender_eph_pub"),
-            uploaded_by: uploaded_by.to_string(),
-            created_at: now,
-        });
-    }
-    keys::put_conversation_keys(&state.db, c.id, &rows).await?;
+    let wraps = req.wraps.as_deref();
+    let (key_version, rows) =
+        encryption::share_key(&state.db, c, req.key_version, wraps, uploaded_by, state.now()).await?;
     Ok(KeysRecord {
         conversation_id: c.id,
         reference: c.reference.clone(),
@@ -163,12 +124,12 @@ pub(super) async fn keys_for(
     kind: &str,
     device_uuid: &str,
 ) -> ApiResult<KeysRecord> {
-    let rows = keys::conversation_keys_for(&state.db, c.id, kind, device_uuid).await?;
+    let (rows, key_version) = encryption::keys_for(&state.db, c, kind, device_uuid).await?;
     Ok(KeysRecord {
         conversation_id: c.id,
         reference: c.reference.clone(),
         device_uuid: Some(device_uuid.to_string()),
-        key_version: keys::latest_key_version(&state.db, c.id).await?,
+        key_version,
         wraps: rows.iter().map(KeyWrapRecord::from).collect(),
     })
 }
@@ -193,14 +154,13 @@ pub(super) struct PeerDirectoryRecord {
 
 /// The peer directory of a thread: the user's devices and the partner's agent devices.
 pub(super) async fn peer_devices(state: &AppState, c: &Conversation) -> ApiResult<PeerDirectoryRecord> {
-    let users = devices::list_for_phone(&state.db, &c.phone).await?;
-    let agents = keys::agent_devices(&state.db, c.partner_id).await?;
+    let (users, agents, key_version) = encryption::peers(&state.db, c).await?;
     Ok(PeerDirectoryRecord {
         conversation_id: c.id,
         reference: c.reference.clone(),
         phone: c.phone.clone(),
         partner: c.partner_code.clone(),
-        key_version: keys::latest_key_version(&state.db, c.id).await?,
+        key_version,
         devices: users.iter().map(DeviceKeyRecord::from).collect(),
         agent_devices: agents.iter().map(DeviceKeyRecord::from).collect(),
     })
@@ -256,8 +216,7 @@ pub(super) async fn my_conversation_keys(
     let device = query_text(query.device_uuid)
         .or(user.device.clone())
         .ok_or_else(|| ApiError::validation("device_uuid", "device_uuid is required when the token names no device"))?;
-    let own = devices::list_for_phone(&state.db, &user.phone).await?;
-    if !own.iter().any(|d| d.device_uuid == device) {
+    if !encryption::is_own_device(&state.db, &user.phone, &device).await? {
         return Err(ApiError::validation("device_uuid", "device_uuid is not one of your devices"));
     }
     Ok(Json(keys_for(&state, &c, "user", &device).await?))
@@ -324,8 +283,7 @@ pub(super) async fn conversation_keys(
     let c = agent_thread(&state, partner.id, &id).await?;
     let device =
         query_text(query.device_uuid).ok_or_else(|| ApiError::validation("device_uuid", "device_uuid is required"))?;
-    let agents = keys::agent_devices(&state.db, partner.id).await?;
-    if !agents.iter().any(|d| d.device_uuid == device) {
+    if !encryption::is_agent_device(&state.db, partner.id, &device).await? {
         return Err(ApiError::validation("device_uuid", "device_uuid is not one of your agent devices"));
     }
     Ok(Json(keys_for(&state, &c, "agent", &device).await?))

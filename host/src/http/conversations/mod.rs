@@ -14,8 +14,6 @@ mod desk;
 mod encryption;
 mod user;
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -24,13 +22,13 @@ use utoipa_axum::routes;
 use super::messages::MessageRecord;
 use super::{List, Page, parse_id};
 use crate::clock::record_time;
-use crate::conversations::Reader;
+
+use crate::conversations::{self, Conversation, Reader, Seen};
 use crate::http::auth::UserAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
+use crate::messages::Message;
 use crate::names::{Channel, ConversationState, Direction};
-use crate::store::conversations::{self as store, Conversation};
-use crate::store::messages::{self};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -150,8 +148,8 @@ pub struct LastMessageRecord {
 /// How many characters of a message a list shows.
 const PREVIEW_CHARS: usize = 140;
 
-impl From<&messages::Message> for LastMessageRecord {
-    fn from(m: &messages::Message) -> Self {
+impl From<&Message> for LastMessageRecord {
+    fn from(m: &Message) -> Self {
         let encrypted = crate::messages::routing::is_encrypted(m);
         let text = m.rendered_body.as_deref().or(m.body.as_deref()).map(str::trim).filter(|t| !t.is_empty());
         let preview = text.filter(|_| !encrypted).map(|t| {
@@ -175,14 +173,9 @@ impl From<&messages::Message> for LastMessageRecord {
 
 impl ConversationRecord {
     /// As `reader` sees it: the assignee and the labels are the partner's business only.
-    fn seen_by(
-        c: &Conversation,
-        unread: i64,
-        last: Option<&messages::Message>,
-        labels: &HashMap<i64, Vec<String>>,
-        reader: Reader,
-    ) -> Self {
-        let mut record = ConversationRecord::new(c, unread, last);
+    fn seen_by(c: &Conversation, seen: &Seen, reader: Reader) -> Self {
+        let unread = seen.unread.get(&c.id).copied().unwrap_or(0);
+        let mut record = ConversationRecord::new(c, unread, seen.last.get(&c.id));
         if matches!(reader, Reader::Agent) {
             record.assignee_id = Some(c.assignee_id);
             record.first_response_at = Some(c.first_response_at.map(record_time));
@@ -195,13 +188,13 @@ impl ConversationRecord {
                 }),
                 _ => None,
             });
-            record.labels = Some(labels.get(&c.id).cloned().unwrap_or_default());
+            record.labels = Some(seen.labels.get(&c.id).cloned().unwrap_or_default());
         }
         record
     }
 
     /// The record of `c` with `unread` messages and its latest message `last`.
-    pub fn new(c: &Conversation, unread: i64, last: Option<&messages::Message>) -> Self {
+    pub fn new(c: &Conversation, unread: i64, last: Option<&Message>) -> Self {
         ConversationRecord {
             conversation_id: c.id,
             reference: c.reference.clone(),
@@ -242,12 +235,9 @@ pub struct ThreadRecord {
 /// A conversation with its latest messages, as `reader` sees it. The user's app fetching it has the agents'
 /// messages: they become `delivered`.
 async fn with_messages(state: &AppState, c: &Conversation, reader: Reader) -> ApiResult<ThreadRecord> {
-    let mut rows = messages::list_conversation(&state.db, c.id, EMBEDDED_MESSAGES).await?;
-    if reader == Reader::User {
-        crate::messages::fetched_by_app(&state.db, &mut rows, state.now()).await?;
-    }
+    let rows = conversations::messages_of(&state.db, c, reader, EMBEDDED_MESSAGES, state.now()).await?;
     // Who of the partner wrote a reply is the partner's business; the person sees a first name.
-    let shown = |m: &messages::Message| {
+    let shown = |m: &Message| {
         let mut record = MessageRecord::from(m);
         if reader == Reader::User {
             record.author = None;
@@ -259,18 +249,8 @@ async fn with_messages(state: &AppState, c: &Conversation, reader: Reader) -> Ap
 
 /// A conversation as `reader` sees it, with its unread count.
 pub(crate) async fn record(state: &AppState, c: &Conversation, reader: Reader) -> ApiResult<ConversationRecord> {
-    let unread = messages::unread_counts(&state.db, &[c.id], reader.reads()).await?;
-    let last = messages::latest_in_conversations(&state.db, &[c.id]).await?;
-    let labels = labels_for(state, &[c.id], reader).await?;
-    Ok(ConversationRecord::seen_by(c, unread.get(&c.id).copied().unwrap_or(0), last.get(&c.id), &labels, reader))
-}
-
-/// The labels of conversations `ids`, when `reader` is the partner's (the user sees none).
-async fn labels_for(state: &AppState, ids: &[i64], reader: Reader) -> ApiResult<HashMap<i64, Vec<String>>> {
-    Ok(match reader {
-        Reader::Agent => crate::store::labels::of_conversations(&state.db, ids).await?,
-        Reader::User => HashMap::new(),
-    })
+    let seen = conversations::seen(&state.db, &[c.id], reader).await?;
+    Ok(ConversationRecord::seen_by(c, &seen, reader))
 }
 
 /// A page of conversations as `reader` sees them, each with its unread count.
@@ -281,31 +261,27 @@ async fn page_of(
     reader: Reader,
 ) -> ApiResult<List<ConversationRecord>> {
     let ids: Vec<i64> = rows.iter().take(page.limit as usize).map(|c| c.id).collect();
-    let unread = messages::unread_counts(&state.db, &ids, reader.reads()).await?;
-    let last = messages::latest_in_conversations(&state.db, &ids).await?;
-    let labels = labels_for(state, &ids, reader).await?;
-    Ok(page.list(
-        rows,
-        |c| c.id,
-        |c| ConversationRecord::seen_by(c, unread.get(&c.id).copied().unwrap_or(0), last.get(&c.id), &labels, reader),
-    ))
+    let seen = conversations::seen(&state.db, &ids, reader).await?;
+    Ok(page.list(rows, |c| c.id, |c| ConversationRecord::seen_by(c, &seen, reader)))
 }
 
 /// `reader` has seen the conversation: the other side's messages become `read`; answers the thread.
 async fn read(state: &AppState, c: &Conversation, reader: Reader) -> ApiResult<ThreadRecord> {
-    crate::conversations::read_by(&state.db, c, reader, state.now()).await?;
+    conversations::read_by(&state.db, c, reader, state.now()).await?;
     with_messages(state, c, reader).await
 }
 
 /// One of the user's conversations, by ref (another user's is 404).
 async fn user_thread(state: &AppState, user: &UserAuth, reference: &str) -> ApiResult<Conversation> {
-    store::find_for_user(&state.db, &user.phone, reference).await?.ok_or_else(|| ApiError::not_found("conversation"))
+    conversations::find_for_user(&state.db, &user.phone, reference)
+        .await?
+        .ok_or_else(|| ApiError::not_found("conversation"))
 }
 
 /// One of the partner's conversations, by id (another partner's is 404).
 async fn agent_thread(state: &AppState, partner_id: i64, id: &str) -> ApiResult<Conversation> {
     let id = parse_id(id, "conversation")?;
-    store::find_for_partner(&state.db, partner_id, id).await?.ok_or_else(|| ApiError::not_found("conversation"))
+    conversations::find_for_partner(&state.db, partner_id, id).await?.ok_or_else(|| ApiError::not_found("conversation"))
 }
 
 #[cfg(test)]
@@ -313,8 +289,8 @@ mod tests {
     use super::*;
     use crate::names::MessageState;
 
-    fn message(body: Option<&str>, content: serde_json::Value) -> messages::Message {
-        messages::Message {
+    fn message(body: Option<&str>, content: serde_json::Value) -> Message {
+        Message {
             id: 1,
             reference: "msg_1".into(),
             partner_id: 1,

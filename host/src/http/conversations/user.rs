@@ -9,19 +9,15 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::{ConversationRecord, ThreadRecord, page_of, read, user_thread, with_messages};
-use crate::conversations::Reader;
+use crate::conversations::{self, Reader};
 use crate::http::auth::UserAuth;
 use crate::http::error::{ApiError, ApiResult};
+use crate::messages::send::Sent;
 
-use crate::http::messages::{MessageRecord, SendMessage, created, idempotency_header, ref_taken, validate_content};
+use crate::http::messages::{MessageRecord, SendMessage, created, idempotency_header};
 use crate::http::state::AppState;
 use crate::http::{ApiJson, ApiQuery, E404, E409, E422, List, PageParams, SearchParams, parse_value};
 use crate::messages::compose;
-use crate::names::Direction;
-use crate::secrets::random_alnum;
-use crate::store::conversations as store;
-use crate::store::messages::Created;
-use crate::store::{accounts, partners};
 
 /// My support threads (never bot sessions), newest first; with `q`, those whose subject or messages match.
 #[utoipa::path(
@@ -46,7 +42,8 @@ pub(super) async fn list_my_conversations(
     if words.as_ref().is_some_and(Vec::is_empty) {
         return Ok(Json(List::empty()));
     }
-    let rows = store::list_for_phone(&state.db, &user.phone, words.as_deref(), page.before, page.fetch()).await?;
+    let rows =
+        conversations::list_for_phone(&state.db, &user.phone, words.as_deref(), page.before, page.fetch()).await?;
     Ok(Json(page_of(&state, &page, rows, Reader::User).await?))
 }
 
@@ -79,35 +76,9 @@ pub(super) async fn open_conversation(
     user: UserAuth,
     ApiJson(req): ApiJson<OpenConversation>,
 ) -> ApiResult<(StatusCode, Json<ThreadRecord>)> {
-    let code = req.partner.as_deref().map(str::trim).filter(|p| !p.is_empty());
-    let code = code.ok_or_else(|| ApiError::validation("partner", "partner is required"))?;
-    let subject = req.subject.as_deref().map(str::trim).filter(|s| !s.is_empty());
-    if subject.is_some_and(|s| s.chars().count() > 200) {
-        return Err(ApiError::validation("subject", "subject is at most 200 characters"));
-    }
-    // Support is opened with a partner the user is linked to.
-    let partner = partners::find_by_code(&state.db, code).await?.ok_or_else(|| ApiError::not_found("partner"))?;
-    let account = accounts::find_account(&state.db, &user.phone).await?;
-    let linked = match &account {
-        Some(a) => accounts::linked_partners(&state.db, a.id).await?.iter().any(|p| p.code == code),
-        None => false,
-    };
-    if !linked {
-        return Err(ApiError::not_found("partner"));
-    }
-    if req.message.wants_e2e() {
-        return Err(ApiError::validation(
-            "encrypted",
-            "a conversation opens with a plaintext message; share a content key (POST …/keys), then send encrypted ones",
-        ));
-    }
-    let content = validate_content(&state, partner.id, &req.message, Some(&user.phone)).await?;
-    let content =
-        crate::conversations::from_user(&state.db, content, &user.phone, state.config.upload_quota(), state.now())
-            .await?;
-    let first = content.into_message(partner.id, &user.phone, Direction::In, None);
-    let reference = format!("conv_{}", random_alnum(24));
-    let (conversation, message) = crate::conversations::open(&state.sending(), &reference, subject, first).await?;
+    let (partner, subject, quota) = (req.partner.as_deref(), req.subject.as_deref(), state.config.upload_quota());
+    let (conversation, message) =
+        conversations::open_by_user(&state.sending(), &user.phone, partner, subject, &req.message, quota).await?;
     let record = ThreadRecord {
         conversation: ConversationRecord::new(&conversation, 0, Some(&message)),
         messages: vec![MessageRecord::from(&message)],
@@ -244,20 +215,10 @@ pub(super) async fn write_in_my_conversation(
     let req: SendMessage = parse_value(raw.clone())?;
     let c = user_thread(&state, &user, &reference).await?;
     let idempotency = compose::idempotency(&req, &raw, idempotency_header(&headers)?)?;
-    let content = crate::conversations::content(&state.db, state.config.dev, &c, &req).await?;
-    let content =
-        crate::conversations::from_user(&state.db, content, &user.phone, state.config.upload_quota(), state.now())
-            .await?;
-    let mut message = content.into_message(c.partner_id, &user.phone, Direction::In, Some(c.id));
-    if let Some((key, hash)) = idempotency {
-        // Scoped to this user's thread: keys of other writers or threads never meet.
-        message.idempotency_key = Some(format!("me:{}:{}:{key}", user.phone, c.id));
-        message.request_hash = Some(hash);
-    }
+    let quota = state.config.upload_quota();
     // A user message puts the thread back in the agents' queue, reopening a closed one.
-    match crate::conversations::write(&state.sending(), c.id, message).await.map_err(ref_taken)? {
-        Created::New(m) => Ok(created(&m, false)),
-        Created::Replayed(m) => Ok(created(&m, true)),
-        Created::KeyReused => Err(ApiError::idempotency_conflict()),
+    match conversations::write_by_user(&state.sending(), &c, &user.phone, &req, idempotency, quota).await? {
+        Sent::New(m) => Ok(created(&m, false)),
+        Sent::Replayed(m) => Ok(created(&m, true)),
     }
 }

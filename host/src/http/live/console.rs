@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::sse::{Audience, Follow, Tail, last_event_id, sse};
+use crate::conversations;
 use crate::conversations::Reader;
 use crate::http::auth::PartnerWatch;
 use crate::http::conversations::record;
@@ -25,9 +26,8 @@ use crate::http::error::ApiResult;
 use crate::http::messages::MessageRecord;
 use crate::http::state::AppState;
 use crate::http::{ApiQuery, E401, E403, E429, E503};
+use crate::messages::Message;
 use crate::names::UserEventKind;
-use crate::store::conversations as store;
-use crate::store::messages::Message;
 use crate::store::user_events::{UserEvent, partner_key};
 
 /// How a console reconnects.
@@ -105,12 +105,15 @@ impl Console {
             UserEventKind::ConversationMessage => {
                 let Some(m) = message else { return Ok(None) };
                 let Some(c) = m.conversation_id else { return Ok(None) };
-                let Some(c) = store::find_for_partner(&self.state.db, partner_id, c).await? else { return Ok(None) };
+                let Some(c) = conversations::find_for_partner(&self.state.db, partner_id, c).await? else {
+                    return Ok(None);
+                };
                 let conversation = record(&self.state, &c, Reader::Agent).await?;
                 json!({ "conversation": conversation, "message": MessageRecord::from(&m) })
             }
             UserEventKind::ConversationUpdated => {
-                let Some(c) = store::find_for_partner(&self.state.db, partner_id, event.subject_id).await? else {
+                let Some(c) = conversations::find_for_partner(&self.state.db, partner_id, event.subject_id).await?
+                else {
                     return Ok(None);
                 };
                 json!(record(&self.state, &c, Reader::Agent).await?)

@@ -16,7 +16,7 @@ use futures_util::Stream;
 use super::registry::StreamSlot;
 use super::wakes::{Handed, Watch};
 use crate::http::state::AppState;
-use crate::store::messages::Message;
+use crate::messages::Message;
 use crate::store::user_events::{self, UserEvent};
 
 /// Events read from the log at once.

@@ -25,6 +25,7 @@ use utoipa::ToSchema;
 
 use super::sse::{Audience, Follow, Tail, last_event_id, sse};
 use crate::clock::record_time;
+use crate::conversations::Conversation;
 use crate::conversations::Reader;
 use crate::http::abuse::ClientIp;
 use crate::http::auth::UserAuth;
@@ -33,12 +34,12 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::messages::MessageRecord;
 use crate::http::state::AppState;
 use crate::http::{ApiQuery, E401, E429, E503};
+use crate::messages::Message;
 use crate::names::{Direction, MessageState, SessionKind, UserEventKind};
 use crate::secrets::{digest, random_alnum};
-use crate::store::conversations::Conversation;
-use crate::store::messages::Message;
+use crate::store::Db;
 use crate::store::user_events::{self, Ticket, UserEvent};
-use crate::store::{Db, conversations, flows, messages};
+use crate::{bots, conversations, flows};
 
 /// How long a ticket opens a stream.
 const TICKET_TTL_MS: i64 = 60_000;
@@ -246,7 +247,7 @@ async fn render(
         }
         UserEventKind::FlowUpdated => {
             let s = flows::find_by_id(db, event.subject_id).await.ok()??;
-            let bot = crate::store::bots::find_by_id(db, s.bot_id).await.ok()??;
+            let bot = bots::find_by_id(db, s.bot_id).await.ok()??;
             let kind = if s.kind == SessionKind::Flow { "flow" } else { "chat" };
             json!({ "ref": s.reference, "kind": kind, "state": s.state, "bot_ref": bot.reference }).to_string()
         }
@@ -274,7 +275,6 @@ struct ConversationMessage {
 
 /// A conversation as its user sees it (the agents' messages not read yet).
 async fn as_user_sees(db: &Db, c: &Conversation) -> Option<ConversationRecord> {
-    let unread = messages::unread_counts(db, &[c.id], Reader::User.reads()).await.ok()?;
-    let last = messages::latest_in_conversations(db, &[c.id]).await.ok()?;
-    Some(ConversationRecord::new(c, unread.get(&c.id).copied().unwrap_or(0), last.get(&c.id)))
+    let seen = conversations::seen(db, &[c.id], Reader::User).await.ok()?;
+    Some(ConversationRecord::new(c, seen.unread.get(&c.id).copied().unwrap_or(0), seen.last.get(&c.id)))
 }

@@ -7,16 +7,12 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::delivery::settings;
 use crate::http::auth::PartnerAuth;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::ApiResult;
 use crate::http::state::AppState;
 use crate::http::{ApiJson, E422};
-use crate::messages::compose::fallback_window;
-use crate::preferences::{Window, known_time_zone};
-use crate::store::{partners, preferences};
-
-/// The longest a partner's messages may wait out a provider's outage: a day.
-const MAX_PROVIDER_RETRY_S: i64 = 86_400;
+use crate::preferences::Window;
 
 /// The partner's delivery settings.
 #[derive(Serialize, ToSchema)]
@@ -88,21 +84,18 @@ pub(super) struct Update {
 }
 
 async fn answer(state: &AppState, partner_id: i64) -> ApiResult<Json<DeliverySettings>> {
-    let stored = partners::hub_fallback(&state.db, partner_id).await?;
-    let seconds = stored.unwrap_or(state.config.hub_fallback_after_s as i64);
+    let s = settings::read(&state.db, partner_id, state.config.hub_fallback_after_s as i64).await?;
     Ok(Json(DeliverySettings {
-        hub_fallback_after_s: (seconds >= 0).then_some(seconds),
-        default: stored.is_none(),
-        whatsapp_window_fallback: partners::whatsapp_window_fallback(&state.db, partner_id).await?,
-        provider_retry_s: partners::provider_retry(&state.db, partner_id)
-            .await?
-            .unwrap_or(crate::delivery::DEFAULT_PROVIDER_RETRY_S),
-        attempt_events: partners::attempt_events(&state.db, partner_id).await?,
-        over_limit: partners::over_limit(&state.db, partner_id).await?,
-        quiet_hours: preferences::partner_default(&state.db, partner_id).await?.map(|(w, zone)| DefaultQuietHours {
+        hub_fallback_after_s: s.hub_fallback_after_s,
+        default: s.default,
+        whatsapp_window_fallback: s.whatsapp_window_fallback,
+        provider_retry_s: s.provider_retry_s,
+        attempt_events: s.attempt_events,
+        over_limit: s.over_limit,
+        quiet_hours: s.quiet_hours.map(|(w, time_zone)| DefaultQuietHours {
             start: Window::format(w.start),
             end: Window::format(w.end),
-            time_zone: zone.unwrap_or_else(|| "UTC".into()),
+            time_zone,
         }),
     }))
 }
@@ -137,30 +130,14 @@ pub(super) async fn set_delivery_settings(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<Update>,
 ) -> ApiResult<Json<DeliverySettings>> {
-    let seconds = fallback_window(req.hub_fallback_after_s).map_err(|e| e.renamed("hub_fallback_after_s"))?;
-    let window_fallback = req.whatsapp_window_fallback.unwrap_or(false);
-    let retry = req.provider_retry_s;
-    if retry.is_some_and(|s| !(0..=MAX_PROVIDER_RETRY_S).contains(&s)) {
-        return Err(ApiError::validation("provider_retry_s", "provider_retry_s is 0 to 86400 seconds"));
-    }
-    let attempts = req.attempt_events.unwrap_or(false);
-    let over_limit = req.over_limit.as_deref().unwrap_or("wait");
-    if !matches!(over_limit, "wait" | "sms") {
-        return Err(ApiError::validation("over_limit", "over_limit is wait or sms"));
-    }
-    let quiet = match req.quiet_hours {
-        None => None,
-        Some(q) => {
-            let window = crate::http::preferences::quiet_window(&q.start, &q.end)?;
-            if !known_time_zone(&q.time_zone) {
-                let message = format!("{:?} is not a time zone of the IANA database", q.time_zone);
-                return Err(ApiError::validation("quiet_hours.time_zone", message));
-            }
-            Some((window, q.time_zone))
-        }
+    let update = settings::Update {
+        hub_fallback_after_s: req.hub_fallback_after_s,
+        whatsapp_window_fallback: req.whatsapp_window_fallback,
+        provider_retry_s: req.provider_retry_s,
+        attempt_events: req.attempt_events,
+        over_limit: req.over_limit.as_deref(),
+        quiet_hours: req.quiet_hours.as_ref().map(|q| (q.start.as_str(), q.end.as_str(), q.time_zone.as_str())),
     };
-    partners::set_delivery_settings(&state.db, partner.id, seconds, window_fallback, retry, attempts, over_limit)
-        .await?;
-    preferences::set_partner_default(&state.db, partner.id, quiet).await?;
+    settings::set(&state.db, partner.id, update).await?;
     answer(&state, partner.id).await
 }

@@ -10,9 +10,8 @@ use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::http::{ApiJson, parse_id};
+use crate::messages::Canceled;
 use crate::names::MessageState;
-use crate::store::messages::{self as store, Canceled};
-use crate::validate::is_e164;
 
 /// Moves one of the partner's messages; answers the resulting record (unchanged when already there).
 pub(super) async fn mark(
@@ -23,16 +22,7 @@ pub(super) async fn mark(
     to: MessageState,
 ) -> ApiResult<Json<MessageRecord>> {
     let id = parse_id(raw_id, "message")?;
-    let current =
-        store::find_message(&state.db, partner_id, id).await?.ok_or_else(|| ApiError::not_found("message"))?;
-    if current.state == MessageState::Failed {
-        return Err(ApiError::conflict("the message failed to deliver; it cannot be marked"));
-    }
-    let moved = crate::messages::mark(&state.db, &[id], from, to, state.now()).await?;
-    let record = match moved.into_iter().next() {
-        Some(m) => m,
-        None => store::find_message(&state.db, partner_id, id).await?.unwrap_or(current),
-    };
+    let record = crate::messages::mark_one(&state.db, partner_id, id, from, to, state.now()).await?;
     Ok(Json(MessageRecord::from(&record)))
 }
 
@@ -106,30 +96,15 @@ pub(super) async fn mark_many_read(
     PartnerAuth(partner): PartnerAuth,
     ApiJson(req): ApiJson<BulkRead>,
 ) -> ApiResult<Json<Updated>> {
-    // A phone that is given must be one (an empty string is not "no phone").
-    let ids = match (&req.message_ids, req.phone.as_deref()) {
-        (Some(_), Some(_)) => {
-            return Err(ApiError::validation("message_ids", "give message_ids or phone, not both"));
-        }
-        (None, None) => {
-            return Err(ApiError::validation("message_ids", "message_ids or phone is required"));
-        }
-        (Some(ids), None) => {
-            if ids.len() > 1000 {
-                return Err(ApiError::validation("message_ids", "at most 1000 message_ids at once"));
-            }
-            store::partner_message_ids(&state.db, partner.id, None, ids).await?
-        }
-        (None, Some(phone)) => {
-            if !is_e164(phone) {
-                return Err(ApiError::validation("phone", "phone must be E.164"));
-            }
-            store::partner_message_ids(&state.db, partner.id, Some(phone), &[]).await?
-        }
-    };
-    let moved =
-        crate::messages::mark(&state.db, &ids, &MessageState::BEFORE_READ, MessageState::Read, state.now()).await?;
-    let updated = moved.len() as i64;
+    let moved = crate::messages::mark_read(
+        &state.db,
+        partner.id,
+        req.message_ids.as_deref(),
+        req.phone.as_deref(),
+        state.now(),
+    )
+    .await?;
+    let updated = moved as i64;
     Ok(Json(Updated { updated }))
 }
 

@@ -14,13 +14,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::clock::record_time;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::ApiResult;
 use crate::http::state::AppState;
+use crate::messages::Message;
 use crate::messages::MessageContent;
 pub use crate::messages::compose::{self, Content, MAX_BODY_BYTES, SendMessage, client_ref};
 use crate::names::{AttemptKind, AttemptState, Channel, ContentType, Direction, MessageState};
-use crate::store::is_unique_violation;
-use crate::store::messages::Message;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -139,8 +138,8 @@ pub struct AttemptRecord {
     pub retry_at: Option<String>,
 }
 
-impl From<crate::store::messages::DeliveryAttempt> for AttemptRecord {
-    fn from(a: crate::store::messages::DeliveryAttempt) -> Self {
+impl From<crate::messages::DeliveryAttempt> for AttemptRecord {
+    fn from(a: crate::messages::DeliveryAttempt) -> Self {
         AttemptRecord {
             kind: a.kind,
             channel: a.channel,
@@ -197,10 +196,4 @@ impl From<&Message> for MessageRecord {
             events: None,
         }
     }
-}
-
-/// Creating a message can only break a unique constraint through its ref (idempotency keys are handled
-/// in the insert): a sender-chosen ref that is already taken (refs are unique across the service) is a 409.
-pub fn ref_taken(e: sqlx::Error) -> ApiError {
-    if is_unique_violation(&e) { ApiError::conflict("ref is already used by another message") } else { e.into() }
 }

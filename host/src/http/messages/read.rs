@@ -11,8 +11,8 @@ use crate::http::auth::PartnerAuth;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::state::AppState;
 use crate::http::{ApiQuery, List, PageParams, parse_id};
+use crate::messages::{self, MessageFilter};
 use crate::names::MessageState;
-use crate::store::messages::{self as store, MessageFilter};
 use crate::validate::phone_filter;
 
 #[derive(Deserialize, IntoParams)]
@@ -41,12 +41,12 @@ pub(super) async fn get_message(
     ApiQuery(query): ApiQuery<GetMessageQuery>,
 ) -> ApiResult<Json<MessageRecord>> {
     let id = parse_id(&id, "message")?;
-    let m = store::find_message(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("message"))?;
+    let m = messages::find_message(&state.db, partner.id, id).await?.ok_or_else(|| ApiError::not_found("message"))?;
     let mut record = MessageRecord::from(&m);
     let include = query.include.unwrap_or_default();
     let wants = |part: &str| include.split(',').any(|p| p.trim() == part);
     if wants("events") {
-        let changes = store::list_state_changes(&state.db, m.id).await?;
+        let changes = messages::list_state_changes(&state.db, m.id).await?;
         record.events = Some(
             changes
                 .into_iter()
@@ -55,7 +55,7 @@ pub(super) async fn get_message(
         );
     }
     if wants("attempts") {
-        let attempts = store::list_attempts(&state.db, m.id).await?;
+        let attempts = messages::list_attempts(&state.db, m.id).await?;
         record.attempts = Some(attempts.into_iter().map(AttemptRecord::from).collect());
     }
     Ok(Json(record))
@@ -96,6 +96,6 @@ pub(super) async fn list_messages(
         before: page.before,
         limit: page.fetch(),
     };
-    let rows = store::list_messages(&state.db, partner.id, &filter).await?;
+    let rows = messages::list_messages(&state.db, partner.id, &filter).await?;
     Ok(Json(page.list(rows, |m| m.id, |m| MessageRecord::from(m))))
 }

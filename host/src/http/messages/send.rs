@@ -55,7 +55,7 @@ pub(crate) fn idempotency_header(headers: &HeaderMap) -> ApiResult<Option<String
 }
 
 /// `201` with the message; a replayed retry says so in `Idempotent-Replayed: true`.
-pub(crate) fn created(m: &crate::store::messages::Message, replayed: bool) -> Response {
+pub(crate) fn created(m: &crate::messages::Message, replayed: bool) -> Response {
     let mut response = (StatusCode::CREATED, Json(MessageRecord::from(m))).into_response();
     if replayed {
         response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));

@@ -1,5 +1,7 @@
-//! Bots: how each one runs, named once for the store, the API, the flow engine and the document; and who
-//! may speak for a bot on its inbound webhook ([`Inbound`]).
+//! Bots: how each one runs, named once for the store, the API, the flow engine and the document; how a
+//! partner keeps them ([`manage`]); and who may speak for a bot on its inbound webhook ([`Inbound`]).
+
+pub mod manage;
 
 use std::net::IpAddr;
 
@@ -7,7 +9,8 @@ use crate::clock::Millis;
 use crate::secrets::{constant_time_eq, digest};
 use crate::signing;
 use crate::store::Db;
-use crate::store::bots::{self as store, Bot};
+use crate::store::bots::{self as store};
+pub use crate::store::bots::{Bot, find_by_id, find_by_token_hash, list_for_user};
 
 /// How long an inbound event id is kept, in milliseconds: twice the timestamp tolerance. An event is refused
 /// once its timestamp is more than the tolerance away from now, and a timestamp may be up to the tolerance
