@@ -3,13 +3,13 @@
 //! platform's catalog only, within a daily quota (UTC days), through the one entry every outbound message
 //! takes ([`messages::send::accept`]).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::clock::Millis;
 use crate::messages;
 use crate::messages::send::{SendError, Sending, Sent};
 use crate::otp::{self, Codes, OtpError};
-use crate::secrets::{digest, display_prefix, new_message_ref, random_alnum};
+use crate::secrets::{digest, display_prefix, random_alnum};
 use crate::store::developers::{self as store};
 pub use crate::store::developers::{Developer, KeyListing, find_by_key_hash};
 use crate::store::messages::{Message, NewMessage};
@@ -260,31 +260,14 @@ pub async fn send(host: &Sending<'_>, developer_id: i64, quota: i64, req: DevSen
         return Err(DeveloperError::OverQuota { retry_after_s: ((resets_at - host.now) / 1000) as u64 });
     }
     let message = NewMessage {
-        reference: new_message_ref(),
-        partner_id: platform.id,
-        direction: crate::names::Direction::Out,
-        conversation_id: None,
         developer_id: Some(developer_id),
-        phone,
-        content_type: "text".into(),
-        body: Some(text.clone()),
-        rendered_body: Some(text),
+        rendered_body: Some(text.clone()),
         template_code: Some(template.code),
         lang: Some(template.lang),
-        priority: "notification".into(),
-        content: json!({}),
-        media: None,
         // Developers share the platform's message space: their keys are namespaced.
         idempotency_key: key.map(|k| format!("dev:{developer_id}:{k}")),
         request_hash,
-        fallback_after_s: None,
-        channel: None,
-        account: String::new(),
-        hub: None,
-        invites: None,
-        send_at: None,
-        author_id: None,
-        author_name: None,
+        ..NewMessage::text_to(platform.id, &phone, text)
     };
     Ok(messages::send::accept(host, message).await?)
 }

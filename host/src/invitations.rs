@@ -10,7 +10,7 @@ use crate::flows::{FlowError, Flows};
 use crate::messages;
 use crate::messages::send::{SendError, Sending, Sent};
 use crate::names::{Channel, RuntimeMode};
-use crate::secrets::{new_message_ref, random_alnum};
+use crate::secrets::random_alnum;
 use crate::store::bots::{Bot, component_info};
 use crate::store::devices;
 use crate::store::flows::{self, FlowInvitation};
@@ -88,32 +88,10 @@ pub async fn invite(
         on_channel(host, bot, flow, phone, channel, &reference).await?;
         return Ok(Invitation { reference, phone: phone.to_string(), state: "in_progress", channel, message_id: None });
     }
-    let card = NewMessage {
-        reference: new_message_ref(),
-        partner_id: bot.partner_id,
-        direction: crate::names::Direction::Out,
-        conversation_id: None,
-        developer_id: None,
-        phone: phone.to_string(),
-        content_type: "text".into(),
-        body: Some(format!("{partner_name} invites you to fill in: {title}")),
-        rendered_body: None,
-        template_code: None,
-        lang: None,
-        priority: "notification".into(),
-        content: json!({ "flow": { "ref": reference, "bot": bot.code, "bot_ref": bot.reference, "partner": bot.partner_code, "flow": flow, "title": title, "state": "invited" } }),
-        media: None,
-        idempotency_key: None,
-        request_hash: None,
-        fallback_after_s: None,
-        channel: None,
-        account: String::new(),
-        hub: None,
-        invites: Some(FlowInvitation { reference: reference.clone(), bot_id: bot.id, flow: flow.to_string(), title }),
-        send_at: None,
-        author_id: None,
-        author_name: None,
-    };
+    let body = format!("{partner_name} invites you to fill in: {title}");
+    let content = json!({ "flow": { "ref": reference, "bot": bot.code, "bot_ref": bot.reference, "partner": bot.partner_code, "flow": flow, "title": title, "state": "invited" } });
+    let invites = FlowInvitation { reference: reference.clone(), bot_id: bot.id, flow: flow.to_string(), title };
+    let card = NewMessage { content, invites: Some(invites), ..NewMessage::text_to(bot.partner_id, phone, body) };
     let (Sent::New(card) | Sent::Replayed(card)) = messages::send::accept(&host.sending, card).await?;
     Ok(Invitation { reference, phone: phone.to_string(), state: "invited", channel, message_id: Some(card.id) })
 }

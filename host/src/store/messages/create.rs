@@ -56,6 +56,38 @@ pub struct NewMessage {
 }
 
 impl NewMessage {
+    /// An outgoing notification of text `body` from partner `partner_id` to `phone`, under a new ref, with
+    /// nothing else set: what a send that composes its own message (a developer's template, a flow's
+    /// invitation card) starts from.
+    pub fn text_to(partner_id: i64, phone: &str, body: String) -> NewMessage {
+        NewMessage {
+            reference: crate::secrets::new_message_ref(),
+            partner_id,
+            direction: Direction::Out,
+            conversation_id: None,
+            developer_id: None,
+            phone: phone.to_string(),
+            content_type: "text".into(),
+            body: Some(body),
+            rendered_body: None,
+            template_code: None,
+            lang: None,
+            priority: "notification".into(),
+            content: Value::Object(Default::default()),
+            media: None,
+            idempotency_key: None,
+            request_hash: None,
+            fallback_after_s: None,
+            channel: None,
+            account: String::new(),
+            hub: None,
+            invites: None,
+            send_at: None,
+            author_id: None,
+            author_name: None,
+        }
+    }
+
     /// The state it is written in: `scheduled` for a message sent later, else its direction's first.
     pub fn initial_state(&self) -> MessageState {
         match self.send_at {
