@@ -295,6 +295,8 @@ pub async fn write(host: &Sending<'_>, conversation_id: i64, message: NewMessage
                 .await
                 .map_err(refused)?;
         if matches!(written, Created::New(_)) {
+            // An agent's reply is an outbound message accepted as any other (`messages::send::accept`).
+            metrics::counter!("hubbub_messages_accepted_total").increment(1);
             host.wake.notify_one();
         }
         written

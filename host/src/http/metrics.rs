@@ -8,8 +8,9 @@
 //! What is recorded, and where:
 //! - `hubbub_http_requests_total{route, method, status}`, `hubbub_http_request_duration_seconds{route, method}`:
 //!   [`track_request`], a route layer of the API;
-//! - `hubbub_messages_accepted_total`; `hubbub_messages_total{channel, state}` (`sent` or `failed`, by the
-//!   delivery worker);
+//! - `hubbub_messages_accepted_total`: outbound messages accepted one by one (sends, developers' templates,
+//!   flow cards, agents' replies; a broadcast's messages are its fan-out's, not counted here);
+//!   `hubbub_messages_total{channel, state}` (`sent` or `failed`, by the delivery worker);
 //! - `hubbub_delivery_backlog`, `hubbub_delivery_backlog_oldest_seconds`, `hubbub_webhook_backlog`,
 //!   `hubbub_webhook_backlog_oldest_seconds`, `hubbub_broadcasts_in_progress`: gauges refreshed at scrape;
 //! - `hubbub_bot_pool_resident_bytes`: guest memory the runtime's idle pooled slots keep resident for the
