@@ -188,12 +188,30 @@ pub async fn run(command: BotCommand) -> anyhow::Result<()> {
             } else {
                 answer(existing).await?;
             }
-            let put = http
-                .put(api.url(&format!("/bots/{code}/component")))
-                .bearer_auth(&api.api_key)
-                .header(reqwest::header::CONTENT_TYPE, "application/wasm")
-                .body(bytes);
-            let uploaded = call(put).await?;
+            // An upload is idempotent (the same bytes are the same component): a 503 (every compiler busy, or
+            // a compile longer than the host's request timeout, which may still complete) is tried again
+            // after the host's Retry-After, as the answer asks.
+            let mut tries = 0;
+            let uploaded = loop {
+                tries += 1;
+                let put = http
+                    .put(api.url(&format!("/bots/{code}/component")))
+                    .bearer_auth(&api.api_key)
+                    .header(reqwest::header::CONTENT_TYPE, "application/wasm")
+                    .body(bytes.clone());
+                let response = put.send().await?;
+                if response.status() != reqwest::StatusCode::SERVICE_UNAVAILABLE || tries == UPLOAD_TRIES {
+                    break answer(response).await?;
+                }
+                let wait = response
+                    .headers()
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+                    .unwrap_or(5)
+                    .clamp(1, 60);
+                eprintln!("the host is busy compiling ({}); trying again in {wait} s", response.status());
+                tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
+            };
             println!("{}", uploaded["component"]);
         }
         BotCommand::Invite { code, flow, phone, api } => {
@@ -216,6 +234,9 @@ pub async fn run(command: BotCommand) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// How many times `bot upload` sends a component the host answered 503 to.
+const UPLOAD_TRIES: u32 = 3;
 
 /// The JSON of an answer; a non-2xx answer is an error with its body.
 async fn answer(response: reqwest::Response) -> anyhow::Result<Value> {
