@@ -76,9 +76,14 @@ pub async fn set(db: &Db, partner_id: i64, update: Update<'_>) -> Result<(), Kee
             Some((window, zone))
         }
     };
-    let window_fallback = update.whatsapp_window_fallback.unwrap_or(false);
-    let attempts = update.attempt_events.unwrap_or(false);
-    partners::set_delivery_settings(db, partner_id, seconds, window_fallback, retry, attempts, over_limit).await?;
-    preferences::set_partner_default(db, partner_id, quiet).await?;
+    let settings = partners::DeliverySettings {
+        hub_fallback_after_s: seconds,
+        whatsapp_window_fallback: update.whatsapp_window_fallback.unwrap_or(false),
+        provider_retry_s: retry,
+        attempt_events: update.attempt_events.unwrap_or(false),
+        over_limit,
+        quiet,
+    };
+    partners::set_delivery_settings(db, partner_id, &settings).await?;
     Ok(())
 }

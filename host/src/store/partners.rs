@@ -400,28 +400,33 @@ pub async fn attempt_events(db: &Db, partner_id: i64) -> Result<bool, sqlx::Erro
     Ok(on != 0)
 }
 
-/// Sets the partner's delivery settings: the fallback window after the hub (see [`hub_fallback`]), whether
-/// agents' free-form answers outside WhatsApp's window go on by the other channels (see
-/// [`whatsapp_window_fallback`]), the retry budget of an outage (see [`provider_retry`]), and whether it
-/// hears of every try (see [`attempt_events`]).
-pub async fn set_delivery_settings(
-    db: &Db,
-    partner_id: i64,
-    seconds: Option<i64>,
-    window_fallback: bool,
-    provider_retry_s: Option<i64>,
-    attempt_events: bool,
-    over_limit: &str,
-) -> Result<(), sqlx::Error> {
+/// What a partner sets of its messages' delivery (`/settings/delivery`), kept in one statement: the hub's
+/// wait (`None`: the host's; `-1`: the hub only), answers outside WhatsApp's window, the outage waited out
+/// (`None`: the default), `message.attempt` events, what a full daily limit does, and the default quiet
+/// window with its time zone.
+pub struct DeliverySettings<'a> {
+    pub hub_fallback_after_s: Option<i64>,
+    pub whatsapp_window_fallback: bool,
+    pub provider_retry_s: Option<i64>,
+    pub attempt_events: bool,
+    pub over_limit: &'a str,
+    pub quiet: Option<(crate::preferences::Window, String)>,
+}
+
+/// Keeps partner `partner_id`'s delivery settings, all of them at once.
+pub async fn set_delivery_settings(db: &Db, partner_id: i64, s: &DeliverySettings<'_>) -> Result<(), sqlx::Error> {
     sqlx::query(
         "UPDATE partners SET hub_fallback_after_s = $1, whatsapp_window_fallback = $2, provider_retry_s = $3, \
-         attempt_events = $4, over_limit = $5 WHERE id = $6",
+         attempt_events = $4, over_limit = $5, quiet_start = $6, quiet_end = $7, quiet_time_zone = $8 WHERE id = $9",
     )
-    .bind(seconds)
-    .bind(i64::from(window_fallback))
-    .bind(provider_retry_s)
-    .bind(i64::from(attempt_events))
-    .bind(over_limit)
+    .bind(s.hub_fallback_after_s)
+    .bind(i64::from(s.whatsapp_window_fallback))
+    .bind(s.provider_retry_s)
+    .bind(i64::from(s.attempt_events))
+    .bind(s.over_limit)
+    .bind(s.quiet.as_ref().map(|(w, _)| w.start))
+    .bind(s.quiet.as_ref().map(|(w, _)| w.end))
+    .bind(s.quiet.as_ref().map(|(_, tz)| tz.clone()))
     .bind(partner_id)
     .execute(db.writer())
     .await?;

@@ -187,15 +187,3 @@ pub async fn partner_default(db: &Db, partner_id: i64) -> Result<Option<(Window,
     let window = Window::stored(row.try_get("quiet_start")?, row.try_get("quiet_end")?);
     Ok(window.map(|w| (w, row.try_get("quiet_time_zone").ok().flatten())))
 }
-
-/// Sets (or, `None`, clears) a partner's default quiet window.
-pub async fn set_partner_default(db: &Db, partner_id: i64, quiet: Option<(Window, String)>) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE partners SET quiet_start = $1, quiet_end = $2, quiet_time_zone = $3 WHERE id = $4")
-        .bind(quiet.as_ref().map(|(w, _)| w.start))
-        .bind(quiet.as_ref().map(|(w, _)| w.end))
-        .bind(quiet.as_ref().map(|(_, tz)| tz.clone()))
-        .bind(partner_id)
-        .execute(db.writer())
-        .await?;
-    Ok(())
-}
