@@ -11,10 +11,10 @@ use crate::forms::{self, ACCOUNT_FIELD_TYPES, Choice, FieldDef, account_field_ki
 use crate::names::AccountState;
 use crate::providers::Provider;
 use crate::store::accounts::{self as store};
-pub use crate::store::accounts::{Account, AccountField, LinkedPartner};
+pub use crate::store::accounts::{Account, AccountField, LinkedPartner, find_account as find, list_fields as fields};
 pub use crate::store::erasure::Erased;
 use crate::store::members::AuditWrite;
-pub use crate::store::preferences::{Document, PartnerChoice};
+pub use crate::store::preferences::{Document, PartnerChoice, document as preferences};
 use crate::store::{Db, erasure, is_unique_violation, partners, preferences};
 use crate::validate::{Invalid, KeepError, required_phone};
 
@@ -102,16 +102,6 @@ pub async fn find_linked(
     Ok(Some((account, fields, blocked)))
 }
 
-/// Whether `phone` has an account linked to partner `partner_id`.
-pub async fn is_linked(db: &Db, partner_id: i64, phone: &str) -> Result<bool, sqlx::Error> {
-    Ok(store::find_linked(db, partner_id, phone).await?.is_some())
-}
-
-/// The account of `phone`, if there is one.
-pub async fn find(db: &Db, phone: &str) -> Result<Option<Account>, sqlx::Error> {
-    store::find_account(db, phone).await
-}
-
 /// The partners an account is linked to, in link order, each with its field definitions (to name the
 /// values it keeps).
 pub async fn linked_partners(db: &Db, account_id: i64) -> Result<Vec<(LinkedPartner, Vec<AccountField>)>, sqlx::Error> {
@@ -137,11 +127,6 @@ pub struct FieldInput {
     pub kind: Option<String>,
     pub required: Option<bool>,
     pub options: Option<Vec<Choice>>,
-}
-
-/// The partner's field definitions.
-pub async fn fields(db: &Db, partner_id: i64) -> Result<Vec<AccountField>, sqlx::Error> {
-    store::list_fields(db, partner_id).await
 }
 
 /// Defines a field: its key unique among the partner's.
@@ -240,11 +225,6 @@ pub struct PartnerChoiceInput {
     pub muted: bool,
     pub blocked: bool,
     pub marketing: bool,
-}
-
-/// The preferences of the person of `phone`, as kept.
-pub async fn preferences(db: &Db, phone: &str) -> Result<Document, sqlx::Error> {
-    preferences::document(db, phone).await
 }
 
 /// Replaces the preferences of the person of `phone`: a time zone of the IANA database, a quiet window of

@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::delivery::Delivery;
 use crate::messages::compose::{self, ComposeError, SendMessage};
 use crate::store::broadcasts::NewBroadcast;
-pub use crate::store::broadcasts::{Broadcast, audience_size, list, message_states};
+pub use crate::store::broadcasts::{Broadcast, audience_size, find, list, message_states};
 use crate::store::{Db, broadcasts};
 use crate::validate::Invalid;
 
@@ -71,11 +71,6 @@ pub async fn accept(
     let b = broadcasts::insert(db, &new, now).await?;
     wake.notify_one();
     Ok(b)
-}
-
-/// The partner's broadcast `id`.
-pub async fn find(db: &Db, partner_id: i64, id: i64) -> Result<Option<Broadcast>, sqlx::Error> {
-    broadcasts::find(db, partner_id, id).await
 }
 
 /// Cancels the partner's scheduled broadcast `id` before it goes out: it becomes `canceled` and reaches

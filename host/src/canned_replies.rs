@@ -3,17 +3,12 @@
 
 use crate::clock::Millis;
 use crate::store::Db;
-pub use crate::store::canned_replies::CannedReply;
 use crate::store::canned_replies::{self as store, Written};
+pub use crate::store::canned_replies::{CannedReply, list};
 use crate::validate::{Invalid, KeepError};
 
 /// The longest body of a canned reply, in characters.
 pub const BODY_CHARS: usize = 4096;
-
-/// The partner's replies, by shortcut.
-pub async fn list(db: &Db, partner_id: i64) -> Result<Vec<CannedReply>, sqlx::Error> {
-    store::list(db, partner_id).await
-}
 
 /// Keeps a reply: `shortcut` 1 to 32 of `a-z`, `0-9`, `-` and `_`, unique among the partner's, and `body`
 /// 1 to [`BODY_CHARS`] characters, not only spaces.

@@ -532,11 +532,7 @@ pub async fn open_by_user(
     }
     // Support is opened with a partner the user is linked to.
     let partner = crate::store::partners::find_by_code(host.db, code).await?.ok_or(OpenError::NoPartner)?;
-    let linked = match crate::store::accounts::find_account(host.db, phone).await? {
-        Some(a) => crate::store::accounts::linked_partners(host.db, a.id).await?.iter().any(|p| p.code == code),
-        None => false,
-    };
-    if !linked {
+    if !crate::accounts::is_linked_to(host.db, phone, code).await? {
         return Err(OpenError::NoPartner);
     }
     if first.wants_e2e() {

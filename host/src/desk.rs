@@ -42,12 +42,11 @@ impl From<ComposeError> for DeskError {
     }
 }
 
-/// What the desk works with: the send of messages, delivery (WhatsApp's window and typing indicator), the
-/// host's development mode, and when each side of each conversation was last told of typing.
+/// What the desk works with: the send of messages (with the host's development mode), delivery (WhatsApp's
+/// window and typing indicator), and when each side of each conversation was last told of typing.
 pub struct Desk<'a> {
     pub sending: Sending<'a>,
     pub delivery: &'a Delivery,
-    pub dev: bool,
     pub typing: &'a WrittenWithin<(i64, bool)>,
 }
 
@@ -76,7 +75,7 @@ pub async fn reply(
     idempotency: Option<(String, String)>,
 ) -> Result<Sent, DeskError> {
     let db = desk.sending.db;
-    let content = conversations::content(db, desk.dev, c, req).await?;
+    let content = conversations::content(db, desk.sending.dev, c, req).await?;
     if c.channel == Some(Channel::Whatsapp)
         && !crate::delivery::within_window(desk.delivery, partner_id, &c.phone).await?
         && !partners::whatsapp_window_fallback(db, partner_id).await?

@@ -11,8 +11,9 @@ use crate::messages::send::{SendError, Sending, Sent};
 use crate::otp::{self, Codes, OtpError};
 use crate::secrets::{digest, display_prefix, random_alnum};
 use crate::store::developers::{self as store};
-pub use crate::store::developers::{Developer, KeyListing, find_by_key_hash};
-use crate::store::messages::{Message, NewMessage};
+pub use crate::store::developers::{Developer, KeyListing, find_by_key_hash, list_keys as keys, revoke_key};
+use crate::store::messages::NewMessage;
+pub use crate::store::messages::list_for_developer as messages;
 use crate::store::templates::Template;
 use crate::store::{Db, is_unique_violation, partners, templates};
 use crate::template::{self, RenderError};
@@ -161,16 +162,6 @@ async fn issue_key(
     Err(last.expect("three tries, each a unique violation").into())
 }
 
-/// The developer's keys, newest first.
-pub async fn keys(db: &Db, developer_id: i64) -> Result<Vec<KeyListing>, sqlx::Error> {
-    store::list_keys(db, developer_id).await
-}
-
-/// Revokes the developer's key of `prefix`; `false` when it has none.
-pub async fn revoke_key(db: &Db, developer_id: i64, prefix: &str, now: Millis) -> Result<bool, sqlx::Error> {
-    store::revoke_key(db, developer_id, prefix, now).await
-}
-
 /// The approved templates developers may send: the platform's (none without a platform partner).
 pub async fn catalog(db: &Db) -> Result<Vec<Template>, sqlx::Error> {
     let Some(platform) = partners::find_platform(db).await? else { return Ok(Vec::new()) };
@@ -186,16 +177,6 @@ pub async fn platform_code(db: &Db) -> Result<String, sqlx::Error> {
 pub async fn usage(db: &Db, developer_id: i64, now: Millis) -> Result<(i64, Millis), sqlx::Error> {
     let day_start = now - now.rem_euclid(DAY_MS);
     Ok((store::sent_since(db, developer_id, day_start).await?, day_start + DAY_MS))
-}
-
-/// The developer's messages, newest first, a page before `before`.
-pub async fn messages(
-    db: &Db,
-    developer_id: i64,
-    before: Option<i64>,
-    limit: i64,
-) -> Result<Vec<Message>, sqlx::Error> {
-    crate::store::messages::list_for_developer(db, developer_id, before, limit).await
 }
 
 /// Fields a developer send may not carry: no free-form content, no partner.

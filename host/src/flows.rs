@@ -21,7 +21,9 @@ use crate::secrets::random_alnum;
 use crate::store::Db;
 use crate::store::bots::{self, Bot};
 use crate::store::flows::{self as store};
-pub use crate::store::flows::{Session, find_by_id, find_for_user, open_forms};
+pub use crate::store::flows::{
+    Session, find_by_id, find_for_user, list_for_partner as sessions_of_partner, open_forms,
+};
 use crate::store::outbox::{self, Target};
 use crate::store::payments::Payment;
 use crate::store::writer::GroupCommit;
@@ -570,16 +572,4 @@ fn event_payload(session: &Session, event: &GuestEvent) -> Value {
         }
     };
     json!({ "session": session.reference, "phone": session.phone, "flow": session.flow, "event": event })
-}
-
-/// A partner's sessions, newest first, each with its bot's code: of one bot, of one phone, or both.
-pub async fn sessions_of_partner(
-    db: &Db,
-    partner_id: i64,
-    bot_id: Option<i64>,
-    phone: Option<&str>,
-    before: Option<i64>,
-    limit: i64,
-) -> std::result::Result<Vec<(store::Session, String)>, sqlx::Error> {
-    store::list_for_partner(db, partner_id, bot_id, phone, before, limit).await
 }

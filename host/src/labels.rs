@@ -1,20 +1,13 @@
 //! A partner's labels: names its agents put on conversations (by hand or by a macro) and filter the list by.
 //! What a label's name and colour may be is decided here, once for keeping one and for every list filter.
 
-use std::collections::HashMap;
-
 use crate::clock::Millis;
-pub use crate::store::labels::{Change, Label};
+pub use crate::store::labels::{Label, list};
 use crate::store::{Db, labels as store};
 use crate::validate::{Invalid, KeepError, label_name};
 
 /// The colour of a label given none.
 pub const GREY: &str = "#6b7280";
-
-/// The partner's labels, by name, each with how many conversations carry it.
-pub async fn list(db: &Db, partner_id: i64) -> Result<Vec<Label>, sqlx::Error> {
-    store::list(db, partner_id).await
-}
 
 /// Keeps a label named `name` (trimmed, kept lower case) of `color` (`#rrggbb`, kept lower case; grey when
 /// absent): refused when either is not one, or the partner has a label of that name.
@@ -50,15 +43,5 @@ pub async fn delete(db: &Db, partner_id: i64, id: i64) -> Result<(), KeepError> 
 /// label's) when the partner has none of that name, so the list is empty.
 pub async fn filter(db: &Db, partner_id: i64, raw: &str) -> Result<i64, KeepError> {
     let name = label_name(raw).map_err(|why| Invalid::new("label", why))?;
-    Ok(by_names(db, partner_id, std::slice::from_ref(&name)).await?.remove(&name).unwrap_or(0))
-}
-
-/// The ids of the partner's labels of these names (those it has).
-pub async fn by_names(db: &Db, partner_id: i64, names: &[String]) -> Result<HashMap<String, i64>, sqlx::Error> {
-    store::by_names(db, partner_id, names).await
-}
-
-/// The labels on each of these conversations, by name.
-pub async fn of_conversations(db: &Db, conversation_ids: &[i64]) -> Result<HashMap<i64, Vec<String>>, sqlx::Error> {
-    store::of_conversations(db, conversation_ids).await
+    Ok(store::by_names(db, partner_id, std::slice::from_ref(&name)).await?.remove(&name).unwrap_or(0))
 }

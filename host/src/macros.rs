@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::clock::Millis;
-pub use crate::store::macros::Macro;
 use crate::store::macros::{self as macro_store, Written};
+pub use crate::store::macros::{Macro, list};
 use crate::store::{Db, canned_replies, members};
 use crate::validate::{Invalid, KeepError};
 
@@ -146,11 +146,6 @@ pub async fn plan(db: &Db, partner_id: i64, actions: &[Action]) -> Result<Result
         }
     }
     Ok(Ok(plan))
-}
-
-/// The partner's macros, by name.
-pub async fn list(db: &Db, partner_id: i64) -> Result<Vec<Macro>, sqlx::Error> {
-    macro_store::list(db, partner_id).await
 }
 
 /// Keeps a macro: `name` 1 to 80 characters without control characters, unique among the partner's, and

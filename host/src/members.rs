@@ -205,11 +205,6 @@ async fn membership(db: &Db, phone: &str, partner: Option<&str>) -> Result<Optio
     Ok(all.pop().map(|(member, _)| member))
 }
 
-/// The memberships of `phone`: each member and its partner's code.
-pub async fn memberships(db: &Db, phone: &str) -> Result<Vec<(Member, String)>, sqlx::Error> {
-    store::memberships(db, phone).await
-}
-
 /// Starts a session for `member`, signed in from `address` with `user_agent` (its first 256 characters
 /// kept): the session's token (shown once, kept as a digest) and the session.
 pub async fn start_session(

@@ -4,6 +4,7 @@
 //! `store::ratings`; the SLA worker is `crate::slas`.
 
 use crate::business_hours::{DAYS, Hours};
+pub use crate::store::ratings::settings as ratings;
 use crate::store::service_levels as store;
 pub use crate::store::service_levels::{Settings, settings};
 use crate::store::{Db, ratings};
@@ -54,12 +55,6 @@ pub async fn set_hours(db: &Db, partner_id: i64, input: HoursInput<'_>) -> Resul
 
 /// The longest rating question, in characters.
 pub const QUESTION_CHARS: usize = 500;
-
-/// Whether partner `partner_id` asks people to rate closed conversations, and its question (`None`: the
-/// default one).
-pub async fn ratings(db: &Db, partner_id: i64) -> Result<(bool, Option<String>), sqlx::Error> {
-    ratings::settings(db, partner_id).await
-}
 
 /// Sets whether partner `partner_id` asks for ratings, and its question (1 to [`QUESTION_CHARS`]
 /// characters, trimmed; `None`: the default); answers the question kept.

@@ -173,7 +173,7 @@ pub fn check_parameter(value: &Value) -> Result<(), String> {
     Ok(())
 }
 
-pub use crate::store::templates::Template;
+pub use crate::store::templates::{Template, find_template as find, list_templates as list};
 
 /// A template to keep: its code, channel, language (`en` when absent), category and body.
 pub struct NewTemplateInput<'a> {
@@ -228,21 +228,6 @@ fn is_lang(s: &str) -> bool {
     (2..=3).contains(&primary.len())
         && primary.chars().all(|c| c.is_ascii_lowercase())
         && parts.all(|p| (2..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()))
-}
-
-/// The partner's templates, newest first, a page before `before`.
-pub async fn list(
-    db: &crate::store::Db,
-    partner_id: i64,
-    before: Option<i64>,
-    limit: i64,
-) -> Result<Vec<Template>, sqlx::Error> {
-    crate::store::templates::list_templates(db, partner_id, before, limit).await
-}
-
-/// The partner's template `id`.
-pub async fn find(db: &crate::store::Db, partner_id: i64, id: i64) -> Result<Option<Template>, sqlx::Error> {
-    crate::store::templates::find_template(db, partner_id, id).await
 }
 
 /// The automatic review's decision for a body: `approved`, or `rejected` with the reason.

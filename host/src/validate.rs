@@ -445,9 +445,13 @@ mod url_tests {
     }
 }
 
-/// Checks a URL the service will call (a webhook, a push endpoint): HTTPS (localhost in dev mode), and
-/// outside dev mode a host that resolves only to public addresses.
-pub async fn check_url(raw: &str, dev: bool) -> Result<(), String> {
+/// Checks a URL the service will call, given in `field` (a webhook, a push endpoint): HTTPS (localhost in
+/// dev mode), and outside dev mode a host that resolves only to public addresses.
+pub async fn check_url(field: &str, raw: &str, dev: bool) -> Result<(), Invalid> {
+    resolves_public(raw, dev).await.map_err(|why| Invalid::new(field, format!("{field} {why}")))
+}
+
+async fn resolves_public(raw: &str, dev: bool) -> Result<(), String> {
     let url = check_public_url(raw, dev).map_err(str::to_string)?;
     if dev {
         return Ok(());

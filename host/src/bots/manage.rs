@@ -64,7 +64,7 @@ pub struct Made {
 /// Checks a webhook URL the bot would be called at (`dev`: the host's development mode).
 async fn checked_url(url: Option<&str>, dev: bool) -> Result<(), Invalid> {
     match url {
-        Some(url) => check_url(url, dev).await.map_err(|why| Invalid::new("webhook_url", format!("webhook_url {why}"))),
+        Some(url) => check_url("webhook_url", url, dev).await,
         None => Ok(()),
     }
 }

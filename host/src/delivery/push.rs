@@ -255,9 +255,7 @@ pub async fn subscribe(
         let why = format!("endpoint is at most {} characters", crate::validate::MAX_URL);
         return Err(Invalid::new("endpoint", why).into());
     }
-    crate::validate::check_url(endpoint, dev)
-        .await
-        .map_err(|why| Invalid::new("endpoint", format!("endpoint {why}")))?;
+    crate::validate::check_url("endpoint", endpoint, dev).await?;
     if !req.keys {
         return Err(Invalid::new("keys", "keys (p256dh, auth) are required").into());
     }

@@ -187,12 +187,7 @@ impl AppState {
 
     /// The agent desk over this host's sends, delivery and typing notes.
     pub fn desk(&self) -> crate::desk::Desk<'_> {
-        crate::desk::Desk {
-            sending: self.sending(),
-            delivery: &self.delivery,
-            dev: self.config.dev,
-            typing: &self.typing,
-        }
+        crate::desk::Desk { sending: self.sending(), delivery: &self.delivery, typing: &self.typing }
     }
 
     /// The broadcast worker's context.

@@ -4,14 +4,14 @@
 
 use serde_json::{Value, json};
 
-use super::{SendOutcome, Webhooks, check_url, endpoint, send_signed};
+use super::{SendOutcome, Webhooks, endpoint, send_signed};
 use crate::clock::iso_time;
 use crate::signing;
 pub use crate::store::outbox::{
     DeliveryQuery, NO_URL, Target, WebhookDelivery, find_delivery, list_deliveries, retry_failed_since, retry_now,
 };
 use crate::store::{developers, partners};
-use crate::validate::{Invalid, KeepError};
+use crate::validate::{KeepError, check_url};
 
 /// A target's endpoint settings: its URL, the first characters of its secret, and the whole secret when it
 /// was made or rotated now (shown this once).
@@ -27,9 +27,7 @@ pub async fn set(webhooks: &Webhooks, target: Target, url: Option<&str>, rotate:
     let db = &webhooks.db;
     let url = url.map(str::trim).filter(|u| !u.is_empty());
     if let Some(url) = url {
-        check_url(url, webhooks.config.dev)
-            .await
-            .map_err(|why| Invalid::new("webhook_url", format!("webhook_url {why}")))?;
+        check_url("webhook_url", url, webhooks.config.dev).await?;
     }
     let current = match target {
         Target::Developer(id) => developers::webhook_secret(db, id).await?,

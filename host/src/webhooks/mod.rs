@@ -20,7 +20,6 @@ use crate::store::Db;
 use crate::store::leases::{Held, Leased};
 use crate::store::outbox::{self, Attempt, AttemptRecorder, OutboxEvent, Target};
 use crate::validate::check_public_url;
-pub use crate::validate::check_url;
 
 /// What sending webhooks works with: the database (endpoints, the outbox), the clock, the settings, and
 /// the outbound client (no redirects, no proxies, public addresses only outside dev mode). The dispatcher
