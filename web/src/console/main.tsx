@@ -69,7 +69,18 @@ function Presence({ session, onSession }: { session: MemberSession; onSession: (
   );
 }
 
-function Shell({ session, onSignOut, onSession }: { session: MemberSession; onSignOut: () => void; onSession: (s: MemberSession) => void }) {
+function Shell({
+  session,
+  onSignOut,
+  onLeaving,
+  onSession,
+}: {
+  session: MemberSession;
+  onSignOut: () => void;
+  /** Called as a sign-out by choice starts: the refusals it brings are not a session that ended. */
+  onLeaving: () => void;
+  onSession: (s: MemberSession) => void;
+}) {
   const path = usePath();
   const owner = session.member.role === "owner";
   const admin = owner || session.member.role === "admin";
@@ -86,6 +97,7 @@ function Shell({ session, onSignOut, onSession }: { session: MemberSession; onSi
   }, []);
   const signOut = async (everywhere: boolean) => {
     stopLive();
+    onLeaving();
     await del(everywhere ? "/members/sessions" : "/members/sessions/current").catch(() => undefined);
     onSignOut();
   };
@@ -175,10 +187,12 @@ function Console() {
   // look at /members/me answers 401 to someone who never signed in, and a refused code is not an ending).
   const signedIn = useRef(false);
   signedIn.current = !!session;
+  // Signing out by choice: a call still in flight when the session ends answers 401 too, and is no ending.
+  const leaving = useRef(false);
   useEffect(() => {
     get<MemberSession>("/members/me").then(setSession, () => setSession(null));
     return onSignedOut(() => {
-      if (signedIn.current) setFlash("Your session has ended. Please sign in again.");
+      if (signedIn.current && !leaving.current) setFlash("Your session has ended. Please sign in again.");
       setSession(null);
     });
   }, []);
@@ -193,6 +207,7 @@ function Console() {
         ) : null}
         <SignIn
           onSignedIn={(s) => {
+            leaving.current = false;
             setFlash(null);
             setSession(s);
             go("/console/");
@@ -204,6 +219,9 @@ function Console() {
     <Shell
       session={session}
       onSession={setSession}
+      onLeaving={() => {
+        leaving.current = true;
+      }}
       onSignOut={() => {
         setSession(null);
         go("/console/");
